@@ -1,0 +1,81 @@
+"""The one narrow interface every provider implements, and the resolved model settings it gets."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowrun.errors import MissingCredentials
+from flowrun.types import Message, ModelResponse, ToolSpec
+
+
+@dataclass(slots=True)
+class ModelConfig:
+    """A model as the workflow resolved it: provider type, model id and call settings.
+    Secrets are never here: only the *names* of env vars that hold them."""
+
+    name: str  # the workflow's name for it, or "provider:model"
+    provider: str  # anthropic | openai | test | scripted
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    auth_token_env: str | None = None
+    max_tokens: int = 4096
+    temperature: float | None = None
+    thinking: bool = False
+    thinking_budget: int = 2048
+    stream: bool = False
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    headers: dict[str, str] = field(default_factory=dict)
+    price_input: float | None = None  # USD per million tokens
+    price_output: float | None = None
+    price_cache_read: float | None = None
+    price_cache_write: float | None = None
+    context_window: int = 128_000
+    tool_calling: str = "native"  # native | react
+    options: dict[str, Any] = field(default_factory=dict)  # provider-specific extras (script path, ...)
+
+    def secret(self, env_name: str | None) -> str | None:
+        """The value of an env var the config names, or None when unset or empty."""
+        if not env_name:
+            return None
+        value = os.environ.get(env_name, "")
+        return value or None
+
+    def require_key(self, agent: str) -> str:
+        key = self.secret(self.api_key_env)
+        if key is None:
+            raise MissingCredentials(
+                f"agent '{agent}' uses model '{self.name}' ({self.provider}:{self.model}) "
+                f"but the env var {self.api_key_env or '(none named)'} is not set",
+                f"export {self.api_key_env or 'THE_KEY_VAR'}=..., or run with --dry-run to check the wiring offline",
+                agent=agent,
+                model=self.name,
+            )
+        return key
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    agent: str  # the agent's name, for error messages and scripted providers
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec]
+    agent_id: str = ""
+
+
+class Provider(ABC):
+    """Turns a ModelRequest into a ModelResponse. Wire formats are converted only inside the
+    provider's module; retries on 429/5xx/timeouts happen inside `complete`."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
+        """Release connections. Called once when the run ends."""

@@ -1,0 +1,159 @@
+"""Provider-neutral types every layer speaks: messages, tool calls and results, usage.
+
+Plain dataclasses (not pydantic) so importing them costs nothing at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+Status = Literal["success", "partial", "error"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call a model asked for. `arguments` is the decoded JSON object; when the
+    model sent something that is not a JSON object, `arguments` is {} and `raw_arguments`
+    keeps the text so the runtime can answer with an INVALID_PARAM error result."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw_arguments: str | None = None
+    parse_error: str | None = None
+
+
+@dataclass(slots=True)
+class ToolError:
+    code: str
+    message: str
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """The one result shape of every tool (see DESIGN.md, the tool result protocol)."""
+
+    status: Status
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    error: ToolError | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def ok(cls, text: str, **data: Any) -> ToolResult:
+        return cls(status="success", text=text, data=data)
+
+    @classmethod
+    def partial(cls, text: str, **data: Any) -> ToolResult:
+        return cls(status="partial", text=text, data=data)
+
+    @classmethod
+    def fail(cls, code: str, message: str, **data: Any) -> ToolResult:
+        return cls(status="error", text=message, data=data, error=ToolError(code, message))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def model_text(self) -> str:
+        """What the model reads: the text, with the status made explicit when it is not
+        a plain success so the model knows to correct itself or ask for more."""
+        if self.status == "error" and self.error is not None:
+            return f"[error {self.error.code}] {self.text}"
+        if self.status == "partial":
+            return f"[partial] {self.text}"
+        return self.text
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(slots=True)
+class Message:
+    """One turn of a conversation. `tool_calls` on assistant turns; `tool_call_id` on tool
+    turns. `thinking` keeps provider reasoning blocks verbatim (Anthropic requires them to be
+    sent back unchanged with the tool results that follow them)."""
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    thinking: list[dict[str, Any]] = field(default_factory=list)
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Message:
+        calls = [ToolCall(**c) for c in raw.get("tool_calls", [])]
+        return cls(**{**raw, "tool_calls": calls})
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    """A tool as offered to a model: name, description and the JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    thinking: list[dict[str, Any]] = field(default_factory=list)
+    model: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ModelResponse:
+        return cls(
+            text=raw.get("text", ""),
+            tool_calls=[ToolCall(**c) for c in raw.get("tool_calls", [])],
+            usage=Usage(**raw.get("usage", {})),
+            stop_reason=raw.get("stop_reason"),
+            thinking=raw.get("thinking", []),
+            model=raw.get("model", ""),
+        )
+
+
+def parse_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+    """Decode a model's tool arguments. Returns (arguments, error); never raises."""
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or raw.strip() == "":
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        return {}, f"arguments are not valid JSON ({e.msg} at char {e.pos})"
+    if not isinstance(value, dict):
+        return {}, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
