@@ -35,7 +35,13 @@ class ManifestError(FlowrunError):
 
 class ProviderError(FlowrunError):
     def __init__(
-        self, message: str, hint: str | None = None, *, agent: str = "", model: str = "", retryable: bool = False
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        agent: str = "",
+        model: str = "",
+        retryable: bool = False,
     ) -> None:
         super().__init__(message, hint)
         self.agent = agent

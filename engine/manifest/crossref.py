@@ -1,0 +1,508 @@
+"""Cross-reference checks over a loaded project: names that must exist, prompts that must
+render, models that must resolve, agent-as-tool cycles. Every problem becomes a Diagnostic."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.model_config import reference_problem
+from flowrun.manifest.project import Loaded, Project, display_path
+from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.specs import AGENT_TOOL_CONFIG_SCHEMA, AgentStep, LoopStep
+from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
+
+
+def tool_entries(spec: Any) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(index, name, config) for each entry of an agent's `tools` list."""
+    for i, entry in enumerate(spec.tools or []):
+        if isinstance(entry, str):
+            yield i, entry, {}
+        else:
+            name, config = next(iter(entry.items()))
+            yield i, name, dict(config or {})
+
+
+def agent_callees(project: Project, name: str) -> list[str]:
+    loaded = project.agents.get(name)
+    if loaded is None:
+        return []
+    return [n for _, n, _ in tool_entries(loaded.spec) if n in project.agents and n not in project.tools]
+
+
+def check_project(project: Project) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for loaded in project.tools.values():
+        out += _check_tool(loaded, project)
+    for loaded in project.agents.values():
+        out += _check_agent(loaded, project)
+    out += _check_cycles(project)
+    reachable: set[str] = set()
+    for wf in project.workflows:
+        out += _check_workflow(wf, project, reachable)
+    if project.workflows:
+        for name, loaded in project.agents.items():
+            if name not in reachable and not loaded.builtin:
+                out.append(
+                    loaded.source.diag(
+                        ("name",),
+                        f"agent '{name}' is not reachable from any workflow here",
+                        "add it to an agent's `tools`, a workflow's `entry` or `steps`, or delete it",
+                        "unreachable",
+                        severity="warning",
+                    )
+                )
+    return out
+
+
+# ---------------------------------------------------------------- tools
+
+
+def _check_tool(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    spec, src = loaded.spec, loaded.source
+    out: list[Diagnostic] = []
+    for key in ("parameters", "config"):
+        schema = getattr(spec, key)
+        if schema is None:
+            continue
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            out.append(src.diag((key, *e.path), f"invalid JSON Schema: {e.message}", "", "bad-schema"))
+    if spec.parameters.get("type") != "object":
+        out.append(
+            src.diag(
+                ("parameters",), "`parameters` must be a JSON Schema with `type: object`", "", "bad-schema"
+            )
+        )
+    if spec.config and spec.defaults and not out:
+        for err in Draft202012Validator(spec.config).iter_errors(spec.defaults):
+            out.append(src.diag(("defaults", *err.path), f"default config: {err.message}", "", "bad-default"))
+    impl = spec.implementation
+    if hasattr(impl, "python"):
+        module = impl.python.split(":")[0]
+        if not _module_exists(module, loaded.root):
+            out.append(
+                src.diag(
+                    ("implementation", "python"),
+                    f"python module '{module}' not found",
+                    "check the dotted path; project modules are found relative to the workflow folder",
+                    "missing-module",
+                )
+            )
+    else:
+        params = set(spec.parameters.get("properties", {}))
+        for i, item in enumerate(impl.command):
+            info = analyse(item)
+            if info.error:
+                out.append(
+                    src.diag(
+                        ("implementation", "command", i),
+                        f"Jinja2 syntax error: {info.error}",
+                        "",
+                        "template-syntax",
+                    )
+                )
+            for var in info.variables:
+                if var not in params:
+                    hint = did_you_mean(var, params) or f"declare '{var}' under parameters.properties"
+                    out.append(
+                        src.diag(
+                            ("implementation", "command", i),
+                            f"command uses '{var}', not a parameter",
+                            hint,
+                            "undefined-variable",
+                        )
+                    )
+    return out
+
+
+def _module_exists(module: str, root: Path) -> bool:
+    added = str(root) not in sys.path
+    if added:
+        sys.path.insert(0, str(root))
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        if added:
+            sys.path.remove(str(root))
+
+
+# ---------------------------------------------------------------- agents
+
+
+def _check_agent(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
+    from jsonschema import Draft202012Validator
+
+    spec, src = loaded.spec, loaded.source
+    out: list[Diagnostic] = []
+    if spec.prompt is None and spec.prompt_file is None:
+        out.append(
+            src.diag(
+                ("name",),
+                f"agent '{spec.name}' has no prompt",
+                "add `prompt:` or `prompt_file:`",
+                "missing-prompt",
+            )
+        )
+    else:
+        out += [d for d in _prompt_diagnostics(loaded, project, None) if d.code != "undefined-variable"]
+    seen: set[str] = set()
+    names = set(project.tools) | set(project.agents)
+    for i, name, config in tool_entries(spec):
+        if name in seen:
+            out.append(
+                src.diag(("tools", i), f"tool '{name}' is listed twice", "keep one entry", "duplicate-tool")
+            )
+        seen.add(name)
+        if name not in names:
+            if name in project.broken:
+                continue
+            hint = did_you_mean(name, names) or "known tools: " + ", ".join(sorted(project.tools))
+            out.append(src.diag(("tools", i), f"unknown tool or agent '{name}'", hint, "unknown-tool"))
+            continue
+        schema = project.tools[name].spec.config if name in project.tools else AGENT_TOOL_CONFIG_SCHEMA
+        if config and schema is None:
+            out.append(
+                src.diag(
+                    ("tools", i, name), f"tool '{name}' takes no config", "remove the config", "bad-config"
+                )
+            )
+        elif config and schema:
+            for err in Draft202012Validator(schema).iter_errors(config):
+                where = ("tools", i, name, *err.path)
+                if err.validator == "additionalProperties":
+                    allowed = set(schema.get("properties", {}))
+                    for key in set(err.instance) - allowed:
+                        hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
+                        out.append(
+                            src.diag(
+                                (*where, key),
+                                f"'{name}' has no config key '{key}'",
+                                hint,
+                                "bad-config",
+                                key=True,
+                            )
+                        )
+                else:
+                    out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
+    if spec.stop and spec.stop.pattern:
+        try:
+            re.compile(spec.stop.pattern)
+        except re.error as e:
+            out.append(
+                src.diag(
+                    ("stop", "pattern"),
+                    f"invalid regex: {e}",
+                    "escape backslashes in YAML with single quotes",
+                    "bad-regex",
+                )
+            )
+    if spec.context and spec.context.strategy == "dashboard":
+        if not spec.context.dashboards:
+            out.append(
+                src.diag(
+                    ("context",),
+                    "dashboard strategy needs `dashboards`",
+                    "e.g. dashboards: {overall: overall_dashboard.md}",
+                    "missing-dashboards",
+                )
+            )
+        if "update_dashboard" not in seen:
+            out.append(
+                src.diag(
+                    ("tools",),
+                    "dashboard strategy without the update_dashboard tool",
+                    "add update_dashboard to tools",
+                    "no-dashboard-tool",
+                    severity="warning",
+                )
+            )
+    return out
+
+
+def _prompt_source(loaded: Loaded[Any], project: Project) -> tuple[str, str, int, Path | None] | None:
+    """(template text, display file, line offset, template path) of an agent's prompt."""
+    spec, src = loaded.spec, loaded.source
+    if spec.prompt is not None:
+        line, _ = src.position(("prompt",))
+        text_line = src.text.splitlines()[line - 1] if src.text else ""
+        block = bool(re.search(r":\s*[|>][+-]?\d*\s*(#.*)?$", text_line))
+        return spec.prompt, src.display, line - 1 + int(block), None
+    if spec.prompt_file is None:
+        return None
+    path = _find_prompt(loaded, project)
+    if path is None:
+        return None
+    return path.read_text(encoding="utf-8"), display_path(path), 0, path
+
+
+def _find_prompt(loaded: Loaded[Any], project: Project) -> Path | None:
+    # a project agent's prompt is looked up on the whole search path; a built-in only in the built-ins
+    roots = [loaded.root] if loaded.builtin else project.roots
+    for root in roots:
+        candidate = root / "prompts" / loaded.spec.prompt_file
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _prompt_diagnostics(loaded: Loaded[Any], project: Project, inputs: set[str] | None) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    found = _prompt_source(loaded, project)
+    if found is None:
+        if spec.prompt_file is not None:
+            dirs = ", ".join(display_path(p) for p in project.prompt_dirs()) or "(no prompts/ folder)"
+            return [
+                src.diag(
+                    ("prompt_file",),
+                    f"prompt file '{spec.prompt_file}' not found",
+                    f"looked in {dirs}",
+                    "missing-prompt",
+                )
+            ]
+        return []
+    text, display, offset, _ = found
+    info = analyse(text)
+    if info.error:
+        return [
+            Diagnostic(
+                display,
+                offset + info.error_line,
+                1,
+                "",
+                f"Jinja2 syntax error: {info.error}",
+                "check {{ }} and {% %} pairs",
+                "template-syntax",
+            )
+        ]
+    out = []
+    for inc in info.includes:
+        if project.find_prompt(inc) is None:
+            out.append(
+                Diagnostic(
+                    display,
+                    offset + 1,
+                    1,
+                    "",
+                    f"included template '{inc}' not found",
+                    "put it under prompts/",
+                    "missing-prompt",
+                )
+            )
+    provided = PROMPT_BUILTINS | set(spec.vars or {}) | (inputs or set())
+    for var, line in info.variables.items():
+        if var not in provided:
+            where = f"agent '{spec.name}'"
+            hint = (
+                did_you_mean(var, provided) or "declare it under the agent's `vars:` or as a workflow input"
+            )
+            out.append(
+                Diagnostic(
+                    display,
+                    offset + line,
+                    1,
+                    "",
+                    f"{where}: prompt uses '{{{{ {var} }}}}' which nothing provides",
+                    hint,
+                    "undefined-variable",
+                )
+            )
+    return out
+
+
+def _check_cycles(project: Project) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    reported: set[frozenset[str]] = set()
+
+    def visit(name: str, stack: list[str]) -> None:
+        state[name] = 1
+        for callee in agent_callees(project, name):
+            if state.get(callee) == 1:
+                cycle = [*stack[stack.index(callee) :], callee]
+                key = frozenset(cycle)
+                if key not in reported:
+                    reported.add(key)
+                    loaded = project.agents[name]
+                    idx = next(i for i, n, _ in tool_entries(loaded.spec) if n == callee)
+                    out.append(
+                        loaded.source.diag(
+                            ("tools", idx),
+                            "agent-as-tool cycle: " + " -> ".join(cycle),
+                            "an agent may not (indirectly) call itself; remove one of these tool entries",
+                            "agent-cycle",
+                        )
+                    )
+            elif callee not in state:
+                visit(callee, [*stack, callee])
+        state[name] = 2
+
+    for name in sorted(project.agents):
+        if name not in state:
+            visit(name, [name])
+    return out
+
+
+# ---------------------------------------------------------------- workflows
+
+
+def _iter_steps(steps: list[Any], parts: tuple) -> Iterator[tuple[Any, tuple]]:
+    for i, step in enumerate(steps or []):
+        here = (*parts, i)
+        yield step, here
+        if isinstance(step, LoopStep):
+            yield from _iter_steps(step.loop.steps, (*here, "loop", "steps"))
+
+
+def _check_workflow(wf: Loaded[Any], project: Project, reachable: set[str]) -> list[Diagnostic]:
+    spec, src = wf.spec, wf.source
+    out: list[Diagnostic] = []
+    inputs = set(spec.inputs or {})
+    models = set(spec.models or {}) | set(project.models)
+    templ_vars = inputs | WORKFLOW_BUILTINS
+
+    def check_template(text: str, parts: tuple, expression: bool = False) -> None:
+        info = analyse_expression(text) if expression else analyse(text)
+        if info.error:
+            out.append(
+                src.diag(
+                    parts,
+                    f"Jinja2 syntax error: {info.error}",
+                    "check {{ }} and {% %} pairs",
+                    "template-syntax",
+                )
+            )
+        for var in info.variables:
+            if var not in templ_vars:
+                hint = did_you_mean(var, templ_vars) or "declare it under `inputs:`"
+                out.append(
+                    src.diag(
+                        parts, f"template uses '{var}' which nothing provides", hint, "undefined-variable"
+                    )
+                )
+
+    default = spec.default_model or project.default_model
+    if spec.default_model and (problem := reference_problem(spec.default_model, models)):
+        out.append(
+            src.diag(
+                ("default_model",),
+                problem,
+                did_you_mean(spec.default_model, models) or "define it under `models:`",
+                "unknown-model",
+            )
+        )
+    starts: list[tuple[str, tuple]] = []
+    if spec.entry:
+        starts.append((spec.entry, ("entry",)))
+    for step, parts in _iter_steps(spec.steps, ("steps",)):
+        if isinstance(step, AgentStep):
+            starts.append((step.agent, (*parts, "agent")))
+            for key in ("task", "workdir"):
+                if getattr(step, key):
+                    check_template(getattr(step, key), (*parts, key))
+        elif step.loop.until:
+            check_template(step.loop.until, (*parts, "loop", "until"), expression=True)
+    if spec.task:
+        check_template(spec.task, ("task",))
+    for path, content in ((spec.workspace and spec.workspace.files) or {}).items():
+        check_template(content, ("workspace", "files", path))
+        if not _safe_relative(path):
+            out.append(
+                src.diag(
+                    ("workspace", "files", path),
+                    f"seed path '{path}' leaves the workspace",
+                    "use a relative path without '..'",
+                    "bad-path",
+                    key=True,
+                )
+            )
+    if spec.output and not _safe_relative(spec.output):
+        out.append(
+            src.diag(
+                ("output",),
+                f"output '{spec.output}' leaves the workspace",
+                "use a relative path without '..'",
+                "bad-path",
+            )
+        )
+    for name, parts in starts:
+        if name not in project.agents:
+            if name in project.broken:
+                continue
+            hint = did_you_mean(name, set(project.agents)) or "add agents.d/" + name + ".yaml"
+            out.append(src.diag(parts, f"unknown agent '{name}'", hint, "unknown-agent"))
+    seen = _reachable([n for n, _ in starts if n in project.agents], project)
+    reachable |= seen
+    for name in sorted(seen):
+        out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
+    return out
+
+
+def _check_agent_in_workflow(
+    loaded: Loaded[Any],
+    project: Project,
+    wf: Loaded[Any],
+    models: set[str],
+    default: str | None,
+    inputs: set[str],
+) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    out = [d for d in _prompt_diagnostics(loaded, project, inputs) if d.code == "undefined-variable"]
+    ref = spec.model or default
+    if ref is None:
+        out.append(
+            wf.source.diag(
+                ("models",),
+                f"agent '{spec.name}' names no model and the workflow has no `default_model`",
+                "set `default_model:` in the workflow or `model:` in the agent",
+                "no-model",
+            )
+        )
+    elif problem := reference_problem(ref, models):
+        owner, parts = (src, ("model",)) if spec.model else (wf.source, ("default_model",))
+        hint = (
+            did_you_mean(ref, models)
+            or f"define '{ref}' under the workflow's `models:` ({wf.source.display})"
+        )
+        out.append(
+            owner.diag(
+                parts,
+                f"{problem} (used by agent '{spec.name}' in workflow '{wf.spec.name}')",
+                hint,
+                "unknown-model",
+            )
+        )
+    for i, ref in enumerate(spec.selectable_models or []):
+        if problem := reference_problem(ref, models):
+            out.append(
+                src.diag(("selectable_models", i), problem, did_you_mean(ref, models), "unknown-model")
+            )
+    return out
+
+
+def _reachable(starts: list[str], project: Project) -> set[str]:
+    seen: set[str] = set()
+    todo = list(starts)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(agent_callees(project, name))
+    return seen
+
+
+def _safe_relative(path: str) -> bool:
+    p = PurePosixPath(path.replace("\\", "/"))
+    return not p.is_absolute() and ".." not in p.parts and bool(path.strip())

@@ -1,0 +1,64 @@
+"""Diagnostics: one problem in one manifest, with where it is and what to do about it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    file: str
+    line: int
+    column: int
+    path: str  # YAML path, e.g. "tools[2]" or "models.fast.provider"; "" for the whole file
+    message: str
+    hint: str = ""
+    code: str = "invalid"
+    severity: Severity = "error"
+
+    def text(self) -> str:
+        where = f" (at {self.path})" if self.path else ""
+        line = f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.code}]: {self.message}{where}"
+        return f"{line}\n    hint: {self.hint}" if self.hint else line
+
+    def github(self) -> str:
+        kind = "error" if self.severity == "error" else "warning"
+        where = f" (at {self.path})" if self.path else ""
+        hint = f" Hint: {self.hint}" if self.hint else ""
+        body = f"{self.message}{where}.{hint}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return f"::{kind} file={self.file},line={self.line},col={self.column},title={self.code}::{body}"
+
+
+def yaml_path(parts: tuple[str | int, ...] | list[str | int]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def render(diagnostics: list[Diagnostic], fmt: str, checked: int) -> str:
+    errors = sum(d.severity == "error" for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    if fmt == "json":
+        return json.dumps(
+            {
+                "ok": errors == 0,
+                "files_checked": checked,
+                "errors": errors,
+                "warnings": warnings,
+                "diagnostics": [asdict(d) for d in diagnostics],
+            },
+            indent=2,
+        )
+    if fmt == "github":
+        return "\n".join(d.github() for d in diagnostics)
+    lines = [d.text() for d in diagnostics]
+    lines.append(f"{checked} file(s) checked: {errors} error(s), {warnings} warning(s)")
+    return "\n".join(lines)

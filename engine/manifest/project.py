@@ -1,0 +1,234 @@
+"""Load a project: every manifest on the search path (the folder of the workflow first, then
+the built-ins), with `extends:` resolved and all problems collected as diagnostics."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.schema_check import check_schema, detect_kind
+from flowrun.manifest.yaml_source import Source, load_source
+from flowrun.paths import builtin_root
+
+T = TypeVar("T")
+MANIFEST_DIRS = ("agents.d", "tools.d", "models.d")
+
+
+@dataclass(slots=True)
+class Loaded(Generic[T]):
+    spec: T
+    source: Source
+    root: Path
+    builtin: bool
+
+
+@dataclass
+class Project:
+    roots: list[Path]
+    agents: dict[str, Loaded[Any]] = field(default_factory=dict)  # effective (extends resolved)
+    agent_layers: dict[str, list[Loaded[Any]]] = field(default_factory=dict)  # winning first
+    tools: dict[str, Loaded[Any]] = field(default_factory=dict)
+    models: dict[str, Loaded[Any]] = field(default_factory=dict)  # from models.d: spec is a ModelSpec
+    default_model: str | None = None
+    workflows: list[Loaded[Any]] = field(default_factory=list)
+    scripts: list[Loaded[Any]] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # names of manifests that exist but failed to load: not reported again as "unknown"
+    broken: set[str] = field(default_factory=set)
+
+    def prompt_dirs(self) -> list[Path]:
+        return [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
+
+    def find_prompt(self, name: str) -> Path | None:
+        for folder in self.prompt_dirs():
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate
+        return None
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+def display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def parse_manifest(
+    path: Path, folder_kind_hint: str = ""
+) -> tuple[str | None, Any, Source, list[Diagnostic]]:
+    """YAML → schema check → typed spec. Returns (kind, spec or None, source, diagnostics)."""
+    from flowrun.manifest.specs import KINDS
+
+    src, diags = load_source(path, display_path(path))
+    if src.data is None:
+        return None, None, src, diags
+    kind, kind_diags = detect_kind(src, folder_kind_hint)
+    diags += kind_diags
+    if kind is None:
+        return None, None, src, diags
+    schema_diags = check_schema(src, kind)
+    diags += schema_diags
+    if schema_diags or any(d.severity == "error" for d in diags):
+        return kind, None, src, diags
+    from pydantic import ValidationError
+
+    data = {**src.data, "kind": kind}
+    try:
+        spec = KINDS[kind].model_validate(data)
+    except ValidationError as e:
+        for item in e.errors():
+            parts = tuple(p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            msg = item["msg"].removeprefix("Value error, ")
+            diags.append(src.diag(parts, msg, "", "invalid"))
+        return kind, None, src, diags
+    return kind, spec, src, diags
+
+
+def _manifest_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def search_roots(project_root: Path) -> list[Path]:
+    builtin = builtin_root()
+    roots = [project_root.resolve()]
+    if builtin.resolve() != roots[0]:
+        roots.append(builtin)
+    return roots
+
+
+def load_project(project_root: Path, workflow_files: list[Path] | None = None) -> Project:
+    """Load the manifests of `project_root` and the built-ins. `workflow_files` default to the
+    workflow manifests directly in `project_root`."""
+    project = Project(roots=search_roots(project_root))
+    builtin = builtin_root().resolve()
+    # built-ins first so a project's manifest of the same name overrides them
+    for root in reversed(project.roots):
+        is_builtin = root.resolve() == builtin
+        for folder in MANIFEST_DIRS:
+            seen: dict[tuple[str, str], Source] = {}
+            for path in _manifest_files(root / folder):
+                _add_manifest(project, path, folder, root, is_builtin, seen)
+    if workflow_files is None:
+        workflow_files = _manifest_files(project_root)
+    for path in workflow_files:
+        kind, spec, src, diags = parse_manifest(path)
+        if kind in (None, "workflow", "script") or diags:
+            project.diagnostics += diags
+        if spec is not None and kind == "workflow":
+            project.workflows.append(Loaded(spec, src, project_root, False))
+        elif spec is not None and kind == "script":
+            project.scripts.append(Loaded(spec, src, project_root, False))
+    _resolve_extends(project)
+    return project
+
+
+def _add_manifest(
+    project: Project, path: Path, folder: str, root: Path, builtin: bool, seen: dict[tuple[str, str], Source]
+) -> None:
+    expected = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}[folder]
+    kind, spec, src, diags = parse_manifest(path, folder)
+    project.diagnostics += diags
+    if spec is None:
+        if isinstance(src.data, dict) and isinstance(src.data.get("name"), str):
+            project.broken.add(src.data["name"])
+        return
+    if kind != expected:
+        project.diagnostics.append(
+            src.diag(
+                ("kind",),
+                f"a {kind} manifest in {folder}/",
+                f"move it, or set `kind: {expected}`",
+                "wrong-folder",
+            )
+        )
+        return
+    if kind == "models":
+        for name, model in spec.models.items():
+            project.models[name] = Loaded(model, src, root, builtin)
+        project.default_model = spec.default_model or project.default_model
+        return
+    if (kind, spec.name) in seen:
+        other = seen[(kind, spec.name)]
+        project.diagnostics.append(
+            src.diag(
+                ("name",),
+                f"duplicate {kind} name '{spec.name}' (also in {other.display})",
+                "rename one",
+                "duplicate-name",
+            )
+        )
+        return
+    seen[(kind, spec.name)] = src
+    if path.stem != spec.name:
+        project.diagnostics.append(
+            src.diag(
+                ("name",),
+                f"{kind} '{spec.name}' is in a file named {path.name}",
+                f"name the file {spec.name}.yaml so overrides by file name work as expected",
+                "name-mismatch",
+                severity="warning",
+            )
+        )
+    loaded = Loaded(spec, src, root, builtin)
+    if kind == "tool":
+        project.tools[spec.name] = loaded
+    else:
+        project.agent_layers.setdefault(spec.name, []).insert(0, loaded)
+
+
+def _resolve_extends(project: Project) -> None:
+    for name in list(project.agent_layers):
+        resolved = _resolve_agent(project, name, 0, ())
+        if resolved is not None:
+            project.agents[name] = resolved
+
+
+def _resolve_agent(project: Project, name: str, layer: int, chain: tuple[str, ...]) -> Loaded[Any] | None:
+    layers = project.agent_layers.get(name, [])
+    if layer >= len(layers):
+        return None
+    loaded = layers[layer]
+    spec = loaded.spec
+    if spec.extends is None:
+        return loaded
+    key = f"{name}@{layer}"
+    if key in chain:
+        project.diagnostics.append(
+            loaded.source.diag(
+                ("extends",),
+                "extends cycle: " + " -> ".join((*chain, key)),
+                "break the cycle",
+                "extends-cycle",
+            )
+        )
+        return None
+    if spec.extends == name:
+        parent = _resolve_agent(project, name, layer + 1, (*chain, key))
+        missing = f"'{name}' extends '{name}' but no other '{name}' is further down the search path"
+    else:
+        parent = _resolve_agent(project, spec.extends, 0, (*chain, key))
+        missing = f"'{name}' extends unknown agent '{spec.extends}'"
+    if parent is None:
+        if not any(d.code == "extends-cycle" for d in project.diagnostics):
+            from flowrun.manifest.schema_check import did_you_mean
+
+            hint = did_you_mean(spec.extends, set(project.agent_layers)) or "check the name"
+            project.diagnostics.append(loaded.source.diag(("extends",), missing, hint, "unknown-agent"))
+        return None
+    overrides = {k: getattr(spec, k) for k in spec.model_fields_set if k not in ("extends",)}
+    merged = parent.spec.model_copy(update={**overrides, "extends": None})
+    if "prompt" in overrides:
+        merged = merged.model_copy(update={"prompt_file": None})
+    if "prompt_file" in overrides:
+        merged = merged.model_copy(update={"prompt": None})
+    return Loaded(merged, loaded.source, loaded.root, loaded.builtin)

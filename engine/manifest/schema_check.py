@@ -1,0 +1,192 @@
+"""Check raw manifest data against the committed JSON Schema of its kind and turn every
+violation into a Diagnostic with file:line:column and a hint (did-you-mean for unknown keys)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import cache
+from typing import Any
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.yaml_source import Source
+from flowrun.paths import builtin_root
+
+KIND_NAMES = ("workflow", "agent", "tool", "models", "script")
+FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
+SECRET_KEYS = {"api_key", "apikey", "key", "token", "auth_token", "secret", "password", "api_token"}
+JSON_TYPES = {
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    list: "list",
+    dict: "mapping",
+    type(None): "null",
+}
+
+
+@cache
+def validator_for(kind: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8"))
+    return Draft202012Validator(schema)
+
+
+def did_you_mean(word: str, options: list[str] | tuple[str, ...] | set[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def detect_kind(src: Source, folder: str) -> tuple[str | None, list[Diagnostic]]:
+    data = src.data
+    if not isinstance(data, dict):
+        got = JSON_TYPES.get(type(data), type(data).__name__)
+        return None, [src.diag((), f"a manifest must be a mapping of keys, got a {got}", "", "not-a-mapping")]
+    kind = data.get("kind")
+    if kind is None:
+        inferred = FOLDER_KINDS.get(folder)
+        if inferred:
+            return inferred, []
+        hint = "add `kind:` with one of " + ", ".join(KIND_NAMES)
+        return None, [src.diag((), "missing `kind`", hint, "missing-kind")]
+    if kind not in KIND_NAMES:
+        guess = did_you_mean(str(kind), KIND_NAMES)
+        hint = guess or "use one of " + ", ".join(KIND_NAMES)
+        return None, [src.diag(("kind",), f"unknown kind '{kind}'", hint, "unknown-kind")]
+    return kind, []
+
+
+def check_schema(src: Source, kind: str) -> list[Diagnostic]:
+    data = dict(src.data)
+    data.setdefault("kind", kind)
+    out: list[Diagnostic] = []
+    for err in validator_for(kind).iter_errors(data):
+        out.extend(_explain(src, err))
+    out.sort(key=lambda d: (d.line, d.column))
+    return out
+
+
+def _explain(src: Source, err: Any) -> list[Diagnostic]:
+    parts = tuple(err.absolute_path)
+    handler = _HANDLERS.get(err.validator)
+    if handler is not None:
+        return handler(src, err, parts)
+    return [src.diag(parts, _generic(err), "", "schema")]
+
+
+def _additional(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+    allowed = set(err.schema.get("properties", {}))
+    patterns = list(err.schema.get("patternProperties", {}))
+    out = []
+    for key in err.instance:
+        if key in allowed or any(re.search(p, str(key)) for p in patterns):
+            continue
+        if str(key).lower() in SECRET_KEYS:
+            hint = "secrets never go in manifests: put the value in an environment variable and name it with `api_key_env` (or `auth_token_env`)"
+        else:
+            hint = did_you_mean(str(key), allowed) or "allowed keys: " + ", ".join(sorted(allowed))
+        out.append(src.diag((*parts, key), f"unknown key '{key}'", hint, "unknown-key", key=True))
+    return out
+
+
+def _required(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+    missing = [k for k in err.validator_value if k not in err.instance]
+    hints = {"version": "add `version: 1` at the top", "kind": "add `kind:`"}
+    return [
+        src.diag(parts, f"missing required key '{k}'", hints.get(k, f"add `{k}:`"), "missing-key")
+        for k in missing
+    ]
+
+
+def _type(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+    want = err.validator_value
+    want_text = " or ".join(want) if isinstance(want, list) else want
+    want_text = want_text.replace("object", "mapping").replace("array", "list")
+    got = JSON_TYPES.get(type(err.instance), type(err.instance).__name__)
+    shown = f" {err.instance!r}" if isinstance(err.instance, (str, int, float)) else ""
+    hint = "quote it" if want_text == "string" else f"write a {want_text} here"
+    if want_text == "integer" and isinstance(err.instance, str):
+        hint = "write a number without quotes, e.g. 30"
+    return [src.diag(parts, f"expected {want_text}, got {got}{shown}", hint, "wrong-type")]
+
+
+def _enum(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+    options = [str(o) for o in (err.validator_value if err.validator == "enum" else [err.validator_value])]
+    guess = did_you_mean(str(err.instance), options)
+    hint = guess or "use one of: " + ", ".join(options)
+    return [src.diag(parts, f"{err.instance!r} is not allowed here", hint, "bad-value")]
+
+
+def _pattern(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+    pattern = err.validator_value
+    if "A-Za-z_][A-Za-z0-9_]*" in pattern:
+        return [
+            src.diag(
+                parts,
+                f"{err.instance!r} is not an environment variable name",
+                "name the variable that holds the secret (e.g. OPENAI_API_KEY), never the secret itself",
+                "bad-env-name",
+            )
+        ]
+    if pattern.startswith("^[A-Za-z][A-Za-z0-9_-]"):
+        return [
+            src.diag(
+                parts,
+                f"{err.instance!r} is not a valid name",
+                "use letters, digits, _ and -, starting with a letter (at most 64)",
+                "bad-name",
+            )
+        ]
+    return [src.diag(parts, f"{err.instance!r} does not match {pattern}", "", "bad-value")]
+
+
+def _any_of(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+    context = list(err.context or [])
+    if context and all(c.validator == "type" for c in context):
+        wants = []
+        for c in context:
+            v = c.validator_value
+            wants.extend(v if isinstance(v, list) else [v])
+        names = sorted({w.replace("object", "mapping").replace("array", "list") for w in wants})
+        got = JSON_TYPES.get(type(err.instance), type(err.instance).__name__)
+        return [src.diag(parts, f"expected {' or '.join(names)}, got {got}", "", "wrong-type")]
+    from jsonschema.exceptions import best_match
+
+    deeper = best_match(context) if context else None
+    if deeper is None:
+        return [src.diag(parts, _generic(err), "", "schema")]
+    return _explain(src, deeper)
+
+
+def _count(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+    if err.validator == "maxProperties" and err.validator_value == 1:
+        return [
+            src.diag(
+                parts,
+                "a tool entry with config must have exactly one key: the tool name",
+                "write `- NAME: {key: value}` (indent the config under the name)",
+                "bad-entry",
+            )
+        ]
+    return [src.diag(parts, _generic(err), "", "schema")]
+
+
+def _generic(err: Any) -> str:
+    return err.message if len(err.message) < 200 else err.message[:197] + "..."
+
+
+_HANDLERS = {
+    "additionalProperties": _additional,
+    "required": _required,
+    "type": _type,
+    "enum": _enum,
+    "const": _enum,
+    "pattern": _pattern,
+    "anyOf": _any_of,
+    "oneOf": _any_of,
+    "maxProperties": _count,
+    "minProperties": _count,
+}

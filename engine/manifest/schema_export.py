@@ -1,0 +1,63 @@
+"""JSON Schema (draft 2020-12) for every manifest kind, generated from the pydantic specs.
+`schema/*.schema.json` are these files committed; a test fails when they drift."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def kind_schema(kind: str) -> dict[str, Any]:
+    from flowrun.manifest.specs import KINDS
+
+    model = KINDS[kind]
+    schema = _tidy(model.model_json_schema(mode="validation", by_alias=True))
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": f"https://flowrun.dev/schema/{kind}.schema.json",
+        "title": f"flowrun {kind} manifest",
+        **schema,
+    }
+
+
+def schema_text(kind: str) -> str:
+    return json.dumps(kind_schema(kind), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_all(folder: Path) -> list[Path]:
+    from flowrun.manifest.specs import KINDS
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for kind in KINDS:
+        path = folder / f"{kind}.schema.json"
+        path.write_text(schema_text(kind), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def _tidy(node: Any, top: bool = True) -> Any:
+    """Make pydantic's output read like a hand-written schema: an optional field is its type
+    (not anyOf [type, null]), and per-property titles and null defaults are dropped."""
+    if isinstance(node, list):
+        return [_tidy(item, False) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _tidy(v, False) for k, v in node.items()}
+    options = out.get("anyOf")
+    if isinstance(options, list) and "default" in out and out["default"] is None:
+        rest = [o for o in options if o != {"type": "null"}]
+        if len(rest) != len(options):
+            out.pop("anyOf")
+            if len(rest) == 1:
+                out = {**rest[0], **out}
+            else:
+                out["anyOf"] = rest
+    if out.get("default", 0) is None:
+        out.pop("default")
+    if not top and isinstance(out.get("title"), str) and "properties" not in out:
+        out.pop("title")
+    return out

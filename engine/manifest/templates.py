@@ -1,0 +1,87 @@
+"""Jinja2 for prompts and workflow templates: one sandboxed, strict environment, plus static
+analysis (syntax errors, variables a template uses) for `flowrun validate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
+from jinja2.sandbox import SandboxedEnvironment
+
+from flowrun.errors import ManifestError
+
+# Names the runtime provides to every agent prompt.
+PROMPT_BUILTINS = frozenset(
+    {"agent", "tools", "workspace", "inputs", "date", "iteration", "run_id", "output", "dashboards", "model"}
+)
+# Names the runtime provides to workflow templates (task, seed files, until, workdir).
+WORKFLOW_BUILTINS = frozenset({"inputs", "workspace", "date", "iteration", "run_id", "output"})
+# Jinja globals that are always defined.
+JINJA_GLOBALS = frozenset(
+    {"range", "dict", "lipsum", "cycler", "joiner", "namespace", "loop", "self", "varargs"}
+)
+
+
+def environment(search: list[Path] | None = None) -> SandboxedEnvironment:
+    from jinja2 import FileSystemLoader
+
+    loader = FileSystemLoader([str(p) for p in search]) if search else None
+    return SandboxedEnvironment(
+        loader=loader,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+@dataclass(slots=True)
+class TemplateInfo:
+    variables: dict[str, int]  # undeclared name -> first line it is used on
+    includes: list[str]
+    error: str | None = None
+    error_line: int = 0
+
+
+def analyse(source: str, env: SandboxedEnvironment | None = None) -> TemplateInfo:
+    env = env or environment()
+    try:
+        ast = env.parse(source)
+    except TemplateSyntaxError as e:
+        return TemplateInfo({}, [], e.message or str(e), e.lineno or 1)
+    names = meta.find_undeclared_variables(ast) - JINJA_GLOBALS
+    first_line: dict[str, int] = {}
+    for node in ast.find_all(nodes.Name):
+        if node.name in names and node.ctx == "load":
+            first_line.setdefault(node.name, node.lineno)
+    includes = [t for t in meta.find_referenced_templates(ast) if isinstance(t, str)]
+    return TemplateInfo(first_line, includes)
+
+
+def analyse_expression(source: str) -> TemplateInfo:
+    """An `until:` condition: a bare expression, or a {{ ... }} template."""
+    text = source if "{{" in source or "{%" in source else "{{ " + source + " }}"
+    return analyse(text)
+
+
+def render(
+    source: str, variables: dict[str, Any], *, search: list[Path] | None = None, what: str = ""
+) -> str:
+    from jinja2 import TemplateError
+
+    env = environment(search)
+    try:
+        return env.from_string(source).render(**variables)
+    except TemplateError as e:
+        raise ManifestError(
+            f"cannot render {what or 'template'}: {e}", "check the variable names it uses"
+        ) from e
+
+
+def evaluate(expression: str, variables: dict[str, Any], what: str = "until") -> bool:
+    text = expression if "{{" in expression or "{%" in expression else "{{ " + expression + " }}"
+    value = render(text, variables, what=what).strip()
+    return value.lower() not in ("", "false", "0", "none", "no")

@@ -1,0 +1,108 @@
+"""`flowrun validate`: find manifests under the given paths, load each project they belong to,
+and collect every problem in one pass."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from flowrun.manifest.crossref import check_project
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.project import MANIFEST_DIRS, display_path, load_project
+from flowrun.paths import builtin_root
+
+SKIP_DIRS = {
+    "runs",
+    "node_modules",
+    "__pycache__",
+    "build",
+    "dist",
+    "venv",
+    "prompts",
+    "skills",
+    "corpus",
+    "schema",
+}
+HAS_KIND = re.compile(r"^kind:\s*\S", re.MULTILINE)
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml")
+
+
+def _looks_like_manifest(path: Path) -> bool:
+    try:
+        return bool(HAS_KIND.search(path.read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        return False
+
+
+def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
+    """Project roots → the workflow/script files to check there (None: all in the root)."""
+    roots: dict[Path, list[Path] | None] = {}
+
+    def add(root: Path, files: list[Path] | None) -> None:
+        root = root.resolve()
+        if root in roots and roots[root] is None:
+            return
+        if files is None:
+            roots[root] = None
+        else:
+            roots.setdefault(root, [])
+            existing = roots[root] or []
+            roots[root] = existing + [f for f in files if f not in existing]
+
+    for path in paths:
+        if path.is_file():
+            if path.parent.name in MANIFEST_DIRS:
+                add(path.parent.parent, [])
+            else:
+                add(path.parent, [path.resolve()])
+            continue
+        for folder in _walk_dirs(path):
+            if folder.name in MANIFEST_DIRS:
+                add(folder.parent, [])
+                continue
+            tops = [f.resolve() for f in sorted(folder.iterdir()) if f.is_file() and _is_yaml(f)]
+            tops = [f for f in tops if _looks_like_manifest(f)]
+            if tops or any((folder / d).is_dir() for d in MANIFEST_DIRS):
+                add(folder, tops)
+    return roots
+
+
+def _walk_dirs(top: Path) -> list[Path]:
+    out = [top]
+    for child in sorted(top.iterdir()):
+        if child.is_dir() and not child.name.startswith(".") and child.name not in SKIP_DIRS:
+            if child.name in MANIFEST_DIRS:
+                out.append(child)
+            else:
+                out.extend(_walk_dirs(child))
+    return out
+
+
+def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
+    """All diagnostics for the manifests under `paths`, and how many files were checked."""
+    diagnostics: list[Diagnostic] = []
+    checked: set[str] = set()
+    builtin = builtin_root().resolve()
+    builtin_prefix = display_path(builtin)
+    for root, files in find_roots(paths).items():
+        project = load_project(root, files)
+        found = project.diagnostics + check_project(project)
+        own_builtins = root == builtin
+        for d in found:
+            if not own_builtins and d.file.startswith(builtin_prefix):
+                continue
+            if d not in diagnostics:
+                diagnostics.append(d)
+        for group in (project.agent_layers.values(), [[t] for t in project.tools.values()]):
+            for layers in group:
+                for loaded in layers:
+                    if own_builtins or not loaded.builtin:
+                        checked.add(loaded.source.display)
+        checked.update(w.source.display for w in project.workflows)
+        checked.update(s.source.display for s in project.scripts)
+        checked.update(d.file for d in found if not d.file.startswith(builtin_prefix) or own_builtins)
+    diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
+    return diagnostics, len(checked)

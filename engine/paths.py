@@ -1,0 +1,18 @@
+"""Where flowrun's built-in manifests live: inside the installed package (`_builtin/`), or at the
+repository root when running from a source checkout."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+BUILTIN_DIRS = ("agents.d", "tools.d", "prompts", "schema")
+
+
+@cache
+def builtin_root() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "_builtin"
+    if (packaged / "schema").is_dir():
+        return packaged
+    return here.parent
