@@ -16,3 +16,10 @@ def builtin_root() -> Path:
     if (packaged / "schema").is_dir():
         return packaged
     return here.parent
+
+
+def is_builtin_file(path: Path | str) -> bool:
+    """True for a file of the built-in agents.d/, tools.d/, prompts/ or schema/."""
+    resolved = Path(path).resolve()
+    root = builtin_root().resolve()
+    return any(resolved.is_relative_to(root / folder) for folder in BUILTIN_DIRS)

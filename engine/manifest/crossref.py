@@ -12,7 +12,7 @@ from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.model_config import reference_problem
-from flowrun.manifest.project import Loaded, Project, display_path
+from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import AGENT_TOOL_CONFIG_SCHEMA, AgentStep, LoopStep
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
@@ -241,20 +241,10 @@ def _prompt_source(loaded: Loaded[Any], project: Project) -> tuple[str, str, int
         return spec.prompt, src.display, line - 1 + int(block), None
     if spec.prompt_file is None:
         return None
-    path = _find_prompt(loaded, project)
+    path = find_agent_prompt(loaded, project)
     if path is None:
         return None
     return path.read_text(encoding="utf-8"), display_path(path), 0, path
-
-
-def _find_prompt(loaded: Loaded[Any], project: Project) -> Path | None:
-    # a project agent's prompt is looked up on the whole search path; a built-in only in the built-ins
-    roots = [loaded.root] if loaded.builtin else project.roots
-    for root in roots:
-        candidate = root / "prompts" / loaded.spec.prompt_file
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def _prompt_diagnostics(loaded: Loaded[Any], project: Project, inputs: set[str] | None) -> list[Diagnostic]:

@@ -232,3 +232,14 @@ def _resolve_agent(project: Project, name: str, layer: int, chain: tuple[str, ..
     if "prompt_file" in overrides:
         merged = merged.model_copy(update={"prompt": None})
     return Loaded(merged, loaded.source, loaded.root, loaded.builtin)
+
+
+def find_agent_prompt(loaded: Loaded[Any], project: Project) -> Path | None:
+    """The template file of an agent's `prompt_file`: a project agent looks on the whole search
+    path, a built-in agent only among the built-ins (so a project cannot break it by accident)."""
+    roots = [loaded.root] if loaded.builtin else project.roots
+    for root in roots:
+        candidate = root / "prompts" / loaded.spec.prompt_file
+        if candidate.is_file():
+            return candidate
+    return None

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.project import MANIFEST_DIRS, display_path, load_project
-from flowrun.paths import builtin_root
+from flowrun.manifest.project import MANIFEST_DIRS, load_project
+from flowrun.paths import builtin_root, is_builtin_file
 
 SKIP_DIRS = {
     "runs",
@@ -86,13 +86,12 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
     diagnostics: list[Diagnostic] = []
     checked: set[str] = set()
     builtin = builtin_root().resolve()
-    builtin_prefix = display_path(builtin)
     for root, files in find_roots(paths).items():
         project = load_project(root, files)
         found = project.diagnostics + check_project(project)
         own_builtins = root == builtin
         for d in found:
-            if not own_builtins and d.file.startswith(builtin_prefix):
+            if not own_builtins and is_builtin_file(d.file):
                 continue
             if d not in diagnostics:
                 diagnostics.append(d)
@@ -103,6 +102,6 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
                         checked.add(loaded.source.display)
         checked.update(w.source.display for w in project.workflows)
         checked.update(s.source.display for s in project.scripts)
-        checked.update(d.file for d in found if not d.file.startswith(builtin_prefix) or own_builtins)
+        checked.update(d.file for d in found if own_builtins or not is_builtin_file(d.file))
     diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
     return diagnostics, len(checked)

@@ -65,6 +65,8 @@ class ModelRequest:
     messages: list[Message]
     tools: list[ToolSpec]
     agent_id: str = ""
+    # offline providers only: what the runtime knows that helps them (e.g. the declared output file)
+    hints: dict[str, Any] = field(default_factory=dict)
 
 
 class Provider(ABC):

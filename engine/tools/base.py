@@ -49,6 +49,8 @@ class ToolContext:
     # runtime hooks a tool may call: "call_agent", "ask_user", "emit" (set by the runtime)
     services: dict[str, Callable[..., Any]] = field(default_factory=dict)
     interactive: bool = False
+    # engine-owned files in the workspace root (events.jsonl, ...): no tool may touch them
+    protected: frozenset[str] = frozenset()
 
     def relative(self, path: Path) -> str:
         """`path` as the model and the event log should see it: relative to the workspace."""

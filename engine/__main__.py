@@ -1,0 +1,3 @@
+from flowrun.cli import main
+
+main()

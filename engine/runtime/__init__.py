@@ -1,0 +1,1 @@
+"""The run: workspace, event log, budgets, and the one generic agent loop."""

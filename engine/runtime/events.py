@@ -1,0 +1,77 @@
+"""The run's event log: append-only JSON lines, flushed per event, secrets redacted. The loop
+emits events and prints nothing; the progress display and summaries subscribe or read the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Subscriber = Callable[[dict[str, Any]], None]
+
+
+class Redactor:
+    """Replaces the values of secret env vars (named by model configs) wherever they appear."""
+
+    def __init__(self) -> None:
+        self.secrets: set[str] = set()
+
+    def add_env(self, name: str | None) -> None:
+        value = os.environ.get(name or "", "")
+        if len(value) >= 4:
+            self.secrets.add(value)
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, "[REDACTED]")
+        return value
+
+
+class EventLog:
+    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
+        self.path = path
+        self.redactor = redactor or Redactor()
+        self.subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+        self._seq = self._count_existing()
+        self._file = path.open("a", encoding="utf-8")
+
+    def _count_existing(self) -> int:
+        if not self.path.exists():
+            return 0
+        with self.path.open("rb") as f:
+            return sum(1 for _ in f)
+
+    def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
+        with self._lock:
+            self._seq += 1
+            event = {"seq": self._seq, "t": time.time(), "type": type_, **fields}
+            line = self.redactor.text(json.dumps(event, ensure_ascii=False, default=str))
+            self._file.write(line + "\n")
+            self._file.flush()
+        for subscriber in self.subscribers:
+            subscriber(event)
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """All complete events of a log; a torn last line (crash mid-write) is skipped."""
+    events = []
+    if not path.exists():
+        return events
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events

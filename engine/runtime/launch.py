@@ -1,0 +1,197 @@
+"""What `flowrun run` does before and after a run: load and check the workflow, read its inputs
+from the command line, check credentials, print progress and the summary."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flowrun.errors import ManifestError, UsageError
+from flowrun.manifest.project import Loaded, Project
+
+
+@dataclass
+class LoadedWorkflow:
+    project: Project
+    workflow: Loaded[Any]
+
+
+def load_for_run(path: Path) -> LoadedWorkflow:
+    from flowrun.manifest.crossref import check_project
+    from flowrun.manifest.project import load_project
+
+    project = load_project(path.parent, [path])
+    problems = [d for d in project.diagnostics + check_project(project) if d.severity == "error"]
+    if problems or not project.workflows:
+        lines = "\n".join(d.text() for d in problems[:20]) or f"{path} is not a workflow manifest"
+        raise ManifestError(
+            f"{len(problems) or 1} problem(s) in the workflow, nothing was run:\n{lines}",
+            f"run `flowrun validate {path}` for the full list",
+        )
+    return LoadedWorkflow(project, project.workflows[0])
+
+
+def _convert(name: str, raw: str, spec: Any) -> Any:
+    kind = spec.type
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw)
+        if kind == "boolean":
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+    except ValueError:
+        raise UsageError(f"--{name} expects {kind}, got {raw!r}") from None
+    if spec.choices and raw not in [str(c) for c in spec.choices]:
+        raise UsageError(f"--{name} must be one of {', '.join(map(str, spec.choices))}")
+    return raw
+
+
+def parse_inputs(loaded: LoadedWorkflow, args: list[str]) -> dict[str, Any]:
+    declared = dict(loaded.workflow.spec.inputs or {})
+    options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
+    values: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--"):
+            raise UsageError(f"unexpected argument {arg!r}", "inputs are given as --name value")
+        key, eq, inline = arg[2:].partition("=")
+        name = options.get(key)
+        if name is None:
+            known = ", ".join(f"--{n}" for n in declared) or "(none)"
+            raise UsageError(f"unknown option --{key} for workflow '{loaded.workflow.spec.name}'", f"its inputs: {known}")
+        spec = declared[name]
+        if eq:
+            raw = inline
+        elif spec.type == "boolean" and (i + 1 >= len(args) or args[i + 1].startswith("--")):
+            raw = "true"
+        elif i + 1 < len(args):
+            i += 1
+            raw = args[i]
+        else:
+            raise UsageError(f"--{key} needs a value")
+        values[name] = _convert(key, raw, spec)
+        i += 1
+    for name, spec in declared.items():
+        if name in values:
+            continue
+        if spec.default is not None:
+            values[name] = spec.default
+        elif spec.required is not False:
+            raise UsageError(f"missing --{name}", spec.description or f"the workflow needs --{name}")
+    return values
+
+
+def workflow_help(path: Path) -> str:
+    loaded = load_for_run(path)
+    spec = loaded.workflow.spec
+    lines = [f"Workflow '{spec.name}': {(spec.description or '').strip()}", "Inputs:"]
+    for name, inp in (spec.inputs or {}).items():
+        need = "required" if inp.required is not False and inp.default is None else f"default {inp.default!r}"
+        lines.append(f"  --{name} {inp.type.upper():<8} {inp.description or ''} ({need})")
+    return "\n".join(lines)
+
+
+def missing_credentials(loaded: LoadedWorkflow, run: Any) -> dict[str, list[str]]:
+    """env var → agents that need it, for every model the run would call that lacks its key."""
+    from flowrun.manifest.crossref import agent_callees
+
+    spec = loaded.workflow.spec
+    starts = [spec.entry] if spec.entry else [s.agent for s in _flat_steps(spec.steps or [])]
+    seen: set[str] = set()
+    todo = [s for s in starts if s]
+    missing: dict[str, list[str]] = {}
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in loaded.project.agents:
+            continue
+        seen.add(name)
+        todo += agent_callees(loaded.project, name)
+        agent = loaded.project.agents[name].spec
+        for ref in [agent.model, *(agent.selectable_models or [])]:
+            if ref is None and agent.model is not None:
+                continue
+            config = run.model_config(ref, name)
+            if config.provider in ("test", "scripted") or config.options.get("key_optional"):
+                continue
+            if config.secret(config.api_key_env) or config.secret(config.auth_token_env):
+                continue
+            missing.setdefault(config.api_key_env or "?", []).append(name)
+    return missing
+
+
+def _flat_steps(steps: list[Any]) -> list[Any]:
+    out = []
+    for step in steps:
+        if hasattr(step, "loop"):
+            out += _flat_steps(step.loop.steps)
+        else:
+            out.append(step)
+    return out
+
+
+def new_run_id(name: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-{uuid.uuid4().hex[:4]}"
+
+
+def start_run(
+    loaded: LoadedWorkflow,
+    inputs: dict[str, Any],
+    *,
+    dry_run: bool,
+    model_override: str | None,
+    runs_dir: Path,
+    run_id: str | None,
+    verbosity: int,
+) -> int:
+    from flowrun.runtime.execute import execute_run
+    from flowrun.runtime.progress import attach_progress
+    from flowrun.runtime.run import Run, RunOptions
+
+    options = RunOptions(dry_run=dry_run, model_override=model_override, interactive=sys.stdin.isatty())
+    run_dir = runs_dir / (run_id or new_run_id(loaded.workflow.spec.name))
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise UsageError(f"run folder {run_dir} already exists", "choose another --run-id")
+    run = Run(loaded.project, loaded.workflow, inputs, run_dir, options)
+    missing = missing_credentials(loaded, run)
+    if missing:
+        needs = "; ".join(f"{env} (for {', '.join(sorted(set(agents)))})" for env, agents in missing.items())
+        raise ManifestError(
+            f"no model provider is configured: set {needs}",
+            "export the key, or try it offline with --dry-run, or use a local server: "
+            "--model ollama:llama3.1 (or OPENAI_BASE_URL=http://localhost:8000/v1 --model openai:MODEL)",
+        )
+    sys.path.insert(0, str(run.workflow_dir))
+    attach_progress(run, verbosity)
+    summary = asyncio.run(execute_run(run))
+    _print_summary(run, summary, verbosity)
+    return summary.exit_code
+
+
+def _print_summary(run: Any, summary: Any, verbosity: int) -> None:
+    out = click.get_text_stream("stdout")
+    rel = os.path.relpath(run.run_dir)
+    if verbosity >= 0:
+        click.echo("", file=out)
+        click.echo(run.usage.table(), file=out)
+    click.echo(f"status: {summary.status}", file=out)
+    click.echo(f"run folder: {rel}", file=out)
+    if summary.output:
+        click.echo(f"output: {os.path.relpath(summary.output)}", file=out)
+    elif run.spec.output:
+        click.echo(f"output: {run.spec.output} was not written", file=out)
+    if summary.status != "completed" and summary.message:
+        click.echo(f"error: {summary.message.splitlines()[0][:500]}", err=True)

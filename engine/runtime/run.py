@@ -1,0 +1,396 @@
+"""A Run: the run folder, the event log, models and budgets, and the services agents use
+(model calls, concurrent tool calls, agents as tools). The loop itself is in agent.py."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import BudgetExceeded, ProviderError
+from flowrun.manifest.model_config import config_from_shorthand, config_from_spec
+from flowrun.manifest.project import Loaded, Project, find_agent_prompt
+from flowrun.manifest.templates import render
+from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.runtime.agent import AgentInstance, Outcome, run_agent
+from flowrun.runtime.events import EventLog, Redactor
+from flowrun.runtime.toolbox import BoundTool, bind_tools, check_arguments, declared_arguments, invoke
+from flowrun.runtime.usage import UsageBook
+from flowrun.runtime.workspace import WorkspaceView
+from flowrun.tools.base import ToolContext
+from flowrun.types import Message, ModelResponse, ToolCall, ToolResult
+
+ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+DEFAULT_MAX_DEPTH = 3
+DEFAULT_CONCURRENCY = 8
+DEFAULT_SUMMARY_CHARS = 4000
+
+
+@dataclass
+class RunOptions:
+    dry_run: bool = False
+    model_override: str | None = None
+    interactive: bool = False
+
+
+@dataclass
+class Run:
+    project: Project
+    workflow: Loaded[Any]
+    inputs: dict[str, Any]
+    run_dir: Path
+    options: RunOptions = field(default_factory=RunOptions)
+
+    def __post_init__(self) -> None:
+        self.spec = self.workflow.spec
+        self.workflow_dir = self.workflow.source.path.parent.resolve()
+        self.run_id = self.run_dir.name
+        self.workspace = self.run_dir.resolve()
+        self.redactor = Redactor()
+        self.events: EventLog | None = None
+        self.subscribers: list[Any] = []  # called with each event (progress display)
+        self.usage = UsageBook()
+        self.providers: dict[str, Provider] = {}
+        self.tool_state: dict[str, Any] = {}
+        self.persistent: dict[str, AgentInstance] = {}
+        self.model_calls = 0
+        self.started = time.monotonic()
+        self.iteration: int | None = None
+        limits = self.spec.limits
+        self.limits = limits.model_dump(exclude_none=True) if limits else {}
+        self.semaphore = asyncio.Semaphore(self.limits.get("max_concurrency", DEFAULT_CONCURRENCY))
+
+    # ------------------------------------------------------------ models
+
+    def models_available(self) -> dict[str, Any]:
+        named = {name: loaded.spec for name, loaded in self.project.models.items()}
+        return {**named, **(self.spec.models or {})}
+
+    def model_config(self, ref: str | None, agent: str) -> ModelConfig:
+        if self.options.dry_run:
+            return ModelConfig(name="test", provider="test", model="test")
+        if self.options.model_override:
+            return config_from_shorthand(self.options.model_override, self.workflow_dir)
+        ref = ref or self.spec.default_model or self.project.default_model
+        if ref is None:
+            from flowrun.errors import ManifestError
+
+            raise ManifestError(f"agent '{agent}' names no model", "set the workflow's `default_model:`")
+        named = self.models_available()
+        if ref in named:
+            return config_from_spec(ref, named[ref], self.workflow_dir)
+        return config_from_shorthand(ref, self.workflow_dir)
+
+    def provider_for(self, config: ModelConfig) -> Provider:
+        key = f"{config.name}|{config.provider}|{config.model}"
+        if key not in self.providers:
+            from flowrun.providers.factory import make_provider
+
+            for env in (config.api_key_env, config.auth_token_env):
+                self.redactor.add_env(env)
+            self.providers[key] = make_provider(config)
+        return self.providers[key]
+
+    # ------------------------------------------------------------ agents
+
+    def template_vars(self) -> dict[str, Any]:
+        return {
+            **self.inputs,
+            "inputs": dict(self.inputs),
+            "workspace": WorkspaceView(self.workspace),
+            "date": date.today().isoformat(),
+            "iteration": self.iteration,
+            "run_id": self.run_id,
+            "output": self.spec.output,
+        }
+
+    def new_instance(
+        self, name: str, instance_id: str, depth: int, cwd: Path | None = None, model_ref: str | None = None
+    ) -> AgentInstance:
+        loaded = self.project.agents[name]
+        spec = loaded.spec
+        config = self.model_config(model_ref or spec.model, name)
+        tools = bind_tools(self.project, spec, self.project.roots)
+        inst = AgentInstance(
+            id=instance_id,
+            name=name,
+            spec=spec,
+            model=config,
+            provider=self.provider_for(config),
+            tools=tools,
+            system="",
+            depth=depth,
+            cwd=cwd or self.workspace,
+        )
+        inst.system = self.system_prompt(loaded, inst)
+        return inst
+
+    def system_prompt(self, loaded: Loaded[Any], inst: AgentInstance) -> str:
+        spec = loaded.spec
+        if spec.prompt is not None:
+            source, what = spec.prompt, f"the prompt of agent '{spec.name}'"
+        else:
+            path = find_agent_prompt(loaded, self.project)
+            if path is None:
+                from flowrun.errors import ManifestError
+
+                raise ManifestError(f"prompt file '{spec.prompt_file}' of agent '{spec.name}' not found")
+            source, what = path.read_text(encoding="utf-8"), str(path)
+        variables = {
+            **self.template_vars(),
+            **(spec.vars or {}),
+            "agent": {"name": spec.name, "description": spec.description or ""},
+            "tools": [{"name": b.name, "description": b.spec.description} for b in inst.tools.values()],
+            "dashboards": dict(spec.context.dashboards or {}) if spec.context else {},
+            "model": inst.model.name,
+        }
+        return render(source, variables, search=self.project.prompt_dirs(), what=what).strip()
+
+    def opening_message(self, inst: AgentInstance, task: str) -> str:
+        """The first user turn: the task, plus the dashboards for the dashboard strategy."""
+        ctx = inst.spec.context
+        if not ctx or ctx.strategy != "dashboard" or not ctx.dashboards:
+            return task
+        parts = [task]
+        view = WorkspaceView(self.workspace)
+        for name, path in ctx.dashboards.items():
+            body = view.read(path) or "(empty: write it with update_dashboard)"
+            parts.append(f"## Dashboard '{name}' ({path})\n{body}")
+        return "\n\n".join(parts)
+
+    def reset_context(self, inst: AgentInstance) -> None:
+        before = len(inst.messages)
+        inst.messages = [Message("user", self.opening_message(inst, inst.task))]
+        self.emit("context_reset", agent=inst.name, agent_id=inst.id, messages_before=before, messages_after=1)
+
+    # ------------------------------------------------------------ model calls
+
+    def check_budgets(self) -> None:
+        lim = self.limits
+        if "max_total_steps" in lim and self.model_calls >= lim["max_total_steps"]:
+            raise BudgetExceeded(f"max_total_steps ({lim['max_total_steps']}) reached", "max_total_steps")
+        if "max_total_tokens" in lim and self.usage.total_tokens >= lim["max_total_tokens"]:
+            raise BudgetExceeded(f"max_total_tokens ({lim['max_total_tokens']}) reached", "max_total_tokens")
+        if "max_cost_usd" in lim and self.usage.total_cost >= lim["max_cost_usd"]:
+            raise BudgetExceeded(f"max_cost_usd (${lim['max_cost_usd']}) reached", "max_cost_usd")
+        if "max_wall_time_s" in lim and time.monotonic() - self.started >= lim["max_wall_time_s"]:
+            raise BudgetExceeded(f"max_wall_time_s ({lim['max_wall_time_s']} s) reached", "max_wall_time_s")
+
+    async def model_call(self, inst: AgentInstance) -> ModelResponse:
+        self.check_budgets()
+        self.model_calls += 1
+        inst.model_calls += 1
+        request = ModelRequest(
+            agent=inst.name,
+            system=inst.system,
+            messages=list(inst.messages),
+            tools=[b.spec for b in inst.tools.values()],
+            agent_id=inst.id,
+            hints=self._hints(inst),
+        )
+        digest = hashlib.sha256(
+            json.dumps([m.to_dict() for m in request.messages], default=str).encode()
+        ).hexdigest()[:16]
+        self.emit(
+            "model_request",
+            agent=inst.name,
+            agent_id=inst.id,
+            step=inst.model_calls,
+            model=inst.model.name,
+            messages=len(request.messages),
+            digest=digest,
+            tools=[t.name for t in request.tools],
+        )
+        started = time.perf_counter()
+        try:
+            response = await inst.provider.complete(request)
+        except ProviderError as e:
+            e.agent = e.agent or inst.name
+            e.model = e.model or inst.model.name
+            self.emit("error", agent=inst.name, agent_id=inst.id, where="model", message=str(e))
+            raise
+        self.usage.add(inst.name, inst.model, response.usage)
+        self.emit(
+            "model_response",
+            agent=inst.name,
+            agent_id=inst.id,
+            step=inst.model_calls,
+            response=response.to_dict(),
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return response
+
+    def _hints(self, inst: AgentInstance) -> dict[str, Any]:
+        if inst.model.provider != "test":
+            return {}
+        write = inst.tools.get("write_file")
+        allowed = (write.config.get("write_paths") or write.config.get("paths") or []) if write else []
+        literal = [p for p in allowed if not any(c in p for c in "*?[")]
+        output = self.spec.output if (self.spec.output and (not allowed or self.spec.output in allowed)) else None
+        hints: dict[str, Any] = {"write_path": output or (literal[0] if literal else None)}
+        question = next(iter(self.inputs.values()), None)
+        if isinstance(question, str):
+            hints["query"] = question[:100]
+        return hints
+
+    # ------------------------------------------------------------ tool calls
+
+    async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
+        """Run a step's tool calls concurrently (a tool marked `sequential` runs alone);
+        results come back in the order the model asked for them."""
+        results: list[ToolResult | None] = [None] * len(calls)
+        parallel = [i for i, c in enumerate(calls) if not self._sequential(inst, c)]
+        serial = [i for i in range(len(calls)) if i not in parallel]
+
+        async def one(i: int) -> None:
+            async with self.semaphore:
+                results[i] = await self.call_tool(inst, calls[i])
+
+        async with asyncio.TaskGroup() as group:
+            for i in parallel:
+                group.create_task(one(i))
+        for i in serial:
+            results[i] = await self.call_tool(inst, calls[i])
+        return [r for r in results if r is not None]
+
+    def _sequential(self, inst: AgentInstance, call: ToolCall) -> bool:
+        bound = inst.tools.get(call.name)
+        return bool(bound and bound.sequential)
+
+    async def call_tool(self, inst: AgentInstance, call: ToolCall) -> ToolResult:
+        self.emit("tool_call", agent=inst.name, agent_id=inst.id, call_id=call.id, tool=call.name, arguments=call.arguments)
+        bound = inst.tools.get(call.name)
+        if bound is None:
+            names = ", ".join(inst.tools) or "(none)"
+            result = ToolResult.fail("UNKNOWN_TOOL", f"there is no tool named '{call.name}'. Available tools: {names}.")
+        else:
+            result = check_arguments(bound, call)
+            if result is None:
+                ctx = self.tool_context(inst, bound, call)
+                arguments = declared_arguments(bound, call.arguments)
+                result = await invoke(bound, ctx, arguments, lambda b, a: self.call_agent(inst, b, a, call))
+        if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
+            inst.written.add(str(result.context["path_resolved"]))
+        self.emit(
+            "tool_result",
+            agent=inst.name,
+            agent_id=inst.id,
+            call_id=call.id,
+            tool=call.name,
+            result=result.to_dict(),
+        )
+        return result
+
+    def tool_context(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolContext:
+        base = self.workspace
+        if bound.config.get("base_dir"):
+            base = (self.workspace / bound.config["base_dir"]).resolve()
+        return ToolContext(
+            workspace=self.workspace,
+            base_dir=base,
+            cwd=inst.cwd,
+            run_dir=self.run_dir,
+            agent_name=inst.name,
+            agent_id=inst.id,
+            call_id=call.id,
+            tool_name=bound.name,
+            config=dict(bound.config),
+            limits=dict(bound.limits),
+            search_path=list(self.project.roots),
+            state=self.tool_state,
+            services={"emit": self.emit},
+            interactive=self.options.interactive,
+            protected=ENGINE_FILES,
+        )
+
+    # ------------------------------------------------------------ agents as tools
+
+    async def call_agent(self, caller: AgentInstance, bound: BoundTool, args: dict[str, Any], call: ToolCall) -> ToolResult:
+        name = bound.name
+        callee_spec = self.project.agents[name].spec
+        max_depth = self.limits.get("max_depth", DEFAULT_MAX_DEPTH)
+        if caller.depth + 1 > max_depth:
+            return ToolResult.fail("DEPTH_EXCEEDED", f"cannot call {name}: agents may nest at most {max_depth} deep")
+        if name in (segment.split("@")[0] for segment in caller.id.split("/")):
+            return ToolResult.fail("CYCLE", f"{name} is already running above {caller.name}; agents may not call themselves")
+        max_calls = bound.config.get("max_calls")
+        made = caller.calls_made.get(name, 0)
+        if max_calls is not None and made >= max_calls:
+            return ToolResult.fail("LIMIT_REACHED", f"{name} may be called at most {max_calls} times; finish with what you have")
+        caller.calls_made[name] = made + 1
+        session = bound.config.get("session") or callee_spec.session or "fresh"
+        inst = self._sub_instance(caller, name, session, call, args.get("model"))
+        inst.written = set()
+        task = self._sub_task(args)
+        started = time.time()
+        self.emit("agent_start", agent=name, agent_id=inst.id, parent=caller.id, task=task, model=inst.model.name, session=session)
+        try:
+            outcome = await run_agent(self, inst, task, bound.config.get("max_steps"))
+        except ProviderError as e:
+            self.emit("agent_end", agent=name, agent_id=inst.id, status="failed", error=str(e))
+            return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
+        files = sorted(inst.written | self._changed_under(args.get("output_dir"), started))
+        caller.written |= set(files)
+        self.emit("agent_end", agent=name, agent_id=inst.id, status=outcome.status, steps=outcome.steps, output_files=files)
+        return self._sub_result(inst, callee_spec, outcome, files)
+
+    def _sub_instance(self, caller: AgentInstance, name: str, session: str, call: ToolCall, model: str | None) -> AgentInstance:
+        if session == "persistent":
+            key = f"{caller.id}/{name}"
+            inst = self.persistent.get(key)
+            if inst is None:
+                inst = self.new_instance(name, key, caller.depth + 1, model_ref=model)
+                self.persistent[key] = inst
+            elif model and model != inst.model.name:
+                inst.model = self.model_config(model, name)
+                inst.provider = self.provider_for(inst.model)
+            return inst
+        return self.new_instance(name, f"{caller.id}/{name}@{call.id}", caller.depth + 1, model_ref=model)
+
+    @staticmethod
+    def _sub_task(args: dict[str, Any]) -> str:
+        parts = [str(args.get("task", ""))]
+        if args.get("context_files"):
+            parts.append("Read these workspace files first: " + ", ".join(map(str, args["context_files"])))
+        if args.get("output_dir"):
+            parts.append(f"Write your output files under {args['output_dir']}/.")
+        return "\n\n".join(parts)
+
+    def _changed_under(self, folder: str | None, since: float) -> set[str]:
+        if not folder:
+            return set()
+        root = (self.workspace / folder).resolve()
+        if not root.is_relative_to(self.workspace) or not root.is_dir():
+            return set()
+        return {
+            p.relative_to(self.workspace).as_posix()
+            for p in root.rglob("*")
+            if p.is_file() and p.stat().st_mtime >= since - 1
+        }
+
+    @staticmethod
+    def _sub_result(inst: AgentInstance, spec: Any, outcome: Outcome, files: list[str]) -> ToolResult:
+        cap = spec.summary_max_chars or DEFAULT_SUMMARY_CHARS
+        summary = outcome.text.strip() or f"{inst.name} ended without a summary."
+        cut = len(summary) > cap
+        if cut:
+            summary = summary[:cap] + f"\n[summary cut at {cap} characters; details are in the files]"
+        listing = "\n".join(f"- {f}" for f in files) or "(none)"
+        text = f"{summary}\n\nOutput files:\n{listing}"
+        if outcome.status == "max_steps":
+            text = f"{inst.name} stopped at its step limit ({outcome.steps}) before finishing.\n\n{text}"
+        status = "partial" if (cut or outcome.status == "max_steps") else "success"
+        data = {"output_files": files, "steps_used": outcome.steps, "agent_id": inst.id, "outcome": outcome.status}
+        return ToolResult(status, text, data)
+
+    # ------------------------------------------------------------ events
+
+    def emit(self, type_: str, **fields: Any) -> None:
+        if self.events is not None:
+            self.events.emit(type_, **fields)

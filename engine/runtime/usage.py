@@ -1,0 +1,74 @@
+"""Token and cost accounting per agent and model."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from flowrun.providers.base import ModelConfig
+from flowrun.types import Usage
+
+
+def cost_of(usage: Usage, config: ModelConfig) -> float | None:
+    if config.price_input is None or config.price_output is None:
+        return None
+    cost = usage.input_tokens * config.price_input + usage.output_tokens * config.price_output
+    cost += usage.cache_read_tokens * (config.price_cache_read if config.price_cache_read is not None else config.price_input)
+    cost += usage.cache_write_tokens * (
+        config.price_cache_write if config.price_cache_write is not None else config.price_input
+    )
+    return cost / 1_000_000
+
+
+@dataclass
+class UsageLine:
+    agent: str
+    model: str
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+
+
+class UsageBook:
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str, str], UsageLine] = {}
+
+    def add(self, agent: str, config: ModelConfig, usage: Usage) -> None:
+        line = self.lines.setdefault((agent, config.name), UsageLine(agent, config.name))
+        line.calls += 1
+        line.usage = line.usage + usage
+        cost = cost_of(usage, config)
+        if cost is not None:
+            line.cost_usd = (line.cost_usd or 0.0) + cost
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(line.usage.total for line in self.lines.values())
+
+    @property
+    def total_cost(self) -> float:
+        return sum(line.cost_usd or 0.0 for line in self.lines.values())
+
+    @property
+    def priced(self) -> bool:
+        return any(line.cost_usd is not None for line in self.lines.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total_tokens": self.total_tokens,
+            "total_cost_usd": round(self.total_cost, 6) if self.priced else None,
+            "by_agent_model": [asdict(line) for line in self.lines.values()],
+        }
+
+    def table(self) -> str:
+        rows = [f"{'agent':<16} {'model':<28} {'calls':>5} {'input':>9} {'output':>8} {'cached':>8} {'cost $':>9}"]
+        for line in self.lines.values():
+            u = line.usage
+            cost = f"{line.cost_usd:.4f}" if line.cost_usd is not None else "-"
+            rows.append(
+                f"{line.agent:<16} {line.model[:28]:<28} {line.calls:>5} {u.input_tokens:>9} "
+                f"{u.output_tokens:>8} {u.cache_read_tokens:>8} {cost:>9}"
+            )
+        total = f"{self.total_cost:.4f}" if self.priced else "-"
+        rows.append(f"total tokens {self.total_tokens}, cost ${total}")
+        return "\n".join(rows)

@@ -1,0 +1,52 @@
+"""Shared fixtures. tests/ is put on sys.path so `from wire_server import ...` works."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+SECRET_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "TAVILY_API_KEY",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test may reach a real API: keys and base URLs from the developer's shell are removed."""
+    for name in SECRET_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def flowrun_cmd() -> list[str]:
+    """The installed console script when present, else the module (same code)."""
+    script = Path(sys.executable).parent / "flowrun"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "flowrun"]
+
+
+def run_cli(
+    args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    full_env.update(env or {})
+    return subprocess.run(
+        [*flowrun_cmd(), *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

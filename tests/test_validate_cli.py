@@ -1,0 +1,259 @@
+"""`flowrun validate` through the CLI: one test per diagnostic, each checking the exit code, the
+file, the line, and that no traceback is printed."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: demo
+inputs:
+  question: {description: the question}
+models:
+  main: {provider: anthropic, model: claude-x, api_key_env: ANTHROPIC_API_KEY}
+default_model: main
+entry: boss
+task: "Answer {{ question }}"
+"""
+
+BOSS = """\
+version: 1
+kind: agent
+name: boss
+description: the boss
+prompt: You lead. The question is {{ question }}.
+max_steps: 5
+tools: [read_file, helper]
+"""
+
+HELPER = """\
+version: 1
+kind: agent
+name: helper
+description: helps
+prompt: You help.
+tools: [read_file]
+"""
+
+
+def make_project(tmp: Path, files: dict[str, str]) -> Path:
+    base = {"wf.yaml": WORKFLOW, "agents.d/boss.yaml": BOSS, "agents.d/helper.yaml": HELPER}
+    base.update(files)
+    for rel, text in base.items():
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp
+
+
+def validate(tmp: Path, *extra: str) -> tuple[int, str]:
+    proc = run_cli(["validate", *extra, "."], cwd=tmp)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out
+    return proc.returncode, out
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_clean_project_passes(tmp_path: Path) -> None:
+    code, out = validate(make_project(tmp_path, {}))
+    assert code == 0, out
+    assert "0 error(s)" in out
+
+
+def test_yaml_syntax_error(tmp_path: Path) -> None:
+    broken = BOSS.replace("max_steps: 5", "max_steps: [5")
+    make_project(tmp_path, {"agents.d/boss.yaml": broken})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert "agents.d/boss.yaml:" in out and "yaml-syntax" in out
+    # the parser reports the line where the flow sequence fails to close
+    reported = int(out.split("agents.d/boss.yaml:")[1].split(":")[0])
+    assert reported in (line_of(broken, "max_steps"), line_of(broken, "max_steps") + 1)
+
+
+def test_unknown_key_with_did_you_mean(tmp_path: Path) -> None:
+    text = HELPER.replace("prompt: You help.", "prompt: You help.\nmodle: main")
+    make_project(tmp_path, {"agents.d/helper.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert f"agents.d/helper.yaml:{line_of(text, 'modle')}:" in out
+    assert "unknown key 'modle'" in out and "did you mean 'model'" in out
+
+
+def test_wrong_type(tmp_path: Path) -> None:
+    text = BOSS.replace("max_steps: 5", "max_steps: many")
+    make_project(tmp_path, {"agents.d/boss.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert f"agents.d/boss.yaml:{line_of(text, 'max_steps')}:" in out
+    assert "expected integer" in out and "max_steps" in out
+
+
+def test_unknown_tool(tmp_path: Path) -> None:
+    text = HELPER.replace("tools: [read_file]", "tools:\n  - list_directory\n  - read_fil")
+    make_project(tmp_path, {"agents.d/helper.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert f"agents.d/helper.yaml:{line_of(text, 'read_fil')}:" in out
+    assert "unknown tool or agent 'read_fil'" in out and "did you mean 'read_file'" in out
+
+
+def test_missing_prompt_file(tmp_path: Path) -> None:
+    text = HELPER.replace("prompt: You help.", "prompt_file: nowhere.md.j2")
+    make_project(tmp_path, {"agents.d/helper.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert f"agents.d/helper.yaml:{line_of(text, 'prompt_file')}:" in out
+    assert "prompt file 'nowhere.md.j2' not found" in out
+
+
+def test_undefined_jinja_variable_in_prompt_file(tmp_path: Path) -> None:
+    prompt = "You help.\nThe topic:\n{{ topik }}\n"
+    text = HELPER.replace("prompt: You help.", "prompt_file: helper.md.j2")
+    make_project(tmp_path, {"agents.d/helper.yaml": text, "prompts/helper.md.j2": prompt})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert "prompts/helper.md.j2:3:" in out
+    assert "topik" in out
+
+
+def test_jinja_syntax_error(tmp_path: Path) -> None:
+    text = HELPER.replace("prompt: You help.", "prompt: |\n  You help.\n  {% if x %}never closed\n")
+    make_project(tmp_path, {"agents.d/helper.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert "template-syntax" in out and "agents.d/helper.yaml:" in out
+
+
+def test_agent_cycle(tmp_path: Path) -> None:
+    text = HELPER.replace("tools: [read_file]", "tools: [read_file, boss]")
+    make_project(tmp_path, {"agents.d/helper.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert "agent-as-tool cycle" in out
+    assert "boss -> helper -> boss" in out or "helper -> boss -> helper" in out
+    assert f"agents.d/helper.yaml:{line_of(text, 'tools')}:" in out or "agents.d/boss.yaml:7:" in out
+
+
+def test_unknown_model(tmp_path: Path) -> None:
+    text = HELPER.replace("prompt: You help.", "prompt: You help.\nmodel: mian")
+    make_project(tmp_path, {"agents.d/helper.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert f"agents.d/helper.yaml:{line_of(text, 'model: mian')}:" in out
+    assert "unknown model 'mian'" in out and "did you mean 'main'" in out
+
+
+def test_missing_entry_agent(tmp_path: Path) -> None:
+    text = WORKFLOW.replace("entry: boss", "entry: bos")
+    make_project(tmp_path, {"wf.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert f"wf.yaml:{line_of(text, 'entry')}:" in out and "unknown agent 'bos'" in out
+
+
+def test_inline_secret_refused(tmp_path: Path) -> None:
+    text = WORKFLOW.replace("api_key_env: ANTHROPIC_API_KEY", "api_key: sk-live-123")
+    make_project(tmp_path, {"wf.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert "unknown key 'api_key'" in out and "secrets never go in manifests" in out
+
+
+def test_duplicate_names(tmp_path: Path) -> None:
+    make_project(tmp_path, {"agents.d/helper2.yaml": HELPER})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert "duplicate agent name 'helper'" in out
+
+
+def test_all_problems_in_one_pass(tmp_path: Path) -> None:
+    boss = BOSS.replace("max_steps: 5", "max_steps: many")
+    helper = HELPER.replace("tools: [read_file]", "tools: [reed_file]")
+    make_project(tmp_path, {"agents.d/boss.yaml": boss, "agents.d/helper.yaml": helper})
+    code, out = validate(tmp_path)
+    assert code == 1
+    assert "max_steps" in out and "reed_file" in out
+
+
+def test_warning_fails_only_with_strict(tmp_path: Path) -> None:
+    orphan = HELPER.replace("name: helper", "name: orphan").replace("helps", "nobody calls me")
+    make_project(tmp_path, {"agents.d/orphan.yaml": orphan})
+    code, out = validate(tmp_path)
+    assert code == 0 and "not reachable" in out
+    code, out = validate(tmp_path, "--strict")
+    assert code == 1
+
+
+def test_json_format(tmp_path: Path) -> None:
+    make_project(tmp_path, {"agents.d/boss.yaml": BOSS.replace("max_steps: 5", "max_steps: many")})
+    code, out = validate(tmp_path, "--format", "json")
+    assert code == 1
+    report = json.loads(out)
+    assert report["ok"] is False and report["errors"] >= 1
+    diag = report["diagnostics"][0]
+    assert set(diag) >= {"file", "line", "column", "path", "message", "hint", "code", "severity"}
+    assert diag["file"] == "agents.d/boss.yaml" and diag["path"] == "max_steps" and diag["line"] == 6
+
+
+def test_github_format(tmp_path: Path) -> None:
+    make_project(tmp_path, {"agents.d/boss.yaml": BOSS.replace("max_steps: 5", "max_steps: many")})
+    code, out = validate(tmp_path, "--format", "github")
+    assert code == 1
+    first = out.strip().splitlines()[0]
+    assert first.startswith("::error file=agents.d/boss.yaml,line=6,col=")
+    assert "::" in first[2:]
+
+
+def test_usage_error_exit_2(tmp_path: Path) -> None:
+    proc = run_cli(["validate", str(tmp_path / "missing")])
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_examples_and_builtins_validate() -> None:
+    proc = run_cli(["validate", str(REPO / "examples")])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from flowrun.paths import builtin_root
+
+    root = builtin_root()
+    proc = run_cli(["validate", "--strict", str(root / "agents.d"), str(root / "tools.d")])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["workflow", "agent", "tool", "models", "script"])
+def test_committed_schema_matches_specs(kind: str) -> None:
+    from flowrun.manifest.schema_export import schema_text
+    from flowrun.paths import builtin_root
+
+    committed = (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")
+    assert committed == schema_text(kind), f"schema/{kind}.schema.json drifted: run `flowrun schema --write schema`"
+
+
+def test_schema_command_prints_json() -> None:
+    proc = run_cli(["schema", "agent"])
+    assert proc.returncode == 0
+    schema = json.loads(proc.stdout)
+    assert schema["$schema"].endswith("2020-12/schema")
+    assert schema["additionalProperties"] is False
+
+
+def test_shipped_manifests_have_schema_line() -> None:
+    from flowrun.paths import builtin_root
+
+    root = builtin_root()
+    files = [*root.glob("agents.d/*.yaml"), *root.glob("tools.d/*.yaml"), *(REPO / "examples").glob("*.yaml")]
+    assert files
+    for path in files:
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        assert first.startswith("# yaml-language-server: $schema="), path
