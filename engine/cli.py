@@ -52,6 +52,7 @@ def _fail(message: str, hint: str | None = None, code: int = 1) -> None:
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
 @click.option("--run-id", help="Name of the run folder (default: timestamp + workflow name).")
+@click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
 @click.option("-h", "--help", "show_help", is_flag=True, help="Show this message and the workflow's inputs.")
@@ -63,6 +64,7 @@ def run(
     model_override: str | None,
     runs_dir: Path,
     run_id: str | None,
+    stream: bool | None,
     quiet: bool,
     verbose: bool,
     show_help: bool,
@@ -90,6 +92,7 @@ def run(
             model_override=model_override,
             runs_dir=runs_dir,
             run_id=run_id,
+            stream=stream,
             verbosity=-1 if quiet else (1 if verbose else 0),
         )
     except FlowrunError as e:

@@ -237,7 +237,9 @@ def test_committed_schema_matches_specs(kind: str) -> None:
     from flowrun.paths import builtin_root
 
     committed = (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")
-    assert committed == schema_text(kind), f"schema/{kind}.schema.json drifted: run `flowrun schema --write schema`"
+    assert committed == schema_text(kind), (
+        f"schema/{kind}.schema.json drifted: run `flowrun schema --write schema`"
+    )
 
 
 def test_schema_command_prints_json() -> None:

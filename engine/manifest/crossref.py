@@ -35,12 +35,16 @@ def agent_callees(project: Project, name: str) -> list[str]:
     return [n for _, n, _ in tool_entries(loaded.spec) if n in project.agents and n not in project.tools]
 
 
-def check_project(project: Project) -> list[Diagnostic]:
+def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
+    """Cross-reference diagnostics. Built-in manifests are tested with flowrun itself, so they
+    are re-checked only when asked (validating the built-in folders)."""
     out: list[Diagnostic] = []
     for loaded in project.tools.values():
-        out += _check_tool(loaded, project)
+        if include_builtins or not loaded.builtin:
+            out += _check_tool(loaded, project)
     for loaded in project.agents.values():
-        out += _check_agent(loaded, project)
+        if include_builtins or not loaded.builtin:
+            out += _check_agent(loaded, project)
     out += _check_cycles(project)
     reachable: set[str] = set()
     for wf in project.workflows:

@@ -57,9 +57,8 @@ def reference_problem(ref: str, named: set[str]) -> str | None:
 def config_from_spec(name: str, spec: Any, base_dir: Path) -> ModelConfig:
     """A ModelSpec (manifest) → ModelConfig (what a provider gets)."""
     preset = PRESETS.get(spec.preset) if spec.preset else None
-    provider = spec.provider or "openai"
-    if provider == "openai-compatible":
-        provider = "openai"
+    compatible = spec.provider == "openai-compatible"
+    provider = "openai" if compatible or spec.provider is None else spec.provider
     thinking = spec.thinking
     budget = 2048
     if thinking is not None and not isinstance(thinking, bool):
@@ -67,11 +66,12 @@ def config_from_spec(name: str, spec: Any, base_dir: Path) -> ModelConfig:
         thinking = thinking.enabled
     price = spec.price
     options: dict[str, Any] = {}
-    if preset is not None and preset.key_optional:
+    if (preset is not None and preset.key_optional) or (compatible and not spec.api_key_env):
         options["key_optional"] = True
     if spec.script:
         options["script"] = str((base_dir / spec.script).resolve())
-    api_key_env = spec.api_key_env or (preset.api_key_env if preset else DEFAULT_KEY_ENV.get(provider))
+    default_env = None if compatible else DEFAULT_KEY_ENV.get(provider)
+    api_key_env = spec.api_key_env or (preset.api_key_env if preset else default_env)
     return ModelConfig(
         name=name,
         provider=provider,

@@ -22,7 +22,7 @@ EnvName = Annotated[
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 # ---------------------------------------------------------------- models / providers

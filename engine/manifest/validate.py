@@ -88,8 +88,8 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
     builtin = builtin_root().resolve()
     for root, files in find_roots(paths).items():
         project = load_project(root, files)
-        found = project.diagnostics + check_project(project)
         own_builtins = root == builtin
+        found = project.diagnostics + check_project(project, include_builtins=own_builtins)
         for d in found:
             if not own_builtins and is_builtin_file(d.file):
                 continue

@@ -3,7 +3,6 @@ deterministic tests of a user's own workflow. An agent's k-th model call gets it
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +56,7 @@ class ScriptedProvider(Provider):
             )
         reply = replies[step]
         calls = []
-        for i in itertools.count():
-            if i >= len(reply["tool_calls"]):
-                break
-            spec = reply["tool_calls"][i]
+        for i, spec in enumerate(reply["tool_calls"]):
             raw = spec["arguments"]
             args, err = parse_arguments(raw)
             calls.append(

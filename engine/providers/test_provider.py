@@ -65,8 +65,10 @@ def sample_object(schema: dict[str, Any], hints: dict[str, Any]) -> dict[str, An
 
 
 def plan(tools: list[ToolSpec]) -> list[ToolSpec]:
-    ordered = [t for t in tools if t.name not in LAST and t.name not in NEVER]
-    return ordered + [t for t in tools if t.name in LAST]
+    """Writers first (so later reads find something), finishers last, ask_user never."""
+    middle = [t for t in tools if t.name not in LAST and t.name not in NEVER]
+    middle.sort(key=lambda t: t.name != "write_file")
+    return middle + [t for t in tools if t.name in LAST]
 
 
 class TestProvider(Provider):

@@ -133,7 +133,11 @@ def _write_meta(run: Run, status: str) -> None:
 async def _run_body(run: Run) -> Outcome:
     spec = run.spec
     if spec.entry:
-        task = render(spec.task, run.template_vars(), what="the workflow task") if spec.task else default_task(run)
+        task = (
+            render(spec.task, run.template_vars(), what="the workflow task")
+            if spec.task
+            else default_task(run)
+        )
         return await _top_agent(run, spec.entry, spec.entry, task, None)
     return await _run_steps(run, spec.steps, "")
 
@@ -143,7 +147,9 @@ async def _top_agent(run: Run, name: str, instance_id: str, task: str, workdir: 
     if workdir:
         cwd = (run.workspace / workdir).resolve()
         if not cwd.is_relative_to(run.workspace):
-            raise ManifestError(f"workdir '{workdir}' leaves the workspace", "use a relative path without '..'")
+            raise ManifestError(
+                f"workdir '{workdir}' leaves the workspace", "use a relative path without '..'"
+            )
         cwd.mkdir(parents=True, exist_ok=True)
     inst = run.new_instance(name, instance_id, depth=0, cwd=cwd)
     run.emit("agent_start", agent=name, agent_id=inst.id, parent=None, task=task, model=inst.model.name)

@@ -72,7 +72,9 @@ def parse_inputs(loaded: LoadedWorkflow, args: list[str]) -> dict[str, Any]:
         name = options.get(key)
         if name is None:
             known = ", ".join(f"--{n}" for n in declared) or "(none)"
-            raise UsageError(f"unknown option --{key} for workflow '{loaded.workflow.spec.name}'", f"its inputs: {known}")
+            raise UsageError(
+                f"unknown option --{key} for workflow '{loaded.workflow.spec.name}'", f"its inputs: {known}"
+            )
         spec = declared[name]
         if eq:
             raw = inline
@@ -156,12 +158,15 @@ def start_run(
     runs_dir: Path,
     run_id: str | None,
     verbosity: int,
+    stream: bool | None = None,
 ) -> int:
     from flowrun.runtime.execute import execute_run
     from flowrun.runtime.progress import attach_progress
     from flowrun.runtime.run import Run, RunOptions
 
-    options = RunOptions(dry_run=dry_run, model_override=model_override, interactive=sys.stdin.isatty())
+    options = RunOptions(
+        dry_run=dry_run, model_override=model_override, interactive=sys.stdin.isatty(), stream=stream
+    )
     run_dir = runs_dir / (run_id or new_run_id(loaded.workflow.spec.name))
     if run_dir.exists() and any(run_dir.iterdir()):
         raise UsageError(f"run folder {run_dir} already exists", "choose another --run-id")

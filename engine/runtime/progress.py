@@ -32,7 +32,9 @@ def attach_progress(run: Any, verbosity: int) -> None:
             usage = event["response"]["usage"]
             line = f"  {agent} model step {event['step']}: {usage['input_tokens']} in / {usage['output_tokens']} out, {event['latency_ms']} ms"
         elif kind in ("error", "budget_exceeded", "context_reset", "iteration_start"):
-            line = f"! {kind}: {_short({k: v for k, v in event.items() if k not in ('seq', 't', 'type')}, 120)}"
+            line = (
+                f"! {kind}: {_short({k: v for k, v in event.items() if k not in ('seq', 't', 'type')}, 120)}"
+            )
         if line:
             print(line, file=sys.stderr, flush=True)
 

@@ -37,6 +37,7 @@ class RunOptions:
     dry_run: bool = False
     model_override: str | None = None
     interactive: bool = False
+    stream: bool | None = None  # None: each model's own setting
 
 
 @dataclass
@@ -73,6 +74,12 @@ class Run:
         return {**named, **(self.spec.models or {})}
 
     def model_config(self, ref: str | None, agent: str) -> ModelConfig:
+        config = self._model_config(ref, agent)
+        if self.options.stream is not None:
+            config.stream = self.options.stream
+        return config
+
+    def _model_config(self, ref: str | None, agent: str) -> ModelConfig:
         if self.options.dry_run:
             return ModelConfig(name="test", provider="test", model="test")
         if self.options.model_override:
@@ -94,7 +101,12 @@ class Run:
 
             for env in (config.api_key_env, config.auth_token_env):
                 self.redactor.add_env(env)
-            self.providers[key] = make_provider(config)
+            provider = make_provider(config)
+            if hasattr(provider, "on_retry"):
+                provider.on_retry = lambda n, delay, why, c=config: self.emit(
+                    "model_retry", model=c.name, retry=n, delay_s=round(delay, 3), reason=why
+                )
+            self.providers[key] = provider
         return self.providers[key]
 
     # ------------------------------------------------------------ agents
@@ -167,7 +179,9 @@ class Run:
     def reset_context(self, inst: AgentInstance) -> None:
         before = len(inst.messages)
         inst.messages = [Message("user", self.opening_message(inst, inst.task))]
-        self.emit("context_reset", agent=inst.name, agent_id=inst.id, messages_before=before, messages_after=1)
+        self.emit(
+            "context_reset", agent=inst.name, agent_id=inst.id, messages_before=before, messages_after=1
+        )
 
     # ------------------------------------------------------------ model calls
 
@@ -231,9 +245,10 @@ class Run:
             return {}
         write = inst.tools.get("write_file")
         allowed = (write.config.get("write_paths") or write.config.get("paths") or []) if write else []
-        literal = [p for p in allowed if not any(c in p for c in "*?[")]
-        output = self.spec.output if (self.spec.output and (not allowed or self.spec.output in allowed)) else None
-        hints: dict[str, Any] = {"write_path": output or (literal[0] if literal else None)}
+        output = (
+            self.spec.output if (self.spec.output and (not allowed or self.spec.output in allowed)) else None
+        )
+        hints: dict[str, Any] = {"write_path": output or _sample_path(allowed, inst.name)}
         question = next(iter(self.inputs.values()), None)
         if isinstance(question, str):
             hints["query"] = question[:100]
@@ -264,11 +279,20 @@ class Run:
         return bool(bound and bound.sequential)
 
     async def call_tool(self, inst: AgentInstance, call: ToolCall) -> ToolResult:
-        self.emit("tool_call", agent=inst.name, agent_id=inst.id, call_id=call.id, tool=call.name, arguments=call.arguments)
+        self.emit(
+            "tool_call",
+            agent=inst.name,
+            agent_id=inst.id,
+            call_id=call.id,
+            tool=call.name,
+            arguments=call.arguments,
+        )
         bound = inst.tools.get(call.name)
         if bound is None:
             names = ", ".join(inst.tools) or "(none)"
-            result = ToolResult.fail("UNKNOWN_TOOL", f"there is no tool named '{call.name}'. Available tools: {names}.")
+            result = ToolResult.fail(
+                "UNKNOWN_TOOL", f"there is no tool named '{call.name}'. Available tools: {names}."
+            )
         else:
             result = check_arguments(bound, call)
             if result is None:
@@ -311,25 +335,41 @@ class Run:
 
     # ------------------------------------------------------------ agents as tools
 
-    async def call_agent(self, caller: AgentInstance, bound: BoundTool, args: dict[str, Any], call: ToolCall) -> ToolResult:
+    async def call_agent(
+        self, caller: AgentInstance, bound: BoundTool, args: dict[str, Any], call: ToolCall
+    ) -> ToolResult:
         name = bound.name
         callee_spec = self.project.agents[name].spec
         max_depth = self.limits.get("max_depth", DEFAULT_MAX_DEPTH)
         if caller.depth + 1 > max_depth:
-            return ToolResult.fail("DEPTH_EXCEEDED", f"cannot call {name}: agents may nest at most {max_depth} deep")
+            return ToolResult.fail(
+                "DEPTH_EXCEEDED", f"cannot call {name}: agents may nest at most {max_depth} deep"
+            )
         if name in (segment.split("@")[0] for segment in caller.id.split("/")):
-            return ToolResult.fail("CYCLE", f"{name} is already running above {caller.name}; agents may not call themselves")
+            return ToolResult.fail(
+                "CYCLE", f"{name} is already running above {caller.name}; agents may not call themselves"
+            )
         max_calls = bound.config.get("max_calls")
         made = caller.calls_made.get(name, 0)
         if max_calls is not None and made >= max_calls:
-            return ToolResult.fail("LIMIT_REACHED", f"{name} may be called at most {max_calls} times; finish with what you have")
+            return ToolResult.fail(
+                "LIMIT_REACHED", f"{name} may be called at most {max_calls} times; finish with what you have"
+            )
         caller.calls_made[name] = made + 1
         session = bound.config.get("session") or callee_spec.session or "fresh"
         inst = self._sub_instance(caller, name, session, call, args.get("model"))
         inst.written = set()
         task = self._sub_task(args)
         started = time.time()
-        self.emit("agent_start", agent=name, agent_id=inst.id, parent=caller.id, task=task, model=inst.model.name, session=session)
+        self.emit(
+            "agent_start",
+            agent=name,
+            agent_id=inst.id,
+            parent=caller.id,
+            task=task,
+            model=inst.model.name,
+            session=session,
+        )
         try:
             outcome = await run_agent(self, inst, task, bound.config.get("max_steps"))
         except ProviderError as e:
@@ -337,10 +377,19 @@ class Run:
             return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
         files = sorted(inst.written | self._changed_under(args.get("output_dir"), started))
         caller.written |= set(files)
-        self.emit("agent_end", agent=name, agent_id=inst.id, status=outcome.status, steps=outcome.steps, output_files=files)
+        self.emit(
+            "agent_end",
+            agent=name,
+            agent_id=inst.id,
+            status=outcome.status,
+            steps=outcome.steps,
+            output_files=files,
+        )
         return self._sub_result(inst, callee_spec, outcome, files)
 
-    def _sub_instance(self, caller: AgentInstance, name: str, session: str, call: ToolCall, model: str | None) -> AgentInstance:
+    def _sub_instance(
+        self, caller: AgentInstance, name: str, session: str, call: ToolCall, model: str | None
+    ) -> AgentInstance:
         if session == "persistent":
             key = f"{caller.id}/{name}"
             inst = self.persistent.get(key)
@@ -386,7 +435,12 @@ class Run:
         if outcome.status == "max_steps":
             text = f"{inst.name} stopped at its step limit ({outcome.steps}) before finishing.\n\n{text}"
         status = "partial" if (cut or outcome.status == "max_steps") else "success"
-        data = {"output_files": files, "steps_used": outcome.steps, "agent_id": inst.id, "outcome": outcome.status}
+        data = {
+            "output_files": files,
+            "steps_used": outcome.steps,
+            "agent_id": inst.id,
+            "outcome": outcome.status,
+        }
         return ToolResult(status, text, data)
 
     # ------------------------------------------------------------ events
@@ -394,3 +448,14 @@ class Run:
     def emit(self, type_: str, **fields: Any) -> None:
         if self.events is not None:
             self.events.emit(type_, **fields)
+
+
+def _sample_path(globs: list[str], agent: str) -> str | None:
+    """A file path a dry run may write under an agent's write globs."""
+    for pattern in globs:
+        if not any(c in pattern for c in "*?["):
+            return pattern
+    for pattern in globs:
+        if pattern.endswith("/**"):
+            return f"{pattern[:-3]}/dry-run/{agent}.md"
+    return None

@@ -56,7 +56,10 @@ def agent_tool_parameters(callee: Any, selectable: list[str]) -> dict[str, Any]:
             "items": {"type": "string"},
             "description": "Workspace files it should read first.",
         },
-        "output_dir": {"type": "string", "description": "Workspace folder for the files it writes (optional)."},
+        "output_dir": {
+            "type": "string",
+            "description": "Workspace folder for the files it writes (optional).",
+        },
     }
     if selectable:
         props["model"] = {"enum": selectable, "description": "Which model the agent uses for this task."}
@@ -78,7 +81,9 @@ def bind_tools(project: Project, agent_spec: Any, search_path: list[Path]) -> di
     return bound
 
 
-def _bind_manifest_tool(manifest: Any, config: dict[str, Any], dashboards: dict[str, str], search_path: list[Path]) -> BoundTool:
+def _bind_manifest_tool(
+    manifest: Any, config: dict[str, Any], dashboards: dict[str, str], search_path: list[Path]
+) -> BoundTool:
     merged = {**(manifest.defaults or {}), **config}
     if dashboards and "dashboards" not in merged:
         merged["dashboards"] = dashboards
@@ -130,7 +135,9 @@ def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str,
     return {k: v for k, v in arguments.items() if k in props}
 
 
-async def invoke(bound: BoundTool, ctx: ToolContext, arguments: dict[str, Any], agent_call: Any) -> ToolResult:
+async def invoke(
+    bound: BoundTool, ctx: ToolContext, arguments: dict[str, Any], agent_call: Any
+) -> ToolResult:
     """Run one validated call; exceptions and timeouts become error results."""
     started = time.perf_counter()
     timeout = bound.limits.get("timeout_s")
@@ -157,9 +164,13 @@ async def invoke(bound: BoundTool, ctx: ToolContext, arguments: dict[str, Any], 
     except Exception as e:  # a tool never raises into the agent loop
         if _is_engine_stop(e):
             raise
-        result = ToolResult("error", f"{bound.name} failed: {type(e).__name__}: {e}", error=ToolError("INTERNAL", str(e)))
+        result = ToolResult(
+            "error", f"{bound.name} failed: {type(e).__name__}: {e}", error=ToolError("INTERNAL", str(e))
+        )
     if not isinstance(result, ToolResult):
-        result = ToolResult.fail("INTERNAL", f"{bound.name} returned {type(result).__name__}, not a ToolResult")
+        result = ToolResult.fail(
+            "INTERNAL", f"{bound.name} returned {type(result).__name__}, not a ToolResult"
+        )
     result.stats.setdefault("time_ms", round((time.perf_counter() - started) * 1000, 2))
     result.context.setdefault("params_input", arguments)
     return result

@@ -13,7 +13,9 @@ def cost_of(usage: Usage, config: ModelConfig) -> float | None:
     if config.price_input is None or config.price_output is None:
         return None
     cost = usage.input_tokens * config.price_input + usage.output_tokens * config.price_output
-    cost += usage.cache_read_tokens * (config.price_cache_read if config.price_cache_read is not None else config.price_input)
+    cost += usage.cache_read_tokens * (
+        config.price_cache_read if config.price_cache_read is not None else config.price_input
+    )
     cost += usage.cache_write_tokens * (
         config.price_cache_write if config.price_cache_write is not None else config.price_input
     )
@@ -61,7 +63,9 @@ class UsageBook:
         }
 
     def table(self) -> str:
-        rows = [f"{'agent':<16} {'model':<28} {'calls':>5} {'input':>9} {'output':>8} {'cached':>8} {'cost $':>9}"]
+        rows = [
+            f"{'agent':<16} {'model':<28} {'calls':>5} {'input':>9} {'output':>8} {'cached':>8} {'cost $':>9}"
+        ]
         for line in self.lines.values():
             u = line.usage
             cost = f"{line.cost_usd:.4f}" if line.cost_usd is not None else "-"

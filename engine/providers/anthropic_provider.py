@@ -1,0 +1,324 @@
+"""The Anthropic Messages API provider: our Messages in, a ModelResponse out.
+
+Wire choices:
+- prompt caching: `cache_control: ephemeral` on the system prompt, the last tool definition
+  and the last block of the final user turn (three of the four breakpoints the API allows), so
+  each step of an agent loop re-reads the conversation so far from the cache;
+- auth: `api_key_env` is sent as `x-api-key` (this SDK version would send it as a Bearer token,
+  which Anthropic-compatible proxies that check `x-api-key` reject); `auth_token_env` is sent as
+  `Authorization: Bearer`; the unused one is None, never "" (the SDK tests `is None`);
+- no `temperature`: API version 2026-10-21, which SDK 2.x sends, rejects sampling parameters
+  (the SDK no longer has them), so a configured temperature is not sent to Anthropic;
+- thinking blocks are sent back verbatim before the tool_use blocks they preceded (the API
+  requires it) and only when thinking is on, since proxies without thinking reject them;
+- streaming reads the raw events and joins `input_json_delta` fragments per block index itself,
+  so a tool's input is never silently empty and malformed JSON becomes a `parse_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from flowrun.errors import MissingCredentials
+from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.retry import failure_from_sdk, with_retries
+from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
+
+DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
+EPHEMERAL = {"type": "ephemeral"}
+THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+# ---------------------------------------------------------------- request
+
+
+def _assistant_blocks(message: Message, keep_thinking: bool) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if keep_thinking:
+        blocks.extend(dict(b) for b in message.thinking if b.get("type") in THINKING_TYPES)
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in message.tool_calls
+    )
+    return blocks
+
+
+def _tool_result_block(message: Message) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
+    if message.content:
+        block["content"] = message.content
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _turn(message: Message, keep_thinking: bool) -> tuple[str, list[dict[str, Any]]]:
+    if message.role == "assistant":
+        return "assistant", _assistant_blocks(message, keep_thinking)
+    if message.role == "tool":
+        return "user", [_tool_result_block(message)]
+    return "user", [{"type": "text", "text": message.content}] if message.content else []
+
+
+def anthropic_messages(
+    messages: list[Message], *, keep_thinking: bool
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """(extra system texts, API messages). Consecutive turns of one role are merged (so all
+    tool results of a step form one user turn), with tool_result blocks first as the API wants;
+    `system` messages inside the conversation are returned to extend the system prompt."""
+    extra_system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                extra_system.append(message.content)
+            continue
+        role, blocks = _turn(message, keep_thinking)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    for turn in turns:
+        if turn["role"] == "user":
+            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
+    return extra_system, turns
+
+
+def anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+    if out:
+        out[-1]["cache_control"] = dict(EPHEMERAL)
+    return out
+
+
+def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
+    """The keyword arguments of `messages.create` for one request."""
+    extra_system, messages = anthropic_messages(request.messages, keep_thinking=config.thinking)
+    if messages and messages[-1]["role"] == "user":
+        messages[-1]["content"][-1]["cache_control"] = dict(EPHEMERAL)
+    system = (
+        [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}] if request.system else []
+    )
+    system += [{"type": "text", "text": text} for text in extra_system]
+    params: dict[str, Any] = {"model": config.model, "max_tokens": config.max_tokens, "messages": messages}
+    if system:
+        params["system"] = system
+    if request.tools:
+        params["tools"] = anthropic_tools(request.tools)
+    if config.thinking:
+        # the budget must be >= 1024 and below max_tokens
+        budget = max(config.thinking_budget, 1024)
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        params["max_tokens"] = max(config.max_tokens, budget + 1024)
+    return params
+
+
+# ---------------------------------------------------------------- response
+
+
+def _tool_call(block: dict[str, Any]) -> ToolCall:
+    raw = block.get("input")
+    arguments, error = (
+        parse_arguments(raw) if isinstance(raw, dict | str | None) else ({}, "input is not an object")
+    )
+    return ToolCall(
+        id=block.get("id", ""),
+        name=block.get("name", ""),
+        arguments=arguments,
+        raw_arguments=None if error is None else str(raw),
+        parse_error=error,
+    )
+
+
+def _thinking_block(block: dict[str, Any]) -> dict[str, Any]:
+    if block["type"] == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.get("data", "")}
+    return {
+        "type": "thinking",
+        "thinking": block.get("thinking", ""),
+        "signature": block.get("signature", ""),
+    }
+
+
+def response_from_blocks(
+    blocks: list[dict[str, Any]], usage: Usage, stop_reason: str | None, model: str
+) -> ModelResponse:
+    """A ModelResponse from plain content block dicts (both the whole-message and the
+    streamed path end here)."""
+    return ModelResponse(
+        text="".join(b.get("text", "") for b in blocks if b["type"] == "text"),
+        tool_calls=[_tool_call(b) for b in blocks if b["type"] == "tool_use"],
+        usage=usage,
+        stop_reason=stop_reason,
+        thinking=[_thinking_block(b) for b in blocks if b["type"] in THINKING_TYPES],
+        model=model,
+    )
+
+
+def _usage(raw: Any, into: Usage | None = None) -> Usage:
+    """Fold an API usage object into `into`; fields the object lacks (None) stay as they were
+    (message_delta repeats only some of them, cumulatively)."""
+    usage = into or Usage()
+    for ours, theirs in (
+        ("input_tokens", "input_tokens"),
+        ("output_tokens", "output_tokens"),
+        ("cache_read_tokens", "cache_read_input_tokens"),
+        ("cache_write_tokens", "cache_creation_input_tokens"),
+    ):
+        value = getattr(raw, theirs, None)
+        if value is not None:
+            setattr(usage, ours, int(value))
+    return usage
+
+
+_BLOCK_FIELDS = ("type", "text", "thinking", "signature", "data", "id", "name", "input")
+
+
+def _block_dict(block: Any) -> dict[str, Any]:
+    """A content block's fields as a plain dict (attribute reads: `model_dump` would warn
+    about a malformed tool input, which we want to keep as it came)."""
+    return {name: value for name in _BLOCK_FIELDS if (value := getattr(block, name, None)) is not None}
+
+
+def response_from_message(message: Any) -> ModelResponse:
+    blocks = [_block_dict(block) for block in message.content]
+    return response_from_blocks(blocks, _usage(message.usage), message.stop_reason, message.model)
+
+
+class StreamAssembler:
+    """Builds a ModelResponse from raw Messages stream events, joining each content block's
+    deltas by block index (text, thinking + signature, tool input JSON fragments)."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json_parts: dict[int, list[str]] = {}
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+        self.model = ""
+
+    def feed(self, event: Any) -> None:
+        handler = getattr(self, f"_on_{getattr(event, 'type', '')}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_message_start(self, event: Any) -> None:
+        self.model = event.message.model
+        _usage(event.message.usage, self.usage)
+
+    def _on_content_block_start(self, event: Any) -> None:
+        self.blocks[event.index] = _block_dict(event.content_block)
+
+    def _on_content_block_delta(self, event: Any) -> None:
+        block = self.blocks.setdefault(event.index, {"type": "text", "text": ""})
+        delta = event.delta
+        kind = getattr(delta, "type", "")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta.text
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.thinking
+        elif kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta.signature
+        elif kind == "input_json_delta":
+            self.json_parts.setdefault(event.index, []).append(delta.partial_json)
+
+    def _on_message_delta(self, event: Any) -> None:
+        self.stop_reason = event.delta.stop_reason or self.stop_reason
+        _usage(event.usage, self.usage)
+
+    def response(self) -> ModelResponse:
+        blocks = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            if block["type"] == "tool_use" and index in self.json_parts:
+                block["input"] = "".join(self.json_parts[index])
+            blocks.append(block)
+        return response_from_blocks(blocks, self.usage, self.stop_reason, self.model)
+
+
+# ---------------------------------------------------------------- provider
+
+
+class AnthropicProvider(Provider):
+    """Calls the Messages API through the `anthropic` SDK (imported on first use)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        if not config.api_key_env and not config.auth_token_env:
+            config = replace(config, api_key_env=DEFAULT_KEY_ENV)  # the variable the SDK would read
+        super().__init__(config)
+        self._client: Any = None
+        self._sdk: Any = None
+        # the runtime may set this to report retries (retry number, delay in s, reason)
+        self.on_retry: Callable[[int, float, str], None] | None = None
+
+    def credentials(self, agent: str) -> tuple[str | None, str | None]:
+        """(api_key, auth_token), exactly one set; MissingCredentials names the env var."""
+        config = self.config
+        if config.auth_token_env:
+            token = config.secret(config.auth_token_env)
+            if token is None:
+                raise MissingCredentials(
+                    f"agent '{agent}' uses model '{config.name}' (anthropic:{config.model}) "
+                    f"but the env var {config.auth_token_env} is not set",
+                    f"export {config.auth_token_env}=..., or run with --dry-run to check the wiring offline",
+                    agent=agent,
+                    model=config.name,
+                )
+            return None, token
+        return config.require_key(agent), None
+
+    def _client_for(self, agent: str) -> Any:
+        if self._client is None:
+            import anthropic
+
+            api_key, auth_token = self.credentials(agent)
+            headers: dict[str, Any] = {}
+            if api_key is not None:
+                headers = {"x-api-key": api_key, "Authorization": anthropic.omit}
+            self._sdk = anthropic
+            self._client = anthropic.AsyncAnthropic(
+                api_key=api_key,
+                auth_token=auth_token,
+                base_url=self.config.base_url,
+                timeout=self.config.timeout_s,
+                max_retries=0,  # we retry ourselves (retry.py)
+                default_headers={**headers, **self.config.headers},
+            )
+        return self._client
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        client = self._client_for(request.agent)
+        params = build_params(self.config, request)
+
+        async def call() -> ModelResponse:
+            try:
+                if self.config.stream:
+                    return await self._stream(client, params)
+                return response_from_message(await client.messages.create(**params))
+            except Exception as e:
+                failure = failure_from_sdk(e, self._sdk)
+                if failure is None:
+                    raise
+                raise failure from e
+
+        return await with_retries(call, config=self.config, agent=request.agent, on_retry=self.on_retry)
+
+    async def _stream(self, client: Any, params: dict[str, Any]) -> ModelResponse:
+        assembler = StreamAssembler()
+        stream = await client.messages.create(**params, stream=True)
+        async with stream:
+            async for event in stream:
+                assembler.feed(event)
+        return assembler.response()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

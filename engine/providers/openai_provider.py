@@ -1,0 +1,263 @@
+"""The OpenAI Chat Completions provider (also every openai-compatible server: vLLM, Ollama,
+DeepSeek, ... through `base_url`): our Messages in, a ModelResponse out.
+
+Wire choices:
+- `max_tokens`, not `max_completion_tokens`: the one openai-compatible servers all accept;
+- usage: OpenAI counts cached prompt tokens inside `prompt_tokens`; we split them out
+  (`input_tokens` = prompt - cached, `cache_read_tokens` = cached) so `Usage` means the same
+  for every provider and cost is not counted twice;
+- a `reasoning_content` field (DeepSeek and others) is kept as a thinking block for the log,
+  and not sent back (those servers reject it in the history);
+- streamed tool calls are joined by `index`: only a call's first fragment carries its id and
+  name; malformed argument JSON becomes a `parse_error`, never an exception;
+- no `api_key_env` but a `base_url`: a local server that needs no key; a placeholder is sent
+  (never the real OPENAI_API_KEY to a third-party URL).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.retry import failure_from_sdk, with_retries
+from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+NO_KEY = "no-key-needed"
+
+
+# ---------------------------------------------------------------- request
+
+
+def _assistant_message(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                # always valid JSON: servers parse the history; a malformed call was answered
+                # with an error result that tells the model what went wrong
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    elif out["content"] is None:
+        out["content"] = ""
+    return out
+
+
+def openai_message(message: Message) -> dict[str, Any]:
+    if message.role == "assistant":
+        return _assistant_message(message)
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
+    return {"role": message.role, "content": message.content}
+
+
+def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create` for one request."""
+    messages = [{"role": "system", "content": request.system}] if request.system else []
+    messages += [openai_message(m) for m in request.messages]
+    params: dict[str, Any] = {"model": config.model, "messages": messages, "max_tokens": config.max_tokens}
+    if config.temperature is not None:
+        params["temperature"] = config.temperature
+    if request.tools:
+        params["tools"] = openai_tools(request.tools)
+    if config.stream:
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
+    return params
+
+
+# ---------------------------------------------------------------- response
+
+
+def _tool_call(call_id: str | None, name: str, raw: str | None) -> ToolCall:
+    arguments, error = parse_arguments(raw)
+    return ToolCall(
+        id=call_id or f"call_{secrets.token_hex(6)}",  # some servers omit ids; results need one
+        name=name,
+        arguments=arguments,
+        raw_arguments=raw if error else None,
+        parse_error=error,
+    )
+
+
+def _usage(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    prompt = raw.prompt_tokens or 0
+    return Usage(
+        input_tokens=max(prompt - cached, 0),
+        output_tokens=raw.completion_tokens or 0,
+        cache_read_tokens=cached,
+    )
+
+
+def _reasoning(text: str | None) -> list[dict[str, Any]]:
+    return [{"type": "reasoning", "text": text}] if text else []
+
+
+def response_from_completion(completion: Any) -> ModelResponse:
+    usage = _usage(completion.usage)
+    if not completion.choices:
+        return ModelResponse(usage=usage, model=completion.model or "")
+    choice = completion.choices[0]
+    message = choice.message
+    calls = [
+        _tool_call(tc.id, tc.function.name, tc.function.arguments)
+        for tc in message.tool_calls or []
+        if getattr(tc, "function", None) is not None
+    ]
+    return ModelResponse(
+        text=message.content or "",
+        tool_calls=calls,
+        usage=usage,
+        stop_reason=choice.finish_reason,
+        thinking=_reasoning(getattr(message, "reasoning_content", None)),
+        model=completion.model or "",
+    )
+
+
+class StreamAssembler:
+    """Builds a ModelResponse from Chat Completions chunks: text and reasoning deltas joined,
+    tool calls joined by `index`, usage from the final chunk."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+        self.model = ""
+
+    def feed(self, chunk: Any) -> None:
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        for choice in chunk.choices or []:
+            if choice.index not in (0, None):
+                continue
+            self.stop_reason = choice.finish_reason or self.stop_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            if delta.content:
+                self.text.append(delta.content)
+            if reasoning := getattr(delta, "reasoning_content", None):
+                self.reasoning.append(reasoning)
+            for fragment in delta.tool_calls or []:
+                self._tool_fragment(fragment)
+
+    def _tool_fragment(self, fragment: Any) -> None:
+        index = fragment.index
+        if index is None:  # servers that omit the index: a fragment with an id starts a call
+            index = len(self.calls) if fragment.id or not self.calls else max(self.calls)
+        call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": []})
+        if fragment.id:
+            call["id"] = fragment.id
+        function = fragment.function
+        if function is not None:
+            if function.name:
+                call["name"] = function.name
+            if function.arguments:
+                call["arguments"].append(function.arguments)
+
+    def response(self) -> ModelResponse:
+        calls = [
+            _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())
+        ]
+        return ModelResponse(
+            text="".join(self.text),
+            tool_calls=calls,
+            usage=self.usage,
+            stop_reason=self.stop_reason,
+            thinking=_reasoning("".join(self.reasoning)),
+            model=self.model,
+        )
+
+
+# ---------------------------------------------------------------- provider
+
+
+class OpenAIProvider(Provider):
+    """Calls Chat Completions through the `openai` SDK (imported on first use)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        if not config.api_key_env and not config.auth_token_env and not config.base_url:
+            config = replace(config, api_key_env=DEFAULT_KEY_ENV)  # the variable the SDK would read
+        super().__init__(config)
+        self._client: Any = None
+        self._sdk: Any = None
+        # the runtime may set this to report retries (retry number, delay in s, reason)
+        self.on_retry: Callable[[int, float, str], None] | None = None
+
+    def api_key(self, agent: str) -> str:
+        """The key to send; MissingCredentials names the env var when it is unset."""
+        config = self.config
+        env = config.api_key_env or config.auth_token_env  # both are a Bearer token here
+        if env is None or (config.options.get("key_optional") and not config.secret(env)):
+            return NO_KEY  # a local server (ollama, vllm preset) that needs no key
+        return replace(config, api_key_env=env).require_key(agent)
+
+    def _client_for(self, agent: str) -> Any:
+        if self._client is None:
+            import openai
+
+            key = self.api_key(agent)
+            self._sdk = openai
+            self._client = openai.AsyncOpenAI(
+                api_key=key,
+                base_url=self.config.base_url,
+                timeout=self.config.timeout_s,
+                max_retries=0,  # we retry ourselves (retry.py)
+                default_headers=self.config.headers or None,
+            )
+        return self._client
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        client = self._client_for(request.agent)
+        params = build_params(self.config, request)
+
+        async def call() -> ModelResponse:
+            try:
+                if self.config.stream:
+                    return await self._stream(client, params)
+                return response_from_completion(await client.chat.completions.create(**params))
+            except Exception as e:
+                failure = failure_from_sdk(e, self._sdk)
+                if failure is None:
+                    raise
+                raise failure from e
+
+        return await with_retries(call, config=self.config, agent=request.agent, on_retry=self.on_retry)
+
+    async def _stream(self, client: Any, params: dict[str, Any]) -> ModelResponse:
+        assembler = StreamAssembler()
+        stream = await client.chat.completions.create(**params)
+        async with stream:
+            async for chunk in stream:
+                assembler.feed(chunk)
+        return assembler.response()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

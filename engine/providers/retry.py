@@ -1,0 +1,206 @@
+"""Retries for model calls: which failures are worth another try, how long to wait, and the
+one-line ProviderError a user sees when we give up.
+
+Inside the `call` they hand to `with_retries`, providers turn their SDK's exceptions into
+`ApiFailure` (status code, headers, the server's message) with `failure_from_sdk(exc, sdk)`,
+passing the SDK module in, so this module never imports an SDK itself.
+
+Retried: 429, 500/502/503/504/529, connection errors, timeouts and errors reported in the
+middle of a stream. Anything else (400, 401, 403, 404, ...) fails at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import ModuleType
+from typing import Any, Literal, TypeVar
+
+from flowrun.errors import ProviderError
+from flowrun.providers.base import ModelConfig
+
+T = TypeVar("T")
+FailureKind = Literal["status", "connection", "timeout", "stream"]
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 20.0
+RETRY_AFTER_CAP_S = 60.0
+BASE_ENV = "FLOWRUN_RETRY_BASE_S"  # tests shrink the backoff base with it
+_KIND_LABELS = {"connection": "connection error", "timeout": "timeout", "stream": "stream error"}
+
+
+class ApiFailure(Exception):
+    """A failed model call in provider-neutral terms (raised by providers, consumed here)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: FailureKind = "status",
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.status = status
+        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind != "status" or self.status in RETRY_STATUSES
+
+    def retry_after(self) -> float | None:
+        """Seconds the server asked us to wait (`retry-after-ms`, `retry-after` as seconds or
+        an HTTP date), capped; None when it did not say."""
+        if ms := self.headers.get("retry-after-ms"):
+            try:
+                return min(max(float(ms) / 1000, 0.0), RETRY_AFTER_CAP_S)
+            except ValueError:
+                pass
+        value = self.headers.get("retry-after")
+        if not value:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                return None
+        return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
+
+    def summary(self) -> str:
+        """`HTTP 429: <server message>`, `connection error: ...`, `timeout: ...`."""
+        head = f"HTTP {self.status}" if self.kind == "status" else _KIND_LABELS[self.kind]
+        return f"{head}: {self.message}"
+
+
+def server_message(body: object, fallback: str) -> str:
+    """The human part of an error body: `{"error": {"message": ...}}` in both wire formats,
+    or the body itself; on one line and not too long for a log line."""
+    error = body.get("error", body) if isinstance(body, Mapping) else body
+    message = error.get("message") if isinstance(error, Mapping) else error
+    text = str(message) if message else fallback
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+# Anthropic reports failures in the middle of a stream as an `error` event on a 200 response.
+_ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def _status_failure(exc: Any) -> ApiFailure:
+    status = int(exc.status_code)
+    body = exc.body
+    message = server_message(body, str(getattr(exc, "message", exc)))
+    headers = exc.response.headers if getattr(exc, "response", None) is not None else {}
+    if status < 400:  # an error event inside a stream
+        error = body.get("error", body) if isinstance(body, Mapping) else None
+        kind = error.get("type") if isinstance(error, Mapping) else None
+        if kind not in _ERROR_TYPE_STATUS:
+            return ApiFailure(message, kind="stream", headers=headers)
+        status = _ERROR_TYPE_STATUS[kind]
+    return ApiFailure(message, status=status, headers=headers)
+
+
+def failure_from_sdk(exc: BaseException, sdk: ModuleType) -> ApiFailure | None:
+    """Classify an exception of a Stainless-generated SDK (`openai`, `anthropic`, passed as
+    the module) or of the HTTP layer under it; None when it is not a call failure."""
+    import httpx2  # both SDKs' transport; only imported once something failed
+
+    if isinstance(exc, sdk.APIStatusError):
+        return _status_failure(exc)
+    if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
+        return ApiFailure("no complete answer in time", kind="timeout")  # SDK texts are long
+    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
+        cause = exc.__cause__ or exc.__context__
+        detail = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
+        return ApiFailure(detail or type(exc).__name__, kind="connection")
+    if isinstance(exc, sdk.APIError):  # e.g. an error object inside an OpenAI stream
+        return ApiFailure(server_message(exc.body, str(exc)), kind="stream")
+    return None
+
+
+def backoff_delay(attempt: int, failure: ApiFailure) -> float:
+    """Seconds to wait before retry number `attempt + 1` (0-based attempt just failed)."""
+    asked = failure.retry_after()
+    if asked is not None:
+        return asked
+    try:
+        base = float(os.environ.get(BASE_ENV, "") or BACKOFF_BASE_S)
+    except ValueError:
+        base = BACKOFF_BASE_S
+    ceiling = min(BACKOFF_CAP_S, base * 2**attempt)
+    return ceiling / 2 + random.uniform(0, ceiling / 2)  # "equal jitter": spread, never near zero
+
+
+def _credential_env(config: ModelConfig) -> str | None:
+    return config.auth_token_env or config.api_key_env
+
+
+def _hint(failure: ApiFailure, config: ModelConfig) -> str:
+    status = failure.status
+    if status in (401, 403):
+        env = _credential_env(config)
+        return f"check the key in ${env}" if env else "check the credentials the server expects"
+    if status == 404:
+        return f"check the model id '{config.model}' / base_url ({config.base_url or 'the provider default'})"
+    if status == 429:
+        return "rate limited: lower the concurrency, wait, or raise the model's max_retries"
+    if failure.kind == "connection":
+        return f"check the network and base_url ({config.base_url or 'the provider default'})"
+    if failure.kind == "timeout":
+        return f"the call took longer than timeout_s={config.timeout_s:g}: raise it or retry later"
+    if (status is not None and status >= 500) or failure.kind == "stream":
+        return "the service is failing: retry later or raise the model's max_retries"
+    return "check the request the workflow builds for this model (see events.jsonl)"
+
+
+def give_up(failure: ApiFailure, *, config: ModelConfig, agent: str, retries: int) -> ProviderError:
+    """The one-line error for a call that failed for good."""
+    tried = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    message = (
+        f"agent '{agent}': model '{config.name}' ({config.provider}:{config.model}) failed{tried}: "
+        f"{failure.summary()}"
+    )
+    return ProviderError(
+        message, _hint(failure, config), agent=agent, model=config.name, retryable=failure.retryable
+    )
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]],
+    *,
+    config: ModelConfig,
+    agent: str,
+    on_retry: Callable[[int, float, str], None] | None = None,
+) -> T:
+    """Run `call`, retrying retryable `ApiFailure`s up to `config.max_retries` times with
+    exponential backoff and jitter (or the server's retry-after). `on_retry(retry_number,
+    delay_s, reason)` is told before each wait. Raises ProviderError when it gives up."""
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except ApiFailure as failure:
+            if not failure.retryable or attempt >= config.max_retries:
+                raise give_up(failure, config=config, agent=agent, retries=attempt) from failure
+            delay = backoff_delay(attempt, failure)
+            attempt += 1
+            if on_retry is not None:
+                on_retry(attempt, delay, failure.summary())
+            await asyncio.sleep(delay)

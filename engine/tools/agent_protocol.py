@@ -1,0 +1,105 @@
+"""Tools that talk to the agent loop rather than the world: finish, all_finished,
+update_dashboard and ask_user.
+
+finish / all_finished and update_dashboard return a control action in `data["control"]`
+(see flowrun.tools.base); the runtime acts on it once every call of the step has returned.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.types import ToolResult
+
+
+async def finish(ctx: ToolContext, result: str) -> ToolResult:
+    """End this agent's run with `result` as its answer."""
+    started = time.perf_counter()
+    out = ToolResult.ok("Finished.", control={"action": "finish", "result": result})
+    return finish_result(out, {"result": result}, started)
+
+
+async def all_finished(ctx: ToolContext, result: str) -> ToolResult:
+    """The deep-research-v2 spelling of finish: the whole task is done."""
+    started = time.perf_counter()
+    out = ToolResult.ok("All finished.", control={"action": "finish", "result": result})
+    return finish_result(out, {"result": result}, started)
+
+
+async def update_dashboard(ctx: ToolContext, name: str, content: str) -> ToolResult:
+    """Replace a dashboard file's content, then ask the runtime to restart the conversation
+    from the system prompt and the dashboards (the dashboard is the compressed history)."""
+    started = time.perf_counter()
+    params = {"name": name, "content": content}
+    dashboards = ctx.config.get("dashboards") or {}
+    if not isinstance(dashboards, dict) or name not in dashboards:
+        names = (
+            ", ".join(sorted(dashboards))
+            if isinstance(dashboards, dict) and dashboards
+            else "(none configured)"
+        )
+        return finish_result(
+            error("INVALID_PARAM", f"unknown dashboard {name!r}; dashboards: {names}"), params, started
+        )
+    workspace = ctx.workspace.resolve()
+    target = (workspace / str(dashboards[name])).resolve()
+    if workspace not in target.parents:
+        message = f"dashboard {name!r} points outside the workspace ({dashboards[name]!r})"
+        return finish_result(error("ACCESS_DENIED", message), params, started)
+    try:
+        write_atomic(target, content)
+    except OSError as e:
+        return finish_result(error("INTERNAL", f"cannot write dashboard {name!r}: {e}"), params, started)
+    rel = ctx.relative(target)
+    text = (
+        f"Dashboard {name!r} updated ({len(content)} chars, {rel}). The conversation now restarts "
+        "from the system prompt and the dashboards; earlier messages are dropped."
+    )
+    out = ToolResult.ok(text, name=name, path=rel, chars=len(content), control={"action": "reset_context"})
+    return finish_result(out, params, started, path_resolved=rel)
+
+
+def write_atomic(target: Path, content: str) -> None:
+    """Write via a temp file in the same folder and rename it over the target, so a reader
+    (or a crash) never sees half a dashboard."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(content)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
+    """Ask the person running the workflow; only in interactive runs."""
+    started = time.perf_counter()
+    params: dict[str, Any] = {"question": question}
+    if not ctx.interactive:
+        message = (
+            "this run is not interactive, so nobody can answer; decide with what you have "
+            "and state your assumption"
+        )
+        return finish_result(error("NOT_INTERACTIVE", message), params, started)
+    service = ctx.services.get("ask_user")
+    if service is None:
+        return finish_result(error("UNAVAILABLE", "no way to reach the user in this run"), params, started)
+    try:
+        answer = service(question)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except EOFError:
+        return finish_result(
+            error("UNAVAILABLE", "the user closed the input without answering"), params, started
+        )
+    answer = "" if answer is None else str(answer)
+    text = answer if answer.strip() else "(the user gave an empty answer)"
+    return finish_result(ToolResult.ok(text, answer=answer), params, started)

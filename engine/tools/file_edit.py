@@ -1,0 +1,178 @@
+"""edit_file: targeted edits of a text file, in replace mode (old_string -> new_string) or
+line-range mode (lines start..end -> new_content). Writes are atomic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flowrun.tools.base import ToolContext, error
+from flowrun.tools.file_io import atomic_write, numbered, read_text, run_path_tool
+from flowrun.tools.paths import display_path
+from flowrun.types import ToolResult
+
+SNIPPET_CONTEXT = 3
+SNIPPET_MAX_LINES = 40
+
+
+async def edit_file(
+    ctx: ToolContext,
+    *,
+    path: str,
+    old_string: str | None = None,
+    new_string: str | None = None,
+    replace_all: bool = False,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    new_content: str | None = None,
+) -> ToolResult:
+    params: dict[str, Any] = {
+        "path": path,
+        "old_string": old_string,
+        "new_string": new_string,
+        "replace_all": replace_all,
+        "start_line": start_line,
+        "end_line": end_line,
+        "new_content": new_content,
+    }
+    problem = _mode_problem(old_string, new_string, start_line, end_line, new_content)
+    if problem:
+        return error("INVALID_PARAM", problem)
+
+    def work(resolved: Path) -> ToolResult:
+        shown = display_path(ctx, resolved)
+        if resolved.is_dir():
+            return error("IS_DIRECTORY", f"{shown} is a directory")
+        text = read_text(resolved, shown)
+        if old_string is not None:
+            result, new_text = _replace(text, shown, old_string, new_string or "", replace_all)
+        else:
+            assert start_line is not None and new_content is not None
+            result, new_text = _replace_lines(text, shown, start_line, end_line or start_line, new_content)
+        if new_text is not None:
+            atomic_write(resolved, new_text.encode("utf-8"))
+        return result
+
+    return await run_path_tool(ctx, params, path, work, write=True)
+
+
+def _mode_problem(
+    old_string: str | None,
+    new_string: str | None,
+    start_line: int | None,
+    end_line: int | None,
+    new_content: str | None,
+) -> str | None:
+    replace_mode = old_string is not None or new_string is not None
+    line_mode = start_line is not None or end_line is not None or new_content is not None
+    if replace_mode and line_mode:
+        return (
+            "use either old_string/new_string (replace mode) or start_line/end_line/new_content "
+            "(line mode), not both"
+        )
+    if replace_mode:
+        if not old_string:
+            return "old_string must be a non-empty string (the exact text to replace)"
+        if new_string is None:
+            return 'new_string is required in replace mode (use "" to delete old_string)'
+        if old_string == new_string:
+            return "old_string and new_string are identical; nothing to change"
+        return None
+    if line_mode:
+        if start_line is None or new_content is None:
+            return "line mode needs start_line and new_content (end_line defaults to start_line)"
+        if start_line < 1 or (end_line is not None and end_line < start_line):
+            return f"need 1 <= start_line <= end_line (got {start_line}, {end_line})"
+        return None
+    return "give old_string + new_string (replace mode) or start_line + new_content (line mode)"
+
+
+def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tuple[ToolResult, str | None]:
+    positions = _find_all(text, old)
+    if not positions and "\r\n" in text and "\r\n" not in old:
+        # the model usually writes \n; the file uses CRLF
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        positions = _find_all(text, old)
+    if not positions:
+        return error("NOT_FOUND", f"old_string was not found in {shown}. {_near_miss_hint(text, old)}"), None
+    lines = [text.count("\n", 0, pos) + 1 for pos in positions]
+    if len(positions) > 1 and not replace_all:
+        where = ", ".join(str(n) for n in lines[:20]) + (" ..." if len(lines) > 20 else "")
+        message = (
+            f"old_string occurs {len(positions)} times in {shown} (at lines {where}); include more "
+            "surrounding text to make it unique, or set replace_all=true to replace every occurrence"
+        )
+        return error("CONFLICT", message, occurrences=len(positions), lines=lines), None
+    new_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    # show the first edited site; with replace_all the others are listed by line
+    snippet = _snippet(new_text, lines[0], lines[0] + new.count("\n"))
+    count = len(positions)
+    text_out = f"Replaced {count} occurrence{'s' if count > 1 else ''} in {shown}. Now:\n{snippet}"
+    return (
+        ToolResult.ok(
+            text_out, applied=True, operation="replace", replacements=count, lines=lines, path=shown
+        ),
+        new_text,
+    )
+
+
+def _replace_lines(
+    text: str, shown: str, start: int, end: int, new_content: str
+) -> tuple[ToolResult, str | None]:
+    lines = text.splitlines(keepends=True)
+    total = len(lines)
+    if start > total or end > total:
+        return error("INVALID_PARAM", f"{shown} has {total} lines; lines {start}-{end} do not exist"), None
+    replaced_last = lines[end - 1]
+    newline = "\r\n" if replaced_last.endswith("\r\n") else "\n"
+    if new_content and not new_content.endswith("\n") and replaced_last.endswith("\n"):
+        new_content += newline
+    new_text = "".join(lines[: start - 1]) + new_content + "".join(lines[end:])
+    added = len(new_content.splitlines())
+    snippet = _snippet(new_text, start, start + max(added, 1) - 1)
+    count = end - start + 1
+    message = f"Replaced lines {start}-{end} of {shown} ({count} lines) with {added} lines. Now:\n{snippet}"
+    return (
+        ToolResult.ok(
+            message,
+            applied=True,
+            operation="line_range",
+            lines_replaced=end - start + 1,
+            lines_added=added,
+            path=shown,
+        ),
+        new_text,
+    )
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    positions: list[int] = []
+    pos = text.find(needle)
+    while pos != -1:
+        positions.append(pos)
+        pos = text.find(needle, pos + len(needle))
+    return positions
+
+
+def _near_miss_hint(text: str, old: str) -> str:
+    """Point at lines that match old_string's first line once whitespace is ignored."""
+    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    if not first:
+        return "Read the file to copy the exact text."
+    hits = [n for n, line in enumerate(text.splitlines(), 1) if line.strip() == first]
+    if hits:
+        where = ", ".join(str(n) for n in hits[:10])
+        return (
+            f"Its first line appears at line(s) {where}, so the rest differs (whitespace, indentation or "
+            "later lines); read those lines and copy the text exactly."
+        )
+    return "Read the file (read_file or grep) and copy the exact text, including whitespace."
+
+
+def _snippet(text: str, first: int, last: int) -> str:
+    lines = text.splitlines()
+    lo = max(1, first - SNIPPET_CONTEXT)
+    hi = min(len(lines), last + SNIPPET_CONTEXT, lo + SNIPPET_MAX_LINES - 1)
+    if not lines:
+        return "(the file is now empty)"
+    return numbered(lines[lo - 1 : hi], lo)

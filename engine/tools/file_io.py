@@ -1,0 +1,169 @@
+"""Plumbing shared by the file tools: the call wrapper (path check, thread, error mapping),
+text sniffing, bounded line reading and atomic writes."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.paths import PathDenied, display_path, resolve_path
+from flowrun.types import ToolResult
+
+SNIFF_BYTES = 8192
+NEW_FILE_MODE = 0o644
+
+
+class NotText(Exception):
+    """The file is binary or not UTF-8; the tools report BINARY_FILE."""
+
+
+async def run_path_tool(
+    ctx: ToolContext,
+    params: dict[str, Any],
+    path: str,
+    work: Callable[[Path], ToolResult],
+    *,
+    write: bool = False,
+    enforce_paths: bool = True,
+    follow_symlinks: bool = True,
+) -> ToolResult:
+    """Resolve `path`, run the blocking `work(resolved)` in a thread, map expected OS
+    failures to error results and fill in stats/context."""
+    started = time.perf_counter()
+    resolved: Path | None = None
+    try:
+        resolved = resolve_path(
+            ctx, path, write=write, enforce_paths=enforce_paths, follow_symlinks=follow_symlinks
+        )
+        result = await asyncio.to_thread(work, resolved)
+    except PathDenied as e:
+        result = e.to_result()
+    except NotText as e:
+        result = error("BINARY_FILE", str(e))
+    except OSError as e:
+        result = oserror_result(e, display_path(ctx, resolved) if resolved else path)
+    return finish_result(result, params, started, ctx.relative(resolved) if resolved else None)
+
+
+def oserror_result(e: OSError, shown: str) -> ToolResult:
+    if isinstance(e, FileNotFoundError):
+        return error("NOT_FOUND", f"{shown} does not exist")
+    if isinstance(e, IsADirectoryError):
+        return error("IS_DIRECTORY", f"{shown} is a directory")
+    if isinstance(e, NotADirectoryError):
+        return error("INVALID_PARAM", f"a parent of {shown} is a file, not a directory")
+    if isinstance(e, PermissionError):
+        return error("PERMISSION_DENIED", f"the operating system refused access to {shown}")
+    return error("INTERNAL", f"{shown}: {e.strerror or e}")
+
+
+def looks_binary(sample: bytes) -> bool:
+    """NUL bytes or invalid UTF-8 (a multi-byte character cut at the sample's end is fine)."""
+    if b"\x00" in sample:
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(sample, final=False)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def check_text(f: IO[bytes], shown: str, size: int) -> None:
+    """Raise NotText when the start of an open file is not UTF-8 text; rewinds the file."""
+    sample = f.read(SNIFF_BYTES)
+    f.seek(0)
+    if looks_binary(sample):
+        raise NotText(
+            f"{shown} is a binary or non-UTF-8 file ({size} bytes); these tools read UTF-8 text only"
+        )
+
+
+def read_text(path: Path, shown: str) -> str:
+    """The whole file as text, or NotText."""
+    data = path.read_bytes()
+    if looks_binary(data[:SNIFF_BYTES]):
+        raise NotText(
+            f"{shown} is a binary or non-UTF-8 file ({len(data)} bytes); it cannot be edited as text"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise NotText(f"{shown} is not valid UTF-8 (byte {e.start}); it cannot be edited as text") from e
+
+
+def iter_lines(f: IO[bytes], limit: int) -> Iterator[tuple[bytes, bool]]:
+    """Yield (line without its newline, cut) keeping at most `limit` bytes of each line, so a
+    gigabyte-long line never sits in memory whole."""
+    while True:
+        chunk = f.readline(limit)
+        if not chunk:
+            return
+        if chunk.endswith(b"\n"):
+            yield chunk[:-1].removesuffix(b"\r"), False
+            continue
+        cut = False
+        while True:  # skip the rest of an over-long line
+            rest = f.readline(1 << 16)
+            if not rest:
+                break
+            cut = cut or rest not in (b"\n", b"\r\n")
+            if rest.endswith(b"\n"):
+                break
+        yield chunk.removesuffix(b"\r"), cut
+
+
+def numbered(lines: list[str], first: int) -> str:
+    """`cat -n` style: the number, a tab, the line."""
+    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first))
+
+
+def atomic_write(path: Path, data: bytes, *, exclusive: bool = False) -> None:
+    """Write via a temp file in the same folder and an atomic rename; `exclusive` never
+    replaces an existing file (FileExistsError). Keeps the mode of a file it replaces."""
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:80]}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = NEW_FILE_MODE
+        os.chmod(tmp, mode)
+        if exclusive:
+            _link_exclusive(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _link_exclusive(tmp: Path, path: Path) -> None:
+    try:
+        os.link(tmp, path)  # fails if `path` exists: no window where another file is clobbered
+    except FileExistsError:
+        raise
+    except OSError:  # a filesystem without hard links
+        if path.exists():
+            raise FileExistsError(str(path)) from None
+        os.replace(tmp, path)
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"

@@ -1,0 +1,241 @@
+"""Finding things in the workspace: list_directory, glob, grep. Walks never follow symlinked
+folders, skip the names in config `ignore`, and drop what the agent's `paths` policy hides."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from flowrun.tools.base import ToolContext, error
+from flowrun.tools.file_io import human_size, looks_binary, run_path_tool
+from flowrun.tools.paths import display_path, glob_matches, path_allowed
+from flowrun.types import ToolResult
+
+DEFAULT_IGNORE = (".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache")
+DEFAULT_MAX_ENTRIES = 500
+DEFAULT_MAX_RESULTS = 500
+DEFAULT_MAX_MATCHES = 200
+DEFAULT_MAX_FILE_BYTES = 10_000_000
+MAX_LINE_CHARS = 500
+
+
+def _walk(root: Path, ignore: set[str]) -> Iterator[Path]:
+    """Every entry below `root`, depth first in name order, not entering symlinked folders."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in ignore)
+        base = Path(dirpath)
+        names = sorted([*dirnames, *(f for f in filenames if f not in ignore)])
+        yield from (base / name for name in names)
+
+
+def _ignore(ctx: ToolContext) -> set[str]:
+    return set(ctx.config.get("ignore", DEFAULT_IGNORE))
+
+
+def _cap(ctx: ToolContext, key: str, default: int, asked: int | None) -> int:
+    ceiling = int(ctx.config.get(key, default))
+    return max(1, min(asked, ceiling)) if asked else ceiling
+
+
+def _entry(ctx: ToolContext, path: Path) -> dict[str, Any]:
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        kind = "symlink"
+    elif stat.S_ISDIR(info.st_mode):
+        kind = "dir"
+    elif stat.S_ISREG(info.st_mode):
+        kind = "file"
+    else:
+        kind = "other"
+    return {"path": display_path(ctx, path), "type": kind, "size": info.st_size if kind == "file" else None}
+
+
+def _entry_line(entry: dict[str, Any]) -> str:
+    if entry["type"] == "dir":
+        return f"{entry['path']}/"
+    if entry["type"] == "file":
+        return f"{entry['path']}  ({human_size(entry['size'])})"
+    return f"{entry['path']}  ({entry['type']})"
+
+
+async def list_directory(
+    ctx: ToolContext, *, path: str = ".", recursive: bool = False, max_entries: int | None = None
+) -> ToolResult:
+    params: dict[str, Any] = {"path": path, "recursive": recursive, "max_entries": max_entries}
+    limit = _cap(ctx, "max_entries", DEFAULT_MAX_ENTRIES, max_entries)
+
+    def work(root: Path) -> ToolResult:
+        shown = display_path(ctx, root)
+        if not root.is_dir():
+            if root.exists():
+                return error("INVALID_PARAM", f"{shown} is a file, not a directory; use read_file to read it")
+            return error("NOT_FOUND", f"{shown} does not exist")
+        found = _walk(root, _ignore(ctx)) if recursive else iter(sorted(root.iterdir()))
+        entries: list[dict[str, Any]] = []
+        total = 0
+        for p in found:
+            if not path_allowed(ctx, p):
+                continue
+            total += 1
+            if len(entries) < limit:
+                entries.append(_entry(ctx, p))
+        header = f"{shown}/ ({total} entries{', recursive' if recursive else ''})"
+        body = "\n".join(_entry_line(e) for e in entries) or "(empty)"
+        data = {"entries": entries, "total": total, "truncated": total > limit}
+        if total <= limit:
+            return ToolResult(status="success", text=f"{header}:\n{body}", data=data)
+        more = f"[truncated: showing {limit} of {total} entries; list a subfolder or use glob]"
+        return ToolResult(status="partial", text=f"{header}:\n{body}\n{more}", data=data)
+
+    return await run_path_tool(ctx, params, path, work, enforce_paths=False)
+
+
+async def glob(ctx: ToolContext, *, pattern: str, path: str = ".") -> ToolResult:
+    params: dict[str, Any] = {"pattern": pattern, "path": path}
+    if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+        return error("INVALID_PARAM", "pattern must be relative to `path` and must not contain '..'")
+    limit = int(ctx.config.get("max_results", DEFAULT_MAX_RESULTS))
+
+    def work(root: Path) -> ToolResult:
+        if not root.is_dir():
+            return error("NOT_FOUND", f"{display_path(ctx, root)} is not a directory")
+        hits = [
+            p
+            for p in _walk(root, _ignore(ctx))
+            if glob_matches(p.relative_to(root).as_posix(), pattern) and path_allowed(ctx, p)
+        ]
+        paths = [display_path(ctx, p) for p in hits[:limit]]
+        data = {"paths": paths, "total": len(hits), "truncated": len(hits) > limit}
+        if not hits:
+            hint = "" if "/" in pattern else f"; `{pattern}` matches the top level only, try `**/{pattern}`"
+            return ToolResult.ok(f"No paths match {pattern!r} under {display_path(ctx, root)}{hint}.", **data)
+        text = f"{len(hits)} paths match {pattern!r}:\n" + "\n".join(paths)
+        if len(hits) <= limit:
+            return ToolResult(status="success", text=text, data=data)
+        more = f"\n[truncated: showing {limit} of {len(hits)}; use a narrower pattern or path]"
+        return ToolResult(status="partial", text=text + more, data=data)
+
+    return await run_path_tool(ctx, params, path, work, enforce_paths=False)
+
+
+async def grep(
+    ctx: ToolContext,
+    *,
+    pattern: str,
+    path: str = ".",
+    glob: str | None = None,
+    context_lines: int = 0,
+    max_matches: int | None = None,
+    ignore_case: bool = False,
+) -> ToolResult:
+    params: dict[str, Any] = {
+        "pattern": pattern,
+        "path": path,
+        "glob": glob,
+        "context_lines": context_lines,
+        "max_matches": max_matches,
+        "ignore_case": ignore_case,
+    }
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as e:
+        return error("INVALID_PARAM", f"invalid regular expression {pattern!r}: {e}")
+    limit = _cap(ctx, "max_matches", DEFAULT_MAX_MATCHES, max_matches)
+    search = _Search(ctx, regex, max(0, context_lines), limit, glob)
+    return await run_path_tool(ctx, params, path, search.run, enforce_paths=False)
+
+
+class _Search:
+    """One grep call: walks the files, collects matches up to the cap."""
+
+    def __init__(self, ctx: ToolContext, regex: re.Pattern[str], context: int, limit: int, glob: str | None):
+        self.ctx = ctx
+        self.regex = regex
+        self.context = context
+        self.limit = limit
+        self.glob = glob
+        self.max_file_bytes = int(ctx.config.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES))
+        self.matches: list[dict[str, Any]] = []
+        self.lines_out: list[str] = []
+        self.truncated = False
+        self.searched = 0
+        self.skipped = 0
+
+    def run(self, root: Path) -> ToolResult:
+        if not root.exists():
+            return error("NOT_FOUND", f"{display_path(self.ctx, root)} does not exist")
+        files = [root] if root.is_file() else (p for p in _walk(root, _ignore(self.ctx)) if p.is_file())
+        for file in files:
+            if self.truncated:
+                break
+            if self._selected(root, file):
+                self._search_file(file)
+        return self._result(root)
+
+    def _selected(self, root: Path, file: Path) -> bool:
+        if self.glob and file != root:
+            rel = file.relative_to(root).as_posix()
+            if not glob_matches(rel if "/" in self.glob else file.name, self.glob):
+                return False
+        # a symlinked file is searched only when its target is allowed too
+        return path_allowed(self.ctx, file) and path_allowed(self.ctx, file.resolve())
+
+    def _search_file(self, file: Path) -> None:
+        try:
+            if file.stat().st_size > self.max_file_bytes:
+                self.skipped += 1
+                return
+            data = file.read_bytes()
+        except OSError:
+            self.skipped += 1
+            return
+        if looks_binary(data[:8192]):
+            self.skipped += 1
+            return
+        self.searched += 1
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        shown = display_path(self.ctx, file)
+        last_printed = 0
+        for n, line in enumerate(lines, 1):
+            if not self.regex.search(line):
+                continue
+            if len(self.matches) >= self.limit:
+                self.truncated = True
+                return
+            last_printed = self._add(shown, lines, n, last_printed)
+
+    def _add(self, shown: str, lines: list[str], n: int, last_printed: int) -> int:
+        lo, hi = max(1, n - self.context), min(len(lines), n + self.context)
+        match: dict[str, Any] = {"file": shown, "line": n, "text": lines[n - 1][:MAX_LINE_CHARS]}
+        if self.context:
+            match["before"] = [s[:MAX_LINE_CHARS] for s in lines[lo - 1 : n - 1]]
+            match["after"] = [s[:MAX_LINE_CHARS] for s in lines[n:hi]]
+            if self.lines_out and lo > last_printed + 1:
+                self.lines_out.append("--")
+        self.matches.append(match)
+        for k in range(max(lo, last_printed + 1), hi + 1):
+            sep = ":" if k == n else "-"
+            self.lines_out.append(f"{shown}{sep}{k}{sep}{lines[k - 1][:MAX_LINE_CHARS]}")
+        return hi
+
+    def _result(self, root: Path) -> ToolResult:
+        data = {
+            "matches": self.matches,
+            "truncated": self.truncated,
+            "files_searched": self.searched,
+            "files_skipped": self.skipped,
+        }
+        skipped = f" ({self.skipped} binary or oversized files skipped)" if self.skipped else ""
+        if not self.matches:
+            where = display_path(self.ctx, root)
+            return ToolResult.ok(f"No matches for {self.regex.pattern!r} in {where}{skipped}.", **data)
+        count = len(self.matches)
+        text = f"{count} matches in {self.searched} files searched{skipped}:\n" + "\n".join(self.lines_out)
+        if not self.truncated:
+            return ToolResult(status="success", text=text, data=data)
+        more = f"\n[truncated: stopped after {self.limit} matches; narrow the pattern, path or glob]"
+        return ToolResult(status="partial", text=text + more, data=data)

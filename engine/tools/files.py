@@ -1,0 +1,201 @@
+"""File tools: read_file, write_file, delete_file, create_directory.
+
+edit_file lives in file_edit.py, list_directory / glob / grep in file_search.py and the
+streaming reader in file_stream.py. Every path goes through `paths.resolve_path`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flowrun.tools.base import ToolContext, error
+from flowrun.tools.file_io import atomic_write, check_text, human_size, iter_lines, numbered, run_path_tool
+from flowrun.tools.paths import display_path
+from flowrun.types import ToolResult
+
+DEFAULT_MAX_LINES = 2000
+DEFAULT_MAX_BYTES = 100_000
+DEFAULT_MAX_WRITE_BYTES = 10_000_000
+WRITE_MODES = ("create", "overwrite", "append")
+
+
+async def read_file(
+    ctx: ToolContext, *, path: str, start_line: int | None = None, end_line: int | None = None
+) -> ToolResult:
+    params: dict[str, Any] = {"path": path, "start_line": start_line, "end_line": end_line}
+    max_lines = int(ctx.config.get("max_lines", DEFAULT_MAX_LINES))
+    max_bytes = int(ctx.config.get("max_bytes", DEFAULT_MAX_BYTES))
+    start = start_line or 1
+    if start < 1 or (end_line is not None and end_line < start):
+        return error("INVALID_PARAM", f"need 1 <= start_line <= end_line (got {start_line}, {end_line})")
+
+    def work(resolved: Path) -> ToolResult:
+        return _read_range(resolved, display_path(ctx, resolved), start, end_line, max_lines, max_bytes)
+
+    return await run_path_tool(ctx, params, path, work)
+
+
+def _read_range(
+    resolved: Path, shown: str, start: int, end: int | None, max_lines: int, max_bytes: int
+) -> ToolResult:
+    if resolved.is_dir():
+        return error("IS_DIRECTORY", f"{shown} is a directory; use list_directory to see what it holds")
+    with resolved.open("rb") as f:
+        check_text(f, shown, resolved.stat().st_size)
+        lines, total, next_start, long_line = _collect(
+            iter_lines(f, max_bytes + 1), start, end, max_lines, max_bytes
+        )
+    if total == 0:
+        return ToolResult.ok(
+            f"{shown} is empty.", content="", start_line=0, end_line=0, total_lines=0, truncated=False
+        )
+    if start > total:
+        return error("INVALID_PARAM", f"start_line {start} is past the end of {shown} ({total} lines)")
+    last = start + len(lines) - 1
+    data = {
+        "content": "\n".join(lines),
+        "start_line": start,
+        "end_line": last,
+        "total_lines": total,
+        "truncated": next_start is not None or long_line is not None,
+        "next_start_line": next_start,
+    }
+    text = f"{shown} (lines {start}-{last} of {total}):\n{numbered(lines, start)}"
+    if not data["truncated"]:
+        return ToolResult(status="success", text=text, data=data)
+    notes = []
+    if long_line is not None:
+        notes.append(f"line {long_line} is longer than max_bytes={max_bytes} and was cut")
+    if next_start is not None:
+        notes.append(
+            f"output stopped at line {last} (limits: max_lines={max_lines}, max_bytes={max_bytes}); "
+            f"call read_file with start_line={next_start} to continue"
+        )
+    return ToolResult(status="partial", text=text + "\n[truncated: " + "; ".join(notes) + "]", data=data)
+
+
+def _collect(
+    lines_iter: Any, start: int, end: int | None, max_lines: int, max_bytes: int
+) -> tuple[list[str], int, int | None, int | None]:
+    """Pick lines start..end within the caps; count the rest. Returns (lines, total lines,
+    next line to ask for when capped, the number of a line cut for length)."""
+    out: list[str] = []
+    used = 0
+    lineno = 0
+    next_start: int | None = None
+    long_line: int | None = None
+    for raw, cut in lines_iter:
+        lineno += 1
+        if lineno < start or (end is not None and lineno > end) or next_start is not None:
+            continue
+        if len(out) >= max_lines or (out and used + len(raw) > max_bytes):
+            next_start = lineno
+            continue
+        if cut or len(raw) > max_bytes:
+            raw = raw[:max_bytes]
+            long_line = lineno
+        out.append(raw.decode("utf-8", errors="replace"))
+        used += len(raw) + 1
+    return out, lineno, next_start, long_line
+
+
+async def write_file(ctx: ToolContext, *, path: str, content: str, mode: str = "create") -> ToolResult:
+    params: dict[str, Any] = {"path": path, "content": f"<{len(content)} chars>", "mode": mode}
+    if mode not in WRITE_MODES:
+        return error("INVALID_PARAM", f"mode must be one of {', '.join(WRITE_MODES)} (got {mode!r})")
+    data = content.encode("utf-8")
+    limit = int(ctx.config.get("max_bytes", DEFAULT_MAX_WRITE_BYTES))
+    if len(data) > limit:
+        return error("INVALID_PARAM", f"content is {len(data)} bytes, over this agent's max_bytes={limit}")
+
+    def work(resolved: Path) -> ToolResult:
+        return _write(resolved, display_path(ctx, resolved), data, mode)
+
+    return await run_path_tool(ctx, params, path, work, write=True)
+
+
+def _write(resolved: Path, shown: str, data: bytes, mode: str) -> ToolResult:
+    if resolved.is_dir():
+        return error("IS_DIRECTORY", f"{shown} is a directory; give a file path")
+    existed = resolved.exists()
+    if existed and mode == "create":
+        return error(
+            "ALREADY_EXISTS",
+            f"{shown} already exists ({human_size(resolved.stat().st_size)}); use mode=overwrite to "
+            "replace it, mode=append to add to its end, or edit_file for a targeted change",
+        )
+    resolved.parent.mkdir(parents=True, exist_ok=True)
+    if mode == "append" and existed:
+        atomic_write(resolved, resolved.read_bytes() + data)
+    else:
+        try:
+            atomic_write(resolved, data, exclusive=mode == "create")
+        except FileExistsError:
+            return error(
+                "ALREADY_EXISTS", f"{shown} was created by someone else meanwhile; use mode=overwrite"
+            )
+    size = resolved.stat().st_size
+    verb = {"create": "Created", "overwrite": "Overwrote" if existed else "Created"}.get(mode, "Appended to")
+    if mode == "append" and not existed:
+        verb = "Created"
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    text = f"{verb} {shown}: wrote {len(data)} bytes ({lines} lines); the file is now {human_size(size)}."
+    return ToolResult.ok(
+        text,
+        applied=True,
+        operation=mode,
+        path=shown,
+        created=not existed,
+        bytes_written=len(data),
+        size=size,
+    )
+
+
+async def delete_file(ctx: ToolContext, *, path: str) -> ToolResult:
+    """Delete a file, a symlink (the link, never its target) or an empty folder."""
+    params: dict[str, Any] = {"path": path}
+
+    def work(resolved: Path) -> ToolResult:
+        return _delete(ctx, resolved)
+
+    return await run_path_tool(ctx, params, path, work, write=True, follow_symlinks=False)
+
+
+def _delete(ctx: ToolContext, resolved: Path) -> ToolResult:
+    shown = display_path(ctx, resolved)
+    if resolved == ctx.base_dir.resolve():
+        return error("ACCESS_DENIED", "refusing to delete the workspace root")
+    if resolved.is_symlink():
+        resolved.unlink()
+        return ToolResult.ok(
+            f"Deleted the symlink {shown} (its target was not touched).", applied=True, path=shown
+        )
+    if resolved.is_dir():
+        entries = sum(1 for _ in resolved.iterdir())
+        if entries:
+            return error(
+                "INVALID_PARAM",
+                f"{shown} is a directory with {entries} entries; delete_file removes files and empty "
+                "directories only, so delete its contents first",
+            )
+        resolved.rmdir()
+        return ToolResult.ok(f"Deleted the empty directory {shown}.", applied=True, path=shown, type="dir")
+    size = resolved.stat().st_size
+    resolved.unlink()
+    return ToolResult.ok(f"Deleted {shown} ({human_size(size)}).", applied=True, path=shown, type="file")
+
+
+async def create_directory(ctx: ToolContext, *, path: str) -> ToolResult:
+    params: dict[str, Any] = {"path": path}
+
+    def work(resolved: Path) -> ToolResult:
+        shown = display_path(ctx, resolved)
+        if resolved.is_dir():
+            return ToolResult.ok(f"{shown} already exists.", applied=False, path=shown, created=False)
+        if resolved.exists():
+            return error("ALREADY_EXISTS", f"{shown} exists and is a file, not a directory")
+        resolved.mkdir(parents=True)
+        return ToolResult.ok(f"Created the directory {shown}.", applied=True, path=shown, created=True)
+
+    return await run_path_tool(ctx, params, path, work, write=True)

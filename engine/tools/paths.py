@@ -1,0 +1,194 @@
+"""Path safety for every tool that touches files: confine paths to `ctx.base_dir`, keep tools
+off the engine's own files (`ctx.protected`) and apply the agent's path policy (`read_only`,
+`paths`, `write_paths` in the tool config).
+
+Checks run on the path after `Path.resolve()` (symlinks followed), never on the string alone,
+so `a/../../x`, a symlink pointing outside and an absolute path are all caught the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path, PureWindowsPath
+
+from flowrun.tools.base import ToolContext, error
+from flowrun.types import ToolResult
+
+
+class PathDenied(Exception):
+    """A path a tool must not touch; the tool turns it into an error result."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def to_result(self) -> ToolResult:
+        return error(self.code, self.message)
+
+
+def resolve_path(
+    ctx: ToolContext,
+    path: str,
+    *,
+    write: bool = False,
+    enforce_paths: bool = True,
+    follow_symlinks: bool = True,
+) -> Path:
+    """The absolute, symlink-free path `path` names, or PathDenied.
+
+    Relative paths start at `ctx.cwd` (or at the base when the cwd lies outside it).
+    `enforce_paths=False` skips the `paths` glob check (not the confinement, not the write
+    policy): folder walkers use it for their root and filter each entry with `path_allowed`.
+    `follow_symlinks=False` resolves only the parent, so a final symlink names the link itself
+    (delete_file removes links, never their targets).
+    """
+    if not isinstance(path, str) or path.strip() == "":
+        raise PathDenied("INVALID_PARAM", "path must be a non-empty string")
+    if "\x00" in path:
+        raise PathDenied("ACCESS_DENIED", "path contains a NUL byte")
+    if path.startswith(("/", "\\")) or PureWindowsPath(path).drive or Path(path).is_absolute():
+        raise PathDenied(
+            "ACCESS_DENIED",
+            f"absolute paths are not allowed ({path!r}); use a path relative to the workspace",
+        )
+    base = ctx.base_dir.resolve()
+    start = ctx.cwd.resolve()
+    if not _inside(start, base):
+        start = base
+    try:
+        resolved = _resolve(start / path, follow_symlinks)
+    except (OSError, RuntimeError, ValueError) as e:  # symlink loops, names too long
+        raise PathDenied("INVALID_PARAM", f"cannot resolve {path!r}: {e}") from e
+    if not _inside(resolved, base):
+        raise PathDenied("ACCESS_DENIED", f"{path!r} points outside the workspace; paths must stay inside it")
+    if _protected(ctx, resolved):
+        raise PathDenied("PERMISSION_DENIED", f"{path!r} is a file the engine owns; tools may not touch it")
+    rel = _rel(resolved, base)
+    if write:
+        _check_write(ctx, path, rel)
+    if enforce_paths and not _matches_any(rel, _string_list(ctx.config.get("paths"))):
+        raise PathDenied(
+            "PERMISSION_DENIED", f"{path!r} is outside the paths this agent may access: {_show(ctx, 'paths')}"
+        )
+    return resolved
+
+
+def _resolve(candidate: Path, follow_symlinks: bool) -> Path:
+    if follow_symlinks or candidate.name in ("", ".", ".."):
+        return candidate.resolve()
+    return candidate.parent.resolve() / candidate.name
+
+
+def path_allowed(ctx: ToolContext, resolved: Path, *, write: bool = False) -> bool:
+    """Whether an already resolved path passes the agent's path policy (for filtering walks)."""
+    base = ctx.base_dir.resolve()
+    if not _inside(resolved, base) or _protected(ctx, resolved):
+        return False
+    rel = _rel(resolved, base)
+    if not _matches_any(rel, _string_list(ctx.config.get("paths"))):
+        return False
+    if write:
+        try:
+            _check_write(ctx, str(resolved), rel)
+        except PathDenied:
+            return False
+    return True
+
+
+def display_path(ctx: ToolContext, resolved: Path) -> str:
+    """How a tool shows a path back to the model: relative to the cwd, so it can be passed again."""
+    return Path(os.path.relpath(resolved, ctx.cwd.resolve())).as_posix()
+
+
+def glob_matches(rel: str, pattern: str) -> bool:
+    """Whether the base-relative posix path `rel` matches a glob (`*`, `?`, `[..]`, `**`)."""
+    return _glob_regex(pattern.strip("/")).fullmatch(rel) is not None
+
+
+def _check_write(ctx: ToolContext, path: str, rel: str) -> None:
+    if ctx.config.get("read_only"):
+        raise PathDenied("PERMISSION_DENIED", f"cannot write {path!r}: this agent's file access is read-only")
+    write_paths = _string_list(ctx.config.get("write_paths"))
+    if write_paths and not _matches_any(rel, write_paths, empty_allows=False):
+        raise PathDenied(
+            "PERMISSION_DENIED", f"cannot write {path!r}: writes are limited to {_show(ctx, 'write_paths')}"
+        )
+
+
+def _matches_any(rel: str, patterns: list[str], *, empty_allows: bool = True) -> bool:
+    """A pattern covers what it matches and everything below it (`notes` covers `notes/a.md`)."""
+    if not patterns:
+        return empty_allows
+    parts = rel.split("/") if rel else []
+    prefixes = ["/".join(parts[:i]) for i in range(len(parts), -1, -1)]
+    return any(glob_matches(prefix, pattern) for pattern in patterns for prefix in prefixes)
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    pieces: list[str] = []
+    segments = pattern.split("/") if pattern else []
+    after_globstar = False  # a middle `**` already ends with the separator
+    for i, segment in enumerate(segments):
+        sep = "/" if pieces and not after_globstar else ""
+        if segment == "**" and i == len(segments) - 1:
+            # a trailing `**` matches anything below, and `a/**` also matches `a` itself
+            pieces.append("(?:/.*)?" if pieces and not after_globstar else ".*")
+        elif segment == "**":
+            pieces.append(sep + "(?:[^/]*/)*")
+        else:
+            pieces.append(sep + _segment_regex(segment))
+        after_globstar = segment == "**"
+    return re.compile("".join(pieces), re.DOTALL)
+
+
+def _segment_regex(segment: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        char = segment[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and (end := segment.find("]", i + 2)) != -1:
+            body = segment[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _protected(ctx: ToolContext, resolved: Path) -> bool:
+    """Engine-owned files in the workspace root (events.jsonl, ...)."""
+    return (
+        bool(ctx.protected) and resolved.name in ctx.protected and resolved.parent == ctx.workspace.resolve()
+    )
+
+
+def _inside(path: Path, base: Path) -> bool:
+    return path == base or base in path.parents
+
+
+def _rel(resolved: Path, base: Path) -> str:
+    rel = resolved.relative_to(base).as_posix()
+    return "" if rel == "." else rel
+
+
+def _string_list(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return []
+
+
+def _show(ctx: ToolContext, key: str) -> str:
+    return ", ".join(_string_list(ctx.config.get(key)))

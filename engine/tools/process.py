@@ -1,0 +1,216 @@
+"""Running a child process for a tool: its own process group, output captured with a cap
+(head and tail kept), timeout and cancellation kill the whole group, and the result in the
+tool protocol's shape. Used by execute_shell, git and declared command tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowrun.types import ToolError, ToolResult
+
+READ_CHUNK = 1 << 16
+EOF_GRACE_S = 0.5  # after the main process exits, how long to wait for pipes held by its children
+KILL_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
+POLL_S = 0.05
+DEFAULT_MAX_OUTPUT_BYTES = 30_000
+
+
+@dataclass(slots=True)
+class CappedOutput:
+    """Keeps the first and last `limit // 2` bytes of a stream and counts what it dropped."""
+
+    limit: int
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.limit // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            keep = self.limit - self.limit // 2
+            self.tail = (self.tail + data)[-keep:] if keep else bytearray()
+
+    @property
+    def cut(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def text(self, name: str = "output") -> str:
+        head = bytes(self.head).decode("utf-8", errors="replace")
+        tail = bytes(self.tail).decode("utf-8", errors="replace")
+        if not self.cut:
+            return head + tail
+        return f"{head}\n[... {self.cut} bytes cut from the middle of the {name} ...]\n{tail}"
+
+    def reset(self) -> None:
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+
+
+@dataclass(slots=True)
+class ProcessOutcome:
+    pid: int
+    exit_code: int | None
+    stdout: CappedOutput
+    stderr: CappedOutput
+    timed_out: bool = False
+    leftovers_killed: bool = False
+
+
+async def run_process(
+    argv: list[str], *, cwd: Path, env: dict[str, str] | None, timeout_s: float, max_output_bytes: int
+) -> ProcessOutcome:
+    """Run `argv` (no shell) to completion or timeout. Raises FileNotFoundError /
+    PermissionError when the program cannot be started."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group, so a kill reaches every child
+    )
+    outcome = ProcessOutcome(proc.pid, None, CappedOutput(max_output_bytes), CappedOutput(max_output_bytes))
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        asyncio.create_task(pump(proc.stdout, outcome.stdout)),
+        asyncio.create_task(pump(proc.stderr, outcome.stderr)),
+    ]
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout_s)
+        except TimeoutError:
+            outcome.timed_out = True
+        if not outcome.timed_out:
+            await asyncio.wait(readers, timeout=EOF_GRACE_S)
+        # children the command left behind (or everything, on timeout) go with the group
+        if outcome.timed_out or group_alive(proc.pid):
+            outcome.leftovers_killed = not outcome.timed_out
+            await kill_group(proc.pid)
+        await asyncio.wait(readers, timeout=KILL_GRACE_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+    except BaseException:  # cancelled by the runtime: leave nothing running
+        kill_group_now(proc.pid)
+        raise
+    finally:
+        for reader in readers:
+            reader.cancel()
+    outcome.exit_code = proc.returncode
+    return outcome
+
+
+async def pump(stream: asyncio.StreamReader, sink: CappedOutput) -> None:
+    while chunk := await stream.read(READ_CHUNK):
+        sink.feed(chunk)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies awaiting their reaper do not count)."""
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) "
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+async def kill_group(pgid: int, grace: float = KILL_GRACE_S) -> None:
+    """SIGTERM the group, SIGKILL whatever is left after `grace` seconds."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    if await _gone(pgid, grace):
+        return
+    _signal_group(pgid, signal.SIGKILL)
+    await _gone(pgid, grace)
+
+
+async def _gone(pgid: int, seconds: float) -> bool:
+    """Poll until no process of the group runs; False if some still do after `seconds`."""
+    for _ in range(max(1, int(seconds / POLL_S))):
+        if not group_alive(pgid):
+            return True
+        await asyncio.sleep(POLL_S)
+    return not group_alive(pgid)
+
+
+def kill_group_now(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def outcome_result(outcome: ProcessOutcome, label: str, timeout: float) -> ToolResult:
+    """The protocol result for a finished (or killed) process. A non-zero exit is an error
+    (COMMAND_FAILED) whose text still carries the output, so the model can read it."""
+    stdout, stderr = outcome.stdout.text("stdout"), outcome.stderr.text("stderr")
+    cut = outcome.stdout.cut + outcome.stderr.cut
+    parts = [stdout.rstrip("\n")] if stdout else []
+    if stderr:
+        parts.append("[stderr]\n" + stderr.rstrip("\n"))
+    body = "\n".join(parts) or "(no output)"
+    data: dict[str, Any] = {
+        "exit_code": outcome.exit_code,
+        "stdout": stdout,
+        "stderr": stderr,
+        "truncated": cut > 0,
+        "bytes_cut": cut,
+        "pid": outcome.pid,
+        "timed_out": outcome.timed_out,
+    }
+    notes = []
+    if cut:
+        notes.append(
+            f"[output cut: {cut} bytes dropped from the middle; redirect the output to a file and "
+            "read it with read_file or grep]"
+        )
+    if outcome.leftovers_killed:
+        notes.append("[processes the command left running were stopped; use run_in_background for servers]")
+    tail = ("\n" + "\n".join(notes)) if notes else ""
+    if outcome.timed_out:
+        message = f"{label} timed out after {timeout:g}s; its process group was killed"
+        return _failure("TIMEOUT", message, f"{message}. Output so far:\n{body}{tail}", data)
+    code = outcome.exit_code
+    if code != 0:
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        return _failure("COMMAND_FAILED", f"{label} {how}", f"{label} {how}:\n{body}{tail}", data)
+    return ToolResult(status="partial" if cut else "success", text=f"{body}{tail}", data=data)
+
+
+def _failure(code: str, message: str, text: str, data: dict[str, Any]) -> ToolResult:
+    return ToolResult(status="error", text=text, data=data, error=ToolError(code, message))
+
+
+def capped(value: Any, default: float, ceiling: Any) -> float:
+    """A requested number, defaulted and limited to a configured maximum."""
+    number = float(value) if value else default
+    if ceiling:
+        number = min(number, float(ceiling))
+    return max(number, 0.001)

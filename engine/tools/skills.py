@@ -1,0 +1,254 @@
+"""`use_skill`: read a skill from the skills library (SOPs, templates, examples, best practices).
+
+Layout (the Agent Skills convention): a skills folder holds one folder per skill with a
+`SKILL.md` whose YAML front matter has `name` and `description`, plus optional `templates/`,
+`examples/` and other resource files. A `skills.json` index (`{"skills": {name: {description,
+path}}}`, path relative to the skills folder) is read too, for libraries that keep one.
+
+Skills folders, first found wins for a name: config `skills_dir`, then `skills/` in each
+search-path entry (the project's folder before the built-ins, so a project overrides a skill).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.types import ToolResult
+
+INDEX_FILE = "skills.json"
+SKILL_FILE = "SKILL.md"
+INCLUDED_DIRS = ("templates", "examples")
+MAX_LISTED_FILES = 50
+DEFAULT_MAX_FILE_BYTES = 4_000  # a resource file up to this size is included in full
+DEFAULT_MAX_TOTAL_BYTES = 16_000  # all included resource files together
+DEFAULT_MAX_READ_BYTES = 100_000  # one file asked for with `file`
+
+
+@dataclass(slots=True)
+class Skill:
+    name: str
+    description: str
+    document: Path  # SKILL.md, or the single file a skills.json entry names
+    folder: Path | None  # where templates/ and examples/ live; None for a single-file skill
+
+
+def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
+    roots: list[Path] = []
+    configured = config.get("skills_dir")
+    if configured:
+        path = Path(str(configured)).expanduser()
+        if not path.is_absolute() and search_path:
+            path = search_path[0] / path  # relative to the project folder
+        roots.append(path)
+    roots += [entry / "skills" for entry in search_path]
+    out: list[Path] = []
+    for root in roots:
+        if root.is_dir() and root.resolve() not in out:
+            out.append(root.resolve())
+    return out
+
+
+def find_skills(search_path: list[Path], config: dict[str, Any]) -> dict[str, Skill]:
+    """Every skill visible from the search path, by name, in a stable order."""
+    found: dict[str, Skill] = {}
+    documents: set[Path] = set()
+    for root in skill_roots(search_path, config):
+        for skill in _indexed_skills(root) + _folder_skills(root):
+            # an indexed skill is not listed again under its folder's front-matter name
+            if skill.name not in found and skill.document not in documents:
+                found[skill.name] = skill
+                documents.add(skill.document)
+    return dict(sorted(found.items()))
+
+
+def _folder_skills(root: Path) -> list[Skill]:
+    skills = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        document = folder / SKILL_FILE
+        if document.is_file():
+            meta, body = parse_front_matter(_read_text(document))
+            name = str(meta.get("name") or folder.name)
+            skills.append(Skill(name, _describe(meta, body), document, folder))
+    return skills
+
+
+def _indexed_skills(root: Path) -> list[Skill]:
+    index = root / INDEX_FILE
+    if not index.is_file():
+        return []
+    try:
+        entries = json.loads(_read_text(index)).get("skills", {})
+    except (json.JSONDecodeError, AttributeError):
+        return []  # a broken index must not hide the folder skills next to it
+    skills = []
+    for name, entry in entries.items() if isinstance(entries, dict) else []:
+        if not isinstance(entry, dict):
+            continue
+        target = (root / str(entry.get("path") or name)).resolve()
+        if not (target == root or root in target.parents):
+            continue  # an index may not point outside its skills folder
+        if target.is_dir():
+            target = target / SKILL_FILE
+        if not target.is_file():
+            continue
+        meta, body = parse_front_matter(_read_text(target))
+        folder = target.parent if target.name == SKILL_FILE else None
+        description = str(entry.get("description") or "") or _describe(meta, body)
+        skills.append(Skill(str(name), description, target, folder))
+    return skills
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """(front matter mapping, body) of a markdown file that may start with `---` YAML `---`."""
+    if not text.startswith("---"):
+        return {}, text
+    first_nl = text.find("\n")
+    end = text.find("\n---", first_nl)
+    if first_nl < 0 or end < 0:
+        return {}, text
+    try:
+        meta = yaml.safe_load(text[first_nl + 1 : end])
+    except yaml.YAMLError:
+        return {}, text
+    body = text[end + 4 :].split("\n", 1)[1] if "\n" in text[end + 4 :] else ""
+    return (meta if isinstance(meta, dict) else {}), body.lstrip("\n")
+
+
+def _describe(meta: dict[str, Any], body: str) -> str:
+    if meta.get("description"):
+        return " ".join(str(meta["description"]).split())
+    for line in body.splitlines():  # no front matter: the first line of prose
+        if line.strip() and not line.startswith("#"):
+            return line.strip()
+    return ""
+
+
+def _read_text(path: Path, limit: int | None = None) -> str:
+    with path.open("rb") as f:
+        raw = f.read(limit) if limit else f.read()
+    return raw.decode("utf-8", errors="replace")
+
+
+def skill_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any]:
+    """The `use_skill` parameters schema with `skill` as an enum of the skills found, each
+    described, so the model picks a real one (the runtime calls this to offer the tool)."""
+    skills = find_skills(search_path, config)
+    skill_schema: dict[str, Any] = {"type": "string"}
+    if skills:
+        skill_schema["enum"] = list(skills)
+        listing = "; ".join(
+            f"{s.name}: {s.description}" if s.description else s.name for s in skills.values()
+        )
+        skill_schema["description"] = f"The skill to read. Available: {listing}"
+    else:
+        skill_schema["description"] = "The skill to read (no skills library was found)."
+    return {
+        "type": "object",
+        "properties": {
+            "skill": skill_schema,
+            "file": {
+                "type": "string",
+                "description": "Optional: one file of the skill to read in full, e.g. templates/report.md",
+            },
+        },
+        "required": ["skill"],
+        "additionalProperties": False,
+    }
+
+
+async def use_skill(ctx: ToolContext, skill: str, file: str | None = None) -> ToolResult:
+    started = time.perf_counter()
+    params: dict[str, Any] = {"skill": skill, "file": file}
+    skills = find_skills(ctx.search_path, ctx.config)
+    found = skills.get(skill)
+    if found is None:
+        names = ", ".join(skills) or "(none: no skills/ folder was found)"
+        result = error(
+            "NOT_FOUND", f"unknown skill {skill!r}; available skills: {names}", available=list(skills)
+        )
+    elif file:
+        result = _read_skill_file(ctx, found, file)
+    else:
+        result = _skill_overview(ctx, found)
+    return finish_result(result, params, started)
+
+
+def _resources(skill: Skill) -> list[Path]:
+    if skill.folder is None:
+        return []
+    files = [
+        p
+        for p in sorted(skill.folder.rglob("*"))
+        if p.is_file() and p != skill.document and not any(part.startswith(".") for part in p.parts)
+    ]
+    return files
+
+
+def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
+    meta, body = parse_front_matter(_read_text(skill.document))
+    files = _resources(skill)
+    rel = [p.relative_to(skill.folder).as_posix() for p in files] if skill.folder else []
+    max_file = int(ctx.config.get("max_file_bytes") or DEFAULT_MAX_FILE_BYTES)
+    budget = int(ctx.config.get("max_total_bytes") or DEFAULT_MAX_TOTAL_BYTES)
+    parts = [f"# Skill: {skill.name}", skill.description, "", body.strip()]
+    included: list[str] = []
+    for path, name in zip(files, rel, strict=True):
+        size = path.stat().st_size
+        if name.split("/", 1)[0] in INCLUDED_DIRS and size <= max_file and size <= budget and _is_text(path):
+            parts += ["", f"## {name}", "", _read_text(path).rstrip()]
+            included.append(name)
+            budget -= size
+    if rel:
+        parts += ["", "## Files of this skill"]
+        parts += [f"- {n}" + (" (included above)" if n in included else "") for n in rel[:MAX_LISTED_FILES]]
+        if len(rel) > MAX_LISTED_FILES:
+            parts.append(f"- … and {len(rel) - MAX_LISTED_FILES} more")
+        if len(included) < len(rel):
+            parts.append(f"Read one in full with use_skill(skill={skill.name!r}, file=<path above>).")
+    data = {
+        "skill": skill.name,
+        "description": skill.description,
+        "path": str(skill.document),
+        "metadata": meta,
+        "files": rel,
+        "included": included,
+    }
+    return ToolResult.ok("\n".join(parts).strip() + "\n", **data)
+
+
+def _read_skill_file(ctx: ToolContext, skill: Skill, file: str) -> ToolResult:
+    if skill.folder is None:
+        return error("NOT_FOUND", f"skill {skill.name!r} is a single document and has no files")
+    target = (skill.folder / file).resolve()
+    folder = skill.folder.resolve()
+    if folder not in target.parents:
+        return error("ACCESS_DENIED", f"{file!r} is outside the folder of skill {skill.name!r}")
+    if not target.is_file():
+        names = ", ".join(p.relative_to(skill.folder).as_posix() for p in _resources(skill)) or "(none)"
+        return error("NOT_FOUND", f"skill {skill.name!r} has no file {file!r}; its files: {names}")
+    if not _is_text(target):
+        return error("BINARY_FILE", f"{file!r} is a binary file")
+    limit = int(ctx.config.get("max_read_bytes") or DEFAULT_MAX_READ_BYTES)
+    size = target.stat().st_size
+    text = _read_text(target, limit)
+    rel = target.relative_to(folder).as_posix()
+    if size > limit:
+        return ToolResult.partial(
+            f"# {skill.name}/{rel}\n\n{text}\n\n[cut at {limit} of {size} bytes]", skill=skill.name, file=rel
+        )
+    return ToolResult.ok(f"# {skill.name}/{rel}\n\n{text}", skill=skill.name, file=rel)
+
+
+def _is_text(path: Path) -> bool:
+    with path.open("rb") as f:
+        return b"\x00" not in f.read(2048)
+
+
+use_skill.dynamic_parameters = skill_parameters  # type: ignore[attr-defined]

@@ -1,0 +1,153 @@
+"""`web_search`: Tavily when a key is set, else the offline corpus (see corpus.py).
+
+The backend is chosen at call time (config `backend`: auto | tavily | corpus), so exporting
+TAVILY_API_KEY switches a workflow to the live web with no manifest change. Both backends return
+the same shape: data.results = [{title, url, snippet, score}] and a numbered list as text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.corpus import find_corpus_dir, search_corpus
+from flowrun.types import ToolResult
+
+MAX_RESULTS_CAP = 20
+SNIPPET_CHARS = 500
+DEPTHS = ("basic", "advanced")
+
+
+async def web_search(
+    ctx: ToolContext, query: str, max_results: int = 5, search_depth: str = "basic"
+) -> ToolResult:
+    started = time.perf_counter()
+    params = {"query": query, "max_results": max_results, "search_depth": search_depth}
+    result = await _search(ctx, query, max_results, search_depth)
+    return finish_result(result, params, started)
+
+
+async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: str) -> ToolResult:
+    if not isinstance(query, str) or not query.strip():
+        return error("INVALID_PARAM", "query must be a non-empty string")
+    if search_depth not in DEPTHS:
+        return error(
+            "INVALID_PARAM", f"search_depth must be one of {', '.join(DEPTHS)}, got {search_depth!r}"
+        )
+    limit = max(1, min(int(max_results), MAX_RESULTS_CAP))
+    backend = str(ctx.config.get("backend", "auto"))
+    key = os.environ.get(str(ctx.config.get("api_key_env") or "TAVILY_API_KEY"), "")
+    if backend == "tavily" or (backend == "auto" and key):
+        if not key:
+            return error(
+                "UNAVAILABLE",
+                f"web search backend is 'tavily' but {ctx.config.get('api_key_env') or 'TAVILY_API_KEY'} "
+                "is not set",
+            )
+        return await _tavily_search(ctx, key, query.strip(), limit, search_depth)
+    if backend not in ("auto", "corpus"):
+        return error("INVALID_PARAM", f"unknown web_search backend {backend!r} (auto, tavily or corpus)")
+    return await _corpus_search(ctx, query.strip(), limit)
+
+
+# ---------------------------------------------------------------- tavily
+
+
+async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, depth: str) -> ToolResult:
+    from tavily import AsyncTavilyClient  # lazy: only runs that search the web pay for the import
+
+    base_url = ctx.config.get("api_base_url") or os.environ.get("TAVILY_API_BASE_URL") or None
+    timeout = float(ctx.config.get("timeout_s") or ctx.limits.get("timeout_s") or 30)
+    try:
+        async with AsyncTavilyClient(api_key=key, api_base_url=base_url) as client:
+            response = await client.search(query, search_depth=depth, max_results=limit, timeout=timeout)
+    except Exception as e:  # every SDK/network failure becomes an error result, see _tavily_error
+        return _tavily_error(e)
+    raw = response.get("results", []) if isinstance(response, dict) else []
+    results = [
+        {
+            "title": str(item.get("title") or item.get("url") or ""),
+            "url": str(item.get("url") or ""),
+            "snippet": _clip(" ".join(str(item.get("content") or "").split()), SNIPPET_CHARS),
+            "score": round(float(item.get("score") or 0.0), 4),
+        }
+        for item in raw[:limit]
+        if isinstance(item, dict)
+    ]
+    answer = response.get("answer") if isinstance(response, dict) else None
+    text = _format(query, results, "the web (Tavily)")
+    data: dict[str, Any] = {"results": results, "backend": "tavily"}
+    if answer:
+        data["answer"] = answer
+    return ToolResult.ok(text, **data)
+
+
+def _tavily_error(exc: Exception) -> ToolResult:
+    """Map tavily-python's exceptions (and httpx's, which it lets through) to result codes."""
+    import httpx
+    from tavily import errors as tv
+
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, tv.InvalidAPIKeyError):
+        return error("AUTH_FAILED", f"Tavily rejected the API key (401): {detail}. Check TAVILY_API_KEY.")
+    if isinstance(exc, tv.UsageLimitExceededError):
+        return error("RATE_LIMITED", f"Tavily rate or usage limit reached (429): {detail}. Retry later.")
+    if isinstance(exc, tv.ForbiddenError):
+        return error("PERMISSION_DENIED", f"Tavily refused the request (403): {detail}")
+    if isinstance(exc, tv.BadRequestError):
+        return error("INVALID_PARAM", f"Tavily rejected the query (400): {detail}")
+    if isinstance(exc, tv.TimeoutError):
+        return error("TIMEOUT", f"Tavily search timed out: {detail}")
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        return error("UNAVAILABLE", f"Tavily answered HTTP {status}; try again later")
+    if isinstance(exc, httpx.HTTPError | OSError):
+        return error("UNAVAILABLE", f"cannot reach Tavily ({type(exc).__name__}: {detail})")
+    return error("INTERNAL", f"Tavily search failed: {type(exc).__name__}: {detail}")
+
+
+# ---------------------------------------------------------------- corpus
+
+
+async def _corpus_search(ctx: ToolContext, query: str, limit: int) -> ToolResult:
+    corpus = find_corpus_dir(ctx)
+    if corpus is None:
+        return error(
+            "UNAVAILABLE",
+            "web search is offline (TAVILY_API_KEY is not set) and no corpus/ folder was found "
+            "next to the workflow; set TAVILY_API_KEY or the tool config corpus_dir",
+        )
+    cache_dir = Path(str(ctx.config["cache_dir"])) if ctx.config.get("cache_dir") else None
+    try:
+        hits, count = await asyncio.to_thread(search_corpus, corpus, query, limit, cache_dir)
+    except (OSError, sqlite3.Error) as e:
+        return error("UNAVAILABLE", f"cannot index or search the corpus {corpus}: {e}")
+    results = [
+        {"title": h.title, "url": h.path.as_uri(), "snippet": h.snippet, "score": h.score} for h in hits
+    ]
+    source = f"the local corpus ({count} documents; offline mode)"
+    return ToolResult.ok(
+        _format(query, results, source), results=results, backend="corpus", corpus=str(corpus)
+    )
+
+
+# ---------------------------------------------------------------- output
+
+
+def _format(query: str, results: list[dict[str, Any]], source: str) -> str:
+    if not results:
+        return f'No results for "{query}" in {source}. Try other or fewer words.'
+    lines = [f'{len(results)} results for "{query}" from {source}:']
+    for i, item in enumerate(results, 1):
+        lines.append(f"{i}. {item['title']}\n   {item['url']}\n   {item['snippet']}")
+    lines.append("Open a result with visit_url(url) to read it in full.")
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
