@@ -1,0 +1,250 @@
+"""The agent loop through `flowrun run`, with the scripted provider and real tools: concurrency,
+bad tool calls, limits, stop patterns, overrides, and adding roles by YAML alone."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, run_cli
+
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: t
+inputs:
+  question: {description: q}
+models:
+  s: {provider: scripted, model: s, script: script.yaml, price: {input: 1.0, output: 2.0}}
+default_model: s
+entry: boss
+output: out.md
+"""
+
+SLEEP_TOOL = """\
+version: 1
+kind: tool
+name: nap
+description: Sleep for a while.
+parameters:
+  type: object
+  properties: {seconds: {type: number}}
+  required: [seconds]
+implementation:
+  command: ["sleep", "{{ seconds }}"]
+"""
+
+
+def project(tmp: Path, boss: dict[str, Any], script: dict[str, Any], extra: dict[str, str] | None = None) -> Path:
+    files = {
+        "wf.yaml": WORKFLOW,
+        "tools.d/nap.yaml": SLEEP_TOOL,
+        "agents.d/boss.yaml": yaml.safe_dump({"version": 1, "kind": "agent", "name": "boss", "prompt": "You are boss.", **boss}),
+        "script.yaml": yaml.safe_dump({"version": 1, "kind": "script", "agents": script}),
+        **(extra or {}),
+    }
+    for rel, text in files.items():
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp
+
+
+def run(tmp: Path, *extra: str) -> tuple[int, str, Path]:
+    proc = run_cli(["wf.yaml", "--question", "q", "--run-id", "r", *extra], cwd=tmp)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out
+    return proc.returncode, out, tmp / "runs" / "r"
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def results(run_dir: Path, tool: str) -> list[dict[str, Any]]:
+    return [e["result"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == tool]
+
+
+def test_three_tool_calls_run_concurrently(tmp_path: Path) -> None:
+    naps = [{"name": "nap", "arguments": {"seconds": 0.5}} for _ in range(3)]
+    project(tmp_path, {"tools": ["nap"]}, {"boss": [{"tool_calls": naps}, {"text": "rested"}]})
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    evs = events(run_dir)
+    starts = [e["t"] for e in evs if e["type"] == "tool_call"]
+    ends = [e["t"] for e in evs if e["type"] == "tool_result"]
+    assert len(starts) == len(ends) == 3
+    # every call started before any finished: they overlapped
+    assert max(starts) < min(ends)
+    assert all(r["status"] == "success" for r in results(run_dir, "nap"))
+
+
+def test_malformed_arguments_become_an_error_the_model_recovers_from(tmp_path: Path) -> None:
+    script = {
+        "boss": [
+            {"tool_calls": [{"name": "write_file", "arguments": '{"path": "out.md", "content": '}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.md"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.md", "content": "fixed"}}]},
+            {"text": "done"},
+        ]
+    }
+    project(tmp_path, {"tools": ["write_file"]}, script)
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    first, second, third = results(run_dir, "write_file")
+    assert first["status"] == "error" and first["error"]["code"] == "INVALID_PARAM"
+    assert "not valid JSON" in first["text"]
+    assert second["error"]["code"] == "INVALID_PARAM" and "content" in second["text"]
+    assert third["status"] == "success"
+    assert (run_dir / "out.md").read_text() == "fixed"
+
+
+def test_unknown_tool_name_is_an_error_result(tmp_path: Path) -> None:
+    script = {"boss": [{"tool_calls": [{"name": "rm_rf", "arguments": {}}]}, {"text": "ok"}]}
+    project(tmp_path, {"tools": ["nap"]}, script)
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    (result,) = results(run_dir, "rm_rf")
+    assert result["error"]["code"] == "UNKNOWN_TOOL" and "nap" in result["text"]
+
+
+def test_max_steps_is_a_clear_status(tmp_path: Path) -> None:
+    loop = [{"tool_calls": [{"name": "nap", "arguments": {"seconds": 0}}]}] * 5
+    project(tmp_path, {"tools": ["nap"], "max_steps": 3}, {"boss": loop})
+    code, out, run_dir = run(tmp_path)
+    assert code == 3
+    assert "status: max_steps" in out
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "max_steps"
+    assert sum(e["type"] == "model_request" for e in events(run_dir)) == 3
+
+
+def test_stop_pattern_ends_the_agent(tmp_path: Path) -> None:
+    script = {
+        "boss": [
+            {"text": "Working on it, DONE is not yet", "tool_calls": [{"name": "nap", "arguments": {"seconds": 0}}]},
+            {"text": "All good.\nDONE"},
+            {"text": "never reached"},
+        ]
+    }
+    boss = {"tools": ["nap"], "stop": {"pattern": r"\bDONE\b\s*$", "on_text": False}}
+    project(tmp_path, boss, script)
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    end = [e for e in events(run_dir) if e["type"] == "agent_end"][0]
+    assert end["status"] == "stopped" and end["steps"] == 2
+
+
+def test_budget_on_steps_stops_cleanly(tmp_path: Path) -> None:
+    loop = [{"tool_calls": [{"name": "nap", "arguments": {"seconds": 0}}]}] * 10
+    wf = WORKFLOW + "limits: {max_total_steps: 2}\n"
+    project(tmp_path, {"tools": ["nap"]}, {"boss": loop}, {"wf.yaml": wf})
+    code, out, run_dir = run(tmp_path)
+    assert code == 4 and "budget_exceeded" in out
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "budget_exceeded"
+
+
+def test_usage_and_cost_are_reported(tmp_path: Path) -> None:
+    project(tmp_path, {}, {"boss": [{"text": "x" * 400}]})
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    usage = json.loads((run_dir / "usage.json").read_text())
+    (line,) = usage["by_agent_model"]
+    assert line["agent"] == "boss" and line["model"] == "s" and line["calls"] == 1
+    expected = (line["usage"]["input_tokens"] * 1.0 + line["usage"]["output_tokens"] * 2.0) / 1e6
+    assert line["cost_usd"] == pytest.approx(expected)
+    assert "total tokens" in out
+
+
+def test_model_override_applies_to_every_agent(tmp_path: Path) -> None:
+    helper = "version: 1\nkind: agent\nname: helper\ndescription: helps\nprompt: help\nmodel: s\n"
+    script = {"boss": [{"tool_calls": [{"name": "helper", "arguments": {"task": "help"}}]}, {"text": "ok"}]}
+    project(tmp_path, {"tools": ["helper"]}, script, {"agents.d/helper.yaml": helper})
+    code, out, run_dir = run(tmp_path, "--dry-run")
+    assert code == 0, out
+    models = {e["model"] for e in events(run_dir) if e["type"] == "model_request"}
+    assert models == {"test"}
+    code, out, run_dir2 = run_cli(["wf.yaml", "--question", "q", "--run-id", "r2", "--model", "test:any"], cwd=tmp_path).returncode, "", tmp_path / "runs" / "r2"
+    assert code == 0
+    assert {e["model"] for e in events(run_dir2) if e["type"] == "model_request"} == {"test:any"}
+
+
+def test_reviewer_role_added_by_yaml_alone(tmp_path: Path) -> None:
+    """A project drops agents.d/reviewer.yaml and a local orchestrator.yaml next to a workflow
+    that uses the built-in roster: the reviewer is offered, and the local orchestrator wins."""
+    reviewer = """\
+    version: 1
+    kind: agent
+    name: reviewer
+    description: Reviews the report for unsupported claims.
+    prompt: You are the reviewer.
+    tools: [read_file]
+    """
+    orchestrator = """\
+    version: 1
+    kind: agent
+    name: orchestrator
+    extends: orchestrator
+    prompt: You are the local orchestrator. Question in question.txt.
+    tools: [read_file, write_file, searcher, writer, reviewer]
+    """
+    research = (REPO / "examples" / "research.yaml").read_text()
+    files = {"research.yaml": research, "agents.d/reviewer.yaml": reviewer, "agents.d/orchestrator.yaml": orchestrator}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(textwrap.dedent(text))
+    proc = run_cli(["validate", "--strict", "."], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    proc = run_cli(["research.yaml", "--question", "q", "--dry-run", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    evs = events(tmp_path / "runs" / "r")
+    first = next(e for e in evs if e["type"] == "model_request" and e["agent"] == "orchestrator")
+    assert "reviewer" in first["tools"] and "analyzer" not in first["tools"]
+    started = {e["agent"] for e in evs if e["type"] == "agent_start"}
+    assert "reviewer" in started
+    # the local orchestrator inherited max_steps from the built-in it extends
+    assert sum(e["type"] == "model_request" and e["agent"] == "orchestrator" for e in evs) <= 40
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (REPO / "examples").glob("*.yaml")))
+def test_dry_run_every_example(tmp_path: Path, example: str) -> None:
+    proc = run_cli(
+        [str(REPO / "examples" / example), "--question", "How does sorting work?", "--dry-run",
+         "--runs-dir", str(tmp_path), "--run-id", "r"],
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "r"
+    evs = events(run_dir)
+    assert evs[0]["type"] == "run_start" and evs[-1]["type"] == "run_end"
+    assert evs[-1]["status"] == "completed"
+    spec = yaml.safe_load((REPO / "examples" / example).read_text())
+    if spec.get("output"):
+        assert (run_dir / spec["output"]).exists()
+
+
+def test_inputs_are_checked(tmp_path: Path) -> None:
+    project(tmp_path, {}, {"boss": [{"text": "ok"}]})
+    proc = run_cli(["wf.yaml"], cwd=tmp_path)
+    assert proc.returncode == 2 and "missing --question" in proc.stderr
+    proc = run_cli(["wf.yaml", "--question", "q", "--topic", "x"], cwd=tmp_path)
+    assert proc.returncode == 2 and "unknown option --topic" in proc.stderr and "--question" in proc.stderr
+    proc = run_cli(["wf.yaml", "--help"], cwd=tmp_path)
+    assert proc.returncode == 0 and "--question" in proc.stdout
+
+
+def test_tools_cannot_touch_engine_files(tmp_path: Path) -> None:
+    script = {
+        "boss": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "events.jsonl", "content": "x", "mode": "overwrite"}}]},
+            {"text": "ok"},
+        ]
+    }
+    project(tmp_path, {"tools": ["write_file"]}, script)
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    (result,) = results(run_dir, "write_file")
+    assert result["status"] == "error"
+    assert events(run_dir)[0]["type"] == "run_start"
