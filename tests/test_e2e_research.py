@@ -24,22 +24,45 @@ def research_script() -> Script:
             "orchestrator": [
                 Reply(
                     tool_calls=[
-                        ToolCallSpec("searcher", {"task": "Find how sorting works", "output_dir": "workspace/search"}),
+                        ToolCallSpec(
+                            "searcher", {"task": "Find how sorting works", "output_dir": "workspace/search"}
+                        ),
                         ToolCallSpec("list_directory", {"path": "."}),
                     ]
                 ),
-                Reply(tool_calls=[ToolCallSpec("writer", {"task": "Write the report", "context_files": ["workspace/search/notes.md"]})]),
-                Reply(tool_calls=[ToolCallSpec("read_file", {"path": "report.md", "start_line": 1, "end_line": 5})]),
+                Reply(
+                    tool_calls=[
+                        ToolCallSpec(
+                            "writer",
+                            {"task": "Write the report", "context_files": ["workspace/search/notes.md"]},
+                        )
+                    ]
+                ),
+                Reply(
+                    tool_calls=[
+                        ToolCallSpec("read_file", {"path": "report.md", "start_line": 1, "end_line": 5})
+                    ]
+                ),
                 Reply(text="The report is complete."),
             ],
             "searcher": [
                 Reply(tool_calls=[ToolCallSpec("web_search", {"query": "sorting how to key functions"})]),
-                Reply(tool_calls=[ToolCallSpec("write_file", {"path": "workspace/search/notes.md", "content": NOTES})]),
+                Reply(
+                    tool_calls=[
+                        ToolCallSpec("write_file", {"path": "workspace/search/notes.md", "content": NOTES})
+                    ]
+                ),
                 Reply(text="Found the Sorting HOWTO; notes in workspace/search/notes.md."),
             ],
             "writer": [
                 Reply(tool_calls=[ToolCallSpec("read_file", {"path": "workspace/search/notes.md"})]),
-                Reply(tool_calls=[ToolCallSpec("write_file", {"path": "report.md", "content": "# Report\n\nSorting is stable.\n"})]),
+                Reply(
+                    tool_calls=[
+                        ToolCallSpec(
+                            "write_file", {"path": "report.md", "content": "# Report\n\nSorting is stable.\n"}
+                        )
+                    ]
+                ),
                 Reply(text="Report written to report.md."),
             ],
         },
@@ -52,7 +75,10 @@ def run_research(tmp_path: Path, server: WireServer, provider: str, stream: bool
     args = [str(REPO / "examples" / "research.yaml"), "--question", "How does Python sort?"]
     args += ["--runs-dir", str(tmp_path / "runs"), "--run-id", "r1", "--stream" if stream else "--no-stream"]
     if provider == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": "test-key-anthropic-123", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env |= {
+            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
+            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        }
     else:
         env |= {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
         args += ["--model", "openai:gpt-test"]

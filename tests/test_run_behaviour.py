@@ -39,11 +39,15 @@ implementation:
 """
 
 
-def project(tmp: Path, boss: dict[str, Any], script: dict[str, Any], extra: dict[str, str] | None = None) -> Path:
+def project(
+    tmp: Path, boss: dict[str, Any], script: dict[str, Any], extra: dict[str, str] | None = None
+) -> Path:
     files = {
         "wf.yaml": WORKFLOW,
         "tools.d/nap.yaml": SLEEP_TOOL,
-        "agents.d/boss.yaml": yaml.safe_dump({"version": 1, "kind": "agent", "name": "boss", "prompt": "You are boss.", **boss}),
+        "agents.d/boss.yaml": yaml.safe_dump(
+            {"version": 1, "kind": "agent", "name": "boss", "prompt": "You are boss.", **boss}
+        ),
         "script.yaml": yaml.safe_dump({"version": 1, "kind": "script", "agents": script}),
         **(extra or {}),
     }
@@ -125,7 +129,10 @@ def test_max_steps_is_a_clear_status(tmp_path: Path) -> None:
 def test_stop_pattern_ends_the_agent(tmp_path: Path) -> None:
     script = {
         "boss": [
-            {"text": "Working on it, DONE is not yet", "tool_calls": [{"name": "nap", "arguments": {"seconds": 0}}]},
+            {
+                "text": "Working on it, DONE is not yet",
+                "tool_calls": [{"name": "nap", "arguments": {"seconds": 0}}],
+            },
             {"text": "All good.\nDONE"},
             {"text": "never reached"},
         ]
@@ -134,7 +141,7 @@ def test_stop_pattern_ends_the_agent(tmp_path: Path) -> None:
     project(tmp_path, boss, script)
     code, out, run_dir = run(tmp_path)
     assert code == 0, out
-    end = [e for e in events(run_dir) if e["type"] == "agent_end"][0]
+    end = next(e for e in events(run_dir) if e["type"] == "agent_end")
     assert end["status"] == "stopped" and end["steps"] == 2
 
 
@@ -167,7 +174,13 @@ def test_model_override_applies_to_every_agent(tmp_path: Path) -> None:
     assert code == 0, out
     models = {e["model"] for e in events(run_dir) if e["type"] == "model_request"}
     assert models == {"test"}
-    code, out, run_dir2 = run_cli(["wf.yaml", "--question", "q", "--run-id", "r2", "--model", "test:any"], cwd=tmp_path).returncode, "", tmp_path / "runs" / "r2"
+    code, out, run_dir2 = (
+        run_cli(
+            ["wf.yaml", "--question", "q", "--run-id", "r2", "--model", "test:any"], cwd=tmp_path
+        ).returncode,
+        "",
+        tmp_path / "runs" / "r2",
+    )
     assert code == 0
     assert {e["model"] for e in events(run_dir2) if e["type"] == "model_request"} == {"test:any"}
 
@@ -192,7 +205,11 @@ def test_reviewer_role_added_by_yaml_alone(tmp_path: Path) -> None:
     tools: [read_file, write_file, searcher, writer, reviewer]
     """
     research = (REPO / "examples" / "research.yaml").read_text()
-    files = {"research.yaml": research, "agents.d/reviewer.yaml": reviewer, "agents.d/orchestrator.yaml": orchestrator}
+    files = {
+        "research.yaml": research,
+        "agents.d/reviewer.yaml": reviewer,
+        "agents.d/orchestrator.yaml": orchestrator,
+    }
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(textwrap.dedent(text))
@@ -212,8 +229,16 @@ def test_reviewer_role_added_by_yaml_alone(tmp_path: Path) -> None:
 @pytest.mark.parametrize("example", sorted(p.name for p in (REPO / "examples").glob("*.yaml")))
 def test_dry_run_every_example(tmp_path: Path, example: str) -> None:
     proc = run_cli(
-        [str(REPO / "examples" / example), "--question", "How does sorting work?", "--dry-run",
-         "--runs-dir", str(tmp_path), "--run-id", "r"],
+        [
+            str(REPO / "examples" / example),
+            "--question",
+            "How does sorting work?",
+            "--dry-run",
+            "--runs-dir",
+            str(tmp_path),
+            "--run-id",
+            "r",
+        ],
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = tmp_path / "r"
@@ -238,7 +263,14 @@ def test_inputs_are_checked(tmp_path: Path) -> None:
 def test_tools_cannot_touch_engine_files(tmp_path: Path) -> None:
     script = {
         "boss": [
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": "events.jsonl", "content": "x", "mode": "overwrite"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "events.jsonl", "content": "x", "mode": "overwrite"},
+                    }
+                ]
+            },
             {"text": "ok"},
         ]
     }

@@ -17,10 +17,13 @@ from flowrun.tools.shell import close_jobs, execute_shell, get_shell_output, kil
 from flowrun.types import ToolResult
 
 GONE_DEADLINE_S = 20.0
+_states: list[dict[str, object]] = []  # every context's state, so jobs of a failed test get killed
 
 
 def make_ctx(ws: Path, **config: object) -> ToolContext:
-    return ToolContext(workspace=ws, base_dir=ws, cwd=ws, run_dir=ws.parent, config=dict(config))
+    ctx = ToolContext(workspace=ws, base_dir=ws, cwd=ws, run_dir=ws.parent, config=dict(config))
+    _states.append(ctx.state)
+    return ctx
 
 
 def code(result: ToolResult) -> str | None:
@@ -42,7 +45,9 @@ async def group_gone(pgid: int, deadline_s: float = GONE_DEADLINE_S) -> bool:
 @pytest.fixture
 async def ws(tmp_path: Path) -> AsyncIterator[Path]:
     yield tmp_path
-    await close_jobs({})
+    for state in _states:
+        await close_jobs(state)
+    _states.clear()
 
 
 # ---------------------------------------------------------------- foreground
@@ -69,7 +74,9 @@ async def test_non_zero_exit_is_an_error_that_keeps_the_output(ws: Path) -> None
 
 
 async def test_env_config_reaches_the_command(ws: Path) -> None:
-    result = await execute_shell(make_ctx(ws, env={"FLOWRUN_TEST_VALUE": "42"}), command="echo $FLOWRUN_TEST_VALUE")
+    result = await execute_shell(
+        make_ctx(ws, env={"FLOWRUN_TEST_VALUE": "42"}), command="echo $FLOWRUN_TEST_VALUE"
+    )
     assert result.data["stdout"] == "42\n"
 
 

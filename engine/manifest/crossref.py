@@ -68,6 +68,25 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
 
 
 def _check_tool(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
+    out = _check_tool_schemas(loaded)
+    impl = loaded.spec.implementation
+    if hasattr(impl, "python"):
+        module = impl.python.split(":")[0]
+        if not _module_exists(module, loaded.root):
+            out.append(
+                loaded.source.diag(
+                    ("implementation", "python"),
+                    f"python module '{module}' not found",
+                    "check the dotted path; project modules are found relative to the workflow folder",
+                    "missing-module",
+                )
+            )
+    else:
+        out += _check_command(loaded)
+    return out
+
+
+def _check_tool_schemas(loaded: Loaded[Any]) -> list[Diagnostic]:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -82,50 +101,28 @@ def _check_tool(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
         except SchemaError as e:
             out.append(src.diag((key, *e.path), f"invalid JSON Schema: {e.message}", "", "bad-schema"))
     if spec.parameters.get("type") != "object":
-        out.append(
-            src.diag(
-                ("parameters",), "`parameters` must be a JSON Schema with `type: object`", "", "bad-schema"
-            )
-        )
+        message = "`parameters` must be a JSON Schema with `type: object`"
+        out.append(src.diag(("parameters",), message, "", "bad-schema"))
     if spec.config and spec.defaults and not out:
         for err in Draft202012Validator(spec.config).iter_errors(spec.defaults):
             out.append(src.diag(("defaults", *err.path), f"default config: {err.message}", "", "bad-default"))
-    impl = spec.implementation
-    if hasattr(impl, "python"):
-        module = impl.python.split(":")[0]
-        if not _module_exists(module, loaded.root):
-            out.append(
-                src.diag(
-                    ("implementation", "python"),
-                    f"python module '{module}' not found",
-                    "check the dotted path; project modules are found relative to the workflow folder",
-                    "missing-module",
-                )
-            )
-    else:
-        params = set(spec.parameters.get("properties", {}))
-        for i, item in enumerate(impl.command):
-            info = analyse(item)
-            if info.error:
-                out.append(
-                    src.diag(
-                        ("implementation", "command", i),
-                        f"Jinja2 syntax error: {info.error}",
-                        "",
-                        "template-syntax",
-                    )
-                )
-            for var in info.variables:
-                if var not in params:
-                    hint = did_you_mean(var, params) or f"declare '{var}' under parameters.properties"
-                    out.append(
-                        src.diag(
-                            ("implementation", "command", i),
-                            f"command uses '{var}', not a parameter",
-                            hint,
-                            "undefined-variable",
-                        )
-                    )
+    return out
+
+
+def _check_command(loaded: Loaded[Any]) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    params = set(spec.parameters.get("properties", {}))
+    out: list[Diagnostic] = []
+    for i, item in enumerate(spec.implementation.command):
+        where = ("implementation", "command", i)
+        info = analyse(item)
+        if info.error:
+            out.append(src.diag(where, f"Jinja2 syntax error: {info.error}", "", "template-syntax"))
+        for var in info.variables:
+            if var not in params:
+                hint = did_you_mean(var, params) or f"declare '{var}' under parameters.properties"
+                message = f"command uses '{var}', not a parameter"
+                out.append(src.diag(where, message, hint, "undefined-variable"))
     return out
 
 
@@ -146,91 +143,78 @@ def _module_exists(module: str, root: Path) -> bool:
 
 
 def _check_agent(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
-    from jsonschema import Draft202012Validator
-
     spec, src = loaded.spec, loaded.source
     out: list[Diagnostic] = []
     if spec.prompt is None and spec.prompt_file is None:
-        out.append(
-            src.diag(
-                ("name",),
-                f"agent '{spec.name}' has no prompt",
-                "add `prompt:` or `prompt_file:`",
-                "missing-prompt",
-            )
-        )
+        message = f"agent '{spec.name}' has no prompt"
+        out.append(src.diag(("name",), message, "add `prompt:` or `prompt_file:`", "missing-prompt"))
     else:
         out += [d for d in _prompt_diagnostics(loaded, project, None) if d.code != "undefined-variable"]
+    out += _check_tool_entries(loaded, project)
+    if spec.stop and spec.stop.pattern:
+        try:
+            re.compile(spec.stop.pattern)
+        except re.error as e:
+            hint = "quote the pattern with single quotes in YAML so backslashes stay"
+            out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))
+    if spec.context and spec.context.strategy == "dashboard":
+        if not spec.context.dashboards:
+            hint = "e.g. dashboards: {overall: overall_dashboard.md}"
+            out.append(
+                src.diag(("context",), "dashboard strategy needs `dashboards`", hint, "missing-dashboards")
+            )
+        if "update_dashboard" not in {name for _, name, _ in tool_entries(spec)}:
+            message = "dashboard strategy without the update_dashboard tool"
+            hint = "add update_dashboard to tools"
+            out.append(src.diag(("tools",), message, hint, "no-dashboard-tool", severity="warning"))
+    return out
+
+
+def _check_tool_entries(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
+    src = loaded.source
+    out: list[Diagnostic] = []
     seen: set[str] = set()
     names = set(project.tools) | set(project.agents)
-    for i, name, config in tool_entries(spec):
+    for i, name, config in tool_entries(loaded.spec):
         if name in seen:
             out.append(
                 src.diag(("tools", i), f"tool '{name}' is listed twice", "keep one entry", "duplicate-tool")
             )
         seen.add(name)
+        if name in project.broken:
+            continue
         if name not in names:
-            if name in project.broken:
-                continue
             hint = did_you_mean(name, names) or "known tools: " + ", ".join(sorted(project.tools))
             out.append(src.diag(("tools", i), f"unknown tool or agent '{name}'", hint, "unknown-tool"))
             continue
         schema = project.tools[name].spec.config if name in project.tools else AGENT_TOOL_CONFIG_SCHEMA
-        if config and schema is None:
-            out.append(
-                src.diag(
-                    ("tools", i, name), f"tool '{name}' takes no config", "remove the config", "bad-config"
-                )
+        if config:
+            out += _check_tool_config(src, i, name, config, schema)
+    return out
+
+
+def _check_tool_config(
+    src: Any, index: int, name: str, config: dict[str, Any], schema: dict[str, Any] | None
+) -> list[Diagnostic]:
+    from jsonschema import Draft202012Validator
+
+    if schema is None:
+        return [
+            src.diag(
+                ("tools", index, name), f"tool '{name}' takes no config", "remove the config", "bad-config"
             )
-        elif config and schema:
-            for err in Draft202012Validator(schema).iter_errors(config):
-                where = ("tools", i, name, *err.path)
-                if err.validator == "additionalProperties":
-                    allowed = set(schema.get("properties", {}))
-                    for key in set(err.instance) - allowed:
-                        hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
-                        out.append(
-                            src.diag(
-                                (*where, key),
-                                f"'{name}' has no config key '{key}'",
-                                hint,
-                                "bad-config",
-                                key=True,
-                            )
-                        )
-                else:
-                    out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
-    if spec.stop and spec.stop.pattern:
-        try:
-            re.compile(spec.stop.pattern)
-        except re.error as e:
+        ]
+    out: list[Diagnostic] = []
+    allowed = set(schema.get("properties", {}))
+    for err in Draft202012Validator(schema).iter_errors(config):
+        where = ("tools", index, name, *err.path)
+        if err.validator != "additionalProperties":
+            out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
+            continue
+        for key in set(err.instance) - allowed:
+            hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
             out.append(
-                src.diag(
-                    ("stop", "pattern"),
-                    f"invalid regex: {e}",
-                    "escape backslashes in YAML with single quotes",
-                    "bad-regex",
-                )
-            )
-    if spec.context and spec.context.strategy == "dashboard":
-        if not spec.context.dashboards:
-            out.append(
-                src.diag(
-                    ("context",),
-                    "dashboard strategy needs `dashboards`",
-                    "e.g. dashboards: {overall: overall_dashboard.md}",
-                    "missing-dashboards",
-                )
-            )
-        if "update_dashboard" not in seen:
-            out.append(
-                src.diag(
-                    ("tools",),
-                    "dashboard strategy without the update_dashboard tool",
-                    "add update_dashboard to tools",
-                    "no-dashboard-tool",
-                    severity="warning",
-                )
+                src.diag((*where, key), f"'{name}' has no config key '{key}'", hint, "bad-config", key=True)
             )
     return out
 
@@ -361,85 +345,71 @@ def _iter_steps(steps: list[Any], parts: tuple) -> Iterator[tuple[Any, tuple]]:
 
 def _check_workflow(wf: Loaded[Any], project: Project, reachable: set[str]) -> list[Diagnostic]:
     spec, src = wf.spec, wf.source
-    out: list[Diagnostic] = []
-    inputs = set(spec.inputs or {})
     models = set(spec.models or {}) | set(project.models)
-    templ_vars = inputs | WORKFLOW_BUILTINS
-
-    def check_template(text: str, parts: tuple, expression: bool = False) -> None:
-        info = analyse_expression(text) if expression else analyse(text)
-        if info.error:
-            out.append(
-                src.diag(
-                    parts,
-                    f"Jinja2 syntax error: {info.error}",
-                    "check {{ }} and {% %} pairs",
-                    "template-syntax",
-                )
-            )
-        for var in info.variables:
-            if var not in templ_vars:
-                hint = did_you_mean(var, templ_vars) or "declare it under `inputs:`"
-                out.append(
-                    src.diag(
-                        parts, f"template uses '{var}' which nothing provides", hint, "undefined-variable"
-                    )
-                )
-
-    default = spec.default_model or project.default_model
+    out = _check_workflow_templates(wf)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
-        out.append(
-            src.diag(
-                ("default_model",),
-                problem,
-                did_you_mean(spec.default_model, models) or "define it under `models:`",
-                "unknown-model",
-            )
-        )
-    starts: list[tuple[str, tuple]] = []
-    if spec.entry:
-        starts.append((spec.entry, ("entry",)))
-    for step, parts in _iter_steps(spec.steps, ("steps",)):
-        if isinstance(step, AgentStep):
-            starts.append((step.agent, (*parts, "agent")))
-            for key in ("task", "workdir"):
-                if getattr(step, key):
-                    check_template(getattr(step, key), (*parts, key))
-        elif step.loop.until:
-            check_template(step.loop.until, (*parts, "loop", "until"), expression=True)
-    if spec.task:
-        check_template(spec.task, ("task",))
-    for path, content in ((spec.workspace and spec.workspace.files) or {}).items():
-        check_template(content, ("workspace", "files", path))
+        hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
+        out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
+    seeds = (spec.workspace and spec.workspace.files) or {}
+    paths = [(("workspace", "files", p), p, True) for p in seeds]
+    if spec.output:
+        paths.append((("output",), spec.output, False))
+    for parts, path, key in paths:
         if not _safe_relative(path):
-            out.append(
-                src.diag(
-                    ("workspace", "files", path),
-                    f"seed path '{path}' leaves the workspace",
-                    "use a relative path without '..'",
-                    "bad-path",
-                    key=True,
-                )
-            )
-    if spec.output and not _safe_relative(spec.output):
-        out.append(
-            src.diag(
-                ("output",),
-                f"output '{spec.output}' leaves the workspace",
-                "use a relative path without '..'",
-                "bad-path",
-            )
-        )
+            message = f"'{path}' leaves the workspace"
+            out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
+    starts = _workflow_agents(spec)
     for name, parts in starts:
-        if name not in project.agents:
-            if name in project.broken:
-                continue
+        if name not in project.agents and name not in project.broken:
             hint = did_you_mean(name, set(project.agents)) or "add agents.d/" + name + ".yaml"
             out.append(src.diag(parts, f"unknown agent '{name}'", hint, "unknown-agent"))
     seen = _reachable([n for n, _ in starts if n in project.agents], project)
     reachable |= seen
+    default = spec.default_model or project.default_model
+    inputs = set(spec.inputs or {})
     for name in sorted(seen):
         out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
+    return out
+
+
+def _workflow_agents(spec: Any) -> list[tuple[str, tuple]]:
+    """(agent name, YAML path) of the entry agent and every step's agent."""
+    starts: list[tuple[str, tuple]] = [(spec.entry, ("entry",))] if spec.entry else []
+    for step, parts in _iter_steps(spec.steps, ("steps",)):
+        if isinstance(step, AgentStep):
+            starts.append((step.agent, (*parts, "agent")))
+    return starts
+
+
+def _workflow_templates(spec: Any) -> list[tuple[str, tuple, bool]]:
+    """(template text, YAML path, is an expression) of every template in a workflow."""
+    found: list[tuple[str, tuple, bool]] = []
+    if spec.task:
+        found.append((spec.task, ("task",), False))
+    for path, content in ((spec.workspace and spec.workspace.files) or {}).items():
+        found.append((content, ("workspace", "files", path), False))
+    for step, parts in _iter_steps(spec.steps, ("steps",)):
+        if isinstance(step, AgentStep):
+            found += [(getattr(step, k), (*parts, k), False) for k in ("task", "workdir") if getattr(step, k)]
+        elif step.loop.until:
+            found.append((step.loop.until, (*parts, "loop", "until"), True))
+    return found
+
+
+def _check_workflow_templates(wf: Loaded[Any]) -> list[Diagnostic]:
+    src = wf.source
+    provided = set(wf.spec.inputs or {}) | WORKFLOW_BUILTINS
+    out: list[Diagnostic] = []
+    for text, parts, expression in _workflow_templates(wf.spec):
+        info = analyse_expression(text) if expression else analyse(text)
+        if info.error:
+            message = f"Jinja2 syntax error: {info.error}"
+            out.append(src.diag(parts, message, "check {{ }} and {% %} pairs", "template-syntax"))
+        for var in info.variables:
+            if var not in provided:
+                hint = did_you_mean(var, provided) or "declare it under `inputs:`"
+                message = f"template uses '{var}' which nothing provides"
+                out.append(src.diag(parts, message, hint, "undefined-variable"))
     return out
 
 

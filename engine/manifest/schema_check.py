@@ -85,7 +85,10 @@ def _additional(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
         if key in allowed or any(re.search(p, str(key)) for p in patterns):
             continue
         if str(key).lower() in SECRET_KEYS:
-            hint = "secrets never go in manifests: put the value in an environment variable and name it with `api_key_env` (or `auth_token_env`)"
+            hint = (
+                "secrets never go in manifests: put the value in an environment variable "
+                "and name it with `api_key_env` (or `auth_token_env`)"
+            )
         else:
             hint = did_you_mean(str(key), allowed) or "allowed keys: " + ", ".join(sorted(allowed))
         out.append(src.diag((*parts, key), f"unknown key '{key}'", hint, "unknown-key", key=True))

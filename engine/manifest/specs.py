@@ -256,7 +256,8 @@ class AgentStep(Strict):
     task: str | None = Field(None, description="Jinja2: the first user message (default: the workflow task).")
     workdir: str | None = Field(
         None,
-        description="Jinja2: working folder under the workspace, e.g. execution_outputs/iteration_{{ iteration }}.",
+        description="Jinja2: working folder under the workspace, "
+        "e.g. execution_outputs/iteration_{{ iteration }}.",
     )
 
 

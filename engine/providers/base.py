@@ -51,7 +51,8 @@ class ModelConfig:
             raise MissingCredentials(
                 f"agent '{agent}' uses model '{self.name}' ({self.provider}:{self.model}) "
                 f"but the env var {self.api_key_env or '(none named)'} is not set",
-                f"export {self.api_key_env or 'THE_KEY_VAR'}=..., or run with --dry-run to check the wiring offline",
+                f"export {self.api_key_env or 'THE_KEY_VAR'}=..., "
+                "or run with --dry-run to check the wiring offline",
                 agent=agent,
                 model=self.name,
             )

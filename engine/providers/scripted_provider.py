@@ -49,7 +49,8 @@ class ScriptedProvider(Provider):
         step = sum(1 for m in request.messages if m.role == "assistant")
         if step >= len(replies):
             raise ProviderError(
-                f"script {self.path.name} has {len(replies)} replies for agent '{request.agent}'; call {step + 1} asked for another",
+                f"script {self.path.name} has {len(replies)} replies for agent "
+                f"'{request.agent}'; call {step + 1} asked for another",
                 "add replies, or end the agent earlier (a reply without tool_calls ends it)",
                 agent=request.agent,
                 model=self.config.name,

@@ -30,7 +30,10 @@ def attach_progress(run: Any, verbosity: int) -> None:
             line = f"  {agent} ← {event['tool']}: {result['status']} {_short(result['text'], 70)}"
         elif kind == "model_response" and verbosity > 0:
             usage = event["response"]["usage"]
-            line = f"  {agent} model step {event['step']}: {usage['input_tokens']} in / {usage['output_tokens']} out, {event['latency_ms']} ms"
+            line = (
+                f"  {agent} model step {event['step']}: {usage['input_tokens']} in / "
+                f"{usage['output_tokens']} out, {event['latency_ms']} ms"
+            )
         elif kind in ("error", "budget_exceeded", "context_reset", "iteration_start"):
             line = (
                 f"! {kind}: {_short({k: v for k, v in event.items() if k not in ('seq', 't', 'type')}, 120)}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from datetime import date
@@ -208,9 +207,7 @@ class Run:
             agent_id=inst.id,
             hints=self._hints(inst),
         )
-        digest = hashlib.sha256(
-            json.dumps([m.to_dict() for m in request.messages], default=str).encode()
-        ).hexdigest()[:16]
+        digest = history_digest(request.messages)
         self.emit(
             "model_request",
             agent=inst.name,
@@ -448,6 +445,16 @@ class Run:
     def emit(self, type_: str, **fields: Any) -> None:
         if self.events is not None:
             self.events.emit(type_, **fields)
+
+
+def history_digest(messages: list[Message]) -> str:
+    """A short fingerprint of a conversation, to spot where a replayed run diverges. Built from
+    the fields that matter, not asdict(): it runs on every model call over the whole history."""
+    h = hashlib.sha256()
+    for m in messages:
+        calls = ",".join(f"{c.id}:{c.name}" for c in m.tool_calls)
+        h.update(f"{m.role}\x1f{m.content}\x1f{m.tool_call_id}\x1f{calls}\x1e".encode())
+    return h.hexdigest()[:16]
 
 
 def _sample_path(globs: list[str], agent: str) -> str | None:

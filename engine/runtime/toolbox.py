@@ -17,7 +17,10 @@ from flowrun.types import ToolCall, ToolError, ToolResult, ToolSpec
 if TYPE_CHECKING:
     from flowrun.manifest.project import Project
 
-AGENT_TOOL_SUFFIX = " It works in its own conversation, writes long output to files in the workspace, and returns a short summary plus the list of files it wrote."
+AGENT_TOOL_SUFFIX = (
+    " It works in its own conversation, writes long output to files in the workspace, "
+    "and returns a short summary plus the list of files it wrote."
+)
 
 
 @dataclass

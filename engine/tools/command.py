@@ -20,8 +20,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.command_policy import check_argv, config_patterns, describe
 from flowrun.tools.paths import PathDenied, resolve_path
-from flowrun.tools.process import capped, outcome_result, run_process
-from flowrun.tools.shell import max_output_bytes, shell_env
+from flowrun.tools.process import capped, child_env, outcome_result, output_cap, run_process
 from flowrun.types import ToolResult
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -63,9 +62,9 @@ async def run_command(
         outcome = await run_process(
             rendered,
             cwd=workdir,
-            env={**shell_env(ctx), **rendered_env},
+            env={**child_env(ctx), **rendered_env},
             timeout_s=timeout,
-            max_output_bytes=max_output_bytes(ctx),
+            max_output_bytes=output_cap(ctx),
         )
     except FileNotFoundError:
         result = error("NOT_FOUND", f"program {rendered[0]!r} was not found")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error
-from flowrun.tools.file_io import atomic_write, numbered, read_text, run_path_tool
+from flowrun.tools.file_io import atomic_write, numbered, plural, read_text, run_path_tool
 from flowrun.tools.paths import display_path
 from flowrun.types import ToolResult
 
@@ -107,7 +107,7 @@ def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tu
     # show the first edited site; with replace_all the others are listed by line
     snippet = _snippet(new_text, lines[0], lines[0] + new.count("\n"))
     count = len(positions)
-    text_out = f"Replaced {count} occurrence{'s' if count > 1 else ''} in {shown}. Now:\n{snippet}"
+    text_out = f"Replaced {plural(count, 'occurrence')} in {shown}. Now:\n{snippet}"
     return (
         ToolResult.ok(
             text_out, applied=True, operation="replace", replacements=count, lines=lines, path=shown
@@ -131,7 +131,10 @@ def _replace_lines(
     added = len(new_content.splitlines())
     snippet = _snippet(new_text, start, start + max(added, 1) - 1)
     count = end - start + 1
-    message = f"Replaced lines {start}-{end} of {shown} ({count} lines) with {added} lines. Now:\n{snippet}"
+    message = (
+        f"Replaced lines {start}-{end} of {shown} ({plural(count, 'line')}) with {plural(added, 'line')}. "
+        f"Now:\n{snippet}"
+    )
     return (
         ToolResult.ok(
             message,

@@ -6,11 +6,20 @@ streaming reader in file_stream.py. Every path goes through `paths.resolve_path`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error
-from flowrun.tools.file_io import atomic_write, check_text, human_size, iter_lines, numbered, run_path_tool
+from flowrun.tools.file_io import (
+    atomic_write,
+    check_text,
+    human_size,
+    iter_lines,
+    numbered,
+    plural,
+    run_path_tool,
+)
 from flowrun.tools.paths import display_path
 from flowrun.types import ToolResult
 
@@ -76,7 +85,7 @@ def _read_range(
 
 
 def _collect(
-    lines_iter: Any, start: int, end: int | None, max_lines: int, max_bytes: int
+    lines_iter: Iterator[tuple[bytes, bool]], start: int, end: int | None, max_lines: int, max_bytes: int
 ) -> tuple[list[str], int, int | None, int | None]:
     """Pick lines start..end within the caps; count the rest. Returns (lines, total lines,
     next line to ask for when capped, the number of a line cut for length)."""
@@ -136,11 +145,10 @@ def _write(resolved: Path, shown: str, data: bytes, mode: str) -> ToolResult:
                 "ALREADY_EXISTS", f"{shown} was created by someone else meanwhile; use mode=overwrite"
             )
     size = resolved.stat().st_size
-    verb = {"create": "Created", "overwrite": "Overwrote" if existed else "Created"}.get(mode, "Appended to")
-    if mode == "append" and not existed:
-        verb = "Created"
+    verb = "Created" if not existed else ("Overwrote" if mode == "overwrite" else "Appended to")
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    text = f"{verb} {shown}: wrote {len(data)} bytes ({lines} lines); the file is now {human_size(size)}."
+    size_now = human_size(size)
+    text = f"{verb} {shown}: wrote {len(data)} bytes ({plural(lines, 'line')}); the file is now {size_now}."
     return ToolResult.ok(
         text,
         applied=True,

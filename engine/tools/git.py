@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result
-from flowrun.tools.process import DEFAULT_MAX_OUTPUT_BYTES, outcome_result, run_process
+from flowrun.tools.process import outcome_result, output_cap, run_process
 from flowrun.types import ToolResult
 
 DEFAULT_ALLOWED = ("status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame", "grep")
@@ -35,6 +35,7 @@ DENIED_OPTIONS = (
     "--no-index",
     "--config-env",
 )
+KEPT_ENV = ("GIT_AUTHOR_", "GIT_COMMITTER_")
 NO_PROGRAMS = {
     "diff": ["--no-ext-diff", "--no-textconv"],
     "show": ["--no-ext-diff", "--no-textconv"],
@@ -53,9 +54,7 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     if problem is not None:
         return finish_result(problem, params, started)
     timeout = float(ctx.config.get("timeout") or ctx.limits.get("timeout_s") or DEFAULT_TIMEOUT_S)
-    limit = int(
-        ctx.config.get("max_output_bytes") or ctx.limits.get("max_output_bytes") or DEFAULT_MAX_OUTPUT_BYTES
-    )
+    limit = output_cap(ctx)
     command = ["git", "--no-pager"]
     for setting in SAFE_CONFIG:
         command += ["-c", setting]
@@ -115,7 +114,8 @@ def _denied_option(sub: str, arg: str) -> bool:
 
 
 def _env(ctx: ToolContext) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    # drop GIT_DIR, GIT_EXTERNAL_DIFF, GIT_CONFIG_* and the like; keep the commit identity
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith(KEPT_ENV)}
     env.update(
         GIT_CEILING_DIRECTORIES=str(ctx.base_dir.resolve().parent),  # do not find a repository above the base
         GIT_TERMINAL_PROMPT="0",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flowrun.tools.base import ToolContext
 from flowrun.types import ToolError, ToolResult
 
 READ_CHUNK = 1 << 16
@@ -19,6 +20,13 @@ EOF_GRACE_S = 0.5  # after the main process exits, how long to wait for pipes he
 KILL_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
 POLL_S = 0.05
 DEFAULT_MAX_OUTPUT_BYTES = 30_000
+# quiet, non-interactive defaults; the agent's `env` config overrides them
+BASE_ENV = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "DEBIAN_FRONTEND": "noninteractive",
+}
 
 
 @dataclass(slots=True)
@@ -86,10 +94,7 @@ async def run_process(
         asyncio.create_task(pump(proc.stderr, outcome.stderr)),
     ]
     try:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout_s)
-        except TimeoutError:
-            outcome.timed_out = True
+        outcome.timed_out = not await wait_exit(proc, timeout_s)
         if not outcome.timed_out:
             await asyncio.wait(readers, timeout=EOF_GRACE_S)
         # children the command left behind (or everything, on timeout) go with the group
@@ -107,6 +112,21 @@ async def run_process(
             reader.cancel()
     outcome.exit_code = proc.returncode
     return outcome
+
+
+async def wait_exit(proc: asyncio.subprocess.Process, timeout_s: float) -> bool:
+    """Wait until the main process exits; False on timeout. Polls `returncode` because
+    `proc.wait()` (Python 3.11) also waits for the pipes, which a leftover child may hold open."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    delay = 0.002
+    while proc.returncode is None:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return False
+        await asyncio.sleep(min(delay, remaining))
+        delay = min(delay * 2, POLL_S)
+    return True
 
 
 async def pump(stream: asyncio.StreamReader, sink: CappedOutput) -> None:
@@ -206,6 +226,20 @@ def outcome_result(outcome: ProcessOutcome, label: str, timeout: float) -> ToolR
 
 def _failure(code: str, message: str, text: str, data: dict[str, Any]) -> ToolResult:
     return ToolResult(status="error", text=text, data=data, error=ToolError(code, message))
+
+
+def child_env(ctx: ToolContext) -> dict[str, str]:
+    """The environment of a tool's child process: ours, quiet defaults, the agent's `env` config."""
+    extra = ctx.config.get("env") or {}
+    return {**os.environ, **BASE_ENV, **{str(k): str(v) for k, v in extra.items()}}
+
+
+def output_cap(ctx: ToolContext) -> int:
+    """Bytes kept of each output stream: config `max_output_bytes`, else the manifest limit."""
+    value = (
+        ctx.config.get("max_output_bytes") or ctx.limits.get("max_output_bytes") or DEFAULT_MAX_OUTPUT_BYTES
+    )
+    return max(256, int(value))
 
 
 def capped(value: Any, default: float, ceiling: Any) -> float:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,15 +18,17 @@ from typing import Any
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.command_policy import check_command, config_patterns, describe
 from flowrun.tools.process import (
-    DEFAULT_MAX_OUTPUT_BYTES,
     EOF_GRACE_S,
     KILL_GRACE_S,
     CappedOutput,
     capped,
+    child_env,
     kill_group,
     outcome_result,
+    output_cap,
     pump,
     run_process,
+    wait_exit,
 )
 from flowrun.types import ToolError, ToolResult
 
@@ -85,9 +86,9 @@ async def execute_shell(
             outcome = await run_process(
                 ["bash", "-c", command],
                 cwd=ctx.cwd,
-                env=shell_env(ctx),
+                env=child_env(ctx),
                 timeout_s=limit,
-                max_output_bytes=max_output_bytes(ctx),
+                max_output_bytes=output_cap(ctx),
             )
         except OSError as e:
             result = error("UNAVAILABLE", f"cannot start bash: {e}")
@@ -110,8 +111,7 @@ async def get_shell_output(
         return finish_result(_unknown(ctx, bash_id), params, started)
     if block and job.running:
         wait = capped(timeout, DEFAULT_WAIT_S, ctx.config.get("timeout", DEFAULT_MAX_TIMEOUT_S))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(job.proc.wait()), wait)
+        await wait_exit(job.proc, wait)
     if not job.running and job.reader is not None:
         await asyncio.wait([job.reader], timeout=EOF_GRACE_S)
     return finish_result(_report(job, "is still running"), params, started)
@@ -140,18 +140,6 @@ async def close_jobs(state: dict[str, Any]) -> None:
     jobs.clear()
 
 
-def shell_env(ctx: ToolContext) -> dict[str, str]:
-    extra = ctx.config.get("env") or {}
-    return {**os.environ, **BASE_ENV, **{str(k): str(v) for k, v in extra.items()}}
-
-
-def max_output_bytes(ctx: ToolContext) -> int:
-    value = (
-        ctx.config.get("max_output_bytes") or ctx.limits.get("max_output_bytes") or DEFAULT_MAX_OUTPUT_BYTES
-    )
-    return max(256, int(value))
-
-
 def _jobs(ctx: ToolContext) -> dict[str, ShellJob]:
     return ctx.state.setdefault(STATE_KEY, {})
 
@@ -171,7 +159,7 @@ async def _start_job(ctx: ToolContext, command: str) -> ToolResult:
             "-c",
             command,
             cwd=ctx.cwd,
-            env=shell_env(ctx),
+            env=child_env(ctx),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -181,7 +169,7 @@ async def _start_job(ctx: ToolContext, command: str) -> ToolResult:
         return error("UNAVAILABLE", f"cannot start bash: {e}")
     ctx.state[SEQ_KEY] = ctx.state.get(SEQ_KEY, 0) + 1
     bash_id = f"bash_{ctx.state[SEQ_KEY]}"
-    job = ShellJob(bash_id, command, proc, CappedOutput(max_output_bytes(ctx)))
+    job = ShellJob(bash_id, command, proc, CappedOutput(output_cap(ctx)))
     assert proc.stdout is not None
     job.reader = asyncio.create_task(pump(proc.stdout, job.unread))
     jobs[bash_id] = job
