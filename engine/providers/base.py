@@ -66,8 +66,17 @@ class ModelRequest:
     messages: list[Message]
     tools: list[ToolSpec]
     agent_id: str = ""
+    # index of this call among the agent instance's calls (survives history resets); -1 unknown
+    step: int = -1
     # offline providers only: what the runtime knows that helps them (e.g. the declared output file)
     hints: dict[str, Any] = field(default_factory=dict)
+
+
+def call_index(request: ModelRequest) -> int:
+    """Which call of its agent this is: the runtime's count, else the assistant turns so far."""
+    if request.step >= 0:
+        return request.step
+    return sum(1 for m in request.messages if m.role == "assistant")
 
 
 class Provider(ABC):

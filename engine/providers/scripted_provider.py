@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import ProviderError
-from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.base import ModelConfig, ModelRequest, Provider, call_index
 from flowrun.types import ModelResponse, ToolCall, Usage, parse_arguments
 
 
@@ -46,7 +46,7 @@ class ScriptedProvider(Provider):
                 agent=request.agent,
                 model=self.config.name,
             )
-        step = sum(1 for m in request.messages if m.role == "assistant")
+        step = call_index(request)
         if step >= len(replies):
             raise ProviderError(
                 f"script {self.path.name} has {len(replies)} replies for agent "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowrun.providers.base import ModelRequest, Provider
+from flowrun.providers.base import ModelRequest, Provider, call_index
 from flowrun.types import ModelResponse, ToolCall, ToolSpec, Usage
 
 # tools that end an agent or ask a human: called last, or never
@@ -73,7 +73,7 @@ def plan(tools: list[ToolSpec]) -> list[ToolSpec]:
 
 class TestProvider(Provider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        step = sum(1 for m in request.messages if m.role == "assistant")
+        step = call_index(request)
         order = plan(request.tools)
         usage = Usage(input_tokens=len(request.system) // 4 + 10 * len(request.messages), output_tokens=20)
         if step < len(order):

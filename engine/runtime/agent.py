@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from flowrun.providers.base import ModelConfig, Provider
+from flowrun.runtime.compact import compact, needs_compaction
 from flowrun.runtime.toolbox import BoundTool
 from flowrun.types import Message, ModelResponse, ToolCall, ToolResult
 
@@ -45,6 +46,7 @@ class AgentInstance:
     model_calls: int = 0  # over the instance's life: the index of its next model call
     written: set[str] = field(default_factory=set)  # workspace files its write tools touched
     calls_made: dict[str, int] = field(default_factory=dict)  # sub-agent name -> calls
+    side_calls: dict[str, int] = field(default_factory=dict)  # purpose -> tool-less calls (compaction)
     task: str = ""
 
     @property
@@ -68,6 +70,8 @@ async def run_agent(run: Run, inst: AgentInstance, task: str, max_steps: int | N
     pattern = inst.stop_pattern()
     last_text = ""
     for step in range(1, limit + 1):
+        if needs_compaction(inst):
+            await compact(run, inst)
         response = await run.model_call(inst)
         last_text = response.text or last_text
         inst.messages.append(

@@ -105,6 +105,10 @@ class Run:
                 provider.on_retry = lambda n, delay, why, c=config: self.emit(
                     "model_retry", model=c.name, retry=n, delay_s=round(delay, 3), reason=why
                 )
+            if config.tool_calling == "react":
+                from flowrun.providers.react import ReactProvider
+
+                provider = ReactProvider(provider)
             self.providers[key] = provider
         return self.providers[key]
 
@@ -206,6 +210,7 @@ class Run:
             tools=[b.spec for b in inst.tools.values()],
             agent_id=inst.id,
             hints=self._hints(inst),
+            step=inst.model_calls - 1 - sum(inst.side_calls.values()),
         )
         digest = history_digest(request.messages)
         self.emit(
@@ -236,6 +241,46 @@ class Run:
             latency_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return response
+
+    async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
+        """A tool-less model call on an agent's model (e.g. summarising its history); it counts
+        toward the run's usage and budgets like any other call."""
+        self.check_budgets()
+        self.model_calls += 1
+        inst.model_calls += 1
+        index = inst.side_calls.get(purpose, 0)
+        inst.side_calls[purpose] = index + 1
+        request = ModelRequest(
+            agent=f"{inst.name}#{purpose}",
+            system=system,
+            messages=[Message("user", text)],
+            tools=[],
+            step=index,
+        )
+        self.emit(
+            "model_request",
+            agent=inst.name,
+            agent_id=inst.id,
+            step=inst.model_calls,
+            model=inst.model.name,
+            messages=1,
+            digest=history_digest(request.messages),
+            tools=[],
+            purpose=purpose,
+        )
+        started = time.perf_counter()
+        response = await inst.provider.complete(request)
+        self.usage.add(inst.name, inst.model, response.usage)
+        self.emit(
+            "model_response",
+            agent=inst.name,
+            agent_id=inst.id,
+            step=inst.model_calls,
+            response=response.to_dict(),
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+            purpose=purpose,
+        )
+        return response.text
 
     def _hints(self, inst: AgentInstance) -> dict[str, Any]:
         if inst.model.provider != "test":

@@ -88,7 +88,7 @@ def _bind_manifest_tool(
     manifest: Any, config: dict[str, Any], dashboards: dict[str, str], search_path: list[Path]
 ) -> BoundTool:
     merged = {**(manifest.defaults or {}), **config}
-    if dashboards and "dashboards" not in merged:
+    if dashboards and not merged.get("dashboards"):
         merged["dashboards"] = dashboards
     limits = manifest.limits.model_dump(exclude_none=True) if manifest.limits else {}
     impl = manifest.implementation

@@ -1,0 +1,94 @@
+"""The `compact` context strategy: when an agent's prompt nears a share of its model's context
+window, older turns are written to a workspace file and replaced by a summary and that path."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from flowrun.errors import ProviderError
+from flowrun.types import Message
+
+if TYPE_CHECKING:
+    from flowrun.runtime.agent import AgentInstance
+    from flowrun.runtime.run import Run
+
+SUMMARY_SYSTEM = (
+    "You compress the earlier part of an AI agent's working conversation. Write a dense summary "
+    "(at most 300 words) of what was asked, what was done, what was found, which files were written "
+    "or read, and what is still open. Facts and file paths only; no preamble."
+)
+
+
+def estimate_tokens(inst: AgentInstance) -> int:
+    """A cheap estimate (4 characters a token) of the next prompt's size."""
+    chars = len(inst.system)
+    for m in inst.messages:
+        chars += len(m.content) + sum(len(json.dumps(c.arguments)) for c in m.tool_calls)
+    chars += sum(len(json.dumps(b.spec.parameters)) + len(b.spec.description) for b in inst.tools.values())
+    return chars // 4
+
+
+def needs_compaction(inst: AgentInstance) -> bool:
+    ctx = inst.spec.context
+    if ctx is None or ctx.strategy != "compact":
+        return False
+    return estimate_tokens(inst) > (ctx.compact_at or 0.75) * inst.model.context_window
+
+
+def split_point(messages: list[Message], keep: int) -> int:
+    """Index where the kept tail starts: an assistant turn, so no tool result loses its call."""
+    index = max(1, len(messages) - keep)
+    while index > 1 and messages[index].role != "assistant":
+        index -= 1
+    return index
+
+
+def transcript(messages: list[Message]) -> str:
+    parts = []
+    for m in messages:
+        calls = "".join(
+            f"\n  -> {c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in m.tool_calls
+        )
+        parts.append(f"### {m.role}{' (' + m.name + ')' if m.name else ''}\n{m.content}{calls}")
+    return "\n\n".join(parts)
+
+
+def mechanical_summary(messages: list[Message]) -> str:
+    lines = [f"- {m.role}: {m.content[:160].strip()}" for m in messages if m.content.strip()]
+    return "\n".join(lines[-40:])
+
+
+async def compact(run: Run, inst: AgentInstance) -> None:
+    ctx = inst.spec.context
+    keep = (ctx.keep_recent if ctx and ctx.keep_recent else 6) if ctx else 6
+    messages = inst.messages
+    cut = split_point(messages, keep)
+    older = messages[1:cut]
+    if not older:
+        return
+    text = transcript(older)
+    count = sum(1 for m in messages if m.content.startswith("[Earlier turns")) + 1
+    rel = f"context/{inst.id.replace('/', '__').replace('@', '_')}-{count}.md"
+    path = run.workspace / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    try:
+        summary = await run.side_call(inst, SUMMARY_SYSTEM, text, purpose="compact")
+    except ProviderError:
+        summary = mechanical_summary(older)
+    note = (
+        f"[Earlier turns ({len(older)} messages) were compacted to save context. "
+        f"Summary:\n{summary.strip()}\n"
+        f"The full transcript is in {rel}; read it if you need details.]"
+    )
+    before = len(messages)
+    inst.messages = [messages[0], Message("user", note), *messages[cut:]]
+    run.emit(
+        "context_compacted",
+        agent=inst.name,
+        agent_id=inst.id,
+        messages_before=before,
+        messages_after=len(inst.messages),
+        transcript=rel,
+    )

@@ -1,0 +1,461 @@
+"""Looking at finished (or crashed) runs from their folders: `flowrun runs` lists them, `flowrun
+show RUN_DIR` draws one as a tree of agents and tool calls. Everything is read from run.json,
+usage.json and events.jsonl; nothing here needs the workflow or the engine that wrote them."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from flowrun.errors import RunError
+from flowrun.runtime.events import read_events
+
+LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
+
+
+@dataclass
+class RunRow:
+    id: str
+    path: Path
+    workflow: str
+    status: str
+    steps: int  # model calls over all agents
+    tokens: int
+    cost_usd: float | None  # None when the run's models have no prices or the run never ended
+    duration_s: float | None  # first to last event
+    started: float | None  # epoch seconds of the first event
+    dry_run: bool = False
+
+
+# ------------------------------------------------------------------ reading a run folder
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _is_run_dir(path: Path) -> bool:
+    return path.is_dir() and ((path / "events.jsonl").is_file() or (path / "run.json").is_file())
+
+
+def _run_end(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((e for e in reversed(events) if e.get("type") == "run_end"), None)
+
+
+def run_status(meta: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    """run.json's status, except that a run which says "running" but never logged run_end is
+    "incomplete" (it crashed, was killed, or is still going)."""
+    end = _run_end(events)
+    status = meta.get("status") or (end or {}).get("status")
+    if end is None and status in (None, "running"):
+        return "incomplete"
+    return str(status)
+
+
+def _usage_total(usage: dict[str, Any]) -> int:
+    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    return sum(int(usage.get(k) or 0) for k in keys)
+
+
+def _run_cost(run_dir: Path, events: list[dict[str, Any]]) -> float | None:
+    end = _run_end(events)
+    usage = (end or {}).get("usage") or _read_json(run_dir / "usage.json")
+    cost = usage.get("total_cost_usd")
+    return float(cost) if cost is not None else None
+
+
+def _span(events: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    times = [e["t"] for e in events if isinstance(e.get("t"), int | float)]
+    if not times:
+        return None, None
+    return times[0], times[-1] - times[0]
+
+
+def read_run_row(run_dir: Path) -> RunRow:
+    meta = _read_json(run_dir / "run.json")
+    events = read_events(run_dir / "events.jsonl")
+    start = next((e for e in events if e.get("type") == "run_start"), {})
+    responses = [e for e in events if e.get("type") == "model_response"]
+    tokens = sum(_usage_total((e.get("response") or {}).get("usage") or {}) for e in responses)
+    started, duration = _span(events)
+    return RunRow(
+        id=meta.get("run_id") or run_dir.name,
+        path=run_dir,
+        workflow=str(meta.get("workflow") or start.get("workflow") or "?"),
+        status=run_status(meta, events),
+        steps=len(responses),
+        tokens=tokens,
+        cost_usd=_run_cost(run_dir, events),
+        duration_s=duration,
+        started=started if started is not None else meta.get("updated"),
+        dry_run=bool(meta.get("dry_run", start.get("dry_run", False))),
+    )
+
+
+def list_runs(runs_dir: Path) -> list[RunRow]:
+    """Every run folder directly under `runs_dir`, newest first."""
+    if not runs_dir.is_dir():
+        raise RunError(f"no runs folder at {runs_dir}", "run a workflow first, or pass --runs-dir")
+    rows = [read_run_row(p) for p in runs_dir.iterdir() if _is_run_dir(p)]
+    return sorted(rows, key=lambda r: (r.started or r.path.stat().st_mtime, r.id), reverse=True)
+
+
+# ------------------------------------------------------------------ formatting helpers
+
+
+def _console(width: int, color: bool | None) -> Console:
+    color = sys.stdout.isatty() if color is None else color
+    return Console(
+        file=StringIO(),
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        highlight=False,
+        emoji=False,
+    )
+
+
+def _render(renderables: list[RenderableType], width: int, color: bool | None) -> str:
+    console = _console(width, color)
+    for renderable in renderables:
+        console.print(renderable)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    return "\n".join(line.rstrip() for line in out.splitlines())
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def format_cost(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def _ms(start: float | None, end: float | None) -> str:
+    if start is None or end is None:
+        return "?"
+    ms = (end - start) * 1000
+    return f"{ms:.0f} ms" if ms < 10_000 else format_duration(ms / 1000)
+
+
+def _short(value: Any, limit: int) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+STATUS_STYLE = {
+    "completed": "green",
+    "success": "green",
+    "stopped": "green",
+    "partial": "yellow",
+    "max_steps": "yellow",
+    "budget_exceeded": "yellow",
+    "incomplete": "yellow",
+    "interrupted": "yellow",
+    "running": "cyan",
+    "failed": "red",
+    "error": "red",
+}
+
+
+def _status(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = None) -> str:
+    """An aligned table of runs (newest first), plain text unless `color` (default: stdout is a TTY)."""
+    if not rows:
+        return "no runs yet"
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name, justify in (
+        ("run", "left"),
+        ("workflow", "left"),
+        ("status", "left"),
+        ("started", "left"),
+        ("steps", "right"),
+        ("tokens", "right"),
+        ("cost", "right"),
+        ("duration", "right"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in sorted(rows, key=lambda r: r.started or 0, reverse=True):
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started)) if row.started else "-"
+        table.add_row(
+            row.id,
+            row.workflow + (" (dry run)" if row.dry_run else ""),
+            _status(row.status),
+            started,
+            str(row.steps),
+            f"{row.tokens:,}",
+            format_cost(row.cost_usd),
+            format_duration(row.duration_s),
+        )
+    return _render([table], width, color)
+
+
+# ------------------------------------------------------------------ the tree of one run
+
+
+@dataclass
+class CallNode:
+    call_id: str
+    tool: str
+    arguments: Any
+    start: float | None
+    end: float | None = None
+    status: str | None = None
+    error: str | None = None
+    agents: list[AgentNode] = field(default_factory=list)  # agents this call ran (agent as tool)
+
+
+@dataclass
+class AgentNode:
+    agent: str
+    agent_id: str
+    model: str
+    start: float | None
+    end: float | None = None
+    status: str | None = None
+    steps: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    items: list[Any] = field(default_factory=list)  # CallNode | AgentNode | Text notes, in order
+    open_calls: dict[str, CallNode] = field(default_factory=dict)
+
+
+@dataclass
+class IterationNode:
+    loop: str
+    iteration: int
+    until_met: bool | None = None
+    items: list[Any] = field(default_factory=list)
+
+
+class RunTree:
+    """Folds the event stream into nested nodes. Nesting follows agent_start.parent; an agent
+    started while its parent had an open call of the same name hangs under that call."""
+
+    def __init__(self) -> None:
+        self.roots: list[Any] = []
+        self.loops: list[IterationNode] = []
+        self.agents: dict[str, AgentNode] = {}  # agent_id -> latest invocation
+        self.start: dict[str, Any] = {}
+        self.end: dict[str, Any] | None = None
+        self.notes: list[str] = []
+        self.retries = 0
+        self.calls = 0
+        self.call_errors = 0
+
+    def feed(self, event: dict[str, Any]) -> None:
+        handler = getattr(self, f"_on_{event.get('type')}", None)
+        if handler is not None:
+            handler(event)
+
+    def _container(self) -> list[Any]:
+        return self.loops[-1].items if self.loops else self.roots
+
+    def _on_run_start(self, e: dict[str, Any]) -> None:
+        self.start = e
+
+    def _on_run_end(self, e: dict[str, Any]) -> None:
+        self.end = e
+
+    def _on_agent_start(self, e: dict[str, Any]) -> None:
+        node = AgentNode(str(e.get("agent")), str(e.get("agent_id")), str(e.get("model", "?")), e.get("t"))
+        parent = self.agents.get(e.get("parent") or "")
+        if parent is None:
+            self._container().append(node)
+        else:
+            calls = [c for c in parent.open_calls.values() if c.tool == node.agent]
+            (calls[-1].agents if calls else parent.items).append(node)
+        self.agents[node.agent_id] = node
+
+    def _on_agent_end(self, e: dict[str, Any]) -> None:
+        node = self.agents.get(e.get("agent_id", ""))
+        if node is not None:
+            node.end, node.status, node.steps = e.get("t"), e.get("status"), e.get("steps", node.steps)
+            if e.get("error"):
+                node.items.append(Text(f"error: {_short(e['error'], 200)}", style="red"))
+
+    def _on_model_response(self, e: dict[str, Any]) -> None:
+        node = self.agents.get(e.get("agent_id", ""))
+        if node is None:
+            return
+        node.steps = max(node.steps, int(e.get("step") or 0))
+        for key, value in ((e.get("response") or {}).get("usage") or {}).items():
+            node.usage[key] = node.usage.get(key, 0) + int(value or 0)
+
+    def _on_tool_call(self, e: dict[str, Any]) -> None:
+        node = self.agents.get(e.get("agent_id", ""))
+        if node is None:
+            return
+        call = CallNode(str(e.get("call_id")), str(e.get("tool")), e.get("arguments"), e.get("t"))
+        node.items.append(call)
+        node.open_calls[call.call_id] = call
+        self.calls += 1
+
+    def _on_tool_result(self, e: dict[str, Any]) -> None:
+        node = self.agents.get(e.get("agent_id", ""))
+        call = node.open_calls.pop(str(e.get("call_id")), None) if node else None
+        if call is None:
+            return
+        result = e.get("result") or {}
+        call.end, call.status = e.get("t"), result.get("status")
+        if call.status == "error":
+            self.call_errors += 1
+            error = result.get("error") or {}
+            call.error = f"{error.get('code', 'ERROR')}: {_short(error.get('message', ''), 100)}"
+
+    def _on_error(self, e: dict[str, Any]) -> None:
+        node = self.agents.get(e.get("agent_id", ""))
+        message = f"error ({e.get('where', '?')}): {_short(e.get('message', ''), 200)}"
+        if node is not None:
+            node.items.append(Text(message, style="red"))
+        else:
+            self.notes.append(message)
+
+    def _on_context_reset(self, e: dict[str, Any]) -> None:
+        node = self.agents.get(e.get("agent_id", ""))
+        if node is not None:
+            before, after = e.get("messages_before"), e.get("messages_after")
+            node.items.append(Text(f"context reset: {before} → {after} messages", style="dim"))
+
+    def _on_budget_exceeded(self, e: dict[str, Any]) -> None:
+        self.notes.append(f"budget exceeded ({e.get('limit')}): {e.get('message', '')}")
+
+    def _on_model_retry(self, e: dict[str, Any]) -> None:
+        self.retries += 1
+
+    def _on_iteration_start(self, e: dict[str, Any]) -> None:
+        node = IterationNode(str(e.get("loop", "")), int(e.get("iteration") or 0))
+        self._container().append(node)
+        self.loops.append(node)
+
+    def _on_iteration_end(self, e: dict[str, Any]) -> None:
+        if self.loops:
+            self.loops.pop().until_met = bool(e.get("until_met"))
+
+
+def _arguments(arguments: Any, limit: int = 60) -> str:
+    if isinstance(arguments, dict):
+        text = ", ".join(f"{k}={_short(v, 40)}" for k, v in arguments.items())
+    else:
+        text = str(arguments or "")
+    return _short(text, limit)
+
+
+def _tokens(usage: dict[str, int]) -> str:
+    total = sum(usage.values())
+    parts = f"{usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out"
+    if usage.get("cache_read_tokens"):
+        parts += f" / {usage['cache_read_tokens']:,} cached"
+    return f"{total:,} tokens ({parts})"
+
+
+def _agent_label(node: AgentNode, run_ended: bool) -> Text:
+    status = node.status or ("no end" if run_ended else "running?")
+    label = Text.assemble((node.agent, "bold"), f" ({node.model}) ", _status(status))
+    label.append(f" · {node.steps} step(s) · {_tokens(node.usage)} · {_ms(node.start, node.end)}")
+    return label
+
+
+def _call_label(call: CallNode) -> Text:
+    mark = {"success": "✓", "partial": "~", "error": "✗"}.get(call.status or "", "…")
+    label = Text.assemble((f"{mark} ", STATUS_STYLE.get(call.status or "", "")), (call.tool, "bold"))
+    label.append(f" {_arguments(call.arguments)}" if call.arguments else "")
+    if call.status is None:
+        label.append(" · no result", style="yellow")
+    else:
+        label.append(f" · {_ms(call.start, call.end)}")
+        if call.status != "success":
+            label.append(f" · {call.status}", style=STATUS_STYLE.get(call.status, ""))
+    if call.error:
+        label.append(f" · {call.error}", style="red")
+    return label
+
+
+def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
+    for item in items:
+        if isinstance(item, AgentNode):
+            _add_items(tree.add(_agent_label(item, run_ended)), item.items, run_ended)
+        elif isinstance(item, CallNode):
+            branch = tree.add(_call_label(item))
+            _add_items(branch, item.agents, run_ended)
+        elif isinstance(item, IterationNode):
+            until = {True: " · until met", False: " · until not met", None: ""}[item.until_met]
+            label = Text(f"iteration {item.iteration} of {item.loop}{until}", style="magenta")
+            _add_items(tree.add(label), item.items, run_ended)
+        else:
+            tree.add(item)
+
+
+def _summary(run_dir: Path, tree: RunTree, events: list[dict[str, Any]]) -> list[str]:
+    meta = _read_json(run_dir / "run.json")
+    row = read_run_row(run_dir)
+    usage: dict[str, int] = {}
+    for node in tree.agents.values():
+        for key, value in node.usage.items():
+            usage[key] = usage.get(key, 0) + value
+    workflow_file = meta.get("workflow_file") or tree.start.get("workflow_file") or "?"
+    inputs = meta.get("inputs") or tree.start.get("inputs") or {}
+    lines = [
+        f"status: {row.status}"
+        + ("" if tree.end else " (no run_end event: the run crashed, was killed, or is still running)"),
+        f"workflow: {row.workflow} ({workflow_file})" + (", dry run" if row.dry_run else ""),
+        "inputs: " + (", ".join(f"{k}={_short(v, 60)}" for k, v in inputs.items()) or "(none)"),
+        f"duration: {format_duration(row.duration_s)} (first to last of {len(events)} events)",
+        f"model steps: {row.steps} · {_tokens(usage) if usage else '0 tokens'} · "
+        f"cost {format_cost(row.cost_usd)}"
+        + (f" · {tree.retries} model retries" if tree.retries else ""),
+        f"tool calls: {tree.calls} ({tree.call_errors} errors)",
+    ]
+    if meta.get("output"):
+        written = (run_dir / meta["output"]).exists()
+        lines.append(f"output: {meta['output']}" + ("" if written else " (not written)"))
+    lines.extend(tree.notes)
+    message = (tree.end or {}).get("message") or ""
+    if row.status not in ("completed", "incomplete") and message:
+        lines.append(f"message: {_short(message.splitlines()[0], 300)}")
+    return lines
+
+
+def show_run(run_dir: Path, *, width: int = 120, color: bool | None = None) -> str:
+    """One run as a tree of agents (nested as they called each other) with their tool calls and
+    timings, then a summary. Plain text unless `color` (default: stdout is a TTY)."""
+    if not run_dir.is_dir():
+        raise RunError(f"{run_dir} is not a folder", LIST_HINT)
+    if not (run_dir / "events.jsonl").is_file():
+        raise RunError(f"{run_dir} has no events.jsonl, so it is not a flowrun run folder", LIST_HINT)
+    events = read_events(run_dir / "events.jsonl")
+    if not events:
+        raise RunError(
+            f"{run_dir}/events.jsonl holds no events",
+            "the run stopped before its first event; see flowrun.log in that folder if present",
+        )
+    tree = RunTree()
+    for event in events:
+        tree.feed(event)
+    root = Tree(Text.assemble(("run ", "bold"), (run_dir.name, "bold cyan")))
+    _add_items(root, tree.roots, tree.end is not None)
+    return _render([root, "", *_summary(run_dir, tree, events)], width, color)

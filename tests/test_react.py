@@ -1,0 +1,116 @@
+"""ReAct text mode: parsing, and a run through the CLI with a model that has no native tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from conftest import run_cli
+
+from flowrun.providers.react import parse_react, to_text_messages
+from flowrun.types import Message, ToolCall, ToolSpec
+
+WRITE = ToolSpec(
+    "write_file",
+    "Write a file.",
+    {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path"],
+    },
+)
+GREP = ToolSpec(
+    "grep",
+    "Search.",
+    {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]},
+)
+
+
+def test_multiline_action_input() -> None:
+    text = (
+        "Thought: I will write the notes.\n"
+        "Action: write_file\n"
+        "Action Input: {\n"
+        '  "path": "notes.md",\n'
+        '  "content": "line one\\nline two"\n'
+        "}\n"
+    )
+    answer, (call,) = parse_react(text, [WRITE], "react_0")
+    assert call.name == "write_file" and call.parse_error is None
+    assert call.arguments == {"path": "notes.md", "content": "line one\nline two"}
+    assert answer.startswith("Thought:")
+
+
+def test_invented_observation_is_dropped_and_fences_tolerated() -> None:
+    text = (
+        'Action: grep\nAction Input: ```json\n{"pattern": "x"}\n```\nObservation: made up\nFinal Answer: no'
+    )
+    _, (call,) = parse_react(text, [GREP], "r")
+    assert call.arguments == {"pattern": "x"}
+
+
+def test_plain_text_input_for_single_string_tool_and_final_answer() -> None:
+    _, (call,) = parse_react("Action: grep\nAction Input: TODO items", [GREP], "r")
+    assert call.arguments == {"pattern": "TODO items"}
+    answer, calls = parse_react("Thought: done\nFinal Answer: 42 files", [GREP], "r")
+    assert calls == [] and answer == "42 files"
+
+
+def test_malformed_input_is_a_parse_error_not_a_crash() -> None:
+    _, (call,) = parse_react('Action: write_file\nAction Input: {"path": ', [WRITE], "r")
+    assert call.parse_error and call.arguments == {}
+
+
+def test_history_becomes_text_turns() -> None:
+    history = [
+        Message("user", "task"),
+        Message("assistant", "Action: grep\nAction Input: {}", [ToolCall("r0", "grep", {})]),
+        Message("tool", "3 matches", tool_call_id="r0"),
+    ]
+    turns = to_text_messages(history)
+    assert [m.role for m in turns] == ["user", "assistant", "user"]
+    assert turns[2].content == "Observation: 3 matches" and not turns[1].tool_calls
+
+
+def test_react_run_through_cli(tmp_path: Path) -> None:
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "r",
+        "models": {
+            "m": {"provider": "scripted", "model": "m", "script": "script.yaml", "tool_calling": "react"}
+        },
+        "default_model": "m",
+        "entry": "reacter",
+    }
+    agent = {
+        "version": 1,
+        "kind": "agent",
+        "name": "reacter",
+        "prompt": "You act.",
+        "tools": ["write_file", "read_file"],
+    }
+    replies = [
+        {
+            "text": 'Thought: write\nAction: write_file\nAction Input: {\n  "path": "a.md",\n  "content": "hi\\nthere"\n}'
+        },
+        {"text": 'Thought: check\nAction: read_file\nAction Input: {"path": "a.md"}'},
+        {"text": "Thought: ok\nFinal Answer: wrote a.md"},
+    ]
+    script = {"version": 1, "kind": "script", "agents": {"reacter": replies}}
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(workflow))
+    (tmp_path / "agents.d" / "reacter.yaml").write_text(yaml.safe_dump(agent))
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
+    proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert (run_dir / "a.md").read_text() == "hi\nthere"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    requests = [e for e in events if e["type"] == "model_request"]
+    assert all(e["tools"] for e in requests)  # the loop still knows its tools
+    results = [e["result"] for e in events if e["type"] == "tool_result"]
+    assert [r["status"] for r in results] == ["success", "success"]
+    end = next(e for e in events if e["type"] == "agent_end")
+    assert end["status"] == "completed"
