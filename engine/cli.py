@@ -98,7 +98,42 @@ def run(
     except FlowrunError as e:
         _fail(e.message, e.hint, e.exit_code)
     except KeyboardInterrupt:
-        _fail("interrupted", "the run folder is kept", 130)
+        _fail("interrupted", "the run folder is kept: continue with `flowrun resume RUN_DIR`", 130)
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
+def resume(run_dir: Path, quiet: bool, verbose: bool) -> None:
+    """Continue a stopped run (crash, kill, Ctrl-C) from its event log."""
+    from flowrun.errors import FlowrunError
+    from flowrun.runtime.launch import resume_run
+
+    try:
+        code = resume_run(run_dir, -1 if quiet else (1 if verbose else 0))
+    except FlowrunError as e:
+        _fail(e.message, e.hint, e.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", f"continue with `flowrun resume {run_dir}`", 130)
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--into", type=click.Path(file_okay=False, path_type=Path), help="Folder for the replay.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
+def replay(run_dir: Path, into: Path | None, quiet: bool, verbose: bool) -> None:
+    """Re-run a recorded run offline from its event log; report the first differing step."""
+    from flowrun.errors import FlowrunError
+    from flowrun.runtime.launch import replay_run
+
+    try:
+        code = replay_run(run_dir, into, -1 if quiet else (1 if verbose else 0))
+    except FlowrunError as e:
+        _fail(e.message, e.hint, e.exit_code)
     sys.exit(code)
 
 

@@ -3,10 +3,12 @@ steps, and always leave a consistent run folder behind (status, usage, events)."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from flowrun import __version__
@@ -35,11 +37,28 @@ def default_task(run: Run) -> str:
     return "\n".join(lines) or "Begin."
 
 
-def prepare(run: Run) -> None:
+def prepare(run: Run, resume: bool = False) -> None:
     run.run_dir.mkdir(parents=True, exist_ok=True)
     (run.run_dir / "workspace").mkdir(exist_ok=True)
-    run.events = EventLog(run.run_dir / "events.jsonl", run.redactor)
+    log = run.run_dir / "events.jsonl"
+    if resume:
+        _end_torn_line(log)
+    run.events = EventLog(log, run.redactor)
     run.events.subscribers.extend(run.subscribers)
+    if not resume:
+        seed_workspace(run)
+
+
+def _end_torn_line(path: Path) -> None:
+    """A crash can leave half a line; end it so the next event starts on its own line."""
+    if path.exists() and path.stat().st_size:
+        with path.open("rb+") as f:
+            f.seek(-1, 2)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+
+
+def seed_workspace(run: Run) -> None:
     ws = run.spec.workspace
     variables = run.template_vars()
     for rel, content in ((ws.files if ws else None) or {}).items():
@@ -69,8 +88,10 @@ def _sdk_versions() -> dict[str, str]:
     return out
 
 
-async def execute_run(run: Run) -> RunSummary:
-    prepare(run)
+async def execute_run(run: Run, resume: bool = False) -> RunSummary:
+    prepare(run, resume)
+    if resume:
+        run.emit("run_resumed", recorded_model_calls=len(run.ledger.responses) if run.ledger else 0)
     run.emit(
         "run_start",
         workflow=run.spec.name,
@@ -92,19 +113,25 @@ async def execute_run(run: Run) -> RunSummary:
     except FlowrunError as e:
         status, message = "failed", str(e)
         run.emit("error", where="run", message=str(e))
-    except (KeyboardInterrupt, TimeoutError) as e:
-        status, message = "interrupted", type(e).__name__
+    except (KeyboardInterrupt, asyncio.CancelledError) as e:
+        # Ctrl-C: stop cleanly, keep everything, and say how to continue
+        status, message = "interrupted", f"{type(e).__name__}: continue with `flowrun resume {run.run_dir}`"
+        raise
     finally:
         await _close(run)
-        run.emit("run_end", status=status, message=message[:2000], usage=run.usage.to_dict())
-        (run.run_dir / "usage.json").write_text(json.dumps(run.usage.to_dict(), indent=2), encoding="utf-8")
-        _write_meta(run, status)
-        if run.events:
-            run.events.close()
+        _finish(run, status, message)
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
     return RunSummary(status, message, output, EXIT_CODES.get(status, 1))
+
+
+def _finish(run: Run, status: str, message: str) -> None:
+    run.emit("run_end", status=status, message=message[:2000], usage=run.usage.to_dict())
+    (run.run_dir / "usage.json").write_text(json.dumps(run.usage.to_dict(), indent=2), encoding="utf-8")
+    _write_meta(run, status)
+    if run.events:
+        run.events.close()
 
 
 async def _close(run: Run) -> None:
@@ -180,7 +207,12 @@ async def _run_loop(run: Run, step: LoopStep, prefix: str) -> Outcome:
             run.iteration = iteration
             run.emit("iteration_start", loop=prefix, iteration=iteration)
             last = await _run_steps(run, body.steps, f"{prefix}.{iteration}/")
-            done = bool(body.until) and evaluate(body.until, run.template_vars())
+            recorded = run.ledger.until.get((prefix, iteration)) if run.ledger else None
+            done = (
+                recorded
+                if recorded is not None
+                else bool(body.until) and evaluate(body.until, run.template_vars())
+            )
             run.emit("iteration_end", loop=prefix, iteration=iteration, until_met=done)
             if done:
                 break

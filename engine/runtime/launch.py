@@ -200,3 +200,84 @@ def _print_summary(run: Any, summary: Any, verbosity: int) -> None:
         click.echo(f"output: {run.spec.output} was not written", file=out)
     if summary.status != "completed" and summary.message:
         click.echo(f"error: {summary.message.splitlines()[0][:500]}", err=True)
+
+
+def _recorded_run(run_dir: Path) -> tuple[dict[str, Any], LoadedWorkflow]:
+    import json
+
+    from flowrun.errors import RunError
+
+    meta_path = run_dir / "run.json"
+    if not meta_path.is_file() or not (run_dir / "events.jsonl").is_file():
+        raise RunError(
+            f"{run_dir} is not a run folder (no run.json or events.jsonl)", "pass a folder under runs/"
+        )
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    workflow = Path(meta["workflow_file"])
+    if not workflow.is_file():
+        raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
+    return meta, load_for_run(workflow)
+
+
+def resume_run(run_dir: Path, verbosity: int) -> int:
+    """Continue a run that stopped (crash, kill, Ctrl-C): recorded model responses and tool
+    results are used again, then the run goes live where the log ends."""
+    from flowrun.runtime.execute import execute_run
+    from flowrun.runtime.ledger import Ledger
+    from flowrun.runtime.progress import attach_progress
+    from flowrun.runtime.run import Run, RunOptions
+
+    meta, loaded = _recorded_run(run_dir)
+    if meta.get("status") == "completed":
+        click.echo(f"{run_dir} already completed; nothing to resume")
+        return 0
+    options = RunOptions(
+        dry_run=bool(meta.get("dry_run")),
+        model_override=meta.get("model_override"),
+        interactive=sys.stdin.isatty(),
+    )
+    run = Run(loaded.project, loaded.workflow, dict(meta.get("inputs") or {}), run_dir, options)
+    run.ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
+    sys.path.insert(0, str(run.workflow_dir))
+    attach_progress(run, verbosity)
+    summary = asyncio.run(execute_run(run, resume=True))
+    _print_summary(run, summary, verbosity)
+    return summary.exit_code
+
+
+def replay_run(run_dir: Path, into: Path | None, verbosity: int) -> int:
+    """Re-run a recorded run into a new folder with no network: model calls come from the log,
+    local tools run again to rebuild the files, the output is compared with the original."""
+    from flowrun.runtime.execute import execute_run
+    from flowrun.runtime.ledger import Ledger
+    from flowrun.runtime.progress import attach_progress
+    from flowrun.runtime.run import Run, RunOptions
+
+    meta, loaded = _recorded_run(run_dir)
+    target = into or run_dir.with_name(run_dir.name + "-replay")
+    n = 1
+    while into is None and target.exists():
+        n += 1
+        target = run_dir.with_name(f"{run_dir.name}-replay{n}")
+    if target.exists() and any(target.iterdir()):
+        raise UsageError(f"{target} already exists", "choose another --into folder")
+    options = RunOptions(dry_run=bool(meta.get("dry_run")), model_override=meta.get("model_override"))
+    run = Run(loaded.project, loaded.workflow, dict(meta.get("inputs") or {}), target, options)
+    run.ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
+    sys.path.insert(0, str(run.workflow_dir))
+    attach_progress(run, verbosity)
+    summary = asyncio.run(execute_run(run))
+    _print_summary(run, summary, verbosity)
+    output = meta.get("output")
+    if output and summary.status == meta.get("status"):
+        same = (
+            (run_dir / output).read_bytes() == (target / output).read_bytes()
+            if (target / output).exists()
+            else False
+        )
+        click.echo(f"output {'reproduced' if same else 'DIFFERS from the recording'}: {output}")
+        return summary.exit_code if same else 1
+    if summary.status != meta.get("status"):
+        click.echo(f"replay ended {summary.status}; the recorded run ended {meta.get('status')}", err=True)
+        return summary.exit_code or 1
+    return summary.exit_code

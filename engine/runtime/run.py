@@ -18,6 +18,7 @@ from flowrun.manifest.templates import render
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.runtime.agent import AgentInstance, Outcome, run_agent
 from flowrun.runtime.events import EventLog, Redactor
+from flowrun.runtime.ledger import RECORDED_ONLY, Ledger
 from flowrun.runtime.toolbox import BoundTool, bind_tools, check_arguments, declared_arguments, invoke
 from flowrun.runtime.usage import UsageBook
 from flowrun.runtime.workspace import WorkspaceView
@@ -55,6 +56,7 @@ class Run:
         self.redactor = Redactor()
         self.events: EventLog | None = None
         self.subscribers: list[Any] = []  # called with each event (progress display)
+        self.ledger: Ledger | None = None  # set by resume / replay
         self.usage = UsageBook()
         self.providers: dict[str, Provider] = {}
         self.tool_state: dict[str, Any] = {}
@@ -95,6 +97,10 @@ class Run:
 
     def provider_for(self, config: ModelConfig) -> Provider:
         key = f"{config.name}|{config.provider}|{config.model}"
+        if key not in self.providers and self.ledger is not None and self.ledger.mode == "replay":
+            from flowrun.runtime.replay_provider import ReplayOnlyProvider
+
+            self.providers[key] = ReplayOnlyProvider(config)
         if key not in self.providers:
             from flowrun.providers.factory import make_provider
 
@@ -223,6 +229,19 @@ class Run:
             digest=digest,
             tools=[t.name for t in request.tools],
         )
+        recorded = self.ledger.response(inst.id, inst.model_calls, digest, inst.name) if self.ledger else None
+        if recorded is not None:
+            self.usage.add(inst.name, inst.model, recorded.usage)
+            self.emit(
+                "model_response",
+                agent=inst.name,
+                agent_id=inst.id,
+                step=inst.model_calls,
+                response=recorded.to_dict(),
+                latency_ms=0.0,
+                replayed=True,
+            )
+            return recorded
         started = time.perf_counter()
         try:
             response = await inst.provider.complete(request)
@@ -337,10 +356,15 @@ class Run:
             )
         else:
             result = check_arguments(bound, call)
-            if result is None:
+            recorded = self._recorded_result(inst, bound, call) if result is None else None
+            if result is None and recorded is not None and self._skip_execution(call):
+                result = recorded
+            elif result is None:
                 ctx = self.tool_context(inst, bound, call)
                 arguments = declared_arguments(bound, call.arguments)
                 result = await invoke(bound, ctx, arguments, lambda b, a: self.call_agent(inst, b, a, call))
+                # on replay the model must see exactly what it saw then; the call ran for its files
+                result = recorded or result
         if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
             inst.written.add(str(result.context["path_resolved"]))
         self.emit(
@@ -352,6 +376,16 @@ class Run:
             result=result.to_dict(),
         )
         return result
+
+    def _recorded_result(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolResult | None:
+        # a sub-agent always runs again (from its recorded model calls) to rebuild its state
+        if self.ledger is None or bound.kind == "agent":
+            return None
+        return self.ledger.tool_result(inst.id, call.id)
+
+    def _skip_execution(self, call: ToolCall) -> bool:
+        assert self.ledger is not None
+        return self.ledger.mode == "resume" or call.name in RECORDED_ONLY
 
     def tool_context(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolContext:
         base = self.workspace
@@ -488,8 +522,11 @@ class Run:
     # ------------------------------------------------------------ events
 
     def emit(self, type_: str, **fields: Any) -> None:
-        if self.events is not None:
-            self.events.emit(type_, **fields)
+        if self.events is None:
+            return
+        if self.ledger is not None and not self.ledger.should_write({"type": type_, **fields}):
+            return
+        self.events.emit(type_, **fields)
 
 
 def history_digest(messages: list[Message]) -> str:

@@ -1,0 +1,250 @@
+"""Runs that survive: SIGKILL then `flowrun resume`, Ctrl-C, offline `flowrun replay`, and
+budgets; all through the CLI against the scripted wire server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
+from test_e2e_research import MATCH, NOTES
+from wire_server import Reply, Script, ToolCallSpec, WireServer
+
+
+def slow_script(delay: float) -> Script:
+    """The research script, with the searcher's second model call held for `delay` seconds."""
+    return Script(
+        {
+            "orchestrator": [
+                Reply(tool_calls=[ToolCallSpec("searcher", {"task": "Find how sorting works"})]),
+                Reply(tool_calls=[ToolCallSpec("writer", {"task": "Write the report"})]),
+                Reply(text="The report is complete."),
+            ],
+            "searcher": [
+                Reply(tool_calls=[ToolCallSpec("web_search", {"query": "sorting key functions"})]),
+                Reply(
+                    tool_calls=[ToolCallSpec("write_file", {"path": "workspace/notes.md", "content": NOTES})],
+                    delay_s=delay,
+                ),
+                Reply(text="Notes in workspace/notes.md."),
+            ],
+            "writer": [
+                Reply(tool_calls=[ToolCallSpec("read_file", {"path": "workspace/notes.md"})]),
+                Reply(
+                    tool_calls=[
+                        ToolCallSpec("write_file", {"path": "report.md", "content": "# Report\n\nStable.\n"})
+                    ]
+                ),
+                Reply(text="Report written."),
+            ],
+        },
+        MATCH,
+    )
+
+
+def env_for(server: WireServer) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env |= {"ANTHROPIC_API_KEY": "fake-key-for-tests-9876", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+    env["FLOWRUN_RETRY_BASE_S"] = "0.01"
+    return env
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def start(tmp: Path, server: WireServer, run_id: str) -> subprocess.Popen[str]:
+    args = [*flowrun_cmd(), str(REPO / "examples" / "research.yaml"), "--question", "How does sorting work?"]
+    args += ["--runs-dir", str(tmp / "runs"), "--run-id", run_id, "-q"]
+    return subprocess.Popen(
+        args, cwd=tmp, env=env_for(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def wait_for(run_dir: Path, predicate: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (run_dir / "events.jsonl").exists() and predicate(events(run_dir)):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the run never reached the expected point")
+
+
+def searcher_waiting(evs: list[dict[str, Any]]) -> bool:
+    return any(e["type"] == "model_request" and e["agent"] == "searcher" and e["step"] == 2 for e in evs)
+
+
+def identity(request: Any) -> tuple[str, int]:
+    agent = next(key for key, needle in MATCH.items() if needle in request.system)
+    return agent, request.assistant_turns
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    # the reference: one uninterrupted run
+    with WireServer(slow_script(0)) as server:
+        proc = run_cli(
+            [
+                str(REPO / "examples" / "research.yaml"),
+                "--question",
+                "How does sorting work?",
+                "--runs-dir",
+                str(tmp_path / "ref"),
+                "--run-id",
+                "r",
+                "-q",
+            ],
+            env={
+                k: v for k, v in env_for(server).items() if k in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+            },
+        )
+        assert proc.returncode == 0, proc.stderr
+        reference = (tmp_path / "ref" / "r" / "report.md").read_text()
+        reference_calls = len(server.requests)
+
+    with WireServer(slow_script(2.0)) as server:
+        run_dir = tmp_path / "runs" / "k"
+        child = start(tmp_path, server, "k")
+        wait_for(run_dir, searcher_waiting)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=10)
+        recorded = {(e["agent"], e["step"] - 1) for e in events(run_dir) if e["type"] == "model_response"}
+        assert ("searcher", 0) in recorded  # a sub-agent had started and answered once
+        before = len(server.requests)
+
+        proc = run_cli(["resume", str(run_dir), "-q"], env=env_for(server))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        after = server.requests[before:]
+
+    assert (run_dir / "report.md").read_text() == reference
+    assert (run_dir / "workspace" / "notes.md").read_text() == NOTES
+    # no step already recorded was asked again
+    assert not {identity(r) for r in after} & recorded
+    assert before - 0 + len(after) <= reference_calls + 1  # at most the one call in flight is repeated
+    final = events(run_dir)
+    keys = [
+        (e["type"], e.get("agent_id"), e.get("step"), e.get("call_id"))
+        for e in final
+        if e["type"] in ("model_response", "tool_result")
+    ]
+    assert len(keys) == len(set(keys)), "an event was written twice"
+    assert final[-1]["type"] == "run_end" and final[-1]["status"] == "completed"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+
+
+def test_sigint_leaves_a_resumable_run(tmp_path: Path) -> None:
+    with WireServer(slow_script(2.0)) as server:
+        run_dir = tmp_path / "runs" / "i"
+        child = start(tmp_path, server, "i")
+        wait_for(run_dir, searcher_waiting)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=30)
+        assert child.returncode == 130, err
+        assert "Traceback" not in err and "flowrun resume" in err
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+        assert events(run_dir)[-1]["status"] == "interrupted"
+        proc = run_cli(["resume", str(run_dir), "-q"], env=env_for(server))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (run_dir / "report.md").read_text().startswith("# Report")
+
+
+def test_replay_makes_no_requests_and_reproduces_the_output(tmp_path: Path) -> None:
+    with WireServer(slow_script(0)) as server:
+        proc = run_cli(
+            [
+                str(REPO / "examples" / "research.yaml"),
+                "--question",
+                "How does sorting work?",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--run-id",
+                "p",
+                "-q",
+            ],
+            env={k: v for k, v in env_for(server).items() if k.startswith("ANTHROPIC")},
+        )
+        assert proc.returncode == 0, proc.stderr
+    # the server is stopped: any request would fail the replay
+    proc = run_cli(["replay", str(tmp_path / "runs" / "p"), "--into", str(tmp_path / "again"), "-q"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "output reproduced: report.md" in proc.stdout
+    assert (tmp_path / "again" / "report.md").read_text() == (
+        tmp_path / "runs" / "p" / "report.md"
+    ).read_text()
+    assert (tmp_path / "again" / "workspace" / "notes.md").read_text() == NOTES
+
+
+def test_replay_reports_the_first_differing_step(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    research = (REPO / "examples" / "research.yaml").read_text()
+    (project / "research.yaml").write_text(research)
+    with WireServer(slow_script(0)) as server:
+        proc = run_cli(
+            ["research.yaml", "--question", "q", "--run-id", "d", "-q"],
+            cwd=project,
+            env={k: v for k, v in env_for(server).items() if k.startswith("ANTHROPIC")},
+        )
+        assert proc.returncode == 0, proc.stderr
+    # change the workflow's task: the orchestrator's first request no longer matches
+    (project / "research.yaml").write_text(research.replace("Research this question", "Study this question"))
+    proc = run_cli(["replay", str(project / "runs" / "d"), "-q"])
+    assert proc.returncode == 1
+    assert "first differing step" in proc.stdout + proc.stderr and "orchestrator" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("limits", "model_extra"),
+    [
+        ({"max_total_tokens": 50}, {}),
+        ({"max_cost_usd": 0.00001}, {"price": {"input": 100.0, "output": 100.0}}),
+    ],
+    ids=["tokens", "cost"],
+)
+def test_token_and_cost_budgets_stop_cleanly(
+    tmp_path: Path, limits: dict[str, Any], model_extra: dict[str, Any]
+) -> None:
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "b",
+        "models": {"m": {"provider": "scripted", "model": "m", "script": "script.yaml", **model_extra}},
+        "default_model": "m",
+        "entry": "w",
+        "limits": limits,
+    }
+    agent = {
+        "version": 1,
+        "kind": "agent",
+        "name": "w",
+        "prompt": "You work. " * 40,
+        "tools": ["list_directory"],
+    }
+    replies = [{"tool_calls": [{"name": "list_directory", "arguments": {}}]}] * 20
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(workflow))
+    (tmp_path / "agents.d" / "w.yaml").write_text(yaml.safe_dump(agent))
+    (tmp_path / "script.yaml").write_text(
+        yaml.safe_dump({"version": 1, "kind": "script", "agents": {"w": replies}})
+    )
+    proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "budget_exceeded"
+    limit = next(iter(limits))
+    assert any(e["type"] == "budget_exceeded" and e["limit"] == limit for e in events(run_dir))
+    requests = sum(e["type"] == "model_request" for e in events(run_dir))
+    assert 1 <= requests < 20
