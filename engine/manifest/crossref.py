@@ -422,7 +422,9 @@ def _check_agent_in_workflow(
     inputs: set[str],
 ) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
-    out = [d for d in _prompt_diagnostics(loaded, project, inputs) if d.code == "undefined-variable"]
+    out: list[Diagnostic] = []
+    if not loaded.builtin:  # built-in prompts use only the engine's variables (tested)
+        out = [d for d in _prompt_diagnostics(loaded, project, inputs) if d.code == "undefined-variable"]
     ref = spec.model or default
     if ref is None:
         out.append(
