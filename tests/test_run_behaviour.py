@@ -228,11 +228,17 @@ def test_reviewer_role_added_by_yaml_alone(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (REPO / "examples").glob("*.yaml")))
 def test_dry_run_every_example(tmp_path: Path, example: str) -> None:
+    spec = yaml.safe_load((REPO / "examples" / example).read_text())
+    inputs = []
+    for name, declared in (spec.get("inputs") or {}).items():
+        value = {"integer": "2", "number": "1.5", "boolean": "true"}.get(
+            (declared or {}).get("type", ""), "How does sorting work?"
+        )
+        inputs += [f"--{name}", value]
     proc = run_cli(
         [
             str(REPO / "examples" / example),
-            "--question",
-            "How does sorting work?",
+            *inputs,
             "--dry-run",
             "--runs-dir",
             str(tmp_path),
@@ -245,7 +251,6 @@ def test_dry_run_every_example(tmp_path: Path, example: str) -> None:
     evs = events(run_dir)
     assert evs[0]["type"] == "run_start" and evs[-1]["type"] == "run_end"
     assert evs[-1]["status"] == "completed"
-    spec = yaml.safe_load((REPO / "examples" / example).read_text())
     if spec.get("output"):
         assert (run_dir / spec["output"]).exists()
 
@@ -280,3 +285,34 @@ def test_tools_cannot_touch_engine_files(tmp_path: Path) -> None:
     (result,) = results(run_dir, "write_file")
     assert result["status"] == "error"
     assert events(run_dir)[0]["type"] == "run_start"
+
+
+def test_declarative_command_tool_runs_and_is_permission_checked(tmp_path: Path) -> None:
+    count = """\
+    version: 1
+    kind: tool
+    name: count_lines
+    description: Count the lines of a workspace file.
+    parameters:
+      type: object
+      properties: {path: {type: string}}
+      required: [path]
+    implementation:
+      command: ["wc", "-l", "{{ path }}"]
+    """
+    script = {
+        "boss": [
+            {"tool_calls": [{"name": "count_lines", "arguments": {"path": "lines.txt"}}]},
+            {"tool_calls": [{"name": "count_lines", "arguments": {"path": "secret.txt"}}]},
+            {"text": "counted"},
+        ]
+    }
+    wf = WORKFLOW + 'workspace:\n  files:\n    lines.txt: "a\\nb\\nc\\n"\n    secret.txt: "x\\n"\n'
+    boss = {"tools": [{"count_lines": {"deny": ["wc -l secret*"]}}]}
+    project(tmp_path, boss, script, {"tools.d/count_lines.yaml": count, "wf.yaml": wf})
+    assert run_cli(["validate", "--strict", "."], cwd=tmp_path).returncode == 0
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    allowed, denied = results(run_dir, "count_lines")
+    assert allowed["status"] == "success" and "3 lines.txt" in allowed["text"]
+    assert denied["status"] == "error" and denied["error"]["code"] == "PERMISSION_DENIED"

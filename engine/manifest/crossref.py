@@ -14,7 +14,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import AGENT_TOOL_CONFIG_SCHEMA, AgentStep, LoopStep
+from flowrun.manifest.specs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA, AgentStep, LoopStep
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 
 
@@ -187,10 +187,19 @@ def _check_tool_entries(loaded: Loaded[Any], project: Project) -> list[Diagnosti
             hint = did_you_mean(name, names) or "known tools: " + ", ".join(sorted(project.tools))
             out.append(src.diag(("tools", i), f"unknown tool or agent '{name}'", hint, "unknown-tool"))
             continue
-        schema = project.tools[name].spec.config if name in project.tools else AGENT_TOOL_CONFIG_SCHEMA
+        schema = _config_schema(project, name)
         if config:
             out += _check_tool_config(src, i, name, config, schema)
     return out
+
+
+def _config_schema(project: Project, name: str) -> dict[str, Any] | None:
+    if name not in project.tools:
+        return AGENT_TOOL_CONFIG_SCHEMA
+    manifest = project.tools[name].spec
+    if manifest.config is None and hasattr(manifest.implementation, "command"):
+        return COMMAND_TOOL_CONFIG_SCHEMA
+    return manifest.config
 
 
 def _check_tool_config(

@@ -240,6 +240,25 @@ AGENT_TOOL_CONFIG_SCHEMA: dict[str, Any] = {
 }
 
 
+# per-agent config of a declarative command tool whose manifest declares none
+COMMAND_TOOL_CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "allow": {"type": "array", "items": {"type": "string"}, "description": "Command patterns allowed."},
+        "deny": {"type": "array", "items": {"type": "string"}, "description": "Command patterns refused."},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "Seconds before the call is killed.",
+        },
+        "max_output_bytes": {"type": "integer", "minimum": 256},
+        "env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "base_dir": {"type": "string", "description": "Folder under the workspace the tool is confined to."},
+    },
+}
+
+
 # ---------------------------------------------------------------- workflows
 
 
