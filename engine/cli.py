@@ -35,6 +35,19 @@ def main() -> None:
     """
 
 
+def _internal_error(error: Exception, verbose: bool) -> None:
+    """A bug in flowrun, not the user's mistake: one line, the traceback only when asked."""
+    if verbose:
+        import traceback
+
+        traceback.print_exception(error)
+    _fail(
+        f"internal error: {type(error).__name__}: {error}",
+        "this is a flowrun bug; the run folder (if any) is kept; rerun with -v for the traceback",
+        70,
+    )
+
+
 def _fail(message: str, hint: str | None = None, code: int = 1) -> None:
     click.echo(f"error: {message}", err=True)
     if hint:
@@ -99,6 +112,8 @@ def run(
         _fail(e.message, e.hint, e.exit_code)
     except KeyboardInterrupt:
         _fail("interrupted", "the run folder is kept: continue with `flowrun resume RUN_DIR`", 130)
+    except Exception as e:
+        _internal_error(e, verbose)
     sys.exit(code)
 
 
@@ -117,6 +132,8 @@ def resume(run_dir: Path, quiet: bool, verbose: bool) -> None:
         _fail(e.message, e.hint, e.exit_code)
     except KeyboardInterrupt:
         _fail("interrupted", f"continue with `flowrun resume {run_dir}`", 130)
+    except Exception as e:
+        _internal_error(e, verbose)
     sys.exit(code)
 
 
@@ -134,6 +151,8 @@ def replay(run_dir: Path, into: Path | None, quiet: bool, verbose: bool) -> None
         code = replay_run(run_dir, into, -1 if quiet else (1 if verbose else 0))
     except FlowrunError as e:
         _fail(e.message, e.hint, e.exit_code)
+    except Exception as e:
+        _internal_error(e, verbose)
     sys.exit(code)
 
 

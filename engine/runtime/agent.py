@@ -73,6 +73,7 @@ async def run_agent(run: Run, inst: AgentInstance, task: str, max_steps: int | N
         if needs_compaction(inst):
             await compact(run, inst)
         response = await run.model_call(inst)
+        _unique_call_ids(response, step)
         last_text = response.text or last_text
         inst.messages.append(
             Message("assistant", response.text, list(response.tool_calls), thinking=list(response.thinking))
@@ -105,6 +106,15 @@ async def _tool_phase(run: Run, inst: AgentInstance, response: ModelResponse, st
     if control.get("action") == "reset_context":
         run.reset_context(inst)
     return None
+
+
+def _unique_call_ids(response: ModelResponse, step: int) -> None:
+    """Tool results are matched to calls by id; a model that repeats or omits ids gets fresh ones."""
+    seen: set[str] = set()
+    for i, call in enumerate(response.tool_calls):
+        if not call.id or call.id in seen:
+            call.id = f"call_{step}_{i}"
+        seen.add(call.id)
 
 
 def _tool_message(call: ToolCall, result: ToolResult) -> Message:
