@@ -49,9 +49,11 @@ def _internal_error(error: Exception, verbose: bool) -> None:
 
 
 def _fail(message: str, hint: str | None = None, code: int = 1) -> None:
-    click.echo(f"error: {message}", err=True)
+    from flowrun.runtime.events import redact
+
+    click.echo(redact(f"error: {message}"), err=True)
     if hint:
-        click.echo(f"  hint: {hint}", err=True)
+        click.echo(redact(f"  hint: {hint}"), err=True)
     sys.exit(code)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -14,11 +15,27 @@ from typing import Any
 Subscriber = Callable[[dict[str, Any]], None]
 
 
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+
+
+def secret_env_values() -> set[str]:
+    """Values of env vars whose names look secret (…_API_KEY, …_TOKEN, …)."""
+    return {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= 8}
+
+
+def redact(text: str, secrets: set[str] | None = None) -> str:
+    for secret in secrets if secrets is not None else secret_env_values():
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+    return text
+
+
 class Redactor:
-    """Replaces the values of secret env vars (named by model configs) wherever they appear."""
+    """Replaces secret values wherever they appear: env vars named by model configs, plus any
+    env var whose name looks secret."""
 
     def __init__(self) -> None:
-        self.secrets: set[str] = set()
+        self.secrets: set[str] = secret_env_values()
 
     def add_env(self, name: str | None) -> None:
         value = os.environ.get(name or "", "")
@@ -26,10 +43,7 @@ class Redactor:
             self.secrets.add(value)
 
     def text(self, value: str) -> str:
-        for secret in self.secrets:
-            if secret in value:
-                value = value.replace(secret, "[REDACTED]")
-        return value
+        return redact(value, self.secrets)
 
 
 class EventLog:
