@@ -159,6 +159,34 @@ def replay(run_dir: Path, into: Path | None, quiet: bool, verbose: bool) -> None
 
 
 @main.command()
+@click.option(
+    "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
+)
+def runs(runs_dir: Path) -> None:
+    """List runs: id, workflow, status, steps, tokens, cost, duration."""
+    from flowrun.errors import FlowrunError
+    from flowrun.runtime.inspect_runs import format_runs, list_runs
+
+    try:
+        click.echo(format_runs(list_runs(runs_dir)))
+    except FlowrunError as e:
+        _fail(e.message, e.hint, e.exit_code)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+def show(run_dir: Path) -> None:
+    """Print a run's tree of agents and tool calls with timings and tokens."""
+    from flowrun.errors import FlowrunError
+    from flowrun.runtime.inspect_runs import show_run
+
+    try:
+        click.echo(show_run(run_dir))
+    except FlowrunError as e:
+        _fail(e.message, e.hint, e.exit_code)
+
+
+@main.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--format",

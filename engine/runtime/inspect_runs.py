@@ -86,8 +86,11 @@ def _span(events: list[dict[str, Any]]) -> tuple[float | None, float | None]:
 
 
 def read_run_row(run_dir: Path) -> RunRow:
-    meta = _read_json(run_dir / "run.json")
-    events = read_events(run_dir / "events.jsonl")
+    """One run's line for `flowrun runs`."""
+    return _row(run_dir, _read_json(run_dir / "run.json"), read_events(run_dir / "events.jsonl"))
+
+
+def _row(run_dir: Path, meta: dict[str, Any], events: list[dict[str, Any]]) -> RunRow:
     start = next((e for e in events if e.get("type") == "run_start"), {})
     responses = [e for e in events if e.get("type") == "model_response"]
     tokens = sum(_usage_total((e.get("response") or {}).get("usage") or {}) for e in responses)
@@ -117,32 +120,32 @@ def list_runs(runs_dir: Path) -> list[RunRow]:
 # ------------------------------------------------------------------ formatting helpers
 
 
-def _console(width: int, color: bool | None) -> Console:
+def _render(renderables: list[RenderableType], width: int, color: bool | None) -> str:
+    """Render into a string; plain text (no escape codes) unless colour is asked for."""
     color = sys.stdout.isatty() if color is None else color
-    return Console(
-        file=StringIO(),
+    buffer = StringIO()
+    console = Console(
+        file=buffer,
         width=width,
         force_terminal=color,
         color_system="standard" if color else None,
         highlight=False,
         emoji=False,
+        markup=False,
     )
-
-
-def _render(renderables: list[RenderableType], width: int, color: bool | None) -> str:
-    console = _console(width, color)
     for renderable in renderables:
         console.print(renderable)
-    out = console.file.getvalue()  # type: ignore[attr-defined]
-    return "\n".join(line.rstrip() for line in out.splitlines())
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
 
 
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
     if seconds < 60:
         return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
+    minutes, secs = divmod(round(seconds), 60)
     if minutes < 60:
         return f"{minutes}m {secs:02d}s"
     hours, minutes = divmod(minutes, 60)
@@ -157,6 +160,8 @@ def _ms(start: float | None, end: float | None) -> str:
     if start is None or end is None:
         return "?"
     ms = (end - start) * 1000
+    if ms < 10:
+        return f"{ms:.1f} ms"
     return f"{ms:.0f} ms" if ms < 10_000 else format_duration(ms / 1000)
 
 
@@ -199,7 +204,7 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
         ("cost", "right"),
         ("duration", "right"),
     ):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)
     for row in sorted(rows, key=lambda r: r.started or 0, reverse=True):
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started)) if row.started else "-"
         table.add_row(
@@ -374,7 +379,8 @@ def _tokens(usage: dict[str, int]) -> str:
 
 
 def _agent_label(node: AgentNode, run_ended: bool) -> Text:
-    status = node.status or ("no end" if run_ended else "running?")
+    # no agent_end: the run crashed, or the agent failed with an engine error, or it is still running
+    status = node.status or ("unfinished" if run_ended else "running?")
     label = Text.assemble((node.agent, "bold"), f" ({node.model}) ", _status(status))
     label.append(f" · {node.steps} step(s) · {_tokens(node.usage)} · {_ms(node.start, node.end)}")
     return label
@@ -388,8 +394,8 @@ def _call_label(call: CallNode) -> Text:
         label.append(" · no result", style="yellow")
     else:
         label.append(f" · {_ms(call.start, call.end)}")
-        if call.status != "success":
-            label.append(f" · {call.status}", style=STATUS_STYLE.get(call.status, ""))
+        if call.status == "partial":
+            label.append(" · partial", style=STATUS_STYLE["partial"])
     if call.error:
         label.append(f" · {call.error}", style="red")
     return label
@@ -403,7 +409,7 @@ def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
             branch = tree.add(_call_label(item))
             _add_items(branch, item.agents, run_ended)
         elif isinstance(item, IterationNode):
-            until = {True: " · until met", False: " · until not met", None: ""}[item.until_met]
+            until = " · until met" if item.until_met else ""
             label = Text(f"iteration {item.iteration} of {item.loop}{until}", style="magenta")
             _add_items(tree.add(label), item.items, run_ended)
         else:
@@ -412,7 +418,7 @@ def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
 
 def _summary(run_dir: Path, tree: RunTree, events: list[dict[str, Any]]) -> list[str]:
     meta = _read_json(run_dir / "run.json")
-    row = read_run_row(run_dir)
+    row = _row(run_dir, meta, events)
     usage: dict[str, int] = {}
     for node in tree.agents.values():
         for key, value in node.usage.items():
@@ -426,8 +432,7 @@ def _summary(run_dir: Path, tree: RunTree, events: list[dict[str, Any]]) -> list
         "inputs: " + (", ".join(f"{k}={_short(v, 60)}" for k, v in inputs.items()) or "(none)"),
         f"duration: {format_duration(row.duration_s)} (first to last of {len(events)} events)",
         f"model steps: {row.steps} · {_tokens(usage) if usage else '0 tokens'} · "
-        f"cost {format_cost(row.cost_usd)}"
-        + (f" · {tree.retries} model retries" if tree.retries else ""),
+        f"cost {format_cost(row.cost_usd)}" + (f" · {tree.retries} model retries" if tree.retries else ""),
         f"tool calls: {tree.calls} ({tree.call_errors} errors)",
     ]
     if meta.get("output"):

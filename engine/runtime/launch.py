@@ -4,6 +4,7 @@ from the command line, check credentials, print progress and the summary."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -160,8 +161,6 @@ def start_run(
     verbosity: int,
     stream: bool | None = None,
 ) -> int:
-    from flowrun.runtime.execute import execute_run
-    from flowrun.runtime.progress import attach_progress
     from flowrun.runtime.run import Run, RunOptions
 
     options = RunOptions(
@@ -179,11 +178,33 @@ def start_run(
             "export the key, or try it offline with --dry-run, or use a local server: "
             "--model ollama:llama3.1 (or OPENAI_BASE_URL=http://localhost:8000/v1 --model openai:MODEL)",
         )
-    sys.path.insert(0, str(run.workflow_dir))
-    attach_progress(run, verbosity)
-    summary = asyncio.run(execute_run(run))
-    _print_summary(run, summary, verbosity)
+    summary = _execute(run, verbosity)
     return summary.exit_code
+
+
+def _execute(run: Any, verbosity: int, resume: bool = False) -> Any:
+    """Run with progress and the run log attached; always detach them."""
+    from loguru import logger
+
+    from flowrun.runtime.execute import execute_run
+    from flowrun.runtime.progress import attach_progress, detach_progress
+    from flowrun.runtime.run_log import log_event, setup_run_logging
+
+    # the engine's log goes to the run folder only; the terminal shows progress
+    with contextlib.suppress(ValueError):
+        logger.remove(0)
+    sys.path.insert(0, str(run.workflow_dir))
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    remove_log = setup_run_logging(run.run_dir, 1, run.redactor.text)  # the file keeps every event
+    run.subscribers.append(log_event)
+    attach_progress(run, verbosity)
+    try:
+        summary = asyncio.run(execute_run(run, resume=resume))
+    finally:
+        detach_progress(run)
+        remove_log()
+    _print_summary(run, summary, verbosity)
+    return summary
 
 
 def _print_summary(run: Any, summary: Any, verbosity: int) -> None:
@@ -222,9 +243,7 @@ def _recorded_run(run_dir: Path) -> tuple[dict[str, Any], LoadedWorkflow]:
 def resume_run(run_dir: Path, verbosity: int) -> int:
     """Continue a run that stopped (crash, kill, Ctrl-C): recorded model responses and tool
     results are used again, then the run goes live where the log ends."""
-    from flowrun.runtime.execute import execute_run
     from flowrun.runtime.ledger import Ledger
-    from flowrun.runtime.progress import attach_progress
     from flowrun.runtime.run import Run, RunOptions
 
     meta, loaded = _recorded_run(run_dir)
@@ -238,19 +257,13 @@ def resume_run(run_dir: Path, verbosity: int) -> int:
     )
     run = Run(loaded.project, loaded.workflow, dict(meta.get("inputs") or {}), run_dir, options)
     run.ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
-    sys.path.insert(0, str(run.workflow_dir))
-    attach_progress(run, verbosity)
-    summary = asyncio.run(execute_run(run, resume=True))
-    _print_summary(run, summary, verbosity)
-    return summary.exit_code
+    return _execute(run, verbosity, resume=True).exit_code
 
 
 def replay_run(run_dir: Path, into: Path | None, verbosity: int) -> int:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
     local tools run again to rebuild the files, the output is compared with the original."""
-    from flowrun.runtime.execute import execute_run
     from flowrun.runtime.ledger import Ledger
-    from flowrun.runtime.progress import attach_progress
     from flowrun.runtime.run import Run, RunOptions
 
     meta, loaded = _recorded_run(run_dir)
@@ -264,10 +277,7 @@ def replay_run(run_dir: Path, into: Path | None, verbosity: int) -> int:
     options = RunOptions(dry_run=bool(meta.get("dry_run")), model_override=meta.get("model_override"))
     run = Run(loaded.project, loaded.workflow, dict(meta.get("inputs") or {}), target, options)
     run.ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
-    sys.path.insert(0, str(run.workflow_dir))
-    attach_progress(run, verbosity)
-    summary = asyncio.run(execute_run(run))
-    _print_summary(run, summary, verbosity)
+    summary = _execute(run, verbosity)
     output = meta.get("output")
     if output and summary.status == meta.get("status"):
         same = (

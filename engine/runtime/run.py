@@ -310,6 +310,13 @@ class Run:
             self.spec.output if (self.spec.output and (not allowed or self.spec.output in allowed)) else None
         )
         hints: dict[str, Any] = {"write_path": output or _sample_path(allowed, inst.name)}
+        # a page the dry run can visit without a network: the first corpus document, if any
+        for root in self.project.roots:
+            docs = sorted((root / "corpus").glob("*.md")) if (root / "corpus").is_dir() else []
+            docs = [d for d in docs if d.stem.upper() not in ("README", "LICENSE")]
+            if docs:
+                hints["url"] = docs[0].resolve().as_uri()
+                break
         question = next(iter(self.inputs.values()), None)
         if isinstance(question, str):
             hints["query"] = question[:100]

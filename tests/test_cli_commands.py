@@ -1,0 +1,45 @@
+"""`flowrun runs`, `flowrun show`, `--version` and `--help` through the CLI on real run folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import REPO, run_cli
+
+
+def test_runs_and_show_on_a_real_run(tmp_path: Path) -> None:
+    args = [str(REPO / "examples" / "research.yaml"), "--question", "How does sorting work?", "--dry-run"]
+    proc = run_cli([*args, "--runs-dir", str(tmp_path / "runs"), "--run-id", "one", "-q"])
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "runs" / "one" / "flowrun.log").read_text().strip()
+    listing = run_cli(["runs", "--runs-dir", str(tmp_path / "runs")])
+    assert listing.returncode == 0
+    assert "one" in listing.stdout and "research" in listing.stdout and "completed" in listing.stdout
+    tree = run_cli(["show", str(tmp_path / "runs" / "one")])
+    assert tree.returncode == 0
+    for agent in ("orchestrator", "searcher", "analyzer", "writer"):
+        assert agent in tree.stdout
+    bad = run_cli(["show", str(tmp_path)])
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+def test_version_and_help_list_commands() -> None:
+    version = run_cli(["--version"])
+    assert version.returncode == 0 and "flowrun" in version.stdout
+    helptext = run_cli(["--help"])
+    for command in ("run", "validate", "schema", "resume", "replay", "runs", "show"):
+        assert command in helptext.stdout
+
+
+def test_help_does_not_import_sdks() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from click.testing import CliRunner; from flowrun.cli import main;"
+        "CliRunner().invoke(main, ['--help']); CliRunner().invoke(main, ['validate', '--help']);"
+        "heavy = ('openai', 'anthropic', 'tavily', 'pydantic', 'jsonschema');"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
