@@ -206,9 +206,6 @@ class Run:
             raise BudgetExceeded(f"max_wall_time_s ({lim['max_wall_time_s']} s) reached", "max_wall_time_s")
 
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
-        self.check_budgets()
-        self.model_calls += 1
-        inst.model_calls += 1
         request = ModelRequest(
             agent=inst.name,
             system=inst.system,
@@ -216,57 +213,13 @@ class Run:
             tools=[b.spec for b in inst.tools.values()],
             agent_id=inst.id,
             hints=self._hints(inst),
-            step=inst.model_calls - 1 - sum(inst.side_calls.values()),
+            step=inst.model_calls - sum(inst.side_calls.values()),
         )
-        digest = history_digest(request.messages)
-        self.emit(
-            "model_request",
-            agent=inst.name,
-            agent_id=inst.id,
-            step=inst.model_calls,
-            model=inst.model.name,
-            messages=len(request.messages),
-            digest=digest,
-            tools=[t.name for t in request.tools],
-        )
-        recorded = self.ledger.response(inst.id, inst.model_calls, digest, inst.name) if self.ledger else None
-        if recorded is not None:
-            self.usage.add(inst.name, inst.model, recorded.usage)
-            self.emit(
-                "model_response",
-                agent=inst.name,
-                agent_id=inst.id,
-                step=inst.model_calls,
-                response=recorded.to_dict(),
-                latency_ms=0.0,
-                replayed=True,
-            )
-            return recorded
-        started = time.perf_counter()
-        try:
-            response = await inst.provider.complete(request)
-        except ProviderError as e:
-            e.agent = e.agent or inst.name
-            e.model = e.model or inst.model.name
-            self.emit("error", agent=inst.name, agent_id=inst.id, where="model", message=str(e))
-            raise
-        self.usage.add(inst.name, inst.model, response.usage)
-        self.emit(
-            "model_response",
-            agent=inst.name,
-            agent_id=inst.id,
-            step=inst.model_calls,
-            response=response.to_dict(),
-            latency_ms=round((time.perf_counter() - started) * 1000, 2),
-        )
-        return response
+        return await self._request(inst, request)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
         """A tool-less model call on an agent's model (e.g. summarising its history); it counts
         toward the run's usage and budgets like any other call."""
-        self.check_budgets()
-        self.model_calls += 1
-        inst.model_calls += 1
         index = inst.side_calls.get(purpose, 0)
         inst.side_calls[purpose] = index + 1
         request = ModelRequest(
@@ -276,30 +229,48 @@ class Run:
             tools=[],
             step=index,
         )
+        return (await self._request(inst, request, purpose)).text
+
+    async def _request(
+        self, inst: AgentInstance, request: ModelRequest, purpose: str | None = None
+    ) -> ModelResponse:
+        """One model call: budgets, events, usage; answered from the ledger when it has it."""
+        self.check_budgets()
+        self.model_calls += 1
+        inst.model_calls += 1
+        step = inst.model_calls
+        tagged = {
+            "agent": inst.name,
+            "agent_id": inst.id,
+            "step": step,
+            **({"purpose": purpose} if purpose else {}),
+        }
+        digest = history_digest(request.messages)
         self.emit(
             "model_request",
-            agent=inst.name,
-            agent_id=inst.id,
-            step=inst.model_calls,
+            **tagged,
             model=inst.model.name,
-            messages=1,
-            digest=history_digest(request.messages),
-            tools=[],
-            purpose=purpose,
+            messages=len(request.messages),
+            digest=digest,
+            tools=[t.name for t in request.tools],
         )
+        recorded = self.ledger.response(inst.id, step, digest, inst.name) if self.ledger else None
         started = time.perf_counter()
-        response = await inst.provider.complete(request)
+        if recorded is not None:
+            response = recorded
+        else:
+            try:
+                response = await inst.provider.complete(request)
+            except ProviderError as e:
+                e.agent = e.agent or inst.name
+                e.model = e.model or inst.model.name
+                self.emit("error", agent=inst.name, agent_id=inst.id, where="model", message=str(e))
+                raise
         self.usage.add(inst.name, inst.model, response.usage)
-        self.emit(
-            "model_response",
-            agent=inst.name,
-            agent_id=inst.id,
-            step=inst.model_calls,
-            response=response.to_dict(),
-            latency_ms=round((time.perf_counter() - started) * 1000, 2),
-            purpose=purpose,
-        )
-        return response.text
+        latency = 0.0 if recorded is not None else round((time.perf_counter() - started) * 1000, 2)
+        replayed = {"replayed": True} if recorded is not None else {}
+        self.emit("model_response", **tagged, response=response.to_dict(), latency_ms=latency, **replayed)
+        return response
 
     def _hints(self, inst: AgentInstance) -> dict[str, Any]:
         if inst.model.provider != "test":
