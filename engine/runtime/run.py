@@ -16,9 +16,10 @@ from flowrun.manifest.model_config import config_from_shorthand, config_from_spe
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.templates import render
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
-from flowrun.runtime.agent import AgentInstance, Outcome, run_agent
+from flowrun.runtime.agent import AgentInstance
 from flowrun.runtime.events import EventLog, Redactor
 from flowrun.runtime.ledger import RECORDED_ONLY, Ledger
+from flowrun.runtime.subagents import call_agent
 from flowrun.runtime.toolbox import BoundTool, bind_tools, check_arguments, declared_arguments, invoke
 from flowrun.runtime.usage import UsageBook
 from flowrun.runtime.workspace import WorkspaceView
@@ -27,9 +28,7 @@ from flowrun.types import Message, ModelResponse, ToolCall, ToolResult
 
 ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
 WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-DEFAULT_MAX_DEPTH = 3
 DEFAULT_CONCURRENCY = 8
-DEFAULT_SUMMARY_CHARS = 4000
 
 
 @dataclass
@@ -340,7 +339,7 @@ class Run:
             elif result is None:
                 ctx = self.tool_context(inst, bound, call)
                 arguments = declared_arguments(bound, call.arguments)
-                result = await invoke(bound, ctx, arguments, lambda b, a: self.call_agent(inst, b, a, call))
+                result = await invoke(bound, ctx, arguments, lambda b, a: call_agent(self, inst, b, a, call))
                 # on replay the model must see exactly what it saw then; the call ran for its files
                 result = recorded or result
         if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
@@ -386,116 +385,6 @@ class Run:
             interactive=self.options.interactive,
             protected=ENGINE_FILES,
         )
-
-    # ------------------------------------------------------------ agents as tools
-
-    async def call_agent(
-        self, caller: AgentInstance, bound: BoundTool, args: dict[str, Any], call: ToolCall
-    ) -> ToolResult:
-        name = bound.name
-        callee_spec = self.project.agents[name].spec
-        max_depth = self.limits.get("max_depth", DEFAULT_MAX_DEPTH)
-        if caller.depth + 1 > max_depth:
-            return ToolResult.fail(
-                "DEPTH_EXCEEDED", f"cannot call {name}: agents may nest at most {max_depth} deep"
-            )
-        if name in (segment.split("@")[0] for segment in caller.id.split("/")):
-            return ToolResult.fail(
-                "CYCLE", f"{name} is already running above {caller.name}; agents may not call themselves"
-            )
-        max_calls = bound.config.get("max_calls")
-        made = caller.calls_made.get(name, 0)
-        if max_calls is not None and made >= max_calls:
-            return ToolResult.fail(
-                "LIMIT_REACHED", f"{name} may be called at most {max_calls} times; finish with what you have"
-            )
-        caller.calls_made[name] = made + 1
-        session = bound.config.get("session") or callee_spec.session or "fresh"
-        inst = self._sub_instance(caller, name, session, call, args.get("model"))
-        inst.written = set()
-        task = self._sub_task(args)
-        started = time.time()
-        self.emit(
-            "agent_start",
-            agent=name,
-            agent_id=inst.id,
-            parent=caller.id,
-            task=task,
-            model=inst.model.name,
-            session=session,
-        )
-        try:
-            outcome = await run_agent(self, inst, task, bound.config.get("max_steps"))
-        except ProviderError as e:
-            self.emit("agent_end", agent=name, agent_id=inst.id, status="failed", error=str(e))
-            return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
-        files = sorted(inst.written | self._changed_under(args.get("output_dir"), started))
-        caller.written |= set(files)
-        self.emit(
-            "agent_end",
-            agent=name,
-            agent_id=inst.id,
-            status=outcome.status,
-            steps=outcome.steps,
-            output_files=files,
-        )
-        return self._sub_result(inst, callee_spec, outcome, files)
-
-    def _sub_instance(
-        self, caller: AgentInstance, name: str, session: str, call: ToolCall, model: str | None
-    ) -> AgentInstance:
-        if session == "persistent":
-            key = f"{caller.id}/{name}"
-            inst = self.persistent.get(key)
-            if inst is None:
-                inst = self.new_instance(name, key, caller.depth + 1, model_ref=model)
-                self.persistent[key] = inst
-            elif model and model != inst.model.name:
-                inst.model = self.model_config(model, name)
-                inst.provider = self.provider_for(inst.model)
-            return inst
-        return self.new_instance(name, f"{caller.id}/{name}@{call.id}", caller.depth + 1, model_ref=model)
-
-    @staticmethod
-    def _sub_task(args: dict[str, Any]) -> str:
-        parts = [str(args.get("task", ""))]
-        if args.get("context_files"):
-            parts.append("Read these workspace files first: " + ", ".join(map(str, args["context_files"])))
-        if args.get("output_dir"):
-            parts.append(f"Write your output files under {args['output_dir']}/.")
-        return "\n\n".join(parts)
-
-    def _changed_under(self, folder: str | None, since: float) -> set[str]:
-        if not folder:
-            return set()
-        root = (self.workspace / folder).resolve()
-        if not root.is_relative_to(self.workspace) or not root.is_dir():
-            return set()
-        return {
-            p.relative_to(self.workspace).as_posix()
-            for p in root.rglob("*")
-            if p.is_file() and p.stat().st_mtime >= since - 1
-        }
-
-    @staticmethod
-    def _sub_result(inst: AgentInstance, spec: Any, outcome: Outcome, files: list[str]) -> ToolResult:
-        cap = spec.summary_max_chars or DEFAULT_SUMMARY_CHARS
-        summary = outcome.text.strip() or f"{inst.name} ended without a summary."
-        cut = len(summary) > cap
-        if cut:
-            summary = summary[:cap] + f"\n[summary cut at {cap} characters; details are in the files]"
-        listing = "\n".join(f"- {f}" for f in files) or "(none)"
-        text = f"{summary}\n\nOutput files:\n{listing}"
-        if outcome.status == "max_steps":
-            text = f"{inst.name} stopped at its step limit ({outcome.steps}) before finishing.\n\n{text}"
-        status = "partial" if (cut or outcome.status == "max_steps") else "success"
-        data = {
-            "output_files": files,
-            "steps_used": outcome.steps,
-            "agent_id": inst.id,
-            "outcome": outcome.status,
-        }
-        return ToolResult(status, text, data)
 
     # ------------------------------------------------------------ events
 
