@@ -60,7 +60,7 @@ def _fail(message: str, hint: str | None = None, code: int = 1) -> None:
 @main.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 )
-@click.argument("workflow", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Use the offline test provider: checks wiring, costs nothing.")
 @click.option("--model", "model_override", metavar="PROVIDER:MODEL", help="Use this model for every agent.")
 @click.option(
@@ -74,7 +74,7 @@ def _fail(message: str, hint: str | None = None, code: int = 1) -> None:
 @click.pass_context
 def run(
     ctx: click.Context,
-    workflow: Path,
+    workflow: Path | None,
     dry_run: bool,
     model_override: str | None,
     runs_dir: Path,
@@ -89,11 +89,11 @@ def run(
     from flowrun.runtime.launch import load_for_run, parse_inputs, workflow_help
 
     try:
-        if show_help:
+        if show_help or workflow is None:
             click.echo(ctx.get_help())
-            if workflow.is_file():
+            if workflow is not None and workflow.is_file():
                 click.echo("\n" + workflow_help(workflow))
-            return
+            sys.exit(0 if show_help else 2)
         if not workflow.is_file():
             _fail(f"no workflow file '{workflow}'", "give the path of a workflow .yaml file", 2)
         loaded = load_for_run(workflow)

@@ -316,3 +316,50 @@ def test_declarative_command_tool_runs_and_is_permission_checked(tmp_path: Path)
     allowed, denied = results(run_dir, "count_lines")
     assert allowed["status"] == "success" and "3 lines.txt" in allowed["text"]
     assert denied["status"] == "error" and denied["error"]["code"] == "PERMISSION_DENIED"
+
+
+def test_nested_agents_do_not_deadlock_with_concurrency_one(tmp_path: Path) -> None:
+    helper = "version: 1\nkind: agent\nname: helper\ndescription: naps\nprompt: You nap.\ntools: [nap]\n"
+    naps = [{"name": "nap", "arguments": {"seconds": 0}}] * 2
+    script = {
+        "boss": [{"tool_calls": [{"name": "helper", "arguments": {"task": "nap twice"}}]}, {"text": "ok"}],
+        "helper": [{"tool_calls": naps}, {"text": "napped"}],
+    }
+    wf = WORKFLOW + "limits: {max_concurrency: 1}\n"
+    project(tmp_path, {"tools": ["helper"]}, script, {"agents.d/helper.yaml": helper, "wf.yaml": wf})
+    proc = run_cli(["wf.yaml", "--question", "q", "--run-id", "r"], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(results(tmp_path / "runs" / "r", "nap")) == 2
+
+
+def test_until_on_a_missing_file_is_not_met(tmp_path: Path) -> None:
+    wf = WORKFLOW.replace("entry: boss\n", "") + textwrap.dedent(
+        """\
+        steps:
+          - loop:
+              max_iterations: 2
+              until: "workspace.json('eval/result.json').success_rate >= 0.9"
+              steps:
+                - agent: boss
+                  task: "iteration {{ iteration }}"
+        """
+    )
+    project(tmp_path, {}, {"boss": [{"text": "tried"}]}, {"wf.yaml": wf})
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    evs = events(run_dir)
+    assert [e["until_met"] for e in evs if e["type"] == "iteration_end"] == [False, False]
+    assert any(e["type"] == "until_error" for e in evs)
+
+
+def test_model_override_by_workflow_model_name_and_optional_inputs(tmp_path: Path) -> None:
+    wf = WORKFLOW.replace(
+        "  question: {description: q}\n", "  question: {description: q}\n  tone: {required: false}\n"
+    ).replace(
+        "entry: boss\n", 'entry: boss\ntask: "{{ question }}{% if tone %} in a {{ tone }} tone{% endif %}"\n'
+    )
+    project(tmp_path, {}, {"boss": [{"text": "ok"}]}, {"wf.yaml": wf})
+    code, out, run_dir = run(tmp_path, "--model", "s")
+    assert code == 0, out
+    start = next(e for e in events(run_dir) if e["type"] == "agent_start")
+    assert start["model"] == "s" and start["task"] == "q"

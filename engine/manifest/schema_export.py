@@ -18,8 +18,8 @@ def kind_schema(kind: str) -> dict[str, Any]:
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": f"https://flowrun.dev/schema/{kind}.schema.json",
-        "title": f"flowrun {kind} manifest",
         **schema,
+        "title": f"flowrun {kind} manifest",
     }
 
 

@@ -208,14 +208,22 @@ async def _run_loop(run: Run, step: LoopStep, prefix: str) -> Outcome:
             run.emit("iteration_start", loop=prefix, iteration=iteration)
             last = await _run_steps(run, body.steps, f"{prefix}.{iteration}/")
             recorded = run.ledger.until.get((prefix, iteration)) if run.ledger else None
-            done = (
-                recorded
-                if recorded is not None
-                else bool(body.until) and evaluate(body.until, run.template_vars())
-            )
+            done = recorded if recorded is not None else _until_met(run, body.until, prefix, iteration)
             run.emit("iteration_end", loop=prefix, iteration=iteration, until_met=done)
             if done:
                 break
     finally:
         run.iteration = outer
     return last
+
+
+def _until_met(run: Run, condition: str | None, loop: str, iteration: int) -> bool:
+    """A loop's `until`: a condition that cannot be evaluated yet (its file is missing, a key is
+    absent) is not met; the reason goes to the event log so a typo does not go unseen."""
+    if not condition:
+        return False
+    try:
+        return evaluate(condition, run.template_vars())
+    except ManifestError as e:
+        run.emit("until_error", loop=loop, iteration=iteration, message=e.message)
+        return False

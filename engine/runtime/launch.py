@@ -55,9 +55,13 @@ def _convert(name: str, raw: str, spec: Any) -> Any:
             raise ValueError(raw)
     except ValueError:
         raise UsageError(f"--{name} expects {kind}, got {raw!r}") from None
-    if spec.choices and raw not in [str(c) for c in spec.choices]:
-        raise UsageError(f"--{name} must be one of {', '.join(map(str, spec.choices))}")
     return raw
+
+
+def _check_choice(name: str, value: Any, spec: Any) -> Any:
+    if spec.choices and value not in spec.choices and str(value) not in map(str, spec.choices):
+        raise UsageError(f"--{name} must be one of {', '.join(map(str, spec.choices))}, got {value!r}")
+    return value
 
 
 def parse_inputs(loaded: LoadedWorkflow, args: list[str]) -> dict[str, Any]:
@@ -86,7 +90,7 @@ def parse_inputs(loaded: LoadedWorkflow, args: list[str]) -> dict[str, Any]:
             raw = args[i]
         else:
             raise UsageError(f"--{key} needs a value")
-        values[name] = _convert(key, raw, spec)
+        values[name] = _check_choice(key, _convert(key, raw, spec), spec)
         i += 1
     for name, spec in declared.items():
         if name in values:
@@ -95,6 +99,8 @@ def parse_inputs(loaded: LoadedWorkflow, args: list[str]) -> dict[str, Any]:
             values[name] = spec.default
         elif spec.required is not False:
             raise UsageError(f"missing --{name}", spec.description or f"the workflow needs --{name}")
+        else:
+            values[name] = None  # optional and not given: templates can test `if name`
     return values
 
 

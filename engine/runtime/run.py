@@ -65,7 +65,6 @@ class Run:
         self.iteration: int | None = None
         limits = self.spec.limits
         self.limits = limits.model_dump(exclude_none=True) if limits else {}
-        self.semaphore = asyncio.Semaphore(self.limits.get("max_concurrency", DEFAULT_CONCURRENCY))
 
     # ------------------------------------------------------------ models
 
@@ -82,8 +81,12 @@ class Run:
     def _model_config(self, ref: str | None, agent: str) -> ModelConfig:
         if self.options.dry_run:
             return ModelConfig(name="test", provider="test", model="test")
-        if self.options.model_override:
-            return config_from_shorthand(self.options.model_override, self.workflow_dir)
+        override = self.options.model_override
+        if override:
+            named = self.models_available()
+            if override in named:
+                return config_from_spec(override, named[override], self.workflow_dir)
+            return config_from_shorthand(override, self.workflow_dir)
         ref = ref or self.spec.default_model or self.project.default_model
         if ref is None:
             from flowrun.errors import ManifestError
@@ -170,7 +173,9 @@ class Run:
             "dashboards": dict(spec.context.dashboards or {}) if spec.context else {},
             "model": inst.model.name,
         }
-        return render(source, variables, search=self.project.prompt_dirs(), what=what).strip()
+        # a built-in agent's includes come from the built-ins, so a project cannot change it by accident
+        search = [loaded.root / "prompts"] if loaded.builtin else self.project.prompt_dirs()
+        return render(source, variables, search=search, what=what).strip()
 
     def opening_message(self, inst: AgentInstance, task: str) -> str:
         """The first user turn: the task, plus the dashboards for the dashboard strategy."""
@@ -282,7 +287,7 @@ class Run:
         hints: dict[str, Any] = {"write_path": output or _sample_path(allowed, inst.name)}
         # a page the dry run can visit without a network: the first corpus document, if any
         for root in self.project.roots:
-            docs = sorted((root / "corpus").glob("*.md")) if (root / "corpus").is_dir() else []
+            docs = sorted((root / "corpus").rglob("*.md")) if (root / "corpus").is_dir() else []
             docs = [d for d in docs if d.stem.upper() not in ("README", "LICENSE")]
             if docs:
                 hints["url"] = docs[0].resolve().as_uri()
@@ -297,12 +302,14 @@ class Run:
     async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
         """Run a step's tool calls concurrently (a tool marked `sequential` runs alone);
         results come back in the order the model asked for them."""
+        # per step, not per run: a sub-agent's own calls must never wait on its caller's slot
+        semaphore = asyncio.Semaphore(self.limits.get("max_concurrency", DEFAULT_CONCURRENCY))
         results: list[ToolResult | None] = [None] * len(calls)
         parallel = [i for i, c in enumerate(calls) if not self._sequential(inst, c)]
         serial = [i for i in range(len(calls)) if i not in parallel]
 
         async def one(i: int) -> None:
-            async with self.semaphore:
+            async with semaphore:
                 results[i] = await self.call_tool(inst, calls[i])
 
         async with asyncio.TaskGroup() as group:
@@ -381,7 +388,7 @@ class Run:
             limits=dict(bound.limits),
             search_path=list(self.project.roots),
             state=self.tool_state,
-            services={"emit": self.emit},
+            services={"emit": self.emit, "ask_user": ask_on_terminal},
             interactive=self.options.interactive,
             protected=ENGINE_FILES,
         )
@@ -394,6 +401,17 @@ class Run:
         if self.ledger is not None and not self.ledger.should_write({"type": type_, **fields}):
             return
         self.events.emit(type_, **fields)
+
+
+async def ask_on_terminal(question: str) -> str:
+    """ask_user on an interactive run: the question on stderr, the answer from stdin."""
+    import sys
+
+    def ask() -> str:
+        print(f"\n? {question}", file=sys.stderr, flush=True)
+        return sys.stdin.readline().rstrip("\n")
+
+    return await asyncio.to_thread(ask)
 
 
 def history_digest(messages: list[Message]) -> str:
