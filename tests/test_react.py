@@ -93,9 +93,10 @@ def test_react_run_through_cli(tmp_path: Path) -> None:
     }
     replies = [
         {
-            "text": 'Thought: write\nAction: write_file\nAction Input: {\n  "path": "a.md",\n  "content": "hi\\nthere"\n}'
+            "text": "Thought: write\nAction: write_file\n"
+            'Action Input: {\n  "path": "a.md",\n  "content": "hi\\nthere"\n}'
         },
-        {"text": 'Thought: check\nAction: read_file\nAction Input: {"path": "a.md"}'},
+        {"text": 'Thought: check\nAction: read_file\nAction Input: {"path": "a.md"}\nObservation: invented'},
         {"text": "Thought: ok\nFinal Answer: wrote a.md"},
     ]
     script = {"version": 1, "kind": "script", "agents": {"reacter": replies}}
@@ -112,5 +113,7 @@ def test_react_run_through_cli(tmp_path: Path) -> None:
     assert all(e["tools"] for e in requests)  # the loop still knows its tools
     results = [e["result"] for e in events if e["type"] == "tool_result"]
     assert [r["status"] for r in results] == ["success", "success"]
+    texts = [e["response"]["text"] for e in events if e["type"] == "model_response"]
+    assert not any("invented" in t for t in texts)  # a made-up observation never enters the history
     end = next(e for e in events if e["type"] == "agent_end")
     assert end["status"] == "completed"

@@ -363,3 +363,21 @@ def test_model_override_by_workflow_model_name_and_optional_inputs(tmp_path: Pat
     assert code == 0, out
     start = next(e for e in events(run_dir) if e["type"] == "agent_start")
     assert start["model"] == "s" and start["task"] == "q"
+
+
+def test_agent_deny_patterns_add_to_the_tools_own(tmp_path: Path) -> None:
+    script = {
+        "boss": [
+            {"tool_calls": [{"name": "execute_shell", "arguments": {"command": "git status"}}]},
+            {"tool_calls": [{"name": "execute_shell", "arguments": {"command": "sudo ls"}}]},
+            {"tool_calls": [{"name": "execute_shell", "arguments": {"command": "echo fine"}}]},
+            {"text": "ok"},
+        ]
+    }
+    project(tmp_path, {"tools": [{"execute_shell": {"deny": ["git *"]}}]}, script)
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    own, builtin, allowed = results(run_dir, "execute_shell")
+    assert own["error"]["code"] == "PERMISSION_DENIED"
+    assert builtin["error"]["code"] == "PERMISSION_DENIED"  # the built-in `sudo *` still applies
+    assert allowed["status"] == "success" and "fine" in allowed["text"]

@@ -142,7 +142,8 @@ class ReactProvider(Provider):
         response = await self.inner.complete(text_request)
         answer, calls = parse_react(response.text, request.tools, f"react_{call_index(request)}")
         response.tool_calls = calls
-        response.text = response.text.strip() if calls else answer
+        # the history keeps the answer up to the action (an invented "Observation:" is dropped)
+        response.text = answer
         return response
 
     async def aclose(self) -> None:

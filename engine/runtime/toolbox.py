@@ -87,7 +87,11 @@ def bind_tools(project: Project, agent_spec: Any, search_path: list[Path]) -> di
 def _bind_manifest_tool(
     manifest: Any, config: dict[str, Any], dashboards: dict[str, str], search_path: list[Path]
 ) -> BoundTool:
-    merged = {**(manifest.defaults or {}), **config}
+    defaults = manifest.defaults or {}
+    merged = {**defaults, **config}
+    if isinstance(defaults.get("deny"), list) and isinstance(config.get("deny"), list):
+        # an agent's deny patterns add to the tool's own; they never lift them
+        merged["deny"] = [*defaults["deny"], *(p for p in config["deny"] if p not in defaults["deny"])]
     if dashboards and not merged.get("dashboards"):
         merged["dashboards"] = dashboards
     limits = manifest.limits.model_dump(exclude_none=True) if manifest.limits else {}
