@@ -259,3 +259,59 @@ def test_shipped_manifests_have_schema_line() -> None:
     for path in files:
         first = path.read_text(encoding="utf-8").splitlines()[0]
         assert first.startswith("# yaml-language-server: $schema="), path
+
+
+ADVERSARIAL = {
+    "list-at-top": ("agents.d/helper.yaml", "- just\n- a list\n", "not-a-mapping"),
+    "empty-file": ("agents.d/helper.yaml", "", "empty"),
+    "binary-file": ("agents.d/helper.yaml", "\udcff\udcfe garbage", "io"),
+    "name-not-string": ("agents.d/helper.yaml", HELPER.replace("name: helper", "name: 123"), "wrong-type"),
+    "tools-not-list": (
+        "agents.d/helper.yaml",
+        HELPER.replace("tools: [read_file]", "tools: read_file"),
+        "wrong-type",
+    ),
+    "two-key-entry": (
+        "agents.d/helper.yaml",
+        HELPER.replace("tools: [read_file]", "tools:\n  - {read_file: {}, glob: {}}"),
+        "bad-entry",
+    ),
+    "prompt-traversal": (
+        "agents.d/helper.yaml",
+        HELPER.replace("prompt: You help.", "prompt_file: ../../../etc/passwd"),
+        "invalid",
+    ),
+    "extends-itself": ("agents.d/helper.yaml", HELPER + "extends: helper\n", "unknown-agent"),
+    "compatible-without-url": (
+        "wf.yaml",
+        WORKFLOW.replace(
+            "provider: anthropic, model: claude-x, api_key_env: ANTHROPIC_API_KEY",
+            "provider: openai-compatible, model: m",
+        ),
+        "invalid",
+    ),
+    "key-in-env-name": ("wf.yaml", WORKFLOW.replace("ANTHROPIC_API_KEY", "sk-live-abc123"), "bad-env-name"),
+    "bad-version": ("agents.d/helper.yaml", HELPER.replace("version: 1", "version: 2"), "bad-value"),
+    "self-call": (
+        "agents.d/helper.yaml",
+        HELPER.replace("tools: [read_file]", "tools: [helper]"),
+        "agent-cycle",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ADVERSARIAL))
+def test_unfamiliar_manifests_get_one_clear_diagnostic(tmp_path: Path, case: str) -> None:
+    rel, text, code = ADVERSARIAL[case]
+    make_project(tmp_path, {})
+    target = tmp_path / rel
+    target.write_bytes(text.encode("utf-8", "surrogateescape"))
+    exit_code, out = validate(tmp_path, "--format", "json")
+    assert exit_code == 1, out
+    report = json.loads(out)
+    codes = [d["code"] for d in report["diagnostics"] if d["severity"] == "error"]
+    assert code in codes, codes
+    # a broken agent file is reported once, not again as "unknown agent" wherever it is used
+    assert "unknown-tool" not in codes
+    assert "unknown-agent" not in codes or code == "unknown-agent"
+    assert all(d["file"] and d["line"] >= 1 for d in report["diagnostics"])

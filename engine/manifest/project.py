@@ -150,8 +150,9 @@ def _add_manifest(
     kind, spec, src, diags = parse_manifest(path, folder, trusted=trusted)
     project.diagnostics += diags
     if spec is None:
-        if isinstance(src.data, dict) and isinstance(src.data.get("name"), str):
-            project.broken.add(src.data["name"])
+        # its name (or, failing that, its file name) is known: references to it are not "unknown"
+        name = src.data.get("name") if isinstance(src.data, dict) else None
+        project.broken.add(name if isinstance(name, str) else path.stem)
         return
     if kind != expected:
         project.diagnostics.append(
@@ -230,10 +231,14 @@ def _resolve_agent(project: Project, name: str, layer: int, chain: tuple[str, ..
         parent = _resolve_agent(project, spec.extends, 0, (*chain, key))
         missing = f"'{name}' extends unknown agent '{spec.extends}'"
     if parent is None:
+        project.broken.add(name)
         if not any(d.code == "extends-cycle" for d in project.diagnostics):
             from flowrun.manifest.schema_check import did_you_mean
 
-            hint = did_you_mean(spec.extends, set(project.agent_layers)) or "check the name"
+            if spec.extends == name:
+                hint = "remove `extends:`, or extend a built-in or another agent by its name"
+            else:
+                hint = did_you_mean(spec.extends, set(project.agent_layers) - {name}) or "check the name"
             project.diagnostics.append(loaded.source.diag(("extends",), missing, hint, "unknown-agent"))
         return None
     overrides = {k: getattr(spec, k) for k in spec.model_fields_set if k not in ("extends",)}
@@ -250,7 +255,8 @@ def find_agent_prompt(loaded: Loaded[Any], project: Project) -> Path | None:
     path, a built-in agent only among the built-ins (so a project cannot break it by accident)."""
     roots = [loaded.root] if loaded.builtin else project.roots
     for root in roots:
-        candidate = root / "prompts" / loaded.spec.prompt_file
-        if candidate.is_file():
+        folder = (root / "prompts").resolve()
+        candidate = (folder / loaded.spec.prompt_file).resolve()
+        if candidate.is_relative_to(folder) and candidate.is_file():
             return candidate
     return None

@@ -158,7 +158,9 @@ def _any_of(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
         return [src.diag(parts, f"expected {' or '.join(names)}, got {got}", "", "wrong-type")]
     from jsonschema.exceptions import best_match
 
-    deeper = best_match(context) if context else None
+    # the branch whose type fits the value explains the problem best (e.g. a mapping tool entry)
+    fitting = [c for c in context if c.validator != "type" and not (c.validator == "anyOf" and not c.context)]
+    deeper = best_match(fitting or context) if context else None
     if deeper is None:
         return [src.diag(parts, _generic(err), "", "schema")]
     return _explain(src, deeper)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -83,6 +83,10 @@ class ModelSpec(Strict):
     def _provider_or_preset(self) -> ModelSpec:
         if self.provider is None and self.preset is None:
             raise ValueError("a model needs `provider` or `preset`")
+        if self.provider == "openai-compatible" and not self.base_url:
+            raise ValueError("provider openai-compatible needs `base_url` (or use a `preset`)")
+        if self.provider == "scripted" and not self.script:
+            raise ValueError("provider scripted needs `script:` (a kind: script file)")
         return self
 
 
@@ -200,7 +204,9 @@ class AgentManifest(Strict):
         None, description="What callers see when this agent is offered as a tool."
     )
     prompt: str | None = Field(None, description="Inline Jinja2 system prompt.")
-    prompt_file: str | None = Field(None, description="A Jinja2 template under prompts/ (the system prompt).")
+    prompt_file: str | None = Field(
+        None, description="A Jinja2 template under prompts/ (the system prompt), a relative path."
+    )
     model: ModelRef | None = None
     max_steps: int | None = Field(
         None, ge=1, le=10_000, description="Model calls before it stops (default 30)."
@@ -220,6 +226,13 @@ class AgentManifest(Strict):
     summary_max_chars: int | None = Field(
         None, ge=100, description="As a tool: cap on the summary returned to the caller (default 4000)."
     )
+
+    @field_validator("prompt_file")
+    @classmethod
+    def _inside_prompts(cls, value: str | None) -> str | None:
+        if value is not None and (value.startswith("/") or ".." in value.replace("\\", "/").split("/")):
+            raise ValueError(f"prompt_file {value!r} must be a relative path inside prompts/, without '..'")
+        return value
 
     @model_validator(mode="after")
     def _one_prompt(self) -> AgentManifest:
