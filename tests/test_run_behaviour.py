@@ -381,3 +381,34 @@ def test_agent_deny_patterns_add_to_the_tools_own(tmp_path: Path) -> None:
     assert own["error"]["code"] == "PERMISSION_DENIED"
     assert builtin["error"]["code"] == "PERMISSION_DENIED"  # the built-in `sudo *` still applies
     assert allowed["status"] == "success" and "fine" in allowed["text"]
+
+
+HOSTILE_CALLS = [
+    {"name": "read_file", "arguments": "[1, 2]"},
+    {"name": "read_file", "arguments": "null"},
+    {"name": "read_file", "arguments": {"path": {"$ref": "#/x"}}},
+    {"name": "read_file", "arguments": {"path": "a\u0000b"}},
+    {"name": "read_file", "arguments": {"path": "x" * 100_000}},
+    {"name": "read_file", "arguments": {"path": "../../etc/passwd"}},
+    {"name": "read_file", "arguments": {"path": "/etc/passwd"}},
+    {"name": "", "arguments": {}},
+    {"name": "../../bin/sh", "arguments": {}},
+    {"name": "helper", "arguments": {"task": ["not", "a", "string"]}},
+    {"name": "helper", "arguments": {"task": "x", "unexpected": True}},
+]
+
+
+def test_hostile_tool_calls_become_error_results(tmp_path: Path) -> None:
+    helper = "version: 1\nkind: agent\nname: helper\ndescription: helps\nprompt: You help.\n"
+    script = {"boss": [{"tool_calls": HOSTILE_CALLS}, {"text": "survived"}]}
+    project(tmp_path, {"tools": ["read_file", "helper"]}, script, {"agents.d/helper.yaml": helper})
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    evs = events(run_dir)
+    outcomes = [e["result"] for e in evs if e["type"] == "tool_result"]
+    assert len(outcomes) == len(HOSTILE_CALLS)
+    assert all(r["status"] == "error" for r in outcomes), [r["text"][:80] for r in outcomes]
+    codes = {r["error"]["code"] for r in outcomes}
+    assert codes <= {"INVALID_PARAM", "ACCESS_DENIED", "UNKNOWN_TOOL", "NOT_FOUND"}
+    assert not any(e["type"] == "agent_start" and e["agent"] == "helper" for e in evs)
+    assert next(e for e in evs if e["type"] == "agent_end")["status"] == "completed"

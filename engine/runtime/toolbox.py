@@ -171,9 +171,9 @@ async def invoke(
     except Exception as e:  # a tool never raises into the agent loop
         if _is_engine_stop(e):
             raise
-        result = ToolResult(
-            "error", f"{bound.name} failed: {type(e).__name__}: {e}", error=ToolError("INTERNAL", str(e))
-        )
+        detail = str(e) if len(str(e)) <= 500 else str(e)[:500] + "…"  # never flood the context
+        message = f"{bound.name} failed: {type(e).__name__}: {detail}"
+        result = ToolResult("error", message, error=ToolError("INTERNAL", detail))
     if not isinstance(result, ToolResult):
         result = ToolResult.fail(
             "INTERNAL", f"{bound.name} returned {type(result).__name__}, not a ToolResult"

@@ -16,6 +16,8 @@ from pathlib import Path, PureWindowsPath
 from flowrun.tools.base import ToolContext, error
 from flowrun.types import ToolResult
 
+MAX_PATH_CHARS = 4096
+
 
 class PathDenied(Exception):
     """A path a tool must not touch; the tool turns it into an error result."""
@@ -49,6 +51,8 @@ def resolve_path(
         raise PathDenied("INVALID_PARAM", "path must be a non-empty string")
     if "\x00" in path:
         raise PathDenied("ACCESS_DENIED", "path contains a NUL byte")
+    if len(path) > MAX_PATH_CHARS or any(len(part) > 255 for part in path.replace("\\", "/").split("/")):
+        raise PathDenied("INVALID_PARAM", f"path is too long ({len(path)} characters); use a shorter name")
     if path.startswith(("/", "\\")) or PureWindowsPath(path).drive or Path(path).is_absolute():
         raise PathDenied(
             "ACCESS_DENIED",
