@@ -248,3 +248,43 @@ def test_token_and_cost_budgets_stop_cleanly(
     assert any(e["type"] == "budget_exceeded" and e["limit"] == limit for e in events(run_dir))
     requests = sum(e["type"] == "model_request" for e in events(run_dir))
     assert 1 <= requests < 20
+
+
+def test_resume_without_run_json_uses_the_log(tmp_path: Path) -> None:
+    """A crash before run.json was written: resume reads the workflow and inputs from run_start."""
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "c",
+        "inputs": {"topic": {"description": "t"}},
+        "models": {"m": {"provider": "scripted", "model": "m", "script": "script.yaml"}},
+        "default_model": "m",
+        "entry": "w",
+        "task": "write about {{ topic }}",
+    }
+    agent = {"version": 1, "kind": "agent", "name": "w", "prompt": "You write.", "tools": ["write_file"]}
+    replies = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.md", "content": "once"}}]},
+        {"text": "written"},
+    ]
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(workflow))
+    (tmp_path / "agents.d" / "w.yaml").write_text(yaml.safe_dump(agent))
+    (tmp_path / "script.yaml").write_text(
+        yaml.safe_dump({"version": 1, "kind": "script", "agents": {"w": replies}})
+    )
+    proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    # pretend the process died just after the agent's last answer was logged
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if '"type": "agent_end"' in line)
+    (run_dir / "events.jsonl").write_text("\n".join(lines[:cut]) + '\n{"seq": 99, "type": "tool_ca')
+    (run_dir / "run.json").unlink()
+    proc = run_cli(["resume", str(run_dir), "-q"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    evs = events(run_dir)
+    assert evs[-1]["type"] == "run_end" and evs[-1]["status"] == "completed"
+    assert sum(e["type"] == "model_response" for e in evs) == 2  # nothing asked twice
+    assert json.loads((run_dir / "run.json").read_text())["inputs"] == {"topic": "tides"}
+    assert (run_dir / "out.md").read_text() == "once"

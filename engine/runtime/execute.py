@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -95,11 +96,13 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     run.emit(
         "run_start",
         workflow=run.spec.name,
-        workflow_file=str(run.workflow.source.path),
+        workflow_file=str(run.workflow.source.path.resolve()),
         inputs=run.inputs,
         flowrun_version=__version__,
         sdk_versions=_sdk_versions(),
         dry_run=run.options.dry_run,
+        model_override=run.options.model_override,
+        output=run.spec.output,
     )
     _write_meta(run, "running")
     status, message = "failed", ""
@@ -128,7 +131,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
 
 def _finish(run: Run, status: str, message: str) -> None:
     run.emit("run_end", status=status, message=message[:2000], usage=run.usage.to_dict())
-    (run.run_dir / "usage.json").write_text(json.dumps(run.usage.to_dict(), indent=2), encoding="utf-8")
+    write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     _write_meta(run, status)
     if run.events:
         run.events.close()
@@ -154,7 +157,14 @@ def _write_meta(run: Run, status: str) -> None:
         "output": run.spec.output,
         "updated": time.time(),
     }
-    (run.run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
+    write_atomic(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """A crash never leaves a half-written run.json or usage.json behind."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 async def _run_body(run: Run) -> Outcome:

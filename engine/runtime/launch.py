@@ -233,14 +233,21 @@ def _recorded_run(run_dir: Path) -> tuple[dict[str, Any], LoadedWorkflow]:
     import json
 
     from flowrun.errors import RunError
+    from flowrun.runtime.events import read_events
 
-    meta_path = run_dir / "run.json"
-    if not meta_path.is_file() or not (run_dir / "events.jsonl").is_file():
-        raise RunError(
-            f"{run_dir} is not a run folder (no run.json or events.jsonl)", "pass a folder under runs/"
-        )
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    workflow = Path(meta["workflow_file"])
+    if not (run_dir / "events.jsonl").is_file():
+        raise RunError(f"{run_dir} is not a run folder (no events.jsonl)", "pass a folder under runs/")
+    try:
+        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        # run.json is missing or damaged: the log's first event says what was started
+        start = next((e for e in read_events(run_dir / "events.jsonl") if e.get("type") == "run_start"), None)
+        if start is None:
+            raise RunError(
+                f"{run_dir} has no run_start event", "the run never started; run it again"
+            ) from None
+        meta = {**start, "status": "incomplete"}
+    workflow = Path(meta["workflow_file"]).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
     return meta, load_for_run(workflow)
