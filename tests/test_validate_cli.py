@@ -279,7 +279,7 @@ ADVERSARIAL = {
     "prompt-traversal": (
         "agents.d/helper.yaml",
         HELPER.replace("prompt: You help.", "prompt_file: ../../../etc/passwd"),
-        "invalid",
+        "bad-path",
     ),
     "extends-itself": ("agents.d/helper.yaml", HELPER + "extends: helper\n", "unknown-agent"),
     "compatible-without-url": (

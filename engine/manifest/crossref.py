@@ -14,8 +14,13 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA, AgentStep, LoopStep
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
+from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
+
+
+def is_loop(step: Any) -> bool:
+    """A workflow step is a loop (`loop:`) or an agent step (`agent:`)."""
+    return step.raw("loop") is not None
 
 
 def tool_entries(spec: Any) -> Iterator[tuple[int, str, dict[str, Any]]]:
@@ -348,7 +353,7 @@ def _iter_steps(steps: list[Any], parts: tuple) -> Iterator[tuple[Any, tuple]]:
     for i, step in enumerate(steps or []):
         here = (*parts, i)
         yield step, here
-        if isinstance(step, LoopStep):
+        if is_loop(step):
             yield from _iter_steps(step.loop.steps, (*here, "loop", "steps"))
 
 
@@ -385,7 +390,7 @@ def _workflow_agents(spec: Any) -> list[tuple[str, tuple]]:
     """(agent name, YAML path) of the entry agent and every step's agent."""
     starts: list[tuple[str, tuple]] = [(spec.entry, ("entry",))] if spec.entry else []
     for step, parts in _iter_steps(spec.steps, ("steps",)):
-        if isinstance(step, AgentStep):
+        if not is_loop(step):
             starts.append((step.agent, (*parts, "agent")))
     return starts
 
@@ -398,7 +403,7 @@ def _workflow_templates(spec: Any) -> list[tuple[str, tuple, bool]]:
     for path, content in ((spec.workspace and spec.workspace.files) or {}).items():
         found.append((content, ("workspace", "files", path), False))
     for step, parts in _iter_steps(spec.steps, ("steps",)):
-        if isinstance(step, AgentStep):
+        if not is_loop(step):
             found += [(getattr(step, k), (*parts, k), False) for k in ("task", "workdir") if getattr(step, k)]
         elif step.loop.until:
             found.append((step.loop.until, (*parts, "loop", "until"), True))

@@ -98,7 +98,7 @@ def config_from_spec(name: str, spec: Any, base_dir: Path) -> ModelConfig:
 
 
 def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
-    from flowrun.manifest.specs import ModelSpec
+    from flowrun.manifest.view import model_view
 
     parts = split_ref(ref)
     problem = reference_problem(ref, set())
@@ -108,9 +108,9 @@ def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
         )
     provider, model = parts
     if provider in PRESETS:
-        spec = ModelSpec(preset=provider, model=model)
+        spec = model_view({"preset": provider, "model": model})
     elif provider == "scripted":
-        spec = ModelSpec(provider="scripted", model="script", script=model)
+        spec = model_view({"provider": "scripted", "model": "script", "script": model})
     else:
-        spec = ModelSpec(provider=provider, model=model)
+        spec = model_view({"provider": provider, "model": model})
     return config_from_spec(ref, spec, base_dir)

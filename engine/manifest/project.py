@@ -10,6 +10,8 @@ from typing import Any, Generic, TypeVar
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema_check import check_schema, detect_kind
+from flowrun.manifest.semantics import problems
+from flowrun.manifest.view import view
 from flowrun.manifest.yaml_source import Source, load_source
 from flowrun.paths import builtin_root
 
@@ -67,8 +69,6 @@ def parse_manifest(
     """YAML → schema check → typed spec. Returns (kind, spec or None, source, diagnostics).
     `trusted` (the built-ins, checked by flowrun's own tests) skips the JSON Schema pass; the
     typed specs still validate them."""
-    from flowrun.manifest.specs import KINDS
-
     src, diags = load_source(path, display_path(path))
     if src.data is None:
         return None, None, src, diags
@@ -80,18 +80,11 @@ def parse_manifest(
     diags += schema_diags
     if schema_diags or any(d.severity == "error" for d in diags):
         return kind, None, src, diags
-    from pydantic import ValidationError
-
-    data = {**src.data, "kind": kind}
-    try:
-        spec = KINDS[kind].model_validate(data)
-    except ValidationError as e:
-        for item in e.errors():
-            parts = tuple(p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            msg = item["msg"].removeprefix("Value error, ")
-            diags.append(src.diag(parts, msg, "", "invalid"))
+    rules = problems(kind, src)
+    diags += rules
+    if rules:
         return kind, None, src, diags
-    return kind, spec, src, diags
+    return kind, view(kind, {**src.data, "kind": kind}), src, diags
 
 
 def _manifest_files(folder: Path) -> list[Path]:
@@ -241,12 +234,13 @@ def _resolve_agent(project: Project, name: str, layer: int, chain: tuple[str, ..
                 hint = did_you_mean(spec.extends, set(project.agent_layers) - {name}) or "check the name"
             project.diagnostics.append(loaded.source.diag(("extends",), missing, hint, "unknown-agent"))
         return None
-    overrides = {k: getattr(spec, k) for k in spec.model_fields_set if k not in ("extends",)}
-    merged = parent.spec.model_copy(update={**overrides, "extends": None})
-    if "prompt" in overrides:
-        merged = merged.model_copy(update={"prompt_file": None})
-    if "prompt_file" in overrides:
-        merged = merged.model_copy(update={"prompt": None})
+    # the child's own keys replace the parent's; a child prompt replaces either kind of parent prompt
+    overrides = {k: spec.raw(k) for k in spec.fields_set if k != "extends"}
+    if "prompt" in spec.fields_set:
+        overrides["prompt_file"] = None
+    elif "prompt_file" in spec.fields_set:
+        overrides["prompt"] = None
+    merged = parent.spec.merged({**overrides, "extends": None})
     return Loaded(merged, loaded.source, loaded.root, loaded.builtin)
 
 

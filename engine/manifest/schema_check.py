@@ -84,6 +84,11 @@ def _additional(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
     for key in err.instance:
         if key in allowed or any(re.search(p, str(key)) for p in patterns):
             continue
+        if not allowed and patterns:
+            message = f"{key!r} is not a valid name"
+            hint = "use letters, digits, _ and -, starting with a letter (at most 64)"
+            out.append(src.diag((*parts, key), message, hint, "bad-name", key=True))
+            continue
         if str(key).lower() in SECRET_KEYS:
             hint = (
                 "secrets never go in manifests: put the value in an environment variable "

@@ -56,6 +56,8 @@ def _tidy(node: Any, top: bool = True) -> Any:
                 out = {**rest[0], **out}
             else:
                 out["anyOf"] = rest
+    if "patternProperties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False  # a mapping keyed by names: other keys are errors
     if out.get("default", 0) is None:
         out.pop("default")
     if not top and isinstance(out.get("title"), str) and "properties" not in out:

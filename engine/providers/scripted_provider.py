@@ -19,7 +19,11 @@ def load_script(path: Path) -> dict[str, list[dict[str, Any]]]:
     if spec is None or kind != "script":
         first = diags[0].text() if diags else f"{path} is not a `kind: script` manifest"
         raise ManifestError(f"bad script file: {first}", "see `flowrun schema script`")
-    return {name: [r.model_dump() for r in replies] for name, replies in spec.agents.items()}
+    agents = spec.raw("agents") or {}
+    return {
+        name: [{"text": r.get("text", ""), "tool_calls": r.get("tool_calls") or []} for r in replies]
+        for name, replies in agents.items()
+    }
 
 
 class ScriptedProvider(Provider):
@@ -58,7 +62,7 @@ class ScriptedProvider(Provider):
         reply = replies[step]
         calls = []
         for i, spec in enumerate(reply["tool_calls"]):
-            raw = spec["arguments"]
+            raw = spec.get("arguments", {})
             args, err = parse_arguments(raw)
             calls.append(
                 ToolCall(

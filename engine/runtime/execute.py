@@ -14,7 +14,7 @@ from typing import Any
 
 from flowrun import __version__
 from flowrun.errors import BudgetExceeded, FlowrunError, ManifestError
-from flowrun.manifest.specs import AgentStep, LoopStep
+from flowrun.manifest.crossref import is_loop
 from flowrun.manifest.templates import evaluate, render
 from flowrun.runtime.agent import Outcome, run_agent
 from flowrun.runtime.events import EventLog
@@ -66,7 +66,7 @@ def seed_workspace(run: Run) -> None:
         target = run.workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render(content, variables, what=f"seed file {rel}"), encoding="utf-8")
-    for rel in (ws.copy_paths if ws else None) or []:
+    for rel in (ws.copy if ws else None) or []:
         source = run.workflow_dir / rel
         if not source.exists():
             raise ManifestError(f"workspace.copy: '{rel}' not found next to the workflow", "check the path")
@@ -198,17 +198,17 @@ async def _top_agent(run: Run, name: str, instance_id: str, task: str, workdir: 
 async def _run_steps(run: Run, steps: list[Any], prefix: str) -> Outcome:
     last = Outcome("completed", "", 0)
     for index, step in enumerate(steps):
-        if isinstance(step, AgentStep):
+        if not is_loop(step):
             variables = run.template_vars()
             task = render(step.task, variables, what="a step task") if step.task else default_task(run)
             workdir = render(step.workdir, variables, what="a step workdir").strip() if step.workdir else None
             last = await _top_agent(run, step.agent, f"{prefix}{step.agent}#{index}", task, workdir)
-        elif isinstance(step, LoopStep):
+        else:
             last = await _run_loop(run, step, f"{prefix}loop{index}")
     return last
 
 
-async def _run_loop(run: Run, step: LoopStep, prefix: str) -> Outcome:
+async def _run_loop(run: Run, step: Any, prefix: str) -> Outcome:
     body = step.loop
     last = Outcome("completed", "", 0)
     outer = run.iteration

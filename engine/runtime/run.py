@@ -64,7 +64,7 @@ class Run:
         self.started = time.monotonic()
         self.iteration: int | None = None
         limits = self.spec.limits
-        self.limits = limits.model_dump(exclude_none=True) if limits else {}
+        self.limits = limits.to_dict() if limits else {}
 
     # ------------------------------------------------------------ models
 

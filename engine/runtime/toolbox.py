@@ -94,7 +94,7 @@ def _bind_manifest_tool(
         merged["deny"] = [*defaults["deny"], *(p for p in config["deny"] if p not in defaults["deny"])]
     if dashboards and not merged.get("dashboards"):
         merged["dashboards"] = dashboards
-    limits = manifest.limits.model_dump(exclude_none=True) if manifest.limits else {}
+    limits = manifest.limits.to_dict() if manifest.limits else {}
     impl = manifest.implementation
     parameters = manifest.parameters
     func = None
@@ -106,7 +106,7 @@ def _bind_manifest_tool(
             parameters = dynamic(search_path, merged) or parameters
         kind = "python"
     else:
-        command = impl.model_dump(exclude_none=True)
+        command = impl.to_dict()
         kind = "command"
     spec = ToolSpec(manifest.name, manifest.description.strip(), parameters)
     return BoundTool(

@@ -1,0 +1,65 @@
+"""Rules that span several keys of one manifest, checked after its JSON Schema passed
+(the schema cannot say "exactly one of" or "needs base_url when ...")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.yaml_source import Source
+
+
+def problems(kind: str, src: Source) -> list[Diagnostic]:
+    data = src.data
+    out: list[Diagnostic] = []
+    if kind == "workflow":
+        if ("entry" in data) == ("steps" in data):
+            where = ("steps",) if "steps" in data else ()
+            out.append(
+                src.diag(
+                    where, "a workflow needs exactly one of `entry` or `steps`", "keep one of them", "invalid"
+                )
+            )
+        for name, model in (data.get("models") or {}).items():
+            out += _model_problems(src, ("models", name), model)
+    elif kind == "models":
+        for name, model in (data.get("models") or {}).items():
+            out += _model_problems(src, ("models", name), model)
+    elif kind == "agent":
+        out += _agent_problems(src, data)
+    return out
+
+
+def _model_problems(src: Source, parts: tuple[Any, ...], model: dict[str, Any]) -> list[Diagnostic]:
+    if model.get("provider") is None and model.get("preset") is None:
+        return [
+            src.diag(parts, "a model needs `provider` or `preset`", "e.g. provider: anthropic", "invalid")
+        ]
+    if model.get("provider") == "openai-compatible" and not model.get("base_url"):
+        hint = "set base_url (e.g. http://localhost:8000/v1) or use a `preset`"
+        return [src.diag(parts, "provider openai-compatible needs `base_url`", hint, "invalid")]
+    if model.get("provider") == "scripted" and not model.get("script"):
+        hint = "name a `kind: script` file relative to the workflow"
+        return [src.diag(parts, "provider scripted needs `script:`", hint, "invalid")]
+    return []
+
+
+def _agent_problems(src: Source, data: dict[str, Any]) -> list[Diagnostic]:
+    out = []
+    if "prompt" in data and "prompt_file" in data:
+        out.append(
+            src.diag(("prompt_file",), "set `prompt` or `prompt_file`, not both", "keep one", "invalid")
+        )
+    prompt_file = data.get("prompt_file")
+    if isinstance(prompt_file, str) and (
+        prompt_file.startswith("/") or ".." in prompt_file.replace("\\", "/").split("/")
+    ):
+        out.append(
+            src.diag(
+                ("prompt_file",),
+                f"prompt_file {prompt_file!r} must be a relative path inside prompts/, without '..'",
+                "name a template under the prompts/ folder",
+                "bad-path",
+            )
+        )
+    return out
