@@ -1,8 +1,10 @@
-"""How much the dashboard strategy shrinks the prompt of a long research run.
+"""How much the dashboard and compact strategies shrink the prompt of a long research run.
 
-The same scripted 60-step run of a research_v2-style agent, twice: with `context: full` every
-step's tool result stays in the history; with `context: dashboard` the agent rewrites its current
-dashboard every 10 steps, which restarts its history from the system prompt and the dashboards.
+The same scripted 60-step run of a research_v2-style agent, three times: with `context: full`
+every step's tool result stays in the history; with `context: dashboard` the agent rewrites its
+current dashboard every 10 steps, which restarts its history from the system prompt and the
+dashboards; with `context: compact` older turns are summarised into a workspace file whenever the
+prompt passes 30% of the model's context window (the summary calls are counted as model calls).
 Each step reads a page of the offline corpus (examples/corpus, 5-45 kB each); the last step calls
 all_finished. Printed: the largest prompt the agent sent, measured at the scripted wire server
 (tests/wire_server.py) as characters of the request's messages, with a rough token count (chars / 4).
@@ -55,6 +57,7 @@ max_steps: 1000
 context:
   strategy: MODE
   dashboards: {overall: overall_dashboard.md, current: current_dashboard.md}
+  compact_at: 0.3
 stop: {on_text: false}
 tools: [read_file, update_dashboard, all_finished]
 """
@@ -70,7 +73,7 @@ def make_project(folder: Path) -> dict[str, Path]:
     (folder / "agents.d").mkdir(parents=True, exist_ok=True)
     (folder / "corpus").symlink_to(CORPUS, target_is_directory=True)
     workflows = {}
-    for mode in ("full", "dashboard"):
+    for mode in ("full", "dashboard", "compact"):
         (folder / f"context_{mode}.yaml").write_text(WORKFLOW.replace("MODE", mode))
         (folder / "agents.d" / f"reader_{mode}.yaml").write_text(AGENT.replace("MODE", mode))
         workflows[mode] = folder / f"context_{mode}.yaml"
@@ -88,11 +91,16 @@ class Responder:
         self.pages = pages()
 
     def __call__(self, request: WireRequest) -> Reply:
+        if "You compress the earlier part" in request.system:  # a `compact` summary request
+            transcript = _first_user_text(request)
+            prior = DONE_STEPS.findall(transcript)
+            done = (int(prior[-1]) if prior else 0) + transcript.count("### assistant")
+            return Reply(text=f"Completed steps: {done}\nNotes: pages read so far.")
         dashboard = "(context dashboard)" in request.system
         step = request.assistant_turns
-        if dashboard:
-            opening = _first_user_text(request)
-            found = DONE_STEPS.findall(opening)
+        if dashboard or "(context compact)" in request.system:
+            # after a reset or a compaction the steps done so far are stated in a user turn
+            found = DONE_STEPS.findall(_user_texts(request))
             step += int(found[-1]) if found else 0
         if step >= self.steps - 1:
             return Reply(tool_calls=[ToolCallSpec("all_finished", {"result": "read the corpus"})])
@@ -103,6 +111,11 @@ class Responder:
             )
         page = self.pages[step % len(self.pages)]
         return Reply(tool_calls=[ToolCallSpec("read_file", {"path": page})])
+
+
+def _user_texts(request: WireRequest) -> str:
+    users = [m.get("content", "") for m in request.messages if m.get("role") == "user"]
+    return "\n".join(c if isinstance(c, str) else json.dumps(c) for c in users)
 
 
 def _first_user_text(request: WireRequest) -> str:
@@ -146,8 +159,9 @@ def main() -> None:
     print(f"{args.steps}-step scripted research run; largest prompt the agent sent (messages only):")
     for mode, (chars, calls) in results.items():
         print(f"  context {mode:<9}  {chars:>10,} chars  ~{chars // 4:>8,} tokens  ({calls} model calls)")
-    full, dash = results["full"][0], results["dashboard"][0]
+    full, dash, compact = results["full"][0], results["dashboard"][0], results["compact"][0]
     print(f"dashboard / full = {dash / full:.3f} (updates every {args.every} steps)")
+    print(f"compact / full = {compact / full:.3f} (older turns summarised at 30% of a 128k window)")
 
 
 if __name__ == "__main__":
