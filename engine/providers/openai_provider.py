@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
-from flowrun.providers.retry import failure_from_sdk, with_retries
+from flowrun.providers.retry import call_sdk
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -237,17 +237,13 @@ class OpenAIProvider(Provider):
         params = build_params(self.config, request)
 
         async def call() -> ModelResponse:
-            try:
-                if self.config.stream:
-                    return await self._stream(client, params)
-                return response_from_completion(await client.chat.completions.create(**params))
-            except Exception as e:
-                failure = failure_from_sdk(e, self._sdk)
-                if failure is None:
-                    raise
-                raise failure from e
+            if self.config.stream:
+                return await self._stream(client, params)
+            return response_from_completion(await client.chat.completions.create(**params))
 
-        return await with_retries(call, config=self.config, agent=request.agent, on_retry=self.on_retry)
+        return await call_sdk(
+            call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry
+        )
 
     async def _stream(self, client: Any, params: dict[str, Any]) -> ModelResponse:
         assembler = StreamAssembler()

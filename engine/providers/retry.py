@@ -204,3 +204,26 @@ async def with_retries(
             if on_retry is not None:
                 on_retry(attempt, delay, failure.summary())
             await asyncio.sleep(delay)
+
+
+async def call_sdk(
+    make: Callable[[], Awaitable[T]],
+    sdk: ModuleType,
+    *,
+    config: ModelConfig,
+    agent: str,
+    on_retry: Callable[[int, float, str], None] | None = None,
+) -> T:
+    """One SDK request with our retry policy: the SDK's exceptions are classified first, so
+    429/5xx/timeouts are retried and everything else fails at once with a one-line error."""
+
+    async def attempt() -> T:
+        try:
+            return await make()
+        except Exception as e:
+            failure = failure_from_sdk(e, sdk)
+            if failure is None:
+                raise
+            raise failure from e
+
+    return await with_retries(attempt, config=config, agent=agent, on_retry=on_retry)
