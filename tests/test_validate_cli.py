@@ -254,7 +254,9 @@ def test_shipped_manifests_have_schema_line() -> None:
     from flowrun.paths import builtin_root
 
     root = builtin_root()
-    files = [*root.glob("agents.d/*.yaml"), *root.glob("tools.d/*.yaml"), *(REPO / "examples").glob("*.yaml")]
+    examples = REPO / "examples"
+    files = [*root.glob("agents.d/*.yaml"), *root.glob("tools.d/*.yaml")]
+    files += [*examples.glob("*.yaml"), *examples.glob("agents.d/*.yaml")]
     assert files
     for path in files:
         first = path.read_text(encoding="utf-8").splitlines()[0]
