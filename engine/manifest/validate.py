@@ -100,6 +100,7 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
                 for loaded in layers:
                     if own_builtins or not loaded.builtin:
                         checked.add(loaded.source.display)
+        checked.update(m.source.display for m in project.models.values() if own_builtins or not m.builtin)
         checked.update(w.source.display for w in project.workflows)
         checked.update(s.source.display for s in project.scripts)
         checked.update(d.file for d in found if own_builtins or not is_builtin_file(d.file))
