@@ -372,12 +372,12 @@ def _check_workflow(wf: Loaded[Any], project: Project, reachable: set[str]) -> l
         if not _safe_relative(path):
             message = f"'{path}' leaves the workspace"
             out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
-    starts = _workflow_agents(spec)
+    starts = workflow_agents(spec)
     for name, parts in starts:
         if name not in project.agents and name not in project.broken:
             hint = did_you_mean(name, set(project.agents)) or "add agents.d/" + name + ".yaml"
             out.append(src.diag(parts, f"unknown agent '{name}'", hint, "unknown-agent"))
-    seen = _reachable([n for n, _ in starts if n in project.agents], project)
+    seen = reachable_agents([n for n, _ in starts if n in project.agents], project)
     reachable |= seen
     default = spec.default_model or project.default_model
     inputs = set(spec.inputs or {})
@@ -386,7 +386,7 @@ def _check_workflow(wf: Loaded[Any], project: Project, reachable: set[str]) -> l
     return out
 
 
-def _workflow_agents(spec: Any) -> list[tuple[str, tuple]]:
+def workflow_agents(spec: Any) -> list[tuple[str, tuple]]:
     """(agent name, YAML path) of the entry agent and every step's agent."""
     starts: list[tuple[str, tuple]] = [(spec.entry, ("entry",))] if spec.entry else []
     for step, parts in _iter_steps(spec.steps, ("steps",)):
@@ -471,7 +471,7 @@ def _check_agent_in_workflow(
     return out
 
 
-def _reachable(starts: list[str], project: Project) -> set[str]:
+def reachable_agents(starts: list[str], project: Project) -> set[str]:
     seen: set[str] = set()
     todo = list(starts)
     while todo:

@@ -4,14 +4,13 @@ violation into a Diagnostic with file:line:column and a hint (did-you-mean for u
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from functools import cache
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.view import load_schema
 from flowrun.manifest.yaml_source import Source
-from flowrun.paths import builtin_root
 
 KIND_NAMES = ("workflow", "agent", "tool", "models", "script")
 FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
@@ -31,8 +30,7 @@ JSON_TYPES = {
 def validator_for(kind: str) -> Any:
     from jsonschema import Draft202012Validator
 
-    schema = json.loads((builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8"))
-    return Draft202012Validator(schema)
+    return Draft202012Validator(load_schema(kind))
 
 
 def did_you_mean(word: str, options: list[str] | tuple[str, ...] | set[str]) -> str:

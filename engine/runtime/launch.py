@@ -116,20 +116,13 @@ def workflow_help(path: Path) -> str:
 
 def missing_credentials(loaded: LoadedWorkflow, run: Any) -> dict[str, list[str]]:
     """env var → agents that need it, for every model the run would call that lacks its key."""
-    from flowrun.manifest.crossref import agent_callees
+    from flowrun.manifest.crossref import reachable_agents, workflow_agents
 
-    spec = loaded.workflow.spec
-    starts = [spec.entry] if spec.entry else [s.agent for s in _flat_steps(spec.steps or [])]
-    seen: set[str] = set()
-    todo = [s for s in starts if s]
+    project = loaded.project
+    starts = [name for name, _ in workflow_agents(loaded.workflow.spec) if name in project.agents]
     missing: dict[str, list[str]] = {}
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in loaded.project.agents:
-            continue
-        seen.add(name)
-        todo += agent_callees(loaded.project, name)
-        agent = loaded.project.agents[name].spec
+    for name in sorted(reachable_agents(starts, project)):
+        agent = project.agents[name].spec
         for ref in [agent.model, *(agent.selectable_models or [])]:
             if ref is None and agent.model is not None:
                 continue
@@ -140,16 +133,6 @@ def missing_credentials(loaded: LoadedWorkflow, run: Any) -> dict[str, list[str]
                 continue
             missing.setdefault(config.api_key_env or "?", []).append(name)
     return missing
-
-
-def _flat_steps(steps: list[Any]) -> list[Any]:
-    out = []
-    for step in steps:
-        if hasattr(step, "loop"):
-            out += _flat_steps(step.loop.steps)
-        else:
-            out.append(step)
-    return out
 
 
 def new_run_id(name: str) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -276,6 +277,17 @@ class Run:
         self.emit("model_response", **tagged, response=response.to_dict(), latency_ms=latency, **replayed)
         return response
 
+    @functools.cached_property
+    def _dry_run_url(self) -> str | None:
+        """A page the dry run can visit without a network: the first corpus document, if any
+        (looked up once per run, not on every model call)."""
+        for root in self.project.roots:
+            docs = sorted((root / "corpus").rglob("*.md")) if (root / "corpus").is_dir() else []
+            docs = [d for d in docs if d.stem.upper() not in ("README", "LICENSE")]
+            if docs:
+                return docs[0].resolve().as_uri()
+        return None
+
     def _hints(self, inst: AgentInstance) -> dict[str, Any]:
         if inst.model.provider != "test":
             return {}
@@ -285,13 +297,8 @@ class Run:
             self.spec.output if (self.spec.output and (not allowed or self.spec.output in allowed)) else None
         )
         hints: dict[str, Any] = {"write_path": output or _sample_path(allowed, inst.name)}
-        # a page the dry run can visit without a network: the first corpus document, if any
-        for root in self.project.roots:
-            docs = sorted((root / "corpus").rglob("*.md")) if (root / "corpus").is_dir() else []
-            docs = [d for d in docs if d.stem.upper() not in ("README", "LICENSE")]
-            if docs:
-                hints["url"] = docs[0].resolve().as_uri()
-                break
+        if self._dry_run_url:
+            hints["url"] = self._dry_run_url
         question = next(iter(self.inputs.values()), None)
         if isinstance(question, str):
             hints["query"] = question[:100]
