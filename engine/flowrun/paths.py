@@ -15,7 +15,7 @@ def builtin_root() -> Path:
     packaged = here / "_builtin"
     if (packaged / "schema").is_dir():
         return packaged
-    return here.parent
+    return here.parents[1]  # a checkout: engine/flowrun/ -> the repository root
 
 
 def is_builtin_file(path: Path | str) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from flowrun import __version__
+from flowrun._version import __version__
 
 KINDS = ("workflow", "agent", "tool", "models", "script")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flowrun import __version__
+from flowrun._version import __version__
 from flowrun.errors import BudgetExceeded, FlowrunError, ManifestError
 from flowrun.manifest.crossref import is_loop
 from flowrun.manifest.templates import evaluate, render

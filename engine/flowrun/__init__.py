@@ -1,0 +1,5 @@
+"""flowrun: a declarative engine for LLM agent teams."""
+
+from flowrun._version import __version__
+
+__all__ = ["__version__"]
