@@ -12,6 +12,7 @@ import pytest
 
 from flowrun.tools.agent_protocol import all_finished, ask_user, finish, update_dashboard, write_atomic
 from flowrun.tools.base import ToolContext
+from flowrun.types import Finish, ResetContext
 
 DASHBOARDS = {"overall": "dashboards/overall.md", "current": "current_dashboard.md"}
 
@@ -33,7 +34,7 @@ def make_ctx(tmp_path: Path, *, interactive: bool = False, **config: Any) -> Too
 async def test_finish_tools_return_the_finish_control(tmp_path: Path, tool: Any) -> None:
     result = await tool(make_ctx(tmp_path), result="Report written to report.md")
     assert result.status == "success"
-    assert result.data["control"] == {"action": "finish", "result": "Report written to report.md"}
+    assert result.control == Finish("Report written to report.md")
     assert result.context["params_input"] == {"result": "Report written to report.md"}
     assert result.stats["time_ms"] >= 0
 
@@ -45,7 +46,7 @@ async def test_update_dashboard_writes_the_file_and_resets_context(tmp_path: Pat
     assert result.status == "success", result.text
     target = ctx.workspace / "dashboards" / "overall.md"
     assert target.read_text(encoding="utf-8") == content
-    assert result.data["control"] == {"action": "reset_context"}
+    assert result.control == ResetContext()
     assert result.data["path"] == "dashboards/overall.md"
     assert result.context["path_resolved"] == "dashboards/overall.md"
     assert "restarts" in result.text
@@ -62,7 +63,7 @@ async def test_unknown_dashboard_lists_the_names(tmp_path: Path) -> None:
     assert result.status == "error"
     assert result.error is not None and result.error.code == "INVALID_PARAM"
     assert "current, overall" in result.text
-    assert "control" not in result.data
+    assert result.control is None
     assert not any(ctx.workspace.iterdir())
 
     none = await update_dashboard(make_ctx(tmp_path), name="overall", content="x")

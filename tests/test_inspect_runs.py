@@ -14,8 +14,8 @@ import pytest
 import yaml
 from conftest import REPO, run_cli
 
+from flowrun.cli.run_views import format_duration, format_runs, list_runs, read_run_row, show_run
 from flowrun.errors import RunError
-from flowrun.runtime.inspect_runs import format_duration, format_runs, list_runs, read_run_row, show_run
 
 WORKFLOW = """\
 version: 1

@@ -1,5 +1,5 @@
-"""The progress subscriber (plain lines and the rich Live panel) and the run log (loguru), fed
-with the real events of a `flowrun --dry-run` subprocess."""
+"""The progress subscriber (plain lines and the rich Live panel) and the run log, fed with the
+real events of a `flowrun --dry-run` subprocess (typed, as the runtime emits them)."""
 
 from __future__ import annotations
 
@@ -7,27 +7,26 @@ import json
 import threading
 from io import StringIO
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from conftest import REPO, run_cli
-from loguru import logger
 from rich.console import Console
 
-from flowrun.providers.base import ModelConfig
-from flowrun.runtime.events import Redactor
-from flowrun.runtime.progress import Progress, attach_progress, detach_progress
-from flowrun.runtime.run_log import LOG_NAME, describe_event, log_event, setup_run_logging
-from flowrun.runtime.usage import UsageBook
-from flowrun.types import Usage
+from flowrun.cli.progress import Progress, make_progress
+from flowrun.events import Event, ModelResponseEvent, parse_event
+from flowrun.manifest.model_config import model_config
+from flowrun.runtime.event_log import Redactor
+from flowrun.runtime.run_log import LOG_NAME, RunLog, describe_event
+from flowrun.runtime.usage import cost_of
 
-PRICED = ModelConfig(name="test", provider="test", model="test", price_input=3.0, price_output=15.0)
+PRICED = model_config("test", provider="test", model="test", price={"input": 3.0, "output": 15.0})
 SECRET = "sk-very-secret-0123"
 
 
 @pytest.fixture(scope="module")
-def events(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+def events(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
+    """The dry run's events, priced as if its model had PRICED's prices."""
     runs_dir = tmp_path_factory.mktemp("progress")
     proc = run_cli(
         ["examples/research.yaml", "--question", "what is x", "--dry-run", "--runs-dir", str(runs_dir)],
@@ -36,22 +35,29 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run_dir,) = runs_dir.iterdir()
     lines = (run_dir / "events.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    parsed = [parse_event(json.loads(line)) for line in lines]
+    for event in parsed:
+        if isinstance(event, ModelResponseEvent):
+            event.cost_usd = cost_of(event.response.usage, PRICED)
+    return parsed
 
 
-def fake_run() -> SimpleNamespace:
+def redact(text: str) -> str:
     redactor = Redactor()
     redactor.secrets.add(SECRET)
-    return SimpleNamespace(subscribers=[], usage=UsageBook(), redactor=redactor, events=None)
+    return redactor.text(text)
 
 
-def feed(run: SimpleNamespace, events: list[dict[str, Any]]) -> None:
-    """What Run does: account usage, then emit to every subscriber."""
+def progress_for(verbosity: int, console: Console | None = None) -> Progress:
+    progress = make_progress(verbosity, redact, console)
+    assert progress is not None
+    return progress
+
+
+def feed(progress: Progress, events: list[Event] | list[dict[str, Any]]) -> None:
+    """What the event log does: hand every typed event to the subscriber."""
     for event in events:
-        if event["type"] == "model_response":
-            run.usage.add(event["agent"], PRICED, Usage(**event["response"]["usage"]))
-        for subscriber in run.subscribers:
-            subscriber(event)
+        progress(parse_event(event) if isinstance(event, dict) else event)
 
 
 def plain_console() -> Console:
@@ -72,19 +78,18 @@ def rendered(progress: Progress) -> str:
     return output(console)
 
 
-def count(events: list[dict[str, Any]], kind: str) -> int:
-    return sum(e["type"] == kind for e in events)
+def count(events: list[Event], kind: str) -> int:
+    return sum(e.type == kind for e in events)
 
 
 # ------------------------------------------------------------------ plain lines
 
 
-def test_plain_lines_at_normal_verbosity(events: list[dict[str, Any]]) -> None:
-    run, console = fake_run(), plain_console()
-    attach_progress(run, 0, console=console)
-    (progress,) = run.subscribers
-    assert isinstance(progress, Progress) and not progress.use_live
-    feed(run, events)
+def test_plain_lines_at_normal_verbosity(events: list[Event]) -> None:
+    console = plain_console()
+    progress = progress_for(0, console)
+    assert not progress.use_live
+    feed(progress, events)
     lines = output(console).splitlines()
     assert lines[0].startswith("▶ orchestrator started (test): Research this question")
     assert "■ searcher completed after 7 step(s)" in lines
@@ -98,40 +103,33 @@ def test_plain_lines_at_normal_verbosity(events: list[dict[str, Any]]) -> None:
     assert progress.live is None and progress.closed  # run_end closes it
 
 
-def test_plain_lines_when_verbose(events: list[dict[str, Any]]) -> None:
-    run, console = fake_run(), plain_console()
-    attach_progress(run, 1, console=console)
-    feed(run, events)
+def test_plain_lines_when_verbose(events: list[Event]) -> None:
+    console = plain_console()
+    feed(progress_for(1, console), events)
     lines = output(console).splitlines()
     assert sum("model step" in line for line in lines) == count(events, "model_response")
     assert "  orchestrator model step 1: 554 in / 20 out" in "\n".join(lines)
     assert sum("←" in line for line in lines) == count(events, "tool_result")
 
 
-def test_quiet_attaches_nothing(events: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
-    run = fake_run()
-    attach_progress(run, -1)
-    assert run.subscribers == []
-    feed(run, events)
-    assert capsys.readouterr().err == ""
+def test_quiet_makes_no_display() -> None:
+    assert make_progress(-1, redact) is None
 
 
 def test_default_console_is_plain_stderr_when_not_a_tty(
-    events: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+    events: list[Event], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = fake_run()
-    attach_progress(run, 0)
-    assert not run.subscribers[0].use_live
-    feed(run, events[:3])
+    progress = progress_for(0)
+    assert not progress.use_live
+    feed(progress, events[:3])
     err = capsys.readouterr().err
     assert err.startswith("▶ orchestrator started")
 
 
 def test_errors_and_retries_are_shown(capsys: pytest.CaptureFixture[str]) -> None:
-    run, console = fake_run(), plain_console()
-    attach_progress(run, 0, console=console)
+    console = plain_console()
     feed(
-        run,
+        progress_for(0, console),
         [
             {
                 "seq": 1,
@@ -159,19 +157,20 @@ def test_errors_and_retries_are_shown(capsys: pytest.CaptureFixture[str]) -> Non
 # ------------------------------------------------------------------ the Live panel
 
 
-def upto_visit_url(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    cut = next(i for i, e in enumerate(events) if e["type"] == "tool_call" and e["tool"] == "visit_url")
+def upto_visit_url(events: list[Event]) -> list[Event]:
+    cut = next(
+        i for i, e in enumerate(events) if e.type == "tool_call" and getattr(e, "tool", "") == "visit_url"
+    )
     return events[: cut + 1]
 
 
-def test_live_panel_shows_agents_tools_tokens_and_cost(events: list[dict[str, Any]]) -> None:
-    run, console = fake_run(), live_console()
-    attach_progress(run, 0, console=console)
-    progress: Progress = run.subscribers[0]
+def test_live_panel_shows_agents_tools_tokens_and_cost(events: list[Event]) -> None:
+    console = live_console()
+    progress = progress_for(0, console)
     assert progress.use_live
     head = upto_visit_url(events)
     try:
-        feed(run, head)
+        feed(progress, head)
         assert progress.live is not None and progress.live.is_started
         panel = rendered(progress)
         rows = panel.splitlines()
@@ -180,17 +179,15 @@ def test_live_panel_shows_agents_tools_tokens_and_cost(events: list[dict[str, An
         assert "running searcher(" in orchestrator
         assert "running visit_url({'url': 'file://" in searcher
         assert searcher.split()[1] == "3"  # the searcher's third model step
-        tokens = sum(sum(e["response"]["usage"].values()) for e in head if e["type"] == "model_response")
-        searcher_tokens = sum(
-            sum(e["response"]["usage"].values())
-            for e in head
-            if e["type"] == "model_response" and e["agent"] == "searcher"
-        )
+        responses = [e for e in head if isinstance(e, ModelResponseEvent)]
+        tokens = sum(e.response.usage.total for e in responses)
+        searcher_tokens = sum(e.response.usage.total for e in responses if e.agent == "searcher")
+        cost = sum(e.cost_usd or 0.0 for e in responses)
         assert searcher.split()[-1] == f"{searcher_tokens:,}"
-        assert f"{tokens:,} tokens" in panel and f"${run.usage.total_cost:.4f}" in panel
+        assert f"{tokens:,} tokens" in panel and f"${cost:.4f}" in panel and cost > 0
         assert "2 working, 0 done" in panel
     finally:
-        feed(run, events[len(head) :])
+        feed(progress, events[len(head) :])
     # run_end stopped the display; milestones were printed above it, tool calls were not
     assert progress.live is None and progress.closed
     text = output(console)
@@ -200,10 +197,9 @@ def test_live_panel_shows_agents_tools_tokens_and_cost(events: list[dict[str, An
     assert progress.finished == count(events, "agent_end") and progress.agents == {}
 
 
-def test_live_panel_without_prices_says_so(events: list[dict[str, Any]]) -> None:
-    run = fake_run()
-    progress = Progress(run, 0, live_console(), live=False)
-    assert [e["type"] for e in events[:3]] == ["run_start", "agent_start", "model_request"]
+def test_live_panel_without_prices_says_so(events: list[Event]) -> None:
+    progress = Progress(0, live_console(), live=False, redact=redact)
+    assert [e.type for e in events[:3]] == ["run_start", "agent_start", "model_request"]
     for event in events[:3]:
         progress(event)  # no usage accounted: nothing is priced
     panel = rendered(progress)
@@ -211,41 +207,35 @@ def test_live_panel_without_prices_says_so(events: list[dict[str, Any]]) -> None
     progress(events[-1])
 
 
-def test_live_redacts_secrets(events: list[dict[str, Any]]) -> None:
-    run, console = fake_run(), live_console()
-    attach_progress(run, 1, console=console)
-    start = next(e for e in events if e["type"] == "agent_start")
-    call = {"seq": 9, "t": 9.0, "type": "tool_call", "agent": start["agent"], "agent_id": start["agent_id"]}
+def test_live_redacts_secrets(events: list[Event]) -> None:
+    console = live_console()
+    progress = progress_for(1, console)
+    start = next(e for e in events if e.type == "agent_start")
+    call = {"seq": 9, "t": 9.0, "type": "tool_call", "agent": "orchestrator", "agent_id": start.agent_key}
     call.update(call_id="c1", tool="execute_shell", arguments={"command": f"curl -H {SECRET}"})
-    feed(run, [start, call])
-    panel = rendered(run.subscribers[0])
-    detach_progress(run)
+    feed(progress, [start, parse_event(call)])
+    panel = rendered(progress)
+    progress.close()
     assert "[REDACTED]" in panel and SECRET not in panel
     text = output(console)
     assert "execute_shell" in text and SECRET not in text
 
 
-def test_detach_stops_the_display_and_unsubscribes(events: list[dict[str, Any]]) -> None:
-    run, console = fake_run(), live_console()
-    attach_progress(run, 0, console=console)
-    progress: Progress = run.subscribers[0]
-    run.events = SimpleNamespace(subscribers=list(run.subscribers))  # what execute.prepare does
-    feed(run, events[:5])
+def test_close_stops_the_display(events: list[Event]) -> None:
+    progress = progress_for(0, live_console())
+    feed(progress, events[:5])
     live = progress.live
     assert live is not None and live.is_started
-    detach_progress(run)
+    progress.close()
     assert not live.is_started and progress.closed
-    assert run.subscribers == [] and run.events.subscribers == []
     progress(events[5])  # a late event from another thread is ignored
     assert progress.live is None
-    detach_progress(run)  # twice is fine
+    progress.close()  # twice is fine
 
 
 def test_subscriber_is_thread_safe() -> None:
     """Worker threads emit while the panel renders: no lost updates, no exceptions."""
-    run = fake_run()
-    attach_progress(run, 0, console=live_console())
-    progress: Progress = run.subscribers[0]
+    progress = progress_for(0, live_console())
     errors: list[BaseException] = []
 
     def worker(n: int) -> None:
@@ -253,18 +243,16 @@ def test_subscriber_is_thread_safe() -> None:
             for i in range(30):
                 agent_id = f"w{n}/a{i}"
                 base = {"agent": f"a{i}", "agent_id": agent_id, "t": 0.0, "seq": 0}
-                progress({**base, "type": "agent_start", "parent": None, "model": "m", "task": "t"})
-                progress({**base, "type": "tool_call", "call_id": "c", "tool": "nap", "arguments": {}})
-                progress(
-                    {
-                        **base,
-                        "type": "tool_result",
-                        "call_id": "c",
-                        "tool": "nap",
-                        "result": {"status": "success"},
-                    }
+                result = {"status": "success", "text": ""}
+                feed(
+                    progress,
+                    [
+                        {**base, "type": "agent_start", "parent": None, "model": "m", "task": "t"},
+                        {**base, "type": "tool_call", "call_id": "c", "tool": "nap", "arguments": {}},
+                        {**base, "type": "tool_result", "call_id": "c", "tool": "nap", "result": result},
+                        {**base, "type": "agent_end", "status": "completed", "steps": 1},
+                    ],
                 )
-                progress({**base, "type": "agent_end", "status": "completed", "steps": 1})
         except BaseException as e:
             errors.append(e)
 
@@ -275,7 +263,7 @@ def test_subscriber_is_thread_safe() -> None:
         rendered(progress)
     for thread in threads:
         thread.join()
-    detach_progress(run)
+    progress.close()
     assert errors == []
     assert progress.finished == 120 and progress.agents == {}
 
@@ -283,50 +271,51 @@ def test_subscriber_is_thread_safe() -> None:
 # ------------------------------------------------------------------ run log
 
 
-def test_run_log_levels_redaction_and_removal(tmp_path: Path) -> None:
-    remove = setup_run_logging(tmp_path / "run", 0, redact=Redactor().text)
-    remove()
-    redactor = Redactor()
-    redactor.secrets.add(SECRET)
-    remove = setup_run_logging(tmp_path / "run", 0, redact=redactor.text)
-    logger.info("provider configured with {}", SECRET)
-    logger.debug("debug detail")
-    try:
-        raise ValueError(f"bad token {SECRET}")
-    except ValueError:
-        logger.exception("call failed")
-    remove()
-    logger.info("after removal")
-    remove()  # idempotent
+def test_run_log_levels_redaction_and_close(tmp_path: Path, events: list[Event]) -> None:
+    error = parse_event({"seq": 7, "type": "error", "where": "model", "message": f"bad key {SECRET}"})
+    log = RunLog(tmp_path / "run", 0, redact)
+    for event in [*events[:6], error, events[-1]]:
+        log.on_event(event)
+    log.close()
+    log.on_event(events[0])  # after close: nothing more is written
     text = (tmp_path / "run" / LOG_NAME).read_text()
-    assert "provider configured with [REDACTED]" in text
-    assert "| INFO    | " in text
-    assert "ValueError: bad token [REDACTED]" in text  # the traceback is redacted too
-    assert SECRET not in text
-    assert "debug detail" not in text and "after removal" not in text
+    lines = text.splitlines()
+    assert lines[0].endswith("| INFO    | #1 run_start")  # milestones at INFO, per-event lines not
+    assert any("| ERROR   | #7 error bad key [REDACTED]" in line for line in lines)
+    assert lines[-1].endswith(f"| INFO    | #{len(events)} run_end completed")
+    assert SECRET not in text and "model_request" not in text
 
 
-def test_run_log_traces_events_when_verbose(tmp_path: Path, events: list[dict[str, Any]]) -> None:
-    remove = setup_run_logging(tmp_path, 1)
+def test_run_log_traces_events_when_verbose(tmp_path: Path, events: list[Event]) -> None:
+    log = RunLog(tmp_path, 1, redact)
     try:
         for event in events:
-            log_event(event)
+            log.on_event(event)
     finally:
-        remove()
+        log.close()
     lines = (tmp_path / LOG_NAME).read_text().splitlines()
     assert len(lines) == len(events)
-    assert all("| DEBUG   |" in line for line in lines)
+    assert sum("| DEBUG   |" in line for line in lines) > len(events) // 2
     assert lines[0].endswith("#1 run_start")
     assert any("tool_result orchestrator/searcher@" in line and "visit_url[" in line for line in lines)
     assert any(line.endswith("error INVALID_PARAM") for line in lines)
     assert lines[-1].endswith(f"#{len(events)} run_end completed")
 
 
+def test_run_log_level_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, events: list[Event]
+) -> None:
+    monkeypatch.setenv("FLOWRUN_LOG", "debug")
+    log = RunLog(tmp_path, 0, redact)
+    log.on_event(events[2])
+    log.close()
+    assert "| DEBUG   | #3 model_request" in (tmp_path / LOG_NAME).read_text()
+
+
 def test_describe_event() -> None:
     response = {"usage": {"input_tokens": 10, "output_tokens": 2}}
-    event = {"seq": 4, "type": "model_response", "agent_id": "a/b@c", "step": 2, "response": response}
-    assert (
-        describe_event({**event, "latency_ms": 5.5}) == "#4 model_response a/b@c step 2 10 in / 2 out, 5.5 ms"
-    )
+    event = {"seq": 4, "type": "model_response", "agent_id": "a/b@c", "agent": "b", "step": 2}
+    event |= {"response": response, "latency_ms": 5.5}
+    assert describe_event(parse_event(event)) == "#4 model_response a/b@c step 2 10 in / 2 out, 5.5 ms"
     message = {"seq": 5, "type": "error", "where": "run", "message": "line one\nline two"}
-    assert describe_event(message) == "#5 error line one line two"
+    assert describe_event(parse_event(message)) == "#5 error line one line two"

@@ -9,11 +9,12 @@ import sys
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from model_configs import provider_config
 from wire_server import FailFirst, Reply, Script, ToolCallSpec, WireServer, always
 
 from flowrun.errors import MissingCredentials, ProviderError
 from flowrun.providers.anthropic_provider import AnthropicProvider
-from flowrun.providers.base import ModelConfig, ModelRequest
+from flowrun.providers.base import ModelRequest
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec
 
 SYSTEM = "You are the researcher. Find facts."
@@ -57,7 +58,7 @@ async def make_provider() -> AsyncIterator[ProviderFactory]:
             "api_key_env": "TEST_ANTHROPIC_KEY",
             **settings,
         }
-        provider = AnthropicProvider(ModelConfig(**fields))  # type: ignore[arg-type]
+        provider = AnthropicProvider(provider_config(**fields))  # type: ignore[arg-type]
         made.append(provider)
         return provider
 

@@ -9,10 +9,11 @@ import sys
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from model_configs import provider_config
 from wire_server import FailFirst, Reply, Script, ToolCallSpec, WireServer, always
 
 from flowrun.errors import MissingCredentials, ProviderError
-from flowrun.providers.base import ModelConfig, ModelRequest
+from flowrun.providers.base import ModelRequest
 from flowrun.providers.openai_provider import OpenAIProvider
 from flowrun.types import Message, ToolCall, ToolSpec
 
@@ -58,7 +59,7 @@ async def make_provider() -> AsyncIterator[ProviderFactory]:
             "api_key_env": "TEST_OPENAI_KEY",
             **settings,
         }
-        provider = OpenAIProvider(ModelConfig(**fields))  # type: ignore[arg-type]
+        provider = OpenAIProvider(provider_config(**fields))  # type: ignore[arg-type]
         made.append(provider)
         return provider
 

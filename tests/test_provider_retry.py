@@ -9,12 +9,12 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from model_configs import provider_config
 
 from flowrun.errors import ProviderError
-from flowrun.providers.base import ModelConfig
 from flowrun.providers.retry import ApiFailure, backoff_delay, failure_from_sdk, server_message, with_retries
 
-CONFIG = ModelConfig(name="fast", provider="openai", model="gpt-x", api_key_env="KEY_VAR", max_retries=3)
+CONFIG = provider_config("fast", "openai", "gpt-x", api_key_env="KEY_VAR", max_retries=3)
 
 
 @pytest.fixture(autouse=True)
@@ -120,7 +120,7 @@ async def test_max_retries_zero_means_one_attempt() -> None:
         calls += 1
         raise ApiFailure("down", status=503)
 
-    config = ModelConfig(name="m", provider="anthropic", model="c", max_retries=0)
+    config = provider_config("m", "anthropic", "c", max_retries=0)
     with pytest.raises(ProviderError, match="failed: HTTP 503: down"):
         await with_retries(call, config=config, agent="a")
     assert calls == 1

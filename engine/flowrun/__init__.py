@@ -1,5 +1,73 @@
-"""flowrun: a declarative engine for LLM agent teams."""
+"""flowrun: a declarative engine for LLM agent teams.
+
+The public API (see flowrun.api) is imported on first use, so `import flowrun` stays fast:
+
+    import flowrun
+    wf = flowrun.load("examples/research.yaml")
+    result = wf.run_sync({"question": "..."}, dry_run=True)
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from flowrun._version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from flowrun.api import EventStream, ReplayResult, RunResult, Workflow, load, replay, resume
+    from flowrun.errors import (
+        BudgetExceeded,
+        FlowrunError,
+        ManifestError,
+        ProviderError,
+        RunError,
+        UsageError,
+    )
+    from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+
+_EXPORTS = {
+    "load": "flowrun.api",
+    "resume": "flowrun.api",
+    "replay": "flowrun.api",
+    "Workflow": "flowrun.api",
+    "RunResult": "flowrun.api",
+    "ReplayResult": "flowrun.api",
+    "EventStream": "flowrun.api",
+    "FlowrunError": "flowrun.errors",
+    "ManifestError": "flowrun.errors",
+    "UsageError": "flowrun.errors",
+    "RunError": "flowrun.errors",
+    "ProviderError": "flowrun.errors",
+    "BudgetExceeded": "flowrun.errors",
+    "ManifestInvalid": "flowrun.manifest.diagnostics",
+    "Diagnostic": "flowrun.manifest.diagnostics",
+}
+
+__all__ = [
+    "BudgetExceeded",
+    "Diagnostic",
+    "EventStream",
+    "FlowrunError",
+    "ManifestError",
+    "ManifestInvalid",
+    "ProviderError",
+    "ReplayResult",
+    "RunError",
+    "RunResult",
+    "UsageError",
+    "Workflow",
+    "__version__",
+    "load",
+    "replay",
+    "resume",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flowrun' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

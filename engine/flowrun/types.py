@@ -32,9 +32,39 @@ class ToolError:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Loop control: end the calling agent with `result` as its answer (finish, all_finished)."""
+
+    result: str
+    action: Literal["finish"] = "finish"
+
+
+@dataclass(frozen=True, slots=True)
+class ResetContext:
+    """Loop control: restart the agent's history from its opening message (update_dashboard)."""
+
+    action: Literal["reset_context"] = "reset_context"
+
+
+Control = Finish | ResetContext
+
+
+def control_from_dict(raw: Any) -> Control | None:
+    if not isinstance(raw, dict):
+        return None
+    if raw.get("action") == "finish":
+        return Finish(str(raw.get("result", "")))
+    if raw.get("action") == "reset_context":
+        return ResetContext()
+    return None
+
+
 @dataclass(slots=True)
 class ToolResult:
-    """The one result shape of every tool (see DESIGN.md, the tool result protocol)."""
+    """The one result shape of every tool (see DESIGN.md, the tool result protocol).
+    `control` is set only by tools that steer the agent loop itself; the runtime acts on it
+    once every call of the step has returned."""
 
     status: Status
     text: str
@@ -42,6 +72,7 @@ class ToolResult:
     error: ToolError | None = None
     stats: dict[str, Any] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)
+    control: Control | None = None
 
     @classmethod
     def ok(cls, text: str, **data: Any) -> ToolResult:
@@ -56,7 +87,27 @@ class ToolResult:
         return cls(status="error", text=message, data=data, error=ToolError(code, message))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.control is None:
+            del out["control"]
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ToolResult:
+        """A result as recorded in events.jsonl. Logs written before loop control became a
+        field carried it as `data["control"]`; both forms are read."""
+        error = raw.get("error")
+        data = dict(raw.get("data") or {})
+        control = control_from_dict(raw.get("control")) or control_from_dict(data.pop("control", None))
+        return cls(
+            status=raw["status"],
+            text=raw.get("text", ""),
+            data=data,
+            error=ToolError(**error) if error else None,
+            stats=raw.get("stats") or {},
+            context=raw.get("context") or {},
+            control=control,
+        )
 
     def model_text(self) -> str:
         """What the model reads: the text, with the status made explicit when it is not

@@ -6,38 +6,32 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.graph import (
+    YamlPath,
+    agent_callees,
+    iter_steps,
+    reachable_agents,
+    tool_entries,
+    workflow_agents,
+)
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
 from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.specs import (
+    AgentManifest,
+    CommandImplementation,
+    DashboardContext,
+    LoopStep,
+    PythonImplementation,
+    ToolManifest,
+    WorkflowManifest,
+)
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
-
-
-def is_loop(step: Any) -> bool:
-    """A workflow step is a loop (`loop:`) or an agent step (`agent:`)."""
-    return step.raw("loop") is not None
-
-
-def tool_entries(spec: Any) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """(index, name, config) for each entry of an agent's `tools` list."""
-    for i, entry in enumerate(spec.tools or []):
-        if isinstance(entry, str):
-            yield i, entry, {}
-        else:
-            name, config = next(iter(entry.items()))
-            yield i, name, dict(config or {})
-
-
-def agent_callees(project: Project, name: str) -> list[str]:
-    loaded = project.agents.get(name)
-    if loaded is None:
-        return []
-    return [n for _, n, _ in tool_entries(loaded.spec) if n in project.agents and n not in project.tools]
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
@@ -72,10 +66,10 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
 # ---------------------------------------------------------------- tools
 
 
-def _check_tool(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
+def _check_tool(loaded: Loaded[ToolManifest], project: Project) -> list[Diagnostic]:
     out = _check_tool_schemas(loaded)
     impl = loaded.spec.implementation
-    if hasattr(impl, "python"):
+    if isinstance(impl, PythonImplementation):
         module = impl.python.split(":")[0]
         if not _module_exists(module, loaded.root):
             out.append(
@@ -91,7 +85,7 @@ def _check_tool(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
     return out
 
 
-def _check_tool_schemas(loaded: Loaded[Any]) -> list[Diagnostic]:
+def _check_tool_schemas(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -114,7 +108,7 @@ def _check_tool_schemas(loaded: Loaded[Any]) -> list[Diagnostic]:
     return out
 
 
-def _check_command(loaded: Loaded[Any]) -> list[Diagnostic]:
+def _check_command(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
     params = set(spec.parameters.get("properties", {}))
     out: list[Diagnostic] = []
@@ -147,7 +141,7 @@ def _module_exists(module: str, root: Path) -> bool:
 # ---------------------------------------------------------------- agents
 
 
-def _check_agent(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
+def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
     out: list[Diagnostic] = []
     if spec.prompt is None and spec.prompt_file is None:
@@ -162,12 +156,7 @@ def _check_agent(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
         except re.error as e:
             hint = "quote the pattern with single quotes in YAML so backslashes stay"
             out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))
-    if spec.context and spec.context.strategy == "dashboard":
-        if not spec.context.dashboards:
-            hint = "e.g. dashboards: {overall: overall_dashboard.md}"
-            out.append(
-                src.diag(("context",), "dashboard strategy needs `dashboards`", hint, "missing-dashboards")
-            )
+    if isinstance(spec.context, DashboardContext):
         if "update_dashboard" not in {name for _, name, _ in tool_entries(spec)}:
             message = "dashboard strategy without the update_dashboard tool"
             hint = "add update_dashboard to tools"
@@ -175,7 +164,7 @@ def _check_agent(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
     return out
 
 
-def _check_tool_entries(loaded: Loaded[Any], project: Project) -> list[Diagnostic]:
+def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
     src = loaded.source
     out: list[Diagnostic] = []
     seen: set[str] = set()
@@ -202,7 +191,7 @@ def _config_schema(project: Project, name: str) -> dict[str, Any] | None:
     if name not in project.tools:
         return AGENT_TOOL_CONFIG_SCHEMA
     manifest = project.tools[name].spec
-    if manifest.config is None and hasattr(manifest.implementation, "command"):
+    if manifest.config is None and isinstance(manifest.implementation, CommandImplementation):
         return COMMAND_TOOL_CONFIG_SCHEMA
     return manifest.config
 
@@ -233,7 +222,9 @@ def _check_tool_config(
     return out
 
 
-def _prompt_source(loaded: Loaded[Any], project: Project) -> tuple[str, str, int, Path | None] | None:
+def _prompt_source(
+    loaded: Loaded[AgentManifest], project: Project
+) -> tuple[str, str, int, Path | None] | None:
     """(template text, display file, line offset, template path) of an agent's prompt."""
     spec, src = loaded.spec, loaded.source
     if spec.prompt is not None:
@@ -249,7 +240,9 @@ def _prompt_source(loaded: Loaded[Any], project: Project) -> tuple[str, str, int
     return path.read_text(encoding="utf-8"), display_path(path), 0, path
 
 
-def _prompt_diagnostics(loaded: Loaded[Any], project: Project, inputs: set[str] | None) -> list[Diagnostic]:
+def _prompt_diagnostics(
+    loaded: Loaded[AgentManifest], project: Project, inputs: set[str] | None
+) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
     found = _prompt_source(loaded, project)
     if found is None:
@@ -292,7 +285,7 @@ def _prompt_diagnostics(loaded: Loaded[Any], project: Project, inputs: set[str] 
                     "missing-prompt",
                 )
             )
-    provided = PROMPT_BUILTINS | set(spec.vars or {}) | (inputs or set())
+    provided = PROMPT_BUILTINS | set(spec.vars) | (inputs or set())
     for var, line in info.variables.items():
         if var not in provided:
             where = f"agent '{spec.name}'"
@@ -349,22 +342,14 @@ def _check_cycles(project: Project) -> list[Diagnostic]:
 # ---------------------------------------------------------------- workflows
 
 
-def _iter_steps(steps: list[Any], parts: tuple) -> Iterator[tuple[Any, tuple]]:
-    for i, step in enumerate(steps or []):
-        here = (*parts, i)
-        yield step, here
-        if is_loop(step):
-            yield from _iter_steps(step.loop.steps, (*here, "loop", "steps"))
-
-
-def _check_workflow(wf: Loaded[Any], project: Project, reachable: set[str]) -> list[Diagnostic]:
+def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: set[str]) -> list[Diagnostic]:
     spec, src = wf.spec, wf.source
-    models = set(spec.models or {}) | set(project.models)
+    models = set(spec.models) | set(project.models)
     out = _check_workflow_templates(wf)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
-    seeds = (spec.workspace and spec.workspace.files) or {}
+    seeds = spec.workspace.files
     paths = [(("workspace", "files", p), p, True) for p in seeds]
     if spec.output:
         paths.append((("output",), spec.output, False))
@@ -380,39 +365,30 @@ def _check_workflow(wf: Loaded[Any], project: Project, reachable: set[str]) -> l
     seen = reachable_agents([n for n, _ in starts if n in project.agents], project)
     reachable |= seen
     default = spec.default_model or project.default_model
-    inputs = set(spec.inputs or {})
+    inputs = set(spec.inputs)
     for name in sorted(seen):
         out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
     return out
 
 
-def workflow_agents(spec: Any) -> list[tuple[str, tuple]]:
-    """(agent name, YAML path) of the entry agent and every step's agent."""
-    starts: list[tuple[str, tuple]] = [(spec.entry, ("entry",))] if spec.entry else []
-    for step, parts in _iter_steps(spec.steps, ("steps",)):
-        if not is_loop(step):
-            starts.append((step.agent, (*parts, "agent")))
-    return starts
-
-
-def _workflow_templates(spec: Any) -> list[tuple[str, tuple, bool]]:
+def _workflow_templates(spec: WorkflowManifest) -> list[tuple[str, YamlPath, bool]]:
     """(template text, YAML path, is an expression) of every template in a workflow."""
-    found: list[tuple[str, tuple, bool]] = []
+    found: list[tuple[str, YamlPath, bool]] = []
     if spec.task:
         found.append((spec.task, ("task",), False))
-    for path, content in ((spec.workspace and spec.workspace.files) or {}).items():
+    for path, content in spec.workspace.files.items():
         found.append((content, ("workspace", "files", path), False))
-    for step, parts in _iter_steps(spec.steps, ("steps",)):
-        if not is_loop(step):
+    for step, parts in iter_steps(spec.steps, ("steps",)):
+        if not isinstance(step, LoopStep):
             found += [(getattr(step, k), (*parts, k), False) for k in ("task", "workdir") if getattr(step, k)]
         elif step.loop.until:
             found.append((step.loop.until, (*parts, "loop", "until"), True))
     return found
 
 
-def _check_workflow_templates(wf: Loaded[Any]) -> list[Diagnostic]:
+def _check_workflow_templates(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
     src = wf.source
-    provided = set(wf.spec.inputs or {}) | WORKFLOW_BUILTINS
+    provided = set(wf.spec.inputs) | WORKFLOW_BUILTINS
     out: list[Diagnostic] = []
     for text, parts, expression in _workflow_templates(wf.spec):
         info = analyse_expression(text) if expression else analyse(text)
@@ -428,9 +404,9 @@ def _check_workflow_templates(wf: Loaded[Any]) -> list[Diagnostic]:
 
 
 def _check_agent_in_workflow(
-    loaded: Loaded[Any],
+    loaded: Loaded[AgentManifest],
     project: Project,
-    wf: Loaded[Any],
+    wf: Loaded[WorkflowManifest],
     models: set[str],
     default: str | None,
     inputs: set[str],
@@ -463,24 +439,12 @@ def _check_agent_in_workflow(
                 "unknown-model",
             )
         )
-    for i, ref in enumerate(spec.selectable_models or []):
+    for i, ref in enumerate(spec.selectable_models):
         if problem := reference_problem(ref, models):
             out.append(
                 src.diag(("selectable_models", i), problem, did_you_mean(ref, models), "unknown-model")
             )
     return out
-
-
-def reachable_agents(starts: list[str], project: Project) -> set[str]:
-    seen: set[str] = set()
-    todo = list(starts)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        todo.extend(agent_callees(project, name))
-    return seen
 
 
 def _safe_relative(path: str) -> bool:

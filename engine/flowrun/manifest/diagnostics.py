@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from flowrun.errors import ManifestError
+
 Severity = Literal["error", "warning"]
 
 
@@ -62,3 +64,18 @@ def render(diagnostics: list[Diagnostic], fmt: str, checked: int) -> str:
     lines = [d.text() for d in diagnostics]
     lines.append(f"{checked} file(s) checked: {errors} error(s), {warnings} warning(s)")
     return "\n".join(lines)
+
+
+class ManifestInvalid(ManifestError):
+    """A workflow's manifests have errors; `diagnostics` holds every problem found (errors and
+    warnings), `errors` just the errors."""
+
+    def __init__(self, path: str, diagnostics: list[Diagnostic]) -> None:
+        errors = [d for d in diagnostics if d.severity == "error"]
+        lines = "\n".join(d.text() for d in errors[:20]) or f"{path} is not a workflow manifest"
+        super().__init__(
+            f"{len(errors) or 1} problem(s) in the workflow, nothing was run:\n{lines}",
+            f"run `flowrun validate {path}` for the full list",
+        )
+        self.diagnostics = diagnostics
+        self.errors = errors

@@ -1,33 +1,21 @@
 """From a model reference (a name, or `provider:model`) to the ModelConfig a provider gets.
-Presets for OpenAI-compatible services are configuration only: a base_url and a key variable."""
+Every setting's default comes from `ModelSpec` (specs.py); presets and provider types come from
+the provider layer's tables."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from flowrun.errors import ManifestError
+from flowrun.manifest.project import parse_manifest
+from flowrun.manifest.specs import ModelSpec, ScriptManifest, Thinking
 from flowrun.providers.base import ModelConfig
+from flowrun.providers.presets import PRESETS
+from flowrun.providers.registry import PROVIDERS
 
-
-@dataclass(frozen=True, slots=True)
-class Preset:
-    base_url: str
-    api_key_env: str
-    key_optional: bool = False
-
-
-PRESETS: dict[str, Preset] = {
-    "deepseek": Preset("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "qwen": Preset("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
-    "glm": Preset("https://open.bigmodel.cn/api/paas/v4", "ZHIPUAI_API_KEY"),
-    "moonshot": Preset("https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"),
-    "ollama": Preset("http://localhost:11434/v1", "OLLAMA_API_KEY", key_optional=True),
-    "vllm": Preset("http://localhost:8000/v1", "VLLM_API_KEY", key_optional=True),
-    "openrouter": Preset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-}
-DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+# `provider:model` shorthand: the provider types a model id alone is enough for, and the presets
 SHORTHAND_PROVIDERS = ("anthropic", "openai", "test", "scripted", *PRESETS)
 
 
@@ -54,52 +42,48 @@ def reference_problem(ref: str, named: set[str]) -> str | None:
     return None
 
 
-def config_from_spec(name: str, spec: Any, base_dir: Path) -> ModelConfig:
+def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
     """A ModelSpec (manifest) → ModelConfig (what a provider gets)."""
     preset = PRESETS.get(spec.preset) if spec.preset else None
     compatible = spec.provider == "openai-compatible"
     provider = "openai" if compatible or spec.provider is None else spec.provider
-    thinking = spec.thinking
-    budget = 2048
-    if thinking is not None and not isinstance(thinking, bool):
-        budget = thinking.budget_tokens
-        thinking = thinking.enabled
+    thinking = spec.thinking if isinstance(spec.thinking, Thinking) else Thinking(enabled=spec.thinking)
     price = spec.price
     options: dict[str, Any] = {}
     if (preset is not None and preset.key_optional) or (compatible and not spec.api_key_env):
         options["key_optional"] = True
     if spec.script:
-        options["script"] = str((base_dir / spec.script).resolve())
-    default_env = None if compatible else DEFAULT_KEY_ENV.get(provider)
-    api_key_env = spec.api_key_env or (preset.api_key_env if preset else default_env)
+        path = (base_dir / spec.script).resolve()
+        options["script_path"] = str(path)
+        options["script"] = load_script(path)
+    entry = PROVIDERS.get(provider)
+    default_env = None if compatible or entry is None else entry.key_env
     return ModelConfig(
         name=name,
         provider=provider,
         model=spec.model,
         base_url=spec.base_url or (preset.base_url if preset else None),
-        api_key_env=api_key_env,
+        api_key_env=spec.api_key_env or (preset.api_key_env if preset else default_env),
         auth_token_env=spec.auth_token_env,
-        max_tokens=spec.max_tokens or 4096,
+        max_tokens=spec.max_tokens,
         temperature=spec.temperature,
-        thinking=bool(thinking),
-        thinking_budget=budget,
-        stream=True if spec.stream is None else spec.stream,
-        timeout_s=spec.timeout_s or 300.0,
-        max_retries=4 if spec.max_retries is None else spec.max_retries,
-        headers=dict(spec.headers or {}),
+        thinking=thinking.enabled,
+        thinking_budget=thinking.budget_tokens,
+        stream=spec.stream,
+        timeout_s=spec.timeout_s,
+        max_retries=spec.max_retries,
+        context_window=spec.context_window,
+        tool_calling=spec.tool_calling,
+        headers=dict(spec.headers),
         price_input=price.input if price else None,
         price_output=price.output if price else None,
         price_cache_read=price.cache_read if price else None,
         price_cache_write=price.cache_write if price else None,
-        context_window=spec.context_window or 128_000,
-        tool_calling=spec.tool_calling or "native",
         options=options,
     )
 
 
 def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
-    from flowrun.manifest.view import model_view
-
     parts = split_ref(ref)
     problem = reference_problem(ref, set())
     if parts is None or problem:
@@ -108,9 +92,37 @@ def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
         )
     provider, model = parts
     if provider in PRESETS:
-        spec = model_view({"preset": provider, "model": model})
+        spec = ModelSpec(preset=provider, model=model)  # type: ignore[arg-type]
     elif provider == "scripted":
-        spec = model_view({"provider": "scripted", "model": "script", "script": model})
+        spec = ModelSpec(provider="scripted", model="script", script=model)
     else:
-        spec = model_view({"provider": provider, "model": model})
+        spec = ModelSpec(provider=provider, model=model)  # type: ignore[arg-type]
     return config_from_spec(ref, spec, base_dir)
+
+
+def model_config(name: str, base_dir: Path = Path("."), **fields: Any) -> ModelConfig:
+    """A ModelConfig from manifest keys (`provider`, `model`, `price`, ...), checked like a
+    `models:` entry: for tests and programs that build a model without a manifest file."""
+    return config_from_spec(name, ModelSpec.model_validate(fields), base_dir)
+
+
+def load_script(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The replies of a `kind: script` file, checked like any manifest (cached per version of
+    the file, since every new agent instance resolves its model)."""
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        raise ManifestError(f"script file {path} not found", "check the model's `script:` path") from None
+    return _load_script(path, stamp)
+
+
+@cache
+def _load_script(path: Path, stamp: int) -> dict[str, list[dict[str, Any]]]:
+    _, spec, _, diags = parse_manifest(path)
+    if not isinstance(spec, ScriptManifest):
+        first = diags[0].text() if diags else f"{path} is not a `kind: script` manifest"
+        raise ManifestError(f"bad script file: {first}", "see `flowrun schema script`")
+    return {
+        name: [{"text": r.text, "tool_calls": [c.model_dump() for c in r.tool_calls]} for r in replies]
+        for name, replies in spec.agents.items()
+    }

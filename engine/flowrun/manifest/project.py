@@ -11,16 +11,27 @@ from typing import Any, Generic, TypeVar
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema_check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
-from flowrun.manifest.view import view
+from flowrun.manifest.specs import (
+    KINDS,
+    AgentManifest,
+    ModelsManifest,
+    ModelSpec,
+    ScriptManifest,
+    Strict,
+    ToolManifest,
+    WorkflowManifest,
+)
 from flowrun.manifest.yaml_source import Source, load_source
 from flowrun.paths import builtin_root
 
-T = TypeVar("T")
+T = TypeVar("T", bound=Strict)
 MANIFEST_DIRS = ("agents.d", "tools.d", "models.d")
 
 
 @dataclass(slots=True)
 class Loaded(Generic[T]):
+    """A checked manifest (or one model of a `models` manifest) and where it came from."""
+
     spec: T
     source: Source
     root: Path
@@ -30,13 +41,13 @@ class Loaded(Generic[T]):
 @dataclass
 class Project:
     roots: list[Path]
-    agents: dict[str, Loaded[Any]] = field(default_factory=dict)  # effective (extends resolved)
-    agent_layers: dict[str, list[Loaded[Any]]] = field(default_factory=dict)  # winning first
-    tools: dict[str, Loaded[Any]] = field(default_factory=dict)
-    models: dict[str, Loaded[Any]] = field(default_factory=dict)  # from models.d: spec is a ModelSpec
+    agents: dict[str, Loaded[AgentManifest]] = field(default_factory=dict)  # effective (extends resolved)
+    agent_layers: dict[str, list[Loaded[AgentManifest]]] = field(default_factory=dict)  # winning first
+    tools: dict[str, Loaded[ToolManifest]] = field(default_factory=dict)
+    models: dict[str, Loaded[ModelSpec]] = field(default_factory=dict)  # from models.d
     default_model: str | None = None
-    workflows: list[Loaded[Any]] = field(default_factory=list)
-    scripts: list[Loaded[Any]] = field(default_factory=list)
+    workflows: list[Loaded[WorkflowManifest]] = field(default_factory=list)
+    scripts: list[Loaded[ScriptManifest]] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
@@ -65,7 +76,7 @@ def display_path(path: Path) -> str:
 
 def parse_manifest(
     path: Path, folder_kind_hint: str = "", trusted: bool = False
-) -> tuple[str | None, Any, Source, list[Diagnostic]]:
+) -> tuple[str | None, Strict | None, Source, list[Diagnostic]]:
     """YAML → schema check → typed spec. Returns (kind, spec or None, source, diagnostics).
     `trusted` (the built-ins, checked by flowrun's own tests) skips the JSON Schema pass; the
     typed specs still validate them."""
@@ -84,7 +95,23 @@ def parse_manifest(
     diags += rules
     if rules:
         return kind, None, src, diags
-    return kind, view(kind, {**src.data, "kind": kind}), src, diags
+    spec, typed_diags = typed_spec(kind, src, {**src.data, "kind": kind})
+    return kind, spec, src, diags + typed_diags
+
+
+def typed_spec(kind: str, src: Source, data: dict[str, Any]) -> tuple[Strict | None, list[Diagnostic]]:
+    """`data` (already past the JSON Schema) as its pydantic model. The schema is generated
+    from the models, so a failure here means a trusted file that skipped the schema pass is
+    broken; it is reported like any other problem."""
+    from pydantic import ValidationError
+
+    try:
+        return KINDS[kind].model_validate(data), []
+    except ValidationError as e:
+        return None, [
+            src.diag(tuple(p for p in err["loc"] if isinstance(p, str | int)), err["msg"], "", "schema")
+            for err in e.errors()
+        ]
 
 
 def _manifest_files(folder: Path) -> list[Path]:
@@ -122,9 +149,9 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         kind, spec, src, diags = parse_manifest(path)
         if kind in (None, "workflow", "script") or diags:
             project.diagnostics += diags
-        if spec is not None and kind == "workflow":
+        if isinstance(spec, WorkflowManifest):
             project.workflows.append(Loaded(spec, src, project_root, False))
-        elif spec is not None and kind == "script":
+        elif isinstance(spec, ScriptManifest):
             project.scripts.append(Loaded(spec, src, project_root, False))
     _resolve_extends(project)
     return project
@@ -157,11 +184,12 @@ def _add_manifest(
             )
         )
         return
-    if kind == "models":
+    if isinstance(spec, ModelsManifest):
         for name, model in spec.models.items():
             project.models[name] = Loaded(model, src, root, builtin)
         project.default_model = spec.default_model or project.default_model
         return
+    assert isinstance(spec, AgentManifest | ToolManifest)
     if (kind, spec.name) in seen:
         other = seen[(kind, spec.name)]
         project.diagnostics.append(
@@ -184,11 +212,10 @@ def _add_manifest(
                 severity="warning",
             )
         )
-    loaded = Loaded(spec, src, root, builtin)
-    if kind == "tool":
-        project.tools[spec.name] = loaded
+    if isinstance(spec, ToolManifest):
+        project.tools[spec.name] = Loaded(spec, src, root, builtin)
     else:
-        project.agent_layers.setdefault(spec.name, []).insert(0, loaded)
+        project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, builtin))
 
 
 def _resolve_extends(project: Project) -> None:
@@ -198,7 +225,9 @@ def _resolve_extends(project: Project) -> None:
             project.agents[name] = resolved
 
 
-def _resolve_agent(project: Project, name: str, layer: int, chain: tuple[str, ...]) -> Loaded[Any] | None:
+def _resolve_agent(
+    project: Project, name: str, layer: int, chain: tuple[str, ...]
+) -> Loaded[AgentManifest] | None:
     layers = project.agent_layers.get(name, [])
     if layer >= len(layers):
         return None
@@ -234,17 +263,23 @@ def _resolve_agent(project: Project, name: str, layer: int, chain: tuple[str, ..
                 hint = did_you_mean(spec.extends, set(project.agent_layers) - {name}) or "check the name"
             project.diagnostics.append(loaded.source.diag(("extends",), missing, hint, "unknown-agent"))
         return None
-    # the child's own keys replace the parent's; a child prompt replaces either kind of parent prompt
-    overrides = {k: spec.raw(k) for k in spec.fields_set if k != "extends"}
-    if "prompt" in spec.fields_set:
-        overrides["prompt_file"] = None
-    elif "prompt_file" in spec.fields_set:
-        overrides["prompt"] = None
-    merged = parent.spec.merged({**overrides, "extends": None})
-    return Loaded(merged, loaded.source, loaded.root, loaded.builtin)
+    return Loaded(extended(parent.spec, spec), loaded.source, loaded.root, loaded.builtin)
 
 
-def find_agent_prompt(loaded: Loaded[Any], project: Project) -> Path | None:
+def extended(parent: AgentManifest, child: AgentManifest) -> AgentManifest:
+    """The child's own keys replace the parent's; a child prompt replaces either kind of parent
+    prompt."""
+    data = parent.model_dump(exclude_unset=True, by_alias=True)
+    data.update(child.model_dump(exclude_unset=True, by_alias=True))
+    if "prompt" in child.model_fields_set:
+        data.pop("prompt_file", None)
+    elif "prompt_file" in child.model_fields_set:
+        data.pop("prompt", None)
+    data.pop("extends", None)
+    return AgentManifest.model_validate(data)
+
+
+def find_agent_prompt(loaded: Loaded[AgentManifest], project: Project) -> Path | None:
     """The template file of an agent's `prompt_file`: a project agent looks on the whole search
     path, a built-in agent only among the built-ins (so a project cannot break it by accident)."""
     roots = [loaded.root] if loaded.builtin else project.roots

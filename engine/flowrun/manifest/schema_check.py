@@ -4,13 +4,14 @@ violation into a Diagnostic with file:line:column and a hint (did-you-mean for u
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from functools import cache
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.view import load_schema
 from flowrun.manifest.yaml_source import Source
+from flowrun.paths import builtin_root
 
 KIND_NAMES = ("workflow", "agent", "tool", "models", "script")
 FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
@@ -24,6 +25,15 @@ JSON_TYPES = {
     dict: "mapping",
     type(None): "null",
 }
+
+
+@cache
+def load_schema(kind: str) -> dict[str, Any]:
+    """The committed JSON Schema of a manifest kind (generated from specs.py)."""
+    schema: dict[str, Any] = json.loads(
+        (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")
+    )
+    return schema
 
 
 @cache

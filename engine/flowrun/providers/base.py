@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,29 +15,30 @@ from flowrun.types import Message, ModelResponse, ToolSpec
 @dataclass(slots=True)
 class ModelConfig:
     """A model as the workflow resolved it: provider type, model id and call settings.
-    Secrets are never here: only the *names* of env vars that hold them."""
+    Secrets are never here: only the *names* of env vars that hold them. Every setting has its
+    default in one place, the `models` manifest spec (manifest/specs.py), which builds this."""
 
     name: str  # the workflow's name for it, or "provider:model"
-    provider: str  # anthropic | openai | test | scripted
+    provider: str  # a key of providers.registry.PROVIDERS
     model: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    auth_token_env: str | None = None
-    max_tokens: int = 4096
-    temperature: float | None = None
-    thinking: bool = False
-    thinking_budget: int = 2048
-    stream: bool = False
-    timeout_s: float = 120.0
-    max_retries: int = 4
+    base_url: str | None
+    api_key_env: str | None
+    auth_token_env: str | None
+    max_tokens: int
+    temperature: float | None
+    thinking: bool
+    thinking_budget: int
+    stream: bool
+    timeout_s: float
+    max_retries: int
+    context_window: int
+    tool_calling: str  # native | react
     headers: dict[str, str] = field(default_factory=dict)
-    price_input: float | None = None  # USD per million tokens
+    price_input: float | None = None  # USD per million tokens; None: not priced
     price_output: float | None = None
     price_cache_read: float | None = None
     price_cache_write: float | None = None
-    context_window: int = 128_000
-    tool_calling: str = "native"  # native | react
-    options: dict[str, Any] = field(default_factory=dict)  # provider-specific extras (script path, ...)
+    options: dict[str, Any] = field(default_factory=dict)  # provider-specific extras (key_optional, script)
 
     def secret(self, env_name: str | None) -> str | None:
         """The value of an env var the config names, or None when unset or empty."""
@@ -79,12 +81,17 @@ def call_index(request: ModelRequest) -> int:
     return sum(1 for m in request.messages if m.role == "assistant")
 
 
+RetryHook = Callable[[int, float, str], None]  # (retry number, delay in s, reason)
+
+
 class Provider(ABC):
     """Turns a ModelRequest into a ModelResponse. Wire formats are converted only inside the
-    provider's module; retries on 429/5xx/timeouts happen inside `complete`."""
+    provider's module; retries on 429/5xx/timeouts happen inside `complete`, and each one is
+    reported to `on_retry` when the runtime set it."""
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
+        self.on_retry: RetryHook | None = None
 
     @abstractmethod
     async def complete(self, request: ModelRequest) -> ModelResponse: ...

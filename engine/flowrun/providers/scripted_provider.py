@@ -10,36 +10,24 @@ from flowrun.errors import ProviderError
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider, call_index
 from flowrun.types import ModelResponse, ToolCall, Usage, parse_arguments
 
-
-def load_script(path: Path) -> dict[str, list[dict[str, Any]]]:
-    from flowrun.errors import ManifestError
-    from flowrun.manifest.project import parse_manifest
-
-    kind, spec, _, diags = parse_manifest(path)
-    if spec is None or kind != "script":
-        first = diags[0].text() if diags else f"{path} is not a `kind: script` manifest"
-        raise ManifestError(f"bad script file: {first}", "see `flowrun schema script`")
-    agents = spec.raw("agents") or {}
-    return {
-        name: [{"text": r.get("text", ""), "tool_calls": r.get("tool_calls") or []} for r in replies]
-        for name, replies in agents.items()
-    }
+Replies = dict[str, list[dict[str, Any]]]  # agent name -> [{text, tool_calls}, ...]
 
 
 class ScriptedProvider(Provider):
+    """`config.options` holds `script` (the replies, read and checked by the manifest layer)
+    and `script_path` (for messages)."""
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        script = config.options.get("script")
-        if not script:
+        replies = config.options.get("script")
+        self.path = Path(str(config.options.get("script_path") or "script"))
+        if not isinstance(replies, dict):
             raise ProviderError(
                 f"scripted model '{config.name}' names no script file",
                 "set `script:` on the model",
                 model=config.name,
             )
-        self.path = Path(script)
-        if not self.path.is_file():
-            raise ProviderError(f"script file {self.path} not found", "check the model's `script:` path")
-        self.replies = load_script(self.path)
+        self.replies: Replies = replies
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         replies = self.replies.get(request.agent)

@@ -7,58 +7,71 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from flowrun.errors import FlowrunError
-from flowrun.runtime.events import read_events
-from flowrun.types import ModelResponse, ToolError, ToolResult
+from flowrun.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    ContextCompactedEvent,
+    ContextResetEvent,
+    Event,
+    IterationEndEvent,
+    IterationStartEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    RunStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from flowrun.runtime.event_log import read_events
+from flowrun.types import ModelResponse, ToolResult
 
 Mode = Literal["resume", "replay"]
 # tools whose recorded result is used on replay instead of running them again (network, humans)
 RECORDED_ONLY = frozenset({"web_search", "visit_url", "ask_user"})
 # events that repeat work already logged; a resumed run does not write them twice
-REPEATABLE = frozenset(
-    {
-        "run_start",
-        "agent_start",
-        "agent_end",
-        "model_request",
-        "model_response",
-        "tool_call",
-        "tool_result",
-        "iteration_start",
-        "iteration_end",
-        "context_reset",
-        "context_compacted",
-    }
+REPEATABLE: tuple[type[Event], ...] = (
+    RunStartEvent,
+    AgentStartEvent,
+    AgentEndEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    IterationStartEvent,
+    IterationEndEvent,
+    ContextResetEvent,
+    ContextCompactedEvent,
 )
+EventKey = tuple[object, ...]
 
 
 class Divergence(FlowrunError):
     """A replayed run asked for something the recording does not have."""
 
 
-def event_key(event: dict[str, Any]) -> tuple[Any, ...]:
+def event_key(event: Event) -> EventKey:
     return (
-        event.get("type"),
-        event.get("agent_id"),
-        event.get("step"),
-        event.get("call_id"),
-        event.get("loop"),
-        event.get("iteration"),
-        event.get("purpose"),
+        event.type,
+        getattr(event, "agent_id", None),
+        getattr(event, "step", None),
+        getattr(event, "call_id", None),
+        getattr(event, "loop", None),
+        getattr(event, "iteration", None),
+        getattr(event, "purpose", None),
     )
 
 
 @dataclass
 class Ledger:
     mode: Mode
-    responses: dict[tuple[str, int], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    responses: dict[tuple[str, int], tuple[str, ModelResponse]] = field(default_factory=dict)
     requests: dict[tuple[str, int], str] = field(default_factory=dict)
-    tool_results: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
-    recorded: Counter[tuple[Any, ...]] = field(default_factory=Counter)
-    emitted: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+    recorded: Counter[EventKey] = field(default_factory=Counter)
+    emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
 
     @classmethod
@@ -66,16 +79,15 @@ class Ledger:
         ledger = cls(mode)
         for event in read_events(path):
             ledger.recorded[event_key(event)] += 1
-            kind = event.get("type")
-            if kind == "model_request":
-                ledger.requests[(event["agent_id"], event["step"])] = event.get("digest", "")
-            elif kind == "model_response":
-                key = (event["agent_id"], event["step"])
-                ledger.responses[key] = (ledger.requests.get(key, ""), event["response"])
-            elif kind == "tool_result":
-                ledger.tool_results[(event["agent_id"], event["call_id"])] = event["result"]
-            elif kind == "iteration_end":
-                ledger.until[(event["loop"], event["iteration"])] = bool(event.get("until_met"))
+            if isinstance(event, ModelRequestEvent):
+                ledger.requests[(event.agent_id, event.step)] = event.digest
+            elif isinstance(event, ModelResponseEvent):
+                key = (event.agent_id, event.step)
+                ledger.responses[key] = (ledger.requests.get(key, ""), event.response)
+            elif isinstance(event, ToolResultEvent):
+                ledger.tool_results[(event.agent_id, event.call_id)] = event.result
+            elif isinstance(event, IterationEndEvent):
+                ledger.until[(event.loop, event.iteration)] = event.until_met
         return ledger
 
     def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
@@ -91,7 +103,7 @@ class Ledger:
                     "the configuration changed so the run took another path",
                 )
             return None
-        recorded_digest, raw = found
+        recorded_digest, response = found
         if recorded_digest and recorded_digest != digest:
             if self.mode == "replay":
                 raise Divergence(
@@ -101,30 +113,18 @@ class Ledger:
                 )
             self.diverged.add(agent_id)
             return None
-        return ModelResponse.from_dict(raw)
+        return ModelResponse.from_dict(response.to_dict())  # a fresh copy: the loop may edit it
 
     def tool_result(self, agent_id: str, call_id: str) -> ToolResult | None:
         if agent_id in self.diverged:
             return None
-        raw = self.tool_results.get((agent_id, call_id))
-        return result_from_dict(raw) if raw is not None else None
+        recorded = self.tool_results.get((agent_id, call_id))
+        return ToolResult.from_dict(recorded.to_dict()) if recorded is not None else None
 
-    def should_write(self, event: dict[str, Any]) -> bool:
+    def should_write(self, event: Event) -> bool:
         """On resume, an event the log already holds is not written again."""
-        if self.mode != "resume" or event.get("type") not in REPEATABLE:
+        if self.mode != "resume" or not isinstance(event, REPEATABLE):
             return True
         key = event_key(event)
         self.emitted[key] += 1
         return self.emitted[key] > self.recorded[key]
-
-
-def result_from_dict(raw: dict[str, Any]) -> ToolResult:
-    error = raw.get("error")
-    return ToolResult(
-        status=raw["status"],
-        text=raw.get("text", ""),
-        data=raw.get("data") or {},
-        error=ToolError(**error) if error else None,
-        stats=raw.get("stats") or {},
-        context=raw.get("context") or {},
-    )

@@ -1,95 +1,104 @@
-"""The engine's own log for one run, in `run_dir/flowrun.log` (loguru). events.jsonl stays the
-record of what the agents did; this file is for what the engine did (and, when verbose, a one-line
-trace per event). Every formatted line, tracebacks included, passes through `redact` first."""
+"""The engine's own log for one run, in `run_dir/flowrun.log`. events.jsonl stays the record of
+what the agents did; this file says what the engine did: INFO for the run's milestones, WARNING
+and ERROR where they belong, and at DEBUG (`-v`, or FLOWRUN_LOG=debug) one line per event.
+
+It is a stdlib `logging.Logger` of its own (not registered, not propagating), so a program that
+runs workflows through the API keeps its logging configuration untouched. Every line passes
+through the run's redaction before it is written."""
 
 from __future__ import annotations
 
-import threading
+import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
 
-from loguru import logger
+from flowrun.events import (
+    AgentEndEvent,
+    BudgetExceededEvent,
+    ErrorEvent,
+    Event,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    ModelRetryEvent,
+    RunEndEvent,
+    RunStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    UntilErrorEvent,
+)
 
 LOG_NAME = "flowrun.log"
-LOG_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {name}:{line} | {message}"
+LOG_FORMAT = "%(asctime)s.%(msecs)03d | %(levelname)-7s | %(message)s"
+WARNINGS: tuple[type[Event], ...] = (ModelRetryEvent, BudgetExceededEvent, UntilErrorEvent)
+MILESTONES: tuple[type[Event], ...] = (RunStartEvent, RunEndEvent, AgentEndEvent)
 
 
-class _RedactingFile:
-    """A loguru sink: redacts each formatted message, appends it, flushes (a crash loses nothing).
-    loguru calls `stop()` when the sink is removed."""
+def log_level(verbosity: int) -> int:
+    """INFO by default; DEBUG with -v or FLOWRUN_LOG=debug."""
+    wanted = os.environ.get("FLOWRUN_LOG", "").lower()
+    if verbosity > 0 or wanted == "debug":
+        return logging.DEBUG
+    return logging.WARNING if wanted in ("warning", "error") else logging.INFO
 
+
+class _RedactingHandler(logging.FileHandler):
     def __init__(self, path: Path, redact: Callable[[str], str]) -> None:
+        super().__init__(path, encoding="utf-8")
         self.redact = redact
-        self._file: TextIO = path.open("a", encoding="utf-8")
-        self._lock = threading.Lock()
 
-    def write(self, message: str) -> None:
-        with self._lock:
-            if not self._file.closed:
-                self._file.write(self.redact(str(message)))
-                self._file.flush()
+    def format(self, record: logging.LogRecord) -> str:
+        return self.redact(super().format(record))
 
-    def stop(self) -> None:
-        with self._lock:
-            self._file.close()
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        self.flush()  # a crash loses nothing
 
 
-def setup_run_logging(
-    run_dir: Path, verbosity: int, redact: Callable[[str], str] | None = None
-) -> Callable[[], None]:
-    """Add a sink writing to `run_dir/flowrun.log` (DEBUG when verbosity > 0, else INFO) and
-    return the function that removes it. Pass `run.redactor.text` as `redact`."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    sink = _RedactingFile(run_dir / LOG_NAME, redact or (lambda text: text))
-    handler_id = logger.add(
-        sink,
-        level="DEBUG" if verbosity > 0 else "INFO",
-        format=LOG_FORMAT,
-        backtrace=False,
-        diagnose=False,  # diagnose would print local variables, which may hold keys
-        catch=True,
-    )
-    removed = False
+class RunLog:
+    """The run's log file; `on_event` is the subscriber that writes one line per event."""
 
-    def remove() -> None:
-        nonlocal removed
-        if not removed:
-            removed = True
-            logger.remove(handler_id)
+    def __init__(self, run_dir: Path, verbosity: int, redact: Callable[[str], str]) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.logger = logging.Logger(f"flowrun.run.{run_dir.name}", log_level(verbosity))
+        self.handler = _RedactingHandler(run_dir / LOG_NAME, redact)
+        self.handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
+        self.logger.addHandler(self.handler)
 
-    return remove
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent):
+            level = logging.ERROR
+        elif isinstance(event, WARNINGS):
+            level = logging.WARNING
+        elif isinstance(event, MILESTONES):
+            level = logging.INFO
+        else:
+            level = logging.DEBUG
+        if self.logger.isEnabledFor(level):  # formatting costs nothing unless the line is kept
+            self.logger.log(level, "%s", describe_event(event))
+
+    def close(self) -> None:
+        self.logger.removeHandler(self.handler)
+        self.handler.close()
 
 
-def describe_event(event: dict[str, Any]) -> str:
+def describe_event(event: Event) -> str:
     """A one-line summary of an event (the full event is in events.jsonl)."""
-    kind = event.get("type", "?")
-    who = event.get("agent_id") or event.get("agent") or ""
-    parts = [f"#{event.get('seq', '?')}", str(kind)]
-    if who:
+    parts = [f"#{event.seq}", event.type]
+    if who := event.agent_key or getattr(event, "agent", None):
         parts.append(str(who))
-    if kind in ("tool_call", "tool_result"):
-        parts.append(f"{event.get('tool')}[{event.get('call_id')}]")
-        if kind == "tool_result":
-            result = event.get("result") or {}
-            error = (result.get("error") or {}).get("code")
-            parts.append(str(result.get("status")) + (f" {error}" if error else ""))
-    elif kind in ("model_request", "model_response"):
-        parts.append(f"step {event.get('step')}")
-        if kind == "model_response":
-            usage = (event.get("response") or {}).get("usage") or {}
-            parts.append(
-                f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "
-                f"{event.get('latency_ms')} ms"
-            )
-    elif kind in ("agent_end", "run_end"):
-        parts.append(str(event.get("status")))
-    elif event.get("message"):
-        parts.append(str(event["message"]).replace("\n", " ")[:200])
+    if isinstance(event, ToolCallEvent | ToolResultEvent):
+        parts.append(f"{event.tool}[{event.call_id}]")
+        if isinstance(event, ToolResultEvent):
+            error = event.result.error.code if event.result.error else ""
+            parts.append(f"{event.result.status} {error}".rstrip())
+    elif isinstance(event, ModelRequestEvent | ModelResponseEvent):
+        parts.append(f"step {event.step}")
+        if isinstance(event, ModelResponseEvent):
+            usage = event.response.usage
+            parts.append(f"{usage.input_tokens} in / {usage.output_tokens} out, {event.latency_ms} ms")
+    elif isinstance(event, AgentEndEvent | RunEndEvent):
+        parts.append(event.status)
+    elif message := getattr(event, "message", None) or getattr(event, "reason", None):
+        parts.append(str(message).replace("\n", " ")[:200])
     return " ".join(parts)
-
-
-def log_event(event: dict[str, Any]) -> None:
-    """A subscriber: one DEBUG line per event. Lazy, so it costs next to nothing unless a sink
-    takes DEBUG."""
-    logger.opt(lazy=True).debug("{}", lambda: describe_event(event))

@@ -61,18 +61,3 @@ class UsageBook:
             "total_cost_usd": round(self.total_cost, 6) if self.priced else None,
             "by_agent_model": [asdict(line) for line in self.lines.values()],
         }
-
-    def table(self) -> str:
-        rows = [
-            f"{'agent':<16} {'model':<28} {'calls':>5} {'input':>9} {'output':>8} {'cached':>8} {'cost $':>9}"
-        ]
-        for line in self.lines.values():
-            u = line.usage
-            cost = f"{line.cost_usd:.4f}" if line.cost_usd is not None else "-"
-            rows.append(
-                f"{line.agent:<16} {line.model[:28]:<28} {line.calls:>5} {u.input_tokens:>9} "
-                f"{u.output_tokens:>8} {u.cache_read_tokens:>8} {cost:>9}"
-            )
-        total = f"{self.total_cost:.4f}" if self.priced else "-"
-        rows.append(f"total tokens {self.total_tokens}, cost ${total}")
-        return "\n".join(rows)

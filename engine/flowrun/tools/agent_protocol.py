@@ -1,8 +1,8 @@
 """Tools that talk to the agent loop rather than the world: finish, all_finished,
 update_dashboard and ask_user.
 
-finish / all_finished and update_dashboard return a control action in `data["control"]`
-(see flowrun.tools.base); the runtime acts on it once every call of the step has returned.
+finish / all_finished and update_dashboard set the result's typed `control` (Finish,
+ResetContext); the runtime acts on it once every call of the step has returned.
 """
 
 from __future__ import annotations
@@ -15,20 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result
-from flowrun.types import ToolResult
+from flowrun.types import Finish, ResetContext, ToolResult
 
 
 async def finish(ctx: ToolContext, result: str) -> ToolResult:
     """End this agent's run with `result` as its answer."""
     started = time.perf_counter()
-    out = ToolResult.ok("Finished.", control={"action": "finish", "result": result})
+    out = ToolResult("success", "Finished.", control=Finish(result))
     return finish_result(out, {"result": result}, started)
 
 
 async def all_finished(ctx: ToolContext, result: str) -> ToolResult:
     """The deep-research-v2 spelling of finish: the whole task is done."""
     started = time.perf_counter()
-    out = ToolResult.ok("All finished.", control={"action": "finish", "result": result})
+    out = ToolResult("success", "All finished.", control=Finish(result))
     return finish_result(out, {"result": result}, started)
 
 
@@ -61,7 +61,9 @@ async def update_dashboard(ctx: ToolContext, name: str, content: str) -> ToolRes
         f"Dashboard {name!r} updated ({len(content)} chars, {rel}). The conversation now restarts "
         "from the system prompt and the dashboards; earlier messages are dropped."
     )
-    out = ToolResult.ok(text, name=name, path=rel, chars=len(content), control={"action": "reset_context"})
+    out = ToolResult(
+        "success", text, {"name": name, "path": rel, "chars": len(content)}, control=ResetContext()
+    )
     return finish_result(out, params, started, path_resolved=rel)
 
 

@@ -8,9 +8,9 @@ The runtime validates the model's arguments against the tool manifest's `paramet
 drops keys the schema does not declare, calls the function with the rest as keywords, and turns
 any exception into a `status: error` result, so a tool never raises into the agent loop.
 
-Control actions: a tool that must change the agent loop itself (finish, dashboard reset) puts
-`data["control"] = {"action": "finish", "result": "..."}` or `{"action": "reset_context"}` in its
-result; the runtime acts on it after all tool calls of the step have returned.
+Loop control: a tool that must change the agent loop itself (finish, dashboard reset) sets
+`ToolResult.control` to `Finish(result)` or `ResetContext()`; the runtime acts on it after all
+tool calls of the step have returned.
 """
 
 from __future__ import annotations

@@ -4,14 +4,14 @@ window, older turns are written to a workspace file and replaced by a summary an
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from flowrun.errors import ProviderError
+from flowrun.events import ContextCompactedEvent
+from flowrun.manifest.specs import CompactContext
+from flowrun.runtime.context.base import ContextStrategy
+from flowrun.runtime.instance import AgentInstance
+from flowrun.runtime.services import LoopServices
 from flowrun.types import Message
-
-if TYPE_CHECKING:
-    from flowrun.runtime.agent import AgentInstance
-    from flowrun.runtime.run import Run
 
 SUMMARY_SYSTEM = (
     "You compress the earlier part of an AI agent's working conversation. Write a dense summary "
@@ -29,11 +29,8 @@ def estimate_tokens(inst: AgentInstance) -> int:
     return chars // 4
 
 
-def needs_compaction(inst: AgentInstance) -> bool:
-    ctx = inst.spec.context
-    if ctx is None or ctx.strategy != "compact":
-        return False
-    return estimate_tokens(inst) > (ctx.compact_at or 0.75) * inst.model.context_window
+def needs_compaction(inst: AgentInstance, ctx: CompactContext) -> bool:
+    return estimate_tokens(inst) > ctx.compact_at * inst.model.context_window
 
 
 def split_point(messages: list[Message], keep: int) -> int:
@@ -59,22 +56,20 @@ def mechanical_summary(messages: list[Message]) -> str:
     return "\n".join(lines[-40:])
 
 
-async def compact(run: Run, inst: AgentInstance) -> None:
-    ctx = inst.spec.context
-    keep = (ctx.keep_recent if ctx and ctx.keep_recent else 6) if ctx else 6
+async def compact(services: LoopServices, inst: AgentInstance, ctx: CompactContext) -> None:
     messages = inst.messages
-    cut = split_point(messages, keep)
+    cut = split_point(messages, ctx.keep_recent)
     older = messages[1:cut]
     if not older:
         return
     text = transcript(older)
     count = sum(1 for m in messages if m.content.startswith("[Earlier turns")) + 1
     rel = f"context/{inst.id.replace('/', '__').replace('@', '_')}-{count}.md"
-    path = run.workspace / rel
+    path = services.workspace / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     try:
-        summary = await run.side_call(inst, SUMMARY_SYSTEM, text, purpose="compact")
+        summary = await services.side_call(inst, SUMMARY_SYSTEM, text, purpose="compact")
     except ProviderError:
         summary = mechanical_summary(older)
     note = (
@@ -84,11 +79,24 @@ async def compact(run: Run, inst: AgentInstance) -> None:
     )
     before = len(messages)
     inst.messages = [messages[0], Message("user", note), *messages[cut:]]
-    run.emit(
-        "context_compacted",
-        agent=inst.name,
-        agent_id=inst.id,
-        messages_before=before,
-        messages_after=len(inst.messages),
-        transcript=rel,
+    services.emit(
+        ContextCompactedEvent(
+            agent=inst.name,
+            agent_id=inst.id,
+            messages_before=before,
+            messages_after=len(inst.messages),
+            transcript=rel,
+        )
     )
+
+
+class CompactStrategy(ContextStrategy):
+    name = "compact"
+
+    async def before_call(self, inst: AgentInstance, services: LoopServices) -> None:
+        ctx = inst.spec.context
+        if isinstance(ctx, CompactContext) and needs_compaction(inst, ctx):
+            await compact(services, inst, ctx)
+
+
+STRATEGY = CompactStrategy()

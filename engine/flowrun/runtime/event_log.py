@@ -1,5 +1,6 @@
 """The run's event log: append-only JSON lines, flushed per event, secrets redacted. The loop
-emits events and prints nothing; the progress display and summaries subscribe or read the file."""
+emits typed events (flowrun.events) and prints nothing; subscribers (the run log, the CLI's
+progress display, an API caller's callback) get each event after it is written."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-Subscriber = Callable[[dict[str, Any]], None]
+from flowrun.events import Event, parse_event
+
+Subscriber = Callable[[Event], None]
 
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
@@ -61,12 +64,14 @@ class EventLog:
         with self.path.open("rb") as f:
             return sum(1 for _ in f)
 
-    def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
+    def emit(self, event: Event) -> Event:
         with self._lock:
             self._seq += 1
-            event = {"seq": self._seq, "t": time.time(), "type": type_, **fields}
-            line = self.redactor.text(json.dumps(event, ensure_ascii=False, default=str))
-            self._file.write(line + "\n")
+            event.seq, event.t = self._seq, time.time()
+            line = json.dumps(
+                {"seq": event.seq, "t": event.t, **event.to_dict()}, ensure_ascii=False, default=str
+            )
+            self._file.write(self.redactor.text(line) + "\n")
             self._file.flush()
         for subscriber in self.subscribers:
             subscriber(event)
@@ -78,14 +83,22 @@ class EventLog:
                 self._file.close()
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """All complete events of a log; a torn last line (crash mid-write) is skipped."""
-    events = []
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """All complete lines of a log as JSON objects; a torn last line (crash mid-write) is
+    skipped."""
+    events: list[dict[str, Any]] = []
     if not path.exists():
         return events
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            events.append(json.loads(line))
+            raw = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if isinstance(raw, dict):
+            events.append(raw)
     return events
+
+
+def read_events(path: Path) -> list[Event]:
+    """All complete events of a log, typed."""
+    return [parse_event(raw) for raw in read_lines(path)]

@@ -1,6 +1,6 @@
 """Looking at finished (or crashed) runs from their folders: `flowrun runs` lists them, `flowrun
 show RUN_DIR` draws one as a tree of agents and tool calls. Everything is read from run.json,
-usage.json and events.jsonl; nothing here needs the workflow or the engine that wrote them."""
+usage.json and events.jsonl; nothing here needs the workflow that wrote them."""
 
 from __future__ import annotations
 
@@ -18,7 +18,23 @@ from rich.text import Text
 from rich.tree import Tree
 
 from flowrun.errors import RunError
-from flowrun.runtime.events import read_events
+from flowrun.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    BudgetExceededEvent,
+    ContextResetEvent,
+    ErrorEvent,
+    Event,
+    IterationEndEvent,
+    IterationStartEvent,
+    ModelResponseEvent,
+    ModelRetryEvent,
+    RunEndEvent,
+    RunStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from flowrun.runtime.event_log import read_events
 
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
 
@@ -52,34 +68,29 @@ def _is_run_dir(path: Path) -> bool:
     return path.is_dir() and ((path / "events.jsonl").is_file() or (path / "run.json").is_file())
 
 
-def _run_end(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return next((e for e in reversed(events) if e.get("type") == "run_end"), None)
+def _run_end(events: list[Event]) -> RunEndEvent | None:
+    return next((e for e in reversed(events) if isinstance(e, RunEndEvent)), None)
 
 
-def run_status(meta: dict[str, Any], events: list[dict[str, Any]]) -> str:
+def run_status(meta: dict[str, Any], events: list[Event]) -> str:
     """run.json's status, except that a run which says "running" but never logged run_end is
     "incomplete" (it crashed, was killed, or is still going)."""
     end = _run_end(events)
-    status = meta.get("status") or (end or {}).get("status")
+    status = meta.get("status") or (end.status if end else None)
     if end is None and status in (None, "running"):
         return "incomplete"
     return str(status)
 
 
-def _usage_total(usage: dict[str, Any]) -> int:
-    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    return sum(int(usage.get(k) or 0) for k in keys)
-
-
-def _run_cost(run_dir: Path, events: list[dict[str, Any]]) -> float | None:
+def _run_cost(run_dir: Path, events: list[Event]) -> float | None:
     end = _run_end(events)
-    usage = (end or {}).get("usage") or _read_json(run_dir / "usage.json")
+    usage = (end.usage if end else None) or _read_json(run_dir / "usage.json")
     cost = usage.get("total_cost_usd")
     return float(cost) if cost is not None else None
 
 
-def _span(events: list[dict[str, Any]]) -> tuple[float | None, float | None]:
-    times = [e["t"] for e in events if isinstance(e.get("t"), int | float)]
+def _span(events: list[Event]) -> tuple[float | None, float | None]:
+    times = [e.t for e in events if e.t]
     if not times:
         return None, None
     return times[0], times[-1] - times[0]
@@ -90,22 +101,21 @@ def read_run_row(run_dir: Path) -> RunRow:
     return _row(run_dir, _read_json(run_dir / "run.json"), read_events(run_dir / "events.jsonl"))
 
 
-def _row(run_dir: Path, meta: dict[str, Any], events: list[dict[str, Any]]) -> RunRow:
-    start = next((e for e in events if e.get("type") == "run_start"), {})
-    responses = [e for e in events if e.get("type") == "model_response"]
-    tokens = sum(_usage_total((e.get("response") or {}).get("usage") or {}) for e in responses)
+def _row(run_dir: Path, meta: dict[str, Any], events: list[Event]) -> RunRow:
+    start = next((e for e in events if isinstance(e, RunStartEvent)), None)
+    responses = [e for e in events if isinstance(e, ModelResponseEvent)]
     started, duration = _span(events)
     return RunRow(
         id=meta.get("run_id") or run_dir.name,
         path=run_dir,
-        workflow=str(meta.get("workflow") or start.get("workflow") or "?"),
+        workflow=str(meta.get("workflow") or (start.workflow if start else "?")),
         status=run_status(meta, events),
         steps=len(responses),
-        tokens=tokens,
+        tokens=sum(e.response.usage.total for e in responses),
         cost_usd=_run_cost(run_dir, events),
         duration_s=duration,
         started=started if started is not None else meta.get("updated"),
-        dry_run=bool(meta.get("dry_run", start.get("dry_run", False))),
+        dry_run=bool(meta.get("dry_run", start.dry_run if start else False)),
     )
 
 
@@ -265,30 +275,38 @@ class RunTree:
         self.roots: list[Any] = []
         self.loops: list[IterationNode] = []
         self.agents: dict[str, AgentNode] = {}  # agent_id -> latest invocation
-        self.start: dict[str, Any] = {}
-        self.end: dict[str, Any] | None = None
+        self.start: RunStartEvent | None = None
+        self.end: RunEndEvent | None = None
         self.notes: list[str] = []
         self.retries = 0
         self.calls = 0
         self.call_errors = 0
 
-    def feed(self, event: dict[str, Any]) -> None:
-        handler = getattr(self, f"_on_{event.get('type')}", None)
-        if handler is not None:
-            handler(event)
+    def feed(self, event: Event) -> None:
+        match event:
+            case RunStartEvent():
+                self.start = event
+            case RunEndEvent():
+                self.end = event
+            case AgentStartEvent():
+                self._agent_start(event)
+            case AgentEndEvent():
+                self._agent_end(event)
+            case ModelResponseEvent():
+                self._model_response(event)
+            case ToolCallEvent():
+                self._tool_call(event)
+            case ToolResultEvent():
+                self._tool_result(event)
+            case _:
+                self._notice(event)
 
     def _container(self) -> list[Any]:
         return self.loops[-1].items if self.loops else self.roots
 
-    def _on_run_start(self, e: dict[str, Any]) -> None:
-        self.start = e
-
-    def _on_run_end(self, e: dict[str, Any]) -> None:
-        self.end = e
-
-    def _on_agent_start(self, e: dict[str, Any]) -> None:
-        node = AgentNode(str(e.get("agent")), str(e.get("agent_id")), str(e.get("model", "?")), e.get("t"))
-        parent = self.agents.get(e.get("parent") or "")
+    def _agent_start(self, e: AgentStartEvent) -> None:
+        node = AgentNode(e.agent, e.agent_id, e.model or "?", e.t)
+        parent = self.agents.get(e.parent or "")
         if parent is None:
             self._container().append(node)
         else:
@@ -296,70 +314,73 @@ class RunTree:
             (calls[-1].agents if calls else parent.items).append(node)
         self.agents[node.agent_id] = node
 
-    def _on_agent_end(self, e: dict[str, Any]) -> None:
-        node = self.agents.get(e.get("agent_id", ""))
+    def _agent_end(self, e: AgentEndEvent) -> None:
+        node = self.agents.get(e.agent_id)
         if node is not None:
-            node.end, node.status, node.steps = e.get("t"), e.get("status"), e.get("steps", node.steps)
-            if e.get("error"):
-                node.items.append(Text(f"error: {_short(e['error'], 200)}", style="red"))
+            node.end, node.status = e.t, e.status
+            node.steps = e.steps if e.steps is not None else node.steps
+            if e.error:
+                node.items.append(Text(f"error: {_short(e.error, 200)}", style="red"))
 
-    def _on_model_response(self, e: dict[str, Any]) -> None:
-        node = self.agents.get(e.get("agent_id", ""))
+    def _model_response(self, e: ModelResponseEvent) -> None:
+        node = self.agents.get(e.agent_id)
         if node is None:
             return
-        node.steps = max(node.steps, int(e.get("step") or 0))
-        for key, value in ((e.get("response") or {}).get("usage") or {}).items():
-            node.usage[key] = node.usage.get(key, 0) + int(value or 0)
+        node.steps = max(node.steps, e.step)
+        usage = e.response.usage
+        for key, value in (
+            ("input_tokens", usage.input_tokens),
+            ("output_tokens", usage.output_tokens),
+            ("cache_read_tokens", usage.cache_read_tokens),
+            ("cache_write_tokens", usage.cache_write_tokens),
+        ):
+            node.usage[key] = node.usage.get(key, 0) + value
 
-    def _on_tool_call(self, e: dict[str, Any]) -> None:
-        node = self.agents.get(e.get("agent_id", ""))
+    def _tool_call(self, e: ToolCallEvent) -> None:
+        node = self.agents.get(e.agent_id)
         if node is None:
             return
-        call = CallNode(str(e.get("call_id")), str(e.get("tool")), e.get("arguments"), e.get("t"))
+        call = CallNode(e.call_id, e.tool, e.arguments, e.t)
         node.items.append(call)
         node.open_calls[call.call_id] = call
         self.calls += 1
 
-    def _on_tool_result(self, e: dict[str, Any]) -> None:
-        node = self.agents.get(e.get("agent_id", ""))
-        call = node.open_calls.pop(str(e.get("call_id")), None) if node else None
+    def _tool_result(self, e: ToolResultEvent) -> None:
+        node = self.agents.get(e.agent_id)
+        call = node.open_calls.pop(e.call_id, None) if node else None
         if call is None:
             return
-        result = e.get("result") or {}
-        call.end, call.status = e.get("t"), result.get("status")
+        call.end, call.status = e.t, e.result.status
         if call.status == "error":
             self.call_errors += 1
-            error = result.get("error") or {}
-            call.error = f"{error.get('code', 'ERROR')}: {_short(error.get('message', ''), 100)}"
+            error = e.result.error
+            code, message = (error.code, error.message) if error else ("ERROR", "")
+            call.error = f"{code}: {_short(message, 100)}"
 
-    def _on_error(self, e: dict[str, Any]) -> None:
-        node = self.agents.get(e.get("agent_id", ""))
-        message = f"error ({e.get('where', '?')}): {_short(e.get('message', ''), 200)}"
-        if node is not None:
-            node.items.append(Text(message, style="red"))
-        else:
-            self.notes.append(message)
-
-    def _on_context_reset(self, e: dict[str, Any]) -> None:
-        node = self.agents.get(e.get("agent_id", ""))
-        if node is not None:
-            before, after = e.get("messages_before"), e.get("messages_after")
-            node.items.append(Text(f"context reset: {before} → {after} messages", style="dim"))
-
-    def _on_budget_exceeded(self, e: dict[str, Any]) -> None:
-        self.notes.append(f"budget exceeded ({e.get('limit')}): {e.get('message', '')}")
-
-    def _on_model_retry(self, e: dict[str, Any]) -> None:
-        self.retries += 1
-
-    def _on_iteration_start(self, e: dict[str, Any]) -> None:
-        node = IterationNode(str(e.get("loop", "")), int(e.get("iteration") or 0))
-        self._container().append(node)
-        self.loops.append(node)
-
-    def _on_iteration_end(self, e: dict[str, Any]) -> None:
-        if self.loops:
-            self.loops.pop().until_met = bool(e.get("until_met"))
+    def _notice(self, e: Event) -> None:
+        match e:
+            case ErrorEvent():
+                node = self.agents.get(e.agent_id or "")
+                message = f"error ({e.where}): {_short(e.message, 200)}"
+                if node is not None:
+                    node.items.append(Text(message, style="red"))
+                else:
+                    self.notes.append(message)
+            case ContextResetEvent():
+                if (reset := self.agents.get(e.agent_id)) is not None:
+                    text = f"context reset: {e.messages_before} → {e.messages_after} messages"
+                    reset.items.append(Text(text, style="dim"))
+            case BudgetExceededEvent():
+                self.notes.append(f"budget exceeded ({e.limit}): {e.message}")
+            case ModelRetryEvent():
+                self.retries += 1
+            case IterationStartEvent():
+                node_i = IterationNode(e.loop, e.iteration)
+                self._container().append(node_i)
+                self.loops.append(node_i)
+            case IterationEndEvent():
+                if self.loops:
+                    self.loops.pop().until_met = e.until_met
 
 
 def _arguments(arguments: Any, limit: int = 60) -> str:
@@ -416,15 +437,15 @@ def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
             tree.add(item)
 
 
-def _summary(run_dir: Path, tree: RunTree, events: list[dict[str, Any]]) -> list[str]:
+def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
     meta = _read_json(run_dir / "run.json")
     row = _row(run_dir, meta, events)
     usage: dict[str, int] = {}
     for node in tree.agents.values():
         for key, value in node.usage.items():
             usage[key] = usage.get(key, 0) + value
-    workflow_file = meta.get("workflow_file") or tree.start.get("workflow_file") or "?"
-    inputs = meta.get("inputs") or tree.start.get("inputs") or {}
+    workflow_file = meta.get("workflow_file") or (tree.start.workflow_file if tree.start else "?")
+    inputs = meta.get("inputs") or (tree.start.inputs if tree.start else {})
     lines = [
         f"status: {row.status}"
         + ("" if tree.end else " (no run_end event: the run crashed, was killed, or is still running)"),
@@ -439,7 +460,7 @@ def _summary(run_dir: Path, tree: RunTree, events: list[dict[str, Any]]) -> list
         written = (run_dir / meta["output"]).exists()
         lines.append(f"output: {meta['output']}" + ("" if written else " (not written)"))
     lines.extend(tree.notes)
-    message = (tree.end or {}).get("message") or ""
+    message = tree.end.message if tree.end else ""
     if row.status not in ("completed", "incomplete") and message:
         lines.append(f"message: {_short(message.splitlines()[0], 300)}")
     return lines

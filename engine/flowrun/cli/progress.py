@@ -19,8 +19,21 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-Event = dict[str, Any]
-
+from flowrun.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    BudgetExceededEvent,
+    ContextResetEvent,
+    ErrorEvent,
+    Event,
+    IterationStartEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    ModelRetryEvent,
+    RunEndEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 
 Shorten = Callable[[Any, int], str]  # redacts, then cuts (cutting first could split a secret)
 
@@ -37,67 +50,42 @@ def shortener(redact: Callable[[str], str]) -> Shorten:
 # ------------------------------------------------------------------ one-line logs
 
 
-def _agent_start(e: Event, verbosity: int, short: Shorten) -> str:
-    return f"▶ {e.get('agent')} started ({e.get('model')}): {short(e.get('task', ''), 60)}"
-
-
-def _agent_end(e: Event, verbosity: int, short: Shorten) -> str:
-    line = f"■ {e.get('agent')} {e.get('status')} after {e.get('steps', '?')} step(s)"
-    return line + (f": {short(e['error'], 100)}" if e.get("error") else "")
-
-
-def _tool_call(e: Event, verbosity: int, short: Shorten) -> str:
-    return f"  {e.get('agent')} → {e.get('tool')}({short(e.get('arguments', ''), 60)})"
-
-
-def _tool_result(e: Event, verbosity: int, short: Shorten) -> str | None:
-    result = e.get("result") or {}
-    if verbosity < 1 and result.get("status") != "error":
-        return None
-    text = short(result.get("text", ""), 70)
-    return f"  {e.get('agent')} ← {e.get('tool')}: {result.get('status')} {text}"
-
-
-def _model_response(e: Event, verbosity: int, short: Shorten) -> str | None:
-    if verbosity < 1:
-        return None
-    usage = (e.get("response") or {}).get("usage") or {}
-    return (
-        f"  {e.get('agent')} model step {e.get('step')}: {usage.get('input_tokens', 0)} in / "
-        f"{usage.get('output_tokens', 0)} out, {e.get('latency_ms')} ms"
-    )
-
-
-def _model_retry(e: Event, verbosity: int, short: Shorten) -> str:
-    reason = short(e.get("reason"), 100)
-    return f"! model {e.get('model')} retry {e.get('retry')} in {e.get('delay_s')} s: {reason}"
-
-
-def _notice(e: Event, verbosity: int, short: Shorten) -> str:
-    fields = {k: v for k, v in e.items() if k not in ("seq", "t", "type")}
-    return f"! {e['type']}: {short(fields, 120)}"
-
-
-LINES: dict[str, Callable[[Event, int, Shorten], str | None]] = {
-    "agent_start": _agent_start,
-    "agent_end": _agent_end,
-    "tool_call": _tool_call,
-    "tool_result": _tool_result,
-    "model_response": _model_response,
-    "model_retry": _model_retry,
-    "error": _notice,
-    "budget_exceeded": _notice,
-    "context_reset": _notice,
-    "iteration_start": _notice,
-}
-# what the Live panel already shows, so at normal verbosity it is not also printed as a line
-SHOWN_LIVE = frozenset({"tool_call"})
-
-
 def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str) -> str | None:
     """The one-line log for an event at this verbosity, or None."""
-    format_line = LINES.get(event.get("type", ""))
-    return format_line(event, verbosity, shortener(redact)) if format_line else None
+    short = shortener(redact)
+    match event:
+        case AgentStartEvent():
+            return f"▶ {event.agent} started ({event.model}): {short(event.task, 60)}"
+        case AgentEndEvent():
+            steps = event.steps if event.steps is not None else "?"
+            line = f"■ {event.agent} {event.status} after {steps} step(s)"
+            return line + (f": {short(event.error, 100)}" if event.error else "")
+        case ToolCallEvent():
+            return f"  {event.agent} → {event.tool}({short(event.arguments, 60)})"
+        case ToolResultEvent():
+            if verbosity < 1 and event.result.status != "error":
+                return None
+            return f"  {event.agent} ← {event.tool}: {event.result.status} {short(event.result.text, 70)}"
+        case ModelResponseEvent():
+            if verbosity < 1:
+                return None
+            usage = event.response.usage
+            return (
+                f"  {event.agent} model step {event.step}: {usage.input_tokens} in / "
+                f"{usage.output_tokens} out, {event.latency_ms} ms"
+            )
+        case ModelRetryEvent():
+            return (
+                f"! model {event.model} retry {event.retry} in {event.delay_s} s: {short(event.reason, 100)}"
+            )
+        case ErrorEvent() | BudgetExceededEvent() | ContextResetEvent() | IterationStartEvent():
+            fields = {k: v for k, v in event.to_dict().items() if k != "type"}
+            return f"! {event.type}: {short(fields, 120)}"
+    return None
+
+
+# what the Live panel already shows, so at normal verbosity it is not also printed as a line
+SHOWN_LIVE: tuple[type[Event], ...] = (ToolCallEvent,)
 
 
 # ------------------------------------------------------------------ live state
@@ -115,10 +103,11 @@ class AgentState:
 
 
 class Progress:
-    """The subscriber attach_progress installs; `close()` stops the live display."""
+    """An event subscriber (pass it as `on_event`); `close()` stops the live display."""
 
-    def __init__(self, run: Any, verbosity: int, console: Console, live: bool) -> None:
-        self.run = run
+    def __init__(
+        self, verbosity: int, console: Console, live: bool, redact: Callable[[str], str] = str
+    ) -> None:
         self.verbosity = verbosity
         self.console = console
         self.use_live = live
@@ -132,8 +121,7 @@ class Progress:
         self._refreshed = 0.0
         # reentrant: building and starting Live (under this lock) already calls render()
         self._lock = threading.RLock()
-        redactor = getattr(run, "redactor", None)
-        self.redact: Callable[[str], str] = redactor.text if redactor is not None else str
+        self.redact = redact
 
     def __call__(self, event: Event) -> None:
         with self._lock:
@@ -144,9 +132,9 @@ class Progress:
             self._update(event)
             live = self._ensure_live() if self.use_live else None
         line = event_line(event, self.verbosity, self.redact)
-        if line and not (live and self.verbosity < 1 and event.get("type") in SHOWN_LIVE):
+        if line and not (live and self.verbosity < 1 and isinstance(event, SHOWN_LIVE)):
             self._print(line, live)
-        if event.get("type") == "run_end":
+        if isinstance(event, RunEndEvent):
             self.close()
 
     def _print(self, line: str, live: Live | None) -> None:
@@ -186,44 +174,29 @@ class Progress:
     # -------------------------------------------------------------- state (caller holds the lock)
 
     def _update(self, e: Event) -> None:
-        kind = e.get("type")
-        agent = self.agents.get(e.get("agent_id", ""))
-        if kind == "agent_start":
-            parent = self.agents.get(e.get("parent") or "")
-            self.agents[str(e.get("agent_id"))] = AgentState(
-                str(e.get("agent")), parent.depth + 1 if parent else 0, str(e.get("model", ""))
-            )
-        elif kind == "agent_end":
-            if self.agents.pop(e.get("agent_id", ""), None) is not None:
+        if isinstance(e, AgentStartEvent):
+            parent = self.agents.get(e.parent or "")
+            self.agents[e.agent_id] = AgentState(e.agent, parent.depth + 1 if parent else 0, e.model)
+        elif isinstance(e, AgentEndEvent):
+            if self.agents.pop(e.agent_id, None) is not None:
                 self.finished += 1
-        elif agent is not None:
+        elif (agent := self.agents.get(e.agent_key or "")) is not None:
             self._update_agent(agent, e)
-        if kind in ("model_response", "run_end"):
-            self._read_totals()
+        if isinstance(e, ModelResponseEvent):
+            self.tokens += e.response.usage.total
+            if e.cost_usd is not None:
+                self.cost = (self.cost or 0.0) + e.cost_usd
 
     def _update_agent(self, agent: AgentState, e: Event) -> None:
-        kind = e.get("type")
-        if kind == "model_request":
-            agent.step, agent.waiting_model = int(e.get("step") or agent.step), True
-        elif kind == "model_response":
+        if isinstance(e, ModelRequestEvent):
+            agent.step, agent.waiting_model = e.step or agent.step, True
+        elif isinstance(e, ModelResponseEvent):
             agent.waiting_model = False
-            usage = (e.get("response") or {}).get("usage") or {}
-            agent.tokens += sum(int(v or 0) for v in usage.values())
-        elif kind == "tool_call":
-            args = _short(self.redact(str(e.get("arguments", ""))), 40)
-            agent.tools[str(e.get("call_id"))] = f"{e.get('tool')}({args})"
-        elif kind == "tool_result":
-            agent.tools.pop(str(e.get("call_id")), None)
-
-    def _read_totals(self) -> None:
-        usage = getattr(self.run, "usage", None)
-        if usage is None:
-            return
-        try:  # the usage book may be growing in another thread; the next event refreshes it
-            self.tokens = int(usage.total_tokens)
-            self.cost = float(usage.total_cost) if usage.priced else None
-        except RuntimeError:
-            pass
+            agent.tokens += e.response.usage.total
+        elif isinstance(e, ToolCallEvent):
+            agent.tools[e.call_id] = f"{e.tool}({_short(self.redact(str(e.arguments)), 40)})"
+        elif isinstance(e, ToolResultEvent):
+            agent.tools.pop(e.call_id, None)
 
     # -------------------------------------------------------------- rendering
 
@@ -256,20 +229,12 @@ class Progress:
         return Group(table, totals)
 
 
-def attach_progress(run: Any, verbosity: int, *, console: Console | None = None) -> None:
-    """Append the progress subscriber to `run.subscribers` (nothing at verbosity -1). A Live
-    panel is used when the console is a terminal (default console: stderr)."""
+def make_progress(
+    verbosity: int, redact: Callable[[str], str], console: Console | None = None
+) -> Progress | None:
+    """The progress subscriber for a run (None at verbosity -1). A Live panel is used when the
+    console is a terminal (default console: stderr)."""
     if verbosity < 0:
-        return
+        return None
     console = console or Console(stderr=True)
-    run.subscribers.append(Progress(run, verbosity, console, live=console.is_terminal))
-
-
-def detach_progress(run: Any) -> None:
-    """Stop the live display (if any) and unsubscribe; safe to call twice or after run_end."""
-    events = getattr(run, "events", None)
-    for subscribers in (run.subscribers, getattr(events, "subscribers", None)):
-        for subscriber in list(subscribers or []):
-            if isinstance(subscriber, Progress):
-                subscriber.close()
-                subscribers.remove(subscriber)
+    return Progress(verbosity, console, live=console.is_terminal, redact=redact)

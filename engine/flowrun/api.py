@@ -1,0 +1,343 @@
+"""The Python API: load a workflow, run it, resume or replay a run folder.
+
+    import flowrun
+
+    wf = flowrun.load("examples/research.yaml")           # ManifestInvalid lists every problem
+    result = await wf.run({"question": "..."}, dry_run=True)
+    print(result.status, result.output, result.usage["total_tokens"])
+
+    async with wf.stream({"question": "..."}, dry_run=True) as events:   # typed events as they happen
+        async for event in events:
+            ...
+    print(events.result.status)
+
+Cancelling the task that awaits `run()` stops the run the way Ctrl-C does: the folder is kept,
+`run.json` says `interrupted`, and `flowrun.resume(run_dir)` continues it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import ManifestError, RunError, UsageError
+from flowrun.events import Event
+from flowrun.manifest.crossref import check_project
+from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+from flowrun.manifest.project import Loaded, Project, load_project
+from flowrun.manifest.specs import InputSpec, WorkflowManifest
+from flowrun.runtime.credentials import missing_credentials
+from flowrun.runtime.event_log import read_lines
+from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
+from flowrun.runtime.inputs import resolve_inputs
+from flowrun.runtime.ledger import Ledger
+from flowrun.runtime.run import Run, RunOptions
+from flowrun.runtime.run_log import RunLog
+
+OnEvent = Callable[[Event], None]
+AskUser = Callable[[str], Awaitable[str]]
+
+
+@dataclass
+class RunResult:
+    status: str  # completed | failed | max_steps | budget_exceeded | interrupted
+    exit_code: int  # the CLI's exit code for this status
+    message: str  # the final answer, or what went wrong
+    output: Path | None  # the workflow's declared output, when written
+    usage: dict[str, Any]  # tokens and cost per agent and model, totals (as usage.json)
+    run_dir: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+@dataclass
+class ReplayResult(RunResult):
+    recorded_status: str = ""
+    declared_output: str | None = None  # the workflow's `output`, relative to the run folder
+    # True/False when the workflow declares an output and both runs ended alike; None otherwise
+    output_reproduced: bool | None = None
+
+
+@dataclass
+class RunSettings:
+    """How to run: the same knobs as the CLI's options."""
+
+    model: str | None = None  # a workflow model name or provider:model, for every agent
+    dry_run: bool = False
+    stream: bool | None = None
+    on_event: OnEvent | None = None
+    ask_user: AskUser | None = None  # answers ask_user; None: the run is not interactive
+    verbosity: int = 0  # flowrun.log: DEBUG when > 0
+
+
+class Workflow:
+    """A checked workflow, ready to run any number of times."""
+
+    def __init__(self, path: Path, project: Project, loaded: Loaded[WorkflowManifest]) -> None:
+        self.path = path
+        self.project = project
+        self.loaded = loaded
+
+    @property
+    def spec(self) -> WorkflowManifest:
+        return self.loaded.spec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def inputs(self) -> dict[str, InputSpec]:
+        return dict(self.spec.inputs)
+
+    async def run(
+        self,
+        inputs: dict[str, Any] | None = None,
+        *,
+        run_dir: str | Path | None = None,
+        runs_dir: str | Path = "runs",
+        run_id: str | None = None,
+        model: str | None = None,
+        dry_run: bool = False,
+        stream: bool | None = None,
+        on_event: OnEvent | None = None,
+        ask_user: AskUser | None = None,
+        verbosity: int = 0,
+    ) -> RunResult:
+        """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
+        `runs_dir/<timestamp>-<name>-<hex>`)."""
+        settings = RunSettings(model, dry_run, stream, on_event, ask_user, verbosity)
+        values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
+        target = Path(run_dir) if run_dir is not None else Path(runs_dir) / (run_id or new_run_id(self.name))
+        if target.exists() and any(target.iterdir()):
+            raise UsageError(f"run folder {target} already exists", "choose another --run-id")
+        run = self._new_run(values, target, settings)
+        _check_credentials(run)
+        return await _execute(run, settings)
+
+    def run_sync(self, inputs: dict[str, Any] | None = None, **options: Any) -> RunResult:
+        """`run()` for scripts without an event loop."""
+        return asyncio.run(self.run(inputs, **options))
+
+    @asynccontextmanager
+    async def stream(
+        self, inputs: dict[str, Any] | None = None, **options: Any
+    ) -> AsyncIterator[EventStream]:
+        """Run in the background and iterate over its events; leaving the block early cancels
+        the run (it stays resumable)."""
+        events = EventStream()
+        task = asyncio.create_task(self.run(inputs, on_event=events.put, **options))
+        events.attach(task)
+        try:
+            yield events
+        finally:
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _new_run(
+        self, inputs: dict[str, Any], run_dir: Path, settings: RunSettings, ledger: Ledger | None = None
+    ) -> Run:
+        options = RunOptions(
+            dry_run=settings.dry_run,
+            model_override=settings.model,
+            stream=settings.stream,
+            interactive=settings.ask_user is not None,
+            ask_user=settings.ask_user,
+        )
+        return Run(self.project, self.loaded, inputs, run_dir, options, ledger)
+
+
+class EventStream:
+    """The events of a running workflow as an async iterator; `result` once it has ended."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._task: asyncio.Task[RunResult] | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def attach(self, task: asyncio.Task[RunResult]) -> None:
+        self._task = task
+        task.add_done_callback(lambda _: self._queue.put_nowait(None))
+
+    def put(self, event: Event) -> None:
+        # events may come from a tool's worker thread: hand them to the loop's thread
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        event = await self._queue.get()
+        if event is None:
+            raise StopAsyncIteration
+        return event
+
+    @property
+    def result(self) -> RunResult:
+        if self._task is None or not self._task.done():
+            raise RunError("the run has not ended yet", "iterate over all events first")
+        return self._task.result()
+
+
+def load(path: str | Path) -> Workflow:
+    """Load and check a workflow file with its project folders and the built-ins. Raises
+    ManifestInvalid (with every diagnostic) when something is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"no workflow file '{path}'", "give the path of a workflow .yaml file")
+    project = load_project(path.parent, [path])
+    diagnostics: list[Diagnostic] = project.diagnostics + check_project(project)
+    if any(d.severity == "error" for d in diagnostics) or not project.workflows:
+        raise ManifestInvalid(str(path), diagnostics)
+    return Workflow(path, project, project.workflows[0])
+
+
+async def resume(
+    run_dir: str | Path,
+    *,
+    on_event: OnEvent | None = None,
+    ask_user: AskUser | None = None,
+    verbosity: int = 0,
+) -> RunResult:
+    """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
+    model answers and tool results are used again, then the run goes live where the log ends."""
+    run_dir = Path(run_dir)
+    meta, workflow = recorded_run(run_dir)
+    if meta.get("status") == "completed":
+        return _recorded_result(run_dir, meta)
+    settings = RunSettings(
+        meta.get("model_override"), bool(meta.get("dry_run")), None, on_event, ask_user, verbosity
+    )
+    ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
+    run = workflow._new_run(dict(meta.get("inputs") or {}), run_dir, settings, ledger)
+    return await _execute(run, settings, resume=True)
+
+
+async def replay(
+    run_dir: str | Path,
+    *,
+    into: str | Path | None = None,
+    on_event: OnEvent | None = None,
+    verbosity: int = 0,
+) -> ReplayResult:
+    """Re-run a recorded run into a new folder with no network: model calls come from the log,
+    local tools run again to rebuild the files, and the output is compared with the original.
+    A call the recording cannot answer ends the replay `failed` with the first differing step."""
+    run_dir = Path(run_dir)
+    meta, workflow = recorded_run(run_dir)
+    target = Path(into) if into is not None else _replay_folder(run_dir)
+    if target.exists() and any(target.iterdir()):
+        raise UsageError(f"{target} already exists", "choose another --into folder")
+    settings = RunSettings(
+        meta.get("model_override"), bool(meta.get("dry_run")), None, on_event, None, verbosity
+    )
+    ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
+    run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
+    result = await _execute(run, settings)
+    recorded_status = str(meta.get("status") or "")
+    output = meta.get("output")
+    same: bool | None = None
+    if output and result.status == recorded_status:
+        original, again = run_dir / output, target / output
+        same = again.exists() and original.exists() and original.read_bytes() == again.read_bytes()
+    return ReplayResult(
+        **vars(result), recorded_status=recorded_status, declared_output=output, output_reproduced=same
+    )
+
+
+def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:
+    """A run folder's run.json (or, when that is missing or damaged, its run_start event) and
+    its workflow, loaded again."""
+    if not (run_dir / "events.jsonl").is_file():
+        raise RunError(f"{run_dir} is not a run folder (no events.jsonl)", "pass a folder under runs/")
+    try:
+        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        start = next((e for e in read_lines(run_dir / "events.jsonl") if e.get("type") == "run_start"), None)
+        if start is None:
+            raise RunError(
+                f"{run_dir} has no run_start event", "the run never started; run it again"
+            ) from None
+        meta = {**start, "status": "incomplete"}
+    workflow = Path(meta["workflow_file"]).resolve()
+    if not workflow.is_file():
+        raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
+    return meta, load(workflow)
+
+
+def _recorded_result(run_dir: Path, meta: dict[str, Any]) -> RunResult:
+    """A finished run as its folder records it (resuming a completed run changes nothing)."""
+    status = str(meta.get("status"))
+    output = run_dir / meta["output"] if meta.get("output") else None
+    try:
+        usage = json.loads((run_dir / "usage.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        usage = {}
+    return RunResult(
+        status=status,
+        exit_code=EXIT_CODES.get(status, 1),
+        message="already completed; nothing to resume",
+        output=output if output is not None and output.exists() else None,
+        usage=usage,
+        run_dir=run_dir,
+    )
+
+
+def new_run_id(name: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-{uuid.uuid4().hex[:4]}"
+
+
+def _replay_folder(run_dir: Path) -> Path:
+    target, n = run_dir.with_name(run_dir.name + "-replay"), 1
+    while target.exists():
+        n += 1
+        target = run_dir.with_name(f"{run_dir.name}-replay{n}")
+    return target
+
+
+def _check_credentials(run: Run) -> None:
+    missing = missing_credentials(run.project, run.spec, run.models.choice)
+    if missing:
+        needs = "; ".join(f"{env} (for {', '.join(sorted(set(agents)))})" for env, agents in missing.items())
+        raise ManifestError(
+            f"no model provider is configured: set {needs}",
+            "export the key, or try it offline with --dry-run, or use a local server: "
+            "--model ollama:llama3.1 (or OPENAI_BASE_URL=http://localhost:8000/v1 --model openai:MODEL)",
+        )
+
+
+async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
+    log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
+    run.subscribers.append(log.on_event)
+    if settings.on_event is not None:
+        run.subscribers.append(settings.on_event)
+    try:
+        summary = await execute_run(run, resume=resume)
+    finally:
+        log.close()
+    return _result(run, summary)
+
+
+def _result(run: Run, summary: RunSummary) -> RunResult:
+    return RunResult(
+        status=summary.status,
+        exit_code=summary.exit_code,
+        message=summary.message,
+        output=Path(summary.output) if summary.output else None,
+        usage=run.usage.to_dict(),
+        run_dir=run.run_dir,
+    )

@@ -1,0 +1,31 @@
+"""`flowrun runs` and `flowrun show`: looking at run folders (see run_views.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from flowrun.cli.common import reported
+
+
+@click.command()
+@click.option(
+    "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
+)
+def runs(runs_dir: Path) -> None:
+    """List runs: id, workflow, status, steps, tokens, cost, duration."""
+    with reported(verbose=False):
+        from flowrun.cli.run_views import format_runs, list_runs
+
+        click.echo(format_runs(list_runs(runs_dir)))
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+def show(run_dir: Path) -> None:
+    """Print a run's tree of agents and tool calls with timings and tokens."""
+    with reported(verbose=False):
+        from flowrun.cli.run_views import show_run
+
+        click.echo(show_run(run_dir))

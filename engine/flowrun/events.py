@@ -1,0 +1,267 @@
+"""Typed events: one class per line type of `events.jsonl`.
+
+The runtime emits these and prints nothing; the event log, the progress display, the run log,
+resume, replay and exporters all read them. Each class serialises to exactly the JSON object a
+line holds (minus `seq` and `t`, which the log writer assigns), and `parse_event` reads a line
+back, including lines written by earlier versions (unknown keys are ignored, unknown types
+become `UnknownEvent`). An optional field (default None) is left out of the line when unset,
+unless it is declared `nullable()` (written as null, as earlier versions did).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, ClassVar, TypeVar
+
+from flowrun.types import ModelResponse, ToolResult
+
+E = TypeVar("E", bound="Event")
+
+
+def nullable() -> Any:
+    """An optional field that is written as null when unset (as earlier versions wrote it)."""
+    return field(default=None, metadata={"null": True})
+
+
+@dataclass(kw_only=True, slots=True)
+class Event:
+    type: ClassVar[str] = ""
+    seq: int = 0  # position in the log, set by the writer
+    t: float = 0.0  # epoch seconds, set by the writer
+
+    def to_dict(self) -> dict[str, Any]:
+        """The line's fields after `seq` and `t`: `type` first, then the event's own."""
+        out: dict[str, Any] = {"type": self.type}
+        for name, optional in _fields(type(self)):
+            value = getattr(self, name)
+            if value is None and optional:
+                continue
+            out[name] = value.to_dict() if isinstance(value, ModelResponse | ToolResult) else value
+        return out
+
+    @property
+    def agent_key(self) -> str | None:
+        """The agent instance this event belongs to, if any."""
+        return getattr(self, "agent_id", None)
+
+
+@cache
+def _fields(cls: type[Event]) -> tuple[tuple[str, bool], ...]:
+    return tuple(
+        (f.name, f.default is None and not f.metadata.get("null"))
+        for f in dataclasses.fields(cls)
+        if f.name not in ("seq", "t")  # type: ignore[arg-type]
+    )
+
+
+EVENT_TYPES: dict[str, type[Event]] = {}
+
+
+def event_type(name: str) -> Any:
+    """Class decorator: register an event class under its `type` string."""
+
+    def register(cls: type[E]) -> type[E]:
+        cls.type = name
+        EVENT_TYPES[name] = cls
+        return cls
+
+    return register
+
+
+@event_type("run_start")
+@dataclass(kw_only=True, slots=True)
+class RunStartEvent(Event):
+    workflow: str
+    workflow_file: str
+    inputs: dict[str, Any]
+    flowrun_version: str
+    sdk_versions: dict[str, str] = field(default_factory=dict)
+    dry_run: bool = False
+    model_override: str | None = nullable()
+    output: str | None = nullable()
+
+
+@event_type("run_resumed")
+@dataclass(kw_only=True, slots=True)
+class RunResumedEvent(Event):
+    recorded_model_calls: int
+
+
+@event_type("agent_start")
+@dataclass(kw_only=True, slots=True)
+class AgentStartEvent(Event):
+    agent: str
+    agent_id: str
+    parent: str | None = nullable()
+    task: str = ""
+    model: str = ""
+    session: str | None = None
+
+
+@event_type("agent_end")
+@dataclass(kw_only=True, slots=True)
+class AgentEndEvent(Event):
+    agent: str
+    agent_id: str
+    status: str
+    steps: int | None = None
+    output_files: list[str] | None = None
+    error: str | None = None
+
+
+@event_type("model_request")
+@dataclass(kw_only=True, slots=True)
+class ModelRequestEvent(Event):
+    agent: str
+    agent_id: str
+    step: int
+    purpose: str | None = None
+    model: str = ""
+    messages: int = 0
+    digest: str = ""
+    tools: list[str] = field(default_factory=list)
+
+
+@event_type("model_response")
+@dataclass(kw_only=True, slots=True)
+class ModelResponseEvent(Event):
+    agent: str
+    agent_id: str
+    step: int
+    purpose: str | None = None
+    response: ModelResponse = field(default_factory=ModelResponse)
+    latency_ms: float = 0.0
+    cost_usd: float | None = None  # None when the model has no price
+    replayed: bool | None = None  # True when the answer came from the log
+
+
+@event_type("model_retry")
+@dataclass(kw_only=True, slots=True)
+class ModelRetryEvent(Event):
+    model: str
+    retry: int
+    delay_s: float
+    reason: str
+
+
+@event_type("tool_call")
+@dataclass(kw_only=True, slots=True)
+class ToolCallEvent(Event):
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@event_type("tool_result")
+@dataclass(kw_only=True, slots=True)
+class ToolResultEvent(Event):
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+    result: ToolResult
+
+
+@event_type("iteration_start")
+@dataclass(kw_only=True, slots=True)
+class IterationStartEvent(Event):
+    loop: str
+    iteration: int
+
+
+@event_type("iteration_end")
+@dataclass(kw_only=True, slots=True)
+class IterationEndEvent(Event):
+    loop: str
+    iteration: int
+    until_met: bool
+
+
+@event_type("until_error")
+@dataclass(kw_only=True, slots=True)
+class UntilErrorEvent(Event):
+    loop: str
+    iteration: int
+    message: str
+
+
+@event_type("context_reset")
+@dataclass(kw_only=True, slots=True)
+class ContextResetEvent(Event):
+    agent: str
+    agent_id: str
+    messages_before: int
+    messages_after: int
+
+
+@event_type("context_compacted")
+@dataclass(kw_only=True, slots=True)
+class ContextCompactedEvent(Event):
+    agent: str
+    agent_id: str
+    messages_before: int
+    messages_after: int
+    transcript: str
+
+
+@event_type("budget_exceeded")
+@dataclass(kw_only=True, slots=True)
+class BudgetExceededEvent(Event):
+    limit: str
+    message: str
+
+
+@event_type("error")
+@dataclass(kw_only=True, slots=True)
+class ErrorEvent(Event):
+    agent: str | None = None
+    agent_id: str | None = None
+    where: str
+    message: str
+
+
+@event_type("run_end")
+@dataclass(kw_only=True, slots=True)
+class RunEndEvent(Event):
+    status: str
+    message: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, slots=True)
+class UnknownEvent(Event):
+    """A line of a type this version does not know (a newer writer, or damage): kept raw."""
+
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.raw.items() if k not in ("seq", "t")}
+
+
+_CONVERTERS: dict[str, Any] = {"response": ModelResponse.from_dict, "result": ToolResult.from_dict}
+
+
+def parse_event(raw: dict[str, Any]) -> Event:
+    """A log line (already JSON-decoded) as its typed event; never raises on an old or unknown
+    line (a field that cannot be read makes it an UnknownEvent)."""
+    cls = EVENT_TYPES.get(str(raw.get("type")))
+    if cls is None:
+        return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        values = {k: (_CONVERTERS[k](v) if k in _CONVERTERS else v) for k, v in raw.items() if k in names}
+        return cls(**values)
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0

@@ -1,0 +1,69 @@
+"""A tool as one agent may call it: its spec for the model, its kind (how it runs), and the
+per-agent config and limits merged from the tool manifest and the agent's tool entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from flowrun.tools.base import ToolContext
+from flowrun.types import ToolCall, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from flowrun.manifest.project import Project
+    from flowrun.manifest.specs import AgentManifest
+    from flowrun.runtime.instance import AgentInstance
+    from flowrun.runtime.services import RunServices
+
+
+@dataclass(slots=True)
+class BindRequest:
+    """One entry of an agent's `tools` list, to be made callable."""
+
+    name: str
+    config: dict[str, Any]  # the agent's per-tool config (may be empty)
+    agent: AgentManifest  # the agent the tool is bound for
+    project: Project
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One validated call of a bound tool."""
+
+    ctx: ToolContext
+    arguments: dict[str, Any]
+    caller: AgentInstance
+    call: ToolCall
+    run: RunServices
+
+
+class ToolKind(Protocol):
+    """How a kind of tool is bound and run (python function, command line, agent, ...).
+    Kinds are listed in runtime/tool_kinds/__init__.py; the first that claims a name binds it."""
+
+    name: str
+
+    def claims(self, name: str, project: Project) -> bool: ...
+
+    def bind(self, request: BindRequest) -> list[BoundTool]: ...
+
+    async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult: ...
+
+
+@dataclass(slots=True)
+class BoundTool:
+    name: str
+    spec: ToolSpec
+    kind: ToolKind
+    config: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
+    sequential: bool = False
+    target: Any = None  # what the kind needs to run it: a function, a command, an agent spec
+    _validator: Any = None
+
+    def validator(self) -> Any:
+        if self._validator is None:
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self.spec.parameters)
+        return self._validator

@@ -1,0 +1,29 @@
+"""Which keys a run would need and does not have, checked before anything runs."""
+
+from __future__ import annotations
+
+from flowrun.manifest.graph import run_agents
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import WorkflowManifest
+from flowrun.providers.registry import PROVIDERS
+from flowrun.runtime.models import ModelChoice
+
+
+def missing_credentials(
+    project: Project, workflow: WorkflowManifest, choice: ModelChoice
+) -> dict[str, list[str]]:
+    """env var → agents that need it, for every model the run would call that lacks its key."""
+    missing: dict[str, list[str]] = {}
+    for name in sorted(run_agents(workflow, project)):
+        agent = project.agents[name].spec
+        for ref in [agent.model, *agent.selectable_models]:
+            if ref is None and agent.model is not None:
+                continue
+            config = choice.config(ref, name)
+            entry = PROVIDERS.get(config.provider)
+            if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
+                continue
+            if config.secret(config.api_key_env) or config.secret(config.auth_token_env):
+                continue
+            missing.setdefault(config.api_key_env or "?", []).append(name)
+    return missing

@@ -1,0 +1,197 @@
+"""Running a step's tool calls: concurrently (a `sequential` tool alone), each checked first
+(unknown name, unreadable or invalid arguments), each answered from the ledger when a resumed
+run already has its result, and never raising into the loop: timeouts and exceptions become
+`status: error` results the model can correct."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import BudgetExceeded
+from flowrun.events import Event, ToolCallEvent, ToolResultEvent
+from flowrun.runtime.bound_tool import BoundTool, Invocation
+from flowrun.runtime.instance import AgentInstance
+from flowrun.runtime.ledger import RECORDED_ONLY, Ledger
+from flowrun.runtime.services import RunServices
+from flowrun.tools.base import ToolContext
+from flowrun.types import ToolCall, ToolError, ToolResult
+
+ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its context
+
+
+@dataclass
+class ToolEnvironment:
+    """What every tool call of a run shares."""
+
+    workspace: Path
+    run_dir: Path
+    search_path: list[Path]
+    interactive: bool = False
+    ask_user: Callable[[str], Awaitable[str]] | None = None
+    state: dict[str, Any] = field(default_factory=dict)  # run-scoped tool state (background jobs, ...)
+
+
+class ToolDispatcher:
+    def __init__(
+        self,
+        run: RunServices,
+        env: ToolEnvironment,
+        max_concurrency: int,
+        emit: Callable[[Event], None],
+        ledger: Ledger | None = None,
+    ) -> None:
+        self.run = run
+        self.env = env
+        self.max_concurrency = max_concurrency
+        self.emit = emit
+        self.ledger = ledger
+
+    async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
+        """Results come back in the order the model asked for them."""
+        # per step, not per run: a sub-agent's own calls must never wait on its caller's slot
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+        results: list[ToolResult | None] = [None] * len(calls)
+        serial = [
+            i for i, c in enumerate(calls) if (b := inst.tools.get(c.name)) is not None and b.sequential
+        ]
+
+        async def one(i: int) -> None:
+            async with semaphore:
+                results[i] = await self.call_tool(inst, calls[i])
+
+        async with asyncio.TaskGroup() as group:
+            for i in range(len(calls)):
+                if i not in serial:
+                    group.create_task(one(i))
+        for i in serial:
+            results[i] = await self.call_tool(inst, calls[i])
+        return [r for r in results if r is not None]
+
+    async def call_tool(self, inst: AgentInstance, call: ToolCall) -> ToolResult:
+        self.emit(
+            ToolCallEvent(
+                agent=inst.name, agent_id=inst.id, call_id=call.id, tool=call.name, arguments=call.arguments
+            )
+        )
+        bound = inst.tools.get(call.name)
+        if bound is None:
+            names = ", ".join(inst.tools) or "(none)"
+            result = ToolResult.fail(
+                "UNKNOWN_TOOL", f"there is no tool named '{call.name}'. Available tools: {names}."
+            )
+        else:
+            result = await self._checked_call(inst, bound, call)
+        if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
+            inst.written.add(str(result.context["path_resolved"]))
+        self.emit(
+            ToolResultEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=call.name, result=result)
+        )
+        return result
+
+    async def _checked_call(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolResult:
+        problem = check_arguments(bound, call)
+        if problem is not None:
+            return problem
+        recorded = self._recorded_result(inst, bound, call)
+        if recorded is not None and self._skip_execution(call):
+            return recorded
+        arguments = declared_arguments(bound, call.arguments)
+        invocation = Invocation(self.tool_context(inst, bound, call), arguments, inst, call, self.run)
+        result = await invoke(bound, invocation)
+        # on replay the model must see exactly what it saw then; the call ran for its files
+        return recorded or result
+
+    def _recorded_result(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolResult | None:
+        # a sub-agent always runs again (from its recorded model calls) to rebuild its state
+        if self.ledger is None or bound.kind.name == "agent":
+            return None
+        return self.ledger.tool_result(inst.id, call.id)
+
+    def _skip_execution(self, call: ToolCall) -> bool:
+        assert self.ledger is not None
+        return self.ledger.mode == "resume" or call.name in RECORDED_ONLY
+
+    def tool_context(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolContext:
+        env = self.env
+        base = env.workspace
+        if bound.config.get("base_dir"):
+            base = (env.workspace / bound.config["base_dir"]).resolve()
+        services: dict[str, Callable[..., Any]] = {"emit": self.emit}
+        if env.ask_user is not None:
+            services["ask_user"] = env.ask_user
+        return ToolContext(
+            workspace=env.workspace,
+            base_dir=base,
+            cwd=inst.cwd,
+            run_dir=env.run_dir,
+            agent_name=inst.name,
+            agent_id=inst.id,
+            call_id=call.id,
+            tool_name=bound.name,
+            config=dict(bound.config),
+            limits=dict(bound.limits),
+            search_path=list(env.search_path),
+            state=env.state,
+            services=services,
+            interactive=env.interactive,
+            protected=ENGINE_FILES,
+        )
+
+
+def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
+    """An INVALID_PARAM result when the call's arguments are unusable, else None."""
+    if call.parse_error:
+        raw = (call.raw_arguments or "")[:200]
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"could not read the arguments of {call.name}: {call.parse_error}. Received: {raw!r}. "
+            "Send the arguments as one JSON object.",
+        )
+    problems = []
+    for err in bound.validator().iter_errors(call.arguments):
+        where = "/".join(str(p) for p in err.absolute_path) or "arguments"
+        problems.append(f"{where}: {err.message}")
+    if problems:
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"invalid arguments for {call.name}: " + "; ".join(problems[:5]) + ". Fix them and call again.",
+        )
+    return None
+
+
+def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    props = bound.spec.parameters.get("properties")
+    if not isinstance(props, dict):
+        return dict(arguments)
+    return {k: v for k, v in arguments.items() if k in props}
+
+
+async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:
+    """Run one validated call through its kind; exceptions and timeouts become error results."""
+    started = time.perf_counter()
+    timeout = bound.limits.get("timeout_s")
+    try:
+        coro = bound.kind.invoke(bound, call)
+        result = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+    except TimeoutError:
+        result = ToolResult.fail("TIMEOUT", f"{bound.name} did not finish within {timeout} s")
+    except BudgetExceeded:
+        raise  # the run stops; not something the model can fix
+    except Exception as e:  # a tool never raises into the agent loop
+        detail = str(e) if len(str(e)) <= ERROR_DETAIL_CHARS else str(e)[:ERROR_DETAIL_CHARS] + "…"
+        message = f"{bound.name} failed: {type(e).__name__}: {detail}"
+        result = ToolResult("error", message, error=ToolError("INTERNAL", detail))
+    if not isinstance(result, ToolResult):
+        result = ToolResult.fail(
+            "INTERNAL", f"{bound.name} returned {type(result).__name__}, not a ToolResult"
+        )
+    result.stats.setdefault("time_ms", round((time.perf_counter() - started) * 1000, 2))
+    result.context.setdefault("params_input", call.arguments)
+    return result

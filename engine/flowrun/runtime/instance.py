@@ -1,0 +1,47 @@
+"""A running agent: its identity, settings, tools and conversation, and how its run ended."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from flowrun.manifest.specs import AgentManifest
+from flowrun.providers.base import ModelConfig, Provider
+from flowrun.runtime.bound_tool import BoundTool
+from flowrun.types import Message
+
+OutcomeStatus = Literal["completed", "finished", "stopped", "max_steps"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: OutcomeStatus
+    text: str
+    steps: int
+
+
+@dataclass
+class AgentInstance:
+    """A persistent sub-agent keeps one instance (and so its messages) across calls."""
+
+    id: str  # deterministic path, e.g. "orchestrator/searcher@call_1_0"
+    name: str
+    spec: AgentManifest  # the effective manifest (extends resolved)
+    model: ModelConfig
+    provider: Provider
+    tools: dict[str, BoundTool]
+    system: str
+    depth: int
+    cwd: Path
+    messages: list[Message] = field(default_factory=list)
+    model_calls: int = 0  # over the instance's life: the index of its next model call
+    written: set[str] = field(default_factory=set)  # workspace files its write tools touched
+    calls_made: dict[str, int] = field(default_factory=dict)  # sub-agent name -> calls
+    side_calls: dict[str, int] = field(default_factory=dict)  # purpose -> tool-less calls (compaction)
+    task: str = ""
+
+    def stop_pattern(self) -> re.Pattern[str] | None:
+        pattern = self.spec.stop.pattern
+        return re.compile(pattern) if pattern else None

@@ -1,0 +1,188 @@
+"""Model calls of a run: which model an agent uses (`--dry-run`, `--model` and `--stream`
+applied), one provider per model, and each call with its budget check, events, usage and cost,
+answered from the ledger when a resumed or replayed run has it."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import ManifestError, ProviderError
+from flowrun.events import ErrorEvent, Event, ModelRequestEvent, ModelResponseEvent, ModelRetryEvent
+from flowrun.manifest.model_config import config_from_shorthand, config_from_spec, model_config
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import ModelSpec
+from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.registry import make_provider
+from flowrun.runtime.budgets import Budgets
+from flowrun.runtime.event_log import Redactor
+from flowrun.runtime.instance import AgentInstance
+from flowrun.runtime.ledger import Ledger
+from flowrun.runtime.usage import UsageBook, cost_of
+from flowrun.types import Message, ModelResponse
+
+Hints = Callable[[AgentInstance], dict[str, Any]]
+
+
+@dataclass(slots=True)
+class ModelChoice:
+    """How a run picks models: the workflow's own, or one for every agent."""
+
+    project: Project
+    workflow_models: dict[str, ModelSpec]
+    default_model: str | None
+    base_dir: Path
+    dry_run: bool = False
+    override: str | None = None
+    stream: bool | None = None  # None: each model's own setting
+
+    def named(self) -> dict[str, ModelSpec]:
+        return {**{n: loaded.spec for n, loaded in self.project.models.items()}, **self.workflow_models}
+
+    def config(self, ref: str | None, agent: str) -> ModelConfig:
+        config = self._config(ref, agent)
+        if self.stream is not None:
+            config.stream = self.stream
+        return config
+
+    def _config(self, ref: str | None, agent: str) -> ModelConfig:
+        if self.dry_run:
+            return model_config("test", provider="test", model="test")
+        ref = self.override or ref or self.default_model or self.project.default_model
+        if ref is None:
+            raise ManifestError(f"agent '{agent}' names no model", "set the workflow's `default_model:`")
+        named = self.named()
+        if ref in named:
+            return config_from_spec(ref, named[ref], self.base_dir)
+        return config_from_shorthand(ref, self.base_dir)
+
+
+class ModelService:
+    def __init__(
+        self,
+        choice: ModelChoice,
+        budgets: Budgets,
+        usage: UsageBook,
+        redactor: Redactor,
+        emit: Callable[[Event], None],
+        hints: Hints,
+        ledger: Ledger | None = None,
+    ) -> None:
+        self.choice = choice
+        self.budgets = budgets
+        self.usage = usage
+        self.redactor = redactor
+        self.emit = emit
+        self.hints = hints
+        self.ledger = ledger
+        self.providers: dict[str, Provider] = {}
+
+    def provider_for(self, config: ModelConfig) -> Provider:
+        key = f"{config.name}|{config.provider}|{config.model}"
+        if key not in self.providers:
+            if self.ledger is not None and self.ledger.mode == "replay":
+                from flowrun.runtime.replay_provider import ReplayOnlyProvider
+
+                self.providers[key] = ReplayOnlyProvider(config)
+            else:
+                for env in (config.api_key_env, config.auth_token_env):
+                    self.redactor.add_env(env)
+                self.providers[key] = make_provider(config, self._retry_reporter(config))
+        return self.providers[key]
+
+    def _retry_reporter(self, config: ModelConfig) -> Callable[[int, float, str], None]:
+        def report(retry: int, delay: float, reason: str) -> None:
+            self.emit(ModelRetryEvent(model=config.name, retry=retry, delay_s=round(delay, 3), reason=reason))
+
+        return report
+
+    async def model_call(self, inst: AgentInstance) -> ModelResponse:
+        request = ModelRequest(
+            agent=inst.name,
+            system=inst.system,
+            messages=list(inst.messages),
+            tools=[b.spec for b in inst.tools.values()],
+            agent_id=inst.id,
+            hints=self.hints(inst) if inst.model.provider == "test" else {},
+            step=inst.model_calls - sum(inst.side_calls.values()),
+        )
+        return await self._request(inst, request)
+
+    async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
+        """A tool-less model call on an agent's model (e.g. summarising its history); it counts
+        toward the run's usage and budgets like any other call."""
+        index = inst.side_calls.get(purpose, 0)
+        inst.side_calls[purpose] = index + 1
+        request = ModelRequest(
+            agent=f"{inst.name}#{purpose}",
+            system=system,
+            messages=[Message("user", text)],
+            tools=[],
+            step=index,
+        )
+        return (await self._request(inst, request, purpose)).text
+
+    async def _request(
+        self, inst: AgentInstance, request: ModelRequest, purpose: str | None = None
+    ) -> ModelResponse:
+        self.budgets.spend_call()
+        inst.model_calls += 1
+        step = inst.model_calls
+        digest = history_digest(request.messages)
+        self.emit(
+            ModelRequestEvent(
+                agent=inst.name,
+                agent_id=inst.id,
+                step=step,
+                purpose=purpose,
+                model=inst.model.name,
+                messages=len(request.messages),
+                digest=digest,
+                tools=[t.name for t in request.tools],
+            )
+        )
+        recorded = self.ledger.response(inst.id, step, digest, inst.name) if self.ledger else None
+        started = time.perf_counter()
+        response = recorded if recorded is not None else await self._live(inst, request)
+        self.usage.add(inst.name, inst.model, response.usage)
+        latency = 0.0 if recorded is not None else round((time.perf_counter() - started) * 1000, 2)
+        self.emit(
+            ModelResponseEvent(
+                agent=inst.name,
+                agent_id=inst.id,
+                step=step,
+                purpose=purpose,
+                response=response,
+                latency_ms=latency,
+                cost_usd=cost_of(response.usage, inst.model),
+                replayed=True if recorded is not None else None,
+            )
+        )
+        return response
+
+    async def _live(self, inst: AgentInstance, request: ModelRequest) -> ModelResponse:
+        try:
+            return await inst.provider.complete(request)
+        except ProviderError as e:
+            e.agent = e.agent or inst.name
+            e.model = e.model or inst.model.name
+            self.emit(ErrorEvent(agent=inst.name, agent_id=inst.id, where="model", message=str(e)))
+            raise
+
+    async def aclose(self) -> None:
+        for provider in self.providers.values():
+            await provider.aclose()
+
+
+def history_digest(messages: list[Message]) -> str:
+    """A short fingerprint of a conversation, to spot where a replayed run diverges. Built from
+    the fields that matter, not asdict(): it runs on every model call over the whole history."""
+    h = hashlib.sha256()
+    for m in messages:
+        calls = ",".join(f"{c.id}:{c.name}" for c in m.tool_calls)
+        h.update(f"{m.role}\x1f{m.content}\x1f{m.tool_call_id}\x1f{calls}\x1e".encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,67 @@
+"""What templates see, and an agent's rendered system prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import ManifestError
+from flowrun.manifest.project import Loaded, Project, find_agent_prompt
+from flowrun.manifest.specs import AgentManifest, DashboardContext
+from flowrun.manifest.templates import render
+from flowrun.runtime.bound_tool import BoundTool
+from flowrun.runtime.workspace import WorkspaceView
+
+
+class PromptRenderer:
+    def __init__(
+        self,
+        project: Project,
+        inputs: dict[str, Any],
+        workspace: Path,
+        run_id: str,
+        output: str | None,
+        iteration: Callable[[], int | None],
+    ) -> None:
+        self.project = project
+        self.inputs = inputs
+        self.workspace = workspace
+        self.run_id = run_id
+        self.output = output
+        self.iteration = iteration
+
+    def template_vars(self) -> dict[str, Any]:
+        """The variables of every template: prompts, the workflow's task, seeds, steps, until."""
+        return {
+            **self.inputs,
+            "inputs": dict(self.inputs),
+            "workspace": WorkspaceView(self.workspace),
+            "date": date.today().isoformat(),
+            "iteration": self.iteration(),
+            "run_id": self.run_id,
+            "output": self.output,
+        }
+
+    def system_prompt(self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str) -> str:
+        spec = loaded.spec
+        if spec.prompt is not None:
+            source, what = spec.prompt, f"the prompt of agent '{spec.name}'"
+        else:
+            path = find_agent_prompt(loaded, self.project)
+            if path is None:
+                raise ManifestError(f"prompt file '{spec.prompt_file}' of agent '{spec.name}' not found")
+            source, what = path.read_text(encoding="utf-8"), str(path)
+        context = spec.context
+        variables = {
+            **self.template_vars(),
+            **spec.vars,
+            "agent": {"name": spec.name, "description": spec.description or ""},
+            "tools": [{"name": b.name, "description": b.spec.description} for b in tools.values()],
+            "dashboards": dict(context.dashboards) if isinstance(context, DashboardContext) else {},
+            "model": model,
+        }
+        # a built-in agent's includes come from the built-ins, so a project cannot change it by accident
+        search = [loaded.root / "prompts"] if loaded.builtin else self.project.prompt_dirs()
+        return render(source, variables, search=search, what=what).strip()

@@ -1,0 +1,50 @@
+"""The narrow interfaces parts of a run see of the run: the agent loop and context strategies
+see `LoopServices`; tool kinds and step kinds see `RunServices`. `runtime.run.Run` implements
+both; tests can drive a loop with anything that does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from flowrun.events import Event
+from flowrun.types import ModelResponse, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from flowrun.manifest.project import Project
+    from flowrun.manifest.specs import Limits
+    from flowrun.runtime.instance import AgentInstance
+
+
+class LoopServices(Protocol):
+    workspace: Path
+
+    def emit(self, event: Event) -> None: ...
+
+    async def model_call(self, inst: AgentInstance) -> ModelResponse: ...
+
+    async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str: ...
+
+    async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]: ...
+
+
+class RunServices(LoopServices, Protocol):
+    project: Project
+    limits: Limits
+    persistent: dict[str, AgentInstance]  # persistent sub-agents by "caller id/name"
+    iteration: int | None  # the current loop iteration (1-based), for templates
+
+    def new_instance(
+        self,
+        name: str,
+        instance_id: str,
+        depth: int,
+        cwd: Path | None = None,
+        model_ref: str | None = None,
+    ) -> AgentInstance: ...
+
+    def use_model(self, inst: AgentInstance, ref: str) -> None: ...
+
+    def template_vars(self) -> dict[str, Any]: ...
+
+    def recorded_until(self, loop: str, iteration: int) -> bool | None: ...

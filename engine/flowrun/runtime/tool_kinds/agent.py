@@ -1,0 +1,171 @@
+"""Agents as tools: an agent listed in another's `tools` runs in its own conversation (fresh per
+call, or one persistent instance per caller), keeps long output in workspace files, and hands
+its caller a short summary, the files it wrote, its step count and its instance id."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from flowrun.errors import ProviderError
+from flowrun.events import AgentEndEvent, AgentStartEvent
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import AgentManifest
+from flowrun.runtime.agent import run_agent
+from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
+from flowrun.runtime.instance import AgentInstance, Outcome
+from flowrun.runtime.services import RunServices
+from flowrun.types import ToolCall, ToolResult, ToolSpec
+
+AGENT_TOOL_SUFFIX = (
+    " It works in its own conversation, writes long output to files in the workspace, "
+    "and returns a short summary plus the list of files it wrote."
+)
+
+
+def agent_tool_parameters(selectable: list[str]) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "task": {"type": "string", "description": "What to do, with everything the agent needs to know."},
+        "context_files": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Workspace files it should read first.",
+        },
+        "output_dir": {
+            "type": "string",
+            "description": "Workspace folder for the files it writes (optional).",
+        },
+    }
+    if selectable:
+        props["model"] = {"enum": selectable, "description": "Which model the agent uses for this task."}
+    return {"type": "object", "properties": props, "required": ["task"], "additionalProperties": False}
+
+
+class AgentKind:
+    name = "agent"
+
+    def claims(self, name: str, project: Project) -> bool:
+        return name in project.agents and name not in project.tools
+
+    def bind(self, request: BindRequest) -> list[BoundTool]:
+        callee = request.project.agents[request.name].spec
+        selectable = list(request.config.get("selectable_models") or callee.selectable_models)
+        description = callee.tool_description + AGENT_TOOL_SUFFIX
+        spec = ToolSpec(request.name, description, agent_tool_parameters(selectable))
+        return [BoundTool(request.name, spec, self, dict(request.config), target=callee)]
+
+    async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
+        return await call_agent(call.run, call.caller, bound, call.arguments, call.call)
+
+
+KIND = AgentKind()
+
+
+async def call_agent(
+    run: RunServices, caller: AgentInstance, bound: BoundTool, args: dict[str, Any], call: ToolCall
+) -> ToolResult:
+    name = bound.name
+    callee: AgentManifest = bound.target
+    refusal = _refusal(run, caller, bound)
+    if refusal is not None:
+        return refusal
+    caller.calls_made[name] = caller.calls_made.get(name, 0) + 1
+    session = bound.config.get("session") or callee.session
+    inst = _sub_instance(run, caller, name, session, call, args.get("model"))
+    inst.written = set()
+    task = _sub_task(args)
+    started = time.time()
+    run.emit(
+        AgentStartEvent(
+            agent=name, agent_id=inst.id, parent=caller.id, task=task, model=inst.model.name, session=session
+        )
+    )
+    try:
+        outcome = await run_agent(run, inst, task, bound.config.get("max_steps"))
+    except ProviderError as e:
+        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=str(e)))
+        return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
+    files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
+    caller.written |= set(files)
+    run.emit(
+        AgentEndEvent(
+            agent=name, agent_id=inst.id, status=outcome.status, steps=outcome.steps, output_files=files
+        )
+    )
+    return _sub_result(inst, callee, outcome, files)
+
+
+def _refusal(run: RunServices, caller: AgentInstance, bound: BoundTool) -> ToolResult | None:
+    name = bound.name
+    max_depth = run.limits.max_depth
+    if caller.depth + 1 > max_depth:
+        return ToolResult.fail(
+            "DEPTH_EXCEEDED", f"cannot call {name}: agents may nest at most {max_depth} deep"
+        )
+    if name in (segment.split("@")[0] for segment in caller.id.split("/")):
+        return ToolResult.fail(
+            "CYCLE", f"{name} is already running above {caller.name}; agents may not call themselves"
+        )
+    max_calls = bound.config.get("max_calls")
+    if max_calls is not None and caller.calls_made.get(name, 0) >= max_calls:
+        return ToolResult.fail(
+            "LIMIT_REACHED", f"{name} may be called at most {max_calls} times; finish with what you have"
+        )
+    return None
+
+
+def _sub_instance(
+    run: RunServices, caller: AgentInstance, name: str, session: str, call: ToolCall, model: str | None
+) -> AgentInstance:
+    if session == "persistent":
+        key = f"{caller.id}/{name}"
+        inst = run.persistent.get(key)
+        if inst is None:
+            inst = run.new_instance(name, key, caller.depth + 1, model_ref=model)
+            run.persistent[key] = inst
+        elif model and model != inst.model.name:
+            run.use_model(inst, model)
+        return inst
+    return run.new_instance(name, f"{caller.id}/{name}@{call.id}", caller.depth + 1, model_ref=model)
+
+
+def _sub_task(args: dict[str, Any]) -> str:
+    parts = [str(args.get("task", ""))]
+    if args.get("context_files"):
+        parts.append("Read these workspace files first: " + ", ".join(map(str, args["context_files"])))
+    if args.get("output_dir"):
+        parts.append(f"Write your output files under {args['output_dir']}/.")
+    return "\n\n".join(parts)
+
+
+def _changed_under(run: RunServices, folder: str | None, since: float) -> set[str]:
+    if not folder:
+        return set()
+    root = (run.workspace / folder).resolve()
+    if not root.is_relative_to(run.workspace) or not root.is_dir():
+        return set()
+    return {
+        p.relative_to(run.workspace).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and p.stat().st_mtime >= since - 1
+    }
+
+
+def _sub_result(inst: AgentInstance, spec: AgentManifest, outcome: Outcome, files: list[str]) -> ToolResult:
+    cap = spec.summary_max_chars
+    summary = outcome.text.strip() or f"{inst.name} ended without a summary."
+    cut = len(summary) > cap
+    if cut:
+        summary = summary[:cap] + f"\n[summary cut at {cap} characters; details are in the files]"
+    listing = "\n".join(f"- {f}" for f in files) or "(none)"
+    text = f"{summary}\n\nOutput files:\n{listing}"
+    if outcome.status == "max_steps":
+        text = f"{inst.name} stopped at its step limit ({outcome.steps}) before finishing.\n\n{text}"
+    status = "partial" if (cut or outcome.status == "max_steps") else "success"
+    data = {
+        "output_files": files,
+        "steps_used": outcome.steps,
+        "agent_id": inst.id,
+        "outcome": outcome.status,
+    }
+    return ToolResult(status, text, data)

@@ -1,0 +1,35 @@
+"""Declarative command tools: `implementation: {command: [...], cwd, env}`, run without a shell
+(see tools/command.py)."""
+
+from __future__ import annotations
+
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import CommandImplementation
+from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
+from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
+from flowrun.tools.command import run_command
+from flowrun.types import ToolResult, ToolSpec
+
+
+class CommandKind:
+    name = "command"
+
+    def claims(self, name: str, project: Project) -> bool:
+        tool = project.tools.get(name)
+        return tool is not None and isinstance(tool.spec.implementation, CommandImplementation)
+
+    def bind(self, request: BindRequest) -> list[BoundTool]:
+        manifest = request.project.tools[request.name].spec
+        config = merged_config(manifest, request)
+        spec = ToolSpec(manifest.name, manifest.description.strip(), manifest.parameters)
+        impl = manifest.implementation
+        return [BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, impl)]
+
+    async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
+        impl: CommandImplementation = bound.target
+        return await run_command(
+            call.ctx, argv=impl.command, arguments=call.arguments, cwd=impl.cwd, env=dict(impl.env)
+        )
+
+
+KIND = CommandKind()

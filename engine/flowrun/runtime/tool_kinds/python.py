@@ -1,0 +1,62 @@
+"""Python tools: `implementation: {python: "module:function"}`, an async function
+`(ctx, **arguments) -> ToolResult`. Project modules are imported relative to the workflow's
+folder (the path is added only while importing)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from pathlib import Path
+
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import PythonImplementation
+from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
+from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
+from flowrun.tools.base import ToolFunction
+from flowrun.types import ToolResult, ToolSpec
+
+_import_lock = threading.Lock()
+
+
+def import_function(dotted: str, root: Path) -> ToolFunction:
+    module_name, _, func_name = dotted.partition(":")
+    with _import_lock:
+        added = str(root) not in sys.path
+        if added:
+            sys.path.insert(0, str(root))
+        try:
+            module = importlib.import_module(module_name)
+        finally:
+            if added:
+                sys.path.remove(str(root))
+    func: ToolFunction = getattr(module, func_name)
+    return func
+
+
+class PythonKind:
+    name = "python"
+
+    def claims(self, name: str, project: Project) -> bool:
+        tool = project.tools.get(name)
+        return tool is not None and isinstance(tool.spec.implementation, PythonImplementation)
+
+    def bind(self, request: BindRequest) -> list[BoundTool]:
+        loaded = request.project.tools[request.name]
+        manifest = loaded.spec
+        assert isinstance(manifest.implementation, PythonImplementation)
+        config = merged_config(manifest, request)
+        func = import_function(manifest.implementation.python, request.project.roots[0])
+        parameters = manifest.parameters
+        dynamic = getattr(func, "dynamic_parameters", None)
+        if dynamic is not None:  # e.g. use_skill lists the skills it can load
+            parameters = dynamic(request.project.roots, config) or parameters
+        spec = ToolSpec(manifest.name, manifest.description.strip(), parameters)
+        return [BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, func)]
+
+    async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
+        func: ToolFunction = bound.target
+        return await func(call.ctx, **call.arguments)
+
+
+KIND = PythonKind()
