@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, ClassVar, TypeVar
 
 from flowrun.types import ModelResponse, ToolResult
@@ -47,13 +46,19 @@ class Event:
         return getattr(self, "agent_id", None)
 
 
-@cache
+_FIELDS: dict[type[Event], tuple[tuple[str, bool], ...]] = {}
+
+
 def _fields(cls: type[Event]) -> tuple[tuple[str, bool], ...]:
-    return tuple(
-        (f.name, f.default is None and not f.metadata.get("null"))
-        for f in dataclasses.fields(cls)
-        if f.name not in ("seq", "t")  # type: ignore[arg-type]
-    )
+    """(name, left out when None) of an event class's own fields, computed once per class."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(
+            (f.name, f.default is None and not f.metadata.get("null"))
+            for f in dataclasses.fields(cls)
+            if f.name not in ("seq", "t")
+        )
+    return found
 
 
 EVENT_TYPES: dict[str, type[Event]] = {}

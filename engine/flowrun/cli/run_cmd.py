@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from flowrun.cli.progress import Progress
     from flowrun.manifest.specs import InputSpec
 
+R = TypeVar("R")
 RESUME_HINT = "the run folder is kept: continue with `flowrun resume RUN_DIR`"
 
 
@@ -133,12 +134,12 @@ def replay_exit(result: ReplayResult) -> int:
 # ---------------------------------------------------------------- helpers
 
 
-def _with_progress(level: int, start: Callable[[Any], Awaitable[RunResult]]) -> Any:
+def _with_progress(level: int, start: Callable[[Progress | None], Coroutine[Any, Any, R]]) -> R:
     """Run the API call with the progress display subscribed; always close the display."""
     from flowrun.cli.progress import make_progress
     from flowrun.runtime.event_log import Redactor
 
-    progress: Progress | None = make_progress(level, Redactor().text)
+    progress = make_progress(level, Redactor().text)
     try:
         return asyncio.run(start(progress))
     finally:
@@ -147,16 +148,15 @@ def _with_progress(level: int, start: Callable[[Any], Awaitable[RunResult]]) -> 
 
 
 def print_summary(result: RunResult, level: int, declared_output: str | None) -> None:
-    out = click.get_text_stream("stdout")
     if level >= 0:
-        click.echo("", file=out)
-        click.echo(usage_table(result.usage), file=out)
-    click.echo(f"status: {result.status}", file=out)
-    click.echo(f"run folder: {os.path.relpath(result.run_dir)}", file=out)
+        click.echo("")
+        click.echo(usage_table(result.usage))
+    click.echo(f"status: {result.status}")
+    click.echo(f"run folder: {os.path.relpath(result.run_dir)}")
     if result.output:
-        click.echo(f"output: {os.path.relpath(result.output)}", file=out)
+        click.echo(f"output: {os.path.relpath(result.output)}")
     elif declared_output:
-        click.echo(f"output: {declared_output} was not written", file=out)
+        click.echo(f"output: {declared_output} was not written")
     if result.status != "completed" and result.message:
         click.echo(f"error: {result.message.splitlines()[0][:500]}", err=True)
 

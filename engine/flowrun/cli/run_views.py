@@ -12,7 +12,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, RenderableType
+from rich.console import Console, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -204,7 +204,7 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
     if not rows:
         return "no runs yet"
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("run", "left"),
         ("workflow", "left"),
         ("status", "left"),
@@ -213,7 +213,8 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
         ("tokens", "right"),
         ("cost", "right"),
         ("duration", "right"),
-    ):
+    )
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     for row in sorted(rows, key=lambda r: r.started or 0, reverse=True):
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started)) if row.started else "-"

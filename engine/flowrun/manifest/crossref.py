@@ -38,12 +38,12 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     """Cross-reference diagnostics. Built-in manifests are tested with flowrun itself, so they
     are re-checked only when asked (validating the built-in folders)."""
     out: list[Diagnostic] = []
-    for loaded in project.tools.values():
-        if include_builtins or not loaded.builtin:
-            out += _check_tool(loaded, project)
-    for loaded in project.agents.values():
-        if include_builtins or not loaded.builtin:
-            out += _check_agent(loaded, project)
+    for tool in project.tools.values():
+        if include_builtins or not tool.builtin:
+            out += _check_tool(tool, project)
+    for agent in project.agents.values():
+        if include_builtins or not agent.builtin:
+            out += _check_agent(agent, project)
     out += _check_cycles(project)
     reachable: set[str] = set()
     for wf in project.workflows:
@@ -112,6 +112,7 @@ def _check_command(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
     params = set(spec.parameters.get("properties", {}))
     out: list[Diagnostic] = []
+    assert isinstance(spec.implementation, CommandImplementation)
     for i, item in enumerate(spec.implementation.command):
         where = ("implementation", "command", i)
         info = analyse(item)
@@ -350,7 +351,7 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
     seeds = spec.workspace.files
-    paths = [(("workspace", "files", p), p, True) for p in seeds]
+    paths: list[tuple[YamlPath, str, bool]] = [(("workspace", "files", p), p, True) for p in seeds]
     if spec.output:
         paths.append((("output",), spec.output, False))
     for parts, path, key in paths:

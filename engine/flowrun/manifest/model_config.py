@@ -92,11 +92,11 @@ def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
         )
     provider, model = parts
     if provider in PRESETS:
-        spec = ModelSpec(preset=provider, model=model)  # type: ignore[arg-type]
+        spec = ModelSpec(preset=provider, model=model)
     elif provider == "scripted":
         spec = ModelSpec(provider="scripted", model="script", script=model)
     else:
-        spec = ModelSpec(provider=provider, model=model)  # type: ignore[arg-type]
+        spec = ModelSpec(provider=provider, model=model)
     return config_from_spec(ref, spec, base_dir)
 
 

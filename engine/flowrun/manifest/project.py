@@ -282,6 +282,8 @@ def extended(parent: AgentManifest, child: AgentManifest) -> AgentManifest:
 def find_agent_prompt(loaded: Loaded[AgentManifest], project: Project) -> Path | None:
     """The template file of an agent's `prompt_file`: a project agent looks on the whole search
     path, a built-in agent only among the built-ins (so a project cannot break it by accident)."""
+    if loaded.spec.prompt_file is None:
+        return None
     roots = [loaded.root] if loaded.builtin else project.roots
     for root in roots:
         folder = (root / "prompts").resolve()

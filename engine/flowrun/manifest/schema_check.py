@@ -6,11 +6,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.yaml_source import Source
+from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
 
 KIND_NAMES = ("workflow", "agent", "tool", "models", "script")
@@ -43,7 +44,7 @@ def validator_for(kind: str) -> Any:
     return Draft202012Validator(load_schema(kind))
 
 
-def did_you_mean(word: str, options: list[str] | tuple[str, ...] | set[str]) -> str:
+def did_you_mean(word: str, options: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else ""
 
@@ -85,7 +86,7 @@ def _explain(src: Source, err: Any) -> list[Diagnostic]:
     return [src.diag(parts, _generic(err), "", "schema")]
 
 
-def _additional(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+def _additional(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     allowed = set(err.schema.get("properties", {}))
     patterns = list(err.schema.get("patternProperties", {}))
     out = []
@@ -108,7 +109,7 @@ def _additional(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
     return out
 
 
-def _required(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+def _required(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     missing = [k for k in err.validator_value if k not in err.instance]
     hints = {"version": "add `version: 1` at the top", "kind": "add `kind:`"}
     return [
@@ -117,7 +118,7 @@ def _required(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
     ]
 
 
-def _type(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+def _type(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     want = err.validator_value
     want_text = " or ".join(want) if isinstance(want, list) else want
     want_text = want_text.replace("object", "mapping").replace("array", "list")
@@ -129,14 +130,14 @@ def _type(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
     return [src.diag(parts, f"expected {want_text}, got {got}{shown}", hint, "wrong-type")]
 
 
-def _enum(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+def _enum(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     options = [str(o) for o in (err.validator_value if err.validator == "enum" else [err.validator_value])]
     guess = did_you_mean(str(err.instance), options)
     hint = guess or "use one of: " + ", ".join(options)
     return [src.diag(parts, f"{err.instance!r} is not allowed here", hint, "bad-value")]
 
 
-def _pattern(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+def _pattern(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     pattern = err.validator_value
     if "A-Za-z_][A-Za-z0-9_]*" in pattern:
         return [
@@ -159,7 +160,7 @@ def _pattern(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
     return [src.diag(parts, f"{err.instance!r} does not match {pattern}", "", "bad-value")]
 
 
-def _any_of(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+def _any_of(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     context = list(err.context or [])
     if context and all(c.validator == "type" for c in context):
         wants = []
@@ -179,7 +180,7 @@ def _any_of(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
     return _explain(src, deeper)
 
 
-def _count(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
+def _count(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     if err.validator == "maxProperties" and err.validator_value == 1:
         return [
             src.diag(
@@ -193,7 +194,8 @@ def _count(src: Source, err: Any, parts: tuple) -> list[Diagnostic]:
 
 
 def _generic(err: Any) -> str:
-    return err.message if len(err.message) < 200 else err.message[:197] + "..."
+    message = str(err.message)
+    return message if len(message) < 200 else message[:197] + "..."
 
 
 _HANDLERS = {

@@ -144,7 +144,7 @@ def backoff_delay(attempt: int, failure: ApiFailure) -> float:
         base = float(os.environ.get(BASE_ENV, "") or BACKOFF_BASE_S)
     except ValueError:
         base = BACKOFF_BASE_S
-    ceiling = min(BACKOFF_CAP_S, base * 2**attempt)
+    ceiling = min(BACKOFF_CAP_S, base * 2.0**attempt)
     return ceiling / 2 + random.uniform(0, ceiling / 2)  # "equal jitter": spread, never near zero
 
 

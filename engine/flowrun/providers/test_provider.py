@@ -43,17 +43,17 @@ def sample_value(name: str, schema: dict[str, Any], hints: dict[str, Any]) -> An
 def sample_string(name: str, hints: dict[str, Any]) -> str:
     agent = hints.get("agent", "agent")
     if name in ("path", "file_path", "filepath", "filename"):
-        return hints.get("write_path") or f"dry-run/{agent}.md"
+        return str(hints.get("write_path") or f"dry-run/{agent}.md")
     if name in ("content", "new_content", "text", "result", "task", "description"):
         return f"dry run by {agent}: wiring checked"
     if name in ("query", "question"):
-        return hints.get("query", "overview")
+        return str(hints.get("query", "overview"))
     if name in ("command",):
         return "echo dry-run"
     if name in ("pattern",):
         return "*.md" if "glob" in hints.get("tool", "") else "dry"
     if name == "url":
-        return hints.get("url", "https://example.invalid/")
+        return str(hints.get("url", "https://example.invalid/"))
     return "dry-run"
 
 

@@ -74,7 +74,8 @@ async def continue_stream_read(ctx: ToolContext, *, stream_id: str) -> ToolResul
 
 
 def _streams(ctx: ToolContext) -> dict[str, _Cursor]:
-    return ctx.state.setdefault(STATE_KEY, {})
+    streams: dict[str, _Cursor] = ctx.state.setdefault(STATE_KEY, {})
+    return streams
 
 
 def _next_chunk(ctx: ToolContext, stream_id: str, cursor: _Cursor) -> ToolResult:

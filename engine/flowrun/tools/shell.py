@@ -141,7 +141,8 @@ async def close_jobs(state: dict[str, Any]) -> None:
 
 
 def _jobs(ctx: ToolContext) -> dict[str, ShellJob]:
-    return ctx.state.setdefault(STATE_KEY, {})
+    jobs: dict[str, ShellJob] = ctx.state.setdefault(STATE_KEY, {})
+    return jobs
 
 
 async def _start_job(ctx: ToolContext, command: str) -> ToolResult:

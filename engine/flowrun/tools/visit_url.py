@@ -250,7 +250,7 @@ def html_to_markdown(html: bytes | str, charset: str | None = None) -> tuple[str
         tag.decompose()
     for anchor in soup.select("a.headerlink"):  # sphinx's pilcrow permalinks
         anchor.decompose()
-    main = soup.find("main") or soup.find(attrs={"role": "main"}) or soup.find("article")
+    main = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("article")
     if main is None:
         main = soup.body or soup
         for tag in main(CHROME_TAGS):

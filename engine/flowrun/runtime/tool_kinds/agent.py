@@ -15,7 +15,7 @@ from flowrun.runtime.agent import run_agent
 from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
 from flowrun.runtime.instance import AgentInstance, Outcome
 from flowrun.runtime.services import RunServices
-from flowrun.types import ToolCall, ToolResult, ToolSpec
+from flowrun.types import Status, ToolCall, ToolResult, ToolSpec
 
 AGENT_TOOL_SUFFIX = (
     " It works in its own conversation, writes long output to files in the workspace, "
@@ -161,7 +161,7 @@ def _sub_result(inst: AgentInstance, spec: AgentManifest, outcome: Outcome, file
     text = f"{summary}\n\nOutput files:\n{listing}"
     if outcome.status == "max_steps":
         text = f"{inst.name} stopped at its step limit ({outcome.steps}) before finishing.\n\n{text}"
-    status = "partial" if (cut or outcome.status == "max_steps") else "success"
+    status: Status = "partial" if (cut or outcome.status == "max_steps") else "success"
     data = {
         "output_files": files,
         "steps_used": outcome.steps,
