@@ -317,3 +317,36 @@ def test_unfamiliar_manifests_get_one_clear_diagnostic(tmp_path: Path, case: str
     assert "unknown-tool" not in codes
     assert "unknown-agent" not in codes or code == "unknown-agent"
     assert all(d["file"] and d["line"] >= 1 for d in report["diagnostics"])
+
+
+@pytest.mark.parametrize(
+    ("agent_context", "expected"),
+    [
+        (
+            "{strategy: dashbord}",
+            ["boss.yaml:7:21: error[bad-value]: 'dashbord' is not allowed here", "'dashboard'?"],
+        ),
+        ("{strategy: dashboard}", ["error[missing-key]: missing required key 'dashboards'", "overall"]),
+        ("{strategy: compact, keep_recnt: 2}", ["unknown key 'keep_recnt'", "did you mean 'keep_recent'?"]),
+        ("{strategy: full, compact_at: 0.5}", ["unknown key 'compact_at'", "allowed keys: strategy"]),
+    ],
+)
+def test_context_strategy_is_a_tagged_union(tmp_path: Path, agent_context: str, expected: list[str]) -> None:
+    """The problem is explained against the strategy the `strategy:` key names."""
+    boss = BOSS + f"context: {agent_context}\n"
+    code, out = validate(make_project(tmp_path, {"agents.d/boss.yaml": boss.replace("max_steps: 5\n", "")}))
+    assert code == 1
+    for text in expected:
+        assert text in out
+
+
+def test_steps_are_told_apart_by_their_key(tmp_path: Path) -> None:
+    workflow = WORKFLOW.replace(
+        "entry: boss\n",
+        "steps:\n  - loop: {steps: [{agent: boss}], max_iterations: 2, untill: x}\n  - agnt: boss\n",
+    )
+    code, out = validate(make_project(tmp_path, {"wf.yaml": workflow}))
+    assert code == 1
+    assert "wf.yaml:10:55: error[unknown-key]: unknown key 'untill' (at steps[0].loop.untill)" in out
+    assert "did you mean 'until'?" in out
+    assert "unknown key 'agnt' (at steps[1].agnt)" in out and "did you mean 'agent'?" in out

@@ -72,14 +72,17 @@ def check_schema(src: Source, kind: str) -> list[Diagnostic]:
     data = dict(src.data)
     data.setdefault("kind", kind)
     out: list[Diagnostic] = []
+    root = load_schema(kind)
     for err in validator_for(kind).iter_errors(data):
-        out.extend(_explain(src, err))
+        out.extend(_explain(src, err, root))
     out.sort(key=lambda d: (d.line, d.column))
     return out
 
 
-def _explain(src: Source, err: Any) -> list[Diagnostic]:
+def _explain(src: Source, err: Any, root: dict[str, Any]) -> list[Diagnostic]:
     parts = tuple(err.absolute_path)
+    if err.validator in ("anyOf", "oneOf"):
+        return _any_of(src, err, parts, root)
     handler = _HANDLERS.get(err.validator)
     if handler is not None:
         return handler(src, err, parts)
@@ -111,7 +114,11 @@ def _additional(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
 
 def _required(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     missing = [k for k in err.validator_value if k not in err.instance]
-    hints = {"version": "add `version: 1` at the top", "kind": "add `kind:`"}
+    hints = {
+        "version": "add `version: 1` at the top",
+        "kind": "add `kind:`",
+        "dashboards": "e.g. dashboards: {overall: overall_dashboard.md}",
+    }
     return [
         src.diag(parts, f"missing required key '{k}'", hints.get(k, f"add `{k}:`"), "missing-key")
         for k in missing
@@ -160,8 +167,11 @@ def _pattern(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     return [src.diag(parts, f"{err.instance!r} does not match {pattern}", "", "bad-value")]
 
 
-def _any_of(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
+def _any_of(src: Source, err: Any, parts: PathKey, root: dict[str, Any]) -> list[Diagnostic]:
     context = list(err.context or [])
+    tagged = _tagged_union(src, err, parts, root)
+    if tagged is not None:
+        return tagged
     if context and all(c.validator == "type" for c in context):
         wants = []
         for c in context:
@@ -177,7 +187,66 @@ def _any_of(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
     deeper = best_match(fitting or context) if context else None
     if deeper is None:
         return [src.diag(parts, _generic(err), "", "schema")]
-    return _explain(src, deeper)
+    return _explain(src, deeper, root)
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        resolved: dict[str, Any] = root["$defs"][ref.rsplit("/", 1)[1]]
+        return resolved
+    return schema
+
+
+def _tagged_union(src: Source, err: Any, parts: PathKey, root: dict[str, Any]) -> list[Diagnostic] | None:
+    """A union of mappings told apart by a tag (`strategy: compact`, or which of `agent:` /
+    `loop:` is present) is explained by the branch the tag picks, all of its problems; None
+    when the union is not of that shape."""
+    if not isinstance(err.instance, dict):
+        return None
+    branches = [_resolve(o, root) for o in err.validator_value]
+    if not all(b.get("type") == "object" and "properties" in b for b in branches):
+        return None
+    chosen = _branch_by_const(src, err.instance, branches, parts)
+    if isinstance(chosen, list):
+        return chosen
+    if chosen is None:
+        chosen = _branch_by_key(err.instance, branches)
+    if chosen is None:
+        return None
+    own = [c for c in err.context or [] if c.relative_schema_path and c.relative_schema_path[0] == chosen]
+    out: list[Diagnostic] = []
+    for sub in own:
+        out.extend(_explain(src, sub, root))
+    return out or None
+
+
+def _branch_by_const(
+    src: Source, instance: dict[str, Any], branches: list[dict[str, Any]], parts: PathKey
+) -> int | list[Diagnostic] | None:
+    """The branch whose constant tag property matches; a diagnostic when the tag has a value no
+    branch takes; None when the branches have no common constant property."""
+    for name in branches[0]["properties"]:
+        consts = [b["properties"].get(name, {}).get("const") for b in branches]
+        if any(c is None for c in consts):
+            continue
+        defaults = [b["properties"][name].get("default") for b in branches]
+        value = instance.get(name, next((d for d in defaults if d is not None), None))
+        if value in consts:
+            return consts.index(value)
+        options = [str(c) for c in consts]
+        hint = did_you_mean(str(value), options) or "use one of: " + ", ".join(options)
+        return [src.diag((*parts, name), f"{value!r} is not allowed here", hint, "bad-value")]
+    return None
+
+
+def _branch_by_key(instance: dict[str, Any], branches: list[dict[str, Any]]) -> int | None:
+    """The branch one of whose required keys the mapping has; else the first branch (so a typo
+    like `agnt:` is reported against the simplest shape)."""
+    for index, branch in enumerate(branches):
+        if set(branch.get("required", [])) & set(instance):
+            return index
+    return 0
 
 
 def _count(src: Source, err: Any, parts: PathKey) -> list[Diagnostic]:
@@ -205,8 +274,6 @@ _HANDLERS = {
     "enum": _enum,
     "const": _enum,
     "pattern": _pattern,
-    "anyOf": _any_of,
-    "oneOf": _any_of,
     "maxProperties": _count,
     "minProperties": _count,
 }
