@@ -11,14 +11,23 @@ import pytest
 from flowrun.tools.base import ToolContext
 from flowrun.tools.command import render_argv, run_command
 from flowrun.tools.process import group_alive
+from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult
 
+# the tools run in the sandbox: the test interpreter (a venv, maybe under $HOME) is bound in
+PYTHON_VISIBLE = SandboxPolicy(ro_binds=tuple(dict.fromkeys((sys.prefix, sys.base_prefix))))
 PRINT_ARGV = [sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))"]
 
 
 def make_ctx(ws: Path, limits: dict[str, object] | None = None, **config: object) -> ToolContext:
     return ToolContext(
-        workspace=ws, base_dir=ws, cwd=ws, run_dir=ws.parent, config=dict(config), limits=dict(limits or {})
+        workspace=ws,
+        base_dir=ws,
+        cwd=ws,
+        run_dir=ws.parent,
+        config=dict(config),
+        limits=dict(limits or {}),
+        sandbox=PYTHON_VISIBLE,
     )
 
 

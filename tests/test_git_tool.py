@@ -128,3 +128,90 @@ async def test_discovery_stops_at_the_base_folder(tmp_path: Path, monkeypatch: p
     result = await git(make_ctx(outer / "ws"), args=["status"])
     assert code(result) == "COMMAND_FAILED"
     assert "not a git repository" in result.text
+
+
+# ---------------------------------------------------------------- escapes (issue 10's attacks)
+
+WRITING = ["init", "add", "commit", "log", "status", "blame", "show", "diff", "grep", "clone", "worktree"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["init", "../escaped"],
+        ["init", "{outside}/escaped"],
+        ["init", "--separate-git-dir", "{outside}/gitdir"],
+        ["init", "--separate-git-dir={outside}/gitdir", "sub"],
+        ["init", "--sep={outside}/gitdir", "sub"],  # git's abbreviation of --separate-git-dir
+        ["init", "--bare", "~/escaped"],
+        ["init", "--template={outside}", "sub"],
+        ["clone", ".", "../escaped"],
+        ["worktree", "add", "../escaped"],
+        ["status", "--work-tree={outside}"],
+        ["log", "--git-dir=.git"],
+    ],
+)
+async def test_nothing_is_created_outside_the_workdir(repo: Path, args: list[str]) -> None:
+    outside = repo.parent
+    before = sorted(p.name for p in outside.iterdir())
+    ctx = make_ctx(repo, allow_subcommands=WRITING)
+    result = await git(ctx, args=[a.format(outside=outside) for a in args])
+    assert code(result) == "PERMISSION_DENIED", result.text
+    assert sorted(p.name for p in outside.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["blame", "--contents", "/etc/passwd", "readme.md"],
+        ["blame", "--contents=/etc/passwd", "readme.md"],
+        ["blame", "--cont", "/etc/passwd", "readme.md"],  # abbreviated
+        ["blame", "--contents", ".git/COMMIT_EDITMSG", "readme.md"],  # inside, still refused
+        ["commit", "-F", "/proc/self/environ"],
+        ["commit", "-F/proc/self/environ"],
+        ["commit", "-aF", "/proc/self/environ"],  # clustered short options
+        ["commit", "--file=/proc/self/environ"],
+        ["commit", "--file", "msg.txt"],
+        ["commit", "--fi=/proc/self/environ"],
+        ["diff", "/etc/passwd", "readme.md"],  # outside the repo git would imply --no-index
+        ["log", "--", "../outside.txt"],
+        ["show", "HEAD", "--", "/etc/passwd"],
+        ["grep", "-f", "/etc/passwd"],
+        ["grep", "-nf/etc/passwd"],
+        ["blame", "outside-link"],
+        ["archive", "-o../escaped.tar", "HEAD"],
+    ],
+)
+async def test_files_outside_cannot_be_read(repo: Path, args: list[str]) -> None:
+    (repo / "msg.txt").write_text("a message\n")
+    (repo.parent / "outside.txt").write_text("secret\n")
+    (repo / "outside-link").symlink_to(repo.parent / "outside.txt")
+    ctx = make_ctx(repo, allow_subcommands=[*WRITING, "archive"])
+    result = await git(ctx, args=args)
+    assert code(result) == "PERMISSION_DENIED", (args, result.text)
+    assert "root:" not in result.text and "secret" not in result.text
+    assert run_git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+async def test_ordinary_use_still_works(repo: Path) -> None:
+    ctx = make_ctx(repo, allow_subcommands=WRITING)
+    assert (await git(ctx, args=["init", "-q", "sub"])).status == "success"
+    assert (repo / "sub" / ".git").is_dir()
+    assert (await git(ctx, args=["grep", "-F", "hello"])).status == "success"
+    assert (await git(ctx, args=["log", "--format=%H/%s", "HEAD~0", "--", "readme.md"])).status == "success"
+    commit = await git(ctx, args=["commit", "-am", "second"])
+    assert commit.status == "success", commit.text
+    shown = await git(ctx, args=["show", "--stat", "HEAD"])
+    assert "second" in shown.text and "readme.md" in shown.text
+
+
+async def test_git_sees_no_key_and_nothing_outside(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An alias planted in the repository's config runs a program: inside the sandbox, with
+    git's allowlisted environment."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-openai-0123456789abcdef")
+    (repo.parent / "outside.txt").write_text("secret\n")
+    run_git(repo, "config", "alias.envdump", "!env; cat ../outside.txt /etc/shadow")
+    result = await git(make_ctx(repo, allow_subcommands=["envdump"]), args=["envdump"])
+    assert "sk-fake" not in result.text and "OPENAI" not in result.text
+    assert "secret" not in result.text and "Permission denied" in result.text
+    assert f"HOME={repo}/.home" in result.text and "GIT_AUTHOR_NAME=Test" in result.text

@@ -16,7 +16,7 @@ from rich.console import Console
 from flowrun.cli.progress import Progress, make_progress
 from flowrun.events import Event, ModelResponseEvent, parse_event
 from flowrun.manifest.model_config import model_config
-from flowrun.runtime.event_log import Redactor
+from flowrun.redaction import Redactor
 from flowrun.runtime.run_log import LOG_NAME, RunLog, describe_event
 from flowrun.runtime.usage import cost_of
 

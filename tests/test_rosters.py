@@ -9,10 +9,8 @@ those responders key on what the restarted request says (the dashboard text, the
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,9 @@ from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 EXAMPLES = REPO / "examples"
 PROVIDERS = ["anthropic", "openai"]
-PYTHON = shlex.quote(sys.executable)  # the shell commands the agents run use this interpreter
+# the shell commands the agents run use the system interpreter: they run in the sandbox, which
+# shows the system folders but not a virtualenv or $HOME
+PYTHON = "python3"
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Instructor",
     "GIT_AUTHOR_EMAIL": "instructor@example.invalid",

@@ -126,7 +126,14 @@ def make_ctx(tmp_path: Path, **config: Any) -> ToolContext:
         cwd=workspace,
         run_dir=workspace.parent,
         tool_name="visit_url",
-        config={"max_chars": 20_000, "max_bytes": 2_000_000, "timeout_s": 10, **config},
+        # the test server listens on loopback, which the address guard refuses by default
+        config={
+            "max_chars": 20_000,
+            "max_bytes": 2_000_000,
+            "timeout_s": 10,
+            "allow_hosts": ["127.0.0.1"],
+            **config,
+        },
         search_path=[EXAMPLES],
     )
 

@@ -27,6 +27,7 @@ def make_ctx(tmp_path: Path, search_path: list[Path], **config: Any) -> ToolCont
     workspace = tmp_path / "run" / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     config.setdefault("cache_dir", str(tmp_path / "cache"))
+    config.setdefault("allow_hosts", ["127.0.0.1"])  # the fake Tavily listens on loopback
     return ToolContext(
         workspace=workspace,
         base_dir=workspace,

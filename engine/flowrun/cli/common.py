@@ -11,7 +11,7 @@ from typing import NoReturn
 import click
 
 from flowrun.errors import FlowrunError
-from flowrun.runtime.event_log import redact
+from flowrun.redaction import redact
 
 INTERNAL_ERROR = 70
 INTERRUPTED = 130

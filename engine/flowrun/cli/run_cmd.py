@@ -137,7 +137,7 @@ def replay_exit(result: ReplayResult) -> int:
 def _with_progress(level: int, start: Callable[[Progress | None], Coroutine[Any, Any, R]]) -> R:
     """Run the API call with the progress display subscribed; always close the display."""
     from flowrun.cli.progress import make_progress
-    from flowrun.runtime.event_log import Redactor
+    from flowrun.redaction import Redactor
 
     progress = make_progress(level, Redactor().text)
     try:

@@ -5,8 +5,6 @@ progress display, an API caller's callback) get each event after it is written."
 from __future__ import annotations
 
 import json
-import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -14,39 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.events import Event, parse_event
+from flowrun.redaction import Redactor, redact
+
+__all__ = ["EventLog", "Redactor", "Subscriber", "read_events", "read_lines", "redact"]
 
 Subscriber = Callable[[Event], None]
-
-
-SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
-
-
-def secret_env_values() -> set[str]:
-    """Values of env vars whose names look secret (…_API_KEY, …_TOKEN, …)."""
-    return {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= 8}
-
-
-def redact(text: str, secrets: set[str] | None = None) -> str:
-    for secret in secrets if secrets is not None else secret_env_values():
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-    return text
-
-
-class Redactor:
-    """Replaces secret values wherever they appear: env vars named by model configs, plus any
-    env var whose name looks secret."""
-
-    def __init__(self) -> None:
-        self.secrets: set[str] = secret_env_values()
-
-    def add_env(self, name: str | None) -> None:
-        value = os.environ.get(name or "", "")
-        if len(value) >= 4:
-            self.secrets.add(value)
-
-    def text(self, value: str) -> str:
-        return redact(value, self.secrets)
 
 
 class EventLog:

@@ -18,8 +18,8 @@ from flowrun.manifest.project import Project
 from flowrun.manifest.specs import ModelSpec
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.registry import make_provider
+from flowrun.redaction import Redactor
 from flowrun.runtime.budgets import Budgets
-from flowrun.runtime.event_log import Redactor
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.usage import UsageBook, cost_of

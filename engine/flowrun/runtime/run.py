@@ -13,11 +13,12 @@ from flowrun.events import Event
 from flowrun.manifest.graph import tool_entries
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.redaction import Redactor
 from flowrun.runtime import dry_run
 from flowrun.runtime.bound_tool import BindRequest
 from flowrun.runtime.budgets import Budgets
 from flowrun.runtime.dispatch import ToolDispatcher, ToolEnvironment
-from flowrun.runtime.event_log import EventLog, Redactor, Subscriber
+from flowrun.runtime.event_log import EventLog, Subscriber
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.models import ModelChoice, ModelService

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolError, ToolResult
 
 
@@ -51,6 +52,8 @@ class ToolContext:
     interactive: bool = False
     # engine-owned files in the workspace root (events.jsonl, ...): no tool may touch them
     protected: frozenset[str] = frozenset()
+    # how processes the tool starts are confined (required by default: fail closed)
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 
     def relative(self, path: Path) -> str:
         """`path` as the model and the event log should see it: relative to the workspace."""

@@ -3,8 +3,9 @@
 Each argv item is a Jinja2 template (sandboxed, StrictUndefined) over the model's arguments.
 An item that is exactly `{{ name }}` with a list value expands into one argv item per element;
 an item whose template renders to "" is dropped, so `{{ '--verbose' if verbose else '' }}` works.
-The program runs without a shell, in its own process group, in a working folder confined like
-file paths, under the same allow/deny patterns as execute_shell.
+The program runs without a shell, inside the tool's sandbox (see sandbox.py), in its own process
+group, in a working folder confined like file paths, under the same allow/deny patterns as
+execute_shell.
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from jinja2.sandbox import SandboxedEnvironment
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.command_policy import check_argv, config_patterns, describe
 from flowrun.tools.paths import PathDenied, resolve_path
-from flowrun.tools.process import capped, child_env, outcome_result, output_cap, run_process
+from flowrun.tools.process import (
+    capped,
+    exec_failure,
+    launch,
+    outcome_result,
+    output_cap,
+    run_process,
+    unavailable,
+)
+from flowrun.tools.sandbox import SandboxUnavailable
 from flowrun.types import ToolResult
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -59,13 +69,12 @@ async def run_command(
         return finish_result(error("PERMISSION_DENIED", describe(denial, allow)), params, started)
     timeout = capped(ctx.config.get("timeout"), float(ctx.limits.get("timeout_s") or DEFAULT_TIMEOUT_S), None)
     try:
+        how = launch(ctx, rendered, cwd=workdir, extra_env=rendered_env)
         outcome = await run_process(
-            rendered,
-            cwd=workdir,
-            env={**child_env(ctx), **rendered_env},
-            timeout_s=timeout,
-            max_output_bytes=output_cap(ctx),
+            how.argv, cwd=how.cwd, env=how.env, timeout_s=timeout, max_output_bytes=output_cap(ctx)
         )
+    except SandboxUnavailable as e:
+        result = unavailable(e)
     except FileNotFoundError:
         result = error("NOT_FOUND", f"program {rendered[0]!r} was not found")
     except PermissionError:
@@ -73,7 +82,16 @@ async def run_command(
     except OSError as e:
         result = error("UNAVAILABLE", f"cannot start {rendered[0]!r}: {e}")
     else:
-        result = outcome_result(outcome, Path(rendered[0]).name, timeout)
+        failed = exec_failure(outcome) if how.confined else None
+        if failed is not None:
+            missing = "No such file" in failed
+            result = error(
+                "NOT_FOUND" if missing else "PERMISSION_DENIED",
+                f"program {rendered[0]!r} "
+                + ("was not found" if missing else f"cannot be started: {failed}"),
+            )
+        else:
+            result = outcome_result(outcome, Path(rendered[0]).name, timeout)
         result.data["argv"] = rendered
     return finish_result(result, params, started, ctx.relative(workdir))
 

@@ -1,31 +1,38 @@
-"""The git tool: runs `git SUBCOMMAND ...` without a shell in ctx.cwd.
+"""The git tool: runs `git SUBCOMMAND ...` without a shell in ctx.cwd, inside the tool's
+sandbox (see sandbox.py).
 
-Only subcommands in config `allow_subcommands` run (read-only ones by default). Global options
-are refused (the subcommand must come first), as are options that write files, run programs or
-read outside the repository (`--output`, `--ext-diff`, `--no-index`, `grep -O`, ...). Repository
-discovery stops at the agent's base folder, and config that would run programs (fsmonitor,
-hooks, external diff, textconv) is switched off on the command line.
+Only subcommands in config `allow_subcommands` run (read-only ones by default). Refused before
+git starts: global options (the subcommand must come first: no `-c`, `-C`, `--git-dir`), options
+that read or write files of their choosing or run programs (`--output`, `--contents`, `--file` /
+`-F`, `--separate-git-dir`, `--work-tree`, `--ext-diff`, `--no-index`, `grep -O` / `-f`, ... in
+any spelling: `--opt=x`, git's abbreviations such as `--cont`, clustered short options such as
+`-aF`), and any argument or option value naming a path that resolves outside the workdir (the
+agent's base folder); `init` only inside it. Repository discovery stops at the workdir, config
+that would run programs (fsmonitor, hooks, external diff, textconv) is switched off on the
+command line, and git sees no environment variable but its own settings and the commit identity.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import time
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result
-from flowrun.tools.process import outcome_result, output_cap, run_process
+from flowrun.tools.process import exec_failure, launch, outcome_result, output_cap, run_process, unavailable
+from flowrun.tools.sandbox import SandboxUnavailable
 from flowrun.types import ToolResult
 
 DEFAULT_ALLOWED = ("status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame", "grep")
 DEFAULT_TIMEOUT_S = 60.0
 SAFE_CONFIG = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "credential.helper=")
+# refused in every subcommand, also abbreviated (`--cont` is git's `--contents`)
 DENIED_OPTIONS = (
     "--output",
     "--exec-path",
     "--git-dir",
     "--work-tree",
+    "--separate-git-dir",
     "--upload-pack",
     "--receive-pack",
     "--exec",
@@ -34,8 +41,20 @@ DENIED_OPTIONS = (
     "--textconv",
     "--no-index",
     "--config-env",
+    "--contents",
+    "--file",
 )
-KEPT_ENV = ("GIT_AUTHOR_", "GIT_COMMITTER_")
+# short options that read a file or run a program, by subcommand (anywhere in a cluster)
+DENIED_SHORT = {
+    "commit": "F",
+    "tag": "F",
+    "notes": "F",
+    "merge": "F",
+    "grep": "Of",
+    "clone": "u",
+    "fetch": "u",
+}
+KEPT_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
 NO_PROGRAMS = {
     "diff": ["--no-ext-diff", "--no-textconv"],
     "show": ["--no-ext-diff", "--no-textconv"],
@@ -51,6 +70,8 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     argv, problem = _parse(args)
     if problem is None:
         problem = _refusal(argv, ctx.config.get("allow_subcommands") or list(DEFAULT_ALLOWED))
+    if problem is None:
+        problem = _outside(ctx, argv)
     if problem is not None:
         return finish_result(problem, params, started)
     timeout = float(ctx.config.get("timeout") or ctx.limits.get("timeout_s") or DEFAULT_TIMEOUT_S)
@@ -60,11 +81,17 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
         command += ["-c", setting]
     command += [argv[0], *NO_PROGRAMS.get(argv[0], []), *argv[1:]]
     try:
+        how = launch(ctx, command, extra_env=_settings(ctx), keep_env=KEPT_ENV)
         outcome = await run_process(
-            command, cwd=ctx.cwd, env=_env(ctx), timeout_s=timeout, max_output_bytes=limit
+            how.argv, cwd=how.cwd, env=how.env, timeout_s=timeout, max_output_bytes=limit
         )
+    except SandboxUnavailable as e:
+        return finish_result(unavailable(e), params, started)
     except OSError as e:
         return finish_result(error("UNAVAILABLE", f"cannot run git: {e}"), params, started)
+    failed = exec_failure(outcome) if how.confined else None
+    if failed is not None:
+        return finish_result(error("UNAVAILABLE", f"cannot run git: {failed}"), params, started)
     result = outcome_result(outcome, f"git {argv[0]}", timeout)
     result.data["argv"] = ["git", *argv]
     return finish_result(result, params, started)
@@ -101,26 +128,74 @@ def _refusal(argv: list[str], allowed: list[str]) -> ToolResult | None:
     for arg in argv[1:]:
         if arg == "--":
             break  # what follows are paths
-        if _denied_option(sub, arg):
-            return error("PERMISSION_DENIED", f"the option {arg!r} is not allowed in the git tool")
+        denied = _denied_option(sub, arg)
+        if denied is not None:
+            return error("PERMISSION_DENIED", f"the option {arg!r} ({denied}) is not allowed in the git tool")
     return None
 
 
-def _denied_option(sub: str, arg: str) -> bool:
-    if any(arg == opt or arg.startswith(opt + "=") for opt in DENIED_OPTIONS):
-        return True
-    # `git grep -O<pager>` opens files in an arbitrary program, also inside a cluster like -nO
-    return sub == "grep" and arg.startswith("-") and not arg.startswith("--") and "O" in arg
+def _denied_option(sub: str, arg: str) -> str | None:
+    """The refused option `arg` spells, or None."""
+    if arg.startswith("--") and len(arg) > 2:
+        name = arg.split("=", 1)[0]
+        # git accepts any unambiguous prefix of a long option
+        return next((opt for opt in DENIED_OPTIONS if opt.startswith(name)), None)
+    if arg.startswith("-") and len(arg) > 1:
+        letters = DENIED_SHORT.get(sub, "")
+        return next((f"-{c}" for c in arg[1:] if c in letters), None)
+    return None
 
 
-def _env(ctx: ToolContext) -> dict[str, str]:
-    # drop GIT_DIR, GIT_EXTERNAL_DIFF, GIT_CONFIG_* and the like; keep the commit identity
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith(KEPT_ENV)}
-    env.update(
-        GIT_CEILING_DIRECTORIES=str(ctx.base_dir.resolve().parent),  # do not find a repository above the base
-        GIT_TERMINAL_PROMPT="0",
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_OPTIONAL_LOCKS="0",  # status must not write the index behind a read-only agent's back
-        PAGER="cat",
-    )
-    return env
+def _outside(ctx: ToolContext, argv: list[str]) -> ToolResult | None:
+    """A refusal when an argument or option value names a path outside the workdir."""
+    workdir = ctx.base_dir.resolve()
+    cwd = ctx.cwd.resolve()
+    if not cwd.is_relative_to(workdir):
+        return error("PERMISSION_DENIED", "git runs only inside the agent's folder")
+    paths_only = False
+    for arg in argv[1:]:
+        if arg == "--" and not paths_only:
+            paths_only = True
+            continue
+        candidate = arg if paths_only else _path_part(arg)
+        if candidate is None:
+            continue
+        if candidate.startswith("~"):
+            return error(
+                "PERMISSION_DENIED", f"{arg!r} names a path in a home folder; use paths in the workspace"
+            )
+        try:
+            inside = (cwd / candidate).resolve().is_relative_to(workdir)
+        except (OSError, ValueError):
+            inside = False
+        if not inside:
+            return error(
+                "PERMISSION_DENIED",
+                f"{arg!r} names a path outside the workspace; git may only touch files inside it",
+            )
+    return None
+
+
+def _path_part(arg: str) -> str | None:
+    """The part of an argument that may name a path: a plain argument (a revision resolves
+    inside), the value of `--opt=value`, or what follows the first `/`, `~` or `..` of a short
+    option cluster, whose attached value could be a path (`-o../x`)."""
+    if arg.startswith("--"):
+        _, eq, value = arg.partition("=")
+        return value if eq and value else None
+    if arg.startswith("-"):
+        cuts = [i for i in (arg.find("/"), arg.find("~"), arg.find("..")) if i > 0]
+        return arg[min(cuts) :] if cuts else None
+    return arg or None
+
+
+def _settings(ctx: ToolContext) -> dict[str, str]:
+    """git's own environment: no repository above the base folder, no prompts, no system
+    config, no writes behind a read-only agent's back (GIT_DIR and the like never get in)."""
+    return {
+        "GIT_CEILING_DIRECTORIES": str(ctx.base_dir.resolve().parent),
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "PAGER": "cat",
+    }

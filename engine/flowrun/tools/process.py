@@ -1,18 +1,23 @@
-"""Running a child process for a tool: its own process group, output captured with a cap
-(head and tail kept), timeout and cancellation kill the whole group, and the result in the
-tool protocol's shape. Used by execute_shell, git and declared command tools."""
+"""Running a child process for a tool: confined by the sandbox (see sandbox.py) unless the
+tool's policy says otherwise, its own process group, output captured with a cap (head and tail
+kept), timeout and cancellation kill the whole group (in the sandbox: its whole PID namespace),
+and the result in the tool protocol's shape. Used by execute_shell, git and declared command
+tools."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flowrun.tools import sandbox
 from flowrun.tools.base import ToolContext
+from flowrun.tools.sandbox import Layout, SandboxUnavailable
 from flowrun.types import ToolError, ToolResult
 
 READ_CHUNK = 1 << 16
@@ -20,12 +25,25 @@ EOF_GRACE_S = 0.5  # after the main process exits, how long to wait for pipes he
 KILL_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
 POLL_S = 0.05
 DEFAULT_MAX_OUTPUT_BYTES = 30_000
-# quiet, non-interactive defaults; the agent's `env` config overrides them
+# In the sandbox, processes a command leaves behind die with its PID namespace when it exits;
+# this wrapper tells whether there were any (the marker ends stderr and is taken out again).
+LEFTOVER_MARK = b"\0flowrun:left-running\n"
+LEFTOVER_CHECK = (
+    '"$@"; rc=$?; for d in /proc/[0-9]*; do p=${d#/proc/}; '
+    '[ "$p" = 1 ] || [ "$p" = $$ ] || { read -r s < "$d/stat" 2>/dev/null || continue; '
+    'case "${s##*) }" in Z*|X*) continue;; esac; printf "\\000flowrun:left-running\\n" >&2; break; }; '
+    "done; exit $rc"
+)
+EXEC_FAILED = re.compile(r"^bwrap: execvp (.+): ([^\n]+)$")  # the program could not be started inside
+# quiet, non-interactive defaults that keep the run folder free of caches; the agent's `env`
+# config overrides them
 BASE_ENV = {
     "PAGER": "cat",
     "GIT_PAGER": "cat",
     "GIT_TERMINAL_PROMPT": "0",
     "DEBIAN_FRONTEND": "noninteractive",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
 }
 
 
@@ -59,6 +77,15 @@ class CappedOutput:
             return head + tail
         return f"{head}\n[... {self.cut} bytes cut from the middle of the {name} ...]\n{tail}"
 
+    def strip_suffix(self, suffix: bytes) -> bool:
+        """Remove `suffix` from the end of the stream, if it is there."""
+        part = self.tail if self.tail else self.head
+        if not part.endswith(suffix):
+            return False
+        del part[len(part) - len(suffix) :]
+        self.total -= len(suffix)
+        return True
+
     def reset(self) -> None:
         self.head, self.tail, self.total = bytearray(), bytearray(), 0
 
@@ -74,10 +101,17 @@ class ProcessOutcome:
 
 
 async def run_process(
-    argv: list[str], *, cwd: Path, env: dict[str, str] | None, timeout_s: float, max_output_bytes: int
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str] | None,
+    timeout_s: float,
+    max_output_bytes: int,
+    leftover_mark: bool = False,
 ) -> ProcessOutcome:
     """Run `argv` (no shell) to completion or timeout. Raises FileNotFoundError /
-    PermissionError when the program cannot be started."""
+    PermissionError when the program cannot be started. `leftover_mark`: argv was wrapped by
+    `launch(..., report_leftovers=True)` in the sandbox."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
@@ -111,6 +145,8 @@ async def run_process(
         for reader in readers:
             reader.cancel()
     outcome.exit_code = proc.returncode
+    if leftover_mark and outcome.stderr.strip_suffix(LEFTOVER_MARK):
+        outcome.leftovers_killed = not outcome.timed_out
     return outcome
 
 
@@ -228,10 +264,86 @@ def _failure(code: str, message: str, text: str, data: dict[str, Any]) -> ToolRe
     return ToolResult(status="error", text=text, data=data, error=ToolError(code, message))
 
 
-def child_env(ctx: ToolContext) -> dict[str, str]:
-    """The environment of a tool's child process: ours, quiet defaults, the agent's `env` config."""
-    extra = ctx.config.get("env") or {}
-    return {**os.environ, **BASE_ENV, **{str(k): str(v) for k, v in extra.items()}}
+@dataclass(slots=True)
+class Launch:
+    """How to start one tool process: the argv (wrapped in bwrap when confined), its
+    environment and working folder."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    confined: bool
+    leftover_mark: bool = False  # stderr may end with LEFTOVER_MARK
+
+
+def launch(
+    ctx: ToolContext,
+    argv: list[str],
+    *,
+    cwd: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+    keep_env: tuple[str, ...] = (),
+    report_leftovers: bool = False,
+) -> Launch:
+    """`argv` as the tool's sandbox policy runs it. Raises SandboxUnavailable when the policy
+    requires the sandbox and it cannot start (the reason says why and how to loosen it)."""
+    policy = ctx.sandbox
+    workdir = (cwd or ctx.cwd).resolve()
+    settings = {**BASE_ENV, **{str(k): str(v) for k, v in (ctx.config.get("env") or {}).items()}}
+    settings.update(extra_env or {})
+    confined = policy.mode != "off"
+    if confined:
+        found = sandbox.probe()
+        if not found.ok:
+            if policy.mode == "required":
+                raise SandboxUnavailable(f"{found.reason}; {sandbox.WAY_OUT}")
+            confined = False  # auto: the run has warned once (sandbox_unavailable)
+    if not confined:
+        env = sandbox.tool_env(policy, home=None, extra=settings, keep=keep_env, confined=False)
+        return Launch(argv, env, workdir, False)
+    layout = sandbox_layout(ctx, workdir)
+    if not sandbox.visible(workdir, policy, layout):
+        raise SandboxUnavailable(f"the working folder {workdir} is outside the sandbox")
+    home = layout.root / sandbox.HOME_DIR
+    home.mkdir(exist_ok=True)
+    env = sandbox.tool_env(policy, home=str(home), extra=settings, keep=keep_env)
+    assert found.binary is not None
+    if report_leftovers:
+        argv = ["/bin/sh", "-c", LEFTOVER_CHECK, "sh", *argv]
+    wrapped = sandbox.bwrap_argv(found.binary, argv, policy, layout, env)
+    return Launch(wrapped, env, workdir, True, report_leftovers)
+
+
+def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
+    """The run folder read-write with the engine's files in it read-only, and the project's
+    skills folders read-only (so skill scripts can run)."""
+    root = ctx.workspace.resolve()
+    protected = tuple(
+        root / name
+        for name in sorted(ctx.protected)
+        if (root / name).is_file() and not (root / name).is_symlink()
+    )
+    skills = []
+    for entry in ctx.search_path:
+        folder = (entry / "skills").resolve()
+        if folder.is_dir() and not folder.is_relative_to(root) and folder not in skills:
+            skills.append(folder)
+    return Layout(root=root, cwd=cwd, protected=protected, read_only=tuple(skills))
+
+
+def exec_failure(outcome: ProcessOutcome) -> str | None:
+    """Why a confined program could not be started ("No such file or directory", ...), or None.
+    Outside the sandbox that is an OSError from the start instead."""
+    found = EXEC_FAILED.match(outcome.stderr.text().strip())
+    return found.group(2) if found and outcome.exit_code == 1 else None
+
+
+def unavailable(e: SandboxUnavailable) -> ToolResult:
+    return ToolResult(
+        status="error",
+        text=f"the sandbox cannot start, so nothing was run: {e.reason}",
+        error=ToolError("SANDBOX_UNAVAILABLE", e.reason),
+    )
 
 
 def output_cap(ctx: ToolContext) -> int:

@@ -1,8 +1,9 @@
 """Shell tools: execute_shell (foreground or background), get_shell_output, kill_shell.
 
-Commands run with `bash -c` in ctx.cwd, each in its own process group so a timeout or a kill
-reaches every child. Background jobs live in ctx.state["shell_jobs"]; the runtime calls
-`close_jobs(state)` when the run ends so nothing outlives it. Per-agent config: `allow` /
+Commands run with `bash -c` in ctx.cwd inside the tool's sandbox (see sandbox.py), each in its
+own process group (in the sandbox: its own PID namespace) so a timeout or a kill reaches every
+child. Background jobs live in ctx.state["shell_jobs"]; the runtime calls `close_jobs(state)`
+when the run ends so nothing outlives it. Per-agent config: `allow` /
 `deny` command patterns (see command_policy), `timeout` (the most a call may ask for), `env`,
 `max_output_bytes`, `max_background_jobs`.
 """
@@ -22,14 +23,16 @@ from flowrun.tools.process import (
     KILL_GRACE_S,
     CappedOutput,
     capped,
-    child_env,
     kill_group,
+    launch,
     outcome_result,
     output_cap,
     pump,
     run_process,
+    unavailable,
     wait_exit,
 )
+from flowrun.tools.sandbox import SandboxUnavailable
 from flowrun.types import ToolError, ToolResult
 
 STATE_KEY = "shell_jobs"
@@ -38,13 +41,6 @@ DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_TIMEOUT_S = 600.0
 DEFAULT_WAIT_S = 30.0
 DEFAULT_MAX_JOBS = 8
-# quiet, non-interactive defaults; the agent's `env` config overrides them
-BASE_ENV = {
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "GIT_TERMINAL_PROMPT": "0",
-    "DEBIAN_FRONTEND": "noninteractive",
-}
 
 
 @dataclass(slots=True)
@@ -83,13 +79,17 @@ async def execute_shell(
     else:
         limit = capped(timeout, DEFAULT_TIMEOUT_S, ctx.config.get("timeout", DEFAULT_MAX_TIMEOUT_S))
         try:
+            how = launch(ctx, ["bash", "-c", command], report_leftovers=True)
             outcome = await run_process(
-                ["bash", "-c", command],
-                cwd=ctx.cwd,
-                env=child_env(ctx),
+                how.argv,
+                cwd=how.cwd,
+                env=how.env,
                 timeout_s=limit,
                 max_output_bytes=output_cap(ctx),
+                leftover_mark=how.leftover_mark,
             )
+        except SandboxUnavailable as e:
+            result = unavailable(e)
         except OSError as e:
             result = error("UNAVAILABLE", f"cannot start bash: {e}")
         else:
@@ -155,17 +155,18 @@ async def _start_job(ctx: ToolContext, command: str) -> ToolResult:
             f"{len(running)} background jobs are running ({', '.join(running)}); kill_shell one first",
         )
     try:
+        how = launch(ctx, ["bash", "-c", command])
         proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=ctx.cwd,
-            env=child_env(ctx),
+            *how.argv,
+            cwd=how.cwd,
+            env=how.env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )
+    except SandboxUnavailable as e:
+        return unavailable(e)
     except OSError as e:
         return error("UNAVAILABLE", f"cannot start bash: {e}")
     ctx.state[SEQ_KEY] = ctx.state.get(SEQ_KEY, 0) + 1

@@ -4,8 +4,10 @@ http(s) pages are streamed with a byte cap (config `max_bytes`) and an overall d
 huge or slow-dripping page cannot stall the agent; html becomes markdown (beautifulsoup4 +
 markdownify, navigation and scripts dropped); text, markdown and json pass through. The text
 is cut at `max_chars` with a partial status and the `start_char` to read on from.
-`file://` URLs are what the offline web_search returns; they may only point inside the corpus
-folder or the workspace.
+Only public addresses are fetched unless the config loosens it (`allow_private`, `allow_hosts`;
+see net_guard.py): every hop of a redirect chain is checked before its request and again where
+its connection is opened. `file://` URLs are what the offline web_search returns; they may only
+point inside the corpus folder or the workspace.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from urllib.request import url2pathname
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.corpus import find_corpus_dir
+from flowrun.tools.net_guard import AddressRefused, NetPolicy, guarded_transport
 from flowrun.types import ToolResult
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -90,14 +93,30 @@ async def _fetch_http(ctx: ToolContext, url: str) -> Fetched:
     timeout_s = float(ctx.config.get("timeout_s") or ctx.limits.get("timeout_s") or 30)
     max_bytes = int(ctx.config.get("max_bytes") or 2_000_000)
     headers = {"User-Agent": str(ctx.config.get("user_agent") or USER_AGENT)}
+    policy = NetPolicy.from_config(ctx.config)
+
+    async def check_hop(request: httpx.Request) -> None:
+        # before each request of the redirect chain, proxied ones included; an unresolvable
+        # name is left to the connection, which reports it
+        try:
+            await policy.check_url(str(request.url))
+        except OSError:
+            pass
+
     try:
         # httpx's timeout bounds each read; asyncio.timeout bounds the whole visit (slow drips)
         async with asyncio.timeout(timeout_s):
             async with httpx.AsyncClient(
-                timeout=httpx.Timeout(timeout_s), follow_redirects=True, headers=headers
+                timeout=httpx.Timeout(timeout_s),
+                follow_redirects=True,
+                headers=headers,
+                transport=guarded_transport(policy),
+                event_hooks={"request": [check_hop]},
             ) as client:
                 async with client.stream("GET", url) as response:
                     return await _read_response(response, url, max_bytes)
+    except AddressRefused as e:
+        raise VisitError("ACCESS_DENIED", f"not fetched: {e}") from e
     except TimeoutError as e:
         raise VisitError("TIMEOUT", f"{url} did not answer within {timeout_s:g} s") from e
     except httpx.TimeoutException as e:

@@ -16,6 +16,7 @@ from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.corpus import find_corpus_dir, search_corpus
+from flowrun.tools.net_guard import AddressRefused, NetPolicy
 from flowrun.types import ToolResult
 
 MAX_RESULTS_CAP = 20
@@ -63,6 +64,13 @@ async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, dep
 
     base_url = ctx.config.get("api_base_url") or os.environ.get("TAVILY_API_BASE_URL") or None
     timeout = float(ctx.config.get("timeout_s") or ctx.limits.get("timeout_s") or 30)
+    if base_url:  # a configured endpoint must pass the address guard like any fetched page
+        try:
+            await NetPolicy.from_config(ctx.config).check_url(str(base_url))
+        except AddressRefused as e:
+            return error("ACCESS_DENIED", f"web search endpoint refused: {e}")
+        except OSError:
+            pass  # unresolvable: the SDK reports it
     try:
         async with AsyncTavilyClient(api_key=key, api_base_url=base_url) as client:
             response = await client.search(query, search_depth=depth, max_results=limit, timeout=timeout)
