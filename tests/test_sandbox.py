@@ -27,6 +27,7 @@ from flowrun.types import ToolResult
 
 ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
 DEADLINE_S = 30.0
+USR = Path("/usr")
 FAKE_KEYS = {
     "OPENAI_API_KEY": "sk-fake-openai-0123456789abcdef",
     "ANTHROPIC_API_KEY": "sk-ant-fake-0123456789abcdef",
@@ -139,7 +140,7 @@ async def test_writes_stay_in_the_run_folder(ws: Path, tmp_path: Path) -> None:
     assert (ws / "made.txt").read_text() == "a\n"
     assert not (tmp_path / "beside.txt").exists()  # the folder above is a private tmpfs
     assert not host_tmp.exists()  # /tmp is private
-    assert "usr-is-read-only" in result.text and not os.path.exists("/usr/pwned")
+    assert "usr-is-read-only" in result.text and not (USR / "pwned").exists()
     home, tmpdir = result.data["stdout"].split()[-2:]
     assert home == str(ws / ".home") and tmpdir == "/tmp"
     assert (ws / ".home" / "in-home.txt").read_text() == "d\n"
