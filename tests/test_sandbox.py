@@ -12,12 +12,12 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from proc_helpers import DEADLINE_S, pids_with, wait_for
 
 from flowrun.tools import sandbox
 from flowrun.tools.base import ToolContext
@@ -26,7 +26,6 @@ from flowrun.tools.shell import close_jobs, execute_shell
 from flowrun.types import ToolResult
 
 ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
-DEADLINE_S = 30.0
 USR = Path("/usr")
 FAKE_KEYS = {
     "OPENAI_API_KEY": "sk-fake-openai-0123456789abcdef",
@@ -74,32 +73,6 @@ async def ws(tmp_path: Path) -> AsyncIterator[Path]:
 
 async def sh(ctx: ToolContext, command: str, **kw: object) -> ToolResult:
     return await execute_shell(ctx, command=command, **kw)  # type: ignore[arg-type]
-
-
-def pids_with(token: str) -> list[int]:
-    """Host pids whose argv[0] starts with `token` (set with `exec -a`; sandboxed processes are
-    visible here)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if cmdline.startswith(token.encode()) and state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
-def wait_for(check: object, deadline_s: float = DEADLINE_S) -> bool:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if check():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def orphan_command(token: str) -> str:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from proc_helpers import pids_with, wait_for
 
 from flowrun.tools.base import ToolContext
 from flowrun.tools.command_policy import check_command, describe
@@ -122,16 +124,14 @@ async def test_leftover_background_children_are_stopped(ws: Path) -> None:
 
 
 async def test_cancelled_call_kills_the_group(ws: Path) -> None:
-    task = asyncio.create_task(execute_shell(make_ctx(ws), command="echo $$ > pid.txt; sleep 60 & sleep 60"))
-    for _ in range(200):
-        if (ws / "pid.txt").exists() and (ws / "pid.txt").read_text().strip():
-            break
-        await asyncio.sleep(0.05)
-    pgid = int((ws / "pid.txt").read_text())
+    token = f"flowrun-c-{uuid.uuid4().hex}"
+    command = f"(setsid bash -c 'exec -a {token} sleep 60' &); exec -a {token}-main sleep 60"
+    task = asyncio.create_task(execute_shell(make_ctx(ws), command=command))
+    assert await asyncio.to_thread(wait_for, lambda: len(pids_with(token)) == 2)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await group_gone(pgid)
+    assert await asyncio.to_thread(wait_for, lambda: not pids_with(token))
 
 
 async def test_output_cap_keeps_head_and_tail(ws: Path) -> None:

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
         ManifestError,
         ProviderError,
         RunError,
+        SandboxError,
         UsageError,
     )
     from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+    from flowrun.runtime.approvals import ApprovalRequest
 
 _EXPORTS = {
     "load": "flowrun.api",
@@ -40,11 +42,14 @@ _EXPORTS = {
     "RunError": "flowrun.errors",
     "ProviderError": "flowrun.errors",
     "BudgetExceeded": "flowrun.errors",
+    "SandboxError": "flowrun.errors",
+    "ApprovalRequest": "flowrun.runtime.approvals",
     "ManifestInvalid": "flowrun.manifest.diagnostics",
     "Diagnostic": "flowrun.manifest.diagnostics",
 }
 
 __all__ = [
+    "ApprovalRequest",
     "BudgetExceeded",
     "Diagnostic",
     "EventStream",
@@ -55,6 +60,7 @@ __all__ = [
     "ReplayResult",
     "RunError",
     "RunResult",
+    "SandboxError",
     "UsageError",
     "Workflow",
     "__version__",

@@ -33,6 +33,7 @@ from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.specs import InputSpec, WorkflowManifest
+from flowrun.runtime.approvals import Approver
 from flowrun.runtime.credentials import missing_credentials
 from flowrun.runtime.event_log import read_lines
 from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
@@ -40,6 +41,8 @@ from flowrun.runtime.inputs import resolve_inputs
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.run import Run, RunOptions
 from flowrun.runtime.run_log import RunLog
+from flowrun.runtime.sandboxes import startup_check
+from flowrun.tools.sandbox import Mode
 
 OnEvent = Callable[[Event], None]
 AskUser = Callable[[str], Awaitable[str]]
@@ -81,6 +84,9 @@ class RunSettings:
     on_event: OnEvent | None = None
     ask_user: AskUser | None = None  # answers ask_user; None: the run is not interactive
     verbosity: int = 0  # flowrun.log: DEBUG when > 0
+    sandbox: Mode | None = None  # overrides every `sandbox:` mode
+    approve: Approver | None = None  # decides `approve: ask` calls; None: they are refused
+    yes: bool = False  # approve every `approve: ask` call
 
 
 class Workflow:
@@ -116,10 +122,17 @@ class Workflow:
         on_event: OnEvent | None = None,
         ask_user: AskUser | None = None,
         verbosity: int = 0,
+        sandbox: Mode | None = None,
+        approve: Approver | None = None,
+        yes: bool = False,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
-        `runs_dir/<timestamp>-<name>-<hex>`)."""
-        settings = RunSettings(model, dry_run, stream, on_event, ask_user, verbosity)
+        `runs_dir/<timestamp>-<name>-<hex>`). `sandbox` overrides every `sandbox:` mode
+        (required, auto, off); `approve` is awaited with an ApprovalRequest for each call of an
+        `approve: ask` tool and returns True to let it run; `yes` approves them all."""
+        settings = RunSettings(
+            model, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes
+        )
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / (run_id or new_run_id(self.name))
         if target.exists() and any(target.iterdir()):
@@ -157,6 +170,9 @@ class Workflow:
             stream=settings.stream,
             interactive=settings.ask_user is not None,
             ask_user=settings.ask_user,
+            sandbox=settings.sandbox,
+            approver=settings.approve,
+            approve_all=settings.yes,
         )
         return Run(self.project, self.loaded, inputs, run_dir, options, ledger)
 
@@ -212,15 +228,27 @@ async def resume(
     on_event: OnEvent | None = None,
     ask_user: AskUser | None = None,
     verbosity: int = 0,
+    sandbox: Mode | None = None,
+    approve: Approver | None = None,
+    yes: bool = False,
 ) -> RunResult:
     """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
-    model answers and tool results are used again, then the run goes live where the log ends."""
+    model answers, tool results and approval decisions are used again, then the run goes live
+    where the log ends."""
     run_dir = Path(run_dir)
     meta, workflow = recorded_run(run_dir)
     if meta.get("status") == "completed":
         return _recorded_result(run_dir, meta)
     settings = RunSettings(
-        meta.get("model_override"), bool(meta.get("dry_run")), None, on_event, ask_user, verbosity
+        meta.get("model_override"),
+        bool(meta.get("dry_run")),
+        None,
+        on_event,
+        ask_user,
+        verbosity,
+        _mode(sandbox),
+        approve,
+        yes,
     )
     ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
     run = workflow._new_run(dict(meta.get("inputs") or {}), run_dir, settings, ledger)
@@ -233,6 +261,7 @@ async def replay(
     into: str | Path | None = None,
     on_event: OnEvent | None = None,
     verbosity: int = 0,
+    sandbox: Mode | None = None,
 ) -> ReplayResult:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
     local tools run again to rebuild the files, and the output is compared with the original.
@@ -243,7 +272,7 @@ async def replay(
     if target.exists() and any(target.iterdir()):
         raise UsageError(f"{target} already exists", "choose another --into folder")
     settings = RunSettings(
-        meta.get("model_override"), bool(meta.get("dry_run")), None, on_event, None, verbosity
+        meta.get("model_override"), bool(meta.get("dry_run")), None, on_event, None, verbosity, _mode(sandbox)
     )
     ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
     run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
@@ -320,7 +349,15 @@ def _check_credentials(run: Run) -> None:
         )
 
 
+def _mode(value: str | None) -> Mode | None:
+    if value is None or value in ("required", "auto", "off"):
+        return value  # type: ignore[return-value]
+    raise UsageError(f"unknown sandbox mode {value!r}", "use required, auto or off")
+
+
 async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
+    # before the run folder, the log or any model request: `required` fails closed here
+    run.sandbox_warning = startup_check(run.project, run.spec, run.sandboxes, settings.dry_run)
     log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
     run.subscribers.append(log.on_event)
     if settings.on_event is not None:

@@ -7,6 +7,7 @@
     ├── ProviderError             a model call failed for good (after retries)
     │   └── MissingCredentials    the env var holding a key is not set
     ├── RunError                  a run cannot start or continue (missing run folder, ...)
+    │   └── SandboxError          `sandbox: required` and the sandbox does not work here (exit 5)
     └── BudgetExceeded            a run limit was reached (the run stops cleanly)
 """
 
@@ -55,6 +56,10 @@ class MissingCredentials(ProviderError):
 
 class RunError(FlowrunError):
     pass
+
+
+class SandboxError(RunError):
+    exit_code = 5
 
 
 class BudgetExceeded(FlowrunError):

@@ -171,6 +171,30 @@ class ToolResultEvent(Event):
     result: ToolResult
 
 
+@event_type("approval")
+@dataclass(kw_only=True, slots=True)
+class ApprovalEvent(Event):
+    """A decision on a tool call whose entry says `approve: ask` or `never`."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+    approved: bool
+    by: str  # user | callback | --yes | policy (never) | no terminal | recorded
+
+
+@event_type("sandbox_unavailable")
+@dataclass(kw_only=True, slots=True)
+class SandboxUnavailableEvent(Event):
+    """The start-up probe failed and the run goes on: unconfined (`auto`), or, in a dry run of
+    `required`, with the sandboxed tools answering SANDBOX_UNAVAILABLE."""
+
+    reason: str
+    mode: str  # auto | required
+    unconfined: bool
+
+
 @event_type("iteration_start")
 @dataclass(kw_only=True, slots=True)
 class IterationStartEvent(Event):

@@ -20,8 +20,10 @@ from flowrun.manifest.graph import (
 )
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
+from flowrun.manifest.sandboxing import check_entry_keys, check_setting
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import (
+    ENTRY_KEYS,
     AgentManifest,
     CommandImplementation,
     DashboardContext,
@@ -67,7 +69,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
 
 
 def _check_tool(loaded: Loaded[ToolManifest], project: Project) -> list[Diagnostic]:
-    out = _check_tool_schemas(loaded)
+    out = _check_tool_schemas(loaded) + check_setting(loaded.source, ("sandbox",), loaded.spec.sandbox)
     impl = loaded.spec.implementation
     if isinstance(impl, PythonImplementation):
         module = impl.python.split(":")[0]
@@ -151,6 +153,7 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
     else:
         out += [d for d in _prompt_diagnostics(loaded, project, None) if d.code != "undefined-variable"]
     out += _check_tool_entries(loaded, project)
+    out += check_setting(src, ("sandbox",), spec.sandbox)
     if spec.stop and spec.stop.pattern:
         try:
             re.compile(spec.stop.pattern)
@@ -183,8 +186,10 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
             out.append(src.diag(("tools", i), f"unknown tool or agent '{name}'", hint, "unknown-tool"))
             continue
         schema = _config_schema(project, name)
-        if config:
-            out += _check_tool_config(src, i, name, config, schema)
+        out += check_entry_keys(src, i, name, config, project)
+        own = {k: v for k, v in config.items() if k not in ENTRY_KEYS}
+        if own:
+            out += _check_tool_config(src, i, name, own, schema)
     return out
 
 
@@ -346,7 +351,7 @@ def _check_cycles(project: Project) -> list[Diagnostic]:
 def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: set[str]) -> list[Diagnostic]:
     spec, src = wf.spec, wf.source
     models = set(spec.models) | set(project.models)
-    out = _check_workflow_templates(wf)
+    out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))

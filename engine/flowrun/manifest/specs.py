@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 
 from flowrun.providers.presets import PRESETS as PRESET_TABLE
 from flowrun.providers.registry import PROVIDERS as PROVIDER_TABLE
@@ -42,6 +42,65 @@ def key_tag(*keys: str) -> Any:
         return None
 
     return Discriminator(tag)
+
+
+# ---------------------------------------------------------------- sandbox and approvals
+
+
+def _off(value: Any) -> Any:
+    return "off" if value is False else value  # YAML reads a bare `off` as false
+
+
+SandboxMode = Annotated[
+    Literal["required", "auto", "off"],
+    BeforeValidator(_off),
+    WithJsonSchema(
+        {
+            "enum": ["required", "auto", "off", False],
+            "description": "required: tool processes run in the OS sandbox or not at all; auto: in "
+            "the sandbox when it works here, else unconfined with a warning; off: unconfined.",
+        }
+    ),
+]
+
+
+class SandboxSpec(Strict):
+    """How the processes a tool starts (execute_shell and its jobs, git, command tools, skill
+    scripts) are confined. Unset keys inherit: workflow, then agent, then the tool's manifest,
+    then the agent's entry for the tool. Binds and env add up."""
+
+    mode: SandboxMode | None = Field(None, description="required | auto | off (default: required).")
+    network: Literal["deny", "allow"] | None = Field(
+        None, description="deny (default): no network inside; allow: the host's network."
+    )
+    ro_binds: list[str] = Field(
+        default_factory=list,
+        description="Host folders or files visible read-only inside (relative to the workflow's folder).",
+    )
+    rw_binds: list[str] = Field(
+        default_factory=list,
+        description="Host folders or files visible read-write inside (relative to the workflow's folder).",
+    )
+    env: list[EnvName] = Field(
+        default_factory=list,
+        description="Environment variables passed in from flowrun's environment (never secret-looking "
+        "ones: *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, ANTHROPIC_*, OPENAI_*, ...).",
+    )
+
+
+SandboxSetting = Annotated[
+    SandboxMode | SandboxSpec,
+    Field(description="`required`, `auto`, `off`, or a mapping {mode, network, ro_binds, rw_binds, env}."),
+]
+Approve = Literal["ask", "always", "never"]
+ENTRY_KEYS = ("sandbox", "approve")  # keys every tool entry takes, whatever the tool's own config
+
+
+def sandbox_spec(value: SandboxMode | SandboxSpec | None) -> SandboxSpec | None:
+    """A `sandbox:` setting as a spec (a bare mode is {mode: ...})."""
+    if value is None or isinstance(value, SandboxSpec):
+        return value
+    return SandboxSpec(mode=value)
 
 
 # ---------------------------------------------------------------- models / providers
@@ -171,6 +230,13 @@ class ToolManifest(Strict):
     sequential: bool = Field(
         False, description="true: never run concurrently with the other tool calls of a step."
     )
+    processes: bool = Field(
+        False,
+        description="true: the tool starts processes, which run in the sandbox (command tools always do).",
+    )
+    sandbox: SandboxSetting | None = Field(
+        None, description="The sandbox this tool's processes need (e.g. {network: allow})."
+    )
 
 
 # ---------------------------------------------------------------- agents
@@ -179,7 +245,9 @@ ToolEntry = Annotated[
     str | Annotated[dict[Name, dict[str, Any] | None], Field(min_length=1, max_length=1)],
     Field(
         description="A tool or agent name, or `{name: {config}}` to set per-agent config and "
-        "constraints (paths, write_paths, read_only, allow, deny, timeout, session, ...)."
+        "constraints (paths, write_paths, read_only, allow, deny, timeout, session, ...). Every "
+        "entry also takes `approve: ask | always | never` (a human approves each call) and, for "
+        "a tool, `sandbox:` (how its processes are confined)."
     ),
 ]
 
@@ -264,6 +332,9 @@ class AgentManifest(Strict):
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
         4000, ge=100, description="As a tool: cap on the summary returned to the caller."
+    )
+    sandbox: SandboxSetting | None = Field(
+        None, description="How this agent's tool processes are confined (overrides the workflow's)."
     )
 
     @property
@@ -360,6 +431,10 @@ class WorkflowManifest(Strict):
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
     output: str | None = Field(None, description="The declared output file in the workspace, e.g. report.md.")
     limits: Limits = Field(default_factory=lambda: Limits())
+    sandbox: SandboxSetting | None = Field(
+        None,
+        description="How tool processes are confined, for every agent (default: required, network deny).",
+    )
 
 
 # ---------------------------------------------------------------- scripted provider

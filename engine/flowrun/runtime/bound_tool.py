@@ -11,7 +11,7 @@ from flowrun.types import ToolCall, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from flowrun.manifest.project import Project
-    from flowrun.manifest.specs import AgentManifest
+    from flowrun.manifest.specs import AgentManifest, SandboxSpec
     from flowrun.runtime.instance import AgentInstance
     from flowrun.runtime.services import RunServices
 
@@ -59,6 +59,8 @@ class BoundTool:
     limits: dict[str, Any] = field(default_factory=dict)
     sequential: bool = False
     target: Any = None  # what the kind needs to run it: a function, a command, an agent spec
+    approve: str = "always"  # the entry's `approve:` (see runtime/approvals.py)
+    sandbox_layers: tuple[SandboxSpec | None, ...] = ()  # the tool manifest's and the entry's `sandbox:`
     _validator: Any = None
 
     def validator(self) -> Any:

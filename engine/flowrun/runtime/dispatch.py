@@ -14,11 +14,15 @@ from typing import Any
 
 from flowrun.errors import BudgetExceeded
 from flowrun.events import Event, ToolCallEvent, ToolResultEvent
+from flowrun.redaction import Redactor
+from flowrun.runtime.approvals import Approvals
 from flowrun.runtime.bound_tool import BoundTool, Invocation
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import RECORDED_ONLY, Ledger
+from flowrun.runtime.sandboxes import SandboxPolicies
 from flowrun.runtime.services import RunServices
 from flowrun.tools.base import ToolContext
+from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult
 
 ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
@@ -36,6 +40,9 @@ class ToolEnvironment:
     interactive: bool = False
     ask_user: Callable[[str], Awaitable[str]] | None = None
     state: dict[str, Any] = field(default_factory=dict)  # run-scoped tool state (background jobs, ...)
+    sandboxes: SandboxPolicies | None = None  # None: the default policy (required, no network)
+    redactor: Redactor = field(default_factory=Redactor)  # applied to every result
+    approvals: Approvals | None = None  # None: no entry's `approve:` is honoured (tests)
 
 
 class ToolDispatcher:
@@ -88,6 +95,8 @@ class ToolDispatcher:
             )
         else:
             result = await self._checked_call(inst, bound, call)
+        # what the model and the event log see: no secret, nor a shell-made form of one
+        result = self.env.redactor.result(result)
         if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
             inst.written.add(str(result.context["path_resolved"]))
         self.emit(
@@ -102,6 +111,10 @@ class ToolDispatcher:
         recorded = self._recorded_result(inst, bound, call)
         if recorded is not None and self._skip_execution(call):
             return recorded
+        if self.env.approvals is not None:
+            refusal = await self.env.approvals.refusal(inst, bound, call)
+            if refusal is not None:
+                return refusal
         arguments = declared_arguments(bound, call.arguments)
         invocation = Invocation(self.tool_context(inst, bound, call), arguments, inst, call, self.run)
         result = await invoke(bound, invocation)
@@ -142,6 +155,7 @@ class ToolDispatcher:
             services=services,
             interactive=env.interactive,
             protected=ENGINE_FILES,
+            sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
         )
 
 

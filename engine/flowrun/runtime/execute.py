@@ -17,7 +17,14 @@ from typing import Any
 
 from flowrun._version import __version__
 from flowrun.errors import BudgetExceeded, FlowrunError, ManifestError
-from flowrun.events import BudgetExceededEvent, ErrorEvent, RunEndEvent, RunResumedEvent, RunStartEvent
+from flowrun.events import (
+    BudgetExceededEvent,
+    ErrorEvent,
+    RunEndEvent,
+    RunResumedEvent,
+    RunStartEvent,
+    SandboxUnavailableEvent,
+)
 from flowrun.manifest.templates import render
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
@@ -116,7 +123,12 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             output=run.spec.output,
         )
     )
+    if run.sandbox_warning is not None:
+        reason, mode = run.sandbox_warning
+        run.emit(SandboxUnavailableEvent(reason=reason, mode=mode, unconfined=mode == "auto"))
     _write_meta(run, "running")
+    if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
+        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     status, message = "failed", ""
     try:
         outcome = await _run_body(run)

@@ -13,6 +13,7 @@ from flowrun.errors import FlowrunError
 from flowrun.events import (
     AgentEndEvent,
     AgentStartEvent,
+    ApprovalEvent,
     ContextCompactedEvent,
     ContextResetEvent,
     Event,
@@ -43,6 +44,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     IterationEndEvent,
     ContextResetEvent,
     ContextCompactedEvent,
+    ApprovalEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -70,6 +72,7 @@ class Ledger:
     requests: dict[tuple[str, int], str] = field(default_factory=dict)
     tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
+    approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -88,6 +91,8 @@ class Ledger:
                 ledger.tool_results[(event.agent_id, event.call_id)] = event.result
             elif isinstance(event, IterationEndEvent):
                 ledger.until[(event.loop, event.iteration)] = event.until_met
+            elif isinstance(event, ApprovalEvent):
+                ledger.approvals[(event.agent_id, event.call_id)] = event.approved
         return ledger
 
     def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
@@ -120,6 +125,10 @@ class Ledger:
             return None
         recorded = self.tool_results.get((agent_id, call_id))
         return ToolResult.from_dict(recorded.to_dict()) if recorded is not None else None
+
+    def approval(self, agent_id: str, call_id: str) -> bool | None:
+        """The decision an earlier attempt recorded for this call (resume never asks again)."""
+        return self.approvals.get((agent_id, call_id))
 
     def should_write(self, event: Event) -> bool:
         """On resume, an event the log already holds is not written again."""

@@ -15,6 +15,7 @@ from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
 from flowrun.runtime import dry_run
+from flowrun.runtime.approvals import Approvals, Approver
 from flowrun.runtime.bound_tool import BindRequest
 from flowrun.runtime.budgets import Budgets
 from flowrun.runtime.dispatch import ToolDispatcher, ToolEnvironment
@@ -23,8 +24,10 @@ from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.models import ModelChoice, ModelService
 from flowrun.runtime.prompts import PromptRenderer
+from flowrun.runtime.sandboxes import SandboxPolicies
 from flowrun.runtime.tool_kinds import bind_tools
 from flowrun.runtime.usage import UsageBook
+from flowrun.tools.sandbox import Mode
 from flowrun.types import ModelResponse, ToolCall, ToolResult
 
 
@@ -35,6 +38,9 @@ class RunOptions:
     stream: bool | None = None  # None: each model's own setting
     interactive: bool = False  # someone can answer ask_user
     ask_user: Callable[[str], Awaitable[str]] | None = None
+    sandbox: Mode | None = None  # overrides every `sandbox:` mode (the CLI's --sandbox)
+    approver: Approver | None = None  # decides `approve: ask` calls; None: nobody can
+    approve_all: bool = False  # --yes: every `approve: ask` call is approved
 
 
 class Run:
@@ -80,12 +86,17 @@ class Run:
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
         )
+        self.sandboxes = SandboxPolicies(self.spec, self.workflow_dir, self.options.sandbox)
+        self.sandbox_warning: tuple[str, str] | None = None  # (reason, mode) when the probe failed
         env = ToolEnvironment(
             self.workspace,
             run_dir,
             list(project.roots),
             interactive=self.options.interactive,
             ask_user=self.options.ask_user,
+            sandboxes=self.sandboxes,
+            redactor=self.redactor,
+            approvals=Approvals(self.options.approver, self.options.approve_all, self.emit, ledger),
         )
         self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, ledger)
 

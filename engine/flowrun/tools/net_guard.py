@@ -23,11 +23,8 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -153,10 +150,3 @@ def _network(pattern: str) -> IPNetwork | None:
         return ipaddress.ip_network(pattern, strict=False)
     except ValueError:
         return None
-
-
-def guarded_transport(policy: NetPolicy) -> httpx.AsyncBaseTransport:
-    """An httpx transport whose every TCP connection goes through `policy.addresses`."""
-    from flowrun.tools.net_transport import GuardedTransport  # lazy: httpx and httpcore
-
-    return GuardedTransport(policy)

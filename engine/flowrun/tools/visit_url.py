@@ -24,7 +24,7 @@ from urllib.request import url2pathname
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.corpus import find_corpus_dir
-from flowrun.tools.net_guard import AddressRefused, NetPolicy, guarded_transport
+from flowrun.tools.net_guard import AddressRefused, NetPolicy
 from flowrun.types import ToolResult
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -90,6 +90,8 @@ async def visit_url(
 async def _fetch_http(ctx: ToolContext, url: str) -> Fetched:
     import httpx  # lazy: `flowrun validate` never needs it
 
+    from flowrun.tools.net_transport import GuardedTransport
+
     timeout_s = float(ctx.config.get("timeout_s") or ctx.limits.get("timeout_s") or 30)
     max_bytes = int(ctx.config.get("max_bytes") or 2_000_000)
     headers = {"User-Agent": str(ctx.config.get("user_agent") or USER_AGENT)}
@@ -110,7 +112,7 @@ async def _fetch_http(ctx: ToolContext, url: str) -> Fetched:
                 timeout=httpx.Timeout(timeout_s),
                 follow_redirects=True,
                 headers=headers,
-                transport=guarded_transport(policy),
+                transport=GuardedTransport(policy),
                 event_hooks={"request": [check_hop]},
             ) as client:
                 async with client.stream("GET", url) as response:

@@ -4,6 +4,7 @@ module with a `KIND` implementing `bound_tool.ToolKind` plus one line here."""
 from __future__ import annotations
 
 from flowrun.manifest.project import Project
+from flowrun.manifest.sandboxing import split_entry, tool_layers
 from flowrun.runtime.bound_tool import BindRequest, BoundTool, ToolKind
 from flowrun.runtime.tool_kinds import agent, command, python
 
@@ -20,10 +21,17 @@ def kind_for(name: str, project: Project) -> ToolKind | None:
 
 def bind_tools(requests: list[BindRequest]) -> dict[str, BoundTool]:
     """Each entry bound by the kind that claims it (a name nothing claims is skipped:
-    validation has reported it)."""
+    validation has reported it). The entry keys every tool takes (`approve`, `sandbox`) are
+    taken out of the config the kind sees."""
     bound: dict[str, BoundTool] = {}
     for request in requests:
         kind = kind_for(request.name, request.project)
-        if kind is not None:
-            bound.update((tool.name, tool) for tool in kind.bind(request))
+        if kind is None:
+            continue
+        entry = split_entry(request.name, request.config)
+        own = BindRequest(request.name, entry.config, request.agent, request.project)
+        for tool in kind.bind(own):
+            tool.approve = entry.approve
+            tool.sandbox_layers = tool_layers(request.project, entry)
+            bound[tool.name] = tool
     return bound
