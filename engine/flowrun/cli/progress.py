@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from rich.text import Text
 from flowrun.events import (
     AgentEndEvent,
     AgentStartEvent,
+    ApprovalEvent,
     BudgetExceededEvent,
     ContextResetEvent,
     ErrorEvent,
@@ -74,6 +76,9 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
                 f"  {event.agent} model step {event.step}: {usage.input_tokens} in / "
                 f"{usage.output_tokens} out, {event.latency_ms} ms"
             )
+        case ApprovalEvent():
+            verdict = "approved" if event.approved else "NOT approved"
+            return f"  {event.agent} → {event.tool}: {verdict} ({event.by})"
         case ModelRetryEvent():
             return (
                 f"! model {event.model} retry {event.retry} in {event.delay_s} s: {short(event.reason, 100)}"
@@ -119,6 +124,7 @@ class Progress:
         self.tokens = 0
         self.cost: float | None = None
         self._refreshed = 0.0
+        self._paused = 0
         # reentrant: building and starting Live (under this lock) already calls render()
         self._lock = threading.RLock()
         self.redact = redact
@@ -130,7 +136,7 @@ class Progress:
             if self.started is None:
                 self.started = time.monotonic()
             self._update(event)
-            live = self._ensure_live() if self.use_live else None
+            live = self._ensure_live() if self.use_live and not self._paused else None
         line = event_line(event, self.verbosity, self.redact)
         if line and not (live and self.verbosity < 1 and isinstance(event, SHOWN_LIVE)):
             self._print(line, live)
@@ -163,6 +169,20 @@ class Progress:
             )
             self.live.start()
         return self.live
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live panel taken off the terminal (for a question or a warning), then back."""
+        with self._lock:
+            self._paused += 1
+            live, self.live = self.live, None
+        if live is not None:
+            live.stop()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._paused -= 1
 
     def close(self) -> None:
         with self._lock:

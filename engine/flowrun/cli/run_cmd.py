@@ -4,6 +4,7 @@ the command line over the Python API, with progress on stderr and a summary on s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Coroutine
@@ -17,10 +18,24 @@ from flowrun.cli.common import reported, verbosity
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
     from flowrun.cli.progress import Progress
+    from flowrun.events import Event
     from flowrun.manifest.specs import InputSpec
+    from flowrun.runtime.approvals import ApprovalRequest, Approver
 
 R = TypeVar("R")
 RESUME_HINT = "the run folder is kept: continue with `flowrun resume RUN_DIR`"
+SANDBOX_MODES = click.Choice(["required", "auto", "off"])
+sandbox_option = click.option(
+    "--sandbox",
+    "sandbox",
+    type=SANDBOX_MODES,
+    default=None,
+    help="Override every `sandbox:` mode: required, auto (unconfined with a warning when the "
+    "sandbox cannot start) or off (tools run unconfined).",
+)
+yes_option = click.option(
+    "-y", "--yes", is_flag=True, help="Approve every call of an `approve: ask` tool without asking."
+)
 
 
 @click.command(
@@ -36,6 +51,8 @@ RESUME_HINT = "the run folder is kept: continue with `flowrun resume RUN_DIR`"
 @click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
+@sandbox_option
+@yes_option
 @click.option("-h", "--help", "show_help", is_flag=True, help="Show this message and the workflow's inputs.")
 @click.pass_context
 def run(
@@ -48,6 +65,8 @@ def run(
     stream: bool | None,
     quiet: bool,
     verbose: bool,
+    sandbox: str | None,
+    yes: bool,
     show_help: bool,
 ) -> None:
     """Run WORKFLOW.yaml; each of its inputs is an option (--question "...")."""
@@ -64,7 +83,7 @@ def run(
         level = verbosity(quiet, verbose)
         result = _with_progress(
             level,
-            lambda on_event: wf.run(
+            lambda on_event, progress: wf.run(
                 inputs,
                 runs_dir=runs_dir,
                 run_id=run_id,
@@ -74,6 +93,9 @@ def run(
                 on_event=on_event,
                 ask_user=ask_on_terminal if sys.stdin.isatty() else None,
                 verbosity=level,
+                sandbox=sandbox,  # type: ignore[arg-type]
+                approve=terminal_approver(progress),
+                yes=yes,
             ),
         )
         print_summary(result, level, wf.spec.output)
@@ -84,7 +106,9 @@ def run(
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
-def resume(run_dir: Path, quiet: bool, verbose: bool) -> None:
+@sandbox_option
+@yes_option
+def resume(run_dir: Path, quiet: bool, verbose: bool, sandbox: str | None, yes: bool) -> None:
     """Continue a stopped run (crash, kill, Ctrl-C) from its event log."""
     with reported(verbose, f"continue with `flowrun resume {run_dir}`"):
         from flowrun.api import resume as resume_run
@@ -92,7 +116,16 @@ def resume(run_dir: Path, quiet: bool, verbose: bool) -> None:
         level = verbosity(quiet, verbose)
         ask = ask_on_terminal if sys.stdin.isatty() else None
         result = _with_progress(
-            level, lambda on_event: resume_run(run_dir, on_event=on_event, ask_user=ask, verbosity=level)
+            level,
+            lambda on_event, progress: resume_run(
+                run_dir,
+                on_event=on_event,
+                ask_user=ask,
+                verbosity=level,
+                sandbox=sandbox,  # type: ignore[arg-type]
+                approve=terminal_approver(progress),
+                yes=yes,
+            ),
         )
         if result.message == "already completed; nothing to resume":
             click.echo(f"{run_dir} already completed; nothing to resume")
@@ -106,14 +139,22 @@ def resume(run_dir: Path, quiet: bool, verbose: bool) -> None:
 @click.option("--into", type=click.Path(file_okay=False, path_type=Path), help="Folder for the replay.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
-def replay(run_dir: Path, into: Path | None, quiet: bool, verbose: bool) -> None:
+@sandbox_option
+def replay(run_dir: Path, into: Path | None, quiet: bool, verbose: bool, sandbox: str | None) -> None:
     """Re-run a recorded run offline from its event log; report the first differing step."""
     with reported(verbose):
         from flowrun.api import replay as replay_run
 
         level = verbosity(quiet, verbose)
         result = _with_progress(
-            level, lambda on_event: replay_run(run_dir, into=into, on_event=on_event, verbosity=level)
+            level,
+            lambda on_event, progress: replay_run(
+                run_dir,
+                into=into,
+                on_event=on_event,
+                verbosity=level,
+                sandbox=sandbox,  # type: ignore[arg-type]
+            ),
         )
         print_summary(result, level, None)
     sys.exit(replay_exit(result))
@@ -134,17 +175,48 @@ def replay_exit(result: ReplayResult) -> int:
 # ---------------------------------------------------------------- helpers
 
 
-def _with_progress(level: int, start: Callable[[Progress | None], Coroutine[Any, Any, R]]) -> R:
-    """Run the API call with the progress display subscribed; always close the display."""
+def _with_progress(
+    level: int,
+    start: Callable[[Callable[[Event], None], Progress | None], Coroutine[Any, Any, R]],
+) -> R:
+    """Run the API call with the progress display (and the warnings, even with -q) subscribed;
+    always close the display."""
     from flowrun.cli.progress import make_progress
     from flowrun.redaction import Redactor
 
-    progress = make_progress(level, Redactor().text)
+    redact = Redactor().text
+    progress = make_progress(level, redact)
+
+    def on_event(event: Event) -> None:
+        warning = warning_line(event, redact)
+        if warning is not None:
+            if progress is not None:
+                with progress.paused():
+                    click.echo(warning, err=True)
+            else:
+                click.echo(warning, err=True)
+        if progress is not None:
+            progress(event)
+
     try:
-        return asyncio.run(start(progress))
+        return asyncio.run(start(on_event, progress))
     finally:
         if progress is not None:
             progress.close()
+
+
+def warning_line(event: Event, redact: Callable[[str], str]) -> str | None:
+    """The line printed whatever the verbosity: the sandbox is not confining the tools."""
+    from flowrun.events import SandboxUnavailableEvent
+
+    if not isinstance(event, SandboxUnavailableEvent):
+        return None
+    what = (
+        "tools run UNCONFINED (sandbox: auto)"
+        if event.unconfined
+        else "the sandboxed tools answer SANDBOX_UNAVAILABLE (dry run)"
+    )
+    return redact(f"warning: the sandbox cannot start, {what}: {event.reason}")
 
 
 def print_summary(result: RunResult, level: int, declared_output: str | None) -> None:
@@ -223,6 +295,32 @@ def workflow_help(path: Path) -> str:
 
 def _need(inp: InputSpec) -> str:
     return "required" if inp.is_required else f"default {inp.default!r}"
+
+
+def terminal_approver(progress: Progress | None) -> Approver | None:
+    """On a terminal: y/n for each `approve: ask` call, the live panel paused meanwhile.
+    Without one: None, so such calls are refused (unless --yes)."""
+    if not sys.stdin.isatty():
+        return None
+    from flowrun.redaction import Redactor
+
+    redact = Redactor().text
+
+    def ask(request: ApprovalRequest) -> bool:
+        shown = redact(", ".join(f"{k}={v!r}" for k, v in request.arguments.items()))
+        if len(shown) > 1000:
+            shown = shown[:1000] + "…"
+        with progress.paused() if progress is not None else contextlib.nullcontext():
+            print(f"\n? {request.agent} wants to call {request.tool}({shown})", file=sys.stderr)
+            print("  allow it? [y/N] ", end="", file=sys.stderr, flush=True)
+            answer = sys.stdin.readline()
+        return answer.strip().lower() in ("y", "yes")
+
+    async def approve(request: ApprovalRequest) -> bool:
+        return await asyncio.to_thread(ask, request)
+
+    approve.decided_by = "user"  # type: ignore[attr-defined]
+    return approve
 
 
 async def ask_on_terminal(question: str) -> str:

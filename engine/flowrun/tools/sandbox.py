@@ -194,7 +194,7 @@ def _probe_once() -> Probe:
 
 
 def likely_cause() -> str:
-    """The usual reasons bubblewrap cannot create namespaces, as far as this machine shows them."""
+    """The usual reasons bubblewrap cannot create namespaces, the one this machine shows first."""
     checks = (
         (
             "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
@@ -224,13 +224,14 @@ def likely_cause() -> str:
             continue
     if _in_container():
         return (
-            "likely cause: flowrun runs inside a container whose seccomp/AppArmor profile forbids "
-            "namespaces (run it with --security-opt seccomp=unconfined --security-opt "
-            "apparmor=unconfined, or let the container itself be the boundary)"
+            "likely cause: flowrun runs inside a container whose seccomp or AppArmor profile forbids "
+            "the user namespaces bwrap needs (run the container with --security-opt "
+            "seccomp=unconfined --security-opt apparmor=unconfined, or let the container itself "
+            "be the boundary)"
         )
     return (
         "likely causes: unprivileged user namespaces are disabled (e.g. by Ubuntu's AppArmor "
-        "restriction kernel.apparmor_restrict_unprivileged_userns, or "
+        "restriction kernel.apparmor_restrict_unprivileged_userns=1, or "
         "kernel.unprivileged_userns_clone=0), or flowrun runs inside an unprivileged container"
     )
 
