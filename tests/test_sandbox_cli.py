@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import pty
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
+from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
 from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 import flowrun
@@ -356,3 +360,41 @@ def test_api_sandbox_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert result.ok and results(tmp_path / "b", "execute_shell")[0]["text"] == "hi"
     with pytest.raises(flowrun.UsageError, match="unknown sandbox mode"):
         wf.run_sync(run_dir=tmp_path / "c", sandbox="sometimes")
+
+
+@pytest.mark.parametrize(("answer", "ran"), [("y", True), ("n", False)])
+def test_approval_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
+    """A pseudo-terminal: the question appears (the live panel stepped aside), the answer decides."""
+    approval_project(tmp_path, "ask")
+    controller, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    proc = subprocess.Popen(
+        [*flowrun_cmd(), "wf.yaml", "--run-id", "r"],
+        cwd=tmp_path,
+        env={**env, "COLUMNS": "100", "TERM": "xterm"},
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"allow it? [y/N]" not in seen and time.monotonic() < deadline:
+            seen += os.read(controller, 4096)
+        assert b"boss wants to call execute_shell(command='echo approved-and-ran > ran.txt')" in seen, seen
+        os.write(controller, f"{answer}\n".encode())
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                seen += os.read(controller, 4096)
+            except OSError:  # the other side closed
+                break
+        assert proc.wait(30) == 0, seen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(controller)
+    run_dir = tmp_path / "runs" / "r"
+    assert (run_dir / "ran.txt").exists() is ran
+    assert [(e["approved"], e["by"]) for e in events(run_dir) if e["type"] == "approval"] == [(ran, "user")]
