@@ -162,6 +162,8 @@ async def test_binds_from_the_policy(ws: Path, tmp_path: Path) -> None:
     assert result.status == "success", result.text
     assert (shared / "out.txt").read_text() == "input\n"
     assert (await sh(ctx, f"echo x > {data}/in.txt")).status == "error"
+    gone = await sh(make_ctx(ws, SandboxPolicy(ro_binds=(str(tmp_path / "gone"),))), "true")
+    assert gone.error is not None and gone.error.code == "SANDBOX_UNAVAILABLE" and "gone" in gone.text
 
 
 # ---------------------------------------------------------------- environment

@@ -398,3 +398,19 @@ def test_approval_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
     run_dir = tmp_path / "runs" / "r"
     assert (run_dir / "ran.txt").exists() is ran
     assert [(e["approved"], e["by"]) for e in events(run_dir) if e["type"] == "approval"] == [(ran, "user")]
+
+
+def test_the_engine_files_of_a_real_run_are_read_only_inside(tmp_path: Path) -> None:
+    names = ["events.jsonl", "run.json", "usage.json", "flowrun.log"]
+    command = (
+        "for f in " + " ".join(names) + "; do echo forged >> $f && echo WROTE $f; done; echo ok > mine.txt"
+    )
+    project(tmp_path, {}, {"boss": {"tools": ["execute_shell"]}}, {"boss": [shell(command), {"text": "ok"}]})
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    (result,) = results(run_dir, "execute_shell")
+    assert "WROTE" not in result["text"] and result["text"].count("Read-only file system") == 4
+    assert (run_dir / "mine.txt").read_text() == "ok\n"
+    for name in names:  # a forged line would be the word alone
+        assert "forged" not in (run_dir / name).read_text().splitlines(), name

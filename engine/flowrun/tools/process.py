@@ -311,6 +311,9 @@ def launch(
         env = sandbox.tool_env(policy, home=None, extra=settings, keep=keep_env, confined=False)
         return Launch(argv, env, workdir, False)
     layout = sandbox_layout(ctx, workdir)
+    missing = [p for p in (*policy.ro_binds, *policy.rw_binds) if not os.path.exists(p)]
+    if missing:
+        raise SandboxUnavailable(f"the sandbox binds {', '.join(missing)}, which does not exist")
     if not sandbox.visible(workdir, policy, layout):
         raise SandboxUnavailable(f"the working folder {workdir} is outside the sandbox")
     home = layout.root / sandbox.HOME_DIR
