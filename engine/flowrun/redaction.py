@@ -20,9 +20,10 @@ import base64
 import os
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flowrun.types import ToolResult
+if TYPE_CHECKING:
+    from flowrun.types import ToolResult
 
 MARK = "[REDACTED]"
 SECRET_NAME = re.compile(
