@@ -3,7 +3,6 @@ the command line over the Python API, with progress on stderr and a summary on s
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
@@ -199,6 +198,8 @@ def _with_progress(
             progress(event)
 
     try:
+        import asyncio  # not at import time: `flowrun --help` stays fast
+
         return asyncio.run(start(on_event, progress))
     finally:
         if progress is not None:
@@ -317,6 +318,8 @@ def terminal_approver(progress: Progress | None) -> Approver | None:
         return answer.strip().lower() in ("y", "yes")
 
     async def approve(request: ApprovalRequest) -> bool:
+        import asyncio
+
         return await asyncio.to_thread(ask, request)
 
     approve.decided_by = "user"  # type: ignore[attr-defined]
@@ -329,5 +332,7 @@ async def ask_on_terminal(question: str) -> str:
     def ask() -> str:
         print(f"\n? {question}", file=sys.stderr, flush=True)
         return sys.stdin.readline().rstrip("\n")
+
+    import asyncio
 
     return await asyncio.to_thread(ask)
