@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import BudgetExceeded, FlowrunError
-from flowrun.events import Event, ToolCallEvent, ToolResultEvent
+from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
 from flowrun.redaction import Redactor
 from flowrun.runtime.approvals import Approvals
 from flowrun.runtime.bound_tool import BoundTool, Invocation
@@ -118,12 +118,16 @@ class ToolDispatcher:
         recorded = self._recorded_result(inst, bound, call)
         if recorded is not None and self._skip_execution(call):
             return recorded
+        if self.ledger is not None and self.ledger.started_unfinished(inst.id, call.id):
+            return effect_unknown(bound)
         if self.env.approvals is not None:
             refusal = await self.env.approvals.refusal(inst, bound, call)
             if refusal is not None:
                 return refusal
         arguments = declared_arguments(bound, call.arguments)
         invocation = Invocation(self.tool_context(inst, bound, call), arguments, inst, call, self.run)
+        if not bound.repeat_safe(arguments):
+            self.emit(ToolIntentEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=bound.name))
         result = await invoke(bound, invocation)
         # on replay the model must see exactly what it saw then; the call ran for its files
         return recorded or result
@@ -164,6 +168,18 @@ class ToolDispatcher:
             protected=ENGINE_FILES,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
         )
+
+
+def effect_unknown(bound: BoundTool) -> ToolResult:
+    """What the model gets for a call not safe to repeat that a stopped attempt had started
+    but not finished: it is not run a second time."""
+    return ToolResult.fail(
+        "EFFECT_UNKNOWN",
+        f"this {bound.name} call was started, but the run was stopped (crash, kill or interrupt) "
+        "before it returned, so whether it took effect is unknown; it was not run again. Check "
+        "the current state (read the file, list the folder, run a read-only command) before "
+        "deciding whether to call it again.",
+    )
 
 
 def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
