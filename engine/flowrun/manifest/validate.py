@@ -9,9 +9,9 @@ from pathlib import Path
 from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import MANIFEST_DIRS, display_path, load_project
-from flowrun.manifest.yaml_limits import MAX_FILE_BYTES
 from flowrun.manifest.yaml_source import load_source
 from flowrun.paths import builtin_root, is_builtin_file
+from flowrun.yaml_limits import MAX_FILE_BYTES
 
 SKIP_DIRS = {
     "runs",
