@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -28,7 +29,6 @@ from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 import flowrun
 from flowrun.events import AgentEndEvent, Event
-from flowrun.runtime.run_folder import RunInUse
 
 HELPER = {"prompt": "You help.", "tools": ["list_directory", "write_file"]}
 
@@ -234,9 +234,9 @@ async def test_the_python_api_takes_the_lock_too(tmp_path: Path, monkeypatch: py
         runs = tmp_path / "runs"
         first = asyncio.create_task(wf.run(runs_dir=runs, run_id="api"))
         await asyncio.to_thread(wait_for, lambda: len(server.requests) == 1)
-        with pytest.raises(RunInUse, match=f"in use by pid {os.getpid()}"):
+        with pytest.raises(flowrun.RunInUse, match=f"in use by pid {os.getpid()}"):
             await wf.run(runs_dir=runs, run_id="api")
-        with pytest.raises(RunInUse):
+        with pytest.raises(flowrun.RunInUse):
             await flowrun.resume(runs / "api")
         # a CLI resume meanwhile is refused with exit 2
         proc = await asyncio.to_thread(
@@ -503,6 +503,8 @@ def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_p
         for key, prop in props.items():
             if prop.get("type") in ("string", ["array", "string"]):
                 calls.append({"name": spec["name"], "arguments": {**base, key: "a\x00b"}})
+    # a lone surrogate escape decodes to text that is not Unicode: refused before any tool runs
+    calls.append({"name": "write_file", "arguments": '{"path": "s.md", "content": "a\\ud800b"}'})
     calls.append({"name": "use_skill", "arguments": {"skill": "demo", "file": "a\x00b"}})
     tools = sorted({c["name"] for c in calls})
     (tmp_path / "skills" / "demo").mkdir(parents=True)
@@ -524,6 +526,46 @@ def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_p
     assert not internal
     skill = results[-1]["result"]
     assert skill["error"]["code"] == "INVALID_PARAM" and "NUL" in skill["text"]
+    surrogate = results[-2]["result"]
+    assert surrogate["error"]["code"] == "INVALID_PARAM" and "not valid Unicode" in surrogate["text"]
+    assert not (tmp_path / "runs" / "r" / "s.md").exists()
+
+
+def test_a_full_disk_fails_the_run_with_one_line_and_a_strict_log(tmp_path: Path) -> None:
+    """The file size limit stands in for a full disk: writing the log fails mid-run. The run
+    ends `failed` with one line, the half-written line is cut off again, and once there is room
+    `resume` completes it."""
+    long = "word " * 2000
+    step = {"text": long, "tool_calls": [{"name": "list_directory", "arguments": {}}]}
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You talk.", "tools": ["list_directory"]}},
+        {"w": [step] * 12 + [{"text": "done"}]},
+        entry="w",
+    )
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
+
+    proc = subprocess.run(
+        [*flowrun_cmd(), "wf.yaml", "--run-id", "r", "-q"],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
+    no_traceback(proc)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: cannot write the run folder runs/r: File too large" in proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert status_of(run_dir) == "failed"
+    check_log(run_dir, ended=False)  # every line whole; the run_end itself did not fit
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_log(run_dir)
 
 
 def interrupted_run(tmp: Path) -> Path:
