@@ -3,9 +3,7 @@ render, models that must resolve, agent-as-tool cycles. Every problem becomes a 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -20,6 +18,7 @@ from flowrun.manifest.graph import (
 )
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
+from flowrun.manifest.python_tools import check_python_tools
 from flowrun.manifest.sandboxing import check_entry_keys, check_setting
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import (
@@ -40,9 +39,10 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     """Cross-reference diagnostics. Built-in manifests are tested with flowrun itself, so they
     are re-checked only when asked (validating the built-in folders)."""
     out: list[Diagnostic] = []
-    for tool in project.tools.values():
-        if include_builtins or not tool.builtin:
-            out += _check_tool(tool, project)
+    checked = [tool for tool in project.tools.values() if include_builtins or not tool.builtin]
+    for tool in checked:
+        out += _check_tool(tool, project)
+    out += _check_python_tools(checked)
     for agent in project.agents.values():
         if include_builtins or not agent.builtin:
             out += _check_agent(agent, project)
@@ -70,20 +70,21 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
 
 def _check_tool(loaded: Loaded[ToolManifest], project: Project) -> list[Diagnostic]:
     out = _check_tool_schemas(loaded) + check_setting(loaded.source, ("sandbox",), loaded.spec.sandbox)
-    impl = loaded.spec.implementation
-    if isinstance(impl, PythonImplementation):
-        module = impl.python.split(":")[0]
-        if not _module_exists(module, loaded.root):
-            out.append(
-                loaded.source.diag(
-                    ("implementation", "python"),
-                    f"python module '{module}' not found",
-                    "check the dotted path; project modules are found relative to the workflow folder",
-                    "missing-module",
-                )
-            )
-    else:
+    if isinstance(loaded.spec.implementation, CommandImplementation):
         out += _check_command(loaded)
+    return out
+
+
+def _check_python_tools(tools: list[Loaded[ToolManifest]]) -> list[Diagnostic]:
+    """Import each folder's Python tools (in a child process) and compare their signatures
+    with the manifests; a tool whose schemas are already broken is left out."""
+    by_root: dict[Path, list[tuple[ToolManifest, Any]]] = {}
+    for tool in tools:
+        if isinstance(tool.spec.implementation, PythonImplementation) and not _check_tool_schemas(tool):
+            by_root.setdefault(tool.root, []).append((tool.spec, tool.source))
+    out: list[Diagnostic] = []
+    for root, found in by_root.items():
+        out += check_python_tools(found, root)
     return out
 
 
@@ -126,19 +127,6 @@ def _check_command(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
                 message = f"command uses '{var}', not a parameter"
                 out.append(src.diag(where, message, hint, "undefined-variable"))
     return out
-
-
-def _module_exists(module: str, root: Path) -> bool:
-    added = str(root) not in sys.path
-    if added:
-        sys.path.insert(0, str(root))
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-    finally:
-        if added:
-            sys.path.remove(str(root))
 
 
 # ---------------------------------------------------------------- agents
