@@ -433,7 +433,7 @@ def _check_agent_in_workflow(
                 "unknown-model",
             )
         )
-    for i, ref in enumerate(spec.selectable_models):
+    for i, ref in enumerate(spec.model_choices):
         if problem := reference_problem(ref, models):
             out.append(
                 src.diag(("selectable_models", i), problem, did_you_mean(ref, models), "unknown-model")

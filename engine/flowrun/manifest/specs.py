@@ -252,6 +252,26 @@ ToolEntry = Annotated[
 ]
 
 
+class ToolsPatch(Strict):
+    """`tools` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ToolEntry] = Field(
+        default_factory=list,
+        description="Entries appended to the parent's tools; an entry whose name the parent already "
+        "lists replaces that entry (its config) in place.",
+    )
+    remove: list[Name] = Field(
+        default_factory=list, description="Names of the parent's tools (or agents) to drop."
+    )
+
+
+class ModelsPatch(Strict):
+    """`selectable_models` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ModelRef] = Field(default_factory=list, description="Models appended to the parent's list.")
+    remove: list[ModelRef] = Field(default_factory=list, description="Models of the parent's list to drop.")
+
+
 class FullContext(Strict):
     """Keep every turn."""
 
@@ -315,8 +335,10 @@ class AgentManifest(Strict):
     )
     model: ModelRef | None = None
     max_steps: int = Field(30, ge=1, le=10_000, description="Model calls before it stops.")
-    tools: list[ToolEntry] = Field(
-        default_factory=list, description="The allowlist: tools and agents it may call."
+    tools: list[ToolEntry] | ToolsPatch = Field(
+        default_factory=list,
+        description="The allowlist: tools and agents it may call. With `extends`, either a list (it "
+        "replaces the parent's) or {add: [...], remove: [...]} (changes to the parent's list).",
     )
     context: ContextSpec = Field(default_factory=lambda: FullContext())
     stop: StopSpec = Field(default_factory=lambda: StopSpec())
@@ -325,9 +347,10 @@ class AgentManifest(Strict):
         description="As a tool: fresh = a new conversation per call; persistent = one instance "
         "keeps its conversation across calls.",
     )
-    selectable_models: list[ModelRef] = Field(
+    selectable_models: list[ModelRef] | ModelsPatch = Field(
         default_factory=list,
-        description="As a tool: models the caller may pick for this agent (adds a `model` argument).",
+        description="As a tool: models the caller may pick for this agent (adds a `model` argument). "
+        "With `extends`, a list or {add: [...], remove: [...]}.",
     )
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
@@ -336,6 +359,17 @@ class AgentManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="How this agent's tool processes are confined (overrides the workflow's)."
     )
+
+    @property
+    def tool_list(self) -> list[str | dict[str, dict[str, Any] | None]]:
+        """The tool entries (an unresolved `{add, remove}` counts as its `add` entries)."""
+        return list(self.tools) if isinstance(self.tools, list) else list(self.tools.add)
+
+    @property
+    def model_choices(self) -> list[str]:
+        """The selectable models (an unresolved `{add, remove}` counts as its `add` entries)."""
+        value = self.selectable_models
+        return list(value) if isinstance(value, list) else list(value.add)
 
     @property
     def tool_description(self) -> str:
