@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from flowrun.manifest.diagnostics import Diagnostic
 
 
 @click.command()
@@ -24,7 +28,12 @@ import click
     is_flag=True,
     help="Also list, per workflow and agent, the sandbox its tools run in and the calls that need approval.",
 )
-def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool) -> None:
+@click.option(
+    "--connect",
+    is_flag=True,
+    help="Also start each MCP server (stdio ones in the sandbox) and check the tools named exist.",
+)
+def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, connect: bool) -> None:
     """Check manifests: YAML, schema, and cross-references (files or folders; default: .)."""
     from flowrun.manifest.diagnostics import render
     from flowrun.manifest.validate import validate_paths
@@ -32,6 +41,10 @@ def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool) -> 
     if explain and fmt != "text":
         raise click.UsageError("--explain goes with --format text")
     diagnostics, checked = validate_paths(list(paths) or [Path(".")])
+    if connect:
+        diagnostics = sorted(
+            diagnostics + connected(list(paths) or [Path(".")]), key=lambda d: (d.file, d.line, d.column)
+        )
     output = render(diagnostics, fmt, checked)
     if output:
         click.echo(output)
@@ -55,3 +68,17 @@ def explanation(paths: list[Path]) -> list[str]:
             base = loaded.source.path.parent.resolve()
             lines += ["  " + line for line in explain(project, loaded.spec, base)]
     return lines
+
+
+def connected(paths: list[Path]) -> list[Diagnostic]:
+    """`--connect`: the MCP servers of every project under `paths`, started and asked."""
+    import asyncio
+
+    from flowrun.manifest.project import load_project
+    from flowrun.manifest.validate import find_roots
+    from flowrun.runtime.mcp_check import check_servers
+
+    out: list[Diagnostic] = []
+    for root, files in find_roots(paths).items():
+        out += asyncio.run(check_servers(load_project(root, files)))
+    return out
