@@ -16,6 +16,8 @@ from flowrun.manifest.graph import (
     tool_entries,
     workflow_agents,
 )
+from flowrun.manifest.mcp_refs import check_entry as check_mcp_entry
+from flowrun.manifest.mcp_refs import mcp_ref
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
 from flowrun.manifest.python_tools import check_python_tools
@@ -33,6 +35,7 @@ from flowrun.manifest.specs import (
 )
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
+from flowrun.manifest.yaml_source import Source
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
@@ -169,9 +172,12 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
         seen.add(name)
         if name in project.broken:
             continue
+        ref = mcp_ref(name, project)
+        if ref is not None:
+            out += check_mcp_entry(src, i, name, ref, config, project)
+            continue
         if name not in names:
-            hint = did_you_mean(name, names) or "known tools: " + ", ".join(sorted(project.tools))
-            out.append(src.diag(("tools", i), f"unknown tool or agent '{name}'", hint, "unknown-tool"))
+            out.append(_unknown_entry(src, i, name, names, project))
             continue
         schema = _config_schema(project, name)
         out += check_entry_keys(src, i, name, config, project)
@@ -179,6 +185,22 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
         if own:
             out += _check_tool_config(src, i, name, own, schema)
     return out
+
+
+def _unknown_entry(src: Source, index: int, name: str, names: set[str], project: Project) -> Diagnostic:
+    server, dot, _ = name.partition(".")
+    if dot:
+        servers = set(project.mcp_servers)
+        hint = did_you_mean(server, servers) or (
+            "declare it under the workflow's `mcp_servers:` or in .mcp.json"
+            if not servers
+            else "declared MCP servers: " + ", ".join(sorted(servers))
+        )
+        return src.diag(("tools", index), f"unknown MCP server '{server}' in '{name}'", hint, "unknown-tool")
+    hint = did_you_mean(name, names | set(project.mcp_servers)) or "known tools: " + ", ".join(
+        sorted(project.tools)
+    )
+    return src.diag(("tools", index), f"unknown tool or agent '{name}'", hint, "unknown-tool")
 
 
 def _config_schema(project: Project, name: str) -> dict[str, Any] | None:

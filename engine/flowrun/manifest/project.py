@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from flowrun.manifest import mcp_config
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.extends import extended
 from flowrun.manifest.schema_check import check_schema, detect_kind
@@ -16,6 +17,7 @@ from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
     AgentManifest,
+    McpServerSpec,
     ModelsManifest,
     ModelSpec,
     ScriptManifest,
@@ -53,6 +55,8 @@ class Project:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
+    # MCP servers: the project's .mcp.json, with each workflow's `mcp_servers:` over it
+    mcp_servers: dict[str, Loaded[McpServerSpec]] = field(default_factory=dict)
 
     def prompt_dirs(self) -> list[Path]:
         return [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
@@ -155,8 +159,22 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
             project.workflows.append(Loaded(spec, src, project_root, False))
         elif isinstance(spec, ScriptManifest):
             project.scripts.append(Loaded(spec, src, project_root, False))
+    _add_mcp_servers(project, project_root)
     _resolve_extends(project)
     return project
+
+
+def _add_mcp_servers(project: Project, root: Path) -> None:
+    """A project's servers: its `.mcp.json`, then each workflow's `mcp_servers:` over it."""
+    path = root / mcp_config.MCP_FILE
+    if path.is_file():
+        servers, src, diags = mcp_config.load_mcp_file(path, display_path(path))
+        project.diagnostics += diags
+        for name, spec in servers.items():
+            project.mcp_servers[name] = Loaded(spec, src, root, False)
+    for wf in project.workflows:
+        for name, spec in wf.spec.mcp_servers.items():
+            project.mcp_servers[name] = Loaded(spec, wf.source, wf.root, False)
 
 
 def _add_manifest(

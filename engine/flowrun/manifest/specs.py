@@ -241,13 +241,19 @@ class ToolManifest(Strict):
 
 # ---------------------------------------------------------------- agents
 
+# an entry names a tool, an agent, an MCP server (`NAME`) or one of its tools (`NAME.TOOL`)
+ENTRY_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_][A-Za-z0-9_./-]{0,127})?$"
+EntryName = Annotated[
+    str, Field(pattern=ENTRY_NAME, description="A tool, agent or MCP server name, or SERVER.TOOL.")
+]
 ToolEntry = Annotated[
-    str | Annotated[dict[Name, dict[str, Any] | None], Field(min_length=1, max_length=1)],
+    str | Annotated[dict[EntryName, dict[str, Any] | None], Field(min_length=1, max_length=1)],
     Field(
         description="A tool or agent name, or `{name: {config}}` to set per-agent config and "
         "constraints (paths, write_paths, read_only, allow, deny, timeout, session, ...). Every "
         "entry also takes `approve: ask | always | never` (a human approves each call) and, for "
-        "a tool, `sandbox:` (how its processes are confined)."
+        "a tool, `sandbox:` (how its processes are confined). An MCP server's tools are listed as "
+        "`SERVER` (all its allowed tools) or `SERVER.TOOL` (one)."
     ),
 ]
 
@@ -377,6 +383,60 @@ class AgentManifest(Strict):
         return (self.description or f"The {self.name} agent.").strip()
 
 
+# ---------------------------------------------------------------- MCP servers
+
+
+class McpServerSpec(Strict):
+    """An MCP server, in the `.mcp.json` shape (Claude Code's): `command`/`args`/`env`/`cwd`
+    for a stdio server, `url`/`headers` for streamable HTTP (or `type: sse`), plus flowrun's
+    `timeout_s`, `startup_timeout_s`, `tools` and `sandbox`. `${VAR}` and `${VAR:-default}`
+    in command, args, env, url and headers are read from the environment when it starts."""
+
+    type: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(
+        None, description="stdio (with `command`), http / streamable-http or sse (with `url`)."
+    )
+    command: str | None = Field(None, min_length=1, description="stdio: the program that runs the server.")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="stdio: variables the server gets (`${NAME}` passes one of flowrun's, secrets included).",
+    )
+    cwd: str | None = Field(
+        None,
+        description="stdio: its working folder, relative to the declaring file's folder (default: there).",
+    )
+    url: str | None = Field(None, min_length=1, description="http / sse: the server's endpoint.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="http / sse: request headers (`Bearer ${TOKEN}` for a secret)."
+    )
+    timeout_s: float = Field(60.0, gt=0, description="Seconds one tool call may take (then TIMEOUT).")
+    startup_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds the server may take to start and list its tools."
+    )
+    tools: list[str] | None = Field(
+        None, description="Allowlist of the server's tools agents may use (default: all of them)."
+    )
+    sandbox: SandboxSetting | None = Field(
+        None, description="stdio: how the server process is confined (over the workflow's `sandbox:`)."
+    )
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.type == "sse":
+            return "sse"
+        if self.type in ("http", "streamable-http") or (self.type is None and self.url):
+            return "http"
+        return "stdio"
+
+
+class McpConfigFile(Strict):
+    """A `.mcp.json` file next to the workflow (Claude Code's project MCP configuration)."""
+
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict, alias="mcpServers", description="Server name -> declaration."
+    )
+
+
 # ---------------------------------------------------------------- workflows
 
 
@@ -468,6 +528,11 @@ class WorkflowManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None,
         description="How tool processes are confined, for every agent (default: required, network deny).",
+    )
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools agents list as SERVER or SERVER.TOOL (the .mcp.json shape); "
+        "these win over a .mcp.json next to the workflow.",
     )
 
 

@@ -25,7 +25,7 @@ from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.models import ModelChoice, ModelService
 from flowrun.runtime.prompts import PromptRenderer
 from flowrun.runtime.sandboxes import SandboxPolicies
-from flowrun.runtime.tool_kinds import bind_tools
+from flowrun.runtime.tool_kinds import bind_tools, close_tools, prepare_tools
 from flowrun.runtime.usage import UsageBook
 from flowrun.tools.sandbox import Mode
 from flowrun.types import ModelResponse, ToolCall, ToolResult
@@ -116,6 +116,10 @@ class Run:
     # ------------------------------------------------------------ RunServices
 
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
+        if await prepare_tools(inst, self):  # e.g. MCP servers started, their tools bound
+            inst.system = self.prompts.system_prompt(
+                self.project.agents[inst.name], inst.tools, inst.model.name
+            )
         return await self.models.model_call(inst)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
@@ -166,4 +170,5 @@ class Run:
         from flowrun.tools.shell import close_jobs
 
         await close_jobs(self.tools.env.state)
+        await close_tools(self)
         await self.models.aclose()
