@@ -161,6 +161,19 @@ class ToolCallEvent(Event):
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
+@event_type("tool_intent")
+@dataclass(kw_only=True, slots=True)
+class ToolIntentEvent(Event):
+    """Written just before a call that is not safe to repeat starts (an append, a shell
+    command): on resume, such a call with no result is reported as of unknown effect instead
+    of being run a second time."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+
+
 @event_type("tool_result")
 @dataclass(kw_only=True, slots=True)
 class ToolResultEvent(Event):

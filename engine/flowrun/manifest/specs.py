@@ -237,6 +237,13 @@ class ToolManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="The sandbox this tool's processes need (e.g. {network: allow})."
     )
+    idempotent: bool | None = Field(
+        None,
+        description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
+        "resume that finds it started but unfinished tells the agent its effect is unknown "
+        "instead of running it again. Default: true for python tools (or the function's own "
+        "rule), false for command tools.",
+    )
 
 
 # ---------------------------------------------------------------- agents
