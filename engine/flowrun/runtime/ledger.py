@@ -17,11 +17,14 @@ from flowrun.events import (
     ContextCompactedEvent,
     ContextResetEvent,
     Event,
+    FanoutEndEvent,
+    FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     RunStartEvent,
+    StepConditionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -45,6 +48,9 @@ REPEATABLE: tuple[type[Event], ...] = (
     ContextResetEvent,
     ContextCompactedEvent,
     ApprovalEvent,
+    StepConditionEvent,
+    FanoutStartEvent,
+    FanoutEndEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -73,6 +79,7 @@ class Ledger:
     tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
+    conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -93,6 +100,8 @@ class Ledger:
                 ledger.until[(event.loop, event.iteration)] = event.until_met
             elif isinstance(event, ApprovalEvent):
                 ledger.approvals[(event.agent_id, event.call_id)] = event.approved
+            elif isinstance(event, StepConditionEvent):
+                ledger.conditions[event.step] = event.met
         return ledger
 
     def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
