@@ -231,6 +231,39 @@ class UntilErrorEvent(Event):
     message: str
 
 
+@event_type("step_condition")
+@dataclass(kw_only=True, slots=True)
+class StepConditionEvent(Event):
+    """The `if:` of a step was checked; a step whose condition is not met is skipped. A
+    condition that cannot be evaluated (a missing file, a missing key) is not met: `message`."""
+
+    step: str  # the step's id, e.g. "step2" or "foreach1.3"
+    condition: str
+    met: bool
+    message: str | None = None
+
+
+@event_type("fanout_start")
+@dataclass(kw_only=True, slots=True)
+class FanoutStartEvent(Event):
+    """A `parallel:` or `foreach:` step starts its branches."""
+
+    step: str
+    kind: str  # parallel | foreach
+    branches: int
+    concurrency: int
+    collect: str | None = None  # foreach: the file the results go to
+
+
+@event_type("fanout_end")
+@dataclass(kw_only=True, slots=True)
+class FanoutEndEvent(Event):
+    step: str
+    kind: str
+    statuses: list[str] = field(default_factory=list)  # each branch's outcome, in order ("skipped")
+    collect: str | None = None
+
+
 @event_type("context_reset")
 @dataclass(kw_only=True, slots=True)
 class ContextResetEvent(Event):

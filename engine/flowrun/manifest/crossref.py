@@ -11,7 +11,6 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.graph import (
     YamlPath,
     agent_callees,
-    iter_steps,
     reachable_agents,
     tool_entries,
     workflow_agents,
@@ -28,11 +27,11 @@ from flowrun.manifest.specs import (
     AgentManifest,
     CommandImplementation,
     DashboardContext,
-    LoopStep,
     PythonImplementation,
     ToolManifest,
     WorkflowManifest,
 )
+from flowrun.manifest.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
 from flowrun.manifest.yaml_source import Source
@@ -361,7 +360,7 @@ def _check_cycles(project: Project) -> list[Diagnostic]:
 def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: set[str]) -> list[Diagnostic]:
     spec, src = wf.spec, wf.source
     models = set(spec.models) | set(project.models)
-    out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox)
+    out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox) + check_steps(wf)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
@@ -387,27 +386,23 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     return out
 
 
-def _workflow_templates(spec: WorkflowManifest) -> list[tuple[str, YamlPath, bool]]:
-    """(template text, YAML path, is an expression) of every template in a workflow."""
-    found: list[tuple[str, YamlPath, bool]] = []
+def _workflow_templates(spec: WorkflowManifest) -> list[StepTemplate]:
+    """Every template in a workflow (steps: with the names a foreach adds for its body)."""
+    found: list[StepTemplate] = []
     if spec.task:
-        found.append((spec.task, ("task",), False))
+        found.append(StepTemplate(spec.task, ("task",), False))
     for path, content in spec.workspace.files.items():
-        found.append((content, ("workspace", "files", path), False))
-    for step, parts in iter_steps(spec.steps, ("steps",)):
-        if not isinstance(step, LoopStep):
-            found += [(getattr(step, k), (*parts, k), False) for k in ("task", "workdir") if getattr(step, k)]
-        elif step.loop.until:
-            found.append((step.loop.until, (*parts, "loop", "until"), True))
-    return found
+        found.append(StepTemplate(content, ("workspace", "files", path), False))
+    return found + step_templates(spec.steps)
 
 
 def _check_workflow_templates(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
     src = wf.source
-    provided = set(wf.spec.inputs) | WORKFLOW_BUILTINS
     out: list[Diagnostic] = []
-    for text, parts, expression in _workflow_templates(wf.spec):
-        info = analyse_expression(text) if expression else analyse(text)
+    for template in _workflow_templates(wf.spec):
+        text, parts = template.text, template.parts
+        provided = set(wf.spec.inputs) | WORKFLOW_BUILTINS | template.names
+        info = analyse_expression(text) if template.expression else analyse(text)
         if info.error:
             message = f"Jinja2 syntax error: {info.error}"
             out.append(src.diag(parts, message, "check {{ }} and {% %} pairs", "template-syntax"))

@@ -4,8 +4,9 @@ and for every default, which the runtime reads from these models.
 
 Every model forbids unknown keys. A manifest is first checked against the generated schema
 (for diagnostics with file:line:column), then against the cross-key rules in `semantics.py`,
-then validated into these models. Unions are tagged: a step by its key (`agent:` or `loop:`),
-a tool implementation by its key (`python:` or `command:`), a context by `strategy`.
+then validated into these models. Unions are tagged: a step by its key (`agent:`, `loop:`,
+`parallel:` or `foreach:`), a tool implementation by its key (`python:` or `command:`), a
+context by `strategy`.
 """
 
 from __future__ import annotations
@@ -449,7 +450,10 @@ class McpConfigFile(Strict):
 
 class InputSpec(Strict):
     description: str | None = Field(None, description="Shown in --help.")
-    type: Literal["string", "integer", "number", "boolean"] = "string"
+    type: Literal["string", "integer", "number", "boolean", "list"] = Field(
+        "string",
+        description="list: a JSON array, or one item per line of text (for `foreach:`).",
+    )
     required: bool | None = Field(None, description="Default: true unless a default is given.")
     default: Any = None
     choices: list[Any] | None = None
@@ -457,6 +461,12 @@ class InputSpec(Strict):
     @property
     def is_required(self) -> bool:
         return self.required if self.required is not None else self.default is None
+
+
+IF_DESCRIPTION = (
+    "Jinja2 expression checked before the step, in the form of `until`, e.g. "
+    '"workspace.exists(\'plan.md\')" or "inputs.deep"; the step is skipped when it is not met.'
+)
 
 
 class AgentStep(Strict):
@@ -468,6 +478,12 @@ class AgentStep(Strict):
         description="Jinja2: working folder under the workspace, "
         "e.g. execution_outputs/iteration_{{ iteration }}.",
     )
+    output: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder the agent's final answer is written to "
+        "(its JSON when the agent has an output_schema), e.g. answers/{{ index }}.md.",
+    )
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 class LoopBody(Strict):
@@ -483,11 +499,49 @@ class LoopBody(Strict):
 class LoopStep(Strict):
     kind: ClassVar[str] = "loop"
     loop: LoopBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ParallelStep(Strict):
+    """Agent steps run at the same time, each best with its own `workdir` or `output`."""
+
+    kind: ClassVar[str] = "parallel"
+    parallel: list[AgentStep] = Field(min_length=1, description="The agent steps to run at the same time.")
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ForeachBody(Strict):
+    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
+    file: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
+        "JSON Lines (one value per line) when it ends in .jsonl.",
+    )
+    as_: Name = Field(
+        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
+    )
+    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
+    collect: str = Field(
+        description="Jinja2: the JSON file the results are collected into, one entry per item in "
+        "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."
+    )
+    step: AgentStep = Field(description="The agent step run once per item.")
+
+
+class ForeachStep(Strict):
+    """One agent step per item of a list, `concurrency` at a time."""
+
+    kind: ClassVar[str] = "foreach"
+    foreach: ForeachBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 Step = Annotated[
-    Annotated[AgentStep, Tag("agent")] | Annotated[LoopStep, Tag("loop")],
-    key_tag("loop", "agent"),
+    Annotated[AgentStep, Tag("agent")]
+    | Annotated[LoopStep, Tag("loop")]
+    | Annotated[ParallelStep, Tag("parallel")]
+    | Annotated[ForeachStep, Tag("foreach")],
+    key_tag("loop", "parallel", "foreach", "agent"),
 ]
 LoopBody.model_rebuild()
 
@@ -528,7 +582,9 @@ class WorkflowManifest(Strict):
     default_model: str | None = Field(None, description="The model agents use when they name none.")
     entry: Name | None = Field(None, description="The agent that runs (or use `steps`).")
     task: str | None = Field(None, description="Jinja2: the first user message to the entry agent.")
-    steps: list[Step] | None = Field(None, description="A sequence of agent steps and loops.")
+    steps: list[Step] | None = Field(
+        None, description="A sequence of agent steps, loops, parallel and foreach steps."
+    )
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
     output: str | None = Field(None, description="The declared output file in the workspace, e.g. report.md.")
     limits: Limits = Field(default_factory=lambda: Limits())

@@ -134,6 +134,9 @@ class Run:
     def recorded_until(self, loop: str, iteration: int) -> bool | None:
         return self.ledger.until.get((loop, iteration)) if self.ledger else None
 
+    def recorded_condition(self, step: str) -> bool | None:
+        return self.ledger.conditions.get(step) if self.ledger else None
+
     def new_instance(
         self,
         name: str,
