@@ -86,6 +86,8 @@ class RunStartEvent(Event):
     dry_run: bool = False
     model_override: str | None = nullable()
     output: str | None = nullable()
+    agent_models: dict[str, str] | None = None  # --model AGENT=REF
+    overrides: list[str] | None = None  # --set PATH=VALUE
 
 
 @event_type("run_resumed")

@@ -5,7 +5,7 @@ log) and offers them to the loop, tool kinds and step kinds through `services.Ru
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ class RunOptions:
     sandbox: Mode | None = None  # overrides every `sandbox:` mode (the CLI's --sandbox)
     approver: Approver | None = None  # decides `approve: ask` calls; None: nobody can
     approve_all: bool = False  # --yes: every `approve: ask` call is approved
+    agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=REF
+    overrides: list[str] = field(default_factory=list)  # the --set PATH=VALUE the manifests got (recorded)
 
 
 class Run:
@@ -82,6 +84,7 @@ class Run:
             dry_run=self.options.dry_run,
             override=self.options.model_override,
             stream=self.options.stream,
+            per_agent=dict(self.options.agent_models),
         )
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
