@@ -118,6 +118,19 @@ class AgentEndEvent(Event):
     error: str | None = None
 
 
+@event_type("agent_prompt")
+@dataclass(kw_only=True, slots=True)
+class AgentPromptEvent(Event):
+    """What an agent instance was told: its rendered system prompt and the tools it is offered
+    (name, description, JSON Schema of the arguments), written once per instance."""
+
+    agent: str
+    agent_id: str
+    model: str = ""
+    system: str = ""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+
 @event_type("model_request")
 @dataclass(kw_only=True, slots=True)
 class ModelRequestEvent(Event):

@@ -25,7 +25,8 @@ from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult
 
-ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
+# the engine's files in the run folder; a name ending in "/" is a folder, protected with its contents
+ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log", "prompts/"})
 WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its context
 

@@ -23,6 +23,7 @@ from flowrun.runtime.event_log import EventLog, Subscriber
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.models import ModelChoice, ModelService
+from flowrun.runtime.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.prompts import PromptRenderer
 from flowrun.runtime.sandboxes import SandboxPolicies
 from flowrun.runtime.tool_kinds import bind_tools
@@ -146,7 +147,7 @@ class Run:
         config = self.models.choice.config(model_ref or spec.model, name)
         requests = [BindRequest(tool, entry, spec, self.project) for _, tool, entry in tool_entries(spec)]
         tools = bind_tools(requests)
-        return AgentInstance(
+        inst = AgentInstance(
             id=instance_id,
             name=name,
             spec=spec,
@@ -157,6 +158,15 @@ class Run:
             depth=depth,
             cwd=cwd or self.workspace,
         )
+        self.record_prompt(inst)
+        return inst
+
+    def record_prompt(self, inst: AgentInstance) -> None:
+        """The instance's system prompt and tools: an event, and prompts/<instance>.md."""
+        event = prompt_event(inst)
+        self.emit(event)
+        if self.events is not None:
+            write_prompt_file(self.run_dir, event, self.redactor.text)
 
     def use_model(self, inst: AgentInstance, ref: str) -> None:
         inst.model = self.models.choice.config(ref, inst.name)
