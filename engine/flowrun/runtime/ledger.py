@@ -12,6 +12,7 @@ from typing import Literal
 from flowrun.errors import FlowrunError
 from flowrun.events import (
     AgentEndEvent,
+    AgentPromptEvent,
     AgentStartEvent,
     ApprovalEvent,
     ContextCompactedEvent,
@@ -40,6 +41,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     RunStartEvent,
     AgentStartEvent,
     AgentEndEvent,
+    AgentPromptEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     ToolCallEvent,
