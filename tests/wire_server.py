@@ -563,6 +563,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(request)
 
     def _answer(self, request: WireRequest) -> None:
+        self.server.enter()
+        try:
+            self._reply(request)
+        finally:
+            self.server.leave()
+
+    def _reply(self, request: WireRequest) -> None:
         try:
             reply = self.server.responder(request)
         except Exception:  # a broken responder is a test bug: show it in the response
@@ -617,12 +624,23 @@ class _Server(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.connections: set[socket.socket] = set()
         self.connections_opened = 0
+        self.in_flight = 0  # requests being answered right now
+        self.max_in_flight = 0  # the most answered at once: concurrency as the server saw it
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # a client that hung up (a timeout test, a stopped server) is not an error worth a traceback
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)
+
+    def enter(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
 
     def record(self, request: WireRequest) -> None:
         with self.lock:
@@ -684,6 +702,13 @@ class WireServer:
         """How many TCP connections clients opened: 1 for a run that kept its connection alive."""
         with self._server.lock:
             return self._server.connections_opened
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests the server was answering at the same time (a reply's `delay_s`
+        included), i.e. the concurrency of the run's model calls as seen from the wire."""
+        with self._server.lock:
+            return self._server.max_in_flight
 
     def stop(self) -> None:
         if self._stopped:

@@ -42,7 +42,21 @@ yes_option = click.option(
 )
 @click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Use the offline test provider: checks wiring, costs nothing.")
-@click.option("--model", "model_override", metavar="PROVIDER:MODEL", help="Use this model for every agent.")
+@click.option(
+    "--model",
+    "model_override",
+    metavar="[AGENT=]MODEL",
+    multiple=True,
+    help="Use this model (a workflow model name or provider:model) for every agent, or with "
+    "AGENT= for one agent; repeatable.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    metavar="PATH=VALUE",
+    multiple=True,
+    help="Change a manifest value for this run, e.g. agents.worker.max_steps=5 (VALUE is YAML); repeatable.",
+)
 @click.option(
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
@@ -64,7 +78,8 @@ def run(
     ctx: click.Context,
     workflow: Path | None,
     dry_run: bool,
-    model_override: str | None,
+    model_override: tuple[str, ...],
+    overrides: tuple[str, ...],
     runs_dir: Path,
     run_id: str | None,
     inputs_file: Path | None,
@@ -86,8 +101,9 @@ def run(
         from flowrun.api import load, new_run_id
         from flowrun.runtime.run_folder import check_run_id
 
-        wf = load(workflow)
+        wf = load(workflow, list(overrides))
         inputs = parse_input_args(wf, list(ctx.args), inputs_file)
+        model = model_argument(model_override)
         run_id = check_run_id(run_id) if run_id is not None else new_run_id(wf.name)
         folder.append(runs_dir / run_id)
         level = verbosity(quiet, verbose)
@@ -97,7 +113,7 @@ def run(
                 inputs,
                 runs_dir=runs_dir,
                 run_id=run_id,
-                model=model_override,
+                model=model,
                 dry_run=dry_run,
                 stream=stream,
                 on_event=on_event,
@@ -317,6 +333,30 @@ def usage_table(usage: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def model_argument(values: tuple[str, ...]) -> str | dict[str, str] | None:
+    """`--model REF` (every agent) and `--model AGENT=REF` (one agent), each at most once."""
+    from flowrun.errors import UsageError
+
+    every: str | None = None
+    per_agent: dict[str, str] = {}
+    for value in values:
+        agent, eq, ref = value.partition("=")
+        if eq and ":" not in agent and agent.strip():
+            if agent in per_agent:
+                raise UsageError(f"--model {agent}=... is given twice", "give each agent's model once")
+            per_agent[agent.strip()] = ref.strip()
+        elif every is not None:
+            raise UsageError(
+                f"--model is given twice ({every} and {value})",
+                "give one model for every agent, and AGENT=MODEL for single agents",
+            )
+        else:
+            every = value
+    if not per_agent:
+        return every
+    return {**({"*": every} if every else {}), **per_agent}
+
+
 def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, Any]:
     """`--name value`, `--name=value`, `--name @FILE` and bare boolean flags for the
     workflow's inputs, over the values of `--inputs FILE`."""
@@ -336,6 +376,8 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
         if name is None:
             known = ", ".join(f"--{n}" for n in declared) or "(none)"
             raise UsageError(f"unknown option --{key} for workflow '{wf.name}'", f"its inputs: {known}")
+        if name in values:
+            raise UsageError(f"--{key} is given twice", f"give --{key} once")
         if eq:
             values[name] = value_from_arg(name, inline)
         elif declared[name].type == "boolean" and (i + 1 >= len(args) or args[i + 1].startswith("--")):

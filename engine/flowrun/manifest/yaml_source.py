@@ -30,10 +30,22 @@ class Source:
     values: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     keys: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     text: str = ""
+    # paths of an effective manifest -> where they are written (e.g. an agent's merged
+    # `tools[3]` -> `tools.add[0]`, or an inherited entry -> `extends`)
+    remap: dict[PathKey, PathKey] = field(default_factory=dict)
+
+    def written_at(self, parts: PathKey) -> PathKey:
+        """`parts` as written in this file (see `remap`)."""
+        parts = tuple(parts)
+        for n in range(len(parts), 0, -1):
+            target = self.remap.get(parts[:n])
+            if target is not None:
+                return (*target, *parts[n:])
+        return parts
 
     def position(self, parts: PathKey, *, key: bool = False) -> tuple[int, int]:
         """Line and column of the deepest known node on `parts` (1-based)."""
-        parts = tuple(parts)
+        parts = self.written_at(parts)
         while parts:
             table = self.keys if key and parts in self.keys else self.values
             if parts in table:
@@ -53,7 +65,8 @@ class Source:
         severity: str = "error",
     ) -> Diagnostic:
         line, col = self.position(parts, key=key)
-        return Diagnostic(self.display, line, col, yaml_path(parts), message, hint, code, severity)  # type: ignore[arg-type]
+        shown = yaml_path(self.written_at(parts))
+        return Diagnostic(self.display, line, col, shown, message, hint, code, severity)  # type: ignore[arg-type]
 
 
 COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")

@@ -27,7 +27,8 @@ from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult
 
-ENGINE_FILES = RUN_ENGINE_FILES | {LOCK_NAME}  # tools may neither write nor delete these
+# tools may neither write nor delete these; a name ending in "/" is a folder, protected with its contents
+ENGINE_FILES = RUN_ENGINE_FILES | {LOCK_NAME, "prompts/"}
 WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its context
 

@@ -143,6 +143,8 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             dry_run=run.options.dry_run,
             model_override=run.options.model_override,
             output=run.spec.output,
+            agent_models=dict(run.options.agent_models) or None,
+            overrides=list(run.options.overrides) or None,
         )
     )
     if run.sandbox_warning is not None:
@@ -225,6 +227,8 @@ def _write_meta(run: Run, status: str) -> None:
         "status": status,
         "dry_run": run.options.dry_run,
         "model_override": run.options.model_override,
+        "agent_models": dict(run.options.agent_models),
+        "overrides": list(run.options.overrides),
         "output": run.spec.output,
         "updated": time.time(),
     }

@@ -5,6 +5,7 @@ Text must be valid Unicode: undecodable bytes are named, never passed on."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ FALSE = ("0", "false", "no", "off")
 def convert(name: str, value: Any, spec: InputSpec) -> Any:
     """`value` as the declared type; text (from a command line or a CSV) is parsed."""
     kind = spec.type
+    if kind == "list":
+        return to_list(value)
     try:
         if kind == "integer":
             if isinstance(value, bool) or not isinstance(value, int | str):
@@ -41,7 +44,27 @@ def convert(name: str, value: Any, spec: InputSpec) -> Any:
     return value if isinstance(value, str) else str(value)
 
 
+def to_list(value: Any) -> list[Any]:
+    """A list input: a list as it is; text that is a JSON array is parsed; other text is one
+    item per non-empty line."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    text = str(value)
+    if text.lstrip().startswith("["):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, list):
+            return parsed
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def check_choice(name: str, value: Any, spec: InputSpec) -> Any:
+    if spec.choices and isinstance(value, list):
+        for item in value:
+            check_choice(name, item, spec)
+        return value
     if spec.choices and value not in spec.choices and str(value) not in map(str, spec.choices):
         raise UsageError(f"--{name} must be one of {', '.join(map(str, spec.choices))}, got {value!r}")
     return value

@@ -12,16 +12,20 @@ from typing import Literal
 from flowrun.errors import FlowrunError
 from flowrun.events import (
     AgentEndEvent,
+    AgentPromptEvent,
     AgentStartEvent,
     ApprovalEvent,
     ContextCompactedEvent,
     ContextResetEvent,
     Event,
+    FanoutEndEvent,
+    FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     RunStartEvent,
+    StepConditionEvent,
     ToolCallEvent,
     ToolIntentEvent,
     ToolResultEvent,
@@ -37,6 +41,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     RunStartEvent,
     AgentStartEvent,
     AgentEndEvent,
+    AgentPromptEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     ToolCallEvent,
@@ -47,6 +52,9 @@ REPEATABLE: tuple[type[Event], ...] = (
     ContextResetEvent,
     ContextCompactedEvent,
     ApprovalEvent,
+    StepConditionEvent,
+    FanoutStartEvent,
+    FanoutEndEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -76,6 +84,7 @@ class Ledger:
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
+    conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -98,6 +107,8 @@ class Ledger:
                 ledger.approvals[(event.agent_id, event.call_id)] = event.approved
             elif isinstance(event, ToolIntentEvent):
                 ledger.intents.add((event.agent_id, event.call_id))
+            elif isinstance(event, StepConditionEvent):
+                ledger.conditions[event.step] = event.met
         return ledger
 
     def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
