@@ -337,9 +337,9 @@ def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
     )
     skills = []
     for entry in ctx.search_path:
-        folder = (entry / "skills").resolve()
-        if folder.is_dir() and not folder.is_relative_to(root) and folder not in skills:
-            skills.append(folder)
+        for folder in ((entry / "skills").resolve(), (entry / ".claude" / "skills").resolve()):
+            if folder.is_dir() and not folder.is_relative_to(root) and folder not in skills:
+                skills.append(folder)
     return Layout(root=root, cwd=cwd, protected=protected, read_only=tuple(skills))
 
 
