@@ -39,6 +39,7 @@ from flowrun.runtime.event_log import read_lines
 from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.inputs import resolve_inputs
 from flowrun.runtime.ledger import Ledger
+from flowrun.runtime.otel_live import live_export
 from flowrun.runtime.run import Run, RunOptions
 from flowrun.runtime.run_log import RunLog
 from flowrun.runtime.sandboxes import startup_check
@@ -362,10 +363,15 @@ async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> Run
     run.subscribers.append(log.on_event)
     if settings.on_event is not None:
         run.subscribers.append(settings.on_event)
+    live = live_export(run)  # OpenTelemetry spans as they happen, when an OTLP endpoint is set
+    if live is not None:
+        run.subscribers.append(live.on_event)
     try:
         summary = await execute_run(run, resume=resume)
     finally:
         log.close()
+        if live is not None:
+            live.close()
     return _result(run, summary)
 
 
