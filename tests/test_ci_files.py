@@ -50,13 +50,9 @@ def test_github_actions_example(tmp_path: Path) -> None:
     proc = run_cli(argv[1:], cwd=broken_repo(tmp_path))
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert (
-        "::error file=agents.d/helper.yaml,line=5,col=1,title=unknown-key::unknown key 'max_stepz'"
-        in lines[0]
-        or any(
-            line.startswith("::error file=agents.d/helper.yaml,line=5,col=1,title=unknown-key::")
-            for line in lines
-        )
+    assert any(
+        line.startswith("::error file=agents.d/helper.yaml,line=5,col=1,title=unknown-key::")
+        for line in lines
     )
     assert any(
         line.startswith("::error file=.claude/agents/r.md,line=4,col=1,title=unknown-key::") for line in lines
