@@ -35,8 +35,8 @@ def test_pre_commit_hook(tmp_path: Path) -> None:
     assert "agents.d/helper.yaml:5:1: error[unknown-key]: unknown key 'max_stepz'" in proc.stdout
     assert ".claude/agents/r.md:4:1: error[unknown-key]" in proc.stdout
     clean = tmp_path / "clean"
-    clean.mkdir()
-    (clean / "README.md").write_text("# nothing to check\n")
+    (clean / "agents.d").mkdir(parents=True)
+    (clean / "agents.d" / "helper.yaml").write_text(BROKEN_AGENT.replace("max_stepz", "max_steps"))
     assert run_cli(entry[1:], cwd=clean).returncode == 0
 
 

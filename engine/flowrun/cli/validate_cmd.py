@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,8 +12,48 @@ import click
 if TYPE_CHECKING:
     from flowrun.manifest.diagnostics import Diagnostic
 
+USAGE_EXIT = 2
 
-@click.command()
+
+class JsonAwareCommand(click.Command):
+    """A usage error (a path that does not exist, a bad option) is reported as JSON on stdout
+    when the command line asked for `--format json`, so a program reading the output always
+    gets JSON; otherwise click's usual message."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        json_wanted = _wants_json(args)  # before click consumes the list
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            if not json_wanted:
+                raise
+            click.echo(usage_report(e.format_message()))
+            ctx.exit(USAGE_EXIT)
+
+
+def _wants_json(args: list[str]) -> bool:
+    return any(
+        a == "--format=json" or (a == "--format" and i + 1 < len(args) and args[i + 1] == "json")
+        for i, a in enumerate(args)
+    )
+
+
+def usage_report(message: str, hint: str = "") -> str:
+    """The JSON shape of `--format json`, for a run that checked nothing because of a usage error."""
+    return json.dumps(
+        {
+            "ok": False,
+            "files_checked": 0,
+            "errors": 1,
+            "warnings": 0,
+            "diagnostics": [],
+            "usage_error": {"message": message, "hint": hint},
+        },
+        indent=2,
+    )
+
+
+@click.command(cls=JsonAwareCommand)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--format",
@@ -39,19 +80,36 @@ def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, con
     from flowrun.manifest.validate import validate_paths
 
     if explain and fmt != "text":
-        raise click.UsageError("--explain goes with --format text")
-    diagnostics, checked = validate_paths(list(paths) or [Path(".")])
-    if connect:
-        diagnostics = sorted(
-            diagnostics + connected(list(paths) or [Path(".")]), key=lambda d: (d.file, d.line, d.column)
+        usage_error(fmt, "--explain goes with --format text", "drop --explain or --format")
+    targets = list(paths) or [Path(".")]
+    diagnostics, checked = validate_paths(targets)
+    if checked == 0:
+        shown = ", ".join(str(p) for p in targets)
+        usage_error(
+            fmt,
+            f"no manifests found in {shown}",
+            "point validate at a workflow file or a folder holding one, agents.d/, tools.d/, models.d/, "
+            ".claude/, .mcp.json or a skill folder (a top-level YAML file counts when it has a `kind:` line)",
         )
+    if connect:
+        diagnostics = sorted(diagnostics + connected(targets), key=lambda d: (d.file, d.line, d.column))
     output = render(diagnostics, fmt, checked)
     if output:
         click.echo(output)
     failing = [d for d in diagnostics if d.severity == "error" or strict]
     if explain and not any(d.severity == "error" for d in diagnostics):
-        click.echo("\n".join(explanation(list(paths) or [Path(".")])))
+        click.echo("\n".join(explanation(targets)))
     sys.exit(1 if failing else 0)
+
+
+def usage_error(fmt: str, message: str, hint: str) -> None:
+    """Exit 2 with the message: JSON on stdout for --format json, else one line on stderr."""
+    if fmt == "json":
+        click.echo(usage_report(message, hint))
+        sys.exit(USAGE_EXIT)
+    from flowrun.cli.common import fail
+
+    fail(message, hint, USAGE_EXIT)
 
 
 def explanation(paths: list[Path]) -> list[str]:

@@ -3,6 +3,7 @@ the built-ins), with `extends:` resolved and all problems collected as diagnosti
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from flowrun.manifest import mcp_config
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.extends import extended
 from flowrun.manifest.schema_check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
@@ -315,20 +317,10 @@ def _resolve_agent(
                 hint = did_you_mean(spec.extends, set(project.agent_layers) - {name}) or "check the name"
             project.diagnostics.append(loaded.source.diag(("extends",), missing, hint, "unknown-agent"))
         return None
-    return Loaded(extended(parent.spec, spec), loaded.source, loaded.root, loaded.builtin)
-
-
-def extended(parent: AgentManifest, child: AgentManifest) -> AgentManifest:
-    """The child's own keys replace the parent's; a child prompt replaces either kind of parent
-    prompt."""
-    data = parent.model_dump(exclude_unset=True, by_alias=True)
-    data.update(child.model_dump(exclude_unset=True, by_alias=True))
-    if "prompt" in child.model_fields_set:
-        data.pop("prompt_file", None)
-    elif "prompt_file" in child.model_fields_set:
-        data.pop("prompt", None)
-    data.pop("extends", None)
-    return AgentManifest.model_validate(data)
+    effective, remap, problems = extended(parent.spec, spec, loaded.source)
+    project.diagnostics += problems
+    source = dataclasses.replace(loaded.source, remap={**loaded.source.remap, **remap})
+    return Loaded(effective, source, loaded.root, loaded.builtin)
 
 
 def find_agent_prompt(loaded: Loaded[AgentManifest], project: Project) -> Path | None:

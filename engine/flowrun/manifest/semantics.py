@@ -50,6 +50,11 @@ def _model_problems(src: Source, parts: tuple[Any, ...], model: dict[str, Any]) 
 
 def _agent_problems(src: Source, data: dict[str, Any]) -> list[Diagnostic]:
     out = []
+    for key in ("tools", "selectable_models"):
+        if isinstance(data.get(key), dict) and "extends" not in data:
+            message = f"`{key}: {{add, remove}}` changes an inherited list, but this agent has no `extends`"
+            hint = f"write `{key}` as a list, or add `extends: PARENT`"
+            out.append(src.diag((key,), message, hint, "invalid", key=True))
     if "prompt" in data and "prompt_file" in data:
         out.append(
             src.diag(("prompt_file",), "set `prompt` or `prompt_file`, not both", "keep one", "invalid")

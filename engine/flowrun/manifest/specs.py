@@ -4,8 +4,9 @@ and for every default, which the runtime reads from these models.
 
 Every model forbids unknown keys. A manifest is first checked against the generated schema
 (for diagnostics with file:line:column), then against the cross-key rules in `semantics.py`,
-then validated into these models. Unions are tagged: a step by its key (`agent:` or `loop:`),
-a tool implementation by its key (`python:` or `command:`), a context by `strategy`.
+then validated into these models. Unions are tagged: a step by its key (`agent:`, `loop:`,
+`parallel:` or `foreach:`), a tool implementation by its key (`python:` or `command:`), a
+context by `strategy`.
 """
 
 from __future__ import annotations
@@ -237,6 +238,13 @@ class ToolManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="The sandbox this tool's processes need (e.g. {network: allow})."
     )
+    idempotent: bool | None = Field(
+        None,
+        description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
+        "resume that finds it started but unfinished tells the agent its effect is unknown "
+        "instead of running it again. Default: true for python tools (or the function's own "
+        "rule), false for command tools.",
+    )
 
 
 # ---------------------------------------------------------------- agents
@@ -256,6 +264,26 @@ ToolEntry = Annotated[
         "`SERVER` (all its allowed tools) or `SERVER.TOOL` (one)."
     ),
 ]
+
+
+class ToolsPatch(Strict):
+    """`tools` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ToolEntry] = Field(
+        default_factory=list,
+        description="Entries appended to the parent's tools; an entry whose name the parent already "
+        "lists replaces that entry (its config) in place.",
+    )
+    remove: list[Name] = Field(
+        default_factory=list, description="Names of the parent's tools (or agents) to drop."
+    )
+
+
+class ModelsPatch(Strict):
+    """`selectable_models` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ModelRef] = Field(default_factory=list, description="Models appended to the parent's list.")
+    remove: list[ModelRef] = Field(default_factory=list, description="Models of the parent's list to drop.")
 
 
 class FullContext(Strict):
@@ -321,8 +349,10 @@ class AgentManifest(Strict):
     )
     model: ModelRef | None = None
     max_steps: int = Field(30, ge=1, le=10_000, description="Model calls before it stops.")
-    tools: list[ToolEntry] = Field(
-        default_factory=list, description="The allowlist: tools and agents it may call."
+    tools: list[ToolEntry] | ToolsPatch = Field(
+        default_factory=list,
+        description="The allowlist: tools and agents it may call. With `extends`, either a list (it "
+        "replaces the parent's) or {add: [...], remove: [...]} (changes to the parent's list).",
     )
     context: ContextSpec = Field(default_factory=lambda: FullContext())
     stop: StopSpec = Field(default_factory=lambda: StopSpec())
@@ -331,9 +361,10 @@ class AgentManifest(Strict):
         description="As a tool: fresh = a new conversation per call; persistent = one instance "
         "keeps its conversation across calls.",
     )
-    selectable_models: list[ModelRef] = Field(
+    selectable_models: list[ModelRef] | ModelsPatch = Field(
         default_factory=list,
-        description="As a tool: models the caller may pick for this agent (adds a `model` argument).",
+        description="As a tool: models the caller may pick for this agent (adds a `model` argument). "
+        "With `extends`, a list or {add: [...], remove: [...]}.",
     )
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
@@ -342,6 +373,17 @@ class AgentManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="How this agent's tool processes are confined (overrides the workflow's)."
     )
+
+    @property
+    def tool_list(self) -> list[str | dict[str, dict[str, Any] | None]]:
+        """The tool entries (an unresolved `{add, remove}` counts as its `add` entries)."""
+        return list(self.tools) if isinstance(self.tools, list) else list(self.tools.add)
+
+    @property
+    def model_choices(self) -> list[str]:
+        """The selectable models (an unresolved `{add, remove}` counts as its `add` entries)."""
+        value = self.selectable_models
+        return list(value) if isinstance(value, list) else list(value.add)
 
     @property
     def tool_description(self) -> str:
@@ -408,7 +450,10 @@ class McpConfigFile(Strict):
 
 class InputSpec(Strict):
     description: str | None = Field(None, description="Shown in --help.")
-    type: Literal["string", "integer", "number", "boolean"] = "string"
+    type: Literal["string", "integer", "number", "boolean", "list"] = Field(
+        "string",
+        description="list: a JSON array, or one item per line of text (for `foreach:`).",
+    )
     required: bool | None = Field(None, description="Default: true unless a default is given.")
     default: Any = None
     choices: list[Any] | None = None
@@ -416,6 +461,12 @@ class InputSpec(Strict):
     @property
     def is_required(self) -> bool:
         return self.required if self.required is not None else self.default is None
+
+
+IF_DESCRIPTION = (
+    "Jinja2 expression checked before the step, in the form of `until`, e.g. "
+    '"workspace.exists(\'plan.md\')" or "inputs.deep"; the step is skipped when it is not met.'
+)
 
 
 class AgentStep(Strict):
@@ -427,6 +478,12 @@ class AgentStep(Strict):
         description="Jinja2: working folder under the workspace, "
         "e.g. execution_outputs/iteration_{{ iteration }}.",
     )
+    output: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder the agent's final answer is written to "
+        "(its JSON when the agent has an output_schema), e.g. answers/{{ index }}.md.",
+    )
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 class LoopBody(Strict):
@@ -442,11 +499,49 @@ class LoopBody(Strict):
 class LoopStep(Strict):
     kind: ClassVar[str] = "loop"
     loop: LoopBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ParallelStep(Strict):
+    """Agent steps run at the same time, each best with its own `workdir` or `output`."""
+
+    kind: ClassVar[str] = "parallel"
+    parallel: list[AgentStep] = Field(min_length=1, description="The agent steps to run at the same time.")
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ForeachBody(Strict):
+    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
+    file: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
+        "JSON Lines (one value per line) when it ends in .jsonl.",
+    )
+    as_: Name = Field(
+        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
+    )
+    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
+    collect: str = Field(
+        description="Jinja2: the JSON file the results are collected into, one entry per item in "
+        "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."
+    )
+    step: AgentStep = Field(description="The agent step run once per item.")
+
+
+class ForeachStep(Strict):
+    """One agent step per item of a list, `concurrency` at a time."""
+
+    kind: ClassVar[str] = "foreach"
+    foreach: ForeachBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 Step = Annotated[
-    Annotated[AgentStep, Tag("agent")] | Annotated[LoopStep, Tag("loop")],
-    key_tag("loop", "agent"),
+    Annotated[AgentStep, Tag("agent")]
+    | Annotated[LoopStep, Tag("loop")]
+    | Annotated[ParallelStep, Tag("parallel")]
+    | Annotated[ForeachStep, Tag("foreach")],
+    key_tag("loop", "parallel", "foreach", "agent"),
 ]
 LoopBody.model_rebuild()
 
@@ -487,7 +582,9 @@ class WorkflowManifest(Strict):
     default_model: str | None = Field(None, description="The model agents use when they name none.")
     entry: Name | None = Field(None, description="The agent that runs (or use `steps`).")
     task: str | None = Field(None, description="Jinja2: the first user message to the entry agent.")
-    steps: list[Step] | None = Field(None, description="A sequence of agent steps and loops.")
+    steps: list[Step] | None = Field(
+        None, description="A sequence of agent steps, loops, parallel and foreach steps."
+    )
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
     output: str | None = Field(None, description="The declared output file in the workspace, e.g. report.md.")
     limits: Limits = Field(default_factory=lambda: Limits())
