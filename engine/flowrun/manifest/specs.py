@@ -146,7 +146,9 @@ class ModelSpec(Strict):
     thinking: bool | Thinking = Field(False, description="Extended thinking: true/false or {budget_tokens}.")
     stream: bool = Field(True, description="Stream responses.")
     timeout_s: float = Field(300.0, gt=0, description="Per-request timeout in seconds.")
-    max_retries: int = Field(4, ge=0, le=20, description="Retries on 429/5xx/timeouts.")
+    max_retries: int = Field(
+        4, ge=0, le=20, description="Retries on 429/5xx/timeouts and unusable answers (cut, empty, not JSON)."
+    )
     context_window: int = Field(128_000, ge=1024, description="Context window in tokens (for `compact`).")
     tool_calling: Literal["native", "react"] = Field(
         "native",

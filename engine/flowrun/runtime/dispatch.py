@@ -185,7 +185,8 @@ def effect_unknown(bound: BoundTool) -> ToolResult:
 
 def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
     """The exception a group of concurrent calls stops the run with: a budget first (the run
-    ends `budget_exceeded`), then any other flowrun error, else the group itself (a bug)."""
+    ends `budget_exceeded`), then any other flowrun error, an interrupt, a run folder that
+    cannot be written; else the group itself (a bug)."""
     leaves: list[BaseException] = []
 
     def flatten(group: BaseExceptionGroup[BaseException]) -> None:
@@ -196,7 +197,7 @@ def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
                 leaves.append(exc)
 
     flatten(failures)
-    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt):
+    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt, OSError):
         found = next((e for e in leaves if isinstance(e, wanted)), None)
         if found is not None:
             return found
@@ -212,6 +213,13 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
             f"could not read the arguments of {call.name}: {call.parse_error}. Received: {raw!r}. "
             "Send the arguments as one JSON object.",
         )
+    broken = _lone_surrogate(call.arguments)
+    if broken is not None:
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"the arguments of {call.name} hold text that is not valid Unicode ({broken}): "
+            "a lone surrogate escape such as \\ud800. Send plain UTF-8 text.",
+        )
     problems = []
     for err in bound.validator().iter_errors(call.arguments):
         where = "/".join(str(p) for p in err.absolute_path) or "arguments"
@@ -221,6 +229,23 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
             "INVALID_PARAM",
             f"invalid arguments for {call.name}: " + "; ".join(problems[:5]) + ". Fix them and call again.",
         )
+    return None
+
+
+def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
+    """Where a string of the (JSON-decoded) arguments holds a lone surrogate, if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _lone_surrogate(key, f"{where} key") if isinstance(key, str) else None
+        found = found or _lone_surrogate(item, f"{where}/{key}")
+        if found:
+            return found
     return None
 
 

@@ -214,7 +214,8 @@ def _finish(run: Run, status: str, message: str) -> None:
         with contextlib.suppress(OSError):
             step()
     if run.events:
-        run.events.close()
+        with contextlib.suppress(OSError):  # the last flush of a log that cannot be written
+            run.events.close()
 
 
 def _write_meta(run: Run, status: str) -> None:

@@ -123,6 +123,8 @@ def _parse(args: list[str] | str) -> tuple[list[str], ToolResult | None]:
             return [], error("INVALID_PARAM", f"cannot split args {args!r}: {e}")
     else:
         argv = [str(a) for a in args]
+    if any("\x00" in a for a in argv):
+        return [], error("INVALID_PARAM", "an argument contains a NUL byte")
     if argv and argv[0] == "git":  # models often repeat the program name
         argv = argv[1:]
     if not argv:
