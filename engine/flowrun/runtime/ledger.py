@@ -23,6 +23,7 @@ from flowrun.events import (
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
+    OutputInvalidEvent,
     RunStartEvent,
     StepConditionEvent,
     ToolCallEvent,
@@ -51,6 +52,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     StepConditionEvent,
     FanoutStartEvent,
     FanoutEndEvent,
+    OutputInvalidEvent,
 )
 EventKey = tuple[object, ...]
 
