@@ -25,7 +25,7 @@ YamlPath = tuple[str | int, ...]
 
 def tool_entries(spec: AgentManifest) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(index, name, config) for each entry of an agent's `tools` list."""
-    for i, entry in enumerate(spec.tools):
+    for i, entry in enumerate(spec.tool_list):
         if isinstance(entry, str):
             yield i, entry, {}
         else:

@@ -244,19 +244,52 @@ class ToolManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="The sandbox this tool's processes need (e.g. {network: allow})."
     )
+    idempotent: bool | None = Field(
+        None,
+        description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
+        "resume that finds it started but unfinished tells the agent its effect is unknown "
+        "instead of running it again. Default: true for python tools (or the function's own "
+        "rule), false for command tools.",
+    )
 
 
 # ---------------------------------------------------------------- agents
 
+# an entry names a tool, an agent, an MCP server (`NAME`) or one of its tools (`NAME.TOOL`)
+ENTRY_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_][A-Za-z0-9_./-]{0,127})?$"
+EntryName = Annotated[
+    str, Field(pattern=ENTRY_NAME, description="A tool, agent or MCP server name, or SERVER.TOOL.")
+]
 ToolEntry = Annotated[
-    str | Annotated[dict[Name, dict[str, Any] | None], Field(min_length=1, max_length=1)],
+    str | Annotated[dict[EntryName, dict[str, Any] | None], Field(min_length=1, max_length=1)],
     Field(
         description="A tool or agent name, or `{name: {config}}` to set per-agent config and "
         "constraints (paths, write_paths, read_only, allow, deny, timeout, session, ...). Every "
         "entry also takes `approve: ask | always | never` (a human approves each call) and, for "
-        "a tool, `sandbox:` (how its processes are confined)."
+        "a tool, `sandbox:` (how its processes are confined). An MCP server's tools are listed as "
+        "`SERVER` (all its allowed tools) or `SERVER.TOOL` (one)."
     ),
 ]
+
+
+class ToolsPatch(Strict):
+    """`tools` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ToolEntry] = Field(
+        default_factory=list,
+        description="Entries appended to the parent's tools; an entry whose name the parent already "
+        "lists replaces that entry (its config) in place.",
+    )
+    remove: list[Name] = Field(
+        default_factory=list, description="Names of the parent's tools (or agents) to drop."
+    )
+
+
+class ModelsPatch(Strict):
+    """`selectable_models` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ModelRef] = Field(default_factory=list, description="Models appended to the parent's list.")
+    remove: list[ModelRef] = Field(default_factory=list, description="Models of the parent's list to drop.")
 
 
 class FullContext(Strict):
@@ -322,8 +355,10 @@ class AgentManifest(Strict):
     )
     model: ModelRef | None = None
     max_steps: int = Field(30, ge=1, le=10_000, description="Model calls before it stops.")
-    tools: list[ToolEntry] = Field(
-        default_factory=list, description="The allowlist: tools and agents it may call."
+    tools: list[ToolEntry] | ToolsPatch = Field(
+        default_factory=list,
+        description="The allowlist: tools and agents it may call. With `extends`, either a list (it "
+        "replaces the parent's) or {add: [...], remove: [...]} (changes to the parent's list).",
     )
     context: ContextSpec = Field(default_factory=lambda: FullContext())
     stop: StopSpec = Field(default_factory=lambda: StopSpec())
@@ -332,9 +367,10 @@ class AgentManifest(Strict):
         description="As a tool: fresh = a new conversation per call; persistent = one instance "
         "keeps its conversation across calls.",
     )
-    selectable_models: list[ModelRef] = Field(
+    selectable_models: list[ModelRef] | ModelsPatch = Field(
         default_factory=list,
-        description="As a tool: models the caller may pick for this agent (adds a `model` argument).",
+        description="As a tool: models the caller may pick for this agent (adds a `model` argument). "
+        "With `extends`, a list or {add: [...], remove: [...]}.",
     )
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
@@ -353,9 +389,74 @@ class AgentManifest(Strict):
     )
 
     @property
+    def tool_list(self) -> list[str | dict[str, dict[str, Any] | None]]:
+        """The tool entries (an unresolved `{add, remove}` counts as its `add` entries)."""
+        return list(self.tools) if isinstance(self.tools, list) else list(self.tools.add)
+
+    @property
+    def model_choices(self) -> list[str]:
+        """The selectable models (an unresolved `{add, remove}` counts as its `add` entries)."""
+        value = self.selectable_models
+        return list(value) if isinstance(value, list) else list(value.add)
+
+    @property
     def tool_description(self) -> str:
         """What a caller reads when this agent is offered as a tool."""
         return (self.description or f"The {self.name} agent.").strip()
+
+
+# ---------------------------------------------------------------- MCP servers
+
+
+class McpServerSpec(Strict):
+    """An MCP server, in the `.mcp.json` shape (Claude Code's): `command`/`args`/`env`/`cwd`
+    for a stdio server, `url`/`headers` for streamable HTTP (or `type: sse`), plus flowrun's
+    `timeout_s`, `startup_timeout_s`, `tools` and `sandbox`. `${VAR}` and `${VAR:-default}`
+    in command, args, env, url and headers are read from the environment when it starts."""
+
+    type: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(
+        None, description="stdio (with `command`), http / streamable-http or sse (with `url`)."
+    )
+    command: str | None = Field(None, min_length=1, description="stdio: the program that runs the server.")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="stdio: variables the server gets (`${NAME}` passes one of flowrun's, secrets included).",
+    )
+    cwd: str | None = Field(
+        None,
+        description="stdio: its working folder, relative to the declaring file's folder (default: there).",
+    )
+    url: str | None = Field(None, min_length=1, description="http / sse: the server's endpoint.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="http / sse: request headers (`Bearer ${TOKEN}` for a secret)."
+    )
+    timeout_s: float = Field(60.0, gt=0, description="Seconds one tool call may take (then TIMEOUT).")
+    startup_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds the server may take to start and list its tools."
+    )
+    tools: list[str] | None = Field(
+        None, description="Allowlist of the server's tools agents may use (default: all of them)."
+    )
+    sandbox: SandboxSetting | None = Field(
+        None, description="stdio: how the server process is confined (over the workflow's `sandbox:`)."
+    )
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.type == "sse":
+            return "sse"
+        if self.type in ("http", "streamable-http") or (self.type is None and self.url):
+            return "http"
+        return "stdio"
+
+
+class McpConfigFile(Strict):
+    """A `.mcp.json` file next to the workflow (Claude Code's project MCP configuration)."""
+
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict, alias="mcpServers", description="Server name -> declaration."
+    )
 
 
 # ---------------------------------------------------------------- workflows
@@ -504,6 +605,11 @@ class WorkflowManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None,
         description="How tool processes are confined, for every agent (default: required, network deny).",
+    )
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools agents list as SERVER or SERVER.TOOL (the .mcp.json shape); "
+        "these win over a .mcp.json next to the workflow.",
     )
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.project import MANIFEST_DIRS, load_project
+from flowrun.manifest.project import MANIFEST_DIRS, display_path, load_project
+from flowrun.manifest.yaml_limits import MAX_FILE_BYTES
+from flowrun.manifest.yaml_source import load_source
 from flowrun.paths import builtin_root, is_builtin_file
 
 SKIP_DIRS = {
@@ -32,10 +34,14 @@ def _is_yaml(path: Path) -> bool:
 
 
 def _looks_like_manifest(path: Path) -> bool:
+    """A `kind:` line near the top (only the first MAX_FILE_BYTES are read: a bigger file that
+    looks like a manifest is then reported as too large)."""
     try:
-        return bool(HAS_KIND.search(path.read_text(encoding="utf-8", errors="replace")))
+        with path.open("rb") as f:
+            head = f.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return False
+    return bool(HAS_KIND.search(head))
 
 
 def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
@@ -87,6 +93,11 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
     diagnostics: list[Diagnostic] = []
     checked: set[str] = set()
     builtin = builtin_root().resolve()
+    for special in [p for p in paths if not p.is_file() and not p.is_dir()]:
+        # a FIFO, socket or device named on the command line: refused, never opened for reading
+        diagnostics += load_source(special, display_path(special))[1]
+        checked.add(display_path(special))
+    paths = [p for p in paths if p.is_file() or p.is_dir()]
     for root, files in find_roots(paths).items():
         project = load_project(root, files)
         own_builtins = root == builtin
