@@ -154,6 +154,12 @@ class ModelSpec(Strict):
         "native",
         description="native tool calls, or `react`: tools described in text (Thought/Action/Observation).",
     )
+    structured_output: Literal["native", "instructions"] = Field(
+        "native",
+        description="How an agent's output_schema reaches this model: native (OpenAI response_format "
+        "json_schema, a forced tool for Anthropic) or instructions (described in the system prompt, "
+        "for servers without structured output).",
+    )
     price: Price | None = Field(None, description="Prices for the cost summary.")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (not secrets).")
     script: str | None = Field(
@@ -371,6 +377,14 @@ class AgentManifest(Strict):
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
         4000, ge=100, description="As a tool: cap on the summary returned to the caller."
+    )
+    output_schema: dict[str, Any] | str | None = Field(
+        None,
+        description="A JSON Schema (type: object) the final answer must match: inline, or a .json/.yaml "
+        "file under schemas/ on the search path. As a tool, the caller gets the parsed object in `data`.",
+    )
+    output_repairs: int = Field(
+        2, ge=0, le=10, description="Turns the agent gets to fix a final answer that does not match."
     )
     sandbox: SandboxSetting | None = Field(
         None, description="How this agent's tool processes are confined (overrides the workflow's)."

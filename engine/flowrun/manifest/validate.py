@@ -26,6 +26,7 @@ SKIP_DIRS = {
     "skills",
     "corpus",
     "schema",
+    "schemas",
 }
 HAS_KIND = re.compile(r"^kind:\s*\S", re.MULTILINE)
 

@@ -31,6 +31,7 @@ from flowrun.providers.answers import (
 )
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.retry import call_sdk
+from flowrun.providers.structured import openai_response_format, with_instructions
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -78,6 +79,8 @@ def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.create` for one request."""
+    if config.structured_output != "native":
+        request = with_instructions(request)
     messages = [{"role": "system", "content": request.system}] if request.system else []
     messages += [openai_message(m) for m in request.messages]
     params: dict[str, Any] = {"model": config.model, "messages": messages, "max_tokens": config.max_tokens}
@@ -85,6 +88,8 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
         params["temperature"] = config.temperature
     if request.tools:
         params["tools"] = openai_tools(request.tools)
+    if request.output_schema is not None:
+        params["response_format"] = openai_response_format(request.agent, request.output_schema)
     if config.stream:
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}

@@ -11,6 +11,7 @@ from typing import Any
 
 from flowrun.events import Event
 from flowrun.manifest.graph import tool_entries
+from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
@@ -164,6 +165,7 @@ class Run:
             system=self.prompts.system_prompt(loaded, tools, config.name),
             depth=depth,
             cwd=cwd or self.workspace,
+            output_schema=resolve_output_schema(loaded, self.project),
         )
         self.record_prompt(inst)
         return inst

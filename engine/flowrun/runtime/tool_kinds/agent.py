@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flowrun.errors import ProviderError
+from flowrun.errors import OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
@@ -85,6 +85,9 @@ async def call_agent(
     except ProviderError as e:
         run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=str(e)))
         return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
+    except OutputInvalid as e:
+        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
+        return ToolResult.fail("OUTPUT_INVALID", e.message)
     files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
     caller.written |= set(files)
     run.emit(
@@ -168,4 +171,6 @@ def _sub_result(inst: AgentInstance, spec: AgentManifest, outcome: Outcome, file
         "agent_id": inst.id,
         "outcome": outcome.status,
     }
+    if outcome.data is not None:
+        data["output"] = outcome.data  # the parsed answer of an agent with an output_schema
     return ToolResult(status, text, data)
