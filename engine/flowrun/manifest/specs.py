@@ -237,6 +237,12 @@ class ToolManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="The sandbox this tool's processes need (e.g. {network: allow})."
     )
+    dry_run: dict[str, Any] | None = Field(
+        None,
+        description="Arguments the offline test provider (--dry-run) calls this tool with, over "
+        "those it derives from `parameters`. In string values, {path} is a file the agent may "
+        "write, {dir} a scratch folder it may create, {text} a line of dry-run text.",
+    )
 
 
 # ---------------------------------------------------------------- agents

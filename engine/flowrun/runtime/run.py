@@ -173,7 +173,7 @@ class Run:
         inst.provider = self.models.provider_for(inst.model)
 
     def _hints(self, inst: AgentInstance) -> dict[str, Any]:
-        return dry_run.hints(inst, self.spec.output, self.inputs, self.project.roots)
+        return dry_run.hints(inst, self.spec.output, self.inputs, self.project)
 
     async def aclose(self) -> None:
         from flowrun.tools.shell import close_jobs
