@@ -157,6 +157,7 @@ class ToolDispatcher:
             interactive=env.interactive,
             protected=ENGINE_FILES,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
+            write_within=inst.write_within,
         )
 
 
@@ -182,10 +183,14 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
 
 
 def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the schema declares, with each `default` of the manifest's `parameters`
+    filled in for one the model left out (so a default changed in a manifest is the one used)."""
     props = bound.spec.parameters.get("properties")
     if not isinstance(props, dict):
         return dict(arguments)
-    return {k: v for k, v in arguments.items() if k in props}
+    given = {k: v for k, v in arguments.items() if k in props}
+    defaults = {k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p}
+    return {**defaults, **given}
 
 
 async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:
