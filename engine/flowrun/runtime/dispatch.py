@@ -96,6 +96,8 @@ class ToolDispatcher:
             )
         else:
             result = await self._checked_call(inst, bound, call)
+        # the protocol's context.cwd: where relative paths started, relative to the agents' root
+        result.context.setdefault("cwd", _relative_cwd(inst.cwd, self.env.workspace))
         # what the model and the event log see: no secret, nor a shell-made form of one
         result = self.env.redactor.result(result)
         if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
@@ -159,6 +161,13 @@ class ToolDispatcher:
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
             write_within=inst.write_within,
         )
+
+
+def _relative_cwd(cwd: Path, workspace: Path) -> str:
+    try:
+        return cwd.resolve().relative_to(workspace.resolve()).as_posix() or "."
+    except ValueError:
+        return str(cwd)
 
 
 def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
