@@ -153,6 +153,25 @@ class ModelSpec(Strict):
     )
     price: Price | None = Field(None, description="Prices for the cost summary.")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (not secrets).")
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers sent with every request, over `headers` (not secrets).",
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra request parameters merged into every request's JSON body, e.g. "
+        "{enable_thinking: false} or {chat_template_kwargs: {enable_thinking: false}}.",
+    )
+    thinking_off: dict[str, Any] | None = Field(
+        None,
+        description="extra_body that switches this model's thinking off, sent when `thinking: false` is "
+        "set or the run has --no-thinking (default: the preset's, e.g. qwen, glm, vllm).",
+    )
+    tool_history: Literal["native", "text"] = Field(
+        "native",
+        description="text: earlier tool calls and results are sent as plain text turns, for proxies "
+        "that reject tool blocks in the history (tools are still offered natively).",
+    )
     script: str | None = Field(
         None, description="scripted provider: the script file, relative to the workflow."
     )

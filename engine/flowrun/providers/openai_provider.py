@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
 
@@ -71,8 +72,9 @@ def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.create` for one request."""
+    history = flatten_tool_history(request.messages) if config.tool_history == "text" else request.messages
     messages = [{"role": "system", "content": request.system}] if request.system else []
-    messages += [openai_message(m) for m in request.messages]
+    messages += [openai_message(m) for m in history]
     params: dict[str, Any] = {"model": config.model, "messages": messages, "max_tokens": config.max_tokens}
     if config.temperature is not None:
         params["temperature"] = config.temperature
@@ -81,6 +83,10 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     if config.stream:
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}
+    if body := config.request_body():
+        params["extra_body"] = body
+    if config.extra_headers:
+        params["extra_headers"] = dict(config.extra_headers)
     return params
 
 

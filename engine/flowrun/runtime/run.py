@@ -44,6 +44,7 @@ class RunOptions:
     approve_all: bool = False  # --yes: every `approve: ask` call is approved
     agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=REF
     overrides: list[str] = field(default_factory=list)  # the --set PATH=VALUE the manifests got (recorded)
+    no_thinking: bool = False  # --no-thinking: every model's thinking off
 
 
 class Run:
@@ -86,6 +87,7 @@ class Run:
             override=self.options.model_override,
             stream=self.options.stream,
             per_agent=dict(self.options.agent_models),
+            no_thinking=self.options.no_thinking,
         )
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
