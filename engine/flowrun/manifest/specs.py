@@ -162,6 +162,25 @@ class ModelSpec(Strict):
     )
     price: Price | None = Field(None, description="Prices for the cost summary.")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (not secrets).")
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers sent with every request, over `headers` (not secrets).",
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra request parameters merged into every request's JSON body, e.g. "
+        "{enable_thinking: false} or {chat_template_kwargs: {enable_thinking: false}}.",
+    )
+    thinking_off: dict[str, Any] | None = Field(
+        None,
+        description="extra_body that switches this model's thinking off, sent when `thinking: false` is "
+        "set or the run has --no-thinking (default: the preset's, e.g. qwen, glm, vllm).",
+    )
+    tool_history: Literal["native", "text"] = Field(
+        "native",
+        description="text: earlier tool calls and results are sent as plain text turns, for proxies "
+        "that reject tool blocks in the history (tools are still offered natively).",
+    )
     script: str | None = Field(
         None, description="scripted provider: the script file, relative to the workflow."
     )
@@ -252,6 +271,12 @@ class ToolManifest(Strict):
         "resume that finds it started but unfinished tells the agent its effect is unknown "
         "instead of running it again. Default: true for python tools (or the function's own "
         "rule), false for command tools.",
+    )
+    dry_run: dict[str, Any] | None = Field(
+        None,
+        description="Arguments the offline test provider (--dry-run) calls this tool with, over "
+        "those it derives from `parameters`. In string values, {path} is a file the agent may "
+        "write, {dir} a scratch folder it may create, {text} a line of dry-run text.",
     )
 
 

@@ -230,6 +230,7 @@ def _write_meta(run: Run, status: str) -> None:
         "model_override": run.options.model_override,
         "agent_models": dict(run.options.agent_models),
         "overrides": list(run.options.overrides),
+        "no_thinking": run.options.no_thinking,
         "output": run.spec.output,
         "updated": time.time(),
     }
