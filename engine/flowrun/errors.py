@@ -7,6 +7,7 @@
     ├── ManifestError             a manifest problem found while loading (exit 1)
     ├── ProviderError             a model call failed for good (after retries)
     │   └── MissingCredentials    the env var holding a key is not set
+    ├── OutputInvalid             a final answer does not match the agent's output_schema, after repairs
     ├── RunError                  a run cannot start or continue (missing run folder, ...)
     │   └── SandboxError          `sandbox: required` and the sandbox does not work here (exit 5)
     └── BudgetExceeded            a run limit was reached (the run stops cleanly)
@@ -56,6 +57,10 @@ class ProviderError(FlowrunError):
 
 
 class MissingCredentials(ProviderError):
+    pass
+
+
+class OutputInvalid(FlowrunError):
     pass
 
 

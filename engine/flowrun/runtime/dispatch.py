@@ -103,6 +103,8 @@ class ToolDispatcher:
             )
         else:
             result = await self._checked_call(inst, bound, call)
+        # the protocol's context.cwd: where relative paths started, relative to the agents' root
+        result.context.setdefault("cwd", _relative_cwd(inst.cwd, self.env.workspace))
         # what the model and the event log see: no secret, nor a shell-made form of one
         result = self.env.redactor.result(result)
         if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
@@ -168,6 +170,7 @@ class ToolDispatcher:
             interactive=env.interactive,
             protected=ENGINE_FILES,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
+            write_within=inst.write_within,
         )
 
 
@@ -202,6 +205,13 @@ def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
         if found is not None:
             return found
     return failures
+
+
+def _relative_cwd(cwd: Path, workspace: Path) -> str:
+    try:
+        return cwd.resolve().relative_to(workspace.resolve()).as_posix() or "."
+    except ValueError:
+        return str(cwd)
 
 
 def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
@@ -250,10 +260,14 @@ def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
 
 
 def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the schema declares, with each `default` of the manifest's `parameters`
+    filled in for one the model left out (so a default changed in a manifest is the one used)."""
     props = bound.spec.parameters.get("properties")
     if not isinstance(props, dict):
         return dict(arguments)
-    return {k: v for k, v in arguments.items() if k in props}
+    given = {k: v for k, v in arguments.items() if k in props}
+    defaults = {k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p}
+    return {**defaults, **given}
 
 
 async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:

@@ -140,7 +140,7 @@ def _refusal(argv: list[str], allowed: list[str]) -> ToolResult | None:
             f"global git options ({sub}) are not allowed; start args with the subcommand, "
             "e.g. ['log', '-n', '5']",
         )
-    if sub not in allowed:
+    if sub not in allowed and argv != ["version"]:  # `git version` reveals nothing and runs anywhere
         return error(
             "PERMISSION_DENIED",
             f"git {sub} is not allowed for this agent; allowed subcommands: {', '.join(allowed)}",

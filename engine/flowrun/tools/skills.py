@@ -49,6 +49,7 @@ def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
             path = search_path[0] / path  # relative to the project folder
         roots.append(path)
     roots += [entry / "skills" for entry in search_path]
+    roots += [entry / ".claude" / "skills" for entry in search_path]  # Claude Code's project skills
     out: list[Path] = []
     for root in roots:
         if root.is_dir() and root.resolve() not in out:
@@ -57,7 +58,16 @@ def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
 
 
 def find_skills(search_path: list[Path], config: dict[str, Any]) -> dict[str, Skill]:
-    """Every skill visible from the search path, by name, in a stable order."""
+    """Every skill visible from the search path, by name, in a stable order; only those the
+    config's `skills` list names, when it has one (an agent's `use_skill: {skills: [a, b]}`)."""
+    found = _all_skills(search_path, config)
+    allowed = config.get("skills")
+    if isinstance(allowed, list):
+        return {name: skill for name, skill in found.items() if name in allowed}
+    return found
+
+
+def _all_skills(search_path: list[Path], config: dict[str, Any]) -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     documents: set[Path] = set()
     for root in skill_roots(search_path, config):
@@ -218,6 +228,20 @@ def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
             parts.append(f"- … and {len(rel) - MAX_LISTED_FILES} more")
         if len(included) < len(rel):
             parts.append(f"Read one in full with use_skill(skill={skill.name!r}, file=<path above>).")
+        scripts = [n for n in rel if n.startswith("scripts/")]
+        if scripts:
+            parts.append(
+                f"Run a script with run_skill_script(skill={skill.name!r}, script={scripts[0]!r}, "
+                "args=[...]) when you have that tool (it runs in the sandbox)."
+            )
+    allowed_tools = meta.get("allowed-tools")
+    if allowed_tools:
+        listed = " ".join(allowed_tools) if isinstance(allowed_tools, list) else str(allowed_tools)
+        parts += [
+            "",
+            f"(This skill's allowed-tools, {listed}, are not enforced by flowrun: your own tools "
+            "and their approvals apply.)",
+        ]
     data = {
         "skill": skill.name,
         "description": skill.description,
