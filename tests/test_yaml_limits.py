@@ -80,11 +80,12 @@ def worker() -> Iterator[Worker]:
 
 
 def assert_clean(result: dict[str, Any], what: str) -> None:
-    """Exit 0 or 1, no signal (SIGXCPU: over 2 s of CPU; SIGKILL/SIGSEGV), no traceback, no
-    MemoryError (over the memory limit)."""
+    """Exit 0 or 1 (or 2: no manifest there at all), no signal (SIGXCPU: over 2 s of CPU;
+    SIGKILL/SIGSEGV), no traceback, no MemoryError (over the memory limit)."""
     output = result["out"] + result["err"]
     assert result["signal"] is None, f"{what}: killed by signal {result['signal']}\n{output[-2000:]}"
-    assert result["exit"] in (0, 1), f"{what}: exit {result['exit']}\n{output[-2000:]}"
+    usage = result["exit"] == 2 and "no manifests found" in result["err"]
+    assert result["exit"] in (0, 1) or usage, f"{what}: exit {result['exit']}\n{output[-2000:]}"
     assert "Traceback" not in output and "MemoryError" not in output, f"{what}:\n{output[-2000:]}"
 
 
@@ -150,7 +151,8 @@ def test_fifo_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     # inside a folder they are skipped (never opened), like any file that is not a manifest
     proc = run_cli(["validate", str(tmp_path)], timeout=30)
-    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "no manifests" in proc.stderr, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
 
 
 def test_the_limits_are_cheap_under_a_memory_and_cpu_limit(worker: Worker, tmp_path: Path) -> None:

@@ -373,7 +373,8 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
 
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
-    values: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
+    from_file: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
+    values: dict[str, Any] = {}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -396,7 +397,7 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
         else:
             raise UsageError(f"--{key} needs a value")
         i += 1
-    return resolve_inputs(declared, values, wf.name)
+    return resolve_inputs(declared, from_file | values, wf.name)  # an option wins over the file
 
 
 def workflow_help(path: Path) -> str:
