@@ -93,6 +93,7 @@ class RunSettings:
     yes: bool = False  # approve every `approve: ask` call
     agent_models: dict[str, str] = field(default_factory=dict)  # agent -> model ref, over `model`
     no_thinking: bool = False  # every model's thinking off
+    workdir: Path | None = None  # the agents' folder instead of the run folder
 
 
 ModelChoiceArg = str | Mapping[str, str] | None
@@ -142,6 +143,7 @@ class Workflow:
         approve: Approver | None = None,
         yes: bool = False,
         no_thinking: bool = False,
+        workdir: str | Path | None = None,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
         `runs_dir/<timestamp>-<name>-<hex>`). `model` is a model for every agent, or a mapping
@@ -149,13 +151,16 @@ class Workflow:
         `sandbox:` mode (required, auto, off); `approve` is awaited with an ApprovalRequest for
         each call of an `approve: ask` tool and returns True to let it run; `yes` approves them all.
         `no_thinking` switches every model's thinking off (Anthropic thinking; the `thinking_off`
-        request body of OpenAI-compatible models)."""
+        request body of OpenAI-compatible models). `workdir` is a folder the agents work in
+        instead of the run folder (over the workflow's `workspace.dir`); the run folder keeps
+        the engine's files."""
         every, per_agent = self.model_choice(model)
         settings = RunSettings(
             every, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes, per_agent
         )
         settings.no_thinking = no_thinking
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
+        settings.workdir = self.agents_folder(values, workdir)
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / (run_id or new_run_id(self.name))
         if target.exists() and any(target.iterdir()):
             raise UsageError(f"run folder {target} already exists", "choose another --run-id")
@@ -206,6 +211,28 @@ class Workflow:
                 raise UsageError(f"--model {agent}=...: the workflow runs no agent '{agent}'", hint)
         return every, per_agent
 
+    def agents_folder(self, inputs: dict[str, Any], workdir: str | Path | None) -> Path | None:
+        """The folder the agents work in when it is not the run folder: `workdir` (relative to
+        the current folder), else the workflow's `workspace.dir` (relative to its file)."""
+        if workdir is not None:
+            folder = Path(workdir).expanduser()
+            what = f"--workdir {workdir}"
+        elif self.spec.workspace.dir:
+            from flowrun.manifest.templates import render
+
+            variables = {**inputs, "inputs": dict(inputs), "date": time.strftime("%Y-%m-%d")}
+            rendered = render(self.spec.workspace.dir, variables, what="workspace.dir").strip()
+            folder = self.path.parent / Path(rendered).expanduser()
+            what = f"workspace.dir {rendered}"
+        else:
+            return None
+        folder = folder.resolve()
+        if folder == Path(folder.anchor) or folder in (Path.home().resolve(), Path("/usr"), Path("/etc")):
+            raise UsageError(f"{what}: the agents may not work in {folder}", "give a project folder")
+        if folder.exists() and not folder.is_dir():
+            raise UsageError(f"{what}: {folder} is a file, not a folder", "give a folder")
+        return folder
+
     def _new_run(
         self, inputs: dict[str, Any], run_dir: Path, settings: RunSettings, ledger: Ledger | None = None
     ) -> Run:
@@ -221,6 +248,7 @@ class Workflow:
             agent_models=dict(settings.agent_models),
             overrides=[o.text for o in self.overrides],
             no_thinking=settings.no_thinking,
+            workdir=settings.workdir,
         )
         return Run(self.project, self.loaded, inputs, run_dir, options, ledger)
 
@@ -307,6 +335,7 @@ async def resume(
         yes,
         dict(meta.get("agent_models") or {}),
         bool(meta.get("no_thinking")),
+        Path(meta["workdir"]) if meta.get("workdir") else None,
     )
     ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
     run = workflow._new_run(dict(meta.get("inputs") or {}), run_dir, settings, ledger)

@@ -88,6 +88,7 @@ class RunStartEvent(Event):
     output: str | None = nullable()
     agent_models: dict[str, str] | None = None  # --model AGENT=REF
     overrides: list[str] | None = None  # --set PATH=VALUE
+    workdir: str | None = None  # the agents' folder, when not the run folder
 
 
 @event_type("run_resumed")

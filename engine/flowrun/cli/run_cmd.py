@@ -61,6 +61,12 @@ yes_option = click.option(
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
 @click.option("--run-id", help="Name of the run folder (default: timestamp + workflow name).")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run the agents in this folder (made if missing, kept), confined to it; the run folder "
+    "keeps the engine's files.",
+)
 @click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
 @click.option(
     "--no-thinking",
@@ -82,6 +88,7 @@ def run(
     overrides: tuple[str, ...],
     runs_dir: Path,
     run_id: str | None,
+    workdir: Path | None,
     stream: bool | None,
     no_thinking: bool,
     quiet: bool,
@@ -119,6 +126,7 @@ def run(
                 approve=terminal_approver(progress),
                 yes=yes,
                 no_thinking=no_thinking,
+                workdir=workdir,
             ),
         )
         print_summary(result, level, wf.spec.output)

@@ -372,6 +372,8 @@ def _workflow_templates(spec: WorkflowManifest) -> list[tuple[str, YamlPath, boo
         found.append((spec.task, ("task",), False))
     for path, content in spec.workspace.files.items():
         found.append((content, ("workspace", "files", path), False))
+    if spec.workspace.dir:
+        found.append((spec.workspace.dir, ("workspace", "dir"), False))
     for step, parts in iter_steps(spec.steps, ("steps",)):
         if not isinstance(step, LoopStep):
             found += [(getattr(step, k), (*parts, k), False) for k in ("task", "workdir") if getattr(step, k)]

@@ -51,7 +51,10 @@ def default_task(run: Run) -> str:
 
 def prepare(run: Run, resume: bool = False) -> None:
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    (run.run_dir / "workspace").mkdir(exist_ok=True)
+    if run.workspace == run.run_dir.resolve():
+        (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
+    else:
+        run.workspace.mkdir(parents=True, exist_ok=True)
     if resume:
         _end_torn_line(run.run_dir / "events.jsonl")
     run.open_log()
@@ -123,6 +126,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             output=run.spec.output,
             agent_models=dict(run.options.agent_models) or None,
             overrides=list(run.options.overrides) or None,
+            workdir=str(run.options.workdir) if run.options.workdir else None,
         )
     )
     if run.sandbox_warning is not None:
@@ -175,6 +179,7 @@ def _write_meta(run: Run, status: str) -> None:
         "agent_models": dict(run.options.agent_models),
         "overrides": list(run.options.overrides),
         "no_thinking": run.options.no_thinking,
+        "workdir": str(run.options.workdir) if run.options.workdir else None,
         "output": run.spec.output,
         "updated": time.time(),
     }

@@ -45,6 +45,7 @@ class RunOptions:
     agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=REF
     overrides: list[str] = field(default_factory=list)  # the --set PATH=VALUE the manifests got (recorded)
     no_thinking: bool = False  # --no-thinking: every model's thinking off
+    workdir: Path | None = None  # the agents' folder when it is not the run folder (--workdir, workspace.dir)
 
 
 class Run:
@@ -66,7 +67,9 @@ class Run:
         self.ledger = ledger
         self.workflow_dir = workflow.source.path.parent.resolve()
         self.run_id = run_dir.name
-        self.workspace = run_dir.resolve()
+        # the agents' root: the run folder, or a folder of the user's (--workdir, workspace.dir)
+        # that is kept across runs while the run folder keeps the engine's files
+        self.workspace = (self.options.workdir or run_dir).resolve()
         self.limits = self.spec.limits
         self.iteration: int | None = None
         self.persistent: dict[str, AgentInstance] = {}
