@@ -4,25 +4,37 @@ matches, or `max_steps` is reached. It sees the run only through `LoopServices`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from flowrun.runtime.context import strategy_for
 from flowrun.runtime.instance import AgentInstance, Outcome
 from flowrun.runtime.services import LoopServices
 from flowrun.types import Control, Finish, Message, ModelResponse, ResetContext, ToolCall, ToolResult
 
 CONTINUE = "Continue. Call a finish tool when the task is done."
+# (instance, its answer or None before a model call) -> a user message for it now, or None
+UserTurn = Callable[[AgentInstance, str | None], Awaitable[str | None]]
 
 
 async def run_agent(
     services: LoopServices, inst: AgentInstance, task: str, max_steps: int | None = None
 ) -> Outcome:
-    """Give `inst` a task and loop until it is done."""
+    """Give `inst` a task and loop until it is done. A user message (a chat turn, or the
+    `--message` of a resumed run) may arrive before a model call or after an answer that would
+    end the agent; then the conversation goes on, with a fresh `max_steps` budget."""
     strategy = strategy_for(inst.spec.context.strategy)
     inst.task = task
     inst.messages.append(Message("user", strategy.opening(inst, task, services)))
     limit = max_steps or inst.spec.max_steps
     pattern = inst.stop_pattern()
+    user_turn: UserTurn | None = getattr(services, "user_turn", None)
     last_text = ""
-    for step in range(1, limit + 1):
+    step, budget = 0, limit
+    while budget > 0:
+        step, budget = step + 1, budget - 1
+        if user_turn is not None and (message := await user_turn(inst, None)) is not None:
+            inst.messages.append(Message("user", message))
+            budget = limit
         await strategy.before_call(inst, services)
         response = await services.model_call(inst)
         _unique_call_ids(response, step)
@@ -30,11 +42,14 @@ async def run_agent(
         inst.messages.append(
             Message("assistant", response.text, list(response.tool_calls), thinking=list(response.thinking))
         )
-        if pattern is not None and response.text and pattern.search(response.text):
-            return Outcome("stopped", response.text, step)
+        ended = pattern is not None and bool(response.text) and bool(pattern.search(response.text))
+        if ended or (not response.tool_calls and inst.spec.stop.on_text):
+            if user_turn is not None and (message := await user_turn(inst, response.text)) is not None:
+                inst.messages.append(Message("user", message))
+                budget = limit
+                continue
+            return Outcome("stopped" if ended else "completed", response.text, step)
         if not response.tool_calls:
-            if inst.spec.stop.on_text:
-                return Outcome("completed", response.text, step)
             inst.messages.append(Message("user", CONTINUE))
             continue
         results = await services.execute_calls(inst, response.tool_calls)
@@ -43,7 +58,7 @@ async def run_agent(
             return Outcome("finished", control.result, step)
         if isinstance(control, ResetContext):
             strategy.reset(inst, services)
-    return Outcome("max_steps", last_text, limit)
+    return Outcome("max_steps", last_text, step)
 
 
 def _record_results(inst: AgentInstance, calls: list[ToolCall], results: list[ToolResult]) -> Control | None:

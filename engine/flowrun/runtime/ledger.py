@@ -25,6 +25,7 @@ from flowrun.events import (
     RunStartEvent,
     ToolCallEvent,
     ToolResultEvent,
+    UserMessageEvent,
 )
 from flowrun.runtime.event_log import read_events
 from flowrun.types import ModelResponse, ToolResult
@@ -47,6 +48,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     ContextResetEvent,
     ContextCompactedEvent,
     ApprovalEvent,
+    UserMessageEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -75,6 +77,8 @@ class Ledger:
     tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
+    user_messages: dict[tuple[str, int], str] = field(default_factory=dict)  # (agent id, step) -> text
+    tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -95,6 +99,10 @@ class Ledger:
                 ledger.until[(event.loop, event.iteration)] = event.until_met
             elif isinstance(event, ApprovalEvent):
                 ledger.approvals[(event.agent_id, event.call_id)] = event.approved
+            elif isinstance(event, UserMessageEvent):
+                ledger.user_messages[(event.agent_id, event.step)] = event.text
+            elif isinstance(event, AgentStartEvent):
+                ledger.tasks.setdefault(event.agent_id, event.task)
         return ledger
 
     def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
