@@ -43,7 +43,15 @@ from flowrun.runtime.event_log import read_lines
 from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.inputs import resolve_inputs
 from flowrun.runtime.ledger import Ledger
+from flowrun.runtime.otel_live import live_export
 from flowrun.runtime.run import Conversation, Run, RunOptions
+from flowrun.runtime.run_folder import (
+    RunFolderLock,
+    check_run_id,
+    claim_new,
+    never_started,
+    not_a_run_folder,
+)
 from flowrun.runtime.run_log import RunLog
 from flowrun.runtime.sandboxes import startup_check
 from flowrun.tools.sandbox import Mode
@@ -165,12 +173,14 @@ class Workflow:
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
         settings.workdir = self.agents_folder(values, workdir)
         settings.conversation = conversation
-        target = Path(run_dir) if run_dir is not None else Path(runs_dir) / (run_id or new_run_id(self.name))
-        if target.exists() and any(target.iterdir()):
-            raise UsageError(f"run folder {target} already exists", "choose another --run-id")
+        name = check_run_id(run_id) if run_id is not None else new_run_id(self.name)
+        target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
         run = self._new_run(values, target, settings)
         _check_credentials(run)
-        return await _execute(run, settings)
+        _probe_sandbox(run, settings)  # before the folder exists: `required` fails closed here
+        with RunFolderLock(target):
+            claim_new(target)
+            return await _execute(run, settings)
 
     def run_sync(self, inputs: dict[str, Any] | None = None, **options: Any) -> RunResult:
         """`run()` for scripts without an event loop."""
@@ -317,7 +327,8 @@ def load(path: str | Path, overrides: Mapping[str, Any] | Iterable[str] | None =
     diagnostic) when something is wrong."""
     path = Path(path)
     if not path.is_file():
-        raise UsageError(f"no workflow file '{path}'", "give the path of a workflow .yaml file")
+        what = "is not a regular file" if path.exists() else "does not exist"
+        raise UsageError(f"workflow file '{path}' {what}", "give the path of a workflow .yaml file")
     changes = parse_overrides(overrides)
     project = load_project(path.parent, [path])
     diagnostics: list[Diagnostic] = list(project.diagnostics)
@@ -349,28 +360,35 @@ async def resume(
     chat's agent) where the recorded run ends: a finished run continues with it. A chat goes on
     with `read` (as in `Workflow.chat`) when given."""
     run_dir = Path(run_dir)
-    meta, workflow = recorded_run(run_dir)
-    talk = _resumed_conversation(meta, workflow, message, read)
-    if meta.get("status") == "completed" and talk is None:
-        return _recorded_result(run_dir, meta)
-    settings = RunSettings(
-        meta.get("model_override"),
-        bool(meta.get("dry_run")),
-        None,
-        on_event,
-        ask_user,
-        verbosity,
-        _mode(sandbox),
-        approve,
-        yes,
-        dict(meta.get("agent_models") or {}),
-        bool(meta.get("no_thinking")),
-        Path(meta["workdir"]) if meta.get("workdir") else None,
-        talk,
-    )
-    ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
-    run = workflow._new_run(dict(meta.get("inputs") or {}), run_dir, settings, ledger)
-    return await _execute(run, settings, resume=True)
+    with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
+        meta, workflow = recorded_run(run_dir)
+        talk = _resumed_conversation(meta, workflow, message, read)
+        if meta.get("status") == "completed" and talk is None:
+            return _recorded_result(run_dir, meta)
+        settings = RunSettings(
+            meta.get("model_override"),
+            bool(meta.get("dry_run")),
+            None,
+            on_event,
+            ask_user,
+            verbosity,
+            _mode(sandbox),
+            approve,
+            yes,
+            dict(meta.get("agent_models") or {}),
+            bool(meta.get("no_thinking")),
+            Path(meta["workdir"]) if meta.get("workdir") else None,
+            talk,
+        )
+        inputs = dict(meta.get("inputs") or {})
+        if never_started(run_dir):  # stopped before its first event: it starts from the beginning
+            run = workflow._new_run(inputs, run_dir, settings)
+            _probe_sandbox(run, settings)
+            return await _execute(run, settings)
+        ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
+        run = workflow._new_run(inputs, run_dir, settings, ledger)
+        _probe_sandbox(run, settings)
+        return await _execute(run, settings, resume=True)
 
 
 async def replay(
@@ -402,7 +420,10 @@ async def replay(
     )
     ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
     run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
-    result = await _execute(run, settings)
+    _probe_sandbox(run, settings)
+    with RunFolderLock(target):
+        claim_new(target)
+        result = await _execute(run, settings)
     recorded_status = str(meta.get("status") or "")
     output = meta.get("output")
     same: bool | None = None
@@ -449,16 +470,19 @@ def _once(message: str) -> ReadMessage:
 def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:
     """A run folder's run.json (or, when that is missing or damaged, its run_start event) and
     its workflow, loaded again."""
-    if not (run_dir / "events.jsonl").is_file():
-        raise RunError(f"{run_dir} is not a run folder (no events.jsonl)", "pass a folder under runs/")
+    if not (run_dir / "events.jsonl").is_file() and not (run_dir / "run.json").is_file():
+        raise not_a_run_folder(run_dir)
     try:
         meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # missing, not JSON, not UTF-8
+        meta = None
+    if not isinstance(meta, dict) or not isinstance(meta.get("workflow_file"), str):
         start = next((e for e in read_lines(run_dir / "events.jsonl") if e.get("type") == "run_start"), None)
-        if start is None:
+        if start is None or not isinstance(start.get("workflow_file"), str):
             raise RunError(
-                f"{run_dir} has no run_start event", "the run never started; run it again"
-            ) from None
+                f"{run_dir} has no run.json and no run_start event",
+                "the run never started: run it again with the same --run-id",
+            )
         meta = {**start, "status": "incomplete"}
     workflow = Path(meta["workflow_file"]).resolve()
     if not workflow.is_file():
@@ -513,17 +537,26 @@ def _mode(value: str | None) -> Mode | None:
     raise UsageError(f"unknown sandbox mode {value!r}", "use required, auto or off")
 
 
-async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
-    # before the run folder, the log or any model request: `required` fails closed here
+def _probe_sandbox(run: Run, settings: RunSettings) -> None:
+    """Before the log or any model request: `required` fails closed here (SandboxError)."""
     run.sandbox_warning = startup_check(run.project, run.spec, run.sandboxes, settings.dry_run)
+
+
+async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
+    """Run with the folder's lock held by the caller."""
     log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
     run.subscribers.append(log.on_event)
     if settings.on_event is not None:
         run.subscribers.append(settings.on_event)
+    live = live_export(run)  # OpenTelemetry spans as they happen, when an OTLP endpoint is set
+    if live is not None:
+        run.subscribers.append(live.on_event)
     try:
         summary = await execute_run(run, resume=resume)
     finally:
         log.close()
+        if live is not None:
+            live.close()
     return _result(run, summary)
 
 

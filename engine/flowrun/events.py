@@ -190,6 +190,19 @@ class ToolCallEvent(Event):
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
+@event_type("tool_intent")
+@dataclass(kw_only=True, slots=True)
+class ToolIntentEvent(Event):
+    """Written just before a call that is not safe to repeat starts (an append, a shell
+    command): on resume, such a call with no result is reported as of unknown effect instead
+    of being run a second time."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+
+
 @event_type("tool_result")
 @dataclass(kw_only=True, slots=True)
 class ToolResultEvent(Event):
@@ -245,6 +258,52 @@ class UntilErrorEvent(Event):
     loop: str
     iteration: int
     message: str
+
+
+@event_type("output_invalid")
+@dataclass(kw_only=True, slots=True)
+class OutputInvalidEvent(Event):
+    """A final answer did not match the agent's `output_schema`: the agent gets a repair turn
+    while `repairs_left` > 0, else it fails."""
+
+    agent: str
+    agent_id: str
+    step: int  # the model call that gave the answer
+    problem: str
+    repairs_left: int
+
+
+@event_type("step_condition")
+@dataclass(kw_only=True, slots=True)
+class StepConditionEvent(Event):
+    """The `if:` of a step was checked; a step whose condition is not met is skipped. A
+    condition that cannot be evaluated (a missing file, a missing key) is not met: `message`."""
+
+    step: str  # the step's id, e.g. "step2" or "foreach1.3"
+    condition: str
+    met: bool
+    message: str | None = None
+
+
+@event_type("fanout_start")
+@dataclass(kw_only=True, slots=True)
+class FanoutStartEvent(Event):
+    """A `parallel:` or `foreach:` step starts its branches."""
+
+    step: str
+    kind: str  # parallel | foreach
+    branches: int
+    concurrency: int
+    collect: str | None = None  # foreach: the file the results go to
+
+
+@event_type("fanout_end")
+@dataclass(kw_only=True, slots=True)
+class FanoutEndEvent(Event):
+    step: str
+    kind: str
+    statuses: list[str] = field(default_factory=list)  # each branch's outcome, in order ("skipped")
+    collect: str | None = None
 
 
 @event_type("context_reset")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flowrun.cli.common import reported, verbosity
+from flowrun.cli.common import Terminated, reported, verbosity
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -67,6 +67,12 @@ yes_option = click.option(
     help="Run the agents in this folder (made if missing, kept), confined to it; the run folder "
     "keeps the engine's files.",
 )
+@click.option(
+    "--inputs",
+    "inputs_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A YAML or JSON file of input values ({name: value}); --NAME options override it.",
+)
 @click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
 @click.option(
     "--no-thinking",
@@ -89,6 +95,7 @@ def run(
     runs_dir: Path,
     run_id: str | None,
     workdir: Path | None,
+    inputs_file: Path | None,
     stream: bool | None,
     no_thinking: bool,
     quiet: bool,
@@ -97,18 +104,22 @@ def run(
     yes: bool,
     show_help: bool,
 ) -> None:
-    """Run WORKFLOW.yaml; each of its inputs is an option (--question "...")."""
-    with reported(verbose, RESUME_HINT):
+    """Run WORKFLOW.yaml; each of its inputs is an option (--question "...", --question @FILE)."""
+    folder: list[Path] = []  # the run folder, once it is known
+    with reported(verbose, lambda: interrupted_hint(folder)):
         if show_help or workflow is None:
             click.echo(ctx.get_help())
             if workflow is not None and workflow.is_file():
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
-        from flowrun.api import load
+        from flowrun.api import load, new_run_id
+        from flowrun.runtime.run_folder import check_run_id
 
         wf = load(workflow, list(overrides))
-        inputs = parse_input_args(wf, list(ctx.args))
+        inputs = parse_input_args(wf, list(ctx.args), inputs_file)
         model = model_argument(model_override)
+        run_id = check_run_id(run_id) if run_id is not None else new_run_id(wf.name)
+        folder.append(runs_dir / run_id)
         level = verbosity(quiet, verbose)
         result = _with_progress(
             level,
@@ -131,6 +142,13 @@ def run(
         )
         print_summary(result, level, wf.spec.output)
     sys.exit(result.exit_code)
+
+
+def interrupted_hint(folder: list[Path]) -> str:
+    """After Ctrl-C or SIGTERM: how to continue, or that nothing was started."""
+    if folder and any((folder[0] / name).exists() for name in ("run.json", "events.jsonl")):
+        return f"the run folder is kept: continue with `flowrun resume {folder[0]}`"
+    return "nothing was started: no run folder was made"
 
 
 @click.command()
@@ -249,12 +267,58 @@ def _with_progress(
             progress(event)
 
     try:
-        import asyncio  # not at import time: `flowrun --help` stays fast
-
-        return asyncio.run(start(on_event, progress))
+        return run_until_signal(lambda: start(on_event, progress))
     finally:
         if progress is not None:
             progress.close()
+
+
+def run_until_signal(start: Callable[[], Coroutine[Any, Any, R]]) -> R:
+    """asyncio.run with SIGTERM handled like Ctrl-C: the run is cancelled, stops its tools,
+    records `interrupted` and stays resumable (then Terminated: exit 143). Once the run has
+    returned its result, a late Ctrl-C or SIGTERM changes nothing: the result stands and both
+    signals are ignored while the command prints it and exits."""
+    import asyncio  # not at import time: `flowrun --help` stays fast
+    import signal
+
+    ended: list[R] = []
+    terminated: list[bool] = []
+
+    async def main() -> R:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_sigterm() -> None:
+            terminated.append(True)
+            task.cancel("terminated (SIGTERM)")
+
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        try:
+            result = await start()
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+        ended.append(result)
+        return result
+
+    try:
+        result = asyncio.run(main())
+        _ignore_signals()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if not ended:
+            if terminated:
+                raise Terminated() from None
+            raise
+        _ignore_signals()  # it came while asyncio was shutting down, after the run had ended
+        result = ended[0]
+    return result
+
+
+def _ignore_signals() -> None:
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def warning_line(event: Event, redact: Callable[[str], str]) -> str | None:
@@ -328,14 +392,15 @@ def model_argument(values: tuple[str, ...]) -> str | dict[str, str] | None:
     return {**({"*": every} if every else {}), **per_agent}
 
 
-def parse_input_args(wf: Workflow, args: list[str]) -> dict[str, Any]:
-    """`--name value`, `--name=value` and bare boolean flags for the workflow's inputs."""
+def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, Any]:
+    """`--name value`, `--name=value`, `--name @FILE` and bare boolean flags for the
+    workflow's inputs, over the values of `--inputs FILE`."""
     from flowrun.errors import UsageError
-    from flowrun.runtime.inputs import resolve_inputs
+    from flowrun.runtime.inputs import inputs_from_file, resolve_inputs, value_from_arg
 
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -349,12 +414,12 @@ def parse_input_args(wf: Workflow, args: list[str]) -> dict[str, Any]:
         if name in values:
             raise UsageError(f"--{key} is given twice", f"give --{key} once")
         if eq:
-            values[name] = inline
+            values[name] = value_from_arg(name, inline)
         elif declared[name].type == "boolean" and (i + 1 >= len(args) or args[i + 1].startswith("--")):
             values[name] = "true"
         elif i + 1 < len(args):
             i += 1
-            values[name] = args[i]
+            values[name] = value_from_arg(name, args[i])
         else:
             raise UsageError(f"--{key} needs a value")
         i += 1

@@ -26,12 +26,14 @@ from flowrun.events import (
     ContextResetEvent,
     ErrorEvent,
     Event,
+    FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelResponseEvent,
     ModelRetryEvent,
     RunEndEvent,
     RunStartEvent,
+    StepConditionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -392,6 +394,22 @@ class RunTree:
             case IterationEndEvent():
                 if self.loops:
                     self.loops.pop().until_met = e.until_met
+            case _:
+                note = _step_note(e)
+                if note is not None:
+                    self._container().append(note)
+
+
+def _step_note(e: Event) -> Text | None:
+    """A line for a step that ran branches, or one that an `if:` skipped."""
+    if isinstance(e, FanoutStartEvent):
+        into = f" → {e.collect}" if e.collect else ""
+        text = f"{e.kind} {e.step}: {e.branches} branch(es), {e.concurrency} at a time{into}"
+        return Text(text, style="magenta")
+    if isinstance(e, StepConditionEvent) and not e.met:
+        why = f" ({_short(e.message, 100)})" if e.message else ""
+        return Text(f"skipped {e.step}: if {_short(e.condition, 60)} not met{why}", style="dim")
+    return None
 
 
 def _arguments(arguments: Any, limit: int = 60) -> str:

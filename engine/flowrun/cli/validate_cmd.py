@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from flowrun.manifest.diagnostics import Diagnostic
 
 USAGE_EXIT = 2
 
@@ -65,7 +69,12 @@ def usage_report(message: str, hint: str = "") -> str:
     is_flag=True,
     help="Also list, per workflow and agent, the sandbox its tools run in and the calls that need approval.",
 )
-def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool) -> None:
+@click.option(
+    "--connect",
+    is_flag=True,
+    help="Also start each MCP server (stdio ones in the sandbox) and check the tools named exist.",
+)
+def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, connect: bool) -> None:
     """Check manifests: YAML, schema, and cross-references (files or folders; default: .)."""
     from flowrun.manifest.diagnostics import render
     from flowrun.manifest.validate import validate_paths
@@ -79,9 +88,11 @@ def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool) -> 
         usage_error(
             fmt,
             f"no manifests found in {shown}",
-            "point validate at a workflow file or a folder holding one, agents.d/, tools.d/ or models.d/ "
-            "(a top-level YAML file counts when it has a `kind:` line)",
+            "point validate at a workflow file or a folder holding one, agents.d/, tools.d/, models.d/, "
+            ".claude/, .mcp.json or a skill folder (a top-level YAML file counts when it has a `kind:` line)",
         )
+    if connect:
+        diagnostics = sorted(diagnostics + connected(targets), key=lambda d: (d.file, d.line, d.column))
     output = render(diagnostics, fmt, checked)
     if output:
         click.echo(output)
@@ -115,3 +126,17 @@ def explanation(paths: list[Path]) -> list[str]:
             base = loaded.source.path.parent.resolve()
             lines += ["  " + line for line in explain(project, loaded.spec, base)]
     return lines
+
+
+def connected(paths: list[Path]) -> list[Diagnostic]:
+    """`--connect`: the MCP servers of every project under `paths`, started and asked."""
+    import asyncio
+
+    from flowrun.manifest.project import load_project
+    from flowrun.manifest.validate import find_roots
+    from flowrun.runtime.mcp_check import check_servers
+
+    out: list[Diagnostic] = []
+    for root, files in find_roots(paths).items():
+        out += asyncio.run(check_servers(load_project(root, files)))
+    return out

@@ -79,6 +79,7 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         max_retries=spec.max_retries,
         context_window=spec.context_window,
         tool_calling=spec.tool_calling,
+        structured_output=spec.structured_output,
         headers=dict(spec.headers),
         price_input=price.input if price else None,
         price_output=price.output if price else None,

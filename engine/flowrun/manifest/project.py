@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from flowrun.manifest import mcp_config
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.extends import extended
 from flowrun.manifest.schema_check import check_schema, detect_kind
@@ -16,6 +17,7 @@ from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
     AgentManifest,
+    McpServerSpec,
     ModelsManifest,
     ModelSpec,
     ScriptManifest,
@@ -53,6 +55,8 @@ class Project:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
+    # MCP servers: the project's .mcp.json, with each workflow's `mcp_servers:` over it
+    mcp_servers: dict[str, Loaded[McpServerSpec]] = field(default_factory=dict)
 
     def prompt_dirs(self) -> list[Path]:
         return [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
@@ -145,6 +149,8 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
             for path in _manifest_files(root / folder):
                 trusted = is_builtin and not checking_builtins
                 _add_manifest(project, path, folder, root, is_builtin, seen, trusted)
+        if not is_builtin:
+            _add_claude_agents(project, root)
     if workflow_files is None:
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
@@ -155,8 +161,54 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
             project.workflows.append(Loaded(spec, src, project_root, False))
         elif isinstance(spec, ScriptManifest):
             project.scripts.append(Loaded(spec, src, project_root, False))
+    _add_mcp_servers(project, project_root)
     _resolve_extends(project)
     return project
+
+
+def claude_agent_files(root: Path) -> list[Path]:
+    """Claude Code subagent files of a project: `agents.d/*.md` and `.claude/agents/*.md`."""
+    found: list[Path] = []
+    for folder in (root / "agents.d", root / ".claude" / "agents"):
+        if folder.is_dir():
+            found += sorted(p for p in folder.iterdir() if p.suffix == ".md" and p.is_file())
+    return found
+
+
+def _add_claude_agents(project: Project, root: Path) -> None:
+    from flowrun.manifest.claude_agents import load_claude_agent
+
+    for path in claude_agent_files(root):
+        spec, src, servers, diags = load_claude_agent(path, display_path(path))
+        if any(d.code == "no-front-matter" for d in diags) and path.name.upper().startswith("README"):
+            continue  # a folder's README is not an agent
+        project.diagnostics += diags
+        if spec is None:
+            name = src.data.get("name") if isinstance(src.data, dict) else None
+            project.broken.add(name if isinstance(name, str) else path.stem)
+            continue
+        layers = project.agent_layers.get(spec.name, [])
+        if layers and not layers[0].builtin:
+            other = layers[0].source.display
+            message = f"duplicate agent name '{spec.name}' (also in {other})"
+            project.diagnostics.append(src.diag(("name",), message, "rename one", "duplicate-name"))
+            continue
+        project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, False))
+        for name, server in servers.items():
+            project.mcp_servers.setdefault(name, Loaded(server, src, root, False))
+
+
+def _add_mcp_servers(project: Project, root: Path) -> None:
+    """A project's servers: its `.mcp.json`, then each workflow's `mcp_servers:` over it."""
+    path = root / mcp_config.MCP_FILE
+    if path.is_file():
+        servers, src, diags = mcp_config.load_mcp_file(path, display_path(path))
+        project.diagnostics += diags
+        for name, spec in servers.items():
+            project.mcp_servers[name] = Loaded(spec, src, root, False)
+    for wf in project.workflows:
+        for name, spec in wf.spec.mcp_servers.items():
+            project.mcp_servers[name] = Loaded(spec, wf.source, wf.root, False)
 
 
 def _add_manifest(

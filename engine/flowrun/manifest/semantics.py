@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.mcp_config import server_problems
 from flowrun.manifest.yaml_source import Source
 
 
@@ -22,6 +23,9 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
             )
         for name, model in (data.get("models") or {}).items():
             out += _model_problems(src, ("models", name), model)
+        servers = data.get("mcp_servers")
+        for name, server in (servers if isinstance(servers, dict) else {}).items():
+            out += server_problems(src, ("mcp_servers", name), server)
     elif kind == "models":
         for name, model in (data.get("models") or {}).items():
             out += _model_problems(src, ("models", name), model)

@@ -4,8 +4,9 @@ and for every default, which the runtime reads from these models.
 
 Every model forbids unknown keys. A manifest is first checked against the generated schema
 (for diagnostics with file:line:column), then against the cross-key rules in `semantics.py`,
-then validated into these models. Unions are tagged: a step by its key (`agent:` or `loop:`),
-a tool implementation by its key (`python:` or `command:`), a context by `strategy`.
+then validated into these models. Unions are tagged: a step by its key (`agent:`, `loop:`,
+`parallel:` or `foreach:`), a tool implementation by its key (`python:` or `command:`), a
+context by `strategy`.
 """
 
 from __future__ import annotations
@@ -145,11 +146,19 @@ class ModelSpec(Strict):
     thinking: bool | Thinking = Field(False, description="Extended thinking: true/false or {budget_tokens}.")
     stream: bool = Field(True, description="Stream responses.")
     timeout_s: float = Field(300.0, gt=0, description="Per-request timeout in seconds.")
-    max_retries: int = Field(4, ge=0, le=20, description="Retries on 429/5xx/timeouts.")
+    max_retries: int = Field(
+        4, ge=0, le=20, description="Retries on 429/5xx/timeouts and unusable answers (cut, empty, not JSON)."
+    )
     context_window: int = Field(128_000, ge=1024, description="Context window in tokens (for `compact`).")
     tool_calling: Literal["native", "react"] = Field(
         "native",
         description="native tool calls, or `react`: tools described in text (Thought/Action/Observation).",
+    )
+    structured_output: Literal["native", "instructions"] = Field(
+        "native",
+        description="How an agent's output_schema reaches this model: native (OpenAI response_format "
+        "json_schema, a forced tool for Anthropic) or instructions (described in the system prompt, "
+        "for servers without structured output).",
     )
     price: Price | None = Field(None, description="Prices for the cost summary.")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (not secrets).")
@@ -256,6 +265,13 @@ class ToolManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="The sandbox this tool's processes need (e.g. {network: allow})."
     )
+    idempotent: bool | None = Field(
+        None,
+        description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
+        "resume that finds it started but unfinished tells the agent its effect is unknown "
+        "instead of running it again. Default: true for python tools (or the function's own "
+        "rule), false for command tools.",
+    )
     dry_run: dict[str, Any] | None = Field(
         None,
         description="Arguments the offline test provider (--dry-run) calls this tool with, over "
@@ -266,13 +282,19 @@ class ToolManifest(Strict):
 
 # ---------------------------------------------------------------- agents
 
+# an entry names a tool, an agent, an MCP server (`NAME`) or one of its tools (`NAME.TOOL`)
+ENTRY_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_][A-Za-z0-9_./-]{0,127})?$"
+EntryName = Annotated[
+    str, Field(pattern=ENTRY_NAME, description="A tool, agent or MCP server name, or SERVER.TOOL.")
+]
 ToolEntry = Annotated[
-    str | Annotated[dict[Name, dict[str, Any] | None], Field(min_length=1, max_length=1)],
+    str | Annotated[dict[EntryName, dict[str, Any] | None], Field(min_length=1, max_length=1)],
     Field(
         description="A tool or agent name, or `{name: {config}}` to set per-agent config and "
         "constraints (paths, write_paths, read_only, allow, deny, timeout, session, ...). Every "
         "entry also takes `approve: ask | always | never` (a human approves each call) and, for "
-        "a tool, `sandbox:` (how its processes are confined)."
+        "a tool, `sandbox:` (how its processes are confined). An MCP server's tools are listed as "
+        "`SERVER` (all its allowed tools) or `SERVER.TOOL` (one)."
     ),
 ]
 
@@ -381,6 +403,14 @@ class AgentManifest(Strict):
     summary_max_chars: int = Field(
         4000, ge=100, description="As a tool: cap on the summary returned to the caller."
     )
+    output_schema: dict[str, Any] | str | None = Field(
+        None,
+        description="A JSON Schema (type: object) the final answer must match: inline, or a .json/.yaml "
+        "file under schemas/ on the search path. As a tool, the caller gets the parsed object in `data`.",
+    )
+    output_repairs: int = Field(
+        2, ge=0, le=10, description="Turns the agent gets to fix a final answer that does not match."
+    )
     sandbox: SandboxSetting | None = Field(
         None, description="How this agent's tool processes are confined (overrides the workflow's)."
     )
@@ -402,12 +432,69 @@ class AgentManifest(Strict):
         return (self.description or f"The {self.name} agent.").strip()
 
 
+# ---------------------------------------------------------------- MCP servers
+
+
+class McpServerSpec(Strict):
+    """An MCP server, in the `.mcp.json` shape (Claude Code's): `command`/`args`/`env`/`cwd`
+    for a stdio server, `url`/`headers` for streamable HTTP (or `type: sse`), plus flowrun's
+    `timeout_s`, `startup_timeout_s`, `tools` and `sandbox`. `${VAR}` and `${VAR:-default}`
+    in command, args, env, url and headers are read from the environment when it starts."""
+
+    type: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(
+        None, description="stdio (with `command`), http / streamable-http or sse (with `url`)."
+    )
+    command: str | None = Field(None, min_length=1, description="stdio: the program that runs the server.")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="stdio: variables the server gets (`${NAME}` passes one of flowrun's, secrets included).",
+    )
+    cwd: str | None = Field(
+        None,
+        description="stdio: its working folder, relative to the declaring file's folder (default: there).",
+    )
+    url: str | None = Field(None, min_length=1, description="http / sse: the server's endpoint.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="http / sse: request headers (`Bearer ${TOKEN}` for a secret)."
+    )
+    timeout_s: float = Field(60.0, gt=0, description="Seconds one tool call may take (then TIMEOUT).")
+    startup_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds the server may take to start and list its tools."
+    )
+    tools: list[str] | None = Field(
+        None, description="Allowlist of the server's tools agents may use (default: all of them)."
+    )
+    sandbox: SandboxSetting | None = Field(
+        None, description="stdio: how the server process is confined (over the workflow's `sandbox:`)."
+    )
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.type == "sse":
+            return "sse"
+        if self.type in ("http", "streamable-http") or (self.type is None and self.url):
+            return "http"
+        return "stdio"
+
+
+class McpConfigFile(Strict):
+    """A `.mcp.json` file next to the workflow (Claude Code's project MCP configuration)."""
+
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict, alias="mcpServers", description="Server name -> declaration."
+    )
+
+
 # ---------------------------------------------------------------- workflows
 
 
 class InputSpec(Strict):
     description: str | None = Field(None, description="Shown in --help.")
-    type: Literal["string", "integer", "number", "boolean"] = "string"
+    type: Literal["string", "integer", "number", "boolean", "list"] = Field(
+        "string",
+        description="list: a JSON array, or one item per line of text (for `foreach:`).",
+    )
     required: bool | None = Field(None, description="Default: true unless a default is given.")
     default: Any = None
     choices: list[Any] | None = None
@@ -415,6 +502,12 @@ class InputSpec(Strict):
     @property
     def is_required(self) -> bool:
         return self.required if self.required is not None else self.default is None
+
+
+IF_DESCRIPTION = (
+    "Jinja2 expression checked before the step, in the form of `until`, e.g. "
+    '"workspace.exists(\'plan.md\')" or "inputs.deep"; the step is skipped when it is not met.'
+)
 
 
 class AgentStep(Strict):
@@ -426,6 +519,12 @@ class AgentStep(Strict):
         description="Jinja2: working folder under the workspace, "
         "e.g. execution_outputs/iteration_{{ iteration }}.",
     )
+    output: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder the agent's final answer is written to "
+        "(its JSON when the agent has an output_schema), e.g. answers/{{ index }}.md.",
+    )
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 class LoopBody(Strict):
@@ -441,11 +540,49 @@ class LoopBody(Strict):
 class LoopStep(Strict):
     kind: ClassVar[str] = "loop"
     loop: LoopBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ParallelStep(Strict):
+    """Agent steps run at the same time, each best with its own `workdir` or `output`."""
+
+    kind: ClassVar[str] = "parallel"
+    parallel: list[AgentStep] = Field(min_length=1, description="The agent steps to run at the same time.")
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ForeachBody(Strict):
+    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
+    file: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
+        "JSON Lines (one value per line) when it ends in .jsonl.",
+    )
+    as_: Name = Field(
+        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
+    )
+    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
+    collect: str = Field(
+        description="Jinja2: the JSON file the results are collected into, one entry per item in "
+        "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."
+    )
+    step: AgentStep = Field(description="The agent step run once per item.")
+
+
+class ForeachStep(Strict):
+    """One agent step per item of a list, `concurrency` at a time."""
+
+    kind: ClassVar[str] = "foreach"
+    foreach: ForeachBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 Step = Annotated[
-    Annotated[AgentStep, Tag("agent")] | Annotated[LoopStep, Tag("loop")],
-    key_tag("loop", "agent"),
+    Annotated[AgentStep, Tag("agent")]
+    | Annotated[LoopStep, Tag("loop")]
+    | Annotated[ParallelStep, Tag("parallel")]
+    | Annotated[ForeachStep, Tag("foreach")],
+    key_tag("loop", "parallel", "foreach", "agent"),
 ]
 LoopBody.model_rebuild()
 
@@ -492,13 +629,20 @@ class WorkflowManifest(Strict):
     default_model: str | None = Field(None, description="The model agents use when they name none.")
     entry: Name | None = Field(None, description="The agent that runs (or use `steps`).")
     task: str | None = Field(None, description="Jinja2: the first user message to the entry agent.")
-    steps: list[Step] | None = Field(None, description="A sequence of agent steps and loops.")
+    steps: list[Step] | None = Field(
+        None, description="A sequence of agent steps, loops, parallel and foreach steps."
+    )
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
     output: str | None = Field(None, description="The declared output file in the workspace, e.g. report.md.")
     limits: Limits = Field(default_factory=lambda: Limits())
     sandbox: SandboxSetting | None = Field(
         None,
         description="How tool processes are confined, for every agent (default: required, network deny).",
+    )
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools agents list as SERVER or SERVER.TOOL (the .mcp.json shape); "
+        "these win over a .mcp.json next to the workflow.",
     )
 
 

@@ -22,9 +22,16 @@ from dataclasses import replace
 from typing import Any
 
 from flowrun.errors import MissingCredentials
+from flowrun.providers.answers import parsed, require_answer, require_json_object, require_stream_end
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
+from flowrun.providers.structured import (
+    answer_from_final_tool,
+    final_tool,
+    final_tool_name,
+    with_instructions,
+)
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
 
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -102,6 +109,8 @@ def anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for one request."""
+    if config.structured_output != "native":
+        request = with_instructions(request)
     history = flatten_tool_history(request.messages) if config.tool_history == "text" else request.messages
     extra_system, messages = anthropic_messages(history, keep_thinking=config.thinking)
     if messages and messages[-1]["role"] == "user":
@@ -113,8 +122,13 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     params: dict[str, Any] = {"model": config.model, "max_tokens": config.max_tokens, "messages": messages}
     if system:
         params["system"] = system
-    if request.tools:
-        params["tools"] = anthropic_tools(request.tools)
+    tools = list(request.tools)
+    if request.output_schema is not None:
+        tools.append(final_tool(request.tools, request.output_schema))
+        # forced tool use is refused with extended thinking: then the model may also answer in text
+        params["tool_choice"] = {"type": "auto" if config.thinking else "any"}
+    if tools:
+        params["tools"] = anthropic_tools(tools)
     if config.thinking:
         # the budget must be >= 1024 and below max_tokens
         budget = max(config.thinking_budget, 1024)
@@ -195,7 +209,8 @@ def _block_dict(block: Any) -> dict[str, Any]:
 
 
 def response_from_message(message: Any) -> ModelResponse:
-    blocks = [_block_dict(block) for block in message.content]
+    require_json_object(message, "content")
+    blocks = [_block_dict(block) for block in message.content or []]
     return response_from_blocks(blocks, _usage(message.usage), message.stop_reason, message.model)
 
 
@@ -209,8 +224,11 @@ class StreamAssembler:
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.model = ""
+        self.events = 0
+        self.stopped = False  # message_stop seen
 
     def feed(self, event: Any) -> None:
+        self.events += 1
         handler = getattr(self, f"_on_{getattr(event, 'type', '')}", None)
         if handler is not None:
             handler(event)
@@ -239,7 +257,13 @@ class StreamAssembler:
         self.stop_reason = event.delta.stop_reason or self.stop_reason
         _usage(event.usage, self.usage)
 
+    def _on_message_stop(self, event: Any) -> None:
+        self.stopped = True
+
     def response(self) -> ModelResponse:
+        """The answer, once the stream reached message_stop (else a retryable unusable
+        answer: the stream was cut)."""
+        require_stream_end(self.stopped, self.events, "message_stop event")
         blocks = []
         for index in sorted(self.blocks):
             block = self.blocks[index]
@@ -308,12 +332,17 @@ class AnthropicProvider(Provider):
 
         async def call() -> ModelResponse:
             if self.config.stream:
-                return await self._stream(client, params)
-            return response_from_message(await client.messages.create(**params))
+                response = await parsed(lambda: self._stream(client, params))
+            else:
+                response = response_from_message(await parsed(lambda: client.messages.create(**params)))
+            return require_answer(response)
 
-        return await call_sdk(
+        response = await call_sdk(
             call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry
         )
+        if request.output_schema is not None and self.config.structured_output == "native":
+            response = answer_from_final_tool(response, final_tool_name(request.tools))
+        return response
 
     async def _stream(self, client: Any, params: dict[str, Any]) -> ModelResponse:
         assembler = StreamAssembler()

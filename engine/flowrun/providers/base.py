@@ -33,6 +33,7 @@ class ModelConfig:
     max_retries: int
     context_window: int
     tool_calling: str  # native | react
+    structured_output: str = "native"  # native | instructions (an `output_schema` in the system prompt)
     headers: dict[str, str] = field(default_factory=dict)
     price_input: float | None = None  # USD per million tokens; None: not priced
     price_output: float | None = None
@@ -96,6 +97,8 @@ class ModelRequest:
     step: int = -1
     # offline providers only: what the runtime knows that helps them (e.g. the declared output file)
     hints: dict[str, Any] = field(default_factory=dict)
+    # the JSON Schema the final answer must match (the agent's `output_schema`), or None
+    output_schema: dict[str, Any] | None = None
 
 
 def call_index(request: ModelRequest) -> int:

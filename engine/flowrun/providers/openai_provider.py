@@ -22,9 +22,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from flowrun.providers.answers import (
+    parsed,
+    require_answer,
+    require_json_object,
+    require_stream_end,
+    unusable,
+)
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
+from flowrun.providers.structured import openai_response_format, with_instructions
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -72,6 +80,8 @@ def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.create` for one request."""
+    if config.structured_output != "native":
+        request = with_instructions(request)
     history = flatten_tool_history(request.messages) if config.tool_history == "text" else request.messages
     messages = [{"role": "system", "content": request.system}] if request.system else []
     messages += [openai_message(m) for m in history]
@@ -80,6 +90,8 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
         params["temperature"] = config.temperature
     if request.tools:
         params["tools"] = openai_tools(request.tools)
+    if request.output_schema is not None:
+        params["response_format"] = openai_response_format(request.agent, request.output_schema)
     if config.stream:
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}
@@ -122,9 +134,10 @@ def _reasoning(text: str | None) -> list[dict[str, Any]]:
 
 
 def response_from_completion(completion: Any) -> ModelResponse:
-    usage = _usage(completion.usage)
+    require_json_object(completion, "choices")
     if not completion.choices:
-        return ModelResponse(usage=usage, model=completion.model or "")
+        raise unusable("the answer has no choices")
+    usage = _usage(completion.usage)
     choice = completion.choices[0]
     message = choice.message
     calls = [
@@ -153,8 +166,10 @@ class StreamAssembler:
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.model = ""
+        self.chunks = 0
 
     def feed(self, chunk: Any) -> None:
+        self.chunks += 1
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = _usage(chunk.usage)
@@ -187,6 +202,9 @@ class StreamAssembler:
                 call["arguments"].append(function.arguments)
 
     def response(self) -> ModelResponse:
+        """The answer, once the stream reached a chunk with a finish_reason (else a retryable
+        unusable answer: the stream was cut)."""
+        require_stream_end(self.stop_reason is not None, self.chunks, "chunk (no finish_reason)")
         calls = [
             _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())
         ]
@@ -244,8 +262,12 @@ class OpenAIProvider(Provider):
 
         async def call() -> ModelResponse:
             if self.config.stream:
-                return await self._stream(client, params)
-            return response_from_completion(await client.chat.completions.create(**params))
+                response = await parsed(lambda: self._stream(client, params))
+            else:
+                response = response_from_completion(
+                    await parsed(lambda: client.chat.completions.create(**params))
+                )
+            return require_answer(response)
 
         return await call_sdk(
             call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry

@@ -8,6 +8,7 @@ plain text. Answers depend only on the request, so a resumed run gets the same."
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -37,20 +38,26 @@ def sample_value(name: str, schema: dict[str, Any], hints: dict[str, Any]) -> An
         return schema["const"]
     if "default" in schema:
         return schema["default"]
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list) and options and isinstance(options[0], dict):
+        return sample_value(name, options[0], hints)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
-    if kind == "object":
+    if kind == "object" or (kind is None and "properties" in schema):
         return sample_object(schema, hints)
     if kind == "array":
-        return []
+        found = schema.get("items")
+        items: dict[str, Any] = found if isinstance(found, dict) else {}
+        return [sample_value(name, items, hints) for _ in range(int(schema.get("minItems", 0)))]
     if kind == "integer":
         return max(int(schema.get("minimum", 1)), 1)
     if kind == "number":
         return float(schema.get("minimum", 1))
     if kind == "boolean":
         return False
-    return sample_string(name, hints)
+    text = sample_string(name, hints)
+    return text.ljust(int(schema.get("minLength", 0)), ".")
 
 
 def sample_string(name: str, hints: dict[str, Any]) -> str:
@@ -148,10 +155,19 @@ class TestProvider(Provider):
         if step < len(order):
             tool, args = order[step]
             if tool.name in LAST:
-                args = {"result": f"dry run of {request.agent} finished"}
+                args = {"result": self._final_text(request, f"dry run of {request.agent} finished")}
             call = ToolCall(id=f"dry_{request.agent}_{step}", name=tool.name, arguments=args)
             return ModelResponse(
                 text="", tool_calls=[call], usage=usage, stop_reason="tool_use", model="test"
             )
-        text = f"Dry run of {request.agent}: called {len(order)} tool(s); wiring checked."
+        text = self._final_text(
+            request, f"Dry run of {request.agent}: called {len(order)} tool(s); wiring checked."
+        )
         return ModelResponse(text=text, usage=usage, stop_reason="end_turn", model="test")
+
+    def _final_text(self, request: ModelRequest, text: str) -> str:
+        """The answer, or with an `output_schema` a JSON value valid against it."""
+        if request.output_schema is None:
+            return text
+        hints = {**request.hints, "agent": request.agent}
+        return json.dumps(sample_value("answer", request.output_schema, hints), ensure_ascii=False)

@@ -1,14 +1,19 @@
 """The one generic agent loop: call the model, run its tool calls concurrently, feed the results
 back, repeat until the model answers without tool calls, a finish tool is called, a stop pattern
-matches, or `max_steps` is reached. It sees the run only through `LoopServices`."""
+matches, or `max_steps` is reached. A final answer is checked against the agent's
+`output_schema` (repair turns do not count toward `max_steps`). It sees the run only through
+`LoopServices`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 
 from flowrun.runtime.context import strategy_for
+from flowrun.runtime.context.base import ContextStrategy
 from flowrun.runtime.instance import AgentInstance, Outcome
 from flowrun.runtime.services import LoopServices
+from flowrun.runtime.structured import accept_final
 from flowrun.types import Control, Finish, Message, ModelResponse, ResetContext, ToolCall, ToolResult
 
 CONTINUE = "Continue. Call a finish tool when the task is done."
@@ -20,45 +25,71 @@ async def run_agent(
     services: LoopServices, inst: AgentInstance, task: str, max_steps: int | None = None
 ) -> Outcome:
     """Give `inst` a task and loop until it is done. A user message (a chat turn, or the
-    `--message` of a resumed run) may arrive before a model call or after an answer that would
-    end the agent; then the conversation goes on, with a fresh `max_steps` budget."""
+    `--message` of a resumed run) may arrive before a model call or after a final answer; then
+    the conversation goes on, with a fresh `max_steps` budget."""
     strategy = strategy_for(inst.spec.context.strategy)
     inst.task = task
     inst.messages.append(Message("user", strategy.opening(inst, task, services)))
     limit = max_steps or inst.spec.max_steps
     pattern = inst.stop_pattern()
     user_turn: UserTurn | None = getattr(services, "user_turn", None)
-    last_text = ""
-    step, budget = 0, limit
-    while budget > 0:
-        step, budget = step + 1, budget - 1
-        if user_turn is not None and (message := await user_turn(inst, None)) is not None:
-            inst.messages.append(Message("user", message))
-            budget = limit
-        await strategy.before_call(inst, services)
-        response = await services.model_call(inst)
-        _unique_call_ids(response, step)
-        last_text = response.text or last_text
-        inst.messages.append(
-            Message("assistant", response.text, list(response.tool_calls), thinking=list(response.thinking))
-        )
-        ended = pattern is not None and bool(response.text) and bool(pattern.search(response.text))
-        if ended or (not response.tool_calls and inst.spec.stop.on_text):
-            if user_turn is not None and (message := await user_turn(inst, response.text)) is not None:
-                inst.messages.append(Message("user", message))
-                budget = limit
-                continue
-            return Outcome("stopped" if ended else "completed", response.text, step)
-        if not response.tool_calls:
-            inst.messages.append(Message("user", CONTINUE))
+    step = repairs = base = 0
+    while step < base + limit + repairs:
+        step += 1
+        if await _user_message(user_turn, inst, None):
+            base = step - 1
+        outcome = await _turn(services, inst, strategy, pattern, step)
+        if outcome is None:
             continue
-        results = await services.execute_calls(inst, response.tool_calls)
-        control = _record_results(inst, response.tool_calls, results)
-        if isinstance(control, Finish):
-            return Outcome("finished", control.result, step)
-        if isinstance(control, ResetContext):
-            strategy.reset(inst, services)
-    return Outcome("max_steps", last_text, step)
+        if outcome.status == "stopped" or accept_final(services, inst, outcome, repairs):
+            if outcome.status != "finished" and await _user_message(user_turn, inst, outcome.text):
+                base = step
+                continue
+            return outcome
+        repairs += 1
+    return Outcome("max_steps", inst.last_text, step)
+
+
+async def _user_message(user_turn: UserTurn | None, inst: AgentInstance, answer: str | None) -> bool:
+    """Append the user's message for `inst` at this point, if there is one."""
+    if user_turn is None:
+        return False
+    message = await user_turn(inst, answer)
+    if message is None:
+        return False
+    inst.messages.append(Message("user", message))
+    return True
+
+
+async def _turn(
+    services: LoopServices,
+    inst: AgentInstance,
+    strategy: ContextStrategy,
+    pattern: re.Pattern[str] | None,
+    step: int,
+) -> Outcome | None:
+    """One model call and its tool calls; the outcome when the agent is done, else None."""
+    await strategy.before_call(inst, services)
+    response = await services.model_call(inst)
+    _unique_call_ids(response, step)
+    inst.last_text = response.text or inst.last_text
+    inst.messages.append(
+        Message("assistant", response.text, list(response.tool_calls), thinking=list(response.thinking))
+    )
+    if pattern is not None and response.text and pattern.search(response.text):
+        return Outcome("stopped", response.text, step)
+    if not response.tool_calls:
+        if inst.spec.stop.on_text:
+            return Outcome("completed", response.text, step)
+        inst.messages.append(Message("user", CONTINUE))
+        return None
+    results = await services.execute_calls(inst, response.tool_calls)
+    control = _record_results(inst, response.tool_calls, results)
+    if isinstance(control, Finish):
+        return Outcome("finished", control.result, step)
+    if isinstance(control, ResetContext):
+        strategy.reset(inst, services)
+    return None
 
 
 def _record_results(inst: AgentInstance, calls: list[ToolCall], results: list[ToolResult]) -> Control | None:

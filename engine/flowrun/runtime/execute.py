@@ -4,6 +4,7 @@ steps, and always leave a consistent run folder behind (status, usage, events)."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -11,6 +12,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
+from flowrun.runtime.structured import write_json_output
 
 EXIT_CODES = {"completed": 0, "failed": 1, "max_steps": 3, "budget_exceeded": 4, "interrupted": 130}
 
@@ -50,25 +53,45 @@ def default_task(run: Run) -> str:
 
 
 def prepare(run: Run, resume: bool = False) -> None:
+    """Ready the folder (the caller holds its lock). A new run writes run.json first, so a
+    folder stopped from here on is known as flowrun's, to be resumed or used again."""
     run.run_dir.mkdir(parents=True, exist_ok=True)
+    log = run.run_dir / "events.jsonl"
+    if resume:
+        drop_torn_line(log)
+    else:
+        _write_meta(run, "running")
+        log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
     if run.workspace == run.run_dir.resolve():
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
         run.workspace.mkdir(parents=True, exist_ok=True)
-    if resume:
-        _end_torn_line(run.run_dir / "events.jsonl")
     run.open_log()
     if not resume:
         seed_workspace(run)
 
 
-def _end_torn_line(path: Path) -> None:
-    """A crash can leave half a line; end it so the next event starts on its own line."""
-    if path.exists() and path.stat().st_size:
-        with path.open("rb+") as f:
-            f.seek(-1, 2)
-            if f.read(1) != b"\n":
-                f.write(b"\n")
+def drop_torn_line(path: Path) -> None:
+    """A crash can leave half a line at the end of the log: it is cut off, so the log stays
+    strictly one JSON object per line."""
+    if not path.exists() or not path.stat().st_size:
+        return
+    with path.open("rb+") as f:
+        f.seek(-1, 2)
+        if f.read(1) == b"\n":
+            return
+        size = f.seek(0, 2)
+        keep = 0
+        while size > 0:  # find the last newline, reading backwards in blocks
+            start = max(0, size - 65536)
+            f.seek(start)
+            block = f.read(size - start)
+            at = block.rfind(b"\n")
+            if at >= 0:
+                keep = start + at + 1
+                break
+            size = start
+        f.truncate(keep)
 
 
 def seed_workspace(run: Run) -> None:
@@ -147,12 +170,17 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     except FlowrunError as e:
         status, message = "failed", str(e)
         run.emit(ErrorEvent(where="run", message=str(e)))
+    except OSError as e:  # the run folder cannot be written (disk full, removed, read-only)
+        status, message = "failed", f"cannot write the run folder {run.run_dir}: {e.strerror or e}"
+        with contextlib.suppress(OSError):
+            run.emit(ErrorEvent(where="run", message=message))
     except (KeyboardInterrupt, asyncio.CancelledError) as e:
-        # Ctrl-C or a cancelled task: stop cleanly, keep everything, and say how to continue
-        status, message = "interrupted", f"{type(e).__name__}: continue with `flowrun resume {run.run_dir}`"
+        # Ctrl-C, SIGTERM or a cancelled task: stop cleanly, keep everything, say how to continue
+        reason = e.args[0] if e.args and isinstance(e.args[0], str) else type(e).__name__
+        status, message = "interrupted", f"{reason}: continue with `flowrun resume {run.run_dir}`"
         raise
     finally:
-        await run.aclose()
+        await close_run(run)
         _finish(run, status, message)
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
@@ -160,12 +188,40 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     return RunSummary(status, message, output, EXIT_CODES.get(status, 1))
 
 
+async def close_run(run: Run) -> None:
+    """Stop the run's tool processes and close its clients. Once the run's outcome is known,
+    an interrupt (a late Ctrl-C or SIGTERM, a cancel) no longer cuts this short: the close
+    finishes and the run's end is recorded with the status it reached."""
+    closing = asyncio.ensure_future(run.aclose())
+    task = asyncio.current_task()
+    while True:
+        try:
+            await asyncio.shield(closing)
+            return
+        except asyncio.CancelledError:
+            if closing.cancelled() or task is None:
+                return
+            task.uncancel()  # absorbed: the status was decided before it came
+        except Exception as e:  # closing must not hide the run's outcome
+            with contextlib.suppress(OSError):
+                run.emit(ErrorEvent(where="close", message=f"{type(e).__name__}: {e}"))
+            return
+
+
 def _finish(run: Run, status: str, message: str) -> None:
-    run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
-    write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
-    _write_meta(run, status)
+    """The run's last event, usage.json and run.json; each is attempted even when the one
+    before failed (a full disk), so whatever can be recorded is."""
+    steps: tuple[Callable[[], object], ...] = (
+        lambda: run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict())),
+        lambda: write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2)),
+        lambda: _write_meta(run, status),
+    )
+    for step in steps:
+        with contextlib.suppress(OSError):
+            step()
     if run.events:
-        run.events.close()
+        with contextlib.suppress(OSError):  # the last flush of a log that cannot be written
+            run.events.close()
 
 
 def _write_meta(run: Run, status: str) -> None:
@@ -215,6 +271,9 @@ async def _run_body(run: Run) -> Outcome:
             if spec.task
             else default_task(run)
         )
-        return await top_agent(run, spec.entry, spec.entry, task, None)
-    ctx = StepContext(run, lambda steps, prefix: run_steps(steps, prefix, ctx), lambda: default_task(run))
-    return await run_steps(spec.steps or [], "", ctx)
+        outcome = await top_agent(run, spec.entry, spec.entry, task, None)
+    else:
+        ctx = StepContext(run, lambda steps, prefix: run_steps(steps, prefix, ctx), lambda: default_task(run))
+        outcome = await run_steps(spec.steps or [], "", ctx)
+    write_json_output(run.workspace, spec.output, outcome)
+    return outcome

@@ -18,12 +18,17 @@ from flowrun.events import (
     ContextCompactedEvent,
     ContextResetEvent,
     Event,
+    FanoutEndEvent,
+    FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
+    OutputInvalidEvent,
     RunStartEvent,
+    StepConditionEvent,
     ToolCallEvent,
+    ToolIntentEvent,
     ToolResultEvent,
     UserMessageEvent,
 )
@@ -42,6 +47,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     ModelRequestEvent,
     ModelResponseEvent,
     ToolCallEvent,
+    ToolIntentEvent,
     ToolResultEvent,
     IterationStartEvent,
     IterationEndEvent,
@@ -49,6 +55,10 @@ REPEATABLE: tuple[type[Event], ...] = (
     ContextCompactedEvent,
     ApprovalEvent,
     UserMessageEvent,
+    StepConditionEvent,
+    FanoutStartEvent,
+    FanoutEndEvent,
+    OutputInvalidEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -79,6 +89,8 @@ class Ledger:
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
     user_messages: dict[tuple[str, int], str] = field(default_factory=dict)  # (agent id, step) -> text
     tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
+    intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
+    conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -86,7 +98,7 @@ class Ledger:
     @classmethod
     def from_events(cls, path: Path, mode: Mode) -> Ledger:
         ledger = cls(mode)
-        for event in read_events(path):
+        for event in read_events(path, strict=True):
             ledger.recorded[event_key(event)] += 1
             if isinstance(event, ModelRequestEvent):
                 ledger.requests[(event.agent_id, event.step)] = event.digest
@@ -103,6 +115,10 @@ class Ledger:
                 ledger.user_messages[(event.agent_id, event.step)] = event.text
             elif isinstance(event, AgentStartEvent):
                 ledger.tasks.setdefault(event.agent_id, event.task)
+            elif isinstance(event, ToolIntentEvent):
+                ledger.intents.add((event.agent_id, event.call_id))
+            elif isinstance(event, StepConditionEvent):
+                ledger.conditions[event.step] = event.met
         return ledger
 
     def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
@@ -135,6 +151,16 @@ class Ledger:
             return None
         recorded = self.tool_results.get((agent_id, call_id))
         return ToolResult.from_dict(recorded.to_dict()) if recorded is not None else None
+
+    def started_unfinished(self, agent_id: str, call_id: str) -> bool:
+        """True for a call not safe to repeat that an earlier attempt started and never
+        finished (resume only): its effect is unknown, so it is not run again."""
+        return (
+            self.mode == "resume"
+            and agent_id not in self.diverged
+            and (agent_id, call_id) in self.intents
+            and (agent_id, call_id) not in self.tool_results
+        )
 
     def approval(self, agent_id: str, call_id: str) -> bool | None:
         """The decision an earlier attempt recorded for this call (resume never asks again)."""

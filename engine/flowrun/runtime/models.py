@@ -115,6 +115,7 @@ class ModelService:
             agent_id=inst.id,
             hints=self.hints(inst) if inst.model.provider == "test" else {},
             step=inst.model_calls - sum(inst.side_calls.values()),
+            output_schema=inst.output_schema,
         )
         return await self._request(inst, request)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from flowrun.events import Event, UserMessageEvent
 from flowrun.manifest.graph import tool_entries
+from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
@@ -26,7 +27,7 @@ from flowrun.runtime.models import ModelChoice, ModelService
 from flowrun.runtime.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.prompts import PromptRenderer
 from flowrun.runtime.sandboxes import SandboxPolicies
-from flowrun.runtime.tool_kinds import bind_tools
+from flowrun.runtime.tool_kinds import bind_tools, close_tools, prepare_tools
 from flowrun.runtime.usage import UsageBook
 from flowrun.tools.sandbox import Mode
 from flowrun.types import ModelResponse, ToolCall, ToolResult
@@ -136,6 +137,10 @@ class Run:
     # ------------------------------------------------------------ RunServices
 
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
+        if await prepare_tools(inst, self):  # e.g. MCP servers started, their tools bound
+            inst.system = self.prompts.system_prompt(
+                self.project.agents[inst.name], inst.tools, inst.model.name
+            )
         return await self.models.model_call(inst)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
@@ -149,6 +154,9 @@ class Run:
 
     def recorded_until(self, loop: str, iteration: int) -> bool | None:
         return self.ledger.until.get((loop, iteration)) if self.ledger else None
+
+    def recorded_condition(self, step: str) -> bool | None:
+        return self.ledger.conditions.get(step) if self.ledger else None
 
     def new_instance(
         self,
@@ -173,6 +181,7 @@ class Run:
             system=self.prompts.system_prompt(loaded, tools, config.name),
             depth=depth,
             cwd=cwd or self.workspace,
+            output_schema=resolve_output_schema(loaded, self.project),
         )
         self.record_prompt(inst)
         return inst
@@ -214,4 +223,5 @@ class Run:
         from flowrun.tools.shell import close_jobs
 
         await close_jobs(self.tools.env.state)
+        await close_tools(self)
         await self.models.aclose()

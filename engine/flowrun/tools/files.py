@@ -190,6 +190,14 @@ async def write_file(
     return await run_path_tool(ctx, params, path, work, write=True)
 
 
+def _write_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """create and overwrite leave the same file when run twice; append adds the text twice."""
+    return bool(arguments.get("mode", "create") != "append")
+
+
+write_file.idempotent = _write_repeat_safe  # type: ignore[attr-defined]
+
+
 def _write(
     resolved: Path, shown: str, data: bytes, mode: str, encoding: str = "utf-8", content: str = ""
 ) -> ToolResult:

@@ -97,6 +97,24 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     return finish_result(result, params, started)
 
 
+READ_ONLY = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep"})
+BRANCH_LISTING = frozenset({"-a", "--all", "-r", "--remotes", "-l", "--list", "-v", "-vv", "--show-current"})
+
+
+def _git_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """Reading subcommands are safe to run again; anything that may write (commit, add, tag,
+    branch with a name, push, ...) is not."""
+    argv, problem = _parse(arguments.get("args", []))
+    if problem is not None or not argv:
+        return True  # refused before git runs
+    if argv[0] == "branch":
+        return all(a in BRANCH_LISTING for a in argv[1:])
+    return argv[0] in READ_ONLY
+
+
+git.idempotent = _git_repeat_safe  # type: ignore[attr-defined]
+
+
 def _parse(args: list[str] | str) -> tuple[list[str], ToolResult | None]:
     if isinstance(args, str):
         try:
@@ -105,6 +123,8 @@ def _parse(args: list[str] | str) -> tuple[list[str], ToolResult | None]:
             return [], error("INVALID_PARAM", f"cannot split args {args!r}: {e}")
     else:
         argv = [str(a) for a in args]
+    if any("\x00" in a for a in argv):
+        return [], error("INVALID_PARAM", "an argument contains a NUL byte")
     if argv and argv[0] == "git":  # models often repeat the program name
         argv = argv[1:]
     if not argv:

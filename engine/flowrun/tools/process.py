@@ -342,9 +342,9 @@ def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
     home = None if run_dir == root else run_dir / sandbox.HOME_DIR
     skills = []
     for entry in ctx.search_path:
-        folder = (entry / "skills").resolve()
-        if folder.is_dir() and not folder.is_relative_to(root) and folder not in skills:
-            skills.append(folder)
+        for folder in ((entry / "skills").resolve(), (entry / ".claude" / "skills").resolve()):
+            if folder.is_dir() and not folder.is_relative_to(root) and folder not in skills:
+                skills.append(folder)
     writable = None
     if ctx.write_within is not None:
         writable = (ctx.write_within.resolve(), home or root / sandbox.HOME_DIR)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flowrun.errors import ProviderError
+from flowrun.errors import OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
@@ -103,6 +103,9 @@ async def call_agent(
     except ProviderError as e:
         run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=str(e)))
         return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
+    except OutputInvalid as e:
+        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
+        return ToolResult.fail("OUTPUT_INVALID", e.message)
     files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
     caller.written |= set(files)
     run.emit(
@@ -211,6 +214,8 @@ def _sub_result(
         "agent_id": inst.id,
         "outcome": outcome.status,
     }
+    if outcome.data is not None:
+        data["output"] = outcome.data  # the parsed answer of an agent with an output_schema
     if full:
         data["full_output"] = outcome.text
     return ToolResult(status, text, data)

@@ -65,7 +65,13 @@ class PythonKind:
         if dynamic is not None:  # e.g. use_skill lists the skills it can load
             parameters = dynamic(request.project.roots, config) or parameters
         spec = ToolSpec(manifest.name, manifest.description.strip(), parameters)
-        return [BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, func)]
+        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, func)
+        # the manifest's `idempotent:` wins; else the function's own rule (write_file: not in
+        # append mode); else a python tool is taken to be safe to repeat
+        bound.idempotent = (
+            manifest.idempotent if manifest.idempotent is not None else getattr(func, "idempotent", True)
+        )
+        return [bound]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         func: ToolFunction = bound.target
