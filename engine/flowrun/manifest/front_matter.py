@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.yaml_limits import read_limited
 from flowrun.manifest.yaml_source import Source, parse_text
+from flowrun.yaml_limits import read_limited
 
 
 @dataclass(slots=True)

@@ -11,9 +11,9 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.mcp_config import MCP_FILE
 from flowrun.manifest.project import MANIFEST_DIRS, display_path, load_project
 from flowrun.manifest.skill_lint import SKILL_FILE, lint_skill, skill_folders
-from flowrun.manifest.yaml_limits import MAX_FILE_BYTES
 from flowrun.manifest.yaml_source import load_source
 from flowrun.paths import builtin_root, is_builtin_file
+from flowrun.yaml_limits import MAX_FILE_BYTES
 
 SKIP_DIRS = {
     "runs",
@@ -26,6 +26,7 @@ SKIP_DIRS = {
     "skills",
     "corpus",
     "schema",
+    "schemas",
 }
 HAS_KIND = re.compile(r"^kind:\s*\S", re.MULTILINE)
 

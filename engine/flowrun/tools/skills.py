@@ -21,6 +21,7 @@ import yaml
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.types import ToolResult
+from flowrun.yaml_limits import Loader, scan_events
 
 INDEX_FILE = "skills.json"
 SKILL_FILE = "SKILL.md"
@@ -123,9 +124,12 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
     end = text.find("\n---", first_nl)
     if first_nl < 0 or end < 0:
         return {}, text
+    front = text[first_nl + 1 : end]
+    if scan_events(front) is not None:  # an alias bomb or absurd nesting: no front matter
+        return {}, text
     try:
-        meta = yaml.safe_load(text[first_nl + 1 : end])
-    except yaml.YAMLError:
+        meta = yaml.load(front, Loader=Loader)  # the safe loader (C when available)
+    except Exception:  # YAML errors, and a value its tag cannot hold (constructors raise anything)
         return {}, text
     body = text[end + 4 :].split("\n", 1)[1] if "\n" in text[end + 4 :] else ""
     return (meta if isinstance(meta, dict) else {}), body.lstrip("\n")
@@ -178,7 +182,9 @@ async def use_skill(ctx: ToolContext, skill: str, file: str | None = None) -> To
     params: dict[str, Any] = {"skill": skill, "file": file}
     skills = find_skills(ctx.search_path, ctx.config)
     found = skills.get(skill)
-    if found is None:
+    if "\x00" in skill or (file and "\x00" in file):
+        result = error("INVALID_PARAM", "the skill name or file contains a NUL byte")
+    elif found is None:
         names = ", ".join(skills) or "(none: no skills/ folder was found)"
         result = error(
             "NOT_FOUND", f"unknown skill {skill!r}; available skills: {names}", available=list(skills)
