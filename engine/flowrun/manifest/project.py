@@ -162,6 +162,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         elif isinstance(spec, ScriptManifest):
             project.scripts.append(Loaded(spec, src, project_root, False))
     _add_mcp_servers(project, project_root)
+    _claude_model_names(project)
     _resolve_extends(project)
     return project
 
@@ -196,6 +197,21 @@ def _add_claude_agents(project: Project, root: Path) -> None:
         project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, False))
         for name, server in servers.items():
             project.mcp_servers.setdefault(name, Loaded(server, src, root, False))
+
+
+def _claude_model_names(project: Project) -> None:
+    """A Claude Code agent's `model: sonnet` (or opus, haiku) names the project's or a
+    workflow's model of that name when there is one, else Anthropic's model."""
+    from flowrun.manifest.claude_agents import MODEL_ALIASES
+
+    named = set(project.models) | {name for wf in project.workflows for name in wf.spec.models}
+    for layers in project.agent_layers.values():
+        for i, loaded in enumerate(layers):
+            meta = loaded.source.data if loaded.source.path.suffix == ".md" else None
+            alias = meta.get("model") if isinstance(meta, dict) else None
+            if alias in MODEL_ALIASES and alias in named:
+                spec = loaded.spec.model_copy(update={"model": alias})
+                layers[i] = Loaded(spec, loaded.source, loaded.root, loaded.builtin)
 
 
 def _add_mcp_servers(project: Project, root: Path) -> None:

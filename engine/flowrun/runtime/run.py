@@ -141,6 +141,7 @@ class Run:
             inst.system = self.prompts.system_prompt(
                 self.project.agents[inst.name], inst.tools, inst.model.name
             )
+            self.record_prompt(inst)  # what the agent is really told, with those tools
         return await self.models.model_call(inst)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
