@@ -155,6 +155,21 @@ class ModelResponseEvent(Event):
     latency_ms: float = 0.0
     cost_usd: float | None = None  # None when the model has no price
     replayed: bool | None = None  # True when the answer came from the log
+    served_by: str | None = None  # the fallback model that answered, when not the agent's own
+
+
+@event_type("model_fallback")
+@dataclass(kw_only=True, slots=True)
+class ModelFallbackEvent(Event):
+    """A model call switched to the next model of its `fallback` list: the previous one failed
+    for good with a retryable error, or is cooling down after such a failure."""
+
+    agent: str
+    agent_id: str
+    step: int
+    from_model: str
+    to_model: str
+    reason: str
 
 
 @event_type("model_retry")

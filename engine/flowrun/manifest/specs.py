@@ -163,6 +163,17 @@ class ModelSpec(Strict):
     script: str | None = Field(
         None, description="scripted provider: the script file, relative to the workflow."
     )
+    fallback: list[ModelRef] = Field(
+        default_factory=list,
+        description="Models to try in order when this one still fails with a retryable error "
+        "(429, 5xx, overloaded, timeouts, connection errors) after its own retries.",
+    )
+    cooldown_s: float = Field(
+        60.0,
+        gt=0,
+        description="After it failed, seconds before this model is tried again (calls go to the "
+        "fallback meanwhile).",
+    )
 
 
 ModelRef = Annotated[

@@ -40,6 +40,8 @@ class ModelConfig:
     price_cache_read: float | None = None
     price_cache_write: float | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific extras (key_optional, script)
+    fallback: list[str] = field(default_factory=list)  # model references tried after this one fails
+    cooldown_s: float = 60.0  # after a failure, how long calls skip this model
 
     def secret(self, env_name: str | None) -> str | None:
         """The value of an env var the config names, or None when unset or empty."""

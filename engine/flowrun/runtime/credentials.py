@@ -5,6 +5,7 @@ from __future__ import annotations
 from flowrun.manifest.graph import run_agents
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.providers.base import ModelConfig
 from flowrun.providers.registry import PROVIDERS
 from flowrun.runtime.models import ModelChoice
 
@@ -20,10 +21,14 @@ def missing_credentials(
             if ref is None and agent.model is not None:
                 continue
             config = choice.config(ref, name)
-            entry = PROVIDERS.get(config.provider)
-            if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
-                continue
-            if config.secret(config.api_key_env) or config.secret(config.auth_token_env):
-                continue
-            missing.setdefault(config.api_key_env or "?", []).append(name)
+            for needed in [config, *(choice.config(f, name) for f in config.fallback)]:
+                if lacks_key(needed):
+                    missing.setdefault(needed.api_key_env or "?", []).append(name)
     return missing
+
+
+def lacks_key(config: ModelConfig) -> bool:
+    entry = PROVIDERS.get(config.provider)
+    if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
+        return False
+    return not (config.secret(config.api_key_env) or config.secret(config.auth_token_env))

@@ -22,6 +22,7 @@ from flowrun.events import (
     FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
+    ModelFallbackEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     OutputInvalidEvent,
@@ -57,6 +58,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     FanoutStartEvent,
     FanoutEndEvent,
     OutputInvalidEvent,
+    ModelFallbackEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -87,6 +89,7 @@ class Ledger:
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
+    served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -101,6 +104,8 @@ class Ledger:
             elif isinstance(event, ModelResponseEvent):
                 key = (event.agent_id, event.step)
                 ledger.responses[key] = (ledger.requests.get(key, ""), event.response)
+                if event.served_by:
+                    ledger.served_by[key] = event.served_by
             elif isinstance(event, ToolResultEvent):
                 ledger.tool_results[(event.agent_id, event.call_id)] = event.result
             elif isinstance(event, IterationEndEvent):

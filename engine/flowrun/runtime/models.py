@@ -20,6 +20,7 @@ from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.registry import make_provider
 from flowrun.redaction import Redactor
 from flowrun.runtime.budgets import Budgets
+from flowrun.runtime.fallback import FallbackChains
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.usage import UsageBook, cost_of
@@ -82,6 +83,7 @@ class ModelService:
         self.hints = hints
         self.ledger = ledger
         self.providers: dict[str, Provider] = {}
+        self.fallbacks = FallbackChains(choice.config, self.provider_for, emit)
 
     def provider_for(self, config: ModelConfig) -> Provider:
         key = f"{config.name}|{config.provider}|{config.model}"
@@ -150,8 +152,11 @@ class ModelService:
         )
         recorded = self.ledger.response(inst.id, step, digest, inst.name) if self.ledger else None
         started = time.perf_counter()
-        response = recorded if recorded is not None else await self._live(inst, request)
-        self.usage.add(inst.name, inst.model, response.usage)
+        if recorded is not None:
+            response, served = recorded, self._recorded_model(inst, step)
+        else:
+            response, served = await self._live(inst, request, step)
+        self.usage.add(inst.name, served, response.usage, fallback=served.name != inst.model.name)
         latency = 0.0 if recorded is not None else round((time.perf_counter() - started) * 1000, 2)
         self.emit(
             ModelResponseEvent(
@@ -161,15 +166,24 @@ class ModelService:
                 purpose=purpose,
                 response=response,
                 latency_ms=latency,
-                cost_usd=cost_of(response.usage, inst.model),
+                cost_usd=cost_of(response.usage, served),
                 replayed=True if recorded is not None else None,
+                served_by=served.name if served.name != inst.model.name else None,
             )
         )
         return response
 
-    async def _live(self, inst: AgentInstance, request: ModelRequest) -> ModelResponse:
+    def _recorded_model(self, inst: AgentInstance, step: int) -> ModelConfig:
+        """The model that answered a recorded call (a fallback's usage stays its own)."""
+        name = self.ledger.served_by.get((inst.id, step)) if self.ledger else None
+        return self.choice.config(name, inst.name) if name else inst.model
+
+    async def _live(
+        self, inst: AgentInstance, request: ModelRequest, step: int
+    ) -> tuple[ModelResponse, ModelConfig]:
         try:
-            return await inst.provider.complete(request)
+            served = await self.fallbacks.complete(inst, request, step)
+            return served.response, served.config
         except ProviderError as e:
             e.agent = e.agent or inst.name
             e.model = e.model or inst.model.name
