@@ -105,6 +105,7 @@ class AgentStartEvent(Event):
     task: str = ""
     model: str = ""
     session: str | None = None
+    budget: dict[str, float] | None = None  # a per-call budget, capped at what the callers had left
 
 
 @event_type("agent_end")
@@ -324,6 +325,21 @@ class ContextCompactedEvent(Event):
     messages_before: int
     messages_after: int
     transcript: str
+
+
+@event_type("call_budget_exceeded")
+@dataclass(kw_only=True, slots=True)
+class CallBudgetExceededEvent(Event):
+    """An agent called as a tool used up its per-call budget (or one of its callers' budgets):
+    it stops and returns `partial` to its caller; the run goes on."""
+
+    agent: str
+    agent_id: str
+    limit: str  # max_cost_usd | max_tokens | max_steps
+    message: str
+    tokens: int = 0  # what its sub-tree used
+    cost_usd: float = 0.0
+    model_calls: int = 0
 
 
 @event_type("budget_exceeded")

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from flowrun.manifest.specs import AgentManifest
 from flowrun.providers.base import ModelConfig, Provider
 from flowrun.runtime.bound_tool import BoundTool
+from flowrun.runtime.subtrees import Subtree
 from flowrun.types import Message
 
 OutcomeStatus = Literal["completed", "finished", "stopped", "max_steps"]
@@ -52,6 +53,7 @@ class AgentInstance:
     side_calls: dict[str, int] = field(default_factory=dict)  # purpose -> tool-less calls (compaction)
     task: str = ""
     output_schema: dict[str, Any] | None = None  # the spec's `output_schema`, resolved
+    tree: Subtree | None = None  # its usage with everything it calls, and any per-call budget
     last_text: str = ""  # the latest non-empty text the model wrote
 
     def stop_pattern(self) -> re.Pattern[str] | None:

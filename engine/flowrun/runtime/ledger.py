@@ -15,6 +15,7 @@ from flowrun.events import (
     AgentPromptEvent,
     AgentStartEvent,
     ApprovalEvent,
+    CallBudgetExceededEvent,
     ContextCompactedEvent,
     ContextResetEvent,
     Event,
@@ -59,6 +60,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     FanoutEndEvent,
     OutputInvalidEvent,
     ModelFallbackEvent,
+    CallBudgetExceededEvent,
 )
 EventKey = tuple[object, ...]
 

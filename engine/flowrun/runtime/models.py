@@ -134,6 +134,10 @@ class ModelService:
     async def _request(
         self, inst: AgentInstance, request: ModelRequest, purpose: str | None = None
     ) -> ModelResponse:
+        self.budgets.check()  # the run's limits first: they stop the whole run
+        if inst.tree is not None:
+            inst.tree.check()  # a per-call budget: the nearest agent-as-tool call returns partial
+            inst.tree.start_call()
         self.budgets.spend_call()
         inst.model_calls += 1
         step = inst.model_calls
@@ -157,6 +161,8 @@ class ModelService:
         else:
             response, served = await self._live(inst, request, step)
         self.usage.add(inst.name, served, response.usage, fallback=served.name != inst.model.name)
+        if inst.tree is not None:
+            inst.tree.add(response.usage.total, cost_of(response.usage, served))
         latency = 0.0 if recorded is not None else round((time.perf_counter() - started) * 1000, 2)
         self.emit(
             ModelResponseEvent(

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flowrun.providers.base import ModelConfig
+from flowrun.runtime.subtrees import SubtreeBook
 from flowrun.types import Usage
 
 
@@ -34,6 +35,7 @@ class UsageLine:
 class UsageBook:
     def __init__(self) -> None:
         self.lines: dict[tuple[str, str], UsageLine] = {}
+        self.subtrees = SubtreeBook()  # per agent and everything it called; per-call budgets
         self.fallback_calls: dict[str, int] = {}  # model -> calls it served for another model
 
     def add(self, agent: str, config: ModelConfig, usage: Usage, fallback: bool = False) -> None:
@@ -79,4 +81,5 @@ class UsageBook:
             "total_cost_usd": round(self.total_cost, 6) if self.priced else None,
             "by_agent_model": [asdict(line) for line in self.lines.values()],
             "by_model": self.by_model(),
+            "by_subtree": self.subtrees.to_list(),
         }
