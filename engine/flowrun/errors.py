@@ -2,7 +2,8 @@
 `ToolResult(status="error")` data the model can act on.
 
     FlowrunError                  base; carries a one-line message and a hint
-    ├── UsageError                bad command line (exit 2)
+    ├── UsageError                bad command line, run id or inputs; unusable runs folder (exit 2)
+    │   └── RunInUse              another live process holds the run folder's lock (exit 2)
     ├── ManifestError             a manifest problem found while loading (exit 1)
     ├── ProviderError             a model call failed for good (after retries)
     │   └── MissingCredentials    the env var holding a key is not set
@@ -29,6 +30,10 @@ class FlowrunError(Exception):
 
 class UsageError(FlowrunError):
     exit_code = 2
+
+
+class RunInUse(UsageError):
+    pass
 
 
 class ManifestError(FlowrunError):

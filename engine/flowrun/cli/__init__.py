@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from flowrun._version import __version__
-from flowrun.cli import inspect_cmd, run_cmd, schema_cmd, validate_cmd
+from flowrun.cli import export_cmd, inspect_cmd, run_cmd, schema_cmd, serve_cmd, validate_cmd
 
 
 class FlowrunGroup(click.Group):
@@ -42,5 +42,7 @@ for command in (
     inspect_cmd.show,
     validate_cmd.validate,
     schema_cmd.schema,
+    serve_cmd.serve,
+    export_cmd.export,
 ):
     main.add_command(command)

@@ -24,6 +24,7 @@ from typing import Any
 from flowrun.errors import MissingCredentials
 from flowrun.providers.answers import parsed, require_answer, require_json_object, require_stream_end
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
 from flowrun.providers.structured import (
     answer_from_final_tool,
@@ -110,7 +111,8 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for one request."""
     if config.structured_output != "native":
         request = with_instructions(request)
-    extra_system, messages = anthropic_messages(request.messages, keep_thinking=config.thinking)
+    history = flatten_tool_history(request.messages) if config.tool_history == "text" else request.messages
+    extra_system, messages = anthropic_messages(history, keep_thinking=config.thinking)
     if messages and messages[-1]["role"] == "user":
         messages[-1]["content"][-1]["cache_control"] = dict(EPHEMERAL)
     system = (
@@ -132,6 +134,10 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
         budget = max(config.thinking_budget, 1024)
         params["thinking"] = {"type": "enabled", "budget_tokens": budget}
         params["max_tokens"] = max(config.max_tokens, budget + 1024)
+    if body := config.request_body():
+        params["extra_body"] = body
+    if config.extra_headers:
+        params["extra_headers"] = dict(config.extra_headers)
     return params
 
 
@@ -283,8 +289,11 @@ class AnthropicProvider(Provider):
         self.on_retry: Callable[[int, float, str], None] | None = None
 
     def credentials(self, agent: str) -> tuple[str | None, str | None]:
-        """(api_key, auth_token), exactly one set; MissingCredentials names the env var."""
+        """(api_key, auth_token), exactly one set; MissingCredentials names the env var. A model
+        that names no variable falls back on ANTHROPIC_AUTH_TOKEN when ANTHROPIC_API_KEY is unset."""
         config = self.config
+        if config.token_env and not config.secret(config.api_key_env) and config.secret(config.token_env):
+            return None, config.secret(config.token_env)
         if config.auth_token_env:
             token = config.secret(config.auth_token_env)
             if token is None:

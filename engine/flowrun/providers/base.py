@@ -42,6 +42,19 @@ class ModelConfig:
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific extras (key_optional, script)
     fallback: list[str] = field(default_factory=list)  # model references tried after this one fails
     cooldown_s: float = 60.0  # after a failure, how long calls skip this model
+    extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request's JSON body
+    extra_headers: dict[str, str] = field(default_factory=dict)  # sent with every request
+    thinking_off: dict[str, Any] = field(default_factory=dict)  # extra_body when thinking is off
+    send_thinking_off: bool = False  # thinking was switched off explicitly (model or --no-thinking)
+    tool_history: str = "native"  # native | text (past tool calls as plain text)
+    token_env: str | None = None  # a bearer token to fall back on when the key variable is unset
+
+    def request_body(self) -> dict[str, Any]:
+        """The extra JSON body of every request: `extra_body`, plus `thinking_off` when thinking
+        is switched off (explicitly, by the model or --no-thinking)."""
+        if self.send_thinking_off and not self.thinking:
+            return _merged(self.extra_body, self.thinking_off)
+        return dict(self.extra_body)
 
     def secret(self, env_name: str | None) -> str | None:
         """The value of an env var the config names, or None when unset or empty."""
@@ -62,6 +75,17 @@ class ModelConfig:
                 model=self.name,
             )
         return key
+
+
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `base`, mappings merged key by key."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 @dataclass(slots=True)

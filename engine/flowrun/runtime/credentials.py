@@ -22,13 +22,18 @@ def missing_credentials(
                 continue
             config = choice.config(ref, name)
             for needed in [config, *(choice.config(f, name) for f in config.fallback)]:
-                if lacks_key(needed):
-                    missing.setdefault(needed.api_key_env or "?", []).append(name)
+                variable = missing_key(needed)
+                if variable is not None:
+                    missing.setdefault(variable, []).append(name)
     return missing
 
 
-def lacks_key(config: ModelConfig) -> bool:
+def missing_key(config: ModelConfig) -> str | None:
+    """The variable (or variables) a model needs and lacks, or None."""
     entry = PROVIDERS.get(config.provider)
     if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
-        return False
-    return not (config.secret(config.api_key_env) or config.secret(config.auth_token_env))
+        return None
+    if any(config.secret(env) for env in (config.api_key_env, config.auth_token_env, config.token_env)):
+        return None
+    needed = config.api_key_env or "?"
+    return f"{needed} (or {config.token_env})" if config.token_env else needed

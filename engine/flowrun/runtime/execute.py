@@ -215,7 +215,8 @@ def _finish(run: Run, status: str, message: str) -> None:
         with contextlib.suppress(OSError):
             step()
     if run.events:
-        run.events.close()
+        with contextlib.suppress(OSError):  # the last flush of a log that cannot be written
+            run.events.close()
 
 
 def _write_meta(run: Run, status: str) -> None:
@@ -229,6 +230,7 @@ def _write_meta(run: Run, status: str) -> None:
         "model_override": run.options.model_override,
         "agent_models": dict(run.options.agent_models),
         "overrides": list(run.options.overrides),
+        "no_thinking": run.options.no_thinking,
         "output": run.spec.output,
         "updated": time.time(),
     }
