@@ -22,7 +22,7 @@ from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 PRIMARY, BACKUP = "primary-model", "backup-model"
 
 
-def write_project(tmp: Path, primary_api: str, cooldown: float = 5.0) -> None:
+def write_project(tmp: Path, primary_api: str, cooldown: float = 30.0) -> None:
     backup_api = "openai" if primary_api == "anthropic" else "anthropic"
     workflow = {
         "version": 1,
@@ -57,7 +57,8 @@ def write_project(tmp: Path, primary_api: str, cooldown: float = 5.0) -> None:
 class Outage:
     """The primary model answers 503 to its first `failures` requests, then works; the backup
     always works and holds its second answer for `hold` seconds (so the primary's cooldown runs
-    out meanwhile). Replies: two tool calls, then a text answer (by assistant turns)."""
+    out meanwhile: the cooldown is long because a first SDK import on a busy machine can take
+    seconds). Replies: two tool calls, then a text answer (by assistant turns)."""
 
     def __init__(self, failures: int, hold: float) -> None:
         self.failures = failures
@@ -95,7 +96,7 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("primary_api", ["anthropic", "openai"])
 def test_fallback_after_503s_then_cooldown_then_primary_again(tmp_path: Path, primary_api: str) -> None:
     write_project(tmp_path, primary_api)
-    with WireServer(Outage(failures=2, hold=6.0)) as server:
+    with WireServer(Outage(failures=2, hold=32.0)) as server:
         proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
