@@ -88,6 +88,7 @@ class RunStartEvent(Event):
     output: str | None = nullable()
     agent_models: dict[str, str] | None = None  # --model AGENT=REF
     overrides: list[str] | None = None  # --set PATH=VALUE
+    date: str | None = None  # the `date` templates see; resume and replay keep it
 
 
 @event_type("run_resumed")
@@ -143,6 +144,9 @@ class ModelRequestEvent(Event):
     messages: int = 0
     digest: str = ""
     tools: list[str] = field(default_factory=list)
+    # what the model was told besides the history, for replay to compare (absent in older logs)
+    system_digest: str | None = None  # the system prompt
+    tools_digest: str | None = None  # the tools' names, descriptions and schemas, and the output schema
 
 
 @event_type("model_response")

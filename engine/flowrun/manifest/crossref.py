@@ -35,6 +35,7 @@ from flowrun.manifest.specs import (
 )
 from flowrun.manifest.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
+from flowrun.manifest.test_files import check_test_files
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
 from flowrun.manifest.yaml_source import Source
 
@@ -51,6 +52,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
         if include_builtins or not agent.builtin:
             out += _check_agent(agent, project)
     out += _check_cycles(project)
+    out += check_test_files(project)
     reachable: set[str] = set()
     for wf in project.workflows:
         out += _check_workflow(wf, project, reachable)

@@ -146,6 +146,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             output=run.spec.output,
             agent_models=dict(run.options.agent_models) or None,
             overrides=list(run.options.overrides) or None,
+            date=run.template_vars()["date"],
         )
     )
     if run.sandbox_warning is not None:

@@ -55,6 +55,7 @@ class AgentInstance:
     output_schema: dict[str, Any] | None = None  # the spec's `output_schema`, resolved
     tree: Subtree | None = None  # its usage with everything it calls, and any per-call budget
     last_text: str = ""  # the latest non-empty text the model wrote
+    prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
     write_within: Path | None = None  # writes confined here (called with `output_dir`)
 
     def stop_pattern(self) -> re.Pattern[str] | None:
