@@ -9,7 +9,16 @@ from pathlib import Path
 import click
 
 from flowrun._version import __version__
-from flowrun.cli import export_cmd, inspect_cmd, run_cmd, schema_cmd, serve_cmd, test_cmd, validate_cmd
+from flowrun.cli import (
+    chat_cmd,
+    export_cmd,
+    inspect_cmd,
+    run_cmd,
+    schema_cmd,
+    serve_cmd,
+    test_cmd,
+    validate_cmd,
+)
 
 
 class FlowrunGroup(click.Group):
@@ -30,6 +39,7 @@ def main() -> None:
 
     \b
     flowrun WORKFLOW.yaml --INPUT VALUE ...   run a workflow (same as `flowrun run`)
+    flowrun chat WORKFLOW.yaml [--agent NAME]  talk to one agent and its tools
     flowrun validate [PATH...]                 check manifests
     """
 
@@ -38,6 +48,7 @@ for command in (
     run_cmd.run,
     run_cmd.resume,
     run_cmd.replay,
+    chat_cmd.chat,
     inspect_cmd.runs,
     inspect_cmd.show,
     validate_cmd.validate,

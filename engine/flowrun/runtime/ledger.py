@@ -33,6 +33,7 @@ from flowrun.events import (
     ToolCallEvent,
     ToolIntentEvent,
     ToolResultEvent,
+    UserMessageEvent,
 )
 from flowrun.runtime.event_log import read_events
 from flowrun.types import ModelResponse, ToolResult
@@ -56,6 +57,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     ContextResetEvent,
     ContextCompactedEvent,
     ApprovalEvent,
+    UserMessageEvent,
     StepConditionEvent,
     FanoutStartEvent,
     FanoutEndEvent,
@@ -143,6 +145,8 @@ class Ledger:
     tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
+    user_messages: dict[tuple[str, int], str] = field(default_factory=dict)  # (agent id, step) -> text
+    tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
@@ -158,31 +162,36 @@ class Ledger:
         ledger = cls(mode)
         for event in read_events(path, strict=True):
             ledger.recorded[event_key(event)] += 1
-            if isinstance(event, ModelRequestEvent):
-                ledger.requests[(event.agent_id, event.step)] = event.digest
-                ledger.prints[(event.agent_id, event.step)] = RequestPrint(
-                    event.system_digest, event.tools_digest, tuple(event.tools)
-                )
-            elif isinstance(event, RunStartEvent) and ledger.date is None:
-                ledger.date = event.date or (
-                    time.strftime("%Y-%m-%d", time.localtime(event.t)) if event.t else None
-                )
-            elif isinstance(event, ModelResponseEvent):
-                key = (event.agent_id, event.step)
-                ledger.responses[key] = (ledger.requests.get(key, ""), event.response)
-                if event.served_by:
-                    ledger.served_by[key] = event.served_by
+            if isinstance(event, ModelRequestEvent | ModelResponseEvent | RunStartEvent):
+                ledger._add_model_event(event)
             elif isinstance(event, ToolResultEvent):
                 ledger.tool_results[(event.agent_id, event.call_id)] = event.result
             elif isinstance(event, IterationEndEvent):
                 ledger.until[(event.loop, event.iteration)] = event.until_met
             elif isinstance(event, ApprovalEvent):
                 ledger.approvals[(event.agent_id, event.call_id)] = event.approved
+            elif isinstance(event, UserMessageEvent):
+                ledger.user_messages[(event.agent_id, event.step)] = event.text
+            elif isinstance(event, AgentStartEvent):
+                ledger.tasks.setdefault(event.agent_id, event.task)
             elif isinstance(event, ToolIntentEvent):
                 ledger.intents.add((event.agent_id, event.call_id))
             elif isinstance(event, StepConditionEvent):
                 ledger.conditions[event.step] = event.met
         return ledger
+
+    def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
+        if isinstance(event, RunStartEvent):
+            self.date = self.date or event.date or _local_date(event.t)
+            return
+        key = (event.agent_id, event.step)
+        if isinstance(event, ModelRequestEvent):
+            self.requests[key] = event.digest
+            self.prints[key] = RequestPrint(event.system_digest, event.tools_digest, tuple(event.tools))
+            return
+        self.responses[key] = (self.requests.get(key, ""), event.response)
+        if event.served_by:
+            self.served_by[key] = event.served_by
 
     def response(
         self, agent_id: str, step: int, digest: str, agent: str, now: RequestPrint | None = None
