@@ -123,6 +123,10 @@ def test_budgets_return_partial_and_the_run_completes(tmp_path: Path, provider: 
     shown = run_cli(["show", str(run_dir)]).stdout
     assert "budget_exceeded" in shown and "budget cost_usd 0.05" in shown
     assert "sub-tree 90 tokens, $0.0900" in shown and "sub-tree 60 tokens, $0.0600" in shown
+    assert (
+        "helper stopped: its per-call budget is used up (max_cost_usd 0.02): 30 tokens, $0.0300, 2 call(s)"
+        in shown
+    )
 
 
 @pytest.mark.parametrize(

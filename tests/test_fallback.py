@@ -134,6 +134,9 @@ def test_fallback_after_503s_then_cooldown_then_primary_again(tmp_path: Path, pr
     assert lines["spare"]["cost_usd"] == pytest.approx((2 * 10 * 10.0 + 2 * 5 * 20.0) / 1e6)
     assert lines["main"]["cost_usd"] == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)
     assert usage["by_model"]["spare"]["fallback_calls"] == 2
+    shown = run_cli(["show", str(run_dir)]).stdout
+    assert "model call 1: main → spare (agent 'worker': model 'main'" in shown
+    assert "model call 2: main → spare (main is cooling down after a failure" in shown
 
     # replay offline across the switches: the same answers, the same usage per model
     again = run_cli(["replay", str(run_dir), "--into", str(tmp_path / "again"), "-q"])

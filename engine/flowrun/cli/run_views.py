@@ -24,14 +24,17 @@ from flowrun.events import (
     AgentPromptEvent,
     AgentStartEvent,
     BudgetExceededEvent,
+    CallBudgetExceededEvent,
     ContextResetEvent,
     ErrorEvent,
     Event,
     FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
+    ModelFallbackEvent,
     ModelResponseEvent,
     ModelRetryEvent,
+    OutputInvalidEvent,
     RunEndEvent,
     RunStartEvent,
     StepConditionEvent,
@@ -417,9 +420,32 @@ class RunTree:
                 if self.loops:
                     self.loops.pop().until_met = e.until_met
             case _:
-                note = _step_note(e)
-                if note is not None:
-                    self._container().append(note)
+                self._other_note(e)
+
+    def _other_note(self, e: Event) -> None:
+        """A fan-out or a skipped step in the tree; a fallback switch, an invalid answer or a
+        used-up per-call budget under its agent."""
+        note = _step_note(e)
+        if note is not None:
+            self._container().append(note)
+            return
+        node = self.agents.get(getattr(e, "agent_id", None) or "")
+        text = _agent_note(e)
+        if node is not None and text is not None:
+            node.items.append(Text(text, style="yellow"))
+
+
+def _agent_note(e: Event) -> str | None:
+    if isinstance(e, ModelFallbackEvent):
+        return f"model call {e.step}: {e.from_model} → {e.to_model} ({_short(e.reason, 100)})"
+    if isinstance(e, OutputInvalidEvent):
+        return (
+            f"answer does not match output_schema ({e.repairs_left} repair(s) left): {_short(e.problem, 100)}"
+        )
+    if isinstance(e, CallBudgetExceededEvent):
+        spent = f"{e.tokens:,} tokens, {format_cost(e.cost_usd)}, {e.model_calls} call(s)"
+        return f"{_short(e.message, 120)}: {spent}"
+    return None
 
 
 def _step_note(e: Event) -> Text | None:
