@@ -17,6 +17,7 @@ from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
     AgentManifest,
+    FlowTestManifest,
     McpServerSpec,
     ModelsManifest,
     ModelSpec,
@@ -52,6 +53,7 @@ class Project:
     default_model: str | None = None
     workflows: list[Loaded[WorkflowManifest]] = field(default_factory=list)
     scripts: list[Loaded[ScriptManifest]] = field(default_factory=list)
+    tests: list[Loaded[FlowTestManifest]] = field(default_factory=list)  # `flowrun test` files
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
@@ -155,12 +157,14 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
         kind, spec, src, diags = parse_manifest(path)
-        if kind in (None, "workflow", "script") or diags:
+        if kind in (None, "workflow", "script", "test") or diags:
             project.diagnostics += diags
         if isinstance(spec, WorkflowManifest):
             project.workflows.append(Loaded(spec, src, project_root, False))
         elif isinstance(spec, ScriptManifest):
             project.scripts.append(Loaded(spec, src, project_root, False))
+        elif isinstance(spec, FlowTestManifest):
+            project.tests.append(Loaded(spec, src, project_root, False))
     _add_mcp_servers(project, project_root)
     _claude_model_names(project)
     _resolve_extends(project)

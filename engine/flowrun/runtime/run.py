@@ -90,8 +90,15 @@ class Run:
         self.subscribers: list[Subscriber] = []
         self.usage = UsageBook()
         self.budgets = Budgets(self.limits, self.usage)
+        self.subtrees = self.usage.subtrees
         self.prompts = PromptRenderer(
-            project, inputs, self.workspace, self.run_id, self.spec.output, lambda: self.iteration
+            project,
+            inputs,
+            self.workspace,
+            self.run_id,
+            self.spec.output,
+            lambda: self.iteration,
+            today=ledger.date if ledger is not None else None,
         )
         choice = ModelChoice(
             project,
