@@ -134,7 +134,12 @@ def _output_dir(run: RunServices, caller: AgentInstance, folder: Any) -> Path | 
     if not folder:
         return None
     text = str(folder)
-    target = (run.workspace / text).resolve()
+    if "\x00" in text:
+        return ToolResult.fail("INVALID_PARAM", "output_dir contains a NUL byte")
+    try:
+        target = (run.workspace / text).resolve()
+    except (OSError, RuntimeError, ValueError) as e:
+        return ToolResult.fail("INVALID_PARAM", f"cannot use output_dir {text[:100]!r}: {e}")
     if text.startswith(("/", "\\")) or not target.is_relative_to(run.workspace.resolve()):
         return ToolResult.fail(
             "ACCESS_DENIED", f"output_dir {text!r} leaves the workspace; give a relative folder"
