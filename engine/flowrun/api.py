@@ -29,9 +29,9 @@ from typing import Any
 
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
-from flowrun.manifest.crossref import check_project
-from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
-from flowrun.manifest.project import Loaded, Project, load_project
+from flowrun.manifest.checked import checked_project
+from flowrun.manifest.diagnostics import ManifestInvalid
+from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import InputSpec, WorkflowManifest
 from flowrun.runtime.approvals import Approver
 from flowrun.runtime.credentials import missing_credentials
@@ -215,8 +215,7 @@ def load(path: str | Path) -> Workflow:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"no workflow file '{path}'", "give the path of a workflow .yaml file")
-    project = load_project(path.parent, [path])
-    diagnostics: list[Diagnostic] = project.diagnostics + check_project(project)
+    project, diagnostics = checked_project(path)
     if any(d.severity == "error" for d in diagnostics) or not project.workflows:
         raise ManifestInvalid(str(path), diagnostics)
     return Workflow(path, project, project.workflows[0])

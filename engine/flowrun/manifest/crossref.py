@@ -19,7 +19,7 @@ from flowrun.manifest.graph import (
     workflow_agents,
 )
 from flowrun.manifest.model_config import reference_problem
-from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
+from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_entry_keys, check_setting
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import (
@@ -34,6 +34,7 @@ from flowrun.manifest.specs import (
 )
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
+from flowrun.paths import display_path
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:

@@ -6,10 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.project import MANIFEST_DIRS, load_project
-from flowrun.paths import builtin_root, is_builtin_file
+from flowrun.paths import MANIFEST_DIRS
 
 SKIP_DIRS = {
     "runs",
@@ -82,27 +80,15 @@ def _walk_dirs(top: Path) -> list[Path]:
 
 
 def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
-    """All diagnostics for the manifests under `paths`, and how many files were checked."""
+    """All diagnostics for the manifests under `paths`, and how many files were checked. Each
+    project folder's result comes from the check cache while none of its files changed."""
+    from flowrun.manifest.checked import check_root
+
     diagnostics: list[Diagnostic] = []
     checked: set[str] = set()
-    builtin = builtin_root().resolve()
     for root, files in find_roots(paths).items():
-        project = load_project(root, files)
-        own_builtins = root == builtin
-        found = project.diagnostics + check_project(project, include_builtins=own_builtins)
-        for d in found:
-            if not own_builtins and is_builtin_file(d.file):
-                continue
-            if d not in diagnostics:
-                diagnostics.append(d)
-        for group in (project.agent_layers.values(), [[t] for t in project.tools.values()]):
-            for layers in group:
-                for loaded in layers:
-                    if own_builtins or not loaded.builtin:
-                        checked.add(loaded.source.display)
-        checked.update(m.source.display for m in project.models.values() if own_builtins or not m.builtin)
-        checked.update(w.source.display for w in project.workflows)
-        checked.update(s.source.display for s in project.scripts)
-        checked.update(d.file for d in found if own_builtins or not is_builtin_file(d.file))
+        found, files_checked = check_root(root, files)
+        diagnostics += [d for d in found if d not in diagnostics]
+        checked |= files_checked
     diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
     return diagnostics, len(checked)
