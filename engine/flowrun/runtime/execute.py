@@ -12,6 +12,7 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,7 @@ def sdk_versions() -> dict[str, str]:
     return {name: _package_version(name) for name in ("anthropic", "openai")}
 
 
+@cache  # once per process: a batch or an API caller runs many times
 def _package_version(name: str) -> str:
     module = sys.modules.get(name)
     if module is not None:
