@@ -37,6 +37,18 @@ def _check_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         os.environ["FLOWRUN_CACHE_DIR"] = saved
 
 
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """A local Ray cluster for the session (tests that use it share one xdist group, so one
+    worker starts it once); its address. Skipped only when the `ray` extra is not installed."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flowrun[ray]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+
+
 @pytest.fixture(autouse=True)
 def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may reach a real API: keys and base URLs from the developer's shell are removed."""

@@ -204,7 +204,8 @@ def test_format_runs_is_an_aligned_plain_table(runs: Path) -> None:
     assert "\x1b[" not in text
     lines = text.splitlines()
     header, body = lines[0], lines[1:]
-    assert header.split() == ["run", "workflow", "status", "started", "steps", "tokens", "cost", "duration"]
+    columns = ["run", "workflow", "status", "started", "steps", "tokens", "cost", "duration", "inputs"]
+    assert header.split() == columns
     assert [line.split()[0] for line in body] == ["looped", "priced", "research", "crashed"]
     research = next(line for line in body if line.startswith("research "))
     assert "research (dry run)" in research and "completed" in research

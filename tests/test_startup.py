@@ -65,6 +65,12 @@ def test_the_command_table_says_what_each_command_does() -> None:
         assert command.help.strip().splitlines()[0] == registered.summary, name
 
 
+def test_validate_reads_as_much_of_a_file_as_the_loader_accepts() -> None:
+    from flowrun.manifest import validate, yaml_limits
+
+    assert validate.HEAD_BYTES == yaml_limits.MAX_FILE_BYTES
+
+
 def test_unknown_command_and_workflow_shorthand(tmp_path: Path) -> None:
     proc = run_cli(["nosuch"], cwd=tmp_path)
     assert proc.returncode == 2 and "No such command 'nosuch'" in proc.stderr

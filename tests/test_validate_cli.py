@@ -350,3 +350,33 @@ def test_steps_are_told_apart_by_their_key(tmp_path: Path) -> None:
     assert "wf.yaml:10:55: error[unknown-key]: unknown key 'untill' (at steps[0].loop.untill)" in out
     assert "did you mean 'until'?" in out
     assert "unknown key 'agnt' (at steps[1].agnt)" in out and "did you mean 'agent'?" in out
+
+
+def test_empty_folder_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.yaml").write_text("just: data\n")  # YAML without `kind:` is not a manifest
+    proc = run_cli(["validate", str(tmp_path)])
+    assert proc.returncode == 2
+    assert "no manifests found" in proc.stderr and "hint:" in proc.stderr
+    assert "0 file(s) checked" not in proc.stdout
+    proc = run_cli(["validate", "--format", "json", str(tmp_path)])
+    assert proc.returncode == 2
+    report = json.loads(proc.stdout)
+    assert report["ok"] is False and report["files_checked"] == 0
+    assert "no manifests found" in report["usage_error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["missing-folder", "--format", "json"], "does not exist"),
+        (["--format=json", "--bogus", "."], "No such option"),
+        (["--format", "json", "--explain", "."], "--explain goes with --format text"),
+    ],
+)
+def test_usage_errors_are_json_with_format_json(tmp_path: Path, args: list[str], expected: str) -> None:
+    make_project(tmp_path, {})
+    proc = run_cli(["validate", *args], cwd=tmp_path)
+    assert proc.returncode == 2
+    report = json.loads(proc.stdout)  # stdout is JSON and nothing else
+    assert report["ok"] is False and expected in report["usage_error"]["message"]
+    assert "Traceback" not in proc.stderr

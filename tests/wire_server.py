@@ -57,6 +57,7 @@ class WireRequest:
     tool_results: list[tuple[str, str, bool]]  # (tool_call_id, content text, is_error)
     last_user_text: str
     messages: list[dict[str, Any]]
+    received: float = field(default_factory=time.monotonic)  # when the server read it (rate-limit tests)
 
 
 @dataclass(slots=True)
@@ -77,7 +78,19 @@ class Reply:
     error_body: dict[str, Any] | None = None  # None: a standard error body for the status
     delay_s: float = 0.0
     stop_reason: str | None = None  # None: derived from whether there are tool calls
+    fault: Fault | None = None  # a broken 200 answer (see FAULTS)
 
+
+# Broken answers with status 200, each in both wire formats, streamed and not:
+#   truncated   a stream that ends (properly terminated) before its final event: OpenAI without
+#               the finish_reason chunk, the usage chunk and [DONE]; Anthropic without
+#               message_delta and message_stop. Not streamed: the JSON body cut in half.
+#   no_choices  OpenAI `choices: []` (streamed: chunks without choices); Anthropic `content: []`
+#               with no stop_reason (streamed: no content block and no stop_reason).
+#   not_json    a text/html body instead of JSON or SSE.
+Fault = Literal["truncated", "no_choices", "not_json"]
+FAULTS: tuple[Fault, ...] = ("truncated", "no_choices", "not_json")
+NOT_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1>the upstream answered nothing</body></html>\n"
 
 Responder = Callable[[WireRequest], Reply]
 
@@ -212,6 +225,24 @@ class FailFirst:
         return self.then(request)
 
 
+class FaultFirst:
+    """Answers the first `n` requests with a broken 200 (`fault`), then defers to `then`."""
+
+    def __init__(self, n: int, fault: Fault, then: Responder | None = None) -> None:
+        self.remaining = n
+        self.fault: Fault = fault
+        self.then = then or _done
+        self._lock = threading.Lock()
+
+    def __call__(self, request: WireRequest) -> Reply:
+        with self._lock:
+            failing = self.remaining > 0
+            self.remaining -= 1 if failing else 0
+        if failing:
+            return Reply(text="lost", fault=self.fault)
+        return self.then(request)
+
+
 def always(status: int, headers: dict[str, str] | None = None) -> Responder:
     """A responder answering every request with `status`."""
 
@@ -322,12 +353,13 @@ def openai_completion(request: WireRequest, reply: Reply) -> dict[str, Any]:
             }
             for i, c in enumerate(reply.tool_calls)
         ]
+    choices = [{"index": 0, "message": message, "finish_reason": _stop_reason("openai", reply)}]
     return {
         "id": f"chatcmpl-{request.assistant_turns}",
         "object": "chat.completion",
         "created": 0,
         "model": request.body.get("model", ""),
-        "choices": [{"index": 0, "message": message, "finish_reason": _stop_reason("openai", reply)}],
+        "choices": [] if reply.fault == "no_choices" else choices,
         "usage": _openai_usage(reply),
     }
 
@@ -365,7 +397,13 @@ def openai_stream(request: WireRequest, reply: Reply) -> Iterator[str]:
     }
     extra = {"usage": None} if with_usage else {}
     for delta in _openai_deltas(request, reply):
-        yield json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}], **extra})
+        choices = [] if reply.fault == "no_choices" else [{"index": 0, "delta": delta, "finish_reason": None}]
+        yield json.dumps({**base, "choices": choices, **extra})
+    if reply.fault == "truncated":
+        return
+    if reply.fault == "no_choices":
+        yield "[DONE]"
+        return
     finish = {"index": 0, "delta": {}, "finish_reason": _stop_reason("openai", reply)}
     yield json.dumps({**base, "choices": [finish], **extra})
     if with_usage:
@@ -419,10 +457,11 @@ def anthropic_message(request: WireRequest, reply: Reply) -> dict[str, Any]:
     for block in blocks:
         if block["type"] == "tool_use":
             block["input"] = _anthropic_input(block["input"])
+    empty = reply.fault == "no_choices"
     return {
         **_anthropic_skeleton(request, reply),
-        "content": blocks,
-        "stop_reason": _stop_reason("anthropic", reply),
+        "content": [] if empty else blocks,
+        "stop_reason": None if empty else _stop_reason("anthropic", reply),
         "usage": _anthropic_usage(reply, reply.usage[1]),
     }
 
@@ -452,9 +491,13 @@ def anthropic_stream(request: WireRequest, reply: Reply) -> Iterator[tuple[str, 
     start = {**_anthropic_skeleton(request, reply), "usage": _anthropic_usage(reply, 1)}
     yield "message_start", {"type": "message_start", "message": start}
     yield "ping", {"type": "ping"}
-    for index, block in enumerate(_anthropic_blocks(request, reply)):
+    blocks = [] if reply.fault == "no_choices" else _anthropic_blocks(request, reply)
+    for index, block in enumerate(blocks):
         yield from _anthropic_block_events(index, block)
-    delta = {"stop_reason": _stop_reason("anthropic", reply), "stop_sequence": None}
+    if reply.fault == "truncated":
+        return
+    stop = None if reply.fault == "no_choices" else _stop_reason("anthropic", reply)
+    delta = {"stop_reason": stop, "stop_sequence": None}
     yield (
         "message_delta",
         {"type": "message_delta", "delta": delta, "usage": {"output_tokens": reply.usage[1]}},
@@ -521,6 +564,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(request)
 
     def _answer(self, request: WireRequest) -> None:
+        self.server.enter()
+        try:
+            self._reply(request)
+        finally:
+            self.server.leave()
+
+    def _reply(self, request: WireRequest) -> None:
         try:
             reply = self.server.responder(request)
         except Exception:  # a broken responder is a test bug: show it in the response
@@ -531,6 +581,12 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             body = reply.error_body or _error_body(request.api, reply.status)
             self._send_json(reply.status, body, reply.headers)
+        elif reply.fault == "not_json":
+            self._send(200, {"Content-Type": "text/html", **reply.headers}, NOT_JSON_BODY)
+        elif reply.fault == "truncated" and not request.stream:
+            make = anthropic_message if request.api == "anthropic" else openai_completion
+            whole = json.dumps(make(request, reply)).encode()
+            self._send(200, {"Content-Type": "application/json", **reply.headers}, whole[: len(whole) // 2])
         elif request.stream:
             headers = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked", **reply.headers}
             self._write(200, headers, sse_body(request, reply))
@@ -569,12 +625,23 @@ class _Server(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.connections: set[socket.socket] = set()
         self.connections_opened = 0
+        self.in_flight = 0  # requests being answered right now
+        self.max_in_flight = 0  # the most answered at once: concurrency as the server saw it
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # a client that hung up (a timeout test, a stopped server) is not an error worth a traceback
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)
+
+    def enter(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
 
     def record(self, request: WireRequest) -> None:
         with self.lock:
@@ -636,6 +703,13 @@ class WireServer:
         """How many TCP connections clients opened: 1 for a run that kept its connection alive."""
         with self._server.lock:
             return self._server.connections_opened
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests the server was answering at the same time (a reply's `delay_s`
+        included), i.e. the concurrency of the run's model calls as seen from the wire."""
+        with self._server.lock:
+            return self._server.max_in_flight
 
     def stop(self) -> None:
         if self._stopped:

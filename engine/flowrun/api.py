@@ -21,17 +21,22 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
 from flowrun.manifest.checked import checked_project
-from flowrun.manifest.diagnostics import ManifestInvalid
-from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.crossref import check_project
+from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+from flowrun.manifest.graph import run_agents
+from flowrun.manifest.model_config import reference_problem
+from flowrun.manifest.overrides import Override, apply_overrides, parse_overrides
+from flowrun.manifest.project import Loaded, Project, load_project
+from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, WorkflowManifest
 from flowrun.runtime.approvals import Approver
 from flowrun.runtime.credentials import missing_credentials
@@ -40,6 +45,13 @@ from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.inputs import resolve_inputs
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.run import Run, RunOptions
+from flowrun.runtime.run_folder import (
+    RunFolderLock,
+    check_run_id,
+    claim_new,
+    never_started,
+    not_a_run_folder,
+)
 from flowrun.runtime.run_log import RunLog
 from flowrun.runtime.sandboxes import startup_check
 from flowrun.tools.sandbox import Mode
@@ -87,15 +99,26 @@ class RunSettings:
     sandbox: Mode | None = None  # overrides every `sandbox:` mode
     approve: Approver | None = None  # decides `approve: ask` calls; None: they are refused
     yes: bool = False  # approve every `approve: ask` call
+    agent_models: dict[str, str] = field(default_factory=dict)  # agent -> model ref, over `model`
+
+
+ModelChoiceArg = str | Mapping[str, str] | None
 
 
 class Workflow:
     """A checked workflow, ready to run any number of times."""
 
-    def __init__(self, path: Path, project: Project, loaded: Loaded[WorkflowManifest]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        project: Project,
+        loaded: Loaded[WorkflowManifest],
+        overrides: list[Override] | None = None,
+    ) -> None:
         self.path = path
         self.project = project
         self.loaded = loaded
+        self.overrides = list(overrides or [])  # the --set changes this workflow was loaded with
 
     @property
     def spec(self) -> WorkflowManifest:
@@ -116,7 +139,7 @@ class Workflow:
         run_dir: str | Path | None = None,
         runs_dir: str | Path = "runs",
         run_id: str | None = None,
-        model: str | None = None,
+        model: ModelChoiceArg = None,
         dry_run: bool = False,
         stream: bool | None = None,
         on_event: OnEvent | None = None,
@@ -127,19 +150,23 @@ class Workflow:
         yes: bool = False,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
-        `runs_dir/<timestamp>-<name>-<hex>`). `sandbox` overrides every `sandbox:` mode
-        (required, auto, off); `approve` is awaited with an ApprovalRequest for each call of an
-        `approve: ask` tool and returns True to let it run; `yes` approves them all."""
+        `runs_dir/<timestamp>-<name>-<hex>`). `model` is a model for every agent, or a mapping
+        of agent name to model (key "*": every other agent). `sandbox` overrides every
+        `sandbox:` mode (required, auto, off); `approve` is awaited with an ApprovalRequest for
+        each call of an `approve: ask` tool and returns True to let it run; `yes` approves them all."""
+        every, per_agent = self.model_choice(model)
         settings = RunSettings(
-            model, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes
+            every, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes, per_agent
         )
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
-        target = Path(run_dir) if run_dir is not None else Path(runs_dir) / (run_id or new_run_id(self.name))
-        if target.exists() and any(target.iterdir()):
-            raise UsageError(f"run folder {target} already exists", "choose another --run-id")
+        name = check_run_id(run_id) if run_id is not None else new_run_id(self.name)
+        target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
         run = self._new_run(values, target, settings)
         _check_credentials(run)
-        return await _execute(run, settings)
+        _probe_sandbox(run, settings)  # before the folder exists: `required` fails closed here
+        with RunFolderLock(target):
+            claim_new(target)
+            return await _execute(run, settings)
 
     def run_sync(self, inputs: dict[str, Any] | None = None, **options: Any) -> RunResult:
         """`run()` for scripts without an event loop."""
@@ -161,6 +188,29 @@ class Workflow:
                 task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
+    def model_choice(self, model: ModelChoiceArg) -> tuple[str | None, dict[str, str]]:
+        """(the model for every agent, the models of single agents), each checked (also for a
+        dry run, which does not use them): UsageError names the bad one."""
+        if model is None or isinstance(model, str):
+            every, per_agent = model, {}
+        else:
+            per_agent = {str(k): str(v) for k, v in model.items()}
+            every = per_agent.pop("*", None)
+        named = set(self.spec.models) | set(self.project.models)
+        for agent, ref in [("*", every), *per_agent.items()]:
+            if ref is None:
+                continue
+            shown = ref if agent == "*" else f"{agent}={ref}"
+            if problem := reference_problem(ref, named):
+                hint = did_you_mean(ref, named) or "a name from the workflow's `models:`, or provider:model"
+                raise UsageError(f"--model {shown}: {problem}", hint)
+        agents = run_agents(self.spec, self.project)
+        for agent in per_agent:
+            if agent not in agents:
+                hint = did_you_mean(agent, agents) or "its agents: " + ", ".join(sorted(agents))
+                raise UsageError(f"--model {agent}=...: the workflow runs no agent '{agent}'", hint)
+        return every, per_agent
+
     def _new_run(
         self, inputs: dict[str, Any], run_dir: Path, settings: RunSettings, ledger: Ledger | None = None
     ) -> Run:
@@ -173,6 +223,8 @@ class Workflow:
             sandbox=settings.sandbox,
             approver=settings.approve,
             approve_all=settings.yes,
+            agent_models=dict(settings.agent_models),
+            overrides=[o.text for o in self.overrides],
         )
         return Run(self.project, self.loaded, inputs, run_dir, options, ledger)
 
@@ -209,16 +261,33 @@ class EventStream:
         return self._task.result()
 
 
-def load(path: str | Path) -> Workflow:
-    """Load and check a workflow file with its project folders and the built-ins. Raises
-    ManifestInvalid (with every diagnostic) when something is wrong."""
+def load(path: str | Path, overrides: Mapping[str, Any] | Iterable[str] | None = None) -> Workflow:
+    """Load and check a workflow file with its project folders and the built-ins. `overrides`
+    change manifest values for this load: `["agents.worker.max_steps=5"]` (values read as YAML,
+    like `--set`) or `{"agents.worker.max_steps": 5}`. Raises ManifestInvalid (with every
+    diagnostic) when something is wrong."""
     path = Path(path)
     if not path.is_file():
-        raise UsageError(f"no workflow file '{path}'", "give the path of a workflow .yaml file")
-    project, diagnostics = checked_project(path)
+        what = "is not a regular file" if path.exists() else "does not exist"
+        raise UsageError(f"workflow file '{path}' {what}", "give the path of a workflow .yaml file")
+    changes = parse_overrides(overrides)
+    project, diagnostics = _overridden(path, changes) if changes else checked_project(path)
     if any(d.severity == "error" for d in diagnostics) or not project.workflows:
         raise ManifestInvalid(str(path), diagnostics)
-    return Workflow(path, project, project.workflows[0])
+    return Workflow(path, project, project.workflows[0], changes)
+
+
+def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diagnostic]]:
+    """The project with `--set` overrides applied: a copy of its own (never the one shared by
+    loads of the unchanged files), checked again."""
+    project = load_project(path.parent, [path])
+    diagnostics: list[Diagnostic] = list(project.diagnostics)
+    if project.workflows and not any(d.severity == "error" for d in diagnostics):
+        _, found = apply_overrides(project, project.workflows[0], changes)
+        diagnostics += found
+    if not any(d.severity == "error" for d in diagnostics):
+        diagnostics += check_project(project)
+    return project, diagnostics
 
 
 async def resume(
@@ -235,23 +304,31 @@ async def resume(
     model answers, tool results and approval decisions are used again, then the run goes live
     where the log ends."""
     run_dir = Path(run_dir)
-    meta, workflow = recorded_run(run_dir)
-    if meta.get("status") == "completed":
-        return _recorded_result(run_dir, meta)
-    settings = RunSettings(
-        meta.get("model_override"),
-        bool(meta.get("dry_run")),
-        None,
-        on_event,
-        ask_user,
-        verbosity,
-        _mode(sandbox),
-        approve,
-        yes,
-    )
-    ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
-    run = workflow._new_run(dict(meta.get("inputs") or {}), run_dir, settings, ledger)
-    return await _execute(run, settings, resume=True)
+    with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
+        meta, workflow = recorded_run(run_dir)
+        if meta.get("status") == "completed":
+            return _recorded_result(run_dir, meta)
+        settings = RunSettings(
+            meta.get("model_override"),
+            bool(meta.get("dry_run")),
+            None,
+            on_event,
+            ask_user,
+            verbosity,
+            _mode(sandbox),
+            approve,
+            yes,
+            dict(meta.get("agent_models") or {}),
+        )
+        inputs = dict(meta.get("inputs") or {})
+        if never_started(run_dir):  # stopped before its first event: it starts from the beginning
+            run = workflow._new_run(inputs, run_dir, settings)
+            _probe_sandbox(run, settings)
+            return await _execute(run, settings)
+        ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
+        run = workflow._new_run(inputs, run_dir, settings, ledger)
+        _probe_sandbox(run, settings)
+        return await _execute(run, settings, resume=True)
 
 
 async def replay(
@@ -271,11 +348,21 @@ async def replay(
     if target.exists() and any(target.iterdir()):
         raise UsageError(f"{target} already exists", "choose another --into folder")
     settings = RunSettings(
-        meta.get("model_override"), bool(meta.get("dry_run")), None, on_event, None, verbosity, _mode(sandbox)
+        meta.get("model_override"),
+        bool(meta.get("dry_run")),
+        None,
+        on_event,
+        None,
+        verbosity,
+        _mode(sandbox),
+        agent_models=dict(meta.get("agent_models") or {}),
     )
     ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
     run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
-    result = await _execute(run, settings)
+    _probe_sandbox(run, settings)
+    with RunFolderLock(target):
+        claim_new(target)
+        result = await _execute(run, settings)
     recorded_status = str(meta.get("status") or "")
     output = meta.get("output")
     same: bool | None = None
@@ -290,21 +377,24 @@ async def replay(
 def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:
     """A run folder's run.json (or, when that is missing or damaged, its run_start event) and
     its workflow, loaded again."""
-    if not (run_dir / "events.jsonl").is_file():
-        raise RunError(f"{run_dir} is not a run folder (no events.jsonl)", "pass a folder under runs/")
+    if not (run_dir / "events.jsonl").is_file() and not (run_dir / "run.json").is_file():
+        raise not_a_run_folder(run_dir)
     try:
         meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # missing, not JSON, not UTF-8
+        meta = None
+    if not isinstance(meta, dict) or not isinstance(meta.get("workflow_file"), str):
         start = next((e for e in read_lines(run_dir / "events.jsonl") if e.get("type") == "run_start"), None)
-        if start is None:
+        if start is None or not isinstance(start.get("workflow_file"), str):
             raise RunError(
-                f"{run_dir} has no run_start event", "the run never started; run it again"
-            ) from None
+                f"{run_dir} has no run.json and no run_start event",
+                "the run never started: run it again with the same --run-id",
+            )
         meta = {**start, "status": "incomplete"}
     workflow = Path(meta["workflow_file"]).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
-    return meta, load(workflow)
+    return meta, load(workflow, [str(o) for o in meta.get("overrides") or []])
 
 
 def _recorded_result(run_dir: Path, meta: dict[str, Any]) -> RunResult:
@@ -354,9 +444,13 @@ def _mode(value: str | None) -> Mode | None:
     raise UsageError(f"unknown sandbox mode {value!r}", "use required, auto or off")
 
 
-async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
-    # before the run folder, the log or any model request: `required` fails closed here
+def _probe_sandbox(run: Run, settings: RunSettings) -> None:
+    """Before the log or any model request: `required` fails closed here (SandboxError)."""
     run.sandbox_warning = startup_check(run.project, run.spec, run.sandboxes, settings.dry_run)
+
+
+async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
+    """Run with the folder's lock held by the caller."""
     log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
     run.subscribers.append(log.on_event)
     if settings.on_event is not None:

@@ -86,6 +86,8 @@ class RunStartEvent(Event):
     dry_run: bool = False
     model_override: str | None = nullable()
     output: str | None = nullable()
+    agent_models: dict[str, str] | None = None  # --model AGENT=REF
+    overrides: list[str] | None = None  # --set PATH=VALUE
 
 
 @event_type("run_resumed")
@@ -114,6 +116,19 @@ class AgentEndEvent(Event):
     steps: int | None = None
     output_files: list[str] | None = None
     error: str | None = None
+
+
+@event_type("agent_prompt")
+@dataclass(kw_only=True, slots=True)
+class AgentPromptEvent(Event):
+    """What an agent instance was told: its rendered system prompt and the tools it is offered
+    (name, description, JSON Schema of the arguments), written once per instance."""
+
+    agent: str
+    agent_id: str
+    model: str = ""
+    system: str = ""
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
 
 @event_type("model_request")
@@ -159,6 +174,19 @@ class ToolCallEvent(Event):
     call_id: str
     tool: str
     arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@event_type("tool_intent")
+@dataclass(kw_only=True, slots=True)
+class ToolIntentEvent(Event):
+    """Written just before a call that is not safe to repeat starts (an append, a shell
+    command): on resume, such a call with no result is reported as of unknown effect instead
+    of being run a second time."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
 
 
 @event_type("tool_result")
@@ -216,6 +244,39 @@ class UntilErrorEvent(Event):
     loop: str
     iteration: int
     message: str
+
+
+@event_type("step_condition")
+@dataclass(kw_only=True, slots=True)
+class StepConditionEvent(Event):
+    """The `if:` of a step was checked; a step whose condition is not met is skipped. A
+    condition that cannot be evaluated (a missing file, a missing key) is not met: `message`."""
+
+    step: str  # the step's id, e.g. "step2" or "foreach1.3"
+    condition: str
+    met: bool
+    message: str | None = None
+
+
+@event_type("fanout_start")
+@dataclass(kw_only=True, slots=True)
+class FanoutStartEvent(Event):
+    """A `parallel:` or `foreach:` step starts its branches."""
+
+    step: str
+    kind: str  # parallel | foreach
+    branches: int
+    concurrency: int
+    collect: str | None = None  # foreach: the file the results go to
+
+
+@event_type("fanout_end")
+@dataclass(kw_only=True, slots=True)
+class FanoutEndEvent(Event):
+    step: str
+    kind: str
+    statuses: list[str] = field(default_factory=list)  # each branch's outcome, in order ("skipped")
+    collect: str | None = None
 
 
 @event_type("context_reset")

@@ -22,7 +22,8 @@ class Registered(NamedTuple):
 
 COMMANDS: dict[str, Registered] = {
     "run": Registered(
-        "flowrun.cli.run_cmd:run", 'Run WORKFLOW.yaml; each of its inputs is an option (--question "...").'
+        "flowrun.cli.run_cmd:run",
+        'Run WORKFLOW.yaml; each of its inputs is an option (--question "...", --question @FILE).',
     ),
     "resume": Registered(
         "flowrun.cli.run_cmd:resume", "Continue a stopped run (crash, kill, Ctrl-C) from its event log."

@@ -4,7 +4,7 @@ flowrun bug is one line with exit 70 (the traceback with -v), Ctrl-C says how to
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
@@ -15,6 +15,14 @@ from flowrun.redaction import redact
 
 INTERNAL_ERROR = 70
 INTERRUPTED = 130
+TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
+
+
+class Terminated(Exception):
+    """The command was stopped by SIGTERM (after the run recorded `interrupted`)."""
+
+
+Hint = str | Callable[[], str] | None
 
 
 def fail(message: str, hint: str | None = None, code: int = 1) -> NoReturn:
@@ -24,13 +32,19 @@ def fail(message: str, hint: str | None = None, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
+def _hint_text(hint: Hint) -> str:
+    return (hint() if callable(hint) else hint) or ""
+
+
 def verbosity(quiet: bool, verbose: bool) -> int:
     return -1 if quiet else (1 if verbose else 0)
 
 
 @contextmanager
-def reported(verbose: bool, interrupted_hint: str | None = None) -> Iterator[None]:
-    """Turn what a command raises into its one-line message and exit code."""
+def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
+    """Turn what a command raises into its one-line message and exit code. `interrupted_hint`
+    (or a function giving it, asked once the command stopped) says how to continue after
+    Ctrl-C or SIGTERM."""
     try:
         yield
     except FlowrunError as e:
@@ -38,7 +52,9 @@ def reported(verbose: bool, interrupted_hint: str | None = None) -> Iterator[Non
     except KeyboardInterrupt:
         if interrupted_hint is None:
             raise
-        fail("interrupted", interrupted_hint, INTERRUPTED)
+        fail("interrupted", _hint_text(interrupted_hint), INTERRUPTED)
+    except Terminated:
+        fail("terminated (SIGTERM)", _hint_text(interrupted_hint) or None, TERMINATED)
     except Exception as e:
         if verbose:
             import traceback

@@ -23,9 +23,15 @@ def runs(runs_dir: Path) -> None:
 
 @click.command()
 @click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
-def show(run_dir: Path) -> None:
+@click.option("--prompts", is_flag=True, help="Print each agent's system prompt and tool list instead.")
+@click.option("--agent", metavar="NAME", help="With --prompts: only this agent's instances.")
+def show(run_dir: Path, prompts: bool, agent: str | None) -> None:
     """Print a run's tree of agents and tool calls with timings and tokens."""
     with reported(verbose=False):
-        from flowrun.cli.run_views import show_run
+        from flowrun.cli.run_views import show_prompts, show_run
 
-        click.echo(show_run(run_dir))
+        if agent is not None and not prompts:
+            from flowrun.errors import UsageError
+
+            raise UsageError("--agent goes with --prompts", "flowrun show RUN_DIR --prompts --agent NAME")
+        click.echo(show_prompts(run_dir, agent) if prompts else show_run(run_dir))

@@ -28,11 +28,13 @@ from flowrun.events import (
     ContextResetEvent,
     ErrorEvent,
     Event,
+    FanoutStartEvent,
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     ModelRetryEvent,
     RunEndEvent,
+    StepConditionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -83,7 +85,14 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
             return (
                 f"! model {event.model} retry {event.retry} in {event.delay_s} s: {short(event.reason, 100)}"
             )
-        case ErrorEvent() | BudgetExceededEvent() | ContextResetEvent() | IterationStartEvent():
+        case (
+            ErrorEvent()
+            | BudgetExceededEvent()
+            | ContextResetEvent()
+            | IterationStartEvent()
+            | FanoutStartEvent()
+            | StepConditionEvent(met=False)
+        ):
             fields = {k: v for k, v in event.to_dict().items() if k != "type"}
             return f"! {event.type}: {short(fields, 120)}"
     return None

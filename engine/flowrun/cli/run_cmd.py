@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flowrun.cli.common import reported, verbosity
+from flowrun.cli.common import Terminated, reported, verbosity
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -42,11 +42,31 @@ yes_option = click.option(
 )
 @click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Use the offline test provider: checks wiring, costs nothing.")
-@click.option("--model", "model_override", metavar="PROVIDER:MODEL", help="Use this model for every agent.")
+@click.option(
+    "--model",
+    "model_override",
+    metavar="[AGENT=]MODEL",
+    multiple=True,
+    help="Use this model (a workflow model name or provider:model) for every agent, or with "
+    "AGENT= for one agent; repeatable.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    metavar="PATH=VALUE",
+    multiple=True,
+    help="Change a manifest value for this run, e.g. agents.worker.max_steps=5 (VALUE is YAML); repeatable.",
+)
 @click.option(
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
 @click.option("--run-id", help="Name of the run folder (default: timestamp + workflow name).")
+@click.option(
+    "--inputs",
+    "inputs_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A YAML or JSON file of input values ({name: value}); --NAME options override it.",
+)
 @click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
@@ -58,9 +78,11 @@ def run(
     ctx: click.Context,
     workflow: Path | None,
     dry_run: bool,
-    model_override: str | None,
+    model_override: tuple[str, ...],
+    overrides: tuple[str, ...],
     runs_dir: Path,
     run_id: str | None,
+    inputs_file: Path | None,
     stream: bool | None,
     quiet: bool,
     verbose: bool,
@@ -68,17 +90,22 @@ def run(
     yes: bool,
     show_help: bool,
 ) -> None:
-    """Run WORKFLOW.yaml; each of its inputs is an option (--question "...")."""
-    with reported(verbose, RESUME_HINT):
+    """Run WORKFLOW.yaml; each of its inputs is an option (--question "...", --question @FILE)."""
+    folder: list[Path] = []  # the run folder, once it is known
+    with reported(verbose, lambda: interrupted_hint(folder)):
         if show_help or workflow is None:
             click.echo(ctx.get_help())
             if workflow is not None and workflow.is_file():
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
-        from flowrun.api import load
+        from flowrun.api import load, new_run_id
+        from flowrun.runtime.run_folder import check_run_id
 
-        wf = load(workflow)
-        inputs = parse_input_args(wf, list(ctx.args))
+        wf = load(workflow, list(overrides))
+        inputs = parse_input_args(wf, list(ctx.args), inputs_file)
+        model = model_argument(model_override)
+        run_id = check_run_id(run_id) if run_id is not None else new_run_id(wf.name)
+        folder.append(runs_dir / run_id)
         level = verbosity(quiet, verbose)
         result = _with_progress(
             level,
@@ -86,7 +113,7 @@ def run(
                 inputs,
                 runs_dir=runs_dir,
                 run_id=run_id,
-                model=model_override,
+                model=model,
                 dry_run=dry_run,
                 stream=stream,
                 on_event=on_event,
@@ -99,6 +126,13 @@ def run(
         )
         print_summary(result, level, wf.spec.output)
     sys.exit(result.exit_code)
+
+
+def interrupted_hint(folder: list[Path]) -> str:
+    """After Ctrl-C or SIGTERM: how to continue, or that nothing was started."""
+    if folder and any((folder[0] / name).exists() for name in ("run.json", "events.jsonl")):
+        return f"the run folder is kept: continue with `flowrun resume {folder[0]}`"
+    return "nothing was started: no run folder was made"
 
 
 @click.command()
@@ -198,12 +232,58 @@ def _with_progress(
             progress(event)
 
     try:
-        import asyncio  # not at import time: `flowrun --help` stays fast
-
-        return asyncio.run(start(on_event, progress))
+        return run_until_signal(lambda: start(on_event, progress))
     finally:
         if progress is not None:
             progress.close()
+
+
+def run_until_signal(start: Callable[[], Coroutine[Any, Any, R]]) -> R:
+    """asyncio.run with SIGTERM handled like Ctrl-C: the run is cancelled, stops its tools,
+    records `interrupted` and stays resumable (then Terminated: exit 143). Once the run has
+    returned its result, a late Ctrl-C or SIGTERM changes nothing: the result stands and both
+    signals are ignored while the command prints it and exits."""
+    import asyncio  # not at import time: `flowrun --help` stays fast
+    import signal
+
+    ended: list[R] = []
+    terminated: list[bool] = []
+
+    async def main() -> R:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_sigterm() -> None:
+            terminated.append(True)
+            task.cancel("terminated (SIGTERM)")
+
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        try:
+            result = await start()
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+        ended.append(result)
+        return result
+
+    try:
+        result = asyncio.run(main())
+        _ignore_signals()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if not ended:
+            if terminated:
+                raise Terminated() from None
+            raise
+        _ignore_signals()  # it came while asyncio was shutting down, after the run had ended
+        result = ended[0]
+    return result
+
+
+def _ignore_signals() -> None:
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def warning_line(event: Event, redact: Callable[[str], str]) -> str | None:
@@ -253,14 +333,39 @@ def usage_table(usage: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def parse_input_args(wf: Workflow, args: list[str]) -> dict[str, Any]:
-    """`--name value`, `--name=value` and bare boolean flags for the workflow's inputs."""
+def model_argument(values: tuple[str, ...]) -> str | dict[str, str] | None:
+    """`--model REF` (every agent) and `--model AGENT=REF` (one agent), each at most once."""
     from flowrun.errors import UsageError
-    from flowrun.runtime.inputs import resolve_inputs
+
+    every: str | None = None
+    per_agent: dict[str, str] = {}
+    for value in values:
+        agent, eq, ref = value.partition("=")
+        if eq and ":" not in agent and agent.strip():
+            if agent in per_agent:
+                raise UsageError(f"--model {agent}=... is given twice", "give each agent's model once")
+            per_agent[agent.strip()] = ref.strip()
+        elif every is not None:
+            raise UsageError(
+                f"--model is given twice ({every} and {value})",
+                "give one model for every agent, and AGENT=MODEL for single agents",
+            )
+        else:
+            every = value
+    if not per_agent:
+        return every
+    return {**({"*": every} if every else {}), **per_agent}
+
+
+def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, Any]:
+    """`--name value`, `--name=value`, `--name @FILE` and bare boolean flags for the
+    workflow's inputs, over the values of `--inputs FILE`."""
+    from flowrun.errors import UsageError
+    from flowrun.runtime.inputs import inputs_from_file, resolve_inputs, value_from_arg
 
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -271,13 +376,15 @@ def parse_input_args(wf: Workflow, args: list[str]) -> dict[str, Any]:
         if name is None:
             known = ", ".join(f"--{n}" for n in declared) or "(none)"
             raise UsageError(f"unknown option --{key} for workflow '{wf.name}'", f"its inputs: {known}")
+        if name in values:
+            raise UsageError(f"--{key} is given twice", f"give --{key} once")
         if eq:
-            values[name] = inline
+            values[name] = value_from_arg(name, inline)
         elif declared[name].type == "boolean" and (i + 1 >= len(args) or args[i + 1].startswith("--")):
             values[name] = "true"
         elif i + 1 < len(args):
             i += 1
-            values[name] = args[i]
+            values[name] = value_from_arg(name, args[i])
         else:
             raise UsageError(f"--{key} needs a value")
         i += 1

@@ -20,17 +20,20 @@ from rich.tree import Tree
 from flowrun.errors import RunError
 from flowrun.events import (
     AgentEndEvent,
+    AgentPromptEvent,
     AgentStartEvent,
     BudgetExceededEvent,
     ContextResetEvent,
     ErrorEvent,
     Event,
+    FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelResponseEvent,
     ModelRetryEvent,
     RunEndEvent,
     RunStartEvent,
+    StepConditionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -51,6 +54,7 @@ class RunRow:
     duration_s: float | None  # first to last event
     started: float | None  # epoch seconds of the first event
     dry_run: bool = False
+    inputs: dict[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ reading a run folder
@@ -116,6 +120,7 @@ def _row(run_dir: Path, meta: dict[str, Any], events: list[Event]) -> RunRow:
         duration_s=duration,
         started=started if started is not None else meta.get("updated"),
         dry_run=bool(meta.get("dry_run", start.dry_run if start else False)),
+        inputs=dict(meta.get("inputs") or (start.inputs if start else {}) or {}),
     )
 
 
@@ -213,9 +218,10 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
         ("tokens", "right"),
         ("cost", "right"),
         ("duration", "right"),
+        ("inputs", "left"),
     )
     for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True)
+        table.add_column(name, justify=justify, no_wrap=name != "inputs", overflow="ellipsis")
     for row in sorted(rows, key=lambda r: r.started or 0, reverse=True):
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started)) if row.started else "-"
         table.add_row(
@@ -227,8 +233,14 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
             f"{row.tokens:,}",
             format_cost(row.cost_usd),
             format_duration(row.duration_s),
+            format_inputs(row.inputs),
         )
     return _render([table], width, color)
+
+
+def format_inputs(inputs: dict[str, Any], limit: int = 60) -> str:
+    """`question=How do Python's sort…` : each input, shortened, for one table cell."""
+    return _short(", ".join(f"{k}={_short(v, 40)}" for k, v in inputs.items()), limit) or "-"
 
 
 # ------------------------------------------------------------------ the tree of one run
@@ -382,6 +394,22 @@ class RunTree:
             case IterationEndEvent():
                 if self.loops:
                     self.loops.pop().until_met = e.until_met
+            case _:
+                note = _step_note(e)
+                if note is not None:
+                    self._container().append(note)
+
+
+def _step_note(e: Event) -> Text | None:
+    """A line for a step that ran branches, or one that an `if:` skipped."""
+    if isinstance(e, FanoutStartEvent):
+        into = f" → {e.collect}" if e.collect else ""
+        text = f"{e.kind} {e.step}: {e.branches} branch(es), {e.concurrency} at a time{into}"
+        return Text(text, style="magenta")
+    if isinstance(e, StepConditionEvent) and not e.met:
+        why = f" ({_short(e.message, 100)})" if e.message else ""
+        return Text(f"skipped {e.step}: if {_short(e.condition, 60)} not met{why}", style="dim")
+    return None
 
 
 def _arguments(arguments: Any, limit: int = 60) -> str:
@@ -486,3 +514,33 @@ def show_run(run_dir: Path, *, width: int = 120, color: bool | None = None) -> s
     root = Tree(Text.assemble(("run ", "bold"), (run_dir.name, "bold cyan")))
     _add_items(root, tree.roots, tree.end is not None)
     return _render([root, "", *_summary(run_dir, tree, events)], width, color)
+
+
+# ------------------------------------------------------------------ what each agent was told
+
+
+def show_prompts(run_dir: Path, agent: str | None = None) -> str:
+    """Each agent instance's rendered system prompt and tool list, from its `agent_prompt`
+    event, in the order the instances started; `agent` keeps one agent's instances."""
+    if not (run_dir / "events.jsonl").is_file():
+        raise RunError(f"{run_dir} has no events.jsonl, so it is not a flowrun run folder", LIST_HINT)
+    found = [e for e in read_events(run_dir / "events.jsonl") if isinstance(e, AgentPromptEvent)]
+    if not found:
+        raise RunError(f"{run_dir} records no prompts", "runs made before flowrun recorded prompts have none")
+    names = sorted({e.agent for e in found})
+    if agent is not None:
+        found = [e for e in found if e.agent == agent]
+        if not found:
+            raise RunError(f"no agent '{agent}' in {run_dir}", "its agents: " + ", ".join(names))
+    blocks: list[str] = []
+    for event in found:
+        rule = f"── {event.agent_id} · agent {event.agent} · model {event.model} "
+        tools = [f"  - {t['name']}: {_short(t.get('description', ''), 100)}" for t in event.tools]
+        blocks.append(
+            "\n".join(
+                [rule.ljust(100, "─"), event.system, "", f"tools ({len(event.tools)}):", *tools]
+                if tools
+                else [rule.ljust(100, "─"), event.system, "", "tools: (none)"]
+            )
+        )
+    return "\n\n".join(blocks)

@@ -2,13 +2,58 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from flowrun.manifest.diagnostics import Diagnostic
 
-@click.command()
+USAGE_EXIT = 2
+
+
+class JsonAwareCommand(click.Command):
+    """A usage error (a path that does not exist, a bad option) is reported as JSON on stdout
+    when the command line asked for `--format json`, so a program reading the output always
+    gets JSON; otherwise click's usual message."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        json_wanted = _wants_json(args)  # before click consumes the list
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            if not json_wanted:
+                raise
+            click.echo(usage_report(e.format_message()))
+            ctx.exit(USAGE_EXIT)
+
+
+def _wants_json(args: list[str]) -> bool:
+    return any(
+        a == "--format=json" or (a == "--format" and i + 1 < len(args) and args[i + 1] == "json")
+        for i, a in enumerate(args)
+    )
+
+
+def usage_report(message: str, hint: str = "") -> str:
+    """The JSON shape of `--format json`, for a run that checked nothing because of a usage error."""
+    return json.dumps(
+        {
+            "ok": False,
+            "files_checked": 0,
+            "errors": 1,
+            "warnings": 0,
+            "diagnostics": [],
+            "usage_error": {"message": message, "hint": hint},
+        },
+        indent=2,
+    )
+
+
+@click.command(cls=JsonAwareCommand)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--format",
@@ -24,21 +69,47 @@ import click
     is_flag=True,
     help="Also list, per workflow and agent, the sandbox its tools run in and the calls that need approval.",
 )
-def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool) -> None:
+@click.option(
+    "--connect",
+    is_flag=True,
+    help="Also start each MCP server (stdio ones in the sandbox) and check the tools named exist.",
+)
+def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, connect: bool) -> None:
     """Check manifests: YAML, schema, and cross-references (files or folders; default: .)."""
     from flowrun.manifest.diagnostics import render
     from flowrun.manifest.validate import validate_paths
 
     if explain and fmt != "text":
-        raise click.UsageError("--explain goes with --format text")
-    diagnostics, checked = validate_paths(list(paths) or [Path(".")])
+        usage_error(fmt, "--explain goes with --format text", "drop --explain or --format")
+    targets = list(paths) or [Path(".")]
+    diagnostics, checked = validate_paths(targets)
+    if checked == 0:
+        shown = ", ".join(str(p) for p in targets)
+        usage_error(
+            fmt,
+            f"no manifests found in {shown}",
+            "point validate at a workflow file or a folder holding one, agents.d/, tools.d/ or models.d/ "
+            "(a top-level YAML file counts when it has a `kind:` line)",
+        )
+    if connect:
+        diagnostics = sorted(diagnostics + connected(targets), key=lambda d: (d.file, d.line, d.column))
     output = render(diagnostics, fmt, checked)
     if output:
         click.echo(output)
     failing = [d for d in diagnostics if d.severity == "error" or strict]
     if explain and not any(d.severity == "error" for d in diagnostics):
-        click.echo("\n".join(explanation(list(paths) or [Path(".")])))
+        click.echo("\n".join(explanation(targets)))
     sys.exit(1 if failing else 0)
+
+
+def usage_error(fmt: str, message: str, hint: str) -> None:
+    """Exit 2 with the message: JSON on stdout for --format json, else one line on stderr."""
+    if fmt == "json":
+        click.echo(usage_report(message, hint))
+        sys.exit(USAGE_EXIT)
+    from flowrun.cli.common import fail
+
+    fail(message, hint, USAGE_EXIT)
 
 
 def explanation(paths: list[Path]) -> list[str]:
@@ -55,3 +126,17 @@ def explanation(paths: list[Path]) -> list[str]:
             base = loaded.source.path.parent.resolve()
             lines += ["  " + line for line in explain(project, loaded.spec, base)]
     return lines
+
+
+def connected(paths: list[Path]) -> list[Diagnostic]:
+    """`--connect`: the MCP servers of every project under `paths`, started and asked."""
+    import asyncio
+
+    from flowrun.manifest.project import load_project
+    from flowrun.manifest.validate import find_roots
+    from flowrun.runtime.mcp_check import check_servers
+
+    out: list[Diagnostic] = []
+    for root, files in find_roots(paths).items():
+        out += asyncio.run(check_servers(load_project(root, files)))
+    return out

@@ -19,6 +19,7 @@ import hashlib
 import io
 import os
 import pickle
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -213,6 +214,9 @@ def cached_check(path: Path, display: str, folder_hint: str, trusted: bool, chec
     """`check(path, display, folder_hint, trusted)` (YAML, kind, JSON Schema and cross-key rules
     of one manifest), answered from the cache when a file with the same bytes was checked."""
     try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > BIG_FILE:
+            return check(path, display, folder_hint, trusted)  # refused there, never read here
         content = path.read_bytes()
     except OSError:
         return check(path, display, folder_hint, trusted)

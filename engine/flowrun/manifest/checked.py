@@ -93,7 +93,9 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
         return _LOADED[key]
     project = load_project(root, [workflow])
     cross: list[Diagnostic] | None = None
-    if key is not None and (entry := check_cache.load(key)) is not None:
+    if any(d.severity == "error" for d in project.diagnostics):
+        cross = []  # cross-references are checked once the manifests load
+    elif key is not None and (entry := check_cache.load(key)) is not None:
         cross = _restore_cross(entry)
     if cross is None:
         cross = check_project(project)

@@ -3,9 +3,7 @@ render, models that must resolve, agent-as-tool cycles. Every problem becomes a 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -13,13 +11,15 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.graph import (
     YamlPath,
     agent_callees,
-    iter_steps,
     reachable_agents,
     tool_entries,
     workflow_agents,
 )
+from flowrun.manifest.mcp_refs import check_entry as check_mcp_entry
+from flowrun.manifest.mcp_refs import mcp_ref
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
+from flowrun.manifest.python_tools import check_python_tools
 from flowrun.manifest.sandboxing import check_entry_keys, check_setting
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import (
@@ -27,13 +27,14 @@ from flowrun.manifest.specs import (
     AgentManifest,
     CommandImplementation,
     DashboardContext,
-    LoopStep,
     PythonImplementation,
     ToolManifest,
     WorkflowManifest,
 )
+from flowrun.manifest.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
+from flowrun.manifest.yaml_source import Source
 from flowrun.paths import display_path
 
 
@@ -41,9 +42,10 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     """Cross-reference diagnostics. Built-in manifests are tested with flowrun itself, so they
     are re-checked only when asked (validating the built-in folders)."""
     out: list[Diagnostic] = []
-    for tool in project.tools.values():
-        if include_builtins or not tool.builtin:
-            out += _check_tool(tool, project)
+    checked = [tool for tool in project.tools.values() if include_builtins or not tool.builtin]
+    for tool in checked:
+        out += _check_tool(tool, project)
+    out += _check_python_tools(checked)
     for agent in project.agents.values():
         if include_builtins or not agent.builtin:
             out += _check_agent(agent, project)
@@ -71,20 +73,21 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
 
 def _check_tool(loaded: Loaded[ToolManifest], project: Project) -> list[Diagnostic]:
     out = _check_tool_schemas(loaded) + check_setting(loaded.source, ("sandbox",), loaded.spec.sandbox)
-    impl = loaded.spec.implementation
-    if isinstance(impl, PythonImplementation):
-        module = impl.python.split(":")[0]
-        if not _module_exists(module, loaded.root):
-            out.append(
-                loaded.source.diag(
-                    ("implementation", "python"),
-                    f"python module '{module}' not found",
-                    "check the dotted path; project modules are found relative to the workflow folder",
-                    "missing-module",
-                )
-            )
-    else:
+    if isinstance(loaded.spec.implementation, CommandImplementation):
         out += _check_command(loaded)
+    return out
+
+
+def _check_python_tools(tools: list[Loaded[ToolManifest]]) -> list[Diagnostic]:
+    """Import each folder's Python tools (in a child process) and compare their signatures
+    with the manifests; a tool whose schemas are already broken is left out."""
+    by_root: dict[Path, list[tuple[ToolManifest, Any]]] = {}
+    for tool in tools:
+        if isinstance(tool.spec.implementation, PythonImplementation) and not _check_tool_schemas(tool):
+            by_root.setdefault(tool.root, []).append((tool.spec, tool.source))
+    out: list[Diagnostic] = []
+    for root, found in by_root.items():
+        out += check_python_tools(found, root)
     return out
 
 
@@ -129,19 +132,6 @@ def _check_command(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
     return out
 
 
-def _module_exists(module: str, root: Path) -> bool:
-    added = str(root) not in sys.path
-    if added:
-        sys.path.insert(0, str(root))
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-    finally:
-        if added:
-            sys.path.remove(str(root))
-
-
 # ---------------------------------------------------------------- agents
 
 
@@ -182,9 +172,12 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
         seen.add(name)
         if name in project.broken:
             continue
+        ref = mcp_ref(name, project)
+        if ref is not None:
+            out += check_mcp_entry(src, i, name, ref, config, project)
+            continue
         if name not in names:
-            hint = did_you_mean(name, names) or "known tools: " + ", ".join(sorted(project.tools))
-            out.append(src.diag(("tools", i), f"unknown tool or agent '{name}'", hint, "unknown-tool"))
+            out.append(_unknown_entry(src, i, name, names, project))
             continue
         schema = _config_schema(project, name)
         out += check_entry_keys(src, i, name, config, project)
@@ -192,6 +185,22 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
         if own:
             out += _check_tool_config(src, i, name, own, schema)
     return out
+
+
+def _unknown_entry(src: Source, index: int, name: str, names: set[str], project: Project) -> Diagnostic:
+    server, dot, _ = name.partition(".")
+    if dot:
+        servers = set(project.mcp_servers)
+        hint = did_you_mean(server, servers) or (
+            "declare it under the workflow's `mcp_servers:` or in .mcp.json"
+            if not servers
+            else "declared MCP servers: " + ", ".join(sorted(servers))
+        )
+        return src.diag(("tools", index), f"unknown MCP server '{server}' in '{name}'", hint, "unknown-tool")
+    hint = did_you_mean(name, names | set(project.mcp_servers)) or "known tools: " + ", ".join(
+        sorted(project.tools)
+    )
+    return src.diag(("tools", index), f"unknown tool or agent '{name}'", hint, "unknown-tool")
 
 
 def _config_schema(project: Project, name: str) -> dict[str, Any] | None:
@@ -352,7 +361,7 @@ def _check_cycles(project: Project) -> list[Diagnostic]:
 def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: set[str]) -> list[Diagnostic]:
     spec, src = wf.spec, wf.source
     models = set(spec.models) | set(project.models)
-    out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox)
+    out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox) + check_steps(wf)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
@@ -378,27 +387,23 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     return out
 
 
-def _workflow_templates(spec: WorkflowManifest) -> list[tuple[str, YamlPath, bool]]:
-    """(template text, YAML path, is an expression) of every template in a workflow."""
-    found: list[tuple[str, YamlPath, bool]] = []
+def _workflow_templates(spec: WorkflowManifest) -> list[StepTemplate]:
+    """Every template in a workflow (steps: with the names a foreach adds for its body)."""
+    found: list[StepTemplate] = []
     if spec.task:
-        found.append((spec.task, ("task",), False))
+        found.append(StepTemplate(spec.task, ("task",), False))
     for path, content in spec.workspace.files.items():
-        found.append((content, ("workspace", "files", path), False))
-    for step, parts in iter_steps(spec.steps, ("steps",)):
-        if not isinstance(step, LoopStep):
-            found += [(getattr(step, k), (*parts, k), False) for k in ("task", "workdir") if getattr(step, k)]
-        elif step.loop.until:
-            found.append((step.loop.until, (*parts, "loop", "until"), True))
-    return found
+        found.append(StepTemplate(content, ("workspace", "files", path), False))
+    return found + step_templates(spec.steps)
 
 
 def _check_workflow_templates(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
     src = wf.source
-    provided = set(wf.spec.inputs) | WORKFLOW_BUILTINS
     out: list[Diagnostic] = []
-    for text, parts, expression in _workflow_templates(wf.spec):
-        info = analyse_expression(text) if expression else analyse(text)
+    for template in _workflow_templates(wf.spec):
+        text, parts = template.text, template.parts
+        provided = set(wf.spec.inputs) | WORKFLOW_BUILTINS | template.names
+        info = analyse_expression(text) if template.expression else analyse(text)
         if info.error:
             message = f"Jinja2 syntax error: {info.error}"
             out.append(src.diag(parts, message, "check {{ }} and {% %} pairs", "template-syntax"))
@@ -446,7 +451,7 @@ def _check_agent_in_workflow(
                 "unknown-model",
             )
         )
-    for i, ref in enumerate(spec.selectable_models):
+    for i, ref in enumerate(spec.model_choices):
         if problem := reference_problem(ref, models):
             out.append(
                 src.diag(("selectable_models", i), problem, did_you_mean(ref, models), "unknown-model")

@@ -22,9 +22,14 @@ class Diagnostic:
     code: str = "invalid"
     severity: Severity = "error"
 
+    @property
+    def location(self) -> str:
+        """`file:line:column`, or just the origin when there is no line (a `--set` option)."""
+        return f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+
     def text(self) -> str:
         where = f" (at {self.path})" if self.path else ""
-        line = f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.code}]: {self.message}{where}"
+        line = f"{self.location}: {self.severity}[{self.code}]: {self.message}{where}"
         return f"{line}\n    hint: {self.hint}" if self.hint else line
 
     def github(self) -> str:
@@ -32,6 +37,8 @@ class Diagnostic:
         where = f" (at {self.path})" if self.path else ""
         hint = f" Hint: {self.hint}" if self.hint else ""
         body = f"{self.message}{where}.{hint}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        if not self.line:
+            return f"::{kind} title={self.code}::{self.file}: {body}"
         return f"::{kind} file={self.file},line={self.line},col={self.column},title={self.code}::{body}"
 
 

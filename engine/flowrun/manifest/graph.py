@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from flowrun.manifest.specs import AgentManifest, LoopStep, Step, WorkflowManifest
+from flowrun.manifest.specs import (
+    AgentManifest,
+    AgentStep,
+    ForeachStep,
+    LoopStep,
+    ParallelStep,
+    Step,
+    WorkflowManifest,
+)
 
 if TYPE_CHECKING:
     from flowrun.manifest.project import Project
@@ -17,7 +25,7 @@ YamlPath = tuple[str | int, ...]
 
 def tool_entries(spec: AgentManifest) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(index, name, config) for each entry of an agent's `tools` list."""
-    for i, entry in enumerate(spec.tools):
+    for i, entry in enumerate(spec.tool_list):
         if isinstance(entry, str):
             yield i, entry, {}
         else:
@@ -46,19 +54,25 @@ def reachable_agents(starts: list[str], project: Project) -> set[str]:
 
 
 def iter_steps(steps: list[Step] | None, parts: YamlPath) -> Iterator[tuple[Step, YamlPath]]:
-    """Every step of a workflow, loops' bodies included, with its YAML path."""
+    """Every step of a workflow, with its YAML path: loops' bodies, parallel branches and
+    foreach bodies included."""
     for i, step in enumerate(steps or []):
         here = (*parts, i)
         yield step, here
         if isinstance(step, LoopStep):
             yield from iter_steps(step.loop.steps, (*here, "loop", "steps"))
+        elif isinstance(step, ParallelStep):
+            for j, branch in enumerate(step.parallel):
+                yield branch, (*here, "parallel", j)
+        elif isinstance(step, ForeachStep):
+            yield step.foreach.step, (*here, "foreach", "step")
 
 
 def workflow_agents(spec: WorkflowManifest) -> list[tuple[str, YamlPath]]:
     """(agent name, YAML path) of the entry agent and every step's agent."""
     starts: list[tuple[str, YamlPath]] = [(spec.entry, ("entry",))] if spec.entry else []
     for step, parts in iter_steps(spec.steps, ("steps",)):
-        if not isinstance(step, LoopStep):
+        if isinstance(step, AgentStep):
             starts.append((step.agent, (*parts, "agent")))
     return starts
 

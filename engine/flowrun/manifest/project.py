@@ -3,17 +3,21 @@ the built-ins), with `extends:` resolved and all problems collected as diagnosti
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from flowrun.manifest import mcp_config
 from flowrun.manifest.check_cache import cached_check
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.extends import extended
 from flowrun.manifest.schema_check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
     AgentManifest,
+    McpServerSpec,
     ModelsManifest,
     ModelSpec,
     ScriptManifest,
@@ -50,6 +54,8 @@ class Project:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
+    # MCP servers: the project's .mcp.json, with each workflow's `mcp_servers:` over it
+    mcp_servers: dict[str, Loaded[McpServerSpec]] = field(default_factory=dict)
 
     def prompt_dirs(self) -> list[Path]:
         return [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
@@ -145,8 +151,22 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
             project.workflows.append(Loaded(spec, src, project_root, False))
         elif isinstance(spec, ScriptManifest):
             project.scripts.append(Loaded(spec, src, project_root, False))
+    _add_mcp_servers(project, project_root)
     _resolve_extends(project)
     return project
+
+
+def _add_mcp_servers(project: Project, root: Path) -> None:
+    """A project's servers: its `.mcp.json`, then each workflow's `mcp_servers:` over it."""
+    path = root / mcp_config.MCP_FILE
+    if path.is_file():
+        servers, src, diags = mcp_config.load_mcp_file(path, display_path(path))
+        project.diagnostics += diags
+        for name, spec in servers.items():
+            project.mcp_servers[name] = Loaded(spec, src, root, False)
+    for wf in project.workflows:
+        for name, spec in wf.spec.mcp_servers.items():
+            project.mcp_servers[name] = Loaded(spec, wf.source, wf.root, False)
 
 
 def _add_manifest(
@@ -255,20 +275,10 @@ def _resolve_agent(
                 hint = did_you_mean(spec.extends, set(project.agent_layers) - {name}) or "check the name"
             project.diagnostics.append(loaded.source.diag(("extends",), missing, hint, "unknown-agent"))
         return None
-    return Loaded(extended(parent.spec, spec), loaded.source, loaded.root, loaded.builtin)
-
-
-def extended(parent: AgentManifest, child: AgentManifest) -> AgentManifest:
-    """The child's own keys replace the parent's; a child prompt replaces either kind of parent
-    prompt."""
-    data = parent.model_dump(exclude_unset=True, by_alias=True)
-    data.update(child.model_dump(exclude_unset=True, by_alias=True))
-    if "prompt" in child.model_fields_set:
-        data.pop("prompt_file", None)
-    elif "prompt_file" in child.model_fields_set:
-        data.pop("prompt", None)
-    data.pop("extends", None)
-    return AgentManifest.model_validate(data)
+    effective, remap, problems = extended(parent.spec, spec, loaded.source)
+    project.diagnostics += problems
+    source = dataclasses.replace(loaded.source, remap={**loaded.source.remap, **remap})
+    return Loaded(effective, source, loaded.root, loaded.builtin)
 
 
 def find_agent_prompt(loaded: Loaded[AgentManifest], project: Project) -> Path | None:

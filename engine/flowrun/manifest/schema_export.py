@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# kinds whose folder (agents.d/, tools.d/, models.d/) implies `kind:`, so the key is optional there
+FOLDER_IMPLIED = ("agent", "tool", "models")
 
 
 def kind_schema(kind: str) -> dict[str, Any]:
@@ -15,6 +17,14 @@ def kind_schema(kind: str) -> dict[str, Any]:
 
     model = KINDS[kind]
     schema = _tidy(model.model_json_schema(mode="validation", by_alias=True))
+    if kind in FOLDER_IMPLIED:
+        # an editor or check-jsonschema cannot see the folder: accept the manifest without `kind`
+        schema["required"] = [key for key in schema.get("required", []) if key != "kind"]
+        schema["properties"]["kind"]["description"] = (
+            f"`{kind}`; may be left out inside the {kind}s.d/ folder, which implies it."
+            if kind != "models"
+            else "`models`; may be left out inside the models.d/ folder, which implies it."
+        )
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": f"https://flowrun.dev/schema/{kind}.schema.json",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.mcp_config import server_problems
 from flowrun.manifest.yaml_source import Source
 
 
@@ -22,6 +23,9 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
             )
         for name, model in (data.get("models") or {}).items():
             out += _model_problems(src, ("models", name), model)
+        servers = data.get("mcp_servers")
+        for name, server in (servers if isinstance(servers, dict) else {}).items():
+            out += server_problems(src, ("mcp_servers", name), server)
     elif kind == "models":
         for name, model in (data.get("models") or {}).items():
             out += _model_problems(src, ("models", name), model)
@@ -46,6 +50,11 @@ def _model_problems(src: Source, parts: tuple[Any, ...], model: dict[str, Any]) 
 
 def _agent_problems(src: Source, data: dict[str, Any]) -> list[Diagnostic]:
     out = []
+    for key in ("tools", "selectable_models"):
+        if isinstance(data.get(key), dict) and "extends" not in data:
+            message = f"`{key}: {{add, remove}}` changes an inherited list, but this agent has no `extends`"
+            hint = f"write `{key}` as a list, or add `extends: PARENT`"
+            out.append(src.diag((key,), message, hint, "invalid", key=True))
     if "prompt" in data and "prompt_file" in data:
         out.append(
             src.diag(("prompt_file",), "set `prompt` or `prompt_file`, not both", "keep one", "invalid")

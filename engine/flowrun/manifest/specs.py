@@ -4,8 +4,9 @@ and for every default, which the runtime reads from these models.
 
 Every model forbids unknown keys. A manifest is first checked against the generated schema
 (for diagnostics with file:line:column), then against the cross-key rules in `semantics.py`,
-then validated into these models. Unions are tagged: a step by its key (`agent:` or `loop:`),
-a tool implementation by its key (`python:` or `command:`), a context by `strategy`.
+then validated into these models. Unions are tagged: a step by its key (`agent:`, `loop:`,
+`parallel:` or `foreach:`), a tool implementation by its key (`python:` or `command:`), a
+context by `strategy`.
 """
 
 from __future__ import annotations
@@ -237,19 +238,52 @@ class ToolManifest(Strict):
     sandbox: SandboxSetting | None = Field(
         None, description="The sandbox this tool's processes need (e.g. {network: allow})."
     )
+    idempotent: bool | None = Field(
+        None,
+        description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
+        "resume that finds it started but unfinished tells the agent its effect is unknown "
+        "instead of running it again. Default: true for python tools (or the function's own "
+        "rule), false for command tools.",
+    )
 
 
 # ---------------------------------------------------------------- agents
 
+# an entry names a tool, an agent, an MCP server (`NAME`) or one of its tools (`NAME.TOOL`)
+ENTRY_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_][A-Za-z0-9_./-]{0,127})?$"
+EntryName = Annotated[
+    str, Field(pattern=ENTRY_NAME, description="A tool, agent or MCP server name, or SERVER.TOOL.")
+]
 ToolEntry = Annotated[
-    str | Annotated[dict[Name, dict[str, Any] | None], Field(min_length=1, max_length=1)],
+    str | Annotated[dict[EntryName, dict[str, Any] | None], Field(min_length=1, max_length=1)],
     Field(
         description="A tool or agent name, or `{name: {config}}` to set per-agent config and "
         "constraints (paths, write_paths, read_only, allow, deny, timeout, session, ...). Every "
         "entry also takes `approve: ask | always | never` (a human approves each call) and, for "
-        "a tool, `sandbox:` (how its processes are confined)."
+        "a tool, `sandbox:` (how its processes are confined). An MCP server's tools are listed as "
+        "`SERVER` (all its allowed tools) or `SERVER.TOOL` (one)."
     ),
 ]
+
+
+class ToolsPatch(Strict):
+    """`tools` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ToolEntry] = Field(
+        default_factory=list,
+        description="Entries appended to the parent's tools; an entry whose name the parent already "
+        "lists replaces that entry (its config) in place.",
+    )
+    remove: list[Name] = Field(
+        default_factory=list, description="Names of the parent's tools (or agents) to drop."
+    )
+
+
+class ModelsPatch(Strict):
+    """`selectable_models` of an agent with `extends`, written as changes to the parent's list."""
+
+    add: list[ModelRef] = Field(default_factory=list, description="Models appended to the parent's list.")
+    remove: list[ModelRef] = Field(default_factory=list, description="Models of the parent's list to drop.")
 
 
 class FullContext(Strict):
@@ -315,8 +349,10 @@ class AgentManifest(Strict):
     )
     model: ModelRef | None = None
     max_steps: int = Field(30, ge=1, le=10_000, description="Model calls before it stops.")
-    tools: list[ToolEntry] = Field(
-        default_factory=list, description="The allowlist: tools and agents it may call."
+    tools: list[ToolEntry] | ToolsPatch = Field(
+        default_factory=list,
+        description="The allowlist: tools and agents it may call. With `extends`, either a list (it "
+        "replaces the parent's) or {add: [...], remove: [...]} (changes to the parent's list).",
     )
     context: ContextSpec = Field(default_factory=lambda: FullContext())
     stop: StopSpec = Field(default_factory=lambda: StopSpec())
@@ -325,9 +361,10 @@ class AgentManifest(Strict):
         description="As a tool: fresh = a new conversation per call; persistent = one instance "
         "keeps its conversation across calls.",
     )
-    selectable_models: list[ModelRef] = Field(
+    selectable_models: list[ModelRef] | ModelsPatch = Field(
         default_factory=list,
-        description="As a tool: models the caller may pick for this agent (adds a `model` argument).",
+        description="As a tool: models the caller may pick for this agent (adds a `model` argument). "
+        "With `extends`, a list or {add: [...], remove: [...]}.",
     )
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
@@ -338,9 +375,74 @@ class AgentManifest(Strict):
     )
 
     @property
+    def tool_list(self) -> list[str | dict[str, dict[str, Any] | None]]:
+        """The tool entries (an unresolved `{add, remove}` counts as its `add` entries)."""
+        return list(self.tools) if isinstance(self.tools, list) else list(self.tools.add)
+
+    @property
+    def model_choices(self) -> list[str]:
+        """The selectable models (an unresolved `{add, remove}` counts as its `add` entries)."""
+        value = self.selectable_models
+        return list(value) if isinstance(value, list) else list(value.add)
+
+    @property
     def tool_description(self) -> str:
         """What a caller reads when this agent is offered as a tool."""
         return (self.description or f"The {self.name} agent.").strip()
+
+
+# ---------------------------------------------------------------- MCP servers
+
+
+class McpServerSpec(Strict):
+    """An MCP server, in the `.mcp.json` shape (Claude Code's): `command`/`args`/`env`/`cwd`
+    for a stdio server, `url`/`headers` for streamable HTTP (or `type: sse`), plus flowrun's
+    `timeout_s`, `startup_timeout_s`, `tools` and `sandbox`. `${VAR}` and `${VAR:-default}`
+    in command, args, env, url and headers are read from the environment when it starts."""
+
+    type: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(
+        None, description="stdio (with `command`), http / streamable-http or sse (with `url`)."
+    )
+    command: str | None = Field(None, min_length=1, description="stdio: the program that runs the server.")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="stdio: variables the server gets (`${NAME}` passes one of flowrun's, secrets included).",
+    )
+    cwd: str | None = Field(
+        None,
+        description="stdio: its working folder, relative to the declaring file's folder (default: there).",
+    )
+    url: str | None = Field(None, min_length=1, description="http / sse: the server's endpoint.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="http / sse: request headers (`Bearer ${TOKEN}` for a secret)."
+    )
+    timeout_s: float = Field(60.0, gt=0, description="Seconds one tool call may take (then TIMEOUT).")
+    startup_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds the server may take to start and list its tools."
+    )
+    tools: list[str] | None = Field(
+        None, description="Allowlist of the server's tools agents may use (default: all of them)."
+    )
+    sandbox: SandboxSetting | None = Field(
+        None, description="stdio: how the server process is confined (over the workflow's `sandbox:`)."
+    )
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.type == "sse":
+            return "sse"
+        if self.type in ("http", "streamable-http") or (self.type is None and self.url):
+            return "http"
+        return "stdio"
+
+
+class McpConfigFile(Strict):
+    """A `.mcp.json` file next to the workflow (Claude Code's project MCP configuration)."""
+
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict, alias="mcpServers", description="Server name -> declaration."
+    )
 
 
 # ---------------------------------------------------------------- workflows
@@ -348,7 +450,10 @@ class AgentManifest(Strict):
 
 class InputSpec(Strict):
     description: str | None = Field(None, description="Shown in --help.")
-    type: Literal["string", "integer", "number", "boolean"] = "string"
+    type: Literal["string", "integer", "number", "boolean", "list"] = Field(
+        "string",
+        description="list: a JSON array, or one item per line of text (for `foreach:`).",
+    )
     required: bool | None = Field(None, description="Default: true unless a default is given.")
     default: Any = None
     choices: list[Any] | None = None
@@ -356,6 +461,12 @@ class InputSpec(Strict):
     @property
     def is_required(self) -> bool:
         return self.required if self.required is not None else self.default is None
+
+
+IF_DESCRIPTION = (
+    "Jinja2 expression checked before the step, in the form of `until`, e.g. "
+    '"workspace.exists(\'plan.md\')" or "inputs.deep"; the step is skipped when it is not met.'
+)
 
 
 class AgentStep(Strict):
@@ -367,6 +478,12 @@ class AgentStep(Strict):
         description="Jinja2: working folder under the workspace, "
         "e.g. execution_outputs/iteration_{{ iteration }}.",
     )
+    output: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder the agent's final answer is written to "
+        "(its JSON when the agent has an output_schema), e.g. answers/{{ index }}.md.",
+    )
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 class LoopBody(Strict):
@@ -382,11 +499,49 @@ class LoopBody(Strict):
 class LoopStep(Strict):
     kind: ClassVar[str] = "loop"
     loop: LoopBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ParallelStep(Strict):
+    """Agent steps run at the same time, each best with its own `workdir` or `output`."""
+
+    kind: ClassVar[str] = "parallel"
+    parallel: list[AgentStep] = Field(min_length=1, description="The agent steps to run at the same time.")
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+
+
+class ForeachBody(Strict):
+    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
+    file: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
+        "JSON Lines (one value per line) when it ends in .jsonl.",
+    )
+    as_: Name = Field(
+        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
+    )
+    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
+    collect: str = Field(
+        description="Jinja2: the JSON file the results are collected into, one entry per item in "
+        "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."
+    )
+    step: AgentStep = Field(description="The agent step run once per item.")
+
+
+class ForeachStep(Strict):
+    """One agent step per item of a list, `concurrency` at a time."""
+
+    kind: ClassVar[str] = "foreach"
+    foreach: ForeachBody
+    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
 Step = Annotated[
-    Annotated[AgentStep, Tag("agent")] | Annotated[LoopStep, Tag("loop")],
-    key_tag("loop", "agent"),
+    Annotated[AgentStep, Tag("agent")]
+    | Annotated[LoopStep, Tag("loop")]
+    | Annotated[ParallelStep, Tag("parallel")]
+    | Annotated[ForeachStep, Tag("foreach")],
+    key_tag("loop", "parallel", "foreach", "agent"),
 ]
 LoopBody.model_rebuild()
 
@@ -427,13 +582,20 @@ class WorkflowManifest(Strict):
     default_model: str | None = Field(None, description="The model agents use when they name none.")
     entry: Name | None = Field(None, description="The agent that runs (or use `steps`).")
     task: str | None = Field(None, description="Jinja2: the first user message to the entry agent.")
-    steps: list[Step] | None = Field(None, description="A sequence of agent steps and loops.")
+    steps: list[Step] | None = Field(
+        None, description="A sequence of agent steps, loops, parallel and foreach steps."
+    )
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
     output: str | None = Field(None, description="The declared output file in the workspace, e.g. report.md.")
     limits: Limits = Field(default_factory=lambda: Limits())
     sandbox: SandboxSetting | None = Field(
         None,
         description="How tool processes are confined, for every agent (default: required, network deny).",
+    )
+    mcp_servers: dict[Name, McpServerSpec] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools agents list as SERVER or SERVER.TOOL (the .mcp.json shape); "
+        "these win over a .mcp.json next to the workflow.",
     )
 
 

@@ -15,7 +15,19 @@ from flowrun.errors import ManifestError
 
 # Names the runtime provides to every agent prompt.
 PROMPT_BUILTINS = frozenset(
-    {"agent", "tools", "workspace", "inputs", "date", "iteration", "run_id", "output", "dashboards", "model"}
+    {
+        "agent",
+        "tools",
+        "team",
+        "workspace",
+        "inputs",
+        "date",
+        "iteration",
+        "run_id",
+        "output",
+        "dashboards",
+        "model",
+    }
 )
 # Names the runtime provides to workflow templates (task, seed files, until, workdir).
 WORKFLOW_BUILTINS = frozenset({"inputs", "workspace", "date", "iteration", "run_id", "output"})

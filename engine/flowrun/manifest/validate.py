@@ -3,11 +3,12 @@ and collect every problem in one pass."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.paths import MANIFEST_DIRS
+from flowrun.paths import MANIFEST_DIRS, display_path
 
 SKIP_DIRS = {
     "runs",
@@ -22,6 +23,7 @@ SKIP_DIRS = {
     "schema",
 }
 HAS_KIND = re.compile(r"^kind:\s*\S", re.MULTILINE)
+HEAD_BYTES = 1_000_000  # yaml_limits.MAX_FILE_BYTES (not imported: it brings the YAML parser)
 
 
 def _is_yaml(path: Path) -> bool:
@@ -29,10 +31,14 @@ def _is_yaml(path: Path) -> bool:
 
 
 def _looks_like_manifest(path: Path) -> bool:
+    """A `kind:` line near the top (only the first HEAD_BYTES are read: a bigger file that
+    looks like a manifest is then reported as too large)."""
     try:
-        return bool(HAS_KIND.search(path.read_text(encoding="utf-8", errors="replace")))
+        with path.open("rb") as f:
+            head = f.read(HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return False
+    return bool(HAS_KIND.search(head))
 
 
 def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
@@ -86,6 +92,13 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
 
     diagnostics: list[Diagnostic] = []
     checked: set[str] = set()
+    for special in [p for p in paths if not p.is_file() and not p.is_dir()]:
+        # a FIFO, socket or device named on the command line: refused, never opened for reading
+        from flowrun.manifest.yaml_source import load_source
+
+        diagnostics += load_source(special, display_path(special))[1]
+        checked.add(os.path.abspath(special))
+    paths = [p for p in paths if p.is_file() or p.is_dir()]
     for root, files in find_roots(paths).items():
         found, files_checked = check_root(root, files)
         diagnostics += [d for d in found if d not in diagnostics]

@@ -1,5 +1,10 @@
 """Read a YAML file into plain data plus the line and column of every key and value, so any
-later check can point at file:line:column."""
+later check can point at file:line:column.
+
+No file can make loading slow, big or crash: only regular files are read, at most
+MAX_FILE_BYTES of them; the event stream is scanned before anything is built, so nesting
+deeper than MAX_DEPTH, more than MAX_NODES nodes once aliases are expanded (the "billion laughs")
+and recursive or undefined aliases are refused at the line where they occur (yaml_limits.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +15,8 @@ from typing import Any
 import yaml
 
 from flowrun.manifest.diagnostics import Diagnostic, yaml_path
+from flowrun.manifest.yaml_limits import Loader, Refusal, read_limited, scan_events
 
-Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 PathKey = tuple[str | int, ...]
 
 
@@ -25,10 +30,22 @@ class Source:
     values: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     keys: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     text: str = ""
+    # paths of an effective manifest -> where they are written (e.g. an agent's merged
+    # `tools[3]` -> `tools.add[0]`, or an inherited entry -> `extends`)
+    remap: dict[PathKey, PathKey] = field(default_factory=dict)
+
+    def written_at(self, parts: PathKey) -> PathKey:
+        """`parts` as written in this file (see `remap`)."""
+        parts = tuple(parts)
+        for n in range(len(parts), 0, -1):
+            target = self.remap.get(parts[:n])
+            if target is not None:
+                return (*target, *parts[n:])
+        return parts
 
     def position(self, parts: PathKey, *, key: bool = False) -> tuple[int, int]:
         """Line and column of the deepest known node on `parts` (1-based)."""
-        parts = tuple(parts)
+        parts = self.written_at(parts)
         while parts:
             table = self.keys if key and parts in self.keys else self.values
             if parts in table:
@@ -48,12 +65,28 @@ class Source:
         severity: str = "error",
     ) -> Diagnostic:
         line, col = self.position(parts, key=key)
-        return Diagnostic(self.display, line, col, yaml_path(parts), message, hint, code, severity)  # type: ignore[arg-type]
+        shown = yaml_path(self.written_at(parts))
+        return Diagnostic(self.display, line, col, shown, message, hint, code, severity)  # type: ignore[arg-type]
+
+
+COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
 def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic]) -> Any:
     mark = node.start_mark
     src.values[parts] = (mark.line + 1, mark.column + 1)
+    if isinstance(node, yaml.CollectionNode) and node.tag not in COLLECTION_TAGS:
+        dupes.append(
+            Diagnostic(
+                src.display,
+                mark.line + 1,
+                mark.column + 1,
+                yaml_path(parts),
+                f"the tag {node.tag} is not supported in manifests",
+                "remove the tag: a plain mapping or list is all a manifest needs",
+                "yaml-value",
+            )
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
@@ -64,7 +97,7 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
                         out = {**item, **out}
                 src.values[parts] = (mark.line + 1, mark.column + 1)
                 continue
-            key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            key = _key(key_node, src, dupes)
             here = (*parts, key)
             if key in out:
                 line = key_node.start_mark.line + 1
@@ -84,24 +117,73 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_walk(child, (*parts, i), src, dupes) for i, child in enumerate(node.value)]
-    return _scalar(node)
+    return _scalar(node, src, dupes)
+
+
+def _key(node: yaml.Node, src: Source, problems: list[Diagnostic]) -> str:
+    """A mapping key as text, as JSON (and so the schema) has them: `0: x` and `true: x` have
+    the keys "0" and "true". A list or mapping used as a key is reported."""
+    if not isinstance(node, yaml.ScalarNode):
+        mark = node.start_mark
+        problems.append(
+            Diagnostic(
+                src.display,
+                mark.line + 1,
+                mark.column + 1,
+                "",
+                "a list or mapping used as a key",
+                "keys are names: write `name: value`",
+                "yaml-value",
+            )
+        )
+        return f"<{'mapping' if isinstance(node, yaml.MappingNode) else 'list'} key>"
+    key = _scalar(node, src, problems)
+    return key if isinstance(key, str) else str(node.value)
 
 
 _constructor = yaml.SafeLoader("")
 
 
-def _scalar(node: yaml.Node) -> Any:
-    return _constructor.construct_object(node, deep=True)
+def _scalar(node: yaml.Node, src: Source | None = None, problems: list[Diagnostic] | None = None) -> Any:
+    """A scalar's value by the safe loader's rules. A value its tag cannot hold (`!!int abc`,
+    a 13th month, an unknown `!tag`) is a diagnostic, and its text is kept in its place."""
+    try:
+        return _constructor.construct_object(node, deep=True)
+    except Exception as e:  # the constructors raise KeyError, ValueError, binascii errors, ...
+        if src is not None and problems is not None:
+            mark = node.start_mark
+            reason = getattr(e, "problem", None) or str(e)
+            problems.append(
+                Diagnostic(
+                    src.display,
+                    mark.line + 1,
+                    mark.column + 1,
+                    "",
+                    f"cannot read the value {str(node.value)[:60]!r} as {node.tag}: {reason}",
+                    "quote the value to make it text, or write it in the form the tag expects",
+                    "yaml-value",
+                )
+            )
+        return str(node.value)
 
 
 def load_source(path: Path, display: str | None = None) -> tuple[Source, list[Diagnostic]]:
-    """Parse `path`. Problems (unreadable file, YAML syntax, duplicate keys) come back as
-    diagnostics; `source.data` is None when the file could not be parsed."""
+    """Parse `path`. Problems (unreadable, special or oversized file, YAML syntax, a limit of
+    yaml_limits.py, duplicate keys) come back as diagnostics; `source.data` is None when the
+    file could not be parsed."""
     src = Source(path=path, display=display or str(path))
-    try:
-        src.text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return src, [Diagnostic(src.display, 1, 1, "", f"cannot read file: {e}", "check the path", "io")]
+    text = read_limited(path)
+    if not isinstance(text, str):
+        return src, [_refusal(src, text)]
+    src.text = text
+    return src, parse_text(src)
+
+
+def parse_text(src: Source) -> list[Diagnostic]:
+    """Parse `src.text` into `src.data` (None when it cannot be parsed) and its positions."""
+    refusal = scan_events(src.text)
+    if refusal is not None:
+        return [_refusal(src, refusal)]
     try:
         node = yaml.compose(src.text, Loader=Loader)
     except yaml.MarkedYAMLError as e:
@@ -109,7 +191,7 @@ def load_source(path: Path, display: str | None = None) -> tuple[Source, list[Di
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = e.problem or str(e)
         context = f" {e.context}" if e.context else ""
-        return src, [
+        return [
             Diagnostic(
                 src.display,
                 line,
@@ -122,10 +204,18 @@ def load_source(path: Path, display: str | None = None) -> tuple[Source, list[Di
             )
         ]
     except yaml.YAMLError as e:
-        return src, [Diagnostic(src.display, 1, 1, "", f"YAML error: {e}", "", "yaml-syntax")]
+        return [
+            Diagnostic(src.display, 1, 1, "", f"YAML error: {' '.join(str(e).split())}", "", "yaml-syntax")
+        ]
     if node is None:
         src.data = None
-        return src, [Diagnostic(src.display, 1, 1, "", "the file is empty", "add a manifest", "empty")]
-    dupes: list[Diagnostic] = []
-    src.data = _walk(node, (), src, dupes)
-    return src, dupes
+        return [Diagnostic(src.display, 1, 1, "", "the file is empty", "add a manifest", "empty")]
+    problems: list[Diagnostic] = []
+    src.data = _walk(node, (), src, problems)
+    return problems
+
+
+def _refusal(src: Source, refusal: Refusal) -> Diagnostic:
+    return Diagnostic(
+        src.display, refusal.line, refusal.column, "", refusal.message, refusal.hint, refusal.code
+    )

@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from flowrun.errors import MissingCredentials
+from flowrun.providers.answers import parsed, require_answer, require_json_object, require_stream_end
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
 from flowrun.providers.retry import call_sdk
@@ -190,7 +191,8 @@ def _block_dict(block: Any) -> dict[str, Any]:
 
 
 def response_from_message(message: Any) -> ModelResponse:
-    blocks = [_block_dict(block) for block in message.content]
+    require_json_object(message, "content")
+    blocks = [_block_dict(block) for block in message.content or []]
     return response_from_blocks(blocks, _usage(message.usage), message.stop_reason, message.model)
 
 
@@ -204,8 +206,11 @@ class StreamAssembler:
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.model = ""
+        self.events = 0
+        self.stopped = False  # message_stop seen
 
     def feed(self, event: Any) -> None:
+        self.events += 1
         handler = getattr(self, f"_on_{getattr(event, 'type', '')}", None)
         if handler is not None:
             handler(event)
@@ -234,7 +239,13 @@ class StreamAssembler:
         self.stop_reason = event.delta.stop_reason or self.stop_reason
         _usage(event.usage, self.usage)
 
+    def _on_message_stop(self, event: Any) -> None:
+        self.stopped = True
+
     def response(self) -> ModelResponse:
+        """The answer, once the stream reached message_stop (else a retryable unusable
+        answer: the stream was cut)."""
+        require_stream_end(self.stopped, self.events, "message_stop event")
         blocks = []
         for index in sorted(self.blocks):
             block = self.blocks[index]
@@ -310,8 +321,10 @@ class AnthropicProvider(Provider):
 
         async def call() -> ModelResponse:
             if self.config.stream:
-                return await self._stream(client, params)
-            return response_from_message(await client.messages.create(**params))
+                response = await parsed(lambda: self._stream(client, params))
+            else:
+                response = response_from_message(await parsed(lambda: client.messages.create(**params)))
+            return require_answer(response)
 
         return await call_sdk(
             call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry

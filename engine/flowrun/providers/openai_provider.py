@@ -22,6 +22,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from flowrun.providers.answers import (
+    parsed,
+    require_answer,
+    require_json_object,
+    require_stream_end,
+    unusable,
+)
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
 from flowrun.providers.retry import call_sdk
@@ -117,9 +124,10 @@ def _reasoning(text: str | None) -> list[dict[str, Any]]:
 
 
 def response_from_completion(completion: Any) -> ModelResponse:
-    usage = _usage(completion.usage)
+    require_json_object(completion, "choices")
     if not completion.choices:
-        return ModelResponse(usage=usage, model=completion.model or "")
+        raise unusable("the answer has no choices")
+    usage = _usage(completion.usage)
     choice = completion.choices[0]
     message = choice.message
     calls = [
@@ -148,8 +156,10 @@ class StreamAssembler:
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.model = ""
+        self.chunks = 0
 
     def feed(self, chunk: Any) -> None:
+        self.chunks += 1
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = _usage(chunk.usage)
@@ -182,6 +192,9 @@ class StreamAssembler:
                 call["arguments"].append(function.arguments)
 
     def response(self) -> ModelResponse:
+        """The answer, once the stream reached a chunk with a finish_reason (else a retryable
+        unusable answer: the stream was cut)."""
+        require_stream_end(self.stop_reason is not None, self.chunks, "chunk (no finish_reason)")
         calls = [
             _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())
         ]
@@ -250,8 +263,12 @@ class OpenAIProvider(Provider):
 
         async def call() -> ModelResponse:
             if self.config.stream:
-                return await self._stream(client, params)
-            return response_from_completion(await client.chat.completions.create(**params))
+                response = await parsed(lambda: self._stream(client, params))
+            else:
+                response = response_from_completion(
+                    await parsed(lambda: client.chat.completions.create(**params))
+                )
+            return require_answer(response)
 
         return await call_sdk(
             call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry

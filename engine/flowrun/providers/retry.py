@@ -5,8 +5,10 @@ Inside the `call` they hand to `with_retries`, providers turn their SDK's except
 `ApiFailure` (status code, headers, the server's message) with `failure_from_sdk(exc, sdk)`,
 passing the SDK module in, so this module never imports an SDK itself.
 
-Retried: 429, 500/502/503/504/529, connection errors, timeouts and errors reported in the
-middle of a stream. Anything else (400, 401, 403, 404, ...) fails at once.
+Retried: 429, 500/502/503/504/529, connection errors, timeouts, errors reported in the
+middle of a stream, and unusable answers (answers.py: a stream without its final event, no
+choices, a body that is not JSON, an empty answer). Anything else (400, 401, 403, 404, ...)
+fails at once.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ from flowrun.errors import ProviderError
 from flowrun.providers.base import ModelConfig
 
 T = TypeVar("T")
-FailureKind = Literal["status", "connection", "timeout", "stream"]
+FailureKind = Literal["status", "connection", "timeout", "stream", "answer"]
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 20.0
 RETRY_AFTER_CAP_S = 60.0
 BASE_ENV = "FLOWRUN_RETRY_BASE_S"  # tests shrink the backoff base with it
-_KIND_LABELS = {"connection": "connection error", "timeout": "timeout", "stream": "stream error"}
+_KIND_LABELS = {
+    "connection": "connection error",
+    "timeout": "timeout",
+    "stream": "stream error",
+    "answer": "unusable answer",
+}
 
 
 class ApiFailure(Exception):
@@ -165,6 +172,12 @@ def _hint(failure: ApiFailure, config: ModelConfig) -> str:
         return f"check the network and base_url ({config.base_url or 'the provider default'})"
     if failure.kind == "timeout":
         return f"the call took longer than timeout_s={config.timeout_s:g}: raise it or retry later"
+    if failure.kind == "answer":
+        return (
+            "the server's answers are broken or empty: check that base_url "
+            f"({config.base_url or 'the provider default'}) is the model API, retry later, or "
+            "raise the model's max_retries"
+        )
     if (status is not None and status >= 500) or failure.kind == "stream":
         return "the service is failing: retry later or raise the model's max_retries"
     return "check the request the workflow builds for this model (see events.jsonl)"

@@ -3,6 +3,7 @@ per-agent config and limits merged from the tool manifest and the agent's tool e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -61,7 +62,15 @@ class BoundTool:
     target: Any = None  # what the kind needs to run it: a function, a command, an agent spec
     approve: str = "always"  # the entry's `approve:` (see runtime/approvals.py)
     sandbox_layers: tuple[SandboxSpec | None, ...] = ()  # the tool manifest's and the entry's `sandbox:`
+    # whether running a call twice does no more than running it once: a flag, or a rule on the
+    # call's arguments (write_file: all modes but append). A call that is not is recorded
+    # (`tool_intent`) before it runs, and not run again by a resume that finds no result.
+    idempotent: bool | Callable[[dict[str, Any]], bool] = True
     _validator: Any = None
+
+    def repeat_safe(self, arguments: dict[str, Any]) -> bool:
+        rule = self.idempotent
+        return bool(rule(arguments)) if callable(rule) else rule
 
     def validator(self) -> Any:
         if self._validator is None:

@@ -16,7 +16,7 @@ def missing_credentials(
     missing: dict[str, list[str]] = {}
     for name in sorted(run_agents(workflow, project)):
         agent = project.agents[name].spec
-        for ref in [agent.model, *agent.selectable_models]:
+        for ref in [agent.model, *agent.model_choices]:
             if ref is None and agent.model is not None:
                 continue
             config = choice.config(ref, name)

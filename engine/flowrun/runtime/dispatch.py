@@ -12,20 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowrun.errors import BudgetExceeded
-from flowrun.events import Event, ToolCallEvent, ToolResultEvent
+from flowrun.errors import BudgetExceeded, FlowrunError
+from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
 from flowrun.redaction import Redactor
 from flowrun.runtime.approvals import Approvals
 from flowrun.runtime.bound_tool import BoundTool, Invocation
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import RECORDED_ONLY, Ledger
+from flowrun.runtime.run_folder import ENGINE_FILES as RUN_ENGINE_FILES
+from flowrun.runtime.run_folder import LOCK_NAME
 from flowrun.runtime.sandboxes import SandboxPolicies
 from flowrun.runtime.services import RunServices
 from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult
 
-ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
+# tools may neither write nor delete these; a name ending in "/" is a folder, protected with its contents
+ENGINE_FILES = RUN_ENGINE_FILES | {LOCK_NAME, "prompts/"}
 WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its context
 
@@ -73,10 +76,15 @@ class ToolDispatcher:
             async with semaphore:
                 results[i] = await self.call_tool(inst, calls[i])
 
-        async with asyncio.TaskGroup() as group:
-            for i in range(len(calls)):
-                if i not in serial:
-                    group.create_task(one(i))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for i in range(len(calls)):
+                    if i not in serial:
+                        group.create_task(one(i))
+        except BaseExceptionGroup as failures:
+            # e.g. a budget crossed by one of several concurrent sub-agents: the group cancelled
+            # the others (what they did so far is in the log); the run stops on the first reason
+            raise run_stopper(failures) from None
         for i in serial:
             results[i] = await self.call_tool(inst, calls[i])
         return [r for r in results if r is not None]
@@ -111,12 +119,16 @@ class ToolDispatcher:
         recorded = self._recorded_result(inst, bound, call)
         if recorded is not None and self._skip_execution(call):
             return recorded
+        if self.ledger is not None and self.ledger.started_unfinished(inst.id, call.id):
+            return effect_unknown(bound)
         if self.env.approvals is not None:
             refusal = await self.env.approvals.refusal(inst, bound, call)
             if refusal is not None:
                 return refusal
         arguments = declared_arguments(bound, call.arguments)
         invocation = Invocation(self.tool_context(inst, bound, call), arguments, inst, call, self.run)
+        if not bound.repeat_safe(arguments):
+            self.emit(ToolIntentEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=bound.name))
         result = await invoke(bound, invocation)
         # on replay the model must see exactly what it saw then; the call ran for its files
         return recorded or result
@@ -157,6 +169,38 @@ class ToolDispatcher:
             protected=ENGINE_FILES,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
         )
+
+
+def effect_unknown(bound: BoundTool) -> ToolResult:
+    """What the model gets for a call not safe to repeat that a stopped attempt had started
+    but not finished: it is not run a second time."""
+    return ToolResult.fail(
+        "EFFECT_UNKNOWN",
+        f"this {bound.name} call was started, but the run was stopped (crash, kill or interrupt) "
+        "before it returned, so whether it took effect is unknown; it was not run again. Check "
+        "the current state (read the file, list the folder, run a read-only command) before "
+        "deciding whether to call it again.",
+    )
+
+
+def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception a group of concurrent calls stops the run with: a budget first (the run
+    ends `budget_exceeded`), then any other flowrun error, else the group itself (a bug)."""
+    leaves: list[BaseException] = []
+
+    def flatten(group: BaseExceptionGroup[BaseException]) -> None:
+        for exc in group.exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                flatten(exc)
+            else:
+                leaves.append(exc)
+
+    flatten(failures)
+    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt):
+        found = next((e for e in leaves if isinstance(e, wanted)), None)
+        if found is not None:
+            return found
+    return failures
 
 
 def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from flowrun.errors import RunError
 from flowrun.events import Event, parse_event
 from flowrun.redaction import Redactor, redact
 
-__all__ = ["EventLog", "Redactor", "Subscriber", "read_events", "read_lines", "redact"]
+__all__ = ["EventLog", "Redactor", "Subscriber", "read_events", "read_lines", "read_lines_strict", "redact"]
 
 Subscriber = Callable[[Event], None]
 
@@ -54,21 +55,58 @@ class EventLog:
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
-    """All complete lines of a log as JSON objects; a torn last line (crash mid-write) is
-    skipped."""
+    """All complete lines of a log as JSON objects, for reading (show, runs, export): a torn
+    or damaged line is skipped."""
     events: list[dict[str, Any]] = []
     if not path.exists():
         return events
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_bytes().splitlines():
         try:
             raw = json.loads(line)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or not UTF-8
             continue
         if isinstance(raw, dict):
             events.append(raw)
     return events
 
 
-def read_events(path: Path) -> list[Event]:
-    """All complete events of a log, typed."""
-    return [parse_event(raw) for raw in read_lines(path)]
+def read_lines_strict(path: Path) -> list[dict[str, Any]]:
+    """The log as resume and replay need it: every line a JSON object. Only a torn last line
+    (no newline: the process died mid-write) is left out; a damaged line anywhere else is a
+    RunError naming it, because the run's record would have a gap. (A torn line an earlier
+    version ended with a newline before resuming, so just before `run_resumed`, is the one
+    exception.)"""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    lines.pop()  # b"" after the final newline, or a torn line
+    events: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        raw = _object(line)
+        if raw is None:
+            following = _object(lines[number]) if number < len(lines) else None
+            if following is not None and following.get("type") == "run_resumed":
+                continue
+            raise RunError(
+                f"{path}:{number}: the event log is damaged (this line is not a JSON object: "
+                f"{line[:60].decode('utf-8', 'replace')!r})",
+                "the file was changed after it was written: restore it, or start a new run "
+                "(`flowrun show` still reads the intact lines)",
+            )
+        events.append(raw)
+    return events
+
+
+def _object(line: bytes) -> dict[str, Any] | None:
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def read_events(path: Path, *, strict: bool = False) -> list[Event]:
+    """All complete events of a log, typed (`strict`: see read_lines_strict)."""
+    return [parse_event(raw) for raw in (read_lines_strict(path) if strict else read_lines(path))]

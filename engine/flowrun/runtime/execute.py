@@ -4,6 +4,7 @@ steps, and always leave a consistent run folder behind (status, usage, events)."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -11,6 +12,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -51,22 +53,42 @@ def default_task(run: Run) -> str:
 
 
 def prepare(run: Run, resume: bool = False) -> None:
+    """Ready the folder (the caller holds its lock). A new run writes run.json first, so a
+    folder stopped from here on is known as flowrun's, to be resumed or used again."""
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    (run.run_dir / "workspace").mkdir(exist_ok=True)
+    log = run.run_dir / "events.jsonl"
     if resume:
-        _end_torn_line(run.run_dir / "events.jsonl")
+        drop_torn_line(log)
+    else:
+        _write_meta(run, "running")
+        log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
+    (run.run_dir / "workspace").mkdir(exist_ok=True)
     run.open_log()
     if not resume:
         seed_workspace(run)
 
 
-def _end_torn_line(path: Path) -> None:
-    """A crash can leave half a line; end it so the next event starts on its own line."""
-    if path.exists() and path.stat().st_size:
-        with path.open("rb+") as f:
-            f.seek(-1, 2)
-            if f.read(1) != b"\n":
-                f.write(b"\n")
+def drop_torn_line(path: Path) -> None:
+    """A crash can leave half a line at the end of the log: it is cut off, so the log stays
+    strictly one JSON object per line."""
+    if not path.exists() or not path.stat().st_size:
+        return
+    with path.open("rb+") as f:
+        f.seek(-1, 2)
+        if f.read(1) == b"\n":
+            return
+        size = f.seek(0, 2)
+        keep = 0
+        while size > 0:  # find the last newline, reading backwards in blocks
+            start = max(0, size - 65536)
+            f.seek(start)
+            block = f.read(size - start)
+            at = block.rfind(b"\n")
+            if at >= 0:
+                keep = start + at + 1
+                break
+            size = start
+        f.truncate(keep)
 
 
 def seed_workspace(run: Run) -> None:
@@ -123,6 +145,8 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             dry_run=run.options.dry_run,
             model_override=run.options.model_override,
             output=run.spec.output,
+            agent_models=dict(run.options.agent_models) or None,
+            overrides=list(run.options.overrides) or None,
         )
     )
     if run.sandbox_warning is not None:
@@ -142,12 +166,17 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     except FlowrunError as e:
         status, message = "failed", str(e)
         run.emit(ErrorEvent(where="run", message=str(e)))
+    except OSError as e:  # the run folder cannot be written (disk full, removed, read-only)
+        status, message = "failed", f"cannot write the run folder {run.run_dir}: {e.strerror or e}"
+        with contextlib.suppress(OSError):
+            run.emit(ErrorEvent(where="run", message=message))
     except (KeyboardInterrupt, asyncio.CancelledError) as e:
-        # Ctrl-C or a cancelled task: stop cleanly, keep everything, and say how to continue
-        status, message = "interrupted", f"{type(e).__name__}: continue with `flowrun resume {run.run_dir}`"
+        # Ctrl-C, SIGTERM or a cancelled task: stop cleanly, keep everything, say how to continue
+        reason = e.args[0] if e.args and isinstance(e.args[0], str) else type(e).__name__
+        status, message = "interrupted", f"{reason}: continue with `flowrun resume {run.run_dir}`"
         raise
     finally:
-        await run.aclose()
+        await close_run(run)
         _finish(run, status, message)
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
@@ -155,10 +184,37 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     return RunSummary(status, message, output, EXIT_CODES.get(status, 1))
 
 
+async def close_run(run: Run) -> None:
+    """Stop the run's tool processes and close its clients. Once the run's outcome is known,
+    an interrupt (a late Ctrl-C or SIGTERM, a cancel) no longer cuts this short: the close
+    finishes and the run's end is recorded with the status it reached."""
+    closing = asyncio.ensure_future(run.aclose())
+    task = asyncio.current_task()
+    while True:
+        try:
+            await asyncio.shield(closing)
+            return
+        except asyncio.CancelledError:
+            if closing.cancelled() or task is None:
+                return
+            task.uncancel()  # absorbed: the status was decided before it came
+        except Exception as e:  # closing must not hide the run's outcome
+            with contextlib.suppress(OSError):
+                run.emit(ErrorEvent(where="close", message=f"{type(e).__name__}: {e}"))
+            return
+
+
 def _finish(run: Run, status: str, message: str) -> None:
-    run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
-    write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
-    _write_meta(run, status)
+    """The run's last event, usage.json and run.json; each is attempted even when the one
+    before failed (a full disk), so whatever can be recorded is."""
+    steps: tuple[Callable[[], object], ...] = (
+        lambda: run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict())),
+        lambda: write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2)),
+        lambda: _write_meta(run, status),
+    )
+    for step in steps:
+        with contextlib.suppress(OSError):
+            step()
     if run.events:
         run.events.close()
 
@@ -172,6 +228,8 @@ def _write_meta(run: Run, status: str) -> None:
         "status": status,
         "dry_run": run.options.dry_run,
         "model_override": run.options.model_override,
+        "agent_models": dict(run.options.agent_models),
+        "overrides": list(run.options.overrides),
         "output": run.spec.output,
         "updated": time.time(),
     }

@@ -1,8 +1,13 @@
 """A workflow's inputs: values checked against the input declarations (type, choices), text
-converted to the declared type, defaults filled in, missing required inputs refused."""
+converted to the declared type, defaults filled in, missing required inputs refused. Values can
+come from files: `@PATH` (`@-` for stdin) as one value, or a YAML/JSON file of `name: value`.
+Text must be valid Unicode: undecodable bytes are named, never passed on."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from flowrun.errors import UsageError
@@ -15,6 +20,8 @@ FALSE = ("0", "false", "no", "off")
 def convert(name: str, value: Any, spec: InputSpec) -> Any:
     """`value` as the declared type; text (from a command line or a CSV) is parsed."""
     kind = spec.type
+    if kind == "list":
+        return to_list(value)
     try:
         if kind == "integer":
             if isinstance(value, bool) or not isinstance(value, int | str):
@@ -27,9 +34,9 @@ def convert(name: str, value: Any, spec: InputSpec) -> Any:
         if kind == "boolean":
             if isinstance(value, bool):
                 return value
-            if str(value).lower() in TRUE:
+            if str(value).strip().lower() in TRUE:
                 return True
-            if str(value).lower() in FALSE:
+            if str(value).strip().lower() in FALSE:
                 return False
             raise ValueError(value)
     except ValueError:
@@ -37,10 +44,95 @@ def convert(name: str, value: Any, spec: InputSpec) -> Any:
     return value if isinstance(value, str) else str(value)
 
 
+def to_list(value: Any) -> list[Any]:
+    """A list input: a list as it is; text that is a JSON array is parsed; other text is one
+    item per non-empty line."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    text = str(value)
+    if text.lstrip().startswith("["):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, list):
+            return parsed
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def check_choice(name: str, value: Any, spec: InputSpec) -> Any:
+    if spec.choices and isinstance(value, list):
+        for item in value:
+            check_choice(name, item, spec)
+        return value
     if spec.choices and value not in spec.choices and str(value) not in map(str, spec.choices):
         raise UsageError(f"--{name} must be one of {', '.join(map(str, spec.choices))}, got {value!r}")
     return value
+
+
+def check_text(name: str, value: str) -> str:
+    """`value` when it can be written as UTF-8. A command-line argument with bytes that are
+    not UTF-8 arrives with them escaped as lone surrogates (PEP 383): the first is named."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        char = value[e.start]
+        what = f"byte 0x{ord(char) - 0xDC00:02x}" if 0xDC80 <= ord(char) <= 0xDCFF else f"U+{ord(char):04X}"
+        raise UsageError(
+            f"--{name} is not valid UTF-8: {what} at character {e.start + 1}",
+            f"pass UTF-8 text (e.g. convert it with iconv), or --{name} @FILE with a UTF-8 file",
+        ) from None
+    return value
+
+
+def value_from_arg(name: str, raw: str) -> str:
+    """An input given on the command line: `@PATH` is the file's text, `@-` standard input,
+    and `@@...` the literal text `@...`."""
+    if not raw.startswith("@"):
+        return check_text(name, raw)
+    if raw.startswith("@@"):
+        return check_text(name, raw[1:])
+    source = raw[1:]
+    if source == "-":
+        return decode_input(name, sys.stdin.buffer.read(), "standard input")
+    path = Path(source)
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"--{name} @{source}: is a folder", "give a file") from None
+    except OSError as e:
+        raise UsageError(f"--{name} @{source}: {e.strerror or e}", "check the path") from None
+    return decode_input(name, data, source)
+
+
+def decode_input(name: str, data: bytes, source: str) -> str:
+    """The UTF-8 text of an input file; UsageError naming the first undecodable byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UsageError(
+            f"--{name} @{source} is not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} "
+            f"(line {line})",
+            "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+        ) from None
+
+
+def inputs_from_file(path: Path) -> dict[str, Any]:
+    """`--inputs FILE`: a YAML (or JSON) mapping of input names to values, read with the same
+    limits as a manifest; problems are UsageErrors with file:line."""
+    from flowrun.manifest.yaml_source import load_source
+
+    src, diagnostics = load_source(path)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    if errors:
+        first = errors[0]
+        raise UsageError(f"--inputs {first.file}:{first.line}:{first.column}: {first.message}", first.hint)
+    if not isinstance(src.data, dict):
+        raise UsageError(
+            f"--inputs {path}: expected a mapping of input names to values", "e.g. question: ..."
+        )
+    return dict(src.data)
 
 
 def resolve_inputs(declared: dict[str, InputSpec], given: dict[str, Any], workflow: str) -> dict[str, Any]:
@@ -53,7 +145,10 @@ def resolve_inputs(declared: dict[str, InputSpec], given: dict[str, Any], workfl
     values: dict[str, Any] = {}
     for name, spec in declared.items():
         if name in given and given[name] is not None:
-            values[name] = check_choice(name, convert(name, given[name], spec), spec)
+            value = given[name]
+            if isinstance(value, str):
+                check_text(name, value)
+            values[name] = check_choice(name, convert(name, value, spec), spec)
         elif spec.default is not None:
             values[name] = spec.default
         elif spec.is_required:

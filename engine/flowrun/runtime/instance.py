@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from flowrun.manifest.specs import AgentManifest
 from flowrun.providers.base import ModelConfig, Provider
@@ -20,6 +21,15 @@ class Outcome:
     status: OutcomeStatus
     text: str
     steps: int
+    data: Any = None  # the parsed final answer of an agent with an `output_schema`
+    agent_id: str = ""  # the instance that produced it (steps)
+    output: str | None = None  # the file a step wrote the answer to, relative to the run folder
+
+    def answer(self) -> str:
+        """The final answer as a file holds it: the JSON of a structured answer, else the text."""
+        if self.data is not None:
+            return json.dumps(self.data, indent=2, ensure_ascii=False) + "\n"
+        return self.text
 
 
 @dataclass

@@ -12,17 +12,22 @@ from typing import Literal
 from flowrun.errors import FlowrunError
 from flowrun.events import (
     AgentEndEvent,
+    AgentPromptEvent,
     AgentStartEvent,
     ApprovalEvent,
     ContextCompactedEvent,
     ContextResetEvent,
     Event,
+    FanoutEndEvent,
+    FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     RunStartEvent,
+    StepConditionEvent,
     ToolCallEvent,
+    ToolIntentEvent,
     ToolResultEvent,
 )
 from flowrun.runtime.event_log import read_events
@@ -36,15 +41,20 @@ REPEATABLE: tuple[type[Event], ...] = (
     RunStartEvent,
     AgentStartEvent,
     AgentEndEvent,
+    AgentPromptEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     ToolCallEvent,
+    ToolIntentEvent,
     ToolResultEvent,
     IterationStartEvent,
     IterationEndEvent,
     ContextResetEvent,
     ContextCompactedEvent,
     ApprovalEvent,
+    StepConditionEvent,
+    FanoutStartEvent,
+    FanoutEndEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -73,6 +83,8 @@ class Ledger:
     tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
+    intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
+    conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -80,7 +92,7 @@ class Ledger:
     @classmethod
     def from_events(cls, path: Path, mode: Mode) -> Ledger:
         ledger = cls(mode)
-        for event in read_events(path):
+        for event in read_events(path, strict=True):
             ledger.recorded[event_key(event)] += 1
             if isinstance(event, ModelRequestEvent):
                 ledger.requests[(event.agent_id, event.step)] = event.digest
@@ -93,6 +105,10 @@ class Ledger:
                 ledger.until[(event.loop, event.iteration)] = event.until_met
             elif isinstance(event, ApprovalEvent):
                 ledger.approvals[(event.agent_id, event.call_id)] = event.approved
+            elif isinstance(event, ToolIntentEvent):
+                ledger.intents.add((event.agent_id, event.call_id))
+            elif isinstance(event, StepConditionEvent):
+                ledger.conditions[event.step] = event.met
         return ledger
 
     def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
@@ -125,6 +141,16 @@ class Ledger:
             return None
         recorded = self.tool_results.get((agent_id, call_id))
         return ToolResult.from_dict(recorded.to_dict()) if recorded is not None else None
+
+    def started_unfinished(self, agent_id: str, call_id: str) -> bool:
+        """True for a call not safe to repeat that an earlier attempt started and never
+        finished (resume only): its effect is unknown, so it is not run again."""
+        return (
+            self.mode == "resume"
+            and agent_id not in self.diverged
+            and (agent_id, call_id) in self.intents
+            and (agent_id, call_id) not in self.tool_results
+        )
 
     def approval(self, agent_id: str, call_id: str) -> bool | None:
         """The decision an earlier attempt recorded for this call (resume never asks again)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class ModelChoice:
     dry_run: bool = False
     override: str | None = None
     stream: bool | None = None  # None: each model's own setting
+    per_agent: dict[str, str] = field(default_factory=dict)  # agent -> model ref (--model AGENT=REF)
 
     def named(self) -> dict[str, ModelSpec]:
         return {**{n: loaded.spec for n, loaded in self.project.models.items()}, **self.workflow_models}
@@ -52,7 +53,8 @@ class ModelChoice:
     def _config(self, ref: str | None, agent: str) -> ModelConfig:
         if self.dry_run:
             return model_config("test", provider="test", model="test")
-        ref = self.override or ref or self.default_model or self.project.default_model
+        ref = self.per_agent.get(agent) or self.override or ref
+        ref = ref or self.default_model or self.project.default_model
         if ref is None:
             raise ManifestError(f"agent '{agent}' names no model", "set the workflow's `default_model:`")
         named = self.named()

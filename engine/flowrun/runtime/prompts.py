@@ -15,6 +15,16 @@ from flowrun.runtime.bound_tool import BoundTool
 from flowrun.runtime.workspace import WorkspaceView
 
 
+def team_of(tools: dict[str, BoundTool]) -> list[dict[str, str]]:
+    """The agents offered to an agent as tools, in its tools order: what a prompt that describes
+    the team lists, so a role added in YAML is described like the built-in ones."""
+    return [
+        {"name": b.name, "description": getattr(b.target, "tool_description", b.spec.description)}
+        for b in tools.values()
+        if b.kind.name == "agent"
+    ]
+
+
 class PromptRenderer:
     def __init__(
         self,
@@ -58,7 +68,11 @@ class PromptRenderer:
             **self.template_vars(),
             **spec.vars,
             "agent": {"name": spec.name, "description": spec.description or ""},
-            "tools": [{"name": b.name, "description": b.spec.description} for b in tools.values()],
+            "tools": [
+                {"name": b.name, "description": b.spec.description, "kind": b.kind.name}
+                for b in tools.values()
+            ],
+            "team": team_of(tools),
             "dashboards": dict(context.dashboards) if isinstance(context, DashboardContext) else {},
             "model": model,
         }

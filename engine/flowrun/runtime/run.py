@@ -5,7 +5,7 @@ log) and offers them to the loop, tool kinds and step kinds through `services.Ru
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,10 @@ from flowrun.runtime.event_log import EventLog, Subscriber
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.models import ModelChoice, ModelService
+from flowrun.runtime.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.prompts import PromptRenderer
 from flowrun.runtime.sandboxes import SandboxPolicies
-from flowrun.runtime.tool_kinds import bind_tools
+from flowrun.runtime.tool_kinds import bind_tools, close_tools, prepare_tools
 from flowrun.runtime.usage import UsageBook
 from flowrun.tools.sandbox import Mode
 from flowrun.types import ModelResponse, ToolCall, ToolResult
@@ -41,6 +42,8 @@ class RunOptions:
     sandbox: Mode | None = None  # overrides every `sandbox:` mode (the CLI's --sandbox)
     approver: Approver | None = None  # decides `approve: ask` calls; None: nobody can
     approve_all: bool = False  # --yes: every `approve: ask` call is approved
+    agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=REF
+    overrides: list[str] = field(default_factory=list)  # the --set PATH=VALUE the manifests got (recorded)
 
 
 class Run:
@@ -82,6 +85,7 @@ class Run:
             dry_run=self.options.dry_run,
             override=self.options.model_override,
             stream=self.options.stream,
+            per_agent=dict(self.options.agent_models),
         )
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
@@ -116,6 +120,10 @@ class Run:
     # ------------------------------------------------------------ RunServices
 
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
+        if await prepare_tools(inst, self):  # e.g. MCP servers started, their tools bound
+            inst.system = self.prompts.system_prompt(
+                self.project.agents[inst.name], inst.tools, inst.model.name
+            )
         return await self.models.model_call(inst)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
@@ -130,6 +138,9 @@ class Run:
     def recorded_until(self, loop: str, iteration: int) -> bool | None:
         return self.ledger.until.get((loop, iteration)) if self.ledger else None
 
+    def recorded_condition(self, step: str) -> bool | None:
+        return self.ledger.conditions.get(step) if self.ledger else None
+
     def new_instance(
         self,
         name: str,
@@ -143,7 +154,7 @@ class Run:
         config = self.models.choice.config(model_ref or spec.model, name)
         requests = [BindRequest(tool, entry, spec, self.project) for _, tool, entry in tool_entries(spec)]
         tools = bind_tools(requests)
-        return AgentInstance(
+        inst = AgentInstance(
             id=instance_id,
             name=name,
             spec=spec,
@@ -154,6 +165,15 @@ class Run:
             depth=depth,
             cwd=cwd or self.workspace,
         )
+        self.record_prompt(inst)
+        return inst
+
+    def record_prompt(self, inst: AgentInstance) -> None:
+        """The instance's system prompt and tools: an event, and prompts/<instance>.md."""
+        event = prompt_event(inst)
+        self.emit(event)
+        if self.events is not None:
+            write_prompt_file(self.run_dir, event, self.redactor.text)
 
     def use_model(self, inst: AgentInstance, ref: str) -> None:
         inst.model = self.models.choice.config(ref, inst.name)
@@ -166,4 +186,5 @@ class Run:
         from flowrun.tools.shell import close_jobs
 
         await close_jobs(self.tools.env.state)
+        await close_tools(self)
         await self.models.aclose()

@@ -12,8 +12,9 @@ from flowrun.types import ModelResponse, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from flowrun.manifest.project import Project
-    from flowrun.manifest.specs import Limits
+    from flowrun.manifest.specs import Limits, WorkflowManifest
     from flowrun.runtime.instance import AgentInstance
+    from flowrun.runtime.sandboxes import SandboxPolicies
 
 
 class LoopServices(Protocol):
@@ -33,6 +34,8 @@ class RunServices(LoopServices, Protocol):
     limits: Limits
     persistent: dict[str, AgentInstance]  # persistent sub-agents by "caller id/name"
     iteration: int | None  # the current loop iteration (1-based), for templates
+    spec: WorkflowManifest  # the workflow being run
+    sandboxes: SandboxPolicies  # how tool processes are confined (with --sandbox applied)
 
     def new_instance(
         self,
@@ -48,3 +51,5 @@ class RunServices(LoopServices, Protocol):
     def template_vars(self) -> dict[str, Any]: ...
 
     def recorded_until(self, loop: str, iteration: int) -> bool | None: ...
+
+    def recorded_condition(self, step: str) -> bool | None: ...

@@ -56,6 +56,18 @@ async def edit_file(
     return await run_path_tool(ctx, params, path, work, write=True)
 
 
+def _edit_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """Only a replacement whose new text does not contain the old one: run again, it finds
+    nothing to replace. A line-range edit (or any other mode) run again edits the new lines."""
+    old, new = arguments.get("old_string"), arguments.get("new_string")
+    if not isinstance(old, str) or not old or arguments.get("start_line") is not None:
+        return False
+    return old not in (new if isinstance(new, str) else "")
+
+
+edit_file.idempotent = _edit_repeat_safe  # type: ignore[attr-defined]
+
+
 def _mode_problem(
     old_string: str | None,
     new_string: str | None,

@@ -124,6 +124,14 @@ async def write_file(ctx: ToolContext, *, path: str, content: str, mode: str = "
     return await run_path_tool(ctx, params, path, work, write=True)
 
 
+def _write_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """create and overwrite leave the same file when run twice; append adds the text twice."""
+    return bool(arguments.get("mode", "create") != "append")
+
+
+write_file.idempotent = _write_repeat_safe  # type: ignore[attr-defined]
+
+
 def _write(resolved: Path, shown: str, data: bytes, mode: str) -> ToolResult:
     if resolved.is_dir():
         return error("IS_DIRECTORY", f"{shown} is a directory; give a file path")

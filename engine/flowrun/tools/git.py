@@ -97,6 +97,24 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     return finish_result(result, params, started)
 
 
+READ_ONLY = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep"})
+BRANCH_LISTING = frozenset({"-a", "--all", "-r", "--remotes", "-l", "--list", "-v", "-vv", "--show-current"})
+
+
+def _git_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """Reading subcommands are safe to run again; anything that may write (commit, add, tag,
+    branch with a name, push, ...) is not."""
+    argv, problem = _parse(arguments.get("args", []))
+    if problem is not None or not argv:
+        return True  # refused before git runs
+    if argv[0] == "branch":
+        return all(a in BRANCH_LISTING for a in argv[1:])
+    return argv[0] in READ_ONLY
+
+
+git.idempotent = _git_repeat_safe  # type: ignore[attr-defined]
+
+
 def _parse(args: list[str] | str) -> tuple[list[str], ToolResult | None]:
     if isinstance(args, str):
         try:

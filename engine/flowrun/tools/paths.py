@@ -171,10 +171,19 @@ def _segment_regex(segment: str) -> str:
 
 
 def _protected(ctx: ToolContext, resolved: Path) -> bool:
-    """Engine-owned files in the workspace root (events.jsonl, ...)."""
-    return (
-        bool(ctx.protected) and resolved.name in ctx.protected and resolved.parent == ctx.workspace.resolve()
-    )
+    """Engine-owned files in the run folder's root (events.jsonl, ...; a name ending in "/" is a
+    folder, with everything below it), wherever the agents' root is."""
+    if not ctx.protected:
+        return False
+    for root in {ctx.workspace.resolve(), ctx.run_dir.resolve()}:
+        if resolved.parent == root and (
+            resolved.name in ctx.protected or f"{resolved.name}/" in ctx.protected
+        ):
+            return True
+        folders = [root / name.rstrip("/") for name in ctx.protected if name.endswith("/")]
+        if any(resolved.is_relative_to(folder) for folder in folders):
+            return True
+    return False
 
 
 def _inside(path: Path, base: Path) -> bool:

@@ -331,9 +331,9 @@ def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
     skills folders read-only (so skill scripts can run)."""
     root = ctx.workspace.resolve()
     protected = tuple(
-        root / name
+        root / name.rstrip("/")
         for name in sorted(ctx.protected)
-        if (root / name).is_file() and not (root / name).is_symlink()
+        if (root / name.rstrip("/")).exists() and not (root / name.rstrip("/")).is_symlink()
     )
     skills = []
     for entry in ctx.search_path:

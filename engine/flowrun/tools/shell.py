@@ -97,6 +97,9 @@ async def execute_shell(
     return finish_result(result, params, started)
 
 
+execute_shell.idempotent = False  # type: ignore[attr-defined]  # a command line may do anything
+
+
 async def get_shell_output(
     ctx: ToolContext,
     *,

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from flowrun.errors import ManifestError
-from flowrun.events import AgentEndEvent, AgentStartEvent
+from flowrun.events import AgentEndEvent, AgentStartEvent, StepConditionEvent
 from flowrun.manifest.specs import Step
-from flowrun.manifest.templates import render
+from flowrun.manifest.templates import evaluate, render
 from flowrun.runtime.agent import run_agent
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.services import RunServices
 
 RunSteps = Callable[[list[Step], str], Awaitable[Outcome]]
+# template names a step adds for the steps inside it (a foreach item and its index); a context
+# variable, so the branches of a foreach, running as separate tasks, each see their own item
+STEP_VARS: ContextVar[dict[str, Any] | None] = ContextVar("flowrun_step_vars", default=None)
 
 
 @dataclass
@@ -23,8 +28,30 @@ class StepContext:
     run_steps: RunSteps  # runs nested steps (a loop's body) with an id prefix
     default_task: Callable[[], str]
 
+    def variables(self) -> dict[str, Any]:
+        return {**self.run.template_vars(), **(STEP_VARS.get() or {})}
+
     def render(self, template: str, what: str) -> str:
-        return render(template, self.run.template_vars(), what=what)
+        return render(template, self.variables(), what=what)
+
+    def condition_met(self, step: Any, step_id: str) -> bool:
+        """A step without `if:` runs; otherwise its condition decides, and the decision is an
+        event (a resumed or replayed run uses the recorded one). A condition that cannot be
+        evaluated is not met, and says why."""
+        condition: str | None = getattr(step, "if_", None)
+        if not condition:
+            return True
+        recorded = self.run.recorded_condition(step_id)
+        message = None
+        if recorded is not None:
+            met = recorded
+        else:
+            try:
+                met = evaluate(condition, self.variables(), what="if")
+            except ManifestError as e:
+                met, message = False, e.message
+        self.run.emit(StepConditionEvent(step=step_id, condition=condition, met=met, message=message))
+        return met
 
 
 class StepKind(Protocol):
@@ -33,18 +60,23 @@ class StepKind(Protocol):
     async def run(self, step: Any, index: int, prefix: str, ctx: StepContext) -> Outcome: ...
 
 
+def confined(run: RunServices, relative: str, what: str) -> Path:
+    """A path of the run folder a step names (a workdir, an output, a collect file)."""
+    path = (run.workspace / relative).resolve()
+    if not relative.strip() or not path.is_relative_to(run.workspace):
+        raise ManifestError(f"{what} '{relative}' leaves the workspace", "use a relative path without '..'")
+    return path
+
+
 async def top_agent(run: RunServices, name: str, instance_id: str, task: str, workdir: str | None) -> Outcome:
     """Run one agent of the workflow itself (not called as a tool), in its working folder."""
     cwd = None
     if workdir:
-        cwd = (run.workspace / workdir).resolve()
-        if not cwd.is_relative_to(run.workspace):
-            raise ManifestError(
-                f"workdir '{workdir}' leaves the workspace", "use a relative path without '..'"
-            )
+        cwd = confined(run, workdir, "workdir")
         cwd.mkdir(parents=True, exist_ok=True)
     inst = run.new_instance(name, instance_id, depth=0, cwd=cwd)
     run.emit(AgentStartEvent(agent=name, agent_id=inst.id, parent=None, task=task, model=inst.model.name))
     outcome = await run_agent(run, inst, task)
+    outcome.agent_id = inst.id
     run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status=outcome.status, steps=outcome.steps))
     return outcome

@@ -6,12 +6,15 @@ from __future__ import annotations
 from flowrun.manifest.project import Project
 from flowrun.manifest.sandboxing import split_entry, tool_layers
 from flowrun.runtime.bound_tool import BindRequest, BoundTool, ToolKind
-from flowrun.runtime.tool_kinds import agent, command, python
+from flowrun.runtime.instance import AgentInstance
+from flowrun.runtime.services import RunServices
+from flowrun.runtime.tool_kinds import agent, command, mcp, python
 
 TOOL_KINDS: dict[str, ToolKind] = {
     "python": python.KIND,
     "command": command.KIND,
     "agent": agent.KIND,
+    "mcp": mcp.KIND,
 }
 
 
@@ -35,3 +38,22 @@ def bind_tools(requests: list[BindRequest]) -> dict[str, BoundTool]:
             tool.sandbox_layers = tool_layers(request.project, entry)
             bound[tool.name] = tool
     return bound
+
+
+async def prepare_tools(inst: AgentInstance, run: RunServices) -> bool:
+    """Before an agent's model call: kinds with an `async prepare(inst, run) -> bool` (MCP:
+    start the servers, list their tools) finish binding its tools. True when they changed."""
+    changed = False
+    for kind in TOOL_KINDS.values():
+        prepare = getattr(kind, "prepare", None)
+        if prepare is not None and await prepare(inst, run):
+            changed = True
+    return changed
+
+
+async def close_tools(run: RunServices) -> None:
+    """At the end of a run: kinds with an `async aclose(run)` release what they hold."""
+    for kind in TOOL_KINDS.values():
+        close = getattr(kind, "aclose", None)
+        if close is not None:
+            await close(run)

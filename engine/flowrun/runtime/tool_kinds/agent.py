@@ -49,7 +49,7 @@ class AgentKind:
 
     def bind(self, request: BindRequest) -> list[BoundTool]:
         callee = request.project.agents[request.name].spec
-        selectable = list(request.config.get("selectable_models") or callee.selectable_models)
+        selectable = list(request.config.get("selectable_models") or callee.model_choices)
         description = callee.tool_description + AGENT_TOOL_SUFFIX
         spec = ToolSpec(request.name, description, agent_tool_parameters(selectable))
         return [BoundTool(request.name, spec, self, dict(request.config), target=callee)]

@@ -23,7 +23,9 @@ class CommandKind:
         config = merged_config(manifest, request)
         spec = ToolSpec(manifest.name, manifest.description.strip(), manifest.parameters)
         impl = manifest.implementation
-        return [BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, impl)]
+        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, impl)
+        bound.idempotent = bool(manifest.idempotent)  # a command may do anything: not unless declared
+        return [bound]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         impl: CommandImplementation = bound.target

@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+from flowrun.errors import ManifestError
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import PythonImplementation
 from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
@@ -20,6 +21,8 @@ _import_lock = threading.Lock()
 
 
 def import_function(dotted: str, root: Path) -> ToolFunction:
+    """The tool's function; a module that does not import or lacks the function is the
+    manifest's problem (ManifestError, as `flowrun validate` reports it), not a flowrun bug."""
     module_name, _, func_name = dotted.partition(":")
     with _import_lock:
         added = str(root) not in sys.path
@@ -27,11 +30,21 @@ def import_function(dotted: str, root: Path) -> ToolFunction:
             sys.path.insert(0, str(root))
         try:
             module = importlib.import_module(module_name)
+        except Exception as e:
+            raise ManifestError(
+                f"python tool '{dotted}': the module fails to import ({type(e).__name__}: {e})",
+                "run `flowrun validate` on the workflow's folder",
+            ) from e
         finally:
             if added:
                 sys.path.remove(str(root))
-    func: ToolFunction = getattr(module, func_name)
-    return func
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise ManifestError(
+            f"python tool '{dotted}': module '{module_name}' has no function '{func_name}'",
+            "run `flowrun validate` on the workflow's folder",
+        )
+    return func  # type: ignore[no-any-return]
 
 
 class PythonKind:
@@ -52,7 +65,13 @@ class PythonKind:
         if dynamic is not None:  # e.g. use_skill lists the skills it can load
             parameters = dynamic(request.project.roots, config) or parameters
         spec = ToolSpec(manifest.name, manifest.description.strip(), parameters)
-        return [BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, func)]
+        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, func)
+        # the manifest's `idempotent:` wins; else the function's own rule (write_file: not in
+        # append mode); else a python tool is taken to be safe to repeat
+        bound.idempotent = (
+            manifest.idempotent if manifest.idempotent is not None else getattr(func, "idempotent", True)
+        )
+        return [bound]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         func: ToolFunction = bound.target

@@ -1,0 +1,167 @@
+"""Checks of Python tools (`implementation: {python: "module:function"}`) for `validate`: the
+module imports, the function exists and is async, and its signature accepts what the manifest's
+`parameters` declare (and needs nothing the manifest leaves out).
+
+The module is user code, so it is imported in a child Python process with a timeout: a module
+that hangs, exits, prints or changes global state at import time cannot harm flowrun. One child
+per project folder checks all of its Python tools at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.specs import PythonImplementation, ToolManifest
+
+IMPORT_TIMEOUT_S = 20.0
+
+# runs in the child: {"root", "targets": ["module:function", ...]} on stdin, one report per target out
+_PROBE = r"""
+import contextlib, importlib, inspect, io, json, sys
+request = json.load(sys.stdin)
+sys.path.insert(0, request["root"])
+out = {}
+for target in request["targets"]:
+    module_name, _, func_name = target.partition(":")
+    report = {}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        report["error"] = "missing-module" if e.name and module_name.startswith(e.name) else "import-failed"
+        report["detail"] = f"{type(e).__name__}: {e}"
+    except BaseException as e:
+        report["error"], report["detail"] = "import-failed", f"{type(e).__name__}: {e}"
+    else:
+        func = getattr(module, func_name, None)
+        if func is None:
+            report["error"] = "missing-function"
+            report["names"] = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+        elif not callable(func):
+            report["error"], report["detail"] = "not-callable", type(func).__name__
+        else:
+            report["is_async"] = inspect.iscoroutinefunction(func)
+            try:
+                params = list(inspect.signature(func).parameters.values())
+            except (TypeError, ValueError):
+                params = None
+            if params is not None:
+                report["params"] = [
+                    {"name": p.name, "kind": p.kind.name, "default": p.default is not inspect.Parameter.empty}
+                    for p in params
+                ]
+    out[target] = report
+sys.stdout.write("\n" + json.dumps(out))
+"""
+
+
+def check_python_tools(tools: list[tuple[ToolManifest, Any]], root: Path) -> list[Diagnostic]:
+    """Diagnostics for the Python tools of one project folder; `tools` pairs each manifest
+    with its `Source` (for file:line:column)."""
+    targets = sorted(
+        {m.implementation.python for m, _ in tools if isinstance(m.implementation, PythonImplementation)}
+    )
+    if not targets:
+        return []
+    reports, problem = _probe(root, targets)
+    out: list[Diagnostic] = []
+    for manifest, src in tools:
+        impl = manifest.implementation
+        if not isinstance(impl, PythonImplementation):
+            continue
+        if problem is not None:
+            out.append(src.diag(("implementation", "python"), problem, "", "import-failed"))
+            continue
+        out += _check_one(manifest, impl.python, reports.get(impl.python, {}), src)
+    return out
+
+
+def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
+    """(report per target, None) or ({}, why the child could not report)."""
+    request = json.dumps({"root": str(root), "targets": targets})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE],
+            input=request,
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_TIMEOUT_S,
+            cwd=root,
+        )
+    except subprocess.TimeoutExpired:
+        return {}, f"importing {', '.join(targets)} took longer than {IMPORT_TIMEOUT_S:.0f} s"
+    except OSError as e:
+        return {}, f"cannot start Python to import the tool modules: {e}"
+    last = proc.stdout.rstrip().rsplit("\n", 1)[-1] if proc.stdout.strip() else ""
+    try:
+        reports: dict[str, Any] = json.loads(last)
+    except json.JSONDecodeError:
+        detail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        return {}, f"importing the tool modules stopped Python: {detail[:300]}"
+    return reports, None
+
+
+def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src: Any) -> list[Diagnostic]:
+    where = ("implementation", "python")
+    module, _, func = target.partition(":")
+    error = report.get("error")
+    if error == "missing-module":
+        hint = "check the dotted path; project modules are found relative to the workflow folder"
+        return [src.diag(where, f"python module '{module}' not found", hint, "missing-module")]
+    if error == "import-failed":
+        message = f"python module '{module}' fails to import: {report.get('detail', '')[:300]}"
+        return [src.diag(where, message, "fix the module (its import must not fail)", "import-failed")]
+    if error == "missing-function":
+        names = set(report.get("names") or [])
+        hint = did_you_mean(func, names) or ("it defines: " + ", ".join(sorted(names)[:10]) or "")
+        return [src.diag(where, f"module '{module}' has no function '{func}'", hint, "missing-function")]
+    if error == "not-callable":
+        message = f"'{target}' is a {report.get('detail')}, not a function"
+        return [src.diag(where, message, "point at an async function", "missing-function")]
+    out: list[Diagnostic] = []
+    if report.get("is_async") is False:
+        hint = "define it as `async def " + func + "(ctx, **arguments) -> ToolResult`"
+        out.append(src.diag(where, f"'{target}' is not an async function", hint, "bad-signature"))
+    if report.get("params") is not None:
+        out += _signature_problems(manifest, target, report["params"], src)
+    return out
+
+
+def _signature_problems(
+    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Any
+) -> list[Diagnostic]:
+    """The function is called as `func(ctx, **arguments)` with the arguments the manifest's
+    `parameters` allow: each declared property must be a keyword it accepts, and each argument
+    it needs must be a required property."""
+    where = ("implementation", "python")
+    if not params or params[0]["kind"] in ("KEYWORD_ONLY", "VAR_KEYWORD"):
+        message = f"'{target}' takes no `ctx` as its first argument"
+        return [src.diag(where, message, "its signature must be (ctx, **arguments)", "bad-signature")]
+    rest = params[1:] if params[0]["kind"] != "VAR_POSITIONAL" else params
+    takes_any = any(p["kind"] == "VAR_KEYWORD" for p in rest)
+    by_name = {p["name"]: p for p in rest if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")}
+    properties = manifest.parameters.get("properties") or {}
+    required = set(manifest.parameters.get("required") or [])
+    out: list[Diagnostic] = []
+    for name in properties:
+        if name not in by_name and not takes_any:
+            hint = did_you_mean(name, set(by_name)) or "it takes: " + (", ".join(by_name) or "nothing")
+            message = f"parameter '{name}' is not an argument of {target}"
+            out.append(src.diag(("parameters", "properties", name), message, hint, "bad-signature", key=True))
+    for name, param in by_name.items():
+        if param["default"]:
+            continue
+        if name not in properties:
+            hint = did_you_mean(name, set(properties)) or f"declare '{name}' under parameters.properties"
+            message = f"{target} needs the argument '{name}', which `parameters` does not declare"
+            out.append(src.diag(("parameters",), message, hint, "bad-signature"))
+        elif name not in required:
+            hint = f"add '{name}' to parameters.required, or give it a default in the function"
+            message = f"{target} needs '{name}', but the manifest lets the model leave it out"
+            out.append(src.diag(("parameters", "properties", name), message, hint, "bad-signature", key=True))
+    return out

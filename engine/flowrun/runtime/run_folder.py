@@ -1,0 +1,186 @@
+"""Who owns a run folder, and whether a new run may use it.
+
+One process at a time: `run`, `resume` and `replay` (and the Python API) hold an exclusive
+`flock` on `run.lock` in the folder from before they read or write anything there until they
+leave, however they leave. The file holds the owner's pid, so a second process is told which
+one to wait for. The kernel drops the lock when its process dies, so the lock of a killed run
+is simply taken over; the file is removed on release.
+
+A run id is a name, never a path. A new run may use a folder that is missing, empty, or was made
+by a run that was stopped before its first event (nothing ran in it yet)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+from pathlib import Path
+from types import TracebackType
+
+from flowrun.errors import RunError, UsageError
+
+LOCK_NAME = "run.lock"
+ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
+MAX_RUN_ID = 200
+
+
+class RunInUse(UsageError):
+    """Another live process owns the run folder (exit 2)."""
+
+
+class RunFolderUnusable(UsageError):
+    """The run folder cannot be made or written (exit 2): a read-only or missing parent."""
+
+
+def check_run_id(run_id: str) -> str:
+    """`run_id` when it names a folder directly under the runs folder; UsageError otherwise."""
+    hint = "a run id is a folder name: letters, digits, '-', '_' and '.', no '/' (use --runs-dir for where)"
+    if not run_id or not run_id.strip():
+        raise UsageError("the run id is empty", hint)
+    if "/" in run_id or "\\" in run_id or os.sep in run_id or (os.altsep and os.altsep in run_id):
+        raise UsageError(f"run id {run_id!r} contains a path separator", hint)
+    if run_id in (".", ".."):
+        raise UsageError(f"run id {run_id!r} is not a name", hint)
+    if any(ord(c) < 32 or ord(c) == 127 for c in run_id):
+        raise UsageError(f"run id {run_id!r} contains a control character", hint)
+    if len(run_id) > MAX_RUN_ID:
+        raise UsageError(f"the run id is {len(run_id)} characters long (at most {MAX_RUN_ID})", hint)
+    try:
+        run_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"run id {run_id!r} is not valid UTF-8", hint) from None
+    return run_id
+
+
+class RunFolderLock:
+    """`with RunFolderLock(run_dir):` makes the folder if needed and owns it until the block
+    ends. RunInUse when a live process holds it."""
+
+    def __init__(self, run_dir: Path, *, create: bool = True) -> None:
+        self.run_dir = run_dir
+        self.create = create
+        self.path = run_dir / LOCK_NAME
+        self._fd: int | None = None
+        self.previous_owner: int | None = None  # pid in a lock file we took over (it had died)
+
+    def __enter__(self) -> RunFolderLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        if self.create:
+            make_folder(self.run_dir)
+        elif not self.run_dir.is_dir():
+            raise RunError(f"there is no run folder {self.run_dir}", "check the path (see `flowrun runs`)")
+        while True:
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = _read_pid(fd)
+                os.close(fd)
+                who = f"pid {owner}" if owner else "another process"
+                raise RunInUse(
+                    f"run {self.run_dir} is in use by {who}",
+                    "wait for it to end, or stop it (Ctrl-C, or `kill PID`) and resume",
+                ) from None
+            if self._still_the_file(fd):
+                break
+            os.close(fd)  # the owner removed it as we opened it: lock the new one
+        self.previous_owner = _read_pid(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self._fd)  # closing drops the flock
+        self._fd = None
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise RunFolderUnusable(
+                f"cannot write in the run folder {self.run_dir}: {e.strerror or e}",
+                "choose a writable --runs-dir",
+            ) from None
+
+    def _still_the_file(self, fd: int) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            return False
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def make_folder(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise RunFolderUnusable(
+            f"cannot use {run_dir} as a run folder: a file of that name exists", "choose another --run-id"
+        ) from None
+    except OSError as e:
+        raise RunFolderUnusable(
+            f"cannot create the run folder {run_dir}: {e.strerror or e}",
+            "choose a writable --runs-dir (or check the disk)",
+        ) from None
+
+
+def claim_new(run_dir: Path) -> None:
+    """Refuse a folder that holds anything but the traces of a run stopped before its first
+    event (then it is used again). Called with the lock held."""
+    entries = {p.name for p in run_dir.iterdir()} - {LOCK_NAME}
+    if not entries or never_started(run_dir):
+        return
+    raise UsageError(f"run folder {run_dir} already exists", "choose another --run-id, or resume it")
+
+
+def never_started(run_dir: Path) -> bool:
+    """True for a folder flowrun made (it holds one of the engine's files) whose log has no
+    `run_start` yet: the process was stopped between making the folder and its first event,
+    so no agent and no tool ran there."""
+    names = {p.name for p in run_dir.iterdir()}
+    if not names & ENGINE_FILES:
+        return False
+    return not _has_run_start(run_dir / "events.jsonl")
+
+
+def _has_run_start(log: Path) -> bool:
+    """`run_start` is the first event of a run (after `run_resumed` on a resume): the first few
+    lines tell."""
+    if not log.is_file():
+        return False
+    with log.open("rb") as f:
+        for line in itertools.islice(f, 3):
+            with contextlib.suppress(ValueError):
+                raw = json.loads(line)
+                if isinstance(raw, dict) and raw.get("type") == "run_start":
+                    return True
+    return False
+
+
+def not_a_run_folder(run_dir: Path) -> RunError:
+    return RunError(
+        f"{run_dir} is not a run folder (no events.jsonl or run.json)",
+        "pass a folder under runs/; a run stopped before it wrote anything is started again "
+        "with the same --run-id",
+    )

@@ -1,0 +1,189 @@
+"""MCP tools: an agent's tool entry `SERVER` (all the server's allowed tools) or `SERVER.TOOL`
+(one), for servers declared in the workflow's `mcp_servers:` or a `.mcp.json` next to it.
+
+A server starts once per run, when the first agent that lists it is about to call its model
+(the model needs the tools' schemas), and stops with the run. Until then the entry is bound as
+a placeholder; `prepare` replaces it with one bound tool per remote tool, named
+`SERVER__TOOL` for the model. A stdio server runs inside the sandbox: the workflow's `sandbox:`
+with the server's own over it; it sees the run folder (read-write), the folder of the file that
+declares it (read-only: relative paths in `.mcp.json` work) and the project's skills."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import weakref
+from dataclasses import dataclass, field
+
+from flowrun.errors import RunError
+from flowrun.manifest.mcp_refs import McpRef, mcp_ref
+from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.specs import McpServerSpec
+from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
+from flowrun.runtime.instance import AgentInstance
+from flowrun.runtime.mcp_launch import Placement, server_launch
+from flowrun.runtime.services import RunServices
+from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
+from flowrun.types import ToolResult, ToolSpec
+
+CALL_GRACE_S = 5.0  # the runtime's own deadline, past the server's timeout_s
+MODEL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class McpStartError(RunError):
+    """A server an agent needs did not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A placeholder: the entry's tools are known once the server runs."""
+
+    ref: McpRef
+
+
+@dataclass(frozen=True, slots=True)
+class Remote:
+    server: str
+    tool: str
+
+
+def model_name(server: str, tool: str) -> str:
+    """The name the model calls: `SERVER__TOOL`, in the characters every provider accepts."""
+    name = MODEL_NAME.sub("_", f"{server}__{tool}")
+    if len(name) <= 64:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return f"{name[:55]}_{digest}"
+
+
+@dataclass
+class McpPool:
+    """The servers of one run, each started on first use."""
+
+    run: RunServices
+    connections: dict[str, McpConnection] = field(default_factory=dict)
+    failures: dict[str, McpStartError] = field(default_factory=dict)
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    async def tools_of(self, server: str) -> list[RemoteTool]:
+        lock = self.locks.setdefault(server, asyncio.Lock())
+        async with lock:
+            if server in self.failures:
+                raise self.failures[server]
+            found = self.connections.get(server)
+            if found is not None:
+                return found.tools
+            loaded = self.run.project.mcp_servers[server]
+            try:
+                place = Placement(
+                    self.run.spec, self.run.sandboxes.override, self.run.workspace, self.run.project.roots
+                )
+                connection = McpConnection(server_launch(server, loaded, place))
+                tools = await connection.start()
+            except McpServerDown as e:
+                failure = McpStartError(
+                    f"MCP server '{server}' ({_where(loaded)}) did not start: {e}",
+                    "run `flowrun validate --connect` to check it, or fix its declaration",
+                )
+                self.failures[server] = failure
+                raise failure from None
+            self.connections[server] = connection
+            return tools
+
+    async def call(self, remote: Remote, arguments: dict[str, object]) -> ToolResult:
+        connection = self.connections.get(remote.server)
+        if connection is None:
+            return ToolResult.fail("UNAVAILABLE", f"MCP server '{remote.server}' is not running")
+        return await connection.call(remote.tool, dict(arguments))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
+        self.connections.clear()
+
+
+def _where(loaded: Loaded[McpServerSpec]) -> str:
+    return f"declared in {loaded.source.display}"
+
+
+_POOLS: weakref.WeakKeyDictionary[RunServices, McpPool] = weakref.WeakKeyDictionary()
+
+
+def pool_of(run: RunServices) -> McpPool:
+    found = _POOLS.get(run)
+    if found is None:
+        found = _POOLS[run] = McpPool(run)
+    return found
+
+
+class McpKind:
+    name = "mcp"
+
+    def claims(self, name: str, project: Project) -> bool:
+        return mcp_ref(name, project) is not None
+
+    def bind(self, request: BindRequest) -> list[BoundTool]:
+        ref = mcp_ref(request.name, request.project)
+        assert ref is not None
+        spec = ToolSpec(request.name, "", {"type": "object", "properties": {}})
+        return [BoundTool(request.name, spec, self, target=Pending(ref))]
+
+    async def prepare(self, inst: AgentInstance, run: RunServices) -> bool:
+        """Replace the agent's placeholders with the servers' tools (starting the servers);
+        True when something changed. Raises McpStartError when a server does not start."""
+        if not any(isinstance(b.target, Pending) for b in inst.tools.values()):
+            return False
+        pool = pool_of(run)
+        tools: dict[str, BoundTool] = {}
+        for key, bound in inst.tools.items():
+            if not isinstance(bound.target, Pending):
+                tools[key] = bound
+                continue
+            for found in await self._expand(pool, bound, bound.target.ref, run.project):
+                tools[found.name] = found
+        inst.tools = tools
+        return True
+
+    async def _expand(
+        self, pool: McpPool, placeholder: BoundTool, ref: McpRef, project: Project
+    ) -> list[BoundTool]:
+        spec = project.mcp_servers[ref.server].spec
+        remote = await pool.tools_of(ref.server)
+        allowed = [t for t in remote if spec.tools is None or t.name in spec.tools]
+        if ref.tool is not None:
+            allowed = [t for t in allowed if t.name == ref.tool]
+            if not allowed:
+                names = ", ".join(t.name for t in remote) or "(none)"
+                raise McpStartError(
+                    f"MCP server '{ref.server}' has no tool '{ref.tool}' (it has: {names})",
+                    "fix the agent's tool entry",
+                )
+        out = []
+        for tool in allowed:
+            name = model_name(ref.server, tool.name)
+            description = tool.description or f"The {tool.name} tool of the {ref.server} MCP server."
+            bound = BoundTool(
+                name,
+                ToolSpec(name, description, tool.parameters),
+                self,
+                limits={"timeout_s": spec.timeout_s + CALL_GRACE_S},
+                target=Remote(ref.server, tool.name),
+            )
+            bound.approve = placeholder.approve
+            bound.sandbox_layers = placeholder.sandbox_layers
+            out.append(bound)
+        return out
+
+    async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
+        target = bound.target
+        if not isinstance(target, Remote):  # a placeholder the loop was never prepared for
+            return ToolResult.fail("UNAVAILABLE", f"{bound.name} is not connected")
+        return await pool_of(call.run).call(target, call.arguments)
+
+    async def aclose(self, run: RunServices) -> None:
+        pool = _POOLS.pop(run, None)
+        if pool is not None:
+            await pool.close()
+
+
+KIND = McpKind()

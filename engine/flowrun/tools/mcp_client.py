@@ -1,0 +1,279 @@
+"""A connection to one MCP server, through the official `mcp` package (imported only here, and
+only when a server starts): stdio servers run as a child process (confined by the sandbox when
+the caller wraps the command), HTTP servers are reached over streamable HTTP (or SSE).
+
+One background task owns each connection (the SDK's transports are anyio context managers that
+must be entered and left by the same task); tool calls from any task go through its session.
+`start()` waits at most `startup_timeout_s` for the server to answer and list its tools, a call
+at most `timeout_s`, and `close()` stops the server (its whole process tree). Results map onto
+the tool result protocol: text and structured content for the model, images and audio as a
+note, the server's `isError` as a TOOL_ERROR result."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO, cast
+
+from flowrun.types import ToolResult
+
+MAX_TEXT_CHARS = 100_000  # what the model reads of one result
+STDERR_TAIL_CHARS = 400  # of a server's stderr, in the line that says why it did not start
+CLOSE_TIMEOUT_S = 10.0
+
+
+class McpServerDown(Exception):
+    """The server did not start, or is gone."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteTool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ServerLaunch:
+    """How to reach one server. stdio: `argv` (already wrapped in the sandbox when confined),
+    `env` and `cwd`; http/sse: `url` and `headers`."""
+
+    name: str
+    transport: Literal["stdio", "http", "sse"]
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 60.0
+    startup_timeout_s: float = 30.0
+
+
+class McpConnection:
+    def __init__(self, launch: ServerLaunch) -> None:
+        self.launch = launch
+        self.tools: list[RemoteTool] = []
+        self.client: Any = None
+        self.pid: int | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._error: BaseException | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._errlog: TextIO | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done() and self.client is not None
+
+    async def start(self) -> list[RemoteTool]:
+        """Start the server and list its tools; McpServerDown says why it did not start."""
+        if importlib.util.find_spec("mcp") is None:
+            raise McpServerDown("the `mcp` package is not installed: pip install 'flowrun[mcp]'")
+        if self.launch.transport == "stdio":
+            self._errlog = cast(TextIO, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
+        self._task = asyncio.create_task(self._own(), name=f"mcp:{self.launch.name}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), self.launch.startup_timeout_s)
+        except TimeoutError:
+            await self.close()
+            raise McpServerDown(
+                f"did not answer within startup_timeout_s={self.launch.startup_timeout_s:g}"
+                + self._stderr_tail()
+            ) from None
+        if self.client is None:
+            reason = _reason(self._error) if self._error else "it stopped while starting"
+            tail = self._stderr_tail()
+            await self.close()
+            raise McpServerDown(reason + tail)
+        return self.tools
+
+    async def _own(self) -> None:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = await self._connect(stack)
+                self.tools = await _list_tools(client)
+                self.client = client
+                self._ready.set()
+                await self._stop.wait()
+        except Exception as e:  # reported by start() or by the next call
+            self._error = e
+        finally:
+            self.client = None
+            self._ready.set()
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp import Client
+
+        launch = self.launch
+        if launch.transport == "stdio":
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            params = StdioServerParameters(
+                command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=launch.cwd
+            )
+            assert self._errlog is not None
+            transport: Any = stdio_client(params, errlog=self._errlog)
+        elif launch.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            transport = sse_client(launch.url, headers=launch.headers or None)
+        else:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=launch.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            )
+            transport = streamable_http_client(launch.url, http_client=http)
+        client = Client(transport, read_timeout_seconds=launch.startup_timeout_s)
+        return await stack.enter_async_context(client)
+
+    def _stderr_tail(self) -> str:
+        if self._errlog is None:
+            return ""
+        try:
+            self._errlog.flush()
+            self._errlog.seek(0)
+            text = self._errlog.read()
+        except (OSError, ValueError):
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if not lines:
+            return ""
+        tail = lines[-1] if len(lines[-1]) <= STDERR_TAIL_CHARS else lines[-1][-STDERR_TAIL_CHARS:]
+        return f"; its stderr ends: {tail}"
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """One tool call; never raises (a dead server, a timeout, a protocol error are results)."""
+        client = self.client
+        name = self.launch.name
+        if client is None or not self.alive:
+            why = _reason(self._error) if self._error else "it is not running"
+            return ToolResult.fail("UNAVAILABLE", f"MCP server '{name}' is gone ({why}){self._stderr_tail()}")
+        timeout = self.launch.timeout_s
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(timeout + 2):
+                raw = await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        except TimeoutError:
+            return _timeout(name, tool, timeout)
+        except Exception as e:
+            if time.monotonic() - started >= timeout * 0.98 or "timed out" in str(e):
+                return _timeout(name, tool, timeout)
+            if not self.alive:
+                return ToolResult.fail("UNAVAILABLE", f"MCP server '{name}' stopped: {_reason(e)}")
+            return ToolResult.fail("MCP_ERROR", f"MCP server '{name}' refused {tool}: {_reason(e)}")
+        return result_of(name, tool, raw)
+
+    async def close(self) -> None:
+        self._stop.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT_S)
+            except (TimeoutError, asyncio.CancelledError):
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+
+async def _list_tools(client: Any) -> list[RemoteTool]:
+    found: list[RemoteTool] = []
+    cursor: str | None = None
+    for _ in range(100):  # a paginator that never ends cannot hang the start
+        page = await client.list_tools(cursor=cursor)
+        for tool in page.tools:
+            schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
+            schema.setdefault("type", "object")
+            found.append(RemoteTool(tool.name, (tool.description or "").strip(), schema))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return found
+
+
+def _reason(error: BaseException | None) -> str:
+    """One line for an exception (an ExceptionGroup is reported by its first leaf)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if error is None:
+        return "unknown error"
+    text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, FileNotFoundError | PermissionError):
+        text = f"cannot run {error.filename or 'the command'}: {error.strerror}"
+    return text[:500]
+
+
+def _timeout(server: str, tool: str, timeout: float) -> ToolResult:
+    return ToolResult.fail(
+        "TIMEOUT",
+        f"MCP server '{server}' did not answer {tool} within timeout_s={timeout:g}; try again "
+        "later or with less work",
+    )
+
+
+# ---------------------------------------------------------------- results
+
+
+def result_of(server: str, tool: str, raw: Any) -> ToolResult:
+    """An MCP CallToolResult as the tool result protocol."""
+    parts: list[str] = []
+    blocks: list[dict[str, Any]] = []
+    for block in getattr(raw, "content", None) or []:
+        text, summary = _block(block)
+        parts.append(text)
+        blocks.append(summary)
+    structured = getattr(raw, "structured_content", None)
+    text = "\n".join(p for p in parts if p)
+    if structured is not None and not text:
+        text = json.dumps(structured, ensure_ascii=False, indent=1)
+    data: dict[str, Any] = {"server": server, "tool": tool, "content": blocks}
+    if structured is not None:
+        data["structured"] = structured
+    if getattr(raw, "is_error", False):
+        message = text or f"{tool} failed without a message"
+        return ToolResult.fail("TOOL_ERROR", _capped(message)[0], **data)
+    text, cut = _capped(text or "(no output)")
+    if cut:
+        return ToolResult.partial(text, **data)
+    return ToolResult.ok(text, **data)
+
+
+def _capped(text: str) -> tuple[str, bool]:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text, False
+    return text[:MAX_TEXT_CHARS] + f"\n[cut at {MAX_TEXT_CHARS} of {len(text)} characters]", True
+
+
+def _block(block: Any) -> tuple[str, dict[str, Any]]:
+    """(what the model reads, what the log keeps) of one content block; binary data is never
+    sent to the model as text, only noted."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text, {"type": "text"}
+    if kind in ("image", "audio"):
+        mime = getattr(block, "mime_type", "") or "unknown type"
+        size = len(getattr(block, "data", "") or "") * 3 // 4
+        return f"[{kind}: {mime}, about {size} bytes, not shown]", {"type": kind, "mime_type": mime}
+    if kind == "resource_link":
+        uri, name = str(getattr(block, "uri", "")), getattr(block, "name", "")
+        return f"[resource: {name} {uri}]".replace("  ", " "), {"type": kind, "uri": uri}
+    if kind == "resource":
+        resource = block.resource
+        uri = str(getattr(resource, "uri", ""))
+        text = getattr(resource, "text", None)
+        if text is not None:
+            return text, {"type": kind, "uri": uri}
+        mime = getattr(resource, "mime_type", "") or "binary"
+        return f"[resource {uri}: {mime}, not shown]", {"type": kind, "uri": uri}
+    return f"[{kind or 'unknown'} content, not shown]", {"type": kind or "unknown"}

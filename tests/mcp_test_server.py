@@ -1,0 +1,126 @@
+"""MCP servers for the tests, written with the official `mcp` package (`MCPServer`).
+
+    python mcp_test_server.py [--marker TOKEN]   a stdio server with the tools below
+    python mcp_test_server.py --crash            dies at start with a line on stderr
+    python mcp_test_server.py --silent           reads its input and never answers
+
+`serve_http()` runs the same tools over streamable HTTP on 127.0.0.1 in a thread of the test
+process (on a socket bound to port 0, so parallel tests never collide)."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ImageContent, TextContent
+
+PNG_1PX = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
+
+
+def build(name: str = "test-tools") -> MCPServer:
+    server = MCPServer(name)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return f"echo: {text}"
+
+    @server.tool()
+    def secret_tool() -> str:
+        """A tool the allowlist hides."""
+        return "SHOULD-NEVER-BE-CALLED"
+
+    @server.tool()
+    async def sleep_forever() -> str:
+        """Never returns."""
+        await anyio.sleep(10**6)
+        return "woke up"
+
+    @server.tool()
+    def report(city: str) -> dict[str, Any]:
+        """Structured weather for a city."""
+        return {"city": city, "temperature_c": 21, "sky": "clear"}
+
+    @server.tool()
+    def picture() -> list[Any]:
+        """An image with a caption."""
+        return [
+            TextContent(type="text", text="a red pixel"),
+            ImageContent(type="image", data=PNG_1PX, mime_type="image/png"),
+        ]
+
+    @server.tool()
+    def fail(reason: str = "no reason") -> str:
+        """Always fails."""
+        raise ToolError(f"refused: {reason}")
+
+    @server.tool()
+    def where() -> str:
+        """Where the server runs: its working folder and whether it sees $HOME."""
+        import os
+
+        env = os.environ
+        return f"cwd={os.getcwd()} home={env.get('HOME', '')} secret={env.get('MCP_TEST_SECRET', '')}"
+
+    return server
+
+
+class HttpServer:
+    """The tools over streamable HTTP on 127.0.0.1, in a thread; `url` is the endpoint."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        app = build("http-tools").streamable_http_app()
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+def main(argv: list[str]) -> None:
+    if "--crash" in argv:
+        print("fatal: cannot read the config file tools.toml", file=sys.stderr, flush=True)
+        sys.exit(3)
+    if "--silent" in argv:
+        for _ in sys.stdin:
+            pass
+        return
+    build().run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,347 @@
+"""`parallel:`, `foreach:` and `if:` steps through `flowrun run`: the real anthropic and openai
+SDKs against the scripted wire server (which sees the concurrency), a foreach over a file an
+earlier step wrote, the clear errors of a bad list, replay of a fan-out, and validate's checks."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import run_cli
+from wire_server import Reply, WireRequest, WireServer
+
+PROVIDERS = ["anthropic", "openai"]
+DELAY = 0.4
+
+FANOUT_WORKFLOW = """\
+version: 1
+kind: workflow
+name: fan
+inputs:
+  questions: {type: list, description: The questions.}
+models:
+  claude: {provider: anthropic, model: claude-test, api_key_env: ANTHROPIC_API_KEY}
+default_model: claude
+steps:
+  - parallel:
+      - {agent: alpha, task: "Look at side A.", output: par/alpha.md}
+      - {agent: beta, task: "Look at side B.", output: par/beta.md, workdir: beta_work}
+  - foreach:
+      input: questions
+      as: question
+      concurrency: 3
+      collect: answers.json
+      step:
+        agent: researcher
+        task: "Question {{ index }}: {{ question }}"
+        output: "answers/{{ index }}.md"
+  - agent: merger
+    if: "workspace.exists('answers.json')"
+    task: "Merge answers.json into one report."
+  - agent: never
+    if: "inputs.questions | length > 10"
+    task: "This step is skipped."
+"""
+
+
+def agent_yaml(name: str) -> str:
+    return yaml.safe_dump(
+        {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name} agent."}
+    )
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+class Tracker:
+    """Answers each agent after DELAY seconds and keeps, per agent, the most requests it was
+    answering at once (a pure function of the request otherwise: TESTING.md 6)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+
+    def __call__(self, request: WireRequest) -> Reply:
+        name = request.system.removeprefix("You are the ").split(" ")[0]
+        with self.lock:
+            self.now[name] = self.now.get(name, 0) + 1
+            self.most[name] = max(self.most.get(name, 0), self.now[name])
+        time.sleep(DELAY)
+        with self.lock:
+            self.now[name] -= 1
+        if name == "researcher":
+            return Reply(text=f"Answer to <{request.last_user_text}>")
+        return Reply(text=f"{name} done")
+
+
+def run_fanout(tmp: Path, provider: str, server: WireServer, questions: list[str]) -> tuple[int, str]:
+    write(
+        tmp,
+        {
+            "fan.yaml": FANOUT_WORKFLOW,
+            **{
+                f"agents.d/{n}.yaml": agent_yaml(n)
+                for n in ("alpha", "beta", "researcher", "merger", "never")
+            },
+        },
+    )
+    args = ["fan.yaml", "--questions", json.dumps(questions), "--run-id", "r"]
+    env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
+    if provider == "anthropic":
+        env |= {"ANTHROPIC_API_KEY": "test-key-fanout", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+    else:
+        env |= {"OPENAI_API_KEY": "test-key-fanout", "OPENAI_BASE_URL": server.openai_base_url}
+        args += ["--model", "openai:gpt-test"]
+    proc = run_cli(args, cwd=tmp, env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_parallel_foreach_and_if_over_the_wire(tmp_path: Path, provider: str) -> None:
+    questions = [f"question number {k}" for k in range(1, 6)]
+    tracker = Tracker()
+    with WireServer(tracker) as server:
+        code, out = run_fanout(tmp_path, provider, server, questions)
+        seen = server.max_in_flight
+        requests = server.requests
+    assert code == 0, out
+    assert "Traceback" not in out
+    run_dir = tmp_path / "runs" / "r"
+
+    # concurrency as the server saw it: both parallel branches at once, then 3 foreach items at a
+    # time (never more, with 5 items waiting)
+    assert tracker.most["alpha"] == 1 and tracker.most["beta"] == 1
+    assert seen == 3
+    assert tracker.most["researcher"] == 3
+    assert sum("researcher" in r.system for r in requests) == 5
+    evs = events(run_dir)
+    starts = {
+        e["agent"]: e["t"] for e in evs if e["type"] == "agent_start" and e["agent"] in ("alpha", "beta")
+    }
+    ends = {e["agent"]: e["t"] for e in evs if e["type"] == "agent_end" and e["agent"] in ("alpha", "beta")}
+    assert max(starts.values()) < min(ends.values()), "the parallel branches did not overlap"
+
+    # each branch wrote its own output file; the beta branch worked in its own folder
+    assert (run_dir / "par" / "alpha.md").read_text() == "alpha done"
+    assert (run_dir / "par" / "beta.md").read_text() == "beta done"
+    assert (run_dir / "beta_work").is_dir()
+
+    # the results, collected in item order whatever order the items finished in
+    collected = json.loads((run_dir / "answers.json").read_text())
+    assert [c["index"] for c in collected] == [1, 2, 3, 4, 5]
+    assert [c["item"] for c in collected] == questions
+    for k, entry in enumerate(collected, start=1):
+        expected = f"Answer to <Question {k}: question number {k}>"
+        assert entry["status"] == "completed" and entry["text"] == expected
+        assert entry["output"] == f"answers/{k}.md"
+        assert (run_dir / entry["output"]).read_text() == expected
+        assert entry["agent_id"] == f"foreach1.{k}/researcher#0"
+
+    # `if:` met for the merger, not met for `never`, which never reached the server
+    conditions = {e["step"]: e["met"] for e in evs if e["type"] == "step_condition"}
+    assert conditions == {"step2": True, "step3": False}
+    assert not any("never agent" in r.system for r in requests)
+    assert [e["agent"] for e in evs if e["type"] == "agent_start"].count("merger") == 1
+    fanouts = [(e["type"], e["kind"], e.get("branches")) for e in evs if e["type"].startswith("fanout")]
+    assert fanouts == [
+        ("fanout_start", "parallel", 2),
+        ("fanout_end", "parallel", None),
+        ("fanout_start", "foreach", 5),
+        ("fanout_end", "foreach", None),
+    ]
+
+    # `flowrun show` marks the fan-outs and the skipped step
+    shown = run_cli(["show", str(run_dir)]).stdout
+    assert "foreach foreach1: 5 branch(es), 3 at a time → answers.json" in shown
+    assert "skipped step3: if inputs.questions | length > 10 not met" in shown
+
+    # replay offline (the server is gone): the same collected file, every answer from the log
+    proc = run_cli(["replay", str(run_dir), "--into", str(tmp_path / "again"), "-q"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "again" / "answers.json").read_text() == (run_dir / "answers.json").read_text()
+
+
+SCRIPTED_WORKFLOW = """\
+version: 1
+kind: workflow
+name: plan
+models:
+  s: {provider: scripted, model: s, script: script.yaml}
+default_model: s
+steps:
+  - agent: planner
+    task: Write the plan.
+  - foreach:
+      file: plan.jsonl
+      as: topic
+      concurrency: 2
+      collect: results/all.json
+      step:
+        agent: worker
+        if: "topic.keep"
+        task: "Work on {{ topic.name }}"
+"""
+
+
+def scripted_project(tmp: Path, plan: str) -> None:
+    script = {
+        "version": 1,
+        "kind": "script",
+        "agents": {
+            "planner": [
+                {
+                    "tool_calls": [
+                        {"name": "write_file", "arguments": {"path": "plan.jsonl", "content": plan}}
+                    ]
+                },
+                {"text": "planned"},
+            ],
+            "worker": [{"text": "worked"}],
+        },
+    }
+    planner = {"version": 1, "kind": "agent", "name": "planner", "prompt": "Plan.", "tools": ["write_file"]}
+    worker = {"version": 1, "kind": "agent", "name": "worker", "prompt": "Work."}
+    write(
+        tmp,
+        {
+            "plan.yaml": SCRIPTED_WORKFLOW,
+            "script.yaml": yaml.safe_dump(script),
+            "agents.d/planner.yaml": yaml.safe_dump(planner),
+            "agents.d/worker.yaml": yaml.safe_dump(worker),
+        },
+    )
+
+
+def test_foreach_over_a_jsonl_file_an_earlier_step_wrote(tmp_path: Path) -> None:
+    plan = "\n".join(
+        json.dumps(t)
+        for t in [{"name": "a", "keep": True}, {"name": "b", "keep": False}, {"name": "c", "keep": True}]
+    )
+    scripted_project(tmp_path, plan + "\n")
+    proc = run_cli(["plan.yaml", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    collected = json.loads((run_dir / "results" / "all.json").read_text())
+    assert [c["status"] for c in collected] == ["completed", "skipped", "completed"]
+    assert collected[1] == {"index": 2, "item": {"name": "b", "keep": False}, "status": "skipped"}
+    tasks = [e["task"] for e in events(run_dir) if e["type"] == "agent_start" and e["agent"] == "worker"]
+    assert sorted(tasks) == ["Work on a", "Work on c"]
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        (None, "foreach: plan.jsonl was not found in the run folder"),
+        ('{"name": "a"}\nnot json\n', "foreach: plan.jsonl line 2 is not valid JSON"),
+    ],
+    ids=["missing", "bad-line"],
+)
+def test_a_bad_foreach_list_is_a_clear_failure(tmp_path: Path, plan: str | None, message: str) -> None:
+    scripted_project(tmp_path, plan or "x")
+    if plan is None:  # the planner writes another file
+        (tmp_path / "plan.yaml").write_text(
+            SCRIPTED_WORKFLOW.replace("file: plan.jsonl", "file: other.jsonl")
+        )
+        message = message.replace("plan.jsonl", "other.jsonl")
+    proc = run_cli(["plan.yaml", "--run-id", "r"], cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert message in out and "Traceback" not in out
+    assert json.loads((tmp_path / "runs" / "r" / "run.json").read_text())["status"] == "failed"
+
+
+def test_list_inputs_from_lines_and_from_the_api(tmp_path: Path) -> None:
+    scripted_project(tmp_path, "[]")
+    wf = textwrap.dedent(
+        """\
+        version: 1
+        kind: workflow
+        name: lines
+        inputs:
+          topics: {type: list}
+        models:
+          s: {provider: scripted, model: s, script: script.yaml}
+        default_model: s
+        steps:
+          - foreach: {input: topics, collect: out.json, step: {agent: worker, task: "{{ item }}"}}
+        """
+    )
+    (tmp_path / "lines.yaml").write_text(wf)
+    proc = run_cli(["lines.yaml", "--topics", "first topic\nsecond topic\n", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    items = [c["item"] for c in json.loads((tmp_path / "runs" / "r" / "out.json").read_text())]
+    assert items == ["first topic", "second topic"]
+
+    import flowrun
+
+    result = flowrun.load(tmp_path / "lines.yaml").run_sync(
+        {"topics": ["x", "y", "z"]}, run_dir=tmp_path / "api"
+    )
+    assert result.ok
+    assert len(json.loads((tmp_path / "api" / "out.json").read_text())) == 3
+
+
+BAD_STEPS = """\
+version: 1
+kind: workflow
+name: bad
+inputs:
+  topic: {description: a string input}
+models:
+  s: {provider: scripted, model: s, script: script.yaml}
+default_model: s
+steps:
+  - parallel:
+      - {agent: worker, workdir: same}
+      - {agent: worker, workdir: same}
+  - foreach: {input: topic, collect: a.json, step: {agent: worker}}
+  - foreach: {collect: b.json, step: {agent: worker}}
+  - foreach: {input: topicz, collect: c.json, step: {agent: worker}}
+  - foreach: {file: x.json, collect: ../out.json, step: {agent: worker, task: "{{ item }} {{ index }}"}}
+  - agent: worker
+    task: "{{ item }}"
+    if: "workspace.exists("
+  - parallel:
+      - {agent: workr}
+"""
+
+
+def test_validate_checks_the_new_steps(tmp_path: Path) -> None:
+    scripted_project(tmp_path, "[]")
+    (tmp_path / "plan.yaml").unlink()
+    (tmp_path / "bad.yaml").write_text(BAD_STEPS)
+    proc = run_cli(["validate", "bad.yaml", "--format", "json"], cwd=tmp_path)
+    assert proc.returncode == 1
+    found = {(d["code"], d["path"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]}
+    codes = {(code, path) for code, path, _ in found}
+    assert ("invalid", "steps[0].parallel[1].workdir") in codes
+    assert ("invalid", "steps[1].foreach.input") in codes  # a string input, not a list
+    assert ("invalid", "steps[2].foreach") in codes  # neither input nor file
+    assert ("unknown-input", "steps[3].foreach.input") in codes
+    assert ("bad-path", "steps[4].foreach.collect") in codes
+    assert ("undefined-variable", "steps[5].task") in codes  # `item` outside a foreach
+    assert ("template-syntax", "steps[5].if") in codes
+    assert ("unknown-agent", "steps[6].parallel[0].agent") in codes
+    # inside the foreach body, `item` and `index` are known
+    assert not any(path.startswith("steps[4].foreach.step") for _, path in codes)
+    lines = {
+        d["line"]
+        for d in json.loads(proc.stdout)["diagnostics"]
+        if d["path"] == "steps[0].parallel[1].workdir"
+    }
+    assert lines == {12}

@@ -1,0 +1,250 @@
+"""MCP servers as tools: real servers written with the `mcp` package (stdio in the sandbox, and
+streamable HTTP on 127.0.0.1), a roster whose agent calls their tools through both wire formats
+of the scripted model server, and the failure cases (a tool that never answers, a server that
+dies at start, one that never answers at start)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import TESTS, run_cli
+from mcp_test_server import HttpServer
+from wire_server import Reply, Script, ToolCallSpec, WireServer
+
+PROVIDERS = ["anthropic", "openai"]
+WORKER = "You are the MCP test worker"
+
+
+@pytest.fixture(scope="session")
+def http_server() -> Iterator[HttpServer]:
+    server = HttpServer()
+    yield server
+    server.stop()
+
+
+def python_binds() -> list[str]:
+    """What the sandboxed server needs to run this interpreter and the `mcp` package."""
+    return sorted({sys.prefix, sys.base_prefix})
+
+
+def write_project(tmp_path: Path, servers: dict[str, Any], tools: list[Any]) -> Path:
+    shutil.copy(TESTS / "mcp_test_server.py", tmp_path / "mcp_test_server.py")
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "mcp_demo",
+        "inputs": {"question": {}},
+        "models": {
+            "claude": {"provider": "anthropic", "model": "claude-test", "api_key_env": "ANTHROPIC_API_KEY"}
+        },
+        "default_model": "claude",
+        "entry": "worker",
+        "mcp_servers": servers,
+    }
+    agent = {
+        "version": 1,
+        "kind": "agent",
+        "name": "worker",
+        "prompt": WORKER + ". Use the tools.",
+        "max_steps": 8,
+        "tools": tools,
+    }
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
+    path = tmp_path / "mcp_demo.yaml"
+    path.write_text(yaml.safe_dump(workflow, sort_keys=False))
+    return path
+
+
+def stdio_server(marker: str, *extra: str, **keys: Any) -> dict[str, Any]:
+    return {
+        "command": sys.executable,
+        "args": ["mcp_test_server.py", "--marker", marker, *extra],
+        "sandbox": {"ro_binds": python_binds()},
+        **keys,
+    }
+
+
+def run(
+    tmp_path: Path, workflow: Path, server: WireServer, provider: str, extra: dict[str, str] | None = None
+) -> tuple[int, str, Path]:
+    env = {"FLOWRUN_RETRY_BASE_S": "0.01", **(extra or {})}
+    args = [str(workflow), "--question", "q", "--runs-dir", str(tmp_path / "runs"), "--run-id", "r1"]
+    if provider == "anthropic":
+        env |= {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+    else:
+        env |= {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+        args += ["--model", "openai:gpt-test"]
+    proc = run_cli(args, cwd=tmp_path, env=env, timeout=180)
+    return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / "r1"
+
+
+def events_of(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def call(tool: str, **arguments: Any) -> ToolCallSpec:
+    return ToolCallSpec(tool, arguments)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_server: HttpServer) -> None:
+    marker = f"mcp-marker-{uuid.uuid4().hex}"
+    servers = {
+        "calc": stdio_server(
+            marker,
+            timeout_s=2,
+            tools=["add", "report", "picture", "fail", "sleep_forever", "where"],
+            env={"MCP_TEST_SECRET": "${MCP_TEST_SECRET_SOURCE}"},
+        ),
+        "web": {"url": http_server.url},
+    }
+    workflow = write_project(tmp_path, servers, ["calc", "web.echo", {"calc.add": {"approve": "always"}}])
+    # the same tool listed twice (as part of `calc` and alone) is bound once
+    replies = [
+        Reply(tool_calls=[call("calc__add", a=2, b=40), call("web__echo", text="over http")]),
+        Reply(tool_calls=[call("calc__report", city="Oslo"), call("calc__picture")]),
+        Reply(tool_calls=[call("calc__fail", reason="bad input"), call("calc__sleep_forever")]),
+        Reply(tool_calls=[call("calc__where")]),
+        Reply(text="All done."),
+    ]
+    with WireServer(Script({WORKER: replies})) as server:
+        extra = {"MCP_TEST_SECRET_SOURCE": "declared-secret-value-123"}
+        code, out, run_dir = run(tmp_path, workflow, server, provider, extra)
+        requests = server.requests
+    assert code == 0, out
+    assert "Traceback" not in out
+    offered = set(requests[0].tool_names)
+    assert {"calc__add", "calc__report", "calc__picture", "web__echo"} <= offered
+    assert "calc__secret_tool" not in offered  # hidden by the server's allowlist
+    assert "web__add" not in offered  # only web.echo was listed
+    results = {tool_id: (text, error) for tool_id, text, error in requests[-1].tool_results}
+    texts = [text for text, _ in results.values()]
+    assert any(t.strip() == "42" for t in texts), texts  # the result reached the model
+    assert any("echo: over http" in t for t in texts)
+    assert any('"temperature_c": 21' in t or "temperature_c" in t for t in texts)
+    assert any("a red pixel" in t and "[image: image/png" in t for t in texts)
+    assert any("[error TOOL_ERROR]" in t and "refused: bad input" in t for t in texts)
+    assert any("[error TIMEOUT]" in t and "timeout_s=2" in t for t in texts)
+    where = next(t for t in texts if t.startswith("cwd="))
+    assert f"cwd={tmp_path.resolve()}" in where  # the folder of the declaring file
+    assert f"home={run_dir.resolve()}/.home" in where  # in the sandbox: HOME is in the run folder
+    # the declared env reached the server; its secret value never reaches the model
+    assert "secret=[REDACTED]" in where
+    events = events_of(run_dir)
+    by_tool = {e["tool"]: e["result"] for e in events if e["type"] == "tool_result"}
+    assert by_tool["calc__report"]["data"]["structured"]["city"] == "Oslo"
+    assert by_tool["calc__sleep_forever"]["error"]["code"] == "TIMEOUT"
+    assert by_tool["calc__sleep_forever"]["stats"]["time_ms"] < 15_000
+    assert by_tool["calc__fail"]["error"]["code"] == "TOOL_ERROR"
+    # the stdio server (and its sandbox) stopped with the run
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []
+
+
+def test_server_that_dies_at_start_gives_one_line(tmp_path: Path) -> None:
+    workflow = write_project(tmp_path, {"broken": stdio_server("x", "--crash")}, ["broken"])
+    with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
+        code, out, run_dir = run(tmp_path, workflow, server, "anthropic")
+        assert server.requests == []  # no model call: the agent's tools were never complete
+    assert code == 1, out
+    assert "Traceback" not in out
+    lines = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, out
+    assert "MCP server 'broken'" in lines[0] and "did not start" in lines[0]
+    assert "fatal: cannot read the config file tools.toml" in lines[0]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+
+
+def test_server_that_never_answers_at_start_times_out(tmp_path: Path) -> None:
+    server_decl = stdio_server("x", "--silent", startup_timeout_s=3)
+    workflow = write_project(tmp_path, {"mute": server_decl}, ["mute.add"])
+    started = time.monotonic()
+    with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
+        code, out, _ = run(tmp_path, workflow, server, "openai")
+    assert code == 1, out
+    assert "MCP server 'mute'" in out and "startup_timeout_s=3" in out
+    assert time.monotonic() - started < 60
+
+
+def test_missing_variable_is_one_line(tmp_path: Path) -> None:
+    decl = {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${NO_SUCH_MCP_TOKEN}"}}
+    workflow = write_project(tmp_path, {"remote": decl}, ["remote"])
+    with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
+        code, out, _ = run(tmp_path, workflow, server, "anthropic")
+    assert code == 1, out
+    assert "${NO_SUCH_MCP_TOKEN} is not set" in out
+
+
+# ---------------------------------------------------------------- validate
+
+
+def validate(tmp_path: Path, *args: str) -> tuple[int, str]:
+    proc = run_cli(["validate", *args, str(tmp_path)], cwd=tmp_path)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> None:
+    servers = {
+        "calc": {"command": "python3"},
+        "web": {"url": "http://127.0.0.1:1/mcp", "tools": ["echo"]},
+    }
+    write_project(
+        tmp_path,
+        servers,
+        ["web.add", "wbe.echo", {"web.echo": {"sandbox": "off"}}, "calc"],
+    )
+    (tmp_path / ".mcp.json").write_text(
+        '{\n  "mcpServers": {\n    "files": {\n      "comand": "npx",\n      "args": ["x"]\n    }\n  }\n}\n'
+    )
+    code, out = validate(tmp_path)
+    assert code == 1, out
+    assert ".mcp.json:3:14: error[invalid]: an MCP server needs exactly one of `command`" in out
+    assert ".mcp.json:4:7: error[unknown-key]: unknown key 'comand'" in out
+    assert "did you mean 'command'?" in out
+    assert "MCP server 'web' does not allow tool 'add'" in out
+    assert "unknown MCP server 'wbe' in 'wbe.echo'" in out and "did you mean 'web'?" in out
+    assert "'web.echo' has no config key 'sandbox'" in out
+    assert "Traceback" not in out
+
+
+def test_validate_connect_starts_the_servers(tmp_path: Path, http_server: HttpServer) -> None:
+    servers = {
+        "calc": stdio_server("connect-check", tools=["add", "sub"]),
+        "web": {"url": http_server.url},
+        "broken": stdio_server("connect-check", "--crash"),
+    }
+    write_project(tmp_path, servers, ["calc.add", "web.ech", "web.echo"])
+    code, out = validate(tmp_path)
+    assert code == 0, out  # nothing to find without starting them
+    code, out = validate(tmp_path, "--connect", "--format", "github")
+    assert code == 1, out
+    assert "title=mcp-connect::MCP server 'calc' has no tool 'sub'" in out
+    assert "MCP server 'web' has no tool 'ech'" in out and "did you mean 'echo'?" in out
+    assert "MCP server 'broken' did not start" in out and "tools.toml" in out
+    assert "'add'" not in out
