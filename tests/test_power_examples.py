@@ -66,3 +66,66 @@ def test_research_foreach(tmp_path: Path, provider: str) -> None:
         json.loads((run_dir / "question.txt").read_text().splitlines()[0].split(". ", 1)[1].join('""'))
         == QUESTIONS[0]
     )
+
+
+CITED = {
+    "report": "report.md",
+    "summary": "Python's sorts are stable and take a key function.",
+    "citations": [
+        {"claim": "sorted() is stable", "source": "https://docs.python.org/3/howto/sorting.html"},
+        {"claim": "key functions run once per element", "source": "workspace/notes/sorting.md"},
+    ],
+}
+CITED_WRITER = "answer with a JSON object and nothing else"
+
+
+def cited_responder(request: WireRequest) -> Reply:
+    if SEARCHER in request.system:
+        replies = [
+            Reply(tool_calls=[call("web_search", query="python sorting howto")]),
+            Reply(
+                tool_calls=[call("write_file", path="workspace/notes/sorting.md", content="stable; key\n")]
+            ),
+            Reply(text="Notes in workspace/notes/sorting.md."),
+        ]
+    elif CITED_WRITER in request.system:
+        final = (
+            Reply(tool_calls=[call("final_answer", **CITED)])
+            if request.api == "anthropic"
+            else Reply(text=json.dumps(CITED))
+        )
+        replies = [
+            Reply(tool_calls=[call("read_file", path="workspace/notes/sorting.md")]),
+            Reply(tool_calls=[call("write_file", path="report.md", content="# Sorting\n\nStable [1].\n")]),
+            final,
+        ]
+    else:
+        return Reply(
+            status=400, error_body={"error": {"message": "unknown agent", "type": "invalid_request_error"}}
+        )
+    return pick(replies, request)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_research_cited(tmp_path: Path, provider: str) -> None:
+    with WireServer(cited_responder) as server:
+        code, out, run_dir = run_example(
+            tmp_path,
+            server,
+            provider,
+            EXAMPLES / "research_cited.yaml",
+            {"question": "How does sorting work?"},
+        )
+        requests = server.requests
+    events = assert_ok(code, out, run_dir)
+    assert json.loads((run_dir / "citations.json").read_text()) == CITED
+    assert (run_dir / "report.md").read_text().startswith("# Sorting")
+    writer = [r for r in requests if CITED_WRITER in r.system]
+    assert len(writer) == 3
+    schema = json.loads((EXAMPLES / "schemas" / "citations.schema.json").read_text())
+    for request in writer:
+        if provider == "openai":
+            assert request.body["response_format"]["json_schema"]["schema"] == schema
+        else:
+            assert any(t["name"] == "final_answer" and t["input_schema"] == schema for t in request.tools)
+    assert not of_type(events, "output_invalid")

@@ -28,10 +28,9 @@ SECRET = "sk-very-secret-0123"
 def events(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
     """The dry run's events, priced as if its model had PRICED's prices."""
     runs_dir = tmp_path_factory.mktemp("progress")
-    proc = run_cli(
-        ["examples/research.yaml", "--question", "what is x", "--dry-run", "--runs-dir", str(runs_dir)],
-        cwd=REPO,
-    )
+    args = ["examples/research.yaml", "--question", "what is x", "--dry-run", "--runs-dir", str(runs_dir)]
+    # the --set makes the dry run's edit_file call fail, so the run has a tool error to show
+    proc = run_cli([*args, "--set", "tools.edit_file.dry_run.start_line=99"], cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run_dir,) = runs_dir.iterdir()
     lines = (run_dir / "events.jsonl").read_text().splitlines()
@@ -96,7 +95,7 @@ def test_plain_lines_at_normal_verbosity(events: list[Event]) -> None:
     assert lines[-1] == "■ orchestrator completed after 10 step(s)"
     assert sum("→" in line for line in lines) == count(events, "tool_call")
     assert "  orchestrator → grep({'pattern': 'dry'})" in lines
-    # errors show at normal verbosity (the dry run's edit_file call lacks its edit arguments)
+    # errors show at normal verbosity (the dry run's edit_file call names a line the file lacks)
     assert any(line.startswith("  orchestrator ← edit_file: error") for line in lines)
     # successes and model steps only when verbose
     assert not any("← read_file" in line or "model step" in line for line in lines)
@@ -108,7 +107,9 @@ def test_plain_lines_when_verbose(events: list[Event]) -> None:
     feed(progress_for(1, console), events)
     lines = output(console).splitlines()
     assert sum("model step" in line for line in lines) == count(events, "model_response")
-    assert "  orchestrator model step 1: 554 in / 20 out" in "\n".join(lines)
+    first = next(e for e in events if isinstance(e, ModelResponseEvent))
+    shown = f"  orchestrator model step 1: {first.response.usage.input_tokens} in / 20 out"
+    assert shown in "\n".join(lines)
     assert sum("←" in line for line in lines) == count(events, "tool_result")
 
 
@@ -199,8 +200,9 @@ def test_live_panel_shows_agents_tools_tokens_and_cost(events: list[Event]) -> N
 
 def test_live_panel_without_prices_says_so(events: list[Event]) -> None:
     progress = Progress(0, live_console(), live=False, redact=redact)
-    assert [e.type for e in events[:3]] == ["run_start", "agent_start", "model_request"]
-    for event in events[:3]:
+    head = [e for e in events if e.type != "agent_prompt"][:3]
+    assert [e.type for e in head] == ["run_start", "agent_start", "model_request"]
+    for event in head:
         progress(event)  # no usage accounted: nothing is priced
     panel = rendered(progress)
     assert "waiting for test" in panel and "cost n/a" in panel and "1 working, 0 done" in panel
@@ -307,9 +309,10 @@ def test_run_log_level_from_the_environment(
 ) -> None:
     monkeypatch.setenv("FLOWRUN_LOG", "debug")
     log = RunLog(tmp_path, 0, redact)
-    log.on_event(events[2])
+    request = next(e for e in events if e.type == "model_request")
+    log.on_event(request)
     log.close()
-    assert "| DEBUG   | #3 model_request" in (tmp_path / LOG_NAME).read_text()
+    assert f"| DEBUG   | #{request.seq} model_request" in (tmp_path / LOG_NAME).read_text()
 
 
 def test_describe_event() -> None:

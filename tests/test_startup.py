@@ -65,10 +65,13 @@ def test_the_command_table_says_what_each_command_does() -> None:
         assert command.help.strip().splitlines()[0] == registered.summary, name
 
 
-def test_validate_reads_as_much_of_a_file_as_the_loader_accepts() -> None:
-    from flowrun.manifest import validate, yaml_limits
+def test_validate_names_the_same_files_as_the_modules_it_does_not_import() -> None:
+    from flowrun import yaml_limits
+    from flowrun.manifest import mcp_config, skill_lint, validate
 
     assert validate.HEAD_BYTES == yaml_limits.MAX_FILE_BYTES
+    assert validate.MCP_FILE == mcp_config.MCP_FILE
+    assert validate.SKILL_FILE == skill_lint.SKILL_FILE
 
 
 def test_unknown_command_and_workflow_shorthand(tmp_path: Path) -> None:

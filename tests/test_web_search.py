@@ -217,7 +217,19 @@ async def test_corpus_dir_config_relative_to_project(tmp_path: Path) -> None:
     assert [r["title"] for r in result.data["results"]] == ["Zebra facts"]
 
 
-async def test_no_corpus_and_no_key_is_an_error(tmp_path: Path) -> None:
+async def test_no_corpus_on_the_search_path_uses_the_shipped_one(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = await web_search(make_ctx(tmp_path, [empty]), query="sorting key functions")
+    assert result.status == "success"
+    assert Path(result.data["corpus"]) == EXAMPLES / "corpus"
+
+
+async def test_no_corpus_and_no_key_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installation without the shipped corpus (e.g. a trimmed package)."""
+    import flowrun.tools.corpus
+
+    monkeypatch.setattr(flowrun.tools.corpus, "builtin_corpus", lambda: None)
     empty = tmp_path / "empty"
     empty.mkdir()
     result = await web_search(make_ctx(tmp_path, [empty]), query="zebra")

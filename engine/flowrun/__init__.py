@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ManifestError,
         ProviderError,
         RunError,
+        RunInUse,
         SandboxError,
         UsageError,
     )
@@ -40,6 +41,7 @@ _EXPORTS = {
     "ManifestError": "flowrun.errors",
     "UsageError": "flowrun.errors",
     "RunError": "flowrun.errors",
+    "RunInUse": "flowrun.errors",
     "ProviderError": "flowrun.errors",
     "BudgetExceeded": "flowrun.errors",
     "SandboxError": "flowrun.errors",
@@ -59,6 +61,7 @@ __all__ = [
     "ProviderError",
     "ReplayResult",
     "RunError",
+    "RunInUse",
     "RunResult",
     "SandboxError",
     "UsageError",

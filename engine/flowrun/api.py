@@ -44,6 +44,7 @@ from flowrun.runtime.event_log import read_lines
 from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.inputs import resolve_inputs
 from flowrun.runtime.ledger import Ledger
+from flowrun.runtime.otel_live import live_export
 from flowrun.runtime.run import Run, RunOptions
 from flowrun.runtime.run_folder import (
     RunFolderLock,
@@ -100,6 +101,7 @@ class RunSettings:
     approve: Approver | None = None  # decides `approve: ask` calls; None: they are refused
     yes: bool = False  # approve every `approve: ask` call
     agent_models: dict[str, str] = field(default_factory=dict)  # agent -> model ref, over `model`
+    no_thinking: bool = False  # every model's thinking off
 
 
 ModelChoiceArg = str | Mapping[str, str] | None
@@ -148,16 +150,20 @@ class Workflow:
         sandbox: Mode | None = None,
         approve: Approver | None = None,
         yes: bool = False,
+        no_thinking: bool = False,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
         `runs_dir/<timestamp>-<name>-<hex>`). `model` is a model for every agent, or a mapping
         of agent name to model (key "*": every other agent). `sandbox` overrides every
         `sandbox:` mode (required, auto, off); `approve` is awaited with an ApprovalRequest for
-        each call of an `approve: ask` tool and returns True to let it run; `yes` approves them all."""
+        each call of an `approve: ask` tool and returns True to let it run; `yes` approves them all.
+        `no_thinking` switches every model's thinking off (Anthropic thinking; the `thinking_off`
+        request body of OpenAI-compatible models)."""
         every, per_agent = self.model_choice(model)
         settings = RunSettings(
             every, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes, per_agent
         )
+        settings.no_thinking = no_thinking
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
         name = check_run_id(run_id) if run_id is not None else new_run_id(self.name)
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
@@ -225,6 +231,7 @@ class Workflow:
             approve_all=settings.yes,
             agent_models=dict(settings.agent_models),
             overrides=[o.text for o in self.overrides],
+            no_thinking=settings.no_thinking,
         )
         return Run(self.project, self.loaded, inputs, run_dir, options, ledger)
 
@@ -319,6 +326,7 @@ async def resume(
             approve,
             yes,
             dict(meta.get("agent_models") or {}),
+            bool(meta.get("no_thinking")),
         )
         inputs = dict(meta.get("inputs") or {})
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
@@ -356,6 +364,7 @@ async def replay(
         verbosity,
         _mode(sandbox),
         agent_models=dict(meta.get("agent_models") or {}),
+        no_thinking=bool(meta.get("no_thinking")),
     )
     ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
     run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
@@ -455,10 +464,15 @@ async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> Run
     run.subscribers.append(log.on_event)
     if settings.on_event is not None:
         run.subscribers.append(settings.on_event)
+    live = live_export(run)  # OpenTelemetry spans as they happen, when an OTLP endpoint is set
+    if live is not None:
+        run.subscribers.append(live.on_event)
     try:
         summary = await execute_run(run, resume=resume)
     finally:
         log.close()
+        if live is not None:
+            live.close()
     return _result(run, summary)
 
 

@@ -2,10 +2,12 @@
 `ToolResult(status="error")` data the model can act on.
 
     FlowrunError                  base; carries a one-line message and a hint
-    ├── UsageError                bad command line (exit 2)
+    ├── UsageError                bad command line, run id or inputs; unusable runs folder (exit 2)
+    │   └── RunInUse              another live process holds the run folder's lock (exit 2)
     ├── ManifestError             a manifest problem found while loading (exit 1)
     ├── ProviderError             a model call failed for good (after retries)
     │   └── MissingCredentials    the env var holding a key is not set
+    ├── OutputInvalid             a final answer does not match the agent's output_schema, after repairs
     ├── RunError                  a run cannot start or continue (missing run folder, ...)
     │   └── SandboxError          `sandbox: required` and the sandbox does not work here (exit 5)
     └── BudgetExceeded            a run limit was reached (the run stops cleanly)
@@ -30,6 +32,10 @@ class UsageError(FlowrunError):
     exit_code = 2
 
 
+class RunInUse(UsageError):
+    pass
+
+
 class ManifestError(FlowrunError):
     pass
 
@@ -51,6 +57,10 @@ class ProviderError(FlowrunError):
 
 
 class MissingCredentials(ProviderError):
+    pass
+
+
+class OutputInvalid(FlowrunError):
     pass
 
 

@@ -246,6 +246,19 @@ class UntilErrorEvent(Event):
     message: str
 
 
+@event_type("output_invalid")
+@dataclass(kw_only=True, slots=True)
+class OutputInvalidEvent(Event):
+    """A final answer did not match the agent's `output_schema`: the agent gets a repair turn
+    while `repairs_left` > 0, else it fails."""
+
+    agent: str
+    agent_id: str
+    step: int  # the model call that gave the answer
+    problem: str
+    repairs_left: int
+
+
 @event_type("step_condition")
 @dataclass(kw_only=True, slots=True)
 class StepConditionEvent(Event):

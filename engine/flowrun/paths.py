@@ -20,6 +20,17 @@ def builtin_root() -> Path:
     return here.parents[1]  # a checkout: engine/flowrun/ -> the repository root
 
 
+@cache
+def builtin_corpus() -> Path | None:
+    """The offline search corpus shipped with flowrun (the Python docs pages of the research
+    examples): `_builtin/corpus/` in the wheel, `examples/corpus/` in a checkout."""
+    root = builtin_root()
+    for folder in (root / "corpus", root / "examples" / "corpus"):
+        if folder.is_dir():
+            return folder
+    return None
+
+
 def is_builtin_file(path: Path | str) -> bool:
     """True for a file of the built-in agents.d/, tools.d/, prompts/ or schema/."""
     resolved = Path(path).resolve()

@@ -45,6 +45,8 @@ COMMANDS: dict[str, Registered] = {
     "schema": Registered(
         "flowrun.cli.schema_cmd:schema", "Print the JSON Schema of a manifest KIND (default: workflow)."
     ),
+    "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
+    "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
 }
 
 

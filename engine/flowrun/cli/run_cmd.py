@@ -68,6 +68,12 @@ yes_option = click.option(
     help="A YAML or JSON file of input values ({name: value}); --NAME options override it.",
 )
 @click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
+@click.option(
+    "--no-thinking",
+    is_flag=True,
+    help="Switch every model's thinking off (for proxies without it; OpenAI-compatible models send "
+    "their `thinking_off` body).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
 @sandbox_option
@@ -84,6 +90,7 @@ def run(
     run_id: str | None,
     inputs_file: Path | None,
     stream: bool | None,
+    no_thinking: bool,
     quiet: bool,
     verbose: bool,
     sandbox: str | None,
@@ -122,6 +129,7 @@ def run(
                 sandbox=sandbox,  # type: ignore[arg-type]
                 approve=terminal_approver(progress),
                 yes=yes,
+                no_thinking=no_thinking,
             ),
         )
         print_summary(result, level, wf.spec.output)

@@ -88,8 +88,8 @@ def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, con
         usage_error(
             fmt,
             f"no manifests found in {shown}",
-            "point validate at a workflow file or a folder holding one, agents.d/, tools.d/ or models.d/ "
-            "(a top-level YAML file counts when it has a `kind:` line)",
+            "point validate at a workflow file or a folder holding one, agents.d/, tools.d/, models.d/, "
+            ".claude/, .mcp.json or a skill folder (a top-level YAML file counts when it has a `kind:` line)",
         )
     if connect:
         diagnostics = sorted(diagnostics + connected(targets), key=lambda d: (d.file, d.line, d.column))

@@ -48,10 +48,14 @@ def check_root(root: Path, files: list[Path] | None) -> tuple[list[Diagnostic], 
 def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Diagnostic], list[Probe]]:
     from flowrun.manifest.crossref import check_project
     from flowrun.manifest.project import load_project
+    from flowrun.manifest.skill_lint import SKILL_FILE, lint_skill, skill_folders
 
     project = load_project(root, files)
     own_builtins = root.resolve() == builtin_root().resolve()
-    found = project.diagnostics + check_project(project, include_builtins=own_builtins)
+    found: list[Diagnostic] = []
+    for folder in skill_folders(root):
+        found += [d for d in lint_skill(folder, display_path(folder / SKILL_FILE)) if d not in found]
+    found += project.diagnostics + check_project(project, include_builtins=own_builtins)
     if not own_builtins:
         found = [d for d in found if not is_builtin_file(d.file)]
     return project, found, python_probes(project)
@@ -63,7 +67,15 @@ def _checked_files(project: Project, root: Path) -> set[str]:
     for layers in project.agent_layers.values():
         loaded += layers
     loaded += list(project.tools.values()) + list(project.models.values())
-    return {os.path.abspath(x.source.display) for x in loaded if own_builtins or not x.builtin}
+    files = {os.path.abspath(x.source.display) for x in loaded if own_builtins or not x.builtin}
+    files.update(os.path.abspath(m.source.display) for m in project.mcp_servers.values())
+    return files | {os.path.abspath(folder / "SKILL.md") for folder in _skill_folders(root)}
+
+
+def _skill_folders(root: Path) -> list[Path]:
+    from flowrun.manifest.skill_lint import skill_folders
+
+    return skill_folders(root)
 
 
 def _restore_check(entry: Any) -> tuple[list[Diagnostic], set[str]] | None:

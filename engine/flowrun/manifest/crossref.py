@@ -18,6 +18,7 @@ from flowrun.manifest.graph import (
 from flowrun.manifest.mcp_refs import check_entry as check_mcp_entry
 from flowrun.manifest.mcp_refs import mcp_ref
 from flowrun.manifest.model_config import reference_problem
+from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.python_tools import check_python_tools
 from flowrun.manifest.sandboxing import check_entry_keys, check_setting
@@ -145,6 +146,7 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
         out += [d for d in _prompt_diagnostics(loaded, project, None) if d.code != "undefined-variable"]
     out += _check_tool_entries(loaded, project)
     out += check_setting(src, ("sandbox",), spec.sandbox)
+    out += output_schema_diagnostics(loaded, project)
     if spec.stop and spec.stop.pattern:
         try:
             re.compile(spec.stop.pattern)

@@ -58,6 +58,11 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         options["script"] = load_script(path)
     entry = PROVIDERS.get(provider)
     default_env = None if compatible or entry is None else entry.key_env
+    # the SDK's own fallback: its default key variable unset, its default token variable is used
+    default_key = entry is not None and spec.api_key_env in (None, entry.key_env) and not spec.auth_token_env
+    thinking_off = (
+        spec.thinking_off if spec.thinking_off is not None else (preset.thinking_off if preset else {})
+    )
     return ModelConfig(
         name=name,
         provider=provider,
@@ -74,12 +79,19 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         max_retries=spec.max_retries,
         context_window=spec.context_window,
         tool_calling=spec.tool_calling,
+        structured_output=spec.structured_output,
         headers=dict(spec.headers),
         price_input=price.input if price else None,
         price_output=price.output if price else None,
         price_cache_read=price.cache_read if price else None,
         price_cache_write=price.cache_write if price else None,
         options=options,
+        extra_body=dict(spec.extra_body),
+        extra_headers=dict(spec.extra_headers),
+        thinking_off=dict(thinking_off),
+        send_thinking_off="thinking" in spec.model_fields_set and not thinking.enabled,
+        tool_history=spec.tool_history,
+        token_env=entry.token_env if default_key and entry is not None else None,
     )
 
 

@@ -26,7 +26,10 @@ from flowrun.manifest.specs import (
     WorkflowManifest,
 )
 from flowrun.manifest.yaml_source import Source, load_source
-from flowrun.paths import MANIFEST_DIRS, builtin_root, display_path, search_roots
+from flowrun.paths import MANIFEST_DIRS as MANIFEST_DIRS  # (re-exported: other modules import them from here)
+from flowrun.paths import builtin_root
+from flowrun.paths import display_path as display_path
+from flowrun.paths import search_roots as search_roots
 
 T = TypeVar("T", bound=Strict)
 
@@ -141,6 +144,8 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
             for path in _manifest_files(root / folder):
                 trusted = is_builtin and not checking_builtins
                 _add_manifest(project, path, folder, root, is_builtin, seen, trusted)
+        if not is_builtin:
+            _add_claude_agents(project, root)
     if workflow_files is None:
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
@@ -154,6 +159,38 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
     _add_mcp_servers(project, project_root)
     _resolve_extends(project)
     return project
+
+
+def claude_agent_files(root: Path) -> list[Path]:
+    """Claude Code subagent files of a project: `agents.d/*.md` and `.claude/agents/*.md`."""
+    found: list[Path] = []
+    for folder in (root / "agents.d", root / ".claude" / "agents"):
+        if folder.is_dir():
+            found += sorted(p for p in folder.iterdir() if p.suffix == ".md" and p.is_file())
+    return found
+
+
+def _add_claude_agents(project: Project, root: Path) -> None:
+    from flowrun.manifest.claude_agents import load_claude_agent
+
+    for path in claude_agent_files(root):
+        spec, src, servers, diags = load_claude_agent(path, display_path(path))
+        if any(d.code == "no-front-matter" for d in diags) and path.name.upper().startswith("README"):
+            continue  # a folder's README is not an agent
+        project.diagnostics += diags
+        if spec is None:
+            name = src.data.get("name") if isinstance(src.data, dict) else None
+            project.broken.add(name if isinstance(name, str) else path.stem)
+            continue
+        layers = project.agent_layers.get(spec.name, [])
+        if layers and not layers[0].builtin:
+            other = layers[0].source.display
+            message = f"duplicate agent name '{spec.name}' (also in {other})"
+            project.diagnostics.append(src.diag(("name",), message, "rename one", "duplicate-name"))
+            continue
+        project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, False))
+        for name, server in servers.items():
+            project.mcp_servers.setdefault(name, Loaded(server, src, root, False))
 
 
 def _add_mcp_servers(project: Project, root: Path) -> None:

@@ -146,14 +146,41 @@ class ModelSpec(Strict):
     thinking: bool | Thinking = Field(False, description="Extended thinking: true/false or {budget_tokens}.")
     stream: bool = Field(True, description="Stream responses.")
     timeout_s: float = Field(300.0, gt=0, description="Per-request timeout in seconds.")
-    max_retries: int = Field(4, ge=0, le=20, description="Retries on 429/5xx/timeouts.")
+    max_retries: int = Field(
+        4, ge=0, le=20, description="Retries on 429/5xx/timeouts and unusable answers (cut, empty, not JSON)."
+    )
     context_window: int = Field(128_000, ge=1024, description="Context window in tokens (for `compact`).")
     tool_calling: Literal["native", "react"] = Field(
         "native",
         description="native tool calls, or `react`: tools described in text (Thought/Action/Observation).",
     )
+    structured_output: Literal["native", "instructions"] = Field(
+        "native",
+        description="How an agent's output_schema reaches this model: native (OpenAI response_format "
+        "json_schema, a forced tool for Anthropic) or instructions (described in the system prompt, "
+        "for servers without structured output).",
+    )
     price: Price | None = Field(None, description="Prices for the cost summary.")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (not secrets).")
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers sent with every request, over `headers` (not secrets).",
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra request parameters merged into every request's JSON body, e.g. "
+        "{enable_thinking: false} or {chat_template_kwargs: {enable_thinking: false}}.",
+    )
+    thinking_off: dict[str, Any] | None = Field(
+        None,
+        description="extra_body that switches this model's thinking off, sent when `thinking: false` is "
+        "set or the run has --no-thinking (default: the preset's, e.g. qwen, glm, vllm).",
+    )
+    tool_history: Literal["native", "text"] = Field(
+        "native",
+        description="text: earlier tool calls and results are sent as plain text turns, for proxies "
+        "that reject tool blocks in the history (tools are still offered natively).",
+    )
     script: str | None = Field(
         None, description="scripted provider: the script file, relative to the workflow."
     )
@@ -244,6 +271,12 @@ class ToolManifest(Strict):
         "resume that finds it started but unfinished tells the agent its effect is unknown "
         "instead of running it again. Default: true for python tools (or the function's own "
         "rule), false for command tools.",
+    )
+    dry_run: dict[str, Any] | None = Field(
+        None,
+        description="Arguments the offline test provider (--dry-run) calls this tool with, over "
+        "those it derives from `parameters`. In string values, {path} is a file the agent may "
+        "write, {dir} a scratch folder it may create, {text} a line of dry-run text.",
     )
 
 
@@ -369,6 +402,14 @@ class AgentManifest(Strict):
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
         4000, ge=100, description="As a tool: cap on the summary returned to the caller."
+    )
+    output_schema: dict[str, Any] | str | None = Field(
+        None,
+        description="A JSON Schema (type: object) the final answer must match: inline, or a .json/.yaml "
+        "file under schemas/ on the search path. As a tool, the caller gets the parsed object in `data`.",
+    )
+    output_repairs: int = Field(
+        2, ge=0, le=10, description="Turns the agent gets to fix a final answer that does not match."
     )
     sandbox: SandboxSetting | None = Field(
         None, description="How this agent's tool processes are confined (overrides the workflow's)."

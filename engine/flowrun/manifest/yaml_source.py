@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from flowrun.manifest.diagnostics import Diagnostic, yaml_path
-from flowrun.manifest.yaml_limits import Loader, Refusal, read_limited, scan_events
+from flowrun.yaml_limits import Loader, Refusal, read_limited, scan_events
 
 PathKey = tuple[str | int, ...]
 

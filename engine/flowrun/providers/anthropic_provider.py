@@ -25,7 +25,14 @@ from flowrun.errors import MissingCredentials
 from flowrun.providers.answers import parsed, require_answer, require_json_object, require_stream_end
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
+from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
+from flowrun.providers.structured import (
+    answer_from_final_tool,
+    final_tool,
+    final_tool_name,
+    with_instructions,
+)
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
 
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -103,7 +110,10 @@ def anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for one request."""
-    extra_system, messages = anthropic_messages(request.messages, keep_thinking=config.thinking)
+    if config.structured_output != "native":
+        request = with_instructions(request)
+    history = flatten_tool_history(request.messages) if config.tool_history == "text" else request.messages
+    extra_system, messages = anthropic_messages(history, keep_thinking=config.thinking)
     if messages and messages[-1]["role"] == "user":
         messages[-1]["content"][-1]["cache_control"] = dict(EPHEMERAL)
     system = (
@@ -113,13 +123,22 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     params: dict[str, Any] = {"model": config.model, "max_tokens": config.max_tokens, "messages": messages}
     if system:
         params["system"] = system
-    if request.tools:
-        params["tools"] = anthropic_tools(request.tools)
+    tools = list(request.tools)
+    if request.output_schema is not None:
+        tools.append(final_tool(request.tools, request.output_schema))
+        # forced tool use is refused with extended thinking: then the model may also answer in text
+        params["tool_choice"] = {"type": "auto" if config.thinking else "any"}
+    if tools:
+        params["tools"] = anthropic_tools(tools)
     if config.thinking:
         # the budget must be >= 1024 and below max_tokens
         budget = max(config.thinking_budget, 1024)
         params["thinking"] = {"type": "enabled", "budget_tokens": budget}
         params["max_tokens"] = max(config.max_tokens, budget + 1024)
+    if body := config.request_body():
+        params["extra_body"] = body
+    if config.extra_headers:
+        params["extra_headers"] = dict(config.extra_headers)
     return params
 
 
@@ -271,8 +290,11 @@ class AnthropicProvider(Provider):
         self.on_retry: Callable[[int, float, str], None] | None = None
 
     def credentials(self, agent: str) -> tuple[str | None, str | None]:
-        """(api_key, auth_token), exactly one set; MissingCredentials names the env var."""
+        """(api_key, auth_token), exactly one set; MissingCredentials names the env var. A model
+        that names no variable falls back on ANTHROPIC_AUTH_TOKEN when ANTHROPIC_API_KEY is unset."""
         config = self.config
+        if config.token_env and not config.secret(config.api_key_env) and config.secret(config.token_env):
+            return None, config.secret(config.token_env)
         if config.auth_token_env:
             token = config.secret(config.auth_token_env)
             if token is None:
@@ -326,9 +348,12 @@ class AnthropicProvider(Provider):
                 response = response_from_message(await parsed(lambda: client.messages.create(**params)))
             return require_answer(response)
 
-        return await call_sdk(
+        response = await call_sdk(
             call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry
         )
+        if request.output_schema is not None and self.config.structured_output == "native":
+            response = answer_from_final_tool(response, final_tool_name(request.tools))
+        return response
 
     async def _stream(self, client: Any, params: dict[str, Any]) -> ModelResponse:
         assembler = StreamAssembler()

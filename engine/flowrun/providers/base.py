@@ -33,12 +33,26 @@ class ModelConfig:
     max_retries: int
     context_window: int
     tool_calling: str  # native | react
+    structured_output: str = "native"  # native | instructions (an `output_schema` in the system prompt)
     headers: dict[str, str] = field(default_factory=dict)
     price_input: float | None = None  # USD per million tokens; None: not priced
     price_output: float | None = None
     price_cache_read: float | None = None
     price_cache_write: float | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific extras (key_optional, script)
+    extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request's JSON body
+    extra_headers: dict[str, str] = field(default_factory=dict)  # sent with every request
+    thinking_off: dict[str, Any] = field(default_factory=dict)  # extra_body when thinking is off
+    send_thinking_off: bool = False  # thinking was switched off explicitly (model or --no-thinking)
+    tool_history: str = "native"  # native | text (past tool calls as plain text)
+    token_env: str | None = None  # a bearer token to fall back on when the key variable is unset
+
+    def request_body(self) -> dict[str, Any]:
+        """The extra JSON body of every request: `extra_body`, plus `thinking_off` when thinking
+        is switched off (explicitly, by the model or --no-thinking)."""
+        if self.send_thinking_off and not self.thinking:
+            return _merged(self.extra_body, self.thinking_off)
+        return dict(self.extra_body)
 
     def secret(self, env_name: str | None) -> str | None:
         """The value of an env var the config names, or None when unset or empty."""
@@ -61,6 +75,17 @@ class ModelConfig:
         return key
 
 
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `base`, mappings merged key by key."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 @dataclass(slots=True)
 class ModelRequest:
     agent: str  # the agent's name, for error messages and scripted providers
@@ -72,6 +97,8 @@ class ModelRequest:
     step: int = -1
     # offline providers only: what the runtime knows that helps them (e.g. the declared output file)
     hints: dict[str, Any] = field(default_factory=dict)
+    # the JSON Schema the final answer must match (the agent's `output_schema`), or None
+    output_schema: dict[str, Any] | None = None
 
 
 def call_index(request: ModelRequest) -> int:

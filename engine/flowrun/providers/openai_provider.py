@@ -31,7 +31,9 @@ from flowrun.providers.answers import (
 )
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
+from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
+from flowrun.providers.structured import openai_response_format, with_instructions
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage, parse_arguments
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -79,16 +81,25 @@ def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.create` for one request."""
+    if config.structured_output != "native":
+        request = with_instructions(request)
+    history = flatten_tool_history(request.messages) if config.tool_history == "text" else request.messages
     messages = [{"role": "system", "content": request.system}] if request.system else []
-    messages += [openai_message(m) for m in request.messages]
+    messages += [openai_message(m) for m in history]
     params: dict[str, Any] = {"model": config.model, "messages": messages, "max_tokens": config.max_tokens}
     if config.temperature is not None:
         params["temperature"] = config.temperature
     if request.tools:
         params["tools"] = openai_tools(request.tools)
+    if request.output_schema is not None:
+        params["response_format"] = openai_response_format(request.agent, request.output_schema)
     if config.stream:
         params["stream"] = True
         params["stream_options"] = {"include_usage": True}
+    if body := config.request_body():
+        params["extra_body"] = body
+    if config.extra_headers:
+        params["extra_headers"] = dict(config.extra_headers)
     return params
 
 

@@ -4,7 +4,8 @@ the `PRESET:model` shorthand come from this table)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,14 +13,29 @@ class Preset:
     base_url: str
     api_key_env: str
     key_optional: bool = False  # a local server that may run without a key
+    # extra_body that switches the model's thinking off (`thinking: false`, --no-thinking)
+    thinking_off: dict[str, Any] = field(default_factory=dict)
 
 
 PRESETS: dict[str, Preset] = {
     "deepseek": Preset("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "qwen": Preset("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
-    "glm": Preset("https://open.bigmodel.cn/api/paas/v4", "ZHIPUAI_API_KEY"),
+    "qwen": Preset(
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        "DASHSCOPE_API_KEY",
+        thinking_off={"enable_thinking": False},
+    ),
+    "glm": Preset(
+        "https://open.bigmodel.cn/api/paas/v4",
+        "ZHIPUAI_API_KEY",
+        thinking_off={"thinking": {"type": "disabled"}},
+    ),
     "moonshot": Preset("https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"),
     "ollama": Preset("http://localhost:11434/v1", "OLLAMA_API_KEY", key_optional=True),
-    "vllm": Preset("http://localhost:8000/v1", "VLLM_API_KEY", key_optional=True),
+    "vllm": Preset(
+        "http://localhost:8000/v1",
+        "VLLM_API_KEY",
+        key_optional=True,
+        thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
+    ),
     "openrouter": Preset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
 }

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from flowrun.providers.base import ModelRequest, Provider, call_index
+from flowrun.providers.structured import with_instructions
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec
 
 ACTION = re.compile(r"^\s*Action\s*:\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
@@ -127,6 +128,7 @@ class ReactProvider(Provider):
         self.inner = inner
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        request = with_instructions(request)  # no native format in the text protocol
         system = request.system
         if request.tools:
             system = f"{system}\n\n{describe_tools(request.tools)}"

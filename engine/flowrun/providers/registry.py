@@ -20,10 +20,15 @@ class ProviderEntry:
     key_env: str | None = None
     needs_key: bool = True
     needs_base_url: bool = False
+    token_env: str | None = None  # a bearer token used when the model names no key and key_env is unset
 
 
 PROVIDERS: dict[str, ProviderEntry] = {
-    "anthropic": ProviderEntry("flowrun.providers.anthropic_provider:AnthropicProvider", "ANTHROPIC_API_KEY"),
+    "anthropic": ProviderEntry(
+        "flowrun.providers.anthropic_provider:AnthropicProvider",
+        "ANTHROPIC_API_KEY",
+        token_env="ANTHROPIC_AUTH_TOKEN",
+    ),
     "openai": ProviderEntry("flowrun.providers.openai_provider:OpenAIProvider", "OPENAI_API_KEY"),
     # any server speaking Chat Completions at `base_url`; resolved models name it `openai`
     "openai-compatible": ProviderEntry(

@@ -1,17 +1,31 @@
 """The `test` provider (used by --dry-run): no network. On its k-th call an agent gets a call of
-its k-th tool with arguments generated from the tool's JSON Schema; after the last tool it
-answers with plain text. Answers depend only on the request, so a resumed run gets the same."""
+its k-th tool with arguments valid for that tool: derived from the tool's JSON Schema, filled in
+from the runtime's hints (a file it may write, a page to visit, a query) and the tool manifest's
+`dry_run` arguments, and, for a handle such as `stream_id` or `bash_id`, taken from an earlier
+result that names it (`continue_stream_read(stream_id='ab12')`). A tool whose arguments cannot be
+made (no handle yet, no folder it may create) is left out. After the last tool it answers with
+plain text. Answers depend only on the request, so a resumed run gets the same."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from flowrun.providers.base import ModelRequest, Provider, call_index
-from flowrun.types import ModelResponse, ToolCall, ToolSpec, Usage
+from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage
 
 # tools that end an agent or ask a human: called last, or never
 LAST = ("finish", "all_finished")
 NEVER = ("ask_user",)
+# tools that make what others use (a file, a folder) first; a deleting one last
+FIRST = ("write_file", "create_directory")
+LATE = ("delete_file",)
+PLACEHOLDER = re.compile(r"\{(path|dir|text)\}")
+
+
+class Unavailable(Exception):
+    """The dry run cannot make valid arguments for this tool (yet)."""
 
 
 def sample_value(name: str, schema: dict[str, Any], hints: dict[str, Any]) -> Any:
@@ -24,27 +38,35 @@ def sample_value(name: str, schema: dict[str, Any], hints: dict[str, Any]) -> An
         return schema["const"]
     if "default" in schema:
         return schema["default"]
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list) and options and isinstance(options[0], dict):
+        return sample_value(name, options[0], hints)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
-    if kind == "object":
+    if kind == "object" or (kind is None and "properties" in schema):
         return sample_object(schema, hints)
     if kind == "array":
-        return []
+        found = schema.get("items")
+        items: dict[str, Any] = found if isinstance(found, dict) else {}
+        return [sample_value(name, items, hints) for _ in range(int(schema.get("minItems", 0)))]
     if kind == "integer":
         return max(int(schema.get("minimum", 1)), 1)
     if kind == "number":
         return float(schema.get("minimum", 1))
     if kind == "boolean":
         return False
-    return sample_string(name, hints)
+    text = sample_string(name, hints)
+    return text.ljust(int(schema.get("minLength", 0)), ".")
 
 
 def sample_string(name: str, hints: dict[str, Any]) -> str:
     agent = hints.get("agent", "agent")
     if name in ("path", "file_path", "filepath", "filename"):
-        return str(hints.get("write_path") or f"dry-run/{agent}.md")
-    if name in ("content", "new_content", "text", "result", "task", "description"):
+        return str(hints.get("path") or hints.get("write_path") or f"dry-run/{agent}.md")
+    if name == "content":
+        return f"dry run by {agent}: wiring checked\nsecond line\n"
+    if name in ("new_content", "text", "result", "task", "description"):
         return f"dry run by {agent}: wiring checked"
     if name in ("query", "question"):
         return str(hints.get("query", "overview"))
@@ -54,6 +76,11 @@ def sample_string(name: str, hints: dict[str, Any]) -> str:
         return "*.md" if "glob" in hints.get("tool", "") else "dry"
     if name == "url":
         return str(hints.get("url", "https://example.invalid/"))
+    if name.endswith("_id"):
+        found = hints.get("handles", {}).get(name)
+        if found is None:
+            raise Unavailable(name)
+        return str(found)
     return "dry-run"
 
 
@@ -64,28 +91,83 @@ def sample_object(schema: dict[str, Any], hints: dict[str, Any]) -> dict[str, An
     }
 
 
+def _filled(value: Any, hints: dict[str, Any]) -> Any:
+    """A manifest's `dry_run` value with {path}, {dir} and {text} filled in."""
+    if isinstance(value, list):
+        return [_filled(v, hints) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        found = hints.get(match.group(1))
+        if found is None:
+            raise Unavailable(match.group(1))
+        return str(found)
+
+    return PLACEHOLDER.sub(one, value)
+
+
+def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, Any]:
+    """Valid arguments for one tool (Unavailable when they cannot be made)."""
+    hints = {**hints, "tool": tool.name, "path": (hints.get("paths") or {}).get(tool.name)}
+    args = sample_object(tool.parameters, hints)
+    declared = tool.parameters.get("properties") or {}
+    for name, value in ((hints.get("dry_run") or {}).get(tool.name) or {}).items():
+        if name in declared:
+            args[name] = _filled(value, hints)
+    return args
+
+
+def handles(messages: list[Message]) -> dict[str, str]:
+    """Handles earlier tool results named (`stream_id='ab12'`, `bash_id='bash_1'`), latest last."""
+    found: dict[str, str] = {}
+    for message in messages:
+        if message.role == "tool" and not message.is_error:
+            for name, value in re.findall(r"\b(\w+_id)=['\"]([^'\"]+)['\"]", message.content):
+                found[name] = value
+    return found
+
+
 def plan(tools: list[ToolSpec]) -> list[ToolSpec]:
-    """Writers first (so later reads find something), finishers last, ask_user never."""
+    """Makers first (so later calls find a file and a folder), a deleter late, finishers last,
+    ask_user never."""
     middle = [t for t in tools if t.name not in LAST and t.name not in NEVER]
-    middle.sort(key=lambda t: t.name != "write_file")
+    middle.sort(key=lambda t: 0 if t.name in FIRST else (2 if t.name in LATE else 1))
     return middle + [t for t in tools if t.name in LAST]
+
+
+def callable_plan(tools: list[ToolSpec], hints: dict[str, Any]) -> list[tuple[ToolSpec, dict[str, Any]]]:
+    out = []
+    for tool in plan(tools):
+        try:
+            out.append((tool, arguments(tool, hints)))
+        except Unavailable:
+            continue
+    return out
 
 
 class TestProvider(Provider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         step = call_index(request)
-        order = plan(request.tools)
+        hints = {**request.hints, "agent": request.agent, "handles": handles(request.messages)}
+        order = callable_plan(request.tools, hints)
         usage = Usage(input_tokens=len(request.system) // 4 + 10 * len(request.messages), output_tokens=20)
         if step < len(order):
-            tool = order[step]
-            hints = {**request.hints, "agent": request.agent, "tool": tool.name}
+            tool, args = order[step]
             if tool.name in LAST:
-                args = {"result": f"dry run of {request.agent} finished"}
-            else:
-                args = sample_object(tool.parameters, hints)
+                args = {"result": self._final_text(request, f"dry run of {request.agent} finished")}
             call = ToolCall(id=f"dry_{request.agent}_{step}", name=tool.name, arguments=args)
             return ModelResponse(
                 text="", tool_calls=[call], usage=usage, stop_reason="tool_use", model="test"
             )
-        text = f"Dry run of {request.agent}: called {len(order)} tool(s); wiring checked."
+        text = self._final_text(
+            request, f"Dry run of {request.agent}: called {len(order)} tool(s); wiring checked."
+        )
         return ModelResponse(text=text, usage=usage, stop_reason="end_turn", model="test")
+
+    def _final_text(self, request: ModelRequest, text: str) -> str:
+        """The answer, or with an `output_schema` a JSON value valid against it."""
+        if request.output_schema is None:
+            return text
+        hints = {**request.hints, "agent": request.agent}
+        return json.dumps(sample_value("answer", request.output_schema, hints), ensure_ascii=False)

@@ -1,12 +1,18 @@
 """The one generic agent loop: call the model, run its tool calls concurrently, feed the results
 back, repeat until the model answers without tool calls, a finish tool is called, a stop pattern
-matches, or `max_steps` is reached. It sees the run only through `LoopServices`."""
+matches, or `max_steps` is reached. A final answer is checked against the agent's
+`output_schema` (repair turns do not count toward `max_steps`). It sees the run only through
+`LoopServices`."""
 
 from __future__ import annotations
 
+import re
+
 from flowrun.runtime.context import strategy_for
+from flowrun.runtime.context.base import ContextStrategy
 from flowrun.runtime.instance import AgentInstance, Outcome
 from flowrun.runtime.services import LoopServices
+from flowrun.runtime.structured import accept_final
 from flowrun.types import Control, Finish, Message, ModelResponse, ResetContext, ToolCall, ToolResult
 
 CONTINUE = "Continue. Call a finish tool when the task is done."
@@ -21,29 +27,47 @@ async def run_agent(
     inst.messages.append(Message("user", strategy.opening(inst, task, services)))
     limit = max_steps or inst.spec.max_steps
     pattern = inst.stop_pattern()
-    last_text = ""
-    for step in range(1, limit + 1):
-        await strategy.before_call(inst, services)
-        response = await services.model_call(inst)
-        _unique_call_ids(response, step)
-        last_text = response.text or last_text
-        inst.messages.append(
-            Message("assistant", response.text, list(response.tool_calls), thinking=list(response.thinking))
-        )
-        if pattern is not None and response.text and pattern.search(response.text):
-            return Outcome("stopped", response.text, step)
-        if not response.tool_calls:
-            if inst.spec.stop.on_text:
-                return Outcome("completed", response.text, step)
-            inst.messages.append(Message("user", CONTINUE))
+    step = repairs = 0
+    while step < limit + repairs:
+        step += 1
+        outcome = await _turn(services, inst, strategy, pattern, step)
+        if outcome is None:
             continue
-        results = await services.execute_calls(inst, response.tool_calls)
-        control = _record_results(inst, response.tool_calls, results)
-        if isinstance(control, Finish):
-            return Outcome("finished", control.result, step)
-        if isinstance(control, ResetContext):
-            strategy.reset(inst, services)
-    return Outcome("max_steps", last_text, limit)
+        if outcome.status == "stopped" or accept_final(services, inst, outcome, repairs):
+            return outcome
+        repairs += 1
+    return Outcome("max_steps", inst.last_text, step)
+
+
+async def _turn(
+    services: LoopServices,
+    inst: AgentInstance,
+    strategy: ContextStrategy,
+    pattern: re.Pattern[str] | None,
+    step: int,
+) -> Outcome | None:
+    """One model call and its tool calls; the outcome when the agent is done, else None."""
+    await strategy.before_call(inst, services)
+    response = await services.model_call(inst)
+    _unique_call_ids(response, step)
+    inst.last_text = response.text or inst.last_text
+    inst.messages.append(
+        Message("assistant", response.text, list(response.tool_calls), thinking=list(response.thinking))
+    )
+    if pattern is not None and response.text and pattern.search(response.text):
+        return Outcome("stopped", response.text, step)
+    if not response.tool_calls:
+        if inst.spec.stop.on_text:
+            return Outcome("completed", response.text, step)
+        inst.messages.append(Message("user", CONTINUE))
+        return None
+    results = await services.execute_calls(inst, response.tool_calls)
+    control = _record_results(inst, response.tool_calls, results)
+    if isinstance(control, Finish):
+        return Outcome("finished", control.result, step)
+    if isinstance(control, ResetContext):
+        strategy.reset(inst, services)
+    return None
 
 
 def _record_results(inst: AgentInstance, calls: list[ToolCall], results: list[ToolResult]) -> Control | None:

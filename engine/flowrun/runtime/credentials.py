@@ -23,7 +23,12 @@ def missing_credentials(
             entry = PROVIDERS.get(config.provider)
             if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
                 continue
-            if config.secret(config.api_key_env) or config.secret(config.auth_token_env):
+            if any(
+                config.secret(env) for env in (config.api_key_env, config.auth_token_env, config.token_env)
+            ):
                 continue
-            missing.setdefault(config.api_key_env or "?", []).append(name)
+            needed = config.api_key_env or "?"
+            if config.token_env:
+                needed = f"{needed} (or {config.token_env})"
+            missing.setdefault(needed, []).append(name)
     return missing

@@ -103,6 +103,8 @@ class ToolDispatcher:
             )
         else:
             result = await self._checked_call(inst, bound, call)
+        # the protocol's context.cwd: where relative paths started, relative to the agents' root
+        result.context.setdefault("cwd", _relative_cwd(inst.cwd, self.env.workspace))
         # what the model and the event log see: no secret, nor a shell-made form of one
         result = self.env.redactor.result(result)
         if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
@@ -168,6 +170,7 @@ class ToolDispatcher:
             interactive=env.interactive,
             protected=ENGINE_FILES,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
+            write_within=inst.write_within,
         )
 
 
@@ -185,7 +188,8 @@ def effect_unknown(bound: BoundTool) -> ToolResult:
 
 def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
     """The exception a group of concurrent calls stops the run with: a budget first (the run
-    ends `budget_exceeded`), then any other flowrun error, else the group itself (a bug)."""
+    ends `budget_exceeded`), then any other flowrun error, an interrupt, a run folder that
+    cannot be written; else the group itself (a bug)."""
     leaves: list[BaseException] = []
 
     def flatten(group: BaseExceptionGroup[BaseException]) -> None:
@@ -196,11 +200,18 @@ def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
                 leaves.append(exc)
 
     flatten(failures)
-    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt):
+    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt, OSError):
         found = next((e for e in leaves if isinstance(e, wanted)), None)
         if found is not None:
             return found
     return failures
+
+
+def _relative_cwd(cwd: Path, workspace: Path) -> str:
+    try:
+        return cwd.resolve().relative_to(workspace.resolve()).as_posix() or "."
+    except ValueError:
+        return str(cwd)
 
 
 def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
@@ -211,6 +222,13 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
             "INVALID_PARAM",
             f"could not read the arguments of {call.name}: {call.parse_error}. Received: {raw!r}. "
             "Send the arguments as one JSON object.",
+        )
+    broken = _lone_surrogate(call.arguments)
+    if broken is not None:
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"the arguments of {call.name} hold text that is not valid Unicode ({broken}): "
+            "a lone surrogate escape such as \\ud800. Send plain UTF-8 text.",
         )
     problems = []
     for err in bound.validator().iter_errors(call.arguments):
@@ -224,11 +242,32 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
     return None
 
 
+def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
+    """Where a string of the (JSON-decoded) arguments holds a lone surrogate, if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _lone_surrogate(key, f"{where} key") if isinstance(key, str) else None
+        found = found or _lone_surrogate(item, f"{where}/{key}")
+        if found:
+            return found
+    return None
+
+
 def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the schema declares, with each `default` of the manifest's `parameters`
+    filled in for one the model left out (so a default changed in a manifest is the one used)."""
     props = bound.spec.parameters.get("properties")
     if not isinstance(props, dict):
         return dict(arguments)
-    return {k: v for k, v in arguments.items() if k in props}
+    given = {k: v for k, v in arguments.items() if k in props}
+    defaults = {k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p}
+    return {**defaults, **given}
 
 
 async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:

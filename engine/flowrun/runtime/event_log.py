@@ -4,6 +4,7 @@ progress display, an API caller's callback) get each event after it is written."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -27,7 +28,8 @@ class EventLog:
         self.subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
         self._seq = self._count_existing()
-        self._file = path.open("a", encoding="utf-8")
+        self._file = path.open("ab", buffering=0)  # one write per line, nothing held back
+        self._size = self._file.seek(0, 2)
 
     def _count_existing(self) -> int:
         if not self.path.exists():
@@ -42,11 +44,27 @@ class EventLog:
             line = json.dumps(
                 {"seq": event.seq, "t": event.t, **event.to_dict()}, ensure_ascii=False, default=str
             )
-            self._file.write(self.redactor.text(line) + "\n")
-            self._file.flush()
+            # a lone surrogate (text from undecodable bytes) is written as its JSON escape
+            self._append((self.redactor.text(line) + "\n").encode("utf-8", "backslashreplace"))
         for subscriber in self.subscribers:
             subscriber(event)
         return event
+
+    def _append(self, data: bytes) -> None:
+        """Write one whole line, or none: when the disk is full (or the file size limit hit),
+        the part written is cut off again, so the log stays one JSON object per line."""
+        start = self._size
+        try:
+            view = memoryview(data)
+            while view:
+                written = self._file.write(view) or 0
+                view = view[written:]
+        except OSError:
+            self._seq -= 1
+            with contextlib.suppress(OSError):
+                self._file.truncate(start)
+            raise
+        self._size = start + len(data)
 
     def close(self) -> None:
         with self._lock:

@@ -33,6 +33,7 @@ from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
+from flowrun.runtime.structured import write_json_output
 
 EXIT_CODES = {"completed": 0, "failed": 1, "max_steps": 3, "budget_exceeded": 4, "interrupted": 130}
 
@@ -216,7 +217,8 @@ def _finish(run: Run, status: str, message: str) -> None:
         with contextlib.suppress(OSError):
             step()
     if run.events:
-        run.events.close()
+        with contextlib.suppress(OSError):  # the last flush of a log that cannot be written
+            run.events.close()
 
 
 def _write_meta(run: Run, status: str) -> None:
@@ -230,6 +232,7 @@ def _write_meta(run: Run, status: str) -> None:
         "model_override": run.options.model_override,
         "agent_models": dict(run.options.agent_models),
         "overrides": list(run.options.overrides),
+        "no_thinking": run.options.no_thinking,
         "output": run.spec.output,
         "updated": time.time(),
     }
@@ -251,6 +254,9 @@ async def _run_body(run: Run) -> Outcome:
             if spec.task
             else default_task(run)
         )
-        return await top_agent(run, spec.entry, spec.entry, task, None)
-    ctx = StepContext(run, lambda steps, prefix: run_steps(steps, prefix, ctx), lambda: default_task(run))
-    return await run_steps(spec.steps or [], "", ctx)
+        outcome = await top_agent(run, spec.entry, spec.entry, task, None)
+    else:
+        ctx = StepContext(run, lambda steps, prefix: run_steps(steps, prefix, ctx), lambda: default_task(run))
+        outcome = await run_steps(spec.steps or [], "", ctx)
+    write_json_output(run.workspace, spec.output, outcome)
+    return outcome

@@ -51,6 +51,9 @@ class AgentInstance:
     calls_made: dict[str, int] = field(default_factory=dict)  # sub-agent name -> calls
     side_calls: dict[str, int] = field(default_factory=dict)  # purpose -> tool-less calls (compaction)
     task: str = ""
+    output_schema: dict[str, Any] | None = None  # the spec's `output_schema`, resolved
+    last_text: str = ""  # the latest non-empty text the model wrote
+    write_within: Path | None = None  # writes confined here (called with `output_dir`)
 
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern

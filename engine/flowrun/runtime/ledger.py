@@ -24,6 +24,7 @@ from flowrun.events import (
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
+    OutputInvalidEvent,
     RunStartEvent,
     StepConditionEvent,
     ToolCallEvent,
@@ -55,6 +56,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     StepConditionEvent,
     FanoutStartEvent,
     FanoutEndEvent,
+    OutputInvalidEvent,
 )
 EventKey = tuple[object, ...]
 

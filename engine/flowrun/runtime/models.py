@@ -40,6 +40,7 @@ class ModelChoice:
     override: str | None = None
     stream: bool | None = None  # None: each model's own setting
     per_agent: dict[str, str] = field(default_factory=dict)  # agent -> model ref (--model AGENT=REF)
+    no_thinking: bool = False  # --no-thinking: every model's thinking off
 
     def named(self) -> dict[str, ModelSpec]:
         return {**{n: loaded.spec for n, loaded in self.project.models.items()}, **self.workflow_models}
@@ -48,6 +49,9 @@ class ModelChoice:
         config = self._config(ref, agent)
         if self.stream is not None:
             config.stream = self.stream
+        if self.no_thinking:
+            config.thinking = False
+            config.send_thinking_off = True
         return config
 
     def _config(self, ref: str | None, agent: str) -> ModelConfig:
@@ -91,7 +95,7 @@ class ModelService:
 
                 self.providers[key] = ReplayOnlyProvider(config)
             else:
-                for env in (config.api_key_env, config.auth_token_env):
+                for env in (config.api_key_env, config.auth_token_env, config.token_env):
                     self.redactor.add_env(env)
                 self.providers[key] = make_provider(config, self._retry_reporter(config))
         return self.providers[key]
@@ -111,6 +115,7 @@ class ModelService:
             agent_id=inst.id,
             hints=self.hints(inst) if inst.model.provider == "test" else {},
             step=inst.model_calls - sum(inst.side_calls.values()),
+            output_schema=inst.output_schema,
         )
         return await self._request(inst, request)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from flowrun.events import Event
 from flowrun.manifest.graph import tool_entries
+from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
@@ -44,6 +45,7 @@ class RunOptions:
     approve_all: bool = False  # --yes: every `approve: ask` call is approved
     agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=REF
     overrides: list[str] = field(default_factory=list)  # the --set PATH=VALUE the manifests got (recorded)
+    no_thinking: bool = False  # --no-thinking: every model's thinking off
 
 
 class Run:
@@ -86,6 +88,7 @@ class Run:
             override=self.options.model_override,
             stream=self.options.stream,
             per_agent=dict(self.options.agent_models),
+            no_thinking=self.options.no_thinking,
         )
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
@@ -164,6 +167,7 @@ class Run:
             system=self.prompts.system_prompt(loaded, tools, config.name),
             depth=depth,
             cwd=cwd or self.workspace,
+            output_schema=resolve_output_schema(loaded, self.project),
         )
         self.record_prompt(inst)
         return inst
@@ -180,7 +184,7 @@ class Run:
         inst.provider = self.models.provider_for(inst.model)
 
     def _hints(self, inst: AgentInstance) -> dict[str, Any]:
-        return dry_run.hints(inst, self.spec.output, self.inputs, self.project.roots)
+        return dry_run.hints(inst, self.spec.output, self.inputs, self.project)
 
     async def aclose(self) -> None:
         from flowrun.tools.shell import close_jobs

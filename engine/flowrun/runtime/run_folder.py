@@ -19,19 +19,11 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from flowrun.errors import RunError, UsageError
+from flowrun.errors import RunError, RunInUse, UsageError
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
 MAX_RUN_ID = 200
-
-
-class RunInUse(UsageError):
-    """Another live process owns the run folder (exit 2)."""
-
-
-class RunFolderUnusable(UsageError):
-    """The run folder cannot be made or written (exit 2): a read-only or missing parent."""
 
 
 def check_run_id(run_id: str) -> str:
@@ -111,7 +103,7 @@ class RunFolderLock:
         try:
             return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as e:
-            raise RunFolderUnusable(
+            raise UsageError(
                 f"cannot write in the run folder {self.run_dir}: {e.strerror or e}",
                 "choose a writable --runs-dir",
             ) from None
@@ -135,11 +127,11 @@ def make_folder(run_dir: Path) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise RunFolderUnusable(
+        raise UsageError(
             f"cannot use {run_dir} as a run folder: a file of that name exists", "choose another --run-id"
         ) from None
     except OSError as e:
-        raise RunFolderUnusable(
+        raise UsageError(
             f"cannot create the run folder {run_dir}: {e.strerror or e}",
             "choose a writable --runs-dir (or check the disk)",
         ) from None

@@ -8,6 +8,7 @@ through the run's redaction before it is written."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -52,7 +53,11 @@ class _RedactingHandler(logging.FileHandler):
 
     def emit(self, record: logging.LogRecord) -> None:
         super().emit(record)
-        self.flush()  # a crash loses nothing
+        with contextlib.suppress(OSError):  # a full disk is the run's to report (events.jsonl)
+            self.flush()  # a crash loses nothing
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A line that cannot be written is dropped quietly: no "Logging error" traceback."""
 
 
 class RunLog:

@@ -105,3 +105,31 @@ async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
     answer = "" if answer is None else str(answer)
     text = answer if answer.strip() else "(the user gave an empty answer)"
     return finish_result(ToolResult.ok(text, answer=answer), params, started)
+
+
+def dashboard_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any] | None:
+    """`update_dashboard`'s parameters with `name` as an enum of the agent's dashboards, so the
+    model (and a dry run) picks a real one; None (the manifest's) when none is configured."""
+    dashboards = config.get("dashboards")
+    if not isinstance(dashboards, dict) or not dashboards:
+        return None
+    described = ", ".join(f"{name} ({path})" for name, path in dashboards.items())
+    return {
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "enum": list(dashboards),
+                "description": f"Which dashboard: {described}.",
+            },
+            "content": {
+                "type": "string",
+                "description": "The complete new content of the dashboard (markdown).",
+            },
+        },
+        "required": ["name", "content"],
+        "additionalProperties": False,
+    }
+
+
+update_dashboard.dynamic_parameters = dashboard_parameters  # type: ignore[attr-defined]

@@ -54,6 +54,8 @@ class ToolContext:
     protected: frozenset[str] = frozenset()
     # how processes the tool starts are confined (required by default: fail closed)
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    # writes must stay inside this folder (a sub-agent called with `output_dir`); None: no limit
+    write_within: Path | None = None
 
     def relative(self, path: Path) -> str:
         """`path` as the model and the event log should see it: relative to the workspace."""

@@ -63,6 +63,8 @@ async def run_command(
         return finish_result(e.to_result(), params, started)
     if not rendered:
         return finish_result(error("INVALID_PARAM", "the command rendered to an empty argv"), params, started)
+    if any("\x00" in part for part in [*rendered, *rendered_env.values()]):
+        return finish_result(error("INVALID_PARAM", "an argument contains a NUL byte"), params, started)
     allow, deny = config_patterns(ctx.config, "allow"), config_patterns(ctx.config, "deny")
     denial = check_argv(rendered, allow, deny)
     if denial is not None:

@@ -20,6 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from flowrun.paths import builtin_corpus
 from flowrun.tools.base import ToolContext
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
@@ -47,7 +48,8 @@ class Hit:
 
 def find_corpus_dir(ctx: ToolContext) -> Path | None:
     """Config `corpus_dir` (relative paths start at the project folder, the first search-path
-    entry), else the first `corpus/` folder on the search path."""
+    entry), else the first `corpus/` folder on the search path, else the corpus shipped with
+    flowrun (so a copy of an example works from any folder)."""
     configured = ctx.config.get("corpus_dir")
     if configured:
         path = Path(str(configured)).expanduser()
@@ -59,7 +61,8 @@ def find_corpus_dir(ctx: ToolContext) -> Path | None:
         candidate = entry / "corpus"
         if candidate.is_dir():
             return candidate.resolve()
-    return None
+    shipped = builtin_corpus()
+    return shipped.resolve() if shipped is not None else None
 
 
 def corpus_files(corpus: Path) -> list[Path]:

@@ -1,5 +1,6 @@
-"""edit_file: targeted edits of a text file, in replace mode (old_string -> new_string) or
-line-range mode (lines start..end -> new_content). Writes are atomic."""
+"""edit_file: targeted edits of a text file, in replace mode (old_string -> new_string),
+line-range mode (lines start..end -> new_content) or insert mode (new_content before or after
+line insert_line). Files are read and written in `encoding` (UTF-8 by default). Writes are atomic."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error
-from flowrun.tools.file_io import atomic_write, numbered, plural, read_text, run_path_tool
+from flowrun.tools.file_io import (
+    atomic_write,
+    encode_text,
+    encoding_problem,
+    numbered,
+    plural,
+    read_text,
+    run_path_tool,
+)
 from flowrun.tools.paths import display_path
 from flowrun.types import ToolResult
 
@@ -25,6 +34,9 @@ async def edit_file(
     start_line: int | None = None,
     end_line: int | None = None,
     new_content: str | None = None,
+    insert_line: int | None = None,
+    position: str = "after",
+    encoding: str = "utf-8",
 ) -> ToolResult:
     params: dict[str, Any] = {
         "path": path,
@@ -34,8 +46,12 @@ async def edit_file(
         "start_line": start_line,
         "end_line": end_line,
         "new_content": new_content,
+        "insert_line": insert_line,
+        "position": position,
+        "encoding": encoding,
     }
-    problem = _mode_problem(old_string, new_string, start_line, end_line, new_content)
+    problem = _mode_problem(old_string, new_string, start_line, end_line, new_content, insert_line, position)
+    problem = problem or encoding_problem(encoding)
     if problem:
         return error("INVALID_PARAM", problem)
 
@@ -43,14 +59,20 @@ async def edit_file(
         shown = display_path(ctx, resolved)
         if resolved.is_dir():
             return error("IS_DIRECTORY", f"{shown} is a directory")
-        text = read_text(resolved, shown)
+        text = read_text(resolved, shown, encoding)
         if old_string is not None:
             result, new_text = _replace(text, shown, old_string, new_string or "", replace_all)
+        elif insert_line is not None:
+            assert new_content is not None
+            result, new_text = _insert(text, shown, insert_line, position, new_content)
         else:
             assert start_line is not None and new_content is not None
             result, new_text = _replace_lines(text, shown, start_line, end_line or start_line, new_content)
         if new_text is not None:
-            atomic_write(resolved, new_text.encode("utf-8"))
+            data = encode_text(new_text, encoding, shown)
+            if isinstance(data, ToolResult):
+                return data
+            atomic_write(resolved, data)
         return result
 
     return await run_path_tool(ctx, params, path, work, write=True)
@@ -74,8 +96,13 @@ def _mode_problem(
     start_line: int | None,
     end_line: int | None,
     new_content: str | None,
+    insert_line: int | None = None,
+    position: str = "after",
 ) -> str | None:
     replace_mode = old_string is not None or new_string is not None
+    if insert_line is not None:
+        others = replace_mode or start_line is not None or end_line is not None
+        return _insert_problem(others, new_content, insert_line, position)
     line_mode = start_line is not None or end_line is not None or new_content is not None
     if replace_mode and line_mode:
         return (
@@ -96,7 +123,48 @@ def _mode_problem(
         if start_line < 1 or (end_line is not None and end_line < start_line):
             return f"need 1 <= start_line <= end_line (got {start_line}, {end_line})"
         return None
-    return "give old_string + new_string (replace mode) or start_line + new_content (line mode)"
+    return (
+        "give old_string + new_string (replace mode), start_line + new_content (line mode) or "
+        "insert_line + new_content (insert mode)"
+    )
+
+
+def _insert_problem(others: bool, new_content: str | None, insert_line: int, position: str) -> str | None:
+    if others:
+        return "insert mode (insert_line) goes with new_content only, not with old_string or start_line"
+    if new_content is None:
+        return "insert mode needs new_content (the text to insert)"
+    if insert_line < 0:
+        return f"insert_line must be 0 or more (got {insert_line})"
+    if position not in ("before", "after"):
+        return f"position must be before or after (got {position!r})"
+    return None
+
+
+def _insert(
+    text: str, shown: str, line: int, position: str, new_content: str
+) -> tuple[ToolResult, str | None]:
+    """new_content as whole lines before or after line `line` (after line 0: at the top)."""
+    lines = text.splitlines(keepends=True)
+    total = len(lines)
+    at = line - 1 if position == "before" else line
+    if line > total or (position == "before" and line < 1):
+        where = "1" if position == "before" else "0"
+        return error(
+            "INVALID_PARAM", f"{shown} has {total} lines; insert_line must be {where}..{total}"
+        ), None
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    if at > 0 and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += newline  # the last line had no newline: the inserted text starts a new line
+    block = new_content if new_content.endswith("\n") or not new_content else new_content + newline
+    new_text = "".join(lines[:at]) + block + "".join(lines[at:])
+    added = len(block.splitlines())
+    snippet = _snippet(new_text, at + 1, at + max(added, 1))
+    message = f"Inserted {plural(added, 'line')} {position} line {line} of {shown}. Now:\n{snippet}"
+    result = ToolResult.ok(
+        message, applied=True, operation="insert", lines_added=added, at_line=at + 1, path=shown
+    )
+    return result, new_text
 
 
 def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tuple[ToolResult, str | None]:

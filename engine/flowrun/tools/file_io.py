@@ -86,9 +86,45 @@ def check_text(f: IO[bytes], shown: str, size: int) -> None:
         )
 
 
-def read_text(path: Path, shown: str) -> str:
-    """The whole file as text, or NotText."""
+def normal_encoding(encoding: str) -> str:
+    """The codec's canonical name (`UTF8` -> `utf-8`); LookupError for an unknown one."""
+    return codecs.lookup(encoding).name
+
+
+def is_utf8(encoding: str) -> bool:
+    return normal_encoding(encoding) == "utf-8"
+
+
+def encoding_problem(encoding: str) -> str | None:
+    """Why `encoding` cannot be used for a text file, or None."""
+    try:
+        info = codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        return f"unknown encoding {encoding!r}; use a Python codec name such as utf-8, latin-1, utf-16, gbk"
+    if not getattr(info, "_is_text_encoding", True):
+        return f"{encoding!r} is not a text encoding"
+    return None
+
+
+def encode_text(text: str, encoding: str, shown: str) -> bytes | ToolResult:
+    """`text` in `encoding`, or an INVALID_PARAM result naming the first character it lacks."""
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as e:
+        bad = text[e.start : e.end]
+        return error(
+            "INVALID_PARAM", f"{shown}: {bad!r} cannot be written in {encoding}; use another encoding"
+        )
+
+
+def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
+    """The whole file as text in `encoding`, or NotText."""
     data = path.read_bytes()
+    if not is_utf8(encoding):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError as e:
+            raise NotText(f"{shown} is not valid {encoding} (byte {e.start}); give its encoding") from e
     if looks_binary(data[:SNIFF_BYTES]):
         raise NotText(
             f"{shown} is a binary or non-UTF-8 file ({len(data)} bytes); it cannot be edited as text"

@@ -14,10 +14,14 @@ from flowrun.tools.base import ToolContext, error
 from flowrun.tools.file_io import (
     atomic_write,
     check_text,
+    encode_text,
+    encoding_problem,
     human_size,
+    is_utf8,
     iter_lines,
     numbered,
     plural,
+    read_text,
     run_path_tool,
 )
 from flowrun.tools.paths import display_path
@@ -30,19 +34,72 @@ WRITE_MODES = ("create", "overwrite", "append")
 
 
 async def read_file(
-    ctx: ToolContext, *, path: str, start_line: int | None = None, end_line: int | None = None
+    ctx: ToolContext,
+    *,
+    path: str,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    encoding: str = "utf-8",
 ) -> ToolResult:
     params: dict[str, Any] = {"path": path, "start_line": start_line, "end_line": end_line}
+    if not is_utf8_name(encoding):
+        params["encoding"] = encoding
     max_lines = int(ctx.config.get("max_lines", DEFAULT_MAX_LINES))
     max_bytes = int(ctx.config.get("max_bytes", DEFAULT_MAX_BYTES))
     start = start_line or 1
     if start < 1 or (end_line is not None and end_line < start):
         return error("INVALID_PARAM", f"need 1 <= start_line <= end_line (got {start_line}, {end_line})")
+    if problem := encoding_problem(encoding):
+        return error("INVALID_PARAM", problem)
 
     def work(resolved: Path) -> ToolResult:
-        return _read_range(resolved, display_path(ctx, resolved), start, end_line, max_lines, max_bytes)
+        shown = display_path(ctx, resolved)
+        if not is_utf8(encoding) and not resolved.is_dir():
+            return _read_decoded(resolved, shown, start, end_line, max_lines, max_bytes, encoding)
+        return _read_range(resolved, shown, start, end_line, max_lines, max_bytes)
 
     return await run_path_tool(ctx, params, path, work)
+
+
+def is_utf8_name(encoding: str) -> bool:
+    return encoding_problem(encoding) is None and is_utf8(encoding)
+
+
+def _read_decoded(
+    resolved: Path, shown: str, start: int, end: int | None, max_lines: int, max_bytes: int, encoding: str
+) -> ToolResult:
+    """read_file in another encoding than UTF-8: the file decoded whole (within 10 x max_bytes),
+    then the same line window and caps as for UTF-8."""
+    size = resolved.stat().st_size
+    if size > max_bytes * 10:
+        return error(
+            "INVALID_PARAM",
+            f"{shown} is {human_size(size)}; files in {encoding} are read whole up to {max_bytes * 10} bytes",
+        )
+    text = read_text(resolved, shown, encoding)
+    raw = iter((line.encode("utf-8"), False) for line in text.splitlines())
+    lines, total, next_start, long_line = _collect(raw, start, end, max_lines, max_bytes)
+    if total == 0:
+        return ToolResult.ok(
+            f"{shown} is empty.", content="", start_line=0, end_line=0, total_lines=0, truncated=False
+        )
+    if start > total:
+        return error("INVALID_PARAM", f"start_line {start} is past the end of {shown} ({total} lines)")
+    last = start + len(lines) - 1
+    truncated = next_start is not None or long_line is not None
+    data = {
+        "content": "\n".join(lines),
+        "start_line": start,
+        "end_line": last,
+        "total_lines": total,
+        "truncated": truncated,
+        "next_start_line": next_start,
+        "encoding": encoding,
+    }
+    text_out = f"{shown} ({encoding}, lines {start}-{last} of {total}):\n{numbered(lines, start)}"
+    if truncated:
+        text_out += f"\n[truncated: call read_file with start_line={next_start or last + 1} to continue]"
+    return ToolResult("partial" if truncated else "success", text_out, data)
 
 
 def _read_range(
@@ -109,17 +166,26 @@ def _collect(
     return out, lineno, next_start, long_line
 
 
-async def write_file(ctx: ToolContext, *, path: str, content: str, mode: str = "create") -> ToolResult:
+async def write_file(
+    ctx: ToolContext, *, path: str, content: str, mode: str = "create", encoding: str = "utf-8"
+) -> ToolResult:
     params: dict[str, Any] = {"path": path, "content": f"<{len(content)} chars>", "mode": mode}
+    if not is_utf8_name(encoding):
+        params["encoding"] = encoding
     if mode not in WRITE_MODES:
         return error("INVALID_PARAM", f"mode must be one of {', '.join(WRITE_MODES)} (got {mode!r})")
-    data = content.encode("utf-8")
+    if problem := encoding_problem(encoding):
+        return error("INVALID_PARAM", problem)
+    encoded = encode_text(content, encoding, path)
+    if isinstance(encoded, ToolResult):
+        return encoded
+    data = encoded
     limit = int(ctx.config.get("max_bytes", DEFAULT_MAX_WRITE_BYTES))
     if len(data) > limit:
         return error("INVALID_PARAM", f"content is {len(data)} bytes, over this agent's max_bytes={limit}")
 
     def work(resolved: Path) -> ToolResult:
-        return _write(resolved, display_path(ctx, resolved), data, mode)
+        return _write(resolved, display_path(ctx, resolved), data, mode, encoding, content)
 
     return await run_path_tool(ctx, params, path, work, write=True)
 
@@ -132,7 +198,9 @@ def _write_repeat_safe(arguments: dict[str, Any]) -> bool:
 write_file.idempotent = _write_repeat_safe  # type: ignore[attr-defined]
 
 
-def _write(resolved: Path, shown: str, data: bytes, mode: str) -> ToolResult:
+def _write(
+    resolved: Path, shown: str, data: bytes, mode: str, encoding: str = "utf-8", content: str = ""
+) -> ToolResult:
     if resolved.is_dir():
         return error("IS_DIRECTORY", f"{shown} is a directory; give a file path")
     existed = resolved.exists()
@@ -143,7 +211,13 @@ def _write(resolved: Path, shown: str, data: bytes, mode: str) -> ToolResult:
             "replace it, mode=append to add to its end, or edit_file for a targeted change",
         )
     resolved.parent.mkdir(parents=True, exist_ok=True)
-    if mode == "append" and existed:
+    if mode == "append" and existed and not is_utf8(encoding):
+        # decode and encode the whole text, so a byte-order mark is not repeated mid-file
+        joined = encode_text(read_text(resolved, shown, encoding) + content, encoding, shown)
+        if isinstance(joined, ToolResult):
+            return joined
+        atomic_write(resolved, joined)
+    elif mode == "append" and existed:
         atomic_write(resolved, resolved.read_bytes() + data)
     else:
         try:

@@ -123,6 +123,8 @@ def _parse(args: list[str] | str) -> tuple[list[str], ToolResult | None]:
             return [], error("INVALID_PARAM", f"cannot split args {args!r}: {e}")
     else:
         argv = [str(a) for a in args]
+    if any("\x00" in a for a in argv):
+        return [], error("INVALID_PARAM", "an argument contains a NUL byte")
     if argv and argv[0] == "git":  # models often repeat the program name
         argv = argv[1:]
     if not argv:
@@ -138,7 +140,7 @@ def _refusal(argv: list[str], allowed: list[str]) -> ToolResult | None:
             f"global git options ({sub}) are not allowed; start args with the subcommand, "
             "e.g. ['log', '-n', '5']",
         )
-    if sub not in allowed:
+    if sub not in allowed and argv != ["version"]:  # `git version` reveals nothing and runs anywhere
         return error(
             "PERMISSION_DENIED",
             f"git {sub} is not allowed for this agent; allowed subcommands: {', '.join(allowed)}",

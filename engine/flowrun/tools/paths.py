@@ -113,6 +113,14 @@ def glob_matches(rel: str, pattern: str) -> bool:
 
 
 def _check_write(ctx: ToolContext, path: str, rel: str) -> None:
+    if ctx.write_within is not None:
+        inside = ctx.write_within.resolve()
+        if not _inside(ctx.base_dir.resolve() / rel, inside):
+            raise PathDenied(
+                "PERMISSION_DENIED",
+                f"cannot write {path!r}: this agent may write only under {ctx.relative(inside)}/ "
+                "(the output_dir it was called with)",
+            )
     if ctx.config.get("read_only"):
         raise PathDenied("PERMISSION_DENIED", f"cannot write {path!r}: this agent's file access is read-only")
     write_paths = _string_list(ctx.config.get("write_paths"))

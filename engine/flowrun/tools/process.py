@@ -337,10 +337,13 @@ def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
     )
     skills = []
     for entry in ctx.search_path:
-        folder = (entry / "skills").resolve()
-        if folder.is_dir() and not folder.is_relative_to(root) and folder not in skills:
-            skills.append(folder)
-    return Layout(root=root, cwd=cwd, protected=protected, read_only=tuple(skills))
+        for folder in ((entry / "skills").resolve(), (entry / ".claude" / "skills").resolve()):
+            if folder.is_dir() and not folder.is_relative_to(root) and folder not in skills:
+                skills.append(folder)
+    writable = None
+    if ctx.write_within is not None:
+        writable = (ctx.write_within.resolve(), root / sandbox.HOME_DIR)
+    return Layout(root=root, cwd=cwd, protected=protected, read_only=tuple(skills), writable=writable)
 
 
 def exec_failure(outcome: ProcessOutcome) -> str | None:

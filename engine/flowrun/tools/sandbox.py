@@ -116,6 +116,8 @@ class Layout:
     protected: tuple[Path, ...] = ()  # engine files in the root: read-only
     read_only: tuple[Path, ...] = ()  # e.g. the project's skills folders
     extra_env: dict[str, str] = field(default_factory=dict)
+    # when set, the root is read-only and only these folders (and HOME) are writable
+    writable: tuple[Path, ...] | None = None
 
 
 # ---------------------------------------------------------------- finding and probing bwrap
@@ -271,7 +273,12 @@ def bwrap_argv(
         out += ["--ro-bind", bind, bind]
     for bind in policy.rw_binds:
         out += ["--bind", bind, bind]
-    out += ["--bind", str(root), str(root)]
+    if layout.writable is None:
+        out += ["--bind", str(root), str(root)]
+    else:  # a sub-agent confined to its output_dir: the rest of the run folder is read-only
+        out += ["--ro-bind", str(root), str(root)]
+        for path in layout.writable:
+            out += ["--bind", str(path), str(path)]
     # after the root, so they cover what it shows: engine files become read-only
     for path in (*layout.read_only, *layout.protected):
         out += ["--ro-bind", str(path), str(path)]

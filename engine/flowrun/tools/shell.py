@@ -66,6 +66,8 @@ async def execute_shell(
 ) -> ToolResult:
     params: dict[str, Any] = {"command": command, "timeout": timeout, "run_in_background": run_in_background}
     started = time.perf_counter()
+    if "\x00" in command:  # no program can receive it: the OS ends arguments at a NUL
+        return finish_result(error("INVALID_PARAM", "the command contains a NUL byte"), params, started)
     allow, deny = config_patterns(ctx.config, "allow"), config_patterns(ctx.config, "deny")
     denial = check_command(command, allow, deny)
     if denial is not None:

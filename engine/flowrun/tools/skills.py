@@ -21,6 +21,7 @@ import yaml
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.types import ToolResult
+from flowrun.yaml_limits import Loader, scan_events
 
 INDEX_FILE = "skills.json"
 SKILL_FILE = "SKILL.md"
@@ -48,6 +49,7 @@ def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
             path = search_path[0] / path  # relative to the project folder
         roots.append(path)
     roots += [entry / "skills" for entry in search_path]
+    roots += [entry / ".claude" / "skills" for entry in search_path]  # Claude Code's project skills
     out: list[Path] = []
     for root in roots:
         if root.is_dir() and root.resolve() not in out:
@@ -56,7 +58,16 @@ def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
 
 
 def find_skills(search_path: list[Path], config: dict[str, Any]) -> dict[str, Skill]:
-    """Every skill visible from the search path, by name, in a stable order."""
+    """Every skill visible from the search path, by name, in a stable order; only those the
+    config's `skills` list names, when it has one (an agent's `use_skill: {skills: [a, b]}`)."""
+    found = _all_skills(search_path, config)
+    allowed = config.get("skills")
+    if isinstance(allowed, list):
+        return {name: skill for name, skill in found.items() if name in allowed}
+    return found
+
+
+def _all_skills(search_path: list[Path], config: dict[str, Any]) -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     documents: set[Path] = set()
     for root in skill_roots(search_path, config):
@@ -113,9 +124,12 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
     end = text.find("\n---", first_nl)
     if first_nl < 0 or end < 0:
         return {}, text
+    front = text[first_nl + 1 : end]
+    if scan_events(front) is not None:  # an alias bomb or absurd nesting: no front matter
+        return {}, text
     try:
-        meta = yaml.safe_load(text[first_nl + 1 : end])
-    except yaml.YAMLError:
+        meta = yaml.load(front, Loader=Loader)  # the safe loader (C when available)
+    except Exception:  # YAML errors, and a value its tag cannot hold (constructors raise anything)
         return {}, text
     body = text[end + 4 :].split("\n", 1)[1] if "\n" in text[end + 4 :] else ""
     return (meta if isinstance(meta, dict) else {}), body.lstrip("\n")
@@ -168,7 +182,9 @@ async def use_skill(ctx: ToolContext, skill: str, file: str | None = None) -> To
     params: dict[str, Any] = {"skill": skill, "file": file}
     skills = find_skills(ctx.search_path, ctx.config)
     found = skills.get(skill)
-    if found is None:
+    if "\x00" in skill or (file and "\x00" in file):
+        result = error("INVALID_PARAM", "the skill name or file contains a NUL byte")
+    elif found is None:
         names = ", ".join(skills) or "(none: no skills/ folder was found)"
         result = error(
             "NOT_FOUND", f"unknown skill {skill!r}; available skills: {names}", available=list(skills)
@@ -212,6 +228,20 @@ def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
             parts.append(f"- … and {len(rel) - MAX_LISTED_FILES} more")
         if len(included) < len(rel):
             parts.append(f"Read one in full with use_skill(skill={skill.name!r}, file=<path above>).")
+        scripts = [n for n in rel if n.startswith("scripts/")]
+        if scripts:
+            parts.append(
+                f"Run a script with run_skill_script(skill={skill.name!r}, script={scripts[0]!r}, "
+                "args=[...]) when you have that tool (it runs in the sandbox)."
+            )
+    allowed_tools = meta.get("allowed-tools")
+    if allowed_tools:
+        listed = " ".join(allowed_tools) if isinstance(allowed_tools, list) else str(allowed_tools)
+        parts += [
+            "",
+            f"(This skill's allowed-tools, {listed}, are not enforced by flowrun: your own tools "
+            "and their approvals apply.)",
+        ]
     data = {
         "skill": skill.name,
         "description": skill.description,

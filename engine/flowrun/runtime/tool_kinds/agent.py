@@ -5,9 +5,10 @@ its caller a short summary, the files it wrote, its step count and its instance 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
-from flowrun.errors import ProviderError
+from flowrun.errors import OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
@@ -23,7 +24,7 @@ AGENT_TOOL_SUFFIX = (
 )
 
 
-def agent_tool_parameters(selectable: list[str]) -> dict[str, Any]:
+def agent_tool_parameters(selectable: list[str], max_steps: int = 10_000) -> dict[str, Any]:
     props: dict[str, Any] = {
         "task": {"type": "string", "description": "What to do, with everything the agent needs to know."},
         "context_files": {
@@ -33,7 +34,17 @@ def agent_tool_parameters(selectable: list[str]) -> dict[str, Any]:
         },
         "output_dir": {
             "type": "string",
-            "description": "Workspace folder for the files it writes (optional).",
+            "description": "Workspace folder it writes into: its writes are confined to it (optional).",
+        },
+        "max_steps": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": max_steps,
+            "description": f"Most model calls it may make for this task (default and cap: {max_steps}).",
+        },
+        "return_full_output": {
+            "type": "boolean",
+            "description": "Return its whole final answer instead of a summary cut to size (optional).",
         },
     }
     if selectable:
@@ -51,7 +62,8 @@ class AgentKind:
         callee = request.project.agents[request.name].spec
         selectable = list(request.config.get("selectable_models") or callee.model_choices)
         description = callee.tool_description + AGENT_TOOL_SUFFIX
-        spec = ToolSpec(request.name, description, agent_tool_parameters(selectable))
+        cap = int(request.config.get("max_steps") or callee.max_steps)
+        spec = ToolSpec(request.name, description, agent_tool_parameters(selectable, cap))
         return [BoundTool(request.name, spec, self, dict(request.config), target=callee)]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
@@ -69,10 +81,14 @@ async def call_agent(
     refusal = _refusal(run, caller, bound)
     if refusal is not None:
         return refusal
+    confined = _output_dir(run, caller, args.get("output_dir"))
+    if isinstance(confined, ToolResult):
+        return confined
     caller.calls_made[name] = caller.calls_made.get(name, 0) + 1
     session = bound.config.get("session") or callee.session
     inst = _sub_instance(run, caller, name, session, call, args.get("model"))
     inst.written = set()
+    inst.write_within = confined if confined is not None else caller.write_within
     task = _sub_task(args)
     started = time.time()
     run.emit(
@@ -80,11 +96,16 @@ async def call_agent(
             agent=name, agent_id=inst.id, parent=caller.id, task=task, model=inst.model.name, session=session
         )
     )
+    cap = int(bound.config.get("max_steps") or callee.max_steps)
+    steps = min(int(args.get("max_steps") or cap), cap)
     try:
-        outcome = await run_agent(run, inst, task, bound.config.get("max_steps"))
+        outcome = await run_agent(run, inst, task, steps)
     except ProviderError as e:
         run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=str(e)))
         return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
+    except OutputInvalid as e:
+        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
+        return ToolResult.fail("OUTPUT_INVALID", e.message)
     files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
     caller.written |= set(files)
     run.emit(
@@ -92,7 +113,30 @@ async def call_agent(
             agent=name, agent_id=inst.id, status=outcome.status, steps=outcome.steps, output_files=files
         )
     )
-    return _sub_result(inst, callee, outcome, files)
+    return _sub_result(inst, callee, outcome, files, bool(args.get("return_full_output")))
+
+
+def _output_dir(run: RunServices, caller: AgentInstance, folder: Any) -> Path | ToolResult | None:
+    """The folder a sub-agent's writes are confined to (created), None when not given, or an
+    error when it leaves the workspace or the caller's own confinement."""
+    if not folder:
+        return None
+    text = str(folder)
+    target = (run.workspace / text).resolve()
+    if text.startswith(("/", "\\")) or not target.is_relative_to(run.workspace.resolve()):
+        return ToolResult.fail(
+            "ACCESS_DENIED", f"output_dir {text!r} leaves the workspace; give a relative folder"
+        )
+    if caller.write_within is not None and not target.is_relative_to(caller.write_within):
+        inside = caller.write_within.relative_to(run.workspace.resolve()).as_posix()
+        return ToolResult.fail(
+            "PERMISSION_DENIED", f"output_dir {text!r} is outside {inside}/, where this agent may write"
+        )
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return ToolResult.fail("INVALID_PARAM", f"cannot create output_dir {text!r}: {e.strerror or e}")
+    return target
 
 
 def _refusal(run: RunServices, caller: AgentInstance, bound: BoundTool) -> ToolResult | None:
@@ -151,10 +195,12 @@ def _changed_under(run: RunServices, folder: str | None, since: float) -> set[st
     }
 
 
-def _sub_result(inst: AgentInstance, spec: AgentManifest, outcome: Outcome, files: list[str]) -> ToolResult:
+def _sub_result(
+    inst: AgentInstance, spec: AgentManifest, outcome: Outcome, files: list[str], full: bool = False
+) -> ToolResult:
     cap = spec.summary_max_chars
     summary = outcome.text.strip() or f"{inst.name} ended without a summary."
-    cut = len(summary) > cap
+    cut = len(summary) > cap and not full
     if cut:
         summary = summary[:cap] + f"\n[summary cut at {cap} characters; details are in the files]"
     listing = "\n".join(f"- {f}" for f in files) or "(none)"
@@ -168,4 +214,8 @@ def _sub_result(inst: AgentInstance, spec: AgentManifest, outcome: Outcome, file
         "agent_id": inst.id,
         "outcome": outcome.status,
     }
+    if outcome.data is not None:
+        data["output"] = outcome.data  # the parsed answer of an agent with an output_schema
+    if full:
+        data["full_output"] = outcome.text
     return ToolResult(status, text, data)

@@ -1,0 +1,1 @@
+"""Serving workflows to other programs (`flowrun serve mcp`)."""

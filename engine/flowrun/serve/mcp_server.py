@@ -1,0 +1,182 @@
+"""`flowrun serve mcp`: workflows as an MCP server (the `mcp` package's low-level `Server`),
+over stdio or streamable HTTP.
+
+Each workflow is one tool: its name, its description, its inputs as the parameters (types,
+descriptions, choices, defaults and required from the input declarations). A call is a normal
+run in its own run folder under `runs_dir` (resumable with `flowrun resume`); while it runs,
+progress notifications say what the agents do; the result is the declared output's content
+(or the final answer), the run folder's path, and in the structured content the status, exit
+code, run folder and output path. A run that does not complete is an `isError` result."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowrun.api import Workflow
+from flowrun.errors import FlowrunError
+from flowrun.events import AgentEndEvent, AgentStartEvent, Event, ToolCallEvent
+from flowrun.manifest.specs import InputSpec
+from flowrun.tools.sandbox import Mode
+
+JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+MAX_RESULT_CHARS = 200_000
+TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass
+class ServeOptions:
+    runs_dir: Path = Path("runs")
+    dry_run: bool = False
+    model: str | None = None
+    sandbox: Mode | None = None
+    yes: bool = False  # approve every `approve: ask` call (no one can answer otherwise)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def input_schema(inputs: dict[str, InputSpec]) -> dict[str, Any]:
+    """A workflow's input declarations as the JSON Schema of the tool's parameters."""
+    properties: dict[str, Any] = {}
+    for name, spec in inputs.items():
+        prop: dict[str, Any] = {"type": JSON_TYPES[spec.type]}
+        if spec.description:
+            prop["description"] = spec.description
+        if spec.choices:
+            prop["enum"] = list(spec.choices)
+        if spec.default is not None:
+            prop["default"] = spec.default
+        properties[name] = prop
+    required = [name for name, spec in inputs.items() if spec.is_required]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def tool_name(workflow: Workflow) -> str:
+    return TOOL_NAME.sub("_", workflow.name)[:128]
+
+
+def describe(workflow: Workflow) -> str:
+    what = (workflow.spec.description or f"Run the {workflow.name} workflow.").strip()
+    output = f" It writes {workflow.spec.output}, whose content is returned." if workflow.spec.output else ""
+    return f"{what}{output} Runs the flowrun workflow {workflow.name}; the result names its run folder."
+
+
+def progress_line(event: Event) -> str | None:
+    """What a progress notification says for an event (None: not worth one)."""
+    if isinstance(event, AgentStartEvent):
+        return f"{event.agent} started"
+    if isinstance(event, ToolCallEvent):
+        return f"{event.agent} → {event.tool}"
+    if isinstance(event, AgentEndEvent):
+        return f"{event.agent} {event.status}"
+    return None
+
+
+class WorkflowServer:
+    """The MCP server for a set of workflows."""
+
+    def __init__(self, workflows: list[Workflow], options: ServeOptions) -> None:
+        self.workflows = {tool_name(wf): wf for wf in workflows}
+        self.options = options
+
+    def build(self) -> Any:
+        from mcp.server.lowlevel import Server
+
+        return Server(
+            "flowrun",
+            instructions="Each tool runs a flowrun workflow (LLM agents) and returns its output.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+        from mcp.types import ListToolsResult, Tool
+
+        tools = [
+            Tool(name=name, description=describe(wf), input_schema=input_schema(wf.inputs))
+            for name, wf in self.workflows.items()
+        ]
+        return ListToolsResult(tools=tools)
+
+    async def _call_tool(self, ctx: Any, params: Any) -> Any:
+        from mcp.types import CallToolResult, TextContent
+
+        workflow = self.workflows.get(params.name)
+        if workflow is None:
+            known = ", ".join(self.workflows)
+            return _error(f"no workflow tool named {params.name!r}; tools: {known}")
+        try:
+            text, structured, failed = await self._run(ctx, workflow, dict(params.arguments or {}))
+        except FlowrunError as e:  # bad inputs, a run that cannot start: the caller can fix it
+            return _error(e.message + (f" ({e.hint})" if e.hint else ""))
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=structured, is_error=failed
+        )
+
+    async def _run(
+        self, ctx: Any, workflow: Workflow, arguments: dict[str, Any]
+    ) -> tuple[str, dict[str, Any], bool]:
+        options = self.options
+        settings: dict[str, Any] = {
+            "runs_dir": options.runs_dir,
+            "dry_run": options.dry_run,
+            "model": options.model,
+            "sandbox": options.sandbox,
+            "yes": options.yes,
+        }
+        steps = 0
+        async with workflow.stream(arguments, **settings) as events:
+            async for event in events:
+                line = progress_line(event)
+                if line is not None:
+                    steps += 1
+                    await ctx.session.report_progress(steps, None, line)
+            result = events.result
+        output = result.output.read_text(encoding="utf-8", errors="replace") if result.output else ""
+        body = output or result.message or f"the run ended {result.status}"
+        if len(body) > MAX_RESULT_CHARS:
+            body = body[:MAX_RESULT_CHARS] + f"\n[cut at {MAX_RESULT_CHARS} characters; the file has it all]"
+        text = f"{body}\n\nrun folder: {result.run_dir.resolve()}\nstatus: {result.status}"
+        structured = {
+            "status": result.status,
+            "exit_code": result.exit_code,
+            "run_dir": str(result.run_dir.resolve()),
+            "run_id": result.run_id,
+            "output": str(result.output.resolve()) if result.output else None,
+        }
+        return text, structured, result.status not in ("completed", "max_steps")
+
+
+def _error(message: str) -> Any:
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+async def serve_stdio(server: WorkflowServer) -> None:
+    from mcp.server.stdio import stdio_server
+
+    app = server.build()
+    async with stdio_server() as (read, write):
+        await app.run(read, write, app.create_initialization_options())
+
+
+def bind(host: str, port: int) -> Any:
+    """The listening socket of `serve_http` (port 0: a free one; `getsockname()` tells which)."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(64)
+    return sock
+
+
+async def serve_http(server: WorkflowServer, sock: Any, host: str) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp on `sock` until cancelled."""
+    import uvicorn
+
+    app = server.build().streamable_http_app(host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])

@@ -1,0 +1,59 @@
+"""The CI integration files: the pre-commit hook and the GitHub Actions example run
+`flowrun validate` as they say, and its github format turns problems into annotations."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+from conftest import REPO, run_cli
+
+BROKEN_AGENT = "version: 1\nkind: agent\nname: helper\nprompt: Help.\nmax_stepz: 3\n"
+
+
+def broken_repo(root: Path) -> Path:
+    (root / "agents.d").mkdir()
+    (root / "agents.d" / "helper.yaml").write_text(BROKEN_AGENT)
+    (root / ".claude" / "agents").mkdir(parents=True)
+    (root / ".claude" / "agents" / "r.md").write_text(
+        "---\nname: r\ndescription: R.\nmax_turns: 2\n---\nR.\n"
+    )
+    return root
+
+
+def test_pre_commit_hook(tmp_path: Path) -> None:
+    hooks: list[dict[str, Any]] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = [h for h in hooks if h["id"] == "flowrun-validate"]
+    assert hook["language"] == "python" and hook["pass_filenames"] is False
+    entry = shlex.split(hook["entry"])
+    assert entry[:2] == ["flowrun", "validate"]
+    # pre-commit runs the entry in the repository's root, with no file names
+    proc = run_cli(entry[1:], cwd=broken_repo(tmp_path))
+    assert proc.returncode == 1
+    assert "agents.d/helper.yaml:5:1: error[unknown-key]: unknown key 'max_stepz'" in proc.stdout
+    assert ".claude/agents/r.md:4:1: error[unknown-key]" in proc.stdout
+    clean = tmp_path / "clean"
+    (clean / "agents.d").mkdir(parents=True)
+    (clean / "agents.d" / "helper.yaml").write_text(BROKEN_AGENT.replace("max_stepz", "max_steps"))
+    assert run_cli(entry[1:], cwd=clean).returncode == 0
+
+
+def test_github_actions_example(tmp_path: Path) -> None:
+    workflow = yaml.safe_load((REPO / "examples" / "ci" / "github-actions.yml").read_text())
+    assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as true
+    steps = workflow["jobs"]["validate"]["steps"]
+    (command,) = [s["run"] for s in steps if "run" in s and s["run"].startswith("flowrun ")]
+    argv = shlex.split(command)
+    assert argv[:4] == ["flowrun", "validate", "--format", "github"]
+    proc = run_cli(argv[1:], cwd=broken_repo(tmp_path))
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert any(
+        line.startswith("::error file=agents.d/helper.yaml,line=5,col=1,title=unknown-key::")
+        for line in lines
+    )
+    assert any(
+        line.startswith("::error file=.claude/agents/r.md,line=4,col=1,title=unknown-key::") for line in lines
+    )

@@ -1,0 +1,105 @@
+"""The dry run of every shipped example calls every tool with arguments that tool accepts: a
+healthy roster shows no tool error. A copy of an example in another folder still finds the
+offline corpus (shipped with flowrun)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+EXAMPLES = {
+    "research": "--question",
+    "research_v2": "--question",
+    "instructor_worker": "--task",
+    "init_execute": "--task",
+    "react": "--question",
+}
+
+
+def events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_example_dry_runs_without_a_tool_error(tmp_path: Path, name: str) -> None:
+    args = [
+        str(REPO / "examples" / f"{name}.yaml"),
+        EXAMPLES[name],
+        "How do Python's sorting functions work?",
+    ]
+    proc = run_cli([*args, "--dry-run", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "←" not in proc.stderr, proc.stderr  # the plain progress prints a line per failed tool result
+    found = events(tmp_path / "runs" / "r")
+    results = [e for e in found if e["type"] == "tool_result"]
+    failed = [
+        (e["agent"], e["tool"], e["result"]["text"]) for e in results if e["result"]["status"] == "error"
+    ]
+    assert failed == []
+    offered = {t for e in found if e["type"] == "model_request" for t in e["tools"]}
+    called = {e["tool"] for e in found if e["type"] == "tool_call"}
+    # every tool is exercised except ask_user (never called offline)
+    assert offered - called <= {"ask_user"}, offered - called
+
+
+def test_the_readme_dry_run_prints_no_error_line(tmp_path: Path) -> None:
+    args = [str(REPO / "examples" / "research.yaml"), "--question", "How do Python's sorting functions work?"]
+    proc = run_cli([*args, "--dry-run"], cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "error" not in proc.stderr.lower(), proc.stderr
+    assert "status: completed" in proc.stdout
+
+
+def test_a_copy_of_the_example_elsewhere_finds_the_shipped_corpus(tmp_path: Path) -> None:
+    shutil.copy(REPO / "examples" / "research.yaml", tmp_path / "research.yaml")
+    proc = run_cli(
+        ["research.yaml", "--question", "sorting key functions", "--dry-run", "--run-id", "r"], cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = {e["tool"]: e["result"] for e in events(tmp_path / "runs" / "r") if e["type"] == "tool_result"}
+    search = results["web_search"]
+    assert search["status"] == "success", search["text"]
+    assert search["data"]["results"] and "UNAVAILABLE" not in search["text"]
+    assert results["visit_url"]["status"] in ("success", "partial")
+
+
+def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
+    """The wheel (built by hatchling, the build backend) holds the corpus next to the built-in
+    manifests, and flowrun run from that wheel finds it for a copy of the example."""
+    import subprocess
+    import sys
+    import zipfile
+
+    build = subprocess.run(
+        [sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(tmp_path / "dist")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert build.returncode == 0, build.stderr
+    [wheel] = (tmp_path / "dist").glob("flowrun-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        archive.extractall(tmp_path / "site")
+    assert "flowrun/_builtin/corpus/howto/sorting.md" in names
+    assert "flowrun/_builtin/tools.d/web_search.yaml" in names
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    shutil.copy(REPO / "examples" / "research.yaml", work / "research.yaml")
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    code = "import sys, flowrun.cli; sys.exit(flowrun.cli.main())"
+    args = ["research.yaml", "--question", "sorting", "--dry-run", "--run-id", "r", "-q"]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=work, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = [
+        e for e in events(work / "runs" / "r") if e["type"] == "tool_result" and e["tool"] == "web_search"
+    ]
+    assert results and results[0]["result"]["status"] == "success"
+    assert "_builtin/corpus" in json.dumps(results[0]["result"]["data"]["results"])

@@ -1,0 +1,725 @@
+"""Issue 11, through the CLI: every fault and bad input ends in a documented exit code and
+status with one clear line, the run folder intact and events.jsonl strictly parseable.
+
+1 budgets across concurrent sub-agents, 3 the run-folder lock, 4 SIGTERM, 5 a kill before the
+first event, 7 run ids, inputs and unwritable folders, 8 the smaller ones (NUL bytes in tool
+arguments, a damaged log, interrupts at the edges, calls in flight at a crash). Item 2 (model
+answers) is in test_model_answers.py, item 6 (YAML) in test_yaml_limits.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, flowrun_cmd, run_cli
+from hardening_helpers import check_log, cli_env, no_traceback, scripted_project, start_cli, status_of
+from proc_helpers import pids_with, wait_for
+from test_resume_replay import env_for, slow_script
+from wire_server import Reply, Script, ToolCallSpec, WireServer
+
+import flowrun
+from flowrun.events import AgentEndEvent, Event
+
+HELPER = {"prompt": "You help.", "tools": ["list_directory", "write_file"]}
+
+
+def fan_out(n: int, helper_steps: int = 3) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """A boss calling `n` helpers at once; each helper takes `helper_steps` model calls and
+    writes a file on its first."""
+    boss = [{"tool_calls": [{"name": "helper", "arguments": {"task": f"part {i}"}} for i in range(n)]}]
+    boss.append({"text": "all parts done"})
+    note = {"path": "notes.md", "content": "x\n", "mode": "append"}
+    helper = [{"tool_calls": [{"name": "write_file", "arguments": note}]}]
+    helper += [{"tool_calls": [{"name": "list_directory", "arguments": {}}]}] * (helper_steps - 2)
+    helper.append({"text": "part done"})
+    agents = {"boss": {"prompt": "You lead.", "tools": ["helper"]}, "helper": HELPER}
+    return agents, {"boss": boss, "helper": helper}
+
+
+# ---------------------------------------------------------------- 1. budgets in concurrent sub-agents
+
+
+@pytest.mark.parametrize(("helpers", "steps"), [(4, 5), (200, 60)], ids=["4-helpers", "200-helpers"])
+def test_budget_crossed_by_concurrent_sub_agents_ends_budget_exceeded(
+    tmp_path: Path, helpers: int, steps: int
+) -> None:
+    agents, replies = fan_out(helpers)
+    scripted_project(tmp_path, agents, replies, limits={"max_total_steps": steps, "max_concurrency": 8})
+    proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path, timeout=300)
+    no_traceback(proc)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "max_total_steps" in proc.stderr and f"({steps})" in proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert status_of(run_dir) == "budget_exceeded"
+    events = check_log(run_dir)
+    assert sum(e["type"] == "model_request" for e in events) == steps  # no call past the limit
+    assert any(e["type"] == "budget_exceeded" and e["limit"] == "max_total_steps" for e in events)
+    # the helpers' work so far is kept: their answers in the log, their file on disk
+    assert any(e["type"] == "model_response" and e["agent"] == "helper" for e in events)
+    assert (run_dir / "notes.md").read_text().startswith("x\n")
+    assert not (run_dir / "run.lock").exists()
+
+
+def test_budget_exceeded_run_resumes_after_the_limit_is_raised(tmp_path: Path) -> None:
+    agents, replies = fan_out(4)
+    scripted_project(tmp_path, agents, replies, limits={"max_total_steps": 5})
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    # same limit: stops again at once, nothing asked twice
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(wf.read_text().replace("max_total_steps: 5", "max_total_steps: 100"))
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = check_log(run_dir)
+    assert [e["status"] for e in events if e["type"] == "run_end"] == [
+        "budget_exceeded",
+        "budget_exceeded",
+        "completed",
+    ]
+    calls = [(e["agent_id"], e["step"]) for e in events if e["type"] == "model_response"]
+    assert len(calls) == len(set(calls)) == 1 + 4 * 3 + 1  # every model call answered once
+
+
+def test_budget_in_the_research_roster_with_parallel_searchers(tmp_path: Path) -> None:
+    """The issue's case: research.yaml with `max_total_steps: 5`, the orchestrator sending
+    three searchers at once, over the real anthropic SDK."""
+    research = (
+        (REPO / "examples" / "research.yaml")
+        .read_text()
+        .replace("max_total_steps: 300", "max_total_steps: 5")
+    )
+    (tmp_path / "research.yaml").write_text(research)
+    script = slow_script(0)
+    first = script.agents["orchestrator"][0]
+    script.agents["orchestrator"][0] = Reply(tool_calls=first.tool_calls * 3)
+    with WireServer(script) as server:
+        proc = run_cli(
+            ["research.yaml", "--question", "q", "--run-id", "r", "-q"], cwd=tmp_path, env=env_for(server)
+        )
+    no_traceback(proc)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert status_of(run_dir) == "budget_exceeded"
+    check_log(run_dir)
+
+
+# ---------------------------------------------------------------- 3. the run-folder lock
+
+
+def slow_project(tmp: Path) -> Path:
+    """One agent on an anthropic model (slow_server answers it)."""
+    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
+    (tmp / "wf.yaml").write_text(
+        "version: 1\nkind: workflow\nname: slow\nmodels:\n  m: {provider: anthropic, model: m, "
+        "api_key_env: ANTHROPIC_API_KEY, stream: false}\ndefault_model: m\nentry: w\n"
+    )
+    (tmp / "agents.d" / "w.yaml").write_text(
+        "version: 1\nkind: agent\nname: w\nprompt: You are the slow worker.\ntools: [write_file]\n"
+    )
+    return tmp
+
+
+def slow_server(delay_s: float) -> WireServer:
+    call = ToolCallSpec("write_file", {"path": "out.md", "content": "once\n", "mode": "append"})
+    return WireServer(
+        Script({"slow worker": [Reply(tool_calls=[call], delay_s=delay_s), Reply(text="done")]})
+    )
+
+
+def test_two_runs_with_one_run_id_never_share_the_folder(tmp_path: Path) -> None:
+    slow_project(tmp_path)
+    with slow_server(6) as server:
+        env = env_for(server)
+        first = start_cli(["wf.yaml", "--run-id", "same", "-q"], tmp_path, env)
+        assert wait_for(lambda: (tmp_path / "runs" / "same" / "run.lock").exists())
+        second = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
+        out, err = first.communicate(timeout=60)
+        assert first.returncode == 0, out + err
+        # after the first ended, the same id is refused as an existing run (not shared either)
+        third = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
+    no_traceback(second)
+    assert second.returncode == 2
+    assert f"is in use by pid {first.pid}" in second.stderr
+    assert third.returncode == 2 and "already exists" in third.stderr
+    run_dir = tmp_path / "runs" / "same"
+    events = check_log(run_dir)
+    assert sum(e["type"] == "model_request" for e in events) == 2
+    assert (run_dir / "out.md").read_text() == "once\n"
+    assert not (run_dir / "run.lock").exists()
+
+
+def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> None:
+    slow_project(tmp_path)
+    with slow_server(6) as server:
+        env = env_for(server)
+        child = start_cli(["wf.yaml", "--run-id", "r", "-q"], tmp_path, env)
+        run_dir = tmp_path / "runs" / "r"
+        assert wait_for(lambda: len(server.requests) == 1)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=30)
+        before = len(server.requests)
+        resumes = [start_cli(["resume", str(run_dir), "-q"], tmp_path, env) for _ in range(2)]
+        results = [(p.wait(timeout=60), *p.communicate()) for p in resumes]
+        asked = len(server.requests) - before
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 2], results
+    assert any("is in use by pid" in err for _, _, err in results)
+    assert asked == 2  # the call lost with the kill, then the final answer: once each
+    events = check_log(run_dir)
+    assert events[-1]["status"] == "completed"
+    assert (run_dir / "out.md").read_text() == "once\n"
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
+    agents, replies = fan_out(1)
+    scripted_project(tmp_path, agents, replies)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run_dir = tmp_path / "runs" / "r"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.lock").write_text(f"{dead.pid}\n")  # what a SIGKILLed owner leaves
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_log(run_dir)
+    assert not (run_dir / "run.lock").exists()
+
+
+def test_the_lock_is_released_on_every_exit_path(tmp_path: Path) -> None:
+    """Failed (exit 1), budget (4), refused folder (2), Ctrl-C (130), SIGTERM (143): no
+    `run.lock` is left and the next process gets the folder."""
+    agents, replies = fan_out(2)
+    replies["boss"] = [replies["boss"][0]]  # the script ends early: a failed run
+    scripted_project(tmp_path, agents, replies)
+    proc = run_cli(["wf.yaml", "--run-id", "failed", "-q"], cwd=tmp_path)
+    assert proc.returncode == 1 and "script script.yaml has 1 replies" in proc.stderr
+    assert not (tmp_path / "runs" / "failed" / "run.lock").exists()
+    proc = run_cli(["wf.yaml", "--run-id", "failed", "-q"], cwd=tmp_path)
+    assert proc.returncode == 2 and "already exists" in proc.stderr
+    assert not (tmp_path / "runs" / "failed" / "run.lock").exists()
+    check_log(tmp_path / "runs" / "failed")
+
+    slow_project(tmp_path / "slow")
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        with slow_server(30) as server:
+            child = start_cli(["wf.yaml", "--run-id", sig.name, "-q"], tmp_path / "slow", env_for(server))
+            assert wait_for(lambda server=server: len(server.requests) == 1)
+            child.send_signal(sig)
+            _, err = child.communicate(timeout=30)
+        run_dir = tmp_path / "slow" / "runs" / sig.name
+        assert child.returncode == code, err
+        assert not (run_dir / "run.lock").exists()
+        assert status_of(run_dir) == "interrupted"
+        check_log(run_dir)
+
+
+async def test_the_python_api_takes_the_lock_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow_project(tmp_path)
+    with slow_server(8) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests-9876")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        wf = flowrun.load(tmp_path / "wf.yaml")
+        runs = tmp_path / "runs"
+        first = asyncio.create_task(wf.run(runs_dir=runs, run_id="api"))
+        await asyncio.to_thread(wait_for, lambda: len(server.requests) == 1)
+        with pytest.raises(flowrun.RunInUse, match=f"in use by pid {os.getpid()}"):
+            await wf.run(runs_dir=runs, run_id="api")
+        with pytest.raises(flowrun.RunInUse):
+            await flowrun.resume(runs / "api")
+        # a CLI resume meanwhile is refused with exit 2
+        proc = await asyncio.to_thread(
+            run_cli, ["resume", str(runs / "api"), "-q"], tmp_path, env_for(server)
+        )
+        assert proc.returncode == 2 and "in use by pid" in proc.stderr
+        result = await first
+    assert result.status == "completed"
+    check_log(runs / "api")
+    assert not (runs / "api" / "run.lock").exists()
+
+
+# ---------------------------------------------------------------- 4. SIGTERM
+
+
+def test_sigterm_kills_the_sandboxed_children_and_leaves_a_resumable_run(tmp_path: Path) -> None:
+    token = f"flowrun-term-{os.getpid()}-{time.monotonic_ns()}"
+    command = (
+        f"echo ran >> count.txt; (setsid bash -c 'exec -a {token}-orphan sleep 300' &); "
+        f"exec -a {token}-main sleep 300"
+    )
+    agents = {"boss": {"prompt": "You run things.", "tools": ["execute_shell"]}}
+    replies = {
+        "boss": [
+            {"tool_calls": [{"name": "execute_shell", "arguments": {"command": command, "timeout": 600}}]},
+            {"text": "done"},
+        ]
+    }
+    scripted_project(tmp_path, agents, replies)
+    child = start_cli(["wf.yaml", "--run-id", "t"], tmp_path)
+    try:
+        assert wait_for(lambda: len(pids_with(token)) == 2), "the shell children never started"
+    finally:
+        child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=60)
+    no_traceback((out, err))
+    assert child.returncode == 143, out + err
+    assert "error: terminated (SIGTERM)" in err and "flowrun resume runs/t" in err
+    assert wait_for(lambda: not pids_with(token)), "a child outlived flowrun"
+    run_dir = tmp_path / "runs" / "t"
+    assert status_of(run_dir) == "interrupted"
+    events = check_log(run_dir)
+    assert events[-1]["message"].startswith("terminated (SIGTERM)")
+    assert any(e["type"] == "tool_intent" and e["tool"] == "execute_shell" for e in events)
+
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = check_log(run_dir)
+    # the command that was running is not run a second time: its effect is unknown
+    assert (run_dir / "count.txt").read_text() == "ran\n"
+    result = next(e["result"] for e in events if e["type"] == "tool_result")
+    assert result["error"]["code"] == "EFFECT_UNKNOWN"
+
+
+# ---------------------------------------------------------------- 5. a kill before the first event
+
+
+def simple_project(tmp: Path) -> Path:
+    agents = {"w": {"prompt": "You write.", "tools": ["write_file"]}}
+    call = {"name": "write_file", "arguments": {"path": "out.md", "content": "written\n"}}
+    replies = {"w": [{"tool_calls": [call]}, {"text": "written"}]}
+    return scripted_project(
+        tmp,
+        agents,
+        replies,
+        entry="w",
+        inputs={"topic": {"description": "t"}},
+        workflow={"workspace": {"files": {"topic.txt": "{{ topic }}\n"}}},
+    )
+
+
+def never_started_states(run_dir: Path, dead_pid: int) -> dict[str, dict[str, bytes | None]]:
+    """What a kill at each moment between making the folder and the first event leaves."""
+    meta = {
+        "run_id": run_dir.name,
+        "workflow": "hard",
+        "workflow_file": str(run_dir.parents[1] / "wf.yaml"),
+        "inputs": {"topic": "tides"},
+        "status": "running",
+    }
+    meta_bytes = json.dumps(meta).encode()
+    return {
+        "empty": {},
+        "lock-only": {"run.lock": f"{dead_pid}\n".encode()},
+        "log-file": {"run.lock": b"", "flowrun.log": b""},
+        "meta": {"run.lock": b"", "flowrun.log": b"", "run.json": meta_bytes},
+        "seeded": {"run.json": meta_bytes, "workspace/": None, "events.jsonl": b"", "topic.txt": b"tides\n"},
+        "torn-first-event": {
+            "run.json": meta_bytes,
+            "workspace/": None,
+            "events.jsonl": b'{"seq": 1, "t": 1.0, "ty',
+        },
+    }
+
+
+@pytest.mark.parametrize("how", ["rerun", "resume"])
+def test_a_folder_stopped_before_its_first_event_is_accepted(tmp_path: Path, how: str) -> None:
+    simple_project(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for state, files in never_started_states(tmp_path / "runs" / "x", dead.pid).items():
+        run_dir = tmp_path / "runs" / state
+        run_dir.mkdir(parents=True)
+        for rel, data in files.items():
+            if data is None:
+                (run_dir / rel).mkdir()
+            else:
+                (run_dir / rel).write_bytes(data)
+        if how == "rerun":
+            proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", state, "-q"], cwd=tmp_path)
+            expect = 0
+        else:
+            proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+            # with no run.json there is nothing to say which workflow ran: the same id is used again
+            expect = 0 if "run.json" in files else 1
+        no_traceback(proc)
+        assert proc.returncode == expect, (state, proc.stdout + proc.stderr)
+        if expect == 1:
+            assert "with the same --run-id" in proc.stderr
+            continue
+        assert status_of(run_dir) == "completed", state
+        check_log(run_dir)
+        assert (run_dir / "out.md").read_text() == "written\n"
+        assert (run_dir / "topic.txt").read_text() == "tides\n"
+
+
+def test_sigkill_right_after_the_folder_appears_always_leaves_a_usable_folder(tmp_path: Path) -> None:
+    """Real kills, as early as the folder can be seen: resume (or the same id again) works."""
+    simple_project(tmp_path)
+    for attempt in range(4):
+        run_id = f"k{attempt}"
+        run_dir = tmp_path / "runs" / run_id
+        child = start_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], tmp_path)
+        assert wait_for(run_dir.exists, 60)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=30)
+        proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+        if proc.returncode == 1 and "same --run-id" in proc.stderr:  # killed before run.json
+            proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], cwd=tmp_path)
+        no_traceback(proc)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        check_log(run_dir)
+        assert (run_dir / "topic.txt").read_text() == "tides\n"
+
+
+# ---------------------------------------------------------------- 7. run ids, inputs, folders
+
+
+@pytest.mark.parametrize("run_id", ["../../x", "/tmp/abs-run-id", "a/b", "..", ".", "", "a\nb", "x" * 300])
+def test_run_ids_are_names_not_paths(tmp_path: Path, run_id: str) -> None:
+    simple_project(tmp_path / "p")
+    proc = run_cli(["wf.yaml", "--topic", "t", "--run-id", run_id, "-q"], cwd=tmp_path / "p")
+    no_traceback(proc)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "run id" in proc.stderr and "hint:" in proc.stderr
+    assert not (tmp_path / "x").exists() and not Path("/tmp/abs-run-id").exists()
+    assert not (tmp_path / "p" / "runs").exists()
+
+
+def test_non_utf8_arguments_and_files_are_named(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    argv = [os.fsencode(a) for a in [*flowrun_cmd(), "wf.yaml", "--run-id", "r", "-q", "--topic"]]
+    proc = subprocess.run(
+        [*argv, b"caf\xe9 \xff"], cwd=tmp_path, env=cli_env(), capture_output=True, timeout=60
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "--topic is not valid UTF-8: byte 0xe9 at character 4" in err and "Traceback" not in err
+    (tmp_path / "latin1.txt").write_bytes(b"line one\ncaf\xe9\n")
+    proc2 = run_cli(["wf.yaml", "--run-id", "r", "--topic", "@latin1.txt"], cwd=tmp_path)
+    assert proc2.returncode == 2
+    assert "--topic @latin1.txt is not UTF-8 text: byte 0xe9 at offset 12 (line 2)" in proc2.stderr
+    proc3 = run_cli(["wf.yaml", "--run-id", "r", "--topic", "@missing.txt"], cwd=tmp_path)
+    assert proc3.returncode == 2 and "--topic @missing.txt: No such file or directory" in proc3.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_inputs_from_files_stdin_and_an_inputs_file(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    big = "why? " * 10_000_000  # 50 MB
+    (tmp_path / "question.txt").write_text(big)
+    proc = run_cli(
+        ["wf.yaml", "--run-id", "big", "--topic", "@question.txt", "-q"], cwd=tmp_path, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "runs" / "big" / "topic.txt").read_text() == big + "\n"
+    check_log(tmp_path / "runs" / "big")
+
+    piped = subprocess.run(
+        [*flowrun_cmd(), "wf.yaml", "--run-id", "stdin", "--topic", "@-", "-q"],
+        cwd=tmp_path,
+        env=cli_env(),
+        input="from a pipe\x00with a NUL",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert (tmp_path / "runs" / "stdin" / "topic.txt").read_text() == "from a pipe\x00with a NUL\n"
+
+    proc = run_cli(["wf.yaml", "--run-id", "at", "--topic", "@@handle", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0 and (tmp_path / "runs" / "at" / "topic.txt").read_text() == "@handle\n"
+
+    (tmp_path / "inputs.yaml").write_text("topic: from the file\n")
+    proc = run_cli(["wf.yaml", "--inputs", "inputs.yaml", "--run-id", "f", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0 and (tmp_path / "runs" / "f" / "topic.txt").read_text() == "from the file\n"
+    proc = run_cli(
+        ["wf.yaml", "--inputs", "inputs.yaml", "--topic", "flag", "--run-id", "g", "-q"], cwd=tmp_path
+    )
+    assert proc.returncode == 0 and (tmp_path / "runs" / "g" / "topic.txt").read_text() == "flag\n"
+    assert json.loads((tmp_path / "runs" / "g" / "run.json").read_text())["inputs"] == {"topic": "flag"}
+
+    (tmp_path / "bad.yaml").write_text("topic: [unclosed\n")
+    proc = run_cli(["wf.yaml", "--inputs", "bad.yaml", "--run-id", "h"], cwd=tmp_path)
+    assert proc.returncode == 2 and "--inputs bad.yaml:2:1: YAML syntax error" in proc.stderr
+    (tmp_path / "list.yaml").write_text("- a\n")
+    proc = run_cli(["wf.yaml", "--inputs", "list.yaml", "--run-id", "h"], cwd=tmp_path)
+    assert proc.returncode == 2 and "expected a mapping of input names" in proc.stderr
+    (tmp_path / "other.yaml").write_text("subject: x\n")
+    proc = run_cli(["wf.yaml", "--inputs", "other.yaml", "--run-id", "h"], cwd=tmp_path)
+    assert proc.returncode == 2 and "unknown input 'subject'" in proc.stderr
+    assert not (tmp_path / "runs" / "h").exists()
+
+
+def test_an_unusable_runs_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    (tmp_path / "afile").write_text("not a folder")
+    for runs_dir, run_id, reason in (
+        ("afile/runs", "r", "Not a directory"),
+        (".", "afile", "a file of that name exists"),
+        ("/proc/flowrun-cannot-write-here", "r", "No such file or directory"),
+    ):
+        proc = run_cli(["wf.yaml", "--topic", "t", "--runs-dir", runs_dir, "--run-id", run_id], cwd=tmp_path)
+        no_traceback(proc)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert reason in proc.stderr and "hint:" in proc.stderr
+    assert (tmp_path / "afile").read_text() == "not a folder"
+
+
+# ---------------------------------------------------------------- 8. the smaller ones
+
+
+PLAIN = {"integer": 1, "number": 1, "boolean": False, "array": []}
+
+
+def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_path: Path) -> None:
+    """Every string parameter of every built-in tool, in turn, carries a NUL byte: each call
+    ends in a result the model can act on, never INTERNAL (the old use_skill answer)."""
+    calls = []
+    for manifest in sorted((REPO / "tools.d").glob("*.yaml")):
+        spec = yaml.safe_load(manifest.read_text())
+        if spec["name"] in (
+            "ask_user",
+            "finish",
+            "all_finished",
+            "web_search",
+            "visit_url",
+            "update_dashboard",
+        ):
+            continue
+        props = spec["parameters"].get("properties", {})
+        required = spec["parameters"].get("required", [])
+        base = {k: PLAIN.get(str(p.get("type")), "ok") for k, p in props.items() if k in required}
+        for key, prop in props.items():
+            if prop.get("type") in ("string", ["array", "string"]):
+                calls.append({"name": spec["name"], "arguments": {**base, key: "a\x00b"}})
+    # a lone surrogate escape decodes to text that is not Unicode: refused before any tool runs
+    calls.append({"name": "write_file", "arguments": '{"path": "s.md", "content": "a\\ud800b"}'})
+    calls.append({"name": "use_skill", "arguments": {"skill": "demo", "file": "a\x00b"}})
+    tools = sorted({c["name"] for c in calls})
+    (tmp_path / "skills" / "demo").mkdir(parents=True)
+    (tmp_path / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: d\n---\nbody\n")
+    scripted_project(
+        tmp_path,
+        {"boss": {"prompt": "You try things.", "tools": tools}},
+        {"boss": [*({"tool_calls": [c]} for c in calls), {"text": "done"}]},
+    )
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = [e for e in check_log(tmp_path / "runs" / "r") if e["type"] == "tool_result"]
+    assert len(results) == len(calls)
+    internal = [
+        (e["tool"], e["result"]["text"])
+        for e in results
+        if (e["result"].get("error") or {}).get("code") == "INTERNAL"
+    ]
+    assert not internal
+    skill = results[-1]["result"]
+    assert skill["error"]["code"] == "INVALID_PARAM" and "NUL" in skill["text"]
+    surrogate = results[-2]["result"]
+    assert surrogate["error"]["code"] == "INVALID_PARAM" and "not valid Unicode" in surrogate["text"]
+    assert not (tmp_path / "runs" / "r" / "s.md").exists()
+
+
+def test_a_full_disk_fails_the_run_with_one_line_and_a_strict_log(tmp_path: Path) -> None:
+    """The file size limit stands in for a full disk: writing the log fails mid-run. The run
+    ends `failed` with one line, the half-written line is cut off again, and once there is room
+    `resume` completes it."""
+    long = "word " * 2000
+    step = {"text": long, "tool_calls": [{"name": "list_directory", "arguments": {}}]}
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You talk.", "tools": ["list_directory"]}},
+        {"w": [step] * 12 + [{"text": "done"}]},
+        entry="w",
+    )
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
+
+    proc = subprocess.run(
+        [*flowrun_cmd(), "wf.yaml", "--run-id", "r", "-q"],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+    )
+    no_traceback(proc)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: cannot write the run folder runs/r: File too large" in proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert status_of(run_dir) == "failed"
+    check_log(run_dir, ended=False)  # every line whole; the run_end itself did not fit
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_log(run_dir)
+
+
+def interrupted_run(tmp: Path) -> Path:
+    """A finished two-step run whose log is then cut after its first tool result, as a
+    crash leaves it."""
+    simple_project(tmp)
+    proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", "r", "-q"], cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp / "runs" / "r"
+    lines = (run_dir / "events.jsonl").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"tool_result"' in line) + 1
+    (run_dir / "events.jsonl").write_text("".join(lines[:cut]))
+    (run_dir / "run.json").write_text((run_dir / "run.json").read_text().replace('"completed"', '"running"'))
+    return run_dir
+
+
+def test_damage_in_the_middle_of_the_log_is_named_not_skipped(tmp_path: Path) -> None:
+    run_dir = interrupted_run(tmp_path)
+    log = run_dir / "events.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    lines[2] = b'{"seq": 3, "type": "model_req\xff'
+    log.write_bytes(b"\n".join(lines))
+    before = log.read_bytes()
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    no_traceback(proc)
+    assert proc.returncode == 1
+    assert f"{log}:3: the event log is damaged" in proc.stderr and "hint:" in proc.stderr
+    assert log.read_bytes() == before and status_of(run_dir) == "running"
+    assert not (run_dir / "run.lock").exists()
+    proc = run_cli(["replay", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 1 and "the event log is damaged" in proc.stderr
+    # the viewers still read the intact lines
+    proc = run_cli(["show", str(run_dir)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_torn_last_line_is_cut_and_the_log_stays_strict(tmp_path: Path) -> None:
+    run_dir = interrupted_run(tmp_path)
+    with (run_dir / "events.jsonl").open("ab") as f:
+        f.write(b'{"seq": 99, "t": 1.0, "type": "model_re')  # the process died mid-write
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = check_log(run_dir)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    # resumed again (already completed): still strict
+    assert run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path).returncode == 0
+
+
+def test_sigint_before_the_run_folder_exists_says_nothing_was_started(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    child = subprocess.Popen(
+        [*flowrun_cmd(), "wf.yaml", "--topic", "@-", "--run-id", "r"],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # it waits for the question on stdin
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 130, err
+    assert "nothing was started: no run folder was made" in err
+    assert "folder is kept" not in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+async def test_a_cancel_while_a_finished_run_closes_keeps_it_completed(tmp_path: Path) -> None:
+    """The API side of "a SIGINT during exit": the cancel lands after the entry agent ended,
+    while the run closes its tools and clients: the run stays `completed`."""
+    simple_project(tmp_path)
+    wf = flowrun.load(tmp_path / "wf.yaml")
+    task: asyncio.Task[flowrun.RunResult] | None = None
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, AgentEndEvent) and event.agent_id == "w" and task is not None:
+            task.cancel()
+
+    task = asyncio.create_task(
+        wf.run({"topic": "tides"}, runs_dir=tmp_path / "runs", run_id="c", on_event=on_event)
+    )
+    result = await task
+    assert result.status == "completed" and result.exit_code == 0
+    assert status_of(tmp_path / "runs" / "c") == "completed"
+    check_log(tmp_path / "runs" / "c")
+
+
+def test_a_late_sigint_never_turns_a_completed_run_into_an_interrupted_one(tmp_path: Path) -> None:
+    """Ctrl-C sent as the run ends (at varying moments around its end): whatever it hit, the
+    exit code, run.json and the log's last event agree, and a run recorded `completed` exits 0."""
+    simple_project(tmp_path)
+    seen = set()
+    for attempt in range(6):
+        run_dir = tmp_path / "runs" / f"s{attempt}"
+        child = start_cli(["wf.yaml", "--topic", "tides", "--run-id", run_dir.name, "-q"], tmp_path)
+        log = run_dir / "events.jsonl"
+        assert wait_for(lambda log=log: log.exists() and b'"agent_end"' in log.read_bytes(), 60)
+        time.sleep(0.005 * attempt)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+        no_traceback((out, err))
+        status = status_of(run_dir)
+        events = check_log(run_dir)
+        assert events[-1]["status"] == status
+        assert child.returncode == {"completed": 0, "interrupted": 130}[status], (status, out, err)
+        seen.add(status)
+    assert "completed" in seen
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "repeated"),
+    [
+        ("write_file", {"path": "log.md", "content": "entry\n", "mode": "append"}, False),
+        ("execute_shell", {"command": "echo entry >> log.md"}, False),
+        ("stamp", {"line": "entry"}, False),
+        ("write_file", {"path": "log.md", "content": "entry\n", "mode": "overwrite"}, True),
+    ],
+    ids=["append", "shell", "command-tool", "overwrite"],
+)
+def test_a_call_in_flight_at_a_crash_is_not_repeated_blindly(
+    tmp_path: Path, tool: str, arguments: dict[str, Any], repeated: bool
+) -> None:
+    """The call ran, then the process died before its result was logged (the log is cut
+    there). On resume a call that is not safe to repeat is answered EFFECT_UNKNOWN and the file
+    keeps one entry; a safe one (overwrite) runs again."""
+    stamp = (
+        "version: 1\nkind: tool\nname: stamp\ndescription: Append a line to log.md.\n"
+        "parameters: {type: object, properties: {line: {type: string}}, required: [line]}\n"
+        "implementation: {command: [bash, -c, 'echo \"$0\" >> log.md', '{{ line }}']}\n"
+    )
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You log.", "tools": [tool]}},
+        {"w": [{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"text": "logged"}]},
+        entry="w",
+        extra={"tools.d/stamp.yaml": stamp},
+    )
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert (run_dir / "log.md").read_text() == "entry\n"
+    lines = (run_dir / "events.jsonl").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"tool_result"' in line)
+    assert ('"tool_intent"' in lines[cut - 1]) is not repeated  # recorded just before the call
+    (run_dir / "events.jsonl").write_text("".join(lines[:cut]))
+    (run_dir / "run.json").write_text((run_dir / "run.json").read_text().replace('"completed"', '"running"'))
+
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = check_log(run_dir)
+    result = next(e["result"] for e in events if e["type"] == "tool_result")
+    if repeated:
+        assert result["status"] == "success"
+    else:
+        assert result["error"]["code"] == "EFFECT_UNKNOWN" and "not run again" in result["text"]
+    assert (run_dir / "log.md").read_text() == "entry\n"

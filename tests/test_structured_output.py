@@ -1,0 +1,297 @@
+"""`output_schema`: native structured output on the wire (OpenAI `response_format` json_schema,
+a forced `final_answer` tool for Anthropic) through the real SDKs against the scripted server;
+answers valid the first time, repaired, and failing for good; the caller getting the parsed
+object in `data`; a workflow output written as JSON; instructions for ReAct and
+`structured_output: instructions`; validate's checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import run_cli
+from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+
+PROVIDERS = ["anthropic", "openai"]
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "citations": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {"source": {"type": "string"}, "claim": {"type": "string"}},
+                "required": ["source", "claim"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["citations"],
+    "additionalProperties": False,
+}
+GOOD = {"citations": [{"source": "https://docs.python.org/3/howto/sorting.html", "claim": "sort is stable"}]}
+FIXED = {"citations": [{"source": "notes.md", "claim": "key functions run once per item"}]}
+BAD = {"citations": []}  # minItems 1
+
+
+def agent(name: str, **keys: Any) -> str:
+    return yaml.safe_dump(
+        {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name} agent.", **keys}
+    )
+
+
+def workflow(name: str, **keys: Any) -> str:
+    base = {
+        "version": 1,
+        "kind": "workflow",
+        "name": name,
+        "models": {"claude": {"provider": "anthropic", "model": "claude-test"}},
+        "default_model": "claude",
+    }
+    return yaml.safe_dump({**base, **keys})
+
+
+def project(tmp: Path) -> None:
+    files = {
+        "schemas/citations.schema.json": json.dumps(SCHEMA, indent=2),
+        "agents.d/boss.yaml": agent("boss", tools=["good", "fixer", {"broken": {"max_calls": 1}}]),
+        "agents.d/good.yaml": agent("good", output_schema="citations.schema.json"),
+        "agents.d/fixer.yaml": agent("fixer", output_schema="citations.schema.json"),
+        "agents.d/broken.yaml": agent("broken", output_schema=SCHEMA, output_repairs=1),
+        "calls.yaml": workflow("calls", entry="boss"),
+        "direct.yaml": workflow(
+            "direct", steps=[{"agent": "good", "task": "Cite."}], output="out/citations.json"
+        ),
+        "fails.yaml": workflow("fails", entry="broken"),
+    }
+    for rel, text in files.items():
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_text(text, encoding="utf-8")
+
+
+def answer(request: WireRequest, value: Any) -> Reply:
+    """The model's final answer as each wire format gives it: a call of the forced tool on
+    Anthropic, JSON text on OpenAI."""
+    if request.api == "anthropic":
+        return Reply(tool_calls=[ToolCallSpec("final_answer", value)])
+    return Reply(text=json.dumps(value))
+
+
+def responder(request: WireRequest) -> Reply:
+    who = request.system.removeprefix("You are the ").split(" ")[0]
+    turn = request.assistant_turns
+    if who == "boss":
+        if turn == 0:
+            calls = [ToolCallSpec(n, {"task": f"Cite sources ({n})."}) for n in ("good", "fixer", "broken")]
+            return Reply(tool_calls=calls)
+        return Reply(text="All three answered.")
+    if who == "good":
+        return answer(request, GOOD)
+    if who == "fixer":
+        return Reply(text="Here you go: not json at all") if turn == 0 else answer(request, FIXED)
+    return answer(request, BAD)
+
+
+def run(tmp: Path, server: WireServer, provider: str, wf: str, *extra: str) -> tuple[int, str, Path]:
+    args = [wf, "--run-id", wf.removesuffix(".yaml"), *extra]
+    env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
+    if provider == "anthropic":
+        env |= {"ANTHROPIC_API_KEY": "test-key-struct", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+    else:
+        env |= {"OPENAI_API_KEY": "test-key-struct", "OPENAI_BASE_URL": server.openai_base_url}
+        args += ["--model", "openai:gpt-test"]
+    proc = run_cli(args, cwd=tmp, env=env)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out
+    return proc.returncode, out, tmp / "runs" / wf.removesuffix(".yaml")
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def results(evs: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
+    return [e["result"] for e in evs if e["type"] == "tool_result" and e["tool"] == tool]
+
+
+def assert_native(request: WireRequest) -> None:
+    """The schema went out as the API's own structured output."""
+    if request.api == "openai":
+        fmt = request.body["response_format"]
+        assert fmt["type"] == "json_schema"
+        assert fmt["json_schema"]["schema"] == SCHEMA and fmt["json_schema"]["strict"] is True
+    else:
+        final = next(t for t in request.tools if t["name"] == "final_answer")
+        assert final["input_schema"] == SCHEMA
+        assert request.body["tool_choice"] == {"type": "any"}
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_valid_repaired_and_failing_answers_reach_the_caller(
+    tmp_path: Path, provider: str, stream: bool
+) -> None:
+    project(tmp_path)
+    with WireServer(responder) as server:
+        code, out, run_dir = run(
+            tmp_path, server, provider, "calls.yaml", "--stream" if stream else "--no-stream"
+        )
+        requests = server.requests
+    assert code == 0, out
+    evs = events(run_dir)
+
+    # valid the first time: the caller gets the object in data, and its JSON as text
+    (good,) = results(evs, "good")
+    assert good["status"] == "success" and good["data"]["output"] == GOOD
+    assert json.loads(good["text"].split("\n\nOutput files:")[0]) == GOOD
+
+    # repaired: one invalid answer, a repair turn that says what is wrong, then the object
+    (fixed,) = results(evs, "fixer")
+    assert fixed["data"]["output"] == FIXED and fixed["data"]["steps_used"] == 2
+    invalid = [e for e in evs if e["type"] == "output_invalid"]
+    fixer_invalid = [e for e in invalid if e["agent"] == "fixer"]
+    assert len(fixer_invalid) == 1 and fixer_invalid[0]["repairs_left"] == 2
+    assert "not valid JSON" in fixer_invalid[0]["problem"] or "no JSON value" in fixer_invalid[0]["problem"]
+    fixer_requests = [r for r in requests if "fixer agent" in r.system]
+    assert len(fixer_requests) == 2
+    assert "does not match the required JSON Schema" in fixer_requests[1].last_user_text
+
+    # failing: after its one repair turn the sub-agent fails; the caller gets OUTPUT_INVALID and goes on
+    (broken,) = results(evs, "broken")
+    assert broken["status"] == "error" and broken["error"]["code"] == "OUTPUT_INVALID"
+    assert "citations: [] should be non-empty" in broken["text"]
+    assert [e["repairs_left"] for e in invalid if e["agent"] == "broken"] == [1, 0]
+    assert len([r for r in requests if "broken agent" in r.system]) == 2
+
+    # the schema went out natively for the structured agents, never for the boss
+    for request in requests:
+        if "boss agent" in request.system:
+            assert "response_format" not in request.body and "tool_choice" not in request.body
+        else:
+            assert_native(request)
+    assert evs[-1]["type"] == "run_end" and evs[-1]["status"] == "completed"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_workflow_json_output_and_a_failing_top_agent(tmp_path: Path, provider: str) -> None:
+    project(tmp_path)
+    with WireServer(responder) as server:
+        code, out, run_dir = run(tmp_path, server, provider, "direct.yaml")
+        assert code == 0, out
+        assert json.loads((run_dir / "out" / "citations.json").read_text()) == GOOD
+        assert "output: runs/direct/out/citations.json" in out
+
+        code, out, run_dir = run(tmp_path, server, provider, "fails.yaml")
+    assert code == 1, out
+    assert (
+        "error: agent 'broken': its final answer does not match its output_schema after 1 repair turn" in out
+    )
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+
+
+def test_instructions_instead_of_native_output(tmp_path: Path) -> None:
+    """`tool_calling: react` and `structured_output: instructions` put the schema in the system
+    prompt (no response_format), and the answer is still validated."""
+    project(tmp_path)
+    models = {
+        "react": {"provider": "openai", "model": "m", "tool_calling": "react"},
+        "plain": {"provider": "openai", "model": "m", "structured_output": "instructions"},
+    }
+    for name in models:
+        wf = yaml.safe_load(workflow(f"wf_{name}", steps=[{"agent": "good", "task": "Cite."}]))
+        wf["models"], wf["default_model"] = models, name
+        (tmp_path / f"wf_{name}.yaml").write_text(yaml.safe_dump(wf))
+
+    def text_model(request: WireRequest) -> Reply:
+        if request.assistant_turns == 0:
+            return Reply(text='Thought: I know.\nFinal Answer: ```json\n{"citations": "one"}\n```')
+        return Reply(text="Thought: fixed.\nFinal Answer: " + json.dumps(GOOD))
+
+    env = {"OPENAI_API_KEY": "test-key-struct", "FLOWRUN_RETRY_BASE_S": "0.01"}
+    with WireServer(text_model) as server:
+        for name in models:
+            proc = run_cli(
+                [f"wf_{name}.yaml", "--run-id", name],
+                cwd=tmp_path,
+                env={**env, "OPENAI_BASE_URL": server.openai_base_url},
+            )
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        requests = server.requests
+    assert len(requests) == 4
+    for request in requests:
+        assert "response_format" not in request.body
+        assert "## Final answer format" in request.system and '"minItems":1' in request.system
+    for name in models:
+        evs = events(tmp_path / "runs" / name)
+        (problem,) = [e["problem"] for e in evs if e["type"] == "output_invalid"]
+        assert "citations: 'one' is not of type 'array'" in problem
+        end = next(e for e in evs if e["type"] == "run_end")
+        assert end["status"] == "completed" and json.loads(end["message"]) == GOOD
+
+
+def test_dry_run_answers_match_the_schema(tmp_path: Path) -> None:
+    project(tmp_path)
+    proc = run_cli(["direct.yaml", "--dry-run", "--run-id", "d"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    written = json.loads((tmp_path / "runs" / "d" / "out" / "citations.json").read_text())
+    assert len(written["citations"]) == 1 and set(written["citations"][0]) == {"source", "claim"}
+
+
+def test_validate_checks_output_schemas(tmp_path: Path) -> None:
+    project(tmp_path)
+    (tmp_path / "schemas" / "broken.yaml").write_text("type: object\nproperties: [\n")
+    (tmp_path / "schemas" / "list.json").write_text('{"type": "array"}')
+    bad = {
+        "bad_type.yaml": agent("bad_type", output_schema={"type": "objekt"}),
+        "missing.yaml": agent("missing", output_schema="nope.json"),
+        "syntax.yaml": agent("syntax", output_schema="broken.yaml"),
+        "root.yaml": agent("root", output_schema="list.json"),
+        "escape.yaml": agent("escape", output_schema="../x.json"),
+        "repairs.yaml": agent("repairs", output_schema=SCHEMA, output_repairs=11),
+    }
+    for rel, text in bad.items():
+        (tmp_path / "agents.d" / rel).write_text(text)
+    tools = ["good", *(n.removesuffix(".yaml") for n in bad)]
+    (tmp_path / "agents.d" / "boss.yaml").write_text(agent("boss", tools=tools))
+    proc = run_cli(["validate", ".", "--format", "json"], cwd=tmp_path)
+    assert proc.returncode == 1
+    found = {(Path(d["file"]).name, d["code"]) for d in json.loads(proc.stdout)["diagnostics"]}
+    assert ("bad_type.yaml", "bad-schema") in found
+    assert ("missing.yaml", "missing-schema") in found
+    assert ("broken.yaml", "yaml-syntax") in found
+    assert ("list.json", "bad-schema") in found
+    assert ("escape.yaml", "bad-path") in found
+    assert ("repairs.yaml", "schema") in found
+    text = run_cli(["validate", "agents.d/bad_type.yaml"], cwd=tmp_path).stdout
+    assert "agents.d/bad_type.yaml:" in text and "invalid JSON Schema" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('Here it is: {"a": 1} hope that helps', {"a": 1}),
+        ("  [1, 2]  ", [1, 2]),
+    ],
+)
+def test_answers_are_found_around_fences_and_prose(text: str, value: Any) -> None:
+    from flowrun.runtime.structured import parse_answer
+
+    assert parse_answer(text) == (value, None)
+
+
+def test_strict_mode_only_for_closed_schemas() -> None:
+    from flowrun.providers.structured import openai_response_format
+
+    assert openai_response_format("a", SCHEMA)["json_schema"]["strict"] is True
+    open_schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    assert openai_response_format("a b", open_schema)["json_schema"] == {
+        "name": "a_b",
+        "schema": open_schema,
+        "strict": False,
+    }
