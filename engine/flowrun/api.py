@@ -32,7 +32,7 @@ from flowrun.events import Event
 from flowrun.manifest.checked import checked_project
 from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
-from flowrun.manifest.graph import run_agents
+from flowrun.manifest.graph import run_agents, workflow_agents
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.overrides import Override, apply_overrides, parse_overrides
 from flowrun.manifest.project import Loaded, Project, load_project
@@ -45,7 +45,7 @@ from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.inputs import resolve_inputs
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.otel_live import live_export
-from flowrun.runtime.run import Run, RunOptions
+from flowrun.runtime.run import Conversation, Run, RunOptions
 from flowrun.runtime.run_folder import (
     RunFolderLock,
     check_run_id,
@@ -59,6 +59,7 @@ from flowrun.tools.sandbox import Mode
 
 OnEvent = Callable[[Event], None]
 AskUser = Callable[[str], Awaitable[str]]
+ReadMessage = Callable[[str | None], Awaitable[str | None]]  # (the agent's answer) -> next message
 
 
 @dataclass
@@ -102,6 +103,8 @@ class RunSettings:
     yes: bool = False  # approve every `approve: ask` call
     agent_models: dict[str, str] = field(default_factory=dict)  # agent -> model ref, over `model`
     no_thinking: bool = False  # every model's thinking off
+    workdir: Path | None = None  # the agents' folder instead of the run folder
+    conversation: Conversation | None = None  # chat turns, or a resumed run's --message
 
 
 ModelChoiceArg = str | Mapping[str, str] | None
@@ -151,6 +154,8 @@ class Workflow:
         approve: Approver | None = None,
         yes: bool = False,
         no_thinking: bool = False,
+        workdir: str | Path | None = None,
+        conversation: Conversation | None = None,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
         `runs_dir/<timestamp>-<name>-<hex>`). `model` is a model for every agent, or a mapping
@@ -158,13 +163,17 @@ class Workflow:
         `sandbox:` mode (required, auto, off); `approve` is awaited with an ApprovalRequest for
         each call of an `approve: ask` tool and returns True to let it run; `yes` approves them all.
         `no_thinking` switches every model's thinking off (Anthropic thinking; the `thinking_off`
-        request body of OpenAI-compatible models)."""
+        request body of OpenAI-compatible models). `workdir` is a folder the agents work in
+        instead of the run folder (over the workflow's `workspace.dir`); the run folder keeps
+        the engine's files."""
         every, per_agent = self.model_choice(model)
         settings = RunSettings(
             every, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes, per_agent
         )
         settings.no_thinking = no_thinking
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
+        settings.workdir = self.agents_folder(values, workdir)
+        settings.conversation = conversation
         name = check_run_id(run_id) if run_id is not None else new_run_id(self.name)
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
         run = self._new_run(values, target, settings)
@@ -217,6 +226,48 @@ class Workflow:
                 raise UsageError(f"--model {agent}=...: the workflow runs no agent '{agent}'", hint)
         return every, per_agent
 
+    async def chat(
+        self,
+        read: ReadMessage,
+        inputs: dict[str, Any] | None = None,
+        *,
+        agent: str | None = None,
+        **options: Any,
+    ) -> RunResult:
+        """A conversation with one agent and its tools, saved as a run folder that `resume`
+        continues. `read(answer)` is awaited for each user message: first with None (the first
+        message, which is the agent's task), then with the agent's last answer; it returns the
+        next message, or None to end. `agent` defaults to the workflow's entry (or first step's)
+        agent; `options` are `run()`'s."""
+        name = agent or self.spec.entry or next((n for n, _ in workflow_agents(self.spec)), None)
+        if name is None or name not in self.project.agents:
+            known = set(self.project.agents)
+            hint = did_you_mean(str(name), known) or "its agents: " + ", ".join(sorted(known))
+            raise UsageError(f"no agent '{name}' to chat with", hint)
+        return await self.run(inputs, conversation=Conversation(name, read, chat=True), **options)
+
+    def agents_folder(self, inputs: dict[str, Any], workdir: str | Path | None) -> Path | None:
+        """The folder the agents work in when it is not the run folder: `workdir` (relative to
+        the current folder), else the workflow's `workspace.dir` (relative to its file)."""
+        if workdir is not None:
+            folder = Path(workdir).expanduser()
+            what = f"--workdir {workdir}"
+        elif self.spec.workspace.dir:
+            from flowrun.manifest.templates import render
+
+            variables = {**inputs, "inputs": dict(inputs), "date": time.strftime("%Y-%m-%d")}
+            rendered = render(self.spec.workspace.dir, variables, what="workspace.dir").strip()
+            folder = self.path.parent / Path(rendered).expanduser()
+            what = f"workspace.dir {rendered}"
+        else:
+            return None
+        folder = folder.resolve()
+        if folder == Path(folder.anchor) or folder in (Path.home().resolve(), Path("/usr"), Path("/etc")):
+            raise UsageError(f"{what}: the agents may not work in {folder}", "give a project folder")
+        if folder.exists() and not folder.is_dir():
+            raise UsageError(f"{what}: {folder} is a file, not a folder", "give a folder")
+        return folder
+
     def _new_run(
         self, inputs: dict[str, Any], run_dir: Path, settings: RunSettings, ledger: Ledger | None = None
     ) -> Run:
@@ -232,6 +283,8 @@ class Workflow:
             agent_models=dict(settings.agent_models),
             overrides=[o.text for o in self.overrides],
             no_thinking=settings.no_thinking,
+            workdir=settings.workdir,
+            conversation=settings.conversation,
         )
         return Run(self.project, self.loaded, inputs, run_dir, options, ledger)
 
@@ -306,14 +359,19 @@ async def resume(
     sandbox: Mode | None = None,
     approve: Approver | None = None,
     yes: bool = False,
+    message: str | None = None,
+    read: ReadMessage | None = None,
 ) -> RunResult:
     """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
     model answers, tool results and approval decisions are used again, then the run goes live
-    where the log ends."""
+    where the log ends. `message` is an instruction from the user to the entry agent (or the
+    chat's agent) where the recorded run ends: a finished run continues with it. A chat goes on
+    with `read` (as in `Workflow.chat`) when given."""
     run_dir = Path(run_dir)
     with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
         meta, workflow = recorded_run(run_dir)
-        if meta.get("status") == "completed":
+        talk = _resumed_conversation(meta, workflow, message, read)
+        if meta.get("status") == "completed" and talk is None:
             return _recorded_result(run_dir, meta)
         settings = RunSettings(
             meta.get("model_override"),
@@ -327,6 +385,8 @@ async def resume(
             yes,
             dict(meta.get("agent_models") or {}),
             bool(meta.get("no_thinking")),
+            Path(meta["workdir"]) if meta.get("workdir") else None,
+            talk,
         )
         inputs = dict(meta.get("inputs") or {})
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
@@ -381,6 +441,38 @@ async def replay(
     return ReplayResult(
         **vars(result), recorded_status=recorded_status, declared_output=output, output_reproduced=same
     )
+
+
+def _resumed_conversation(
+    meta: dict[str, Any], workflow: Workflow, message: str | None, read: ReadMessage | None
+) -> Conversation | None:
+    """Who talks to the resumed run: the chat's reader, or `message` once (to the chat's agent
+    or the workflow's entry agent); None when nobody does."""
+    once = _once(message) if message else None
+    if meta.get("chat"):
+        reader = once or read
+        return Conversation(str(meta["chat"]), reader, chat=True) if reader is not None else None
+    if once is None:
+        return None
+    if not workflow.spec.entry:
+        raise UsageError(
+            "--message goes to the entry agent, and this workflow has `steps:` instead",
+            "resume without --message",
+        )
+    return Conversation(workflow.spec.entry, once)
+
+
+def _once(message: str) -> ReadMessage:
+    sent = False
+
+    async def read(answer: str | None) -> str | None:
+        nonlocal sent
+        if sent:
+            return None
+        sent = True
+        return message
+
+    return read
 
 
 def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:

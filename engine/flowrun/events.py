@@ -88,6 +88,8 @@ class RunStartEvent(Event):
     output: str | None = nullable()
     agent_models: dict[str, str] | None = None  # --model AGENT=REF
     overrides: list[str] | None = None  # --set PATH=VALUE
+    workdir: str | None = None  # the agents' folder, when not the run folder
+    chat: str | None = None  # `flowrun chat`: the agent the user talks to
 
 
 @event_type("run_resumed")
@@ -129,6 +131,18 @@ class AgentPromptEvent(Event):
     model: str = ""
     system: str = ""
     tools: list[dict[str, Any]] = field(default_factory=list)
+
+
+@event_type("user_message")
+@dataclass(kw_only=True, slots=True)
+class UserMessageEvent(Event):
+    """A message from the user to an agent mid-conversation: a chat turn, or the `--message` of
+    a resumed run. `step` is the agent's model calls so far: resume delivers it there again."""
+
+    agent: str
+    agent_id: str
+    step: int
+    text: str
 
 
 @event_type("model_request")

@@ -26,11 +26,16 @@ COMMANDS: dict[str, Registered] = {
         'Run WORKFLOW.yaml; each of its inputs is an option (--question "...", --question @FILE).',
     ),
     "resume": Registered(
-        "flowrun.cli.run_cmd:resume", "Continue a stopped run (crash, kill, Ctrl-C) from its event log."
+        "flowrun.cli.run_cmd:resume",
+        "Continue a stopped run (crash, kill, Ctrl-C) from its event log (a chat goes on).",
     ),
     "replay": Registered(
         "flowrun.cli.run_cmd:replay",
         "Re-run a recorded run offline from its event log; report the first differing step.",
+    ),
+    "chat": Registered(
+        "flowrun.cli.chat_cmd:chat",
+        "Talk to one agent of WORKFLOW.yaml and its tools; Ctrl-D or /exit ends (resumable).",
     ),
     "runs": Registered(
         "flowrun.cli.inspect_cmd:runs", "List runs: id, workflow, status, steps, tokens, cost, duration."
@@ -91,6 +96,7 @@ def main() -> None:
 
     \b
     flowrun WORKFLOW.yaml --INPUT VALUE ...   run a workflow (same as `flowrun run`)
+    flowrun chat WORKFLOW.yaml [--agent NAME]  talk to one agent and its tools
     flowrun validate [PATH...]                 check manifests
     """
 

@@ -259,11 +259,11 @@ class Progress:
 
 
 def make_progress(
-    verbosity: int, redact: Callable[[str], str], console: Console | None = None
+    verbosity: int, redact: Callable[[str], str], console: Console | None = None, live: bool = True
 ) -> Progress | None:
     """The progress subscriber for a run (None at verbosity -1). A Live panel is used when the
-    console is a terminal (default console: stderr)."""
+    console is a terminal (default console: stderr) and `live` is not turned off."""
     if verbosity < 0:
         return None
     console = console or Console(stderr=True)
-    return Progress(verbosity, console, live=console.is_terminal, redact=redact)
+    return Progress(verbosity, console, live=live and console.is_terminal, redact=redact)

@@ -62,6 +62,12 @@ yes_option = click.option(
 )
 @click.option("--run-id", help="Name of the run folder (default: timestamp + workflow name).")
 @click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run the agents in this folder (made if missing, kept), confined to it; the run folder "
+    "keeps the engine's files.",
+)
+@click.option(
     "--inputs",
     "inputs_file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -88,6 +94,7 @@ def run(
     overrides: tuple[str, ...],
     runs_dir: Path,
     run_id: str | None,
+    workdir: Path | None,
     inputs_file: Path | None,
     stream: bool | None,
     no_thinking: bool,
@@ -130,6 +137,7 @@ def run(
                 approve=terminal_approver(progress),
                 yes=yes,
                 no_thinking=no_thinking,
+                workdir=workdir,
             ),
         )
         print_summary(result, level, wf.spec.output)
@@ -145,17 +153,32 @@ def interrupted_hint(folder: list[Path]) -> str:
 
 @click.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "-m",
+    "--message",
+    metavar="TEXT",
+    help="An instruction to the entry agent (or the chat's agent) where the run stopped; a finished "
+    "run continues with it.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
 @sandbox_option
 @yes_option
-def resume(run_dir: Path, quiet: bool, verbose: bool, sandbox: str | None, yes: bool) -> None:
-    """Continue a stopped run (crash, kill, Ctrl-C) from its event log."""
+def resume(
+    run_dir: Path, message: str | None, quiet: bool, verbose: bool, sandbox: str | None, yes: bool
+) -> None:
+    """Continue a stopped run (crash, kill, Ctrl-C) from its event log (a chat goes on)."""
     with reported(verbose, f"continue with `flowrun resume {run_dir}`"):
         from flowrun.api import resume as resume_run
+        from flowrun.cli.chat_cmd import chat_reader, is_chat
 
         level = verbosity(quiet, verbose)
         ask = ask_on_terminal if sys.stdin.isatty() else None
+        chatting = message is None and is_chat(run_dir)
+        if message is not None and not message.strip():
+            from flowrun.errors import UsageError
+
+            raise UsageError("--message is empty", "give the instruction as text")
         result = _with_progress(
             level,
             lambda on_event, progress: resume_run(
@@ -166,7 +189,10 @@ def resume(run_dir: Path, quiet: bool, verbose: bool, sandbox: str | None, yes: 
                 sandbox=sandbox,  # type: ignore[arg-type]
                 approve=terminal_approver(progress),
                 yes=yes,
+                message=message,
+                read=chat_reader(progress) if chatting else None,
             ),
+            live=not chatting,
         )
         if result.message == "already completed; nothing to resume":
             click.echo(f"{run_dir} already completed; nothing to resume")
@@ -219,14 +245,15 @@ def replay_exit(result: ReplayResult) -> int:
 def _with_progress(
     level: int,
     start: Callable[[Callable[[Event], None], Progress | None], Coroutine[Any, Any, R]],
+    live: bool = True,
 ) -> R:
     """Run the API call with the progress display (and the warnings, even with -q) subscribed;
-    always close the display."""
+    always close the display. `live=False`: plain lines even on a terminal (a chat reads input)."""
     from flowrun.cli.progress import make_progress
     from flowrun.redaction import Redactor
 
     redact = Redactor().text
-    progress = make_progress(level, redact)
+    progress = make_progress(level, redact, live=live)
 
     def on_event(event: Event) -> None:
         warning = warning_line(event, redact)
@@ -374,6 +401,7 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
     values: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
+    given: set[str] = set()  # options on the command line (they override the --inputs file)
     i = 0
     while i < len(args):
         arg = args[i]
@@ -384,8 +412,9 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
         if name is None:
             known = ", ".join(f"--{n}" for n in declared) or "(none)"
             raise UsageError(f"unknown option --{key} for workflow '{wf.name}'", f"its inputs: {known}")
-        if name in values:
+        if name in given:
             raise UsageError(f"--{key} is given twice", f"give --{key} once")
+        given.add(name)
         if eq:
             values[name] = value_from_arg(name, inline)
         elif declared[name].type == "boolean" and (i + 1 >= len(args) or args[i + 1].startswith("--")):

@@ -40,6 +40,7 @@ def check_root(root: Path, files: list[Path] | None) -> tuple[list[Diagnostic], 
     project, found, probes = _check_root(root, files)
     checked = _checked_files(project, root)
     checked.update(os.path.abspath(d.file) for d in found)
+    checked.update(os.path.abspath(f) for f in files or [])  # named or found top-level files
     if key is not None:
         check_cache.store(key, (_plain(found), sorted(checked), probes))
     return found, checked

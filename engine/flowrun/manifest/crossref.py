@@ -396,6 +396,8 @@ def _workflow_templates(spec: WorkflowManifest) -> list[StepTemplate]:
         found.append(StepTemplate(spec.task, ("task",), False))
     for path, content in spec.workspace.files.items():
         found.append(StepTemplate(content, ("workspace", "files", path), False))
+    if spec.workspace.dir:
+        found.append(StepTemplate(spec.workspace.dir, ("workspace", "dir"), False))
     return found + step_templates(spec.steps)
 
 

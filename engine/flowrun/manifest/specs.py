@@ -588,6 +588,12 @@ LoopBody.model_rebuild()
 
 
 class WorkspaceSpec(Strict):
+    dir: str | None = Field(
+        None,
+        description="A folder the agents work in instead of the run folder, kept across runs: relative "
+        "to the workflow's folder, a Jinja2 template over the inputs (e.g. projects/{{ name }}); made "
+        "when missing. The run folder keeps the engine's files. --workdir overrides it.",
+    )
     files: dict[str, str] = Field(
         default_factory=dict, description="Seed files: workspace path -> Jinja2 content over the inputs."
     )

@@ -7,6 +7,7 @@ matches, or `max_steps` is reached. A final answer is checked against the agent'
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 
 from flowrun.runtime.context import strategy_for
 from flowrun.runtime.context.base import ContextStrategy
@@ -16,27 +17,48 @@ from flowrun.runtime.structured import accept_final
 from flowrun.types import Control, Finish, Message, ModelResponse, ResetContext, ToolCall, ToolResult
 
 CONTINUE = "Continue. Call a finish tool when the task is done."
+# (instance, its answer or None before a model call) -> a user message for it now, or None
+UserTurn = Callable[[AgentInstance, str | None], Awaitable[str | None]]
 
 
 async def run_agent(
     services: LoopServices, inst: AgentInstance, task: str, max_steps: int | None = None
 ) -> Outcome:
-    """Give `inst` a task and loop until it is done."""
+    """Give `inst` a task and loop until it is done. A user message (a chat turn, or the
+    `--message` of a resumed run) may arrive before a model call or after a final answer; then
+    the conversation goes on, with a fresh `max_steps` budget."""
     strategy = strategy_for(inst.spec.context.strategy)
     inst.task = task
     inst.messages.append(Message("user", strategy.opening(inst, task, services)))
     limit = max_steps or inst.spec.max_steps
     pattern = inst.stop_pattern()
-    step = repairs = 0
-    while step < limit + repairs:
+    user_turn: UserTurn | None = getattr(services, "user_turn", None)
+    step = repairs = base = 0
+    while step < base + limit + repairs:
         step += 1
+        if await _user_message(user_turn, inst, None):
+            base = step - 1
         outcome = await _turn(services, inst, strategy, pattern, step)
         if outcome is None:
             continue
         if outcome.status == "stopped" or accept_final(services, inst, outcome, repairs):
+            if outcome.status != "finished" and await _user_message(user_turn, inst, outcome.text):
+                base = step
+                continue
             return outcome
         repairs += 1
     return Outcome("max_steps", inst.last_text, step)
+
+
+async def _user_message(user_turn: UserTurn | None, inst: AgentInstance, answer: str | None) -> bool:
+    """Append the user's message for `inst` at this point, if there is one."""
+    if user_turn is None:
+        return False
+    message = await user_turn(inst, answer)
+    if message is None:
+        return False
+    inst.messages.append(Message("user", message))
+    return True
 
 
 async def _turn(

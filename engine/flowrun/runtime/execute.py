@@ -63,7 +63,10 @@ def prepare(run: Run, resume: bool = False) -> None:
     else:
         _write_meta(run, "running")
         log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
-    (run.run_dir / "workspace").mkdir(exist_ok=True)
+    if run.workspace == run.run_dir.resolve():
+        (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
+    else:
+        run.workspace.mkdir(parents=True, exist_ok=True)
     run.open_log()
     if not resume:
         seed_workspace(run)
@@ -148,6 +151,8 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             output=run.spec.output,
             agent_models=dict(run.options.agent_models) or None,
             overrides=list(run.options.overrides) or None,
+            workdir=str(run.options.workdir) if run.options.workdir else None,
+            chat=_chat_agent(run),
         )
     )
     if run.sandbox_warning is not None:
@@ -233,10 +238,17 @@ def _write_meta(run: Run, status: str) -> None:
         "agent_models": dict(run.options.agent_models),
         "overrides": list(run.options.overrides),
         "no_thinking": run.options.no_thinking,
+        "workdir": str(run.options.workdir) if run.options.workdir else None,
+        "chat": _chat_agent(run),
         "output": run.spec.output,
         "updated": time.time(),
     }
     write_atomic(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
+
+
+def _chat_agent(run: Run) -> str | None:
+    talk = run.options.conversation
+    return talk.agent if talk is not None and talk.chat else None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -248,6 +260,13 @@ def write_atomic(path: Path, text: str) -> None:
 
 async def _run_body(run: Run) -> Outcome:
     spec = run.spec
+    talk = run.options.conversation
+    if talk is not None and talk.chat:
+        # a chat: the user's first message is the task (the recorded one on resume)
+        task = (run.ledger.tasks.get(talk.agent) if run.ledger else None) or await talk.read(None)
+        if not task:
+            return Outcome("completed", "", 0)
+        return await top_agent(run, talk.agent, talk.agent, task, None)
     if spec.entry:
         task = (
             render(spec.task, run.template_vars(), what="the workflow task")

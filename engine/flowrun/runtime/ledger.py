@@ -30,6 +30,7 @@ from flowrun.events import (
     ToolCallEvent,
     ToolIntentEvent,
     ToolResultEvent,
+    UserMessageEvent,
 )
 from flowrun.runtime.event_log import read_events
 from flowrun.types import ModelResponse, ToolResult
@@ -53,6 +54,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     ContextResetEvent,
     ContextCompactedEvent,
     ApprovalEvent,
+    UserMessageEvent,
     StepConditionEvent,
     FanoutStartEvent,
     FanoutEndEvent,
@@ -85,6 +87,8 @@ class Ledger:
     tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
+    user_messages: dict[tuple[str, int], str] = field(default_factory=dict)  # (agent id, step) -> text
+    tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     recorded: Counter[EventKey] = field(default_factory=Counter)
@@ -107,6 +111,10 @@ class Ledger:
                 ledger.until[(event.loop, event.iteration)] = event.until_met
             elif isinstance(event, ApprovalEvent):
                 ledger.approvals[(event.agent_id, event.call_id)] = event.approved
+            elif isinstance(event, UserMessageEvent):
+                ledger.user_messages[(event.agent_id, event.step)] = event.text
+            elif isinstance(event, AgentStartEvent):
+                ledger.tasks.setdefault(event.agent_id, event.task)
             elif isinstance(event, ToolIntentEvent):
                 ledger.intents.add((event.agent_id, event.call_id))
             elif isinstance(event, StepConditionEvent):

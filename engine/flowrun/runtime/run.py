@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowrun.events import Event
+from flowrun.events import Event, UserMessageEvent
 from flowrun.manifest.graph import tool_entries
 from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
@@ -34,6 +34,16 @@ from flowrun.types import ModelResponse, ToolCall, ToolResult
 
 
 @dataclass
+class Conversation:
+    """Someone talking to the run's top agent: `flowrun chat` (a turn after each answer) or the
+    `--message` of a resumed run (once, where the recorded run ends)."""
+
+    agent: str  # the top agent (depth 0) the messages go to
+    read: Callable[[str | None], Awaitable[str | None]]  # (its answer, or None) -> a message, or None
+    chat: bool = False  # a chat: asked only after an answer, and its first message is the task
+
+
+@dataclass
 class RunOptions:
     dry_run: bool = False
     model_override: str | None = None
@@ -46,6 +56,8 @@ class RunOptions:
     agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=REF
     overrides: list[str] = field(default_factory=list)  # the --set PATH=VALUE the manifests got (recorded)
     no_thinking: bool = False  # --no-thinking: every model's thinking off
+    workdir: Path | None = None  # the agents' folder when it is not the run folder (--workdir, workspace.dir)
+    conversation: Conversation | None = None  # chat turns, or a resumed run's --message
 
 
 class Run:
@@ -67,7 +79,9 @@ class Run:
         self.ledger = ledger
         self.workflow_dir = workflow.source.path.parent.resolve()
         self.run_id = run_dir.name
-        self.workspace = run_dir.resolve()
+        # the agents' root: the run folder, or a folder of the user's (--workdir, workspace.dir)
+        # that is kept across runs while the run folder keeps the engine's files
+        self.workspace = (self.options.workdir or run_dir).resolve()
         self.limits = self.spec.limits
         self.iteration: int | None = None
         self.persistent: dict[str, AgentInstance] = {}
@@ -178,6 +192,25 @@ class Run:
         self.emit(event)
         if self.events is not None:
             write_prompt_file(self.run_dir, event, self.redactor.text)
+
+    async def user_turn(self, inst: AgentInstance, answer: str | None) -> str | None:
+        """A user message for `inst` at this point (before a model call, or after an answer that
+        would end it): one the log recorded here, else a live one once the run is past what the
+        log holds (the agent loop asks)."""
+        key = (inst.id, inst.model_calls)
+        if self.ledger is not None and key in self.ledger.user_messages:
+            return self._user_message(inst, self.ledger.user_messages.pop(key))
+        talk = self.options.conversation
+        if talk is None or inst.depth != 0 or inst.name != talk.agent or (talk.chat and answer is None):
+            return None
+        if self.ledger is not None and (inst.id, inst.model_calls + 1) in self.ledger.responses:
+            return None  # still replaying what the log holds
+        text = await talk.read(answer)
+        return self._user_message(inst, text) if text else None
+
+    def _user_message(self, inst: AgentInstance, text: str) -> str:
+        self.emit(UserMessageEvent(agent=inst.name, agent_id=inst.id, step=inst.model_calls, text=text))
+        return text
 
     def use_model(self, inst: AgentInstance, ref: str) -> None:
         inst.model = self.models.choice.config(ref, inst.name)

@@ -99,7 +99,7 @@ def encoding_problem(encoding: str) -> str | None:
     """Why `encoding` cannot be used for a text file, or None."""
     try:
         info = codecs.lookup(encoding)
-    except (LookupError, TypeError):
+    except (LookupError, TypeError, ValueError):  # ValueError: a NUL byte in the name
         return f"unknown encoding {encoding!r}; use a Python codec name such as utf-8, latin-1, utf-16, gbk"
     if not getattr(info, "_is_text_encoding", True):
         return f"{encoding!r} is not a text encoding"

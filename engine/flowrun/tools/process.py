@@ -316,7 +316,7 @@ def launch(
         raise SandboxUnavailable(f"the sandbox binds {', '.join(missing)}, which does not exist")
     if not sandbox.visible(workdir, policy, layout):
         raise SandboxUnavailable(f"the working folder {workdir} is outside the sandbox")
-    home = layout.root / sandbox.HOME_DIR
+    home = layout.home_dir
     home.mkdir(exist_ok=True)
     env = sandbox.tool_env(policy, home=str(home), extra=settings, keep=keep_env)
     assert found.binary is not None
@@ -330,11 +330,16 @@ def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
     """The run folder read-write with the engine's files in it read-only, and the project's
     skills folders read-only (so skill scripts can run)."""
     root = ctx.workspace.resolve()
+    run_dir = ctx.run_dir.resolve()
+    # the engine's files wherever they show inside the root (also a run folder inside a --workdir)
     protected = tuple(
-        root / name.rstrip("/")
+        folder / name.rstrip("/")
+        for folder in dict.fromkeys((root, run_dir))
+        if folder.is_relative_to(root)
         for name in sorted(ctx.protected)
-        if (root / name.rstrip("/")).exists() and not (root / name.rstrip("/")).is_symlink()
+        if (folder / name.rstrip("/")).exists() and not (folder / name.rstrip("/")).is_symlink()
     )
+    home = None if run_dir == root else run_dir / sandbox.HOME_DIR
     skills = []
     for entry in ctx.search_path:
         for folder in ((entry / "skills").resolve(), (entry / ".claude" / "skills").resolve()):
@@ -342,8 +347,10 @@ def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
                 skills.append(folder)
     writable = None
     if ctx.write_within is not None:
-        writable = (ctx.write_within.resolve(), root / sandbox.HOME_DIR)
-    return Layout(root=root, cwd=cwd, protected=protected, read_only=tuple(skills), writable=writable)
+        writable = (ctx.write_within.resolve(), home or root / sandbox.HOME_DIR)
+    return Layout(
+        root=root, cwd=cwd, protected=protected, read_only=tuple(skills), writable=writable, home=home
+    )
 
 
 def exec_failure(outcome: ProcessOutcome) -> str | None:

@@ -118,6 +118,11 @@ class Layout:
     extra_env: dict[str, str] = field(default_factory=dict)
     # when set, the root is read-only and only these folders (and HOME) are writable
     writable: tuple[Path, ...] | None = None
+    home: Path | None = None  # HOME when not root/.home (the run folder's, for a --workdir)
+
+    @property
+    def home_dir(self) -> Path:
+        return self.home or self.root / HOME_DIR
 
 
 # ---------------------------------------------------------------- finding and probing bwrap
@@ -279,6 +284,8 @@ def bwrap_argv(
         out += ["--ro-bind", str(root), str(root)]
         for path in layout.writable:
             out += ["--bind", str(path), str(path)]
+    if not layout.home_dir.is_relative_to(root):
+        out += ["--bind", str(layout.home_dir), str(layout.home_dir)]
     # after the root, so they cover what it shows: engine files become read-only
     for path in (*layout.read_only, *layout.protected):
         out += ["--ro-bind", str(path), str(path)]
