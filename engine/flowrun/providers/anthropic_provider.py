@@ -363,5 +363,8 @@ class AnthropicProvider(Provider):
                 assembler.feed(event)
         return assembler.response()
 
+    async def ready(self, agent: str) -> None:
+        await self._client_for(agent)
+
     async def aclose(self) -> None:
         self._client = None  # shared by the runs of this event loop; closed when the loop shuts down
