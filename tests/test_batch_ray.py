@@ -30,7 +30,9 @@ def test_items_run_as_ray_tasks_under_a_shared_rate_limit(ray_cluster: str, tmp_
         times = [r.received for r in server.requests]
     assert summary.ok and summary.completed == 6, summary
     assert summary.cost_usd == pytest.approx(6 * 2 * CALL_COST)
-    assert len(times) == 12 and burst_ok(times, 120)  # six workers, one limit: the actor's
+    shown = [round(t - min(times), 3) for t in sorted(times)]
+    # six workers, one limit (the actor's); each worker's first call also opens its connection
+    assert len(times) == 12 and burst_ok(times, 120, jitter_s=1.0), shown
     for line in results(out):
         assert line["status"] == "completed"
         assert (out / line["output"]).read_text().startswith("Answer to: q")
