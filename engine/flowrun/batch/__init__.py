@@ -69,7 +69,7 @@ async def run_batch(
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
     record = options_record(options, concurrency=concurrency, max_cost_usd=max_cost_usd, backend=backend)
     folder.open(wf.path, items_path, record)
-    runner = _backend(backend, concurrency, address, ray_cpus, ship_runs, folder)
+    runner = _backend(backend, concurrency, address, ray_cpus, ship_runs, folder, wf)
     status = "interrupted"
     try:
         summary = await execute(
@@ -107,7 +107,13 @@ def _check_options(
 
 
 def _backend(
-    name: str, concurrency: int, address: str | None, ray_cpus: float, ship: bool | None, folder: BatchFolder
+    name: str,
+    concurrency: int,
+    address: str | None,
+    ray_cpus: float,
+    ship: bool | None,
+    folder: BatchFolder,
+    wf: Workflow,
 ) -> Backend:
     if name == "ray":
         from flowrun.batch.ray_backend import RayBackend
@@ -115,4 +121,4 @@ def _backend(
         return RayBackend(concurrency, address, ray_cpus, ship, folder)
     from flowrun.batch.local import LocalBackend
 
-    return LocalBackend(concurrency)
+    return LocalBackend(concurrency, wf)

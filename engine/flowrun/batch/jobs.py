@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowrun.api import RunResult, load, resume
+from flowrun.api import RunResult, Workflow, load, resume
 from flowrun.batch.folder import ItemResult
 from flowrun.errors import FlowrunError
 from flowrun.events import Event
@@ -42,9 +42,12 @@ class Job:
     options: ItemOptions = field(default_factory=ItemOptions)
 
 
-async def run_job(job: Job, on_event: Callable[[Event], None] | None = None) -> ItemResult:
+async def run_job(
+    job: Job, on_event: Callable[[Event], None] | None = None, workflow: Workflow | None = None
+) -> ItemResult:
     """Run (or resume) one item; every way it can end becomes its ItemResult. Cancelling it
-    stops the run resumably (status interrupted) and propagates."""
+    stops the run resumably (status interrupted) and propagates. `workflow`: the batch's loaded
+    workflow, when the caller has it (else it is loaded, as a Ray worker does)."""
     started = time.monotonic()
     limits = _limits(job)
     try:
@@ -57,7 +60,7 @@ async def run_job(job: Job, on_event: Callable[[Event], None] | None = None) -> 
                 limits=limits,
             )
         else:
-            result = await load(job.workflow).run(
+            result = await (workflow or load(job.workflow)).run(
                 job.inputs,
                 run_dir=job.run_dir,
                 model=job.options.model,

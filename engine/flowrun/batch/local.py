@@ -9,14 +9,16 @@ import asyncio
 import os
 from collections.abc import Iterator
 
+from flowrun.api import Workflow
 from flowrun.batch.folder import ItemResult
 from flowrun.batch.jobs import Job, run_job
 from flowrun.batch.runner import Tally
 
 
 class LocalBackend:
-    def __init__(self, concurrency: int) -> None:
+    def __init__(self, concurrency: int, workflow: Workflow | None = None) -> None:
         self.concurrency = concurrency
+        self.workflow = workflow  # loaded once for every item
 
     async def run(self, jobs: list[Job], tally: Tally) -> None:
         queue = iter(jobs)
@@ -38,7 +40,7 @@ class LocalBackend:
                 return
             tally.starting(job)
             try:
-                result = await run_job(job, tally.listener(job.item_id))
+                result = await run_job(job, tally.listener(job.item_id), self.workflow)
             except asyncio.CancelledError:
                 tally.ended(interrupted(job))
                 task = asyncio.current_task()
