@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,30 @@ SECRET_VARS = (
     "OPENAI_BASE_URL",
     "TAVILY_API_KEY",
 )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _check_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The manifest check cache of this test session (one per xdist worker), not the user's."""
+    saved = os.environ.get("FLOWRUN_CACHE_DIR")
+    os.environ["FLOWRUN_CACHE_DIR"] = str(tmp_path_factory.mktemp("flowrun-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("FLOWRUN_CACHE_DIR", None)
+    else:
+        os.environ["FLOWRUN_CACHE_DIR"] = saved
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """A local Ray cluster for the session (tests that use it share one xdist group, so one
+    worker starts it once); its address. Skipped only when the `ray` extra is not installed."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flowrun[ray]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
 
 
 @pytest.fixture(autouse=True)

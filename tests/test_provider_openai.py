@@ -273,18 +273,37 @@ async def test_400_is_not_retried_and_shows_the_server_message(make_provider: Pr
         assert len(server.requests) == 1
 
 
-async def test_client_is_reused_across_calls_and_closed(make_provider: ProviderFactory) -> None:
+def test_client_is_shared_on_its_loop_and_closed_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls and providers of the same settings on one event loop share one client (and its
+    connection); the client is closed when the loop shuts down, not when a run ends."""
+    monkeypatch.setenv("TEST_OPENAI_KEY", "sk-test")
+    clients = []
+
+    async def two_runs(server: WireServer) -> None:
+        for _ in range(2):
+            provider = OpenAIProvider(
+                provider_config(
+                    name="fast",
+                    provider="openai",
+                    model="m",
+                    base_url=server.openai_base_url,
+                    api_key_env="TEST_OPENAI_KEY",
+                )
+            )
+            await provider.complete(request())
+            await provider.complete(
+                request(Message("user", "q"), Message("assistant", "a"), Message("user", "q2"))
+            )
+            clients.append(provider._client)
+            await provider.aclose()
+            assert provider._client is None and not clients[-1].is_closed()
+
     with WireServer(Script({"researcher": [Reply(text="a"), Reply(text="b")]})) as server:
-        provider = make_provider(server)
-        await provider.complete(request())
-        client = provider._client
-        await provider.complete(
-            request(Message("user", "q"), Message("assistant", "a"), Message("user", "q2"))
-        )
-        assert provider._client is client
-        await provider.aclose()
-        assert provider._client is None
-        assert client.is_closed()
+        asyncio.run(two_runs(server))
+        assert clients[0] is clients[1] and clients[0].is_closed()
+        assert server.connections_opened == 1
+        asyncio.run(two_runs(server))  # a new loop: a new client
+        assert clients[2] is not clients[0] and clients[2].is_closed()
 
 
 @pytest.mark.parametrize("stream", [False, True])

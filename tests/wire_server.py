@@ -57,6 +57,7 @@ class WireRequest:
     tool_results: list[tuple[str, str, bool]]  # (tool_call_id, content text, is_error)
     last_user_text: str
     messages: list[dict[str, Any]]
+    received: float = field(default_factory=time.monotonic)  # when the server read it (rate-limit tests)
 
 
 @dataclass(slots=True)

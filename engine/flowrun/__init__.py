@@ -5,6 +5,7 @@ The public API (see flowrun.api) is imported on first use, so `import flowrun` s
     import flowrun
     wf = flowrun.load("examples/research.yaml")
     result = wf.run_sync({"question": "..."}, dry_run=True)
+    summary = asyncio.run(flowrun.run_batch(wf, "questions.jsonl", concurrency=20))
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from flowrun._version import __version__
 
 if TYPE_CHECKING:
     from flowrun.api import EventStream, ReplayResult, RunResult, Workflow, load, replay, resume
+    from flowrun.batch import BatchProgress, BatchSummary, ItemResult, run_batch
     from flowrun.errors import (
         BudgetExceeded,
         FlowrunError,
@@ -37,6 +39,10 @@ _EXPORTS = {
     "RunResult": "flowrun.api",
     "ReplayResult": "flowrun.api",
     "EventStream": "flowrun.api",
+    "run_batch": "flowrun.batch",
+    "BatchSummary": "flowrun.batch",
+    "BatchProgress": "flowrun.batch",
+    "ItemResult": "flowrun.batch",
     "FlowrunError": "flowrun.errors",
     "ManifestError": "flowrun.errors",
     "UsageError": "flowrun.errors",
@@ -52,10 +58,13 @@ _EXPORTS = {
 
 __all__ = [
     "ApprovalRequest",
+    "BatchProgress",
+    "BatchSummary",
     "BudgetExceeded",
     "Diagnostic",
     "EventStream",
     "FlowrunError",
+    "ItemResult",
     "ManifestError",
     "ManifestInvalid",
     "ProviderError",
@@ -70,6 +79,7 @@ __all__ = [
     "load",
     "replay",
     "resume",
+    "run_batch",
 ]
 
 

@@ -1,3 +1,3 @@
-from flowrun.cli import main
+from flowrun.cli import entry
 
-main()
+entry()

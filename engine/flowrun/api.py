@@ -31,6 +31,7 @@ from typing import Any
 
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
+from flowrun.manifest.checked import checked_project
 from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
 from flowrun.manifest.graph import run_agents, workflow_agents
@@ -38,7 +39,7 @@ from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.overrides import Override, apply_overrides, parse_overrides
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import InputSpec, WorkflowManifest
+from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
 from flowrun.runtime.approvals import Approver
 from flowrun.runtime.credentials import missing_credentials
 from flowrun.runtime.event_log import read_lines
@@ -111,6 +112,7 @@ class RunSettings:
     no_thinking: bool = False  # every model's thinking off
     workdir: Path | None = None  # the agents' folder instead of the run folder
     conversation: Conversation | None = None  # chat turns, or a resumed run's --message
+    limits: dict[str, Any] | None = None  # tighter `limits:` for this run (a batch's per-item budget)
 
 
 ModelChoiceArg = str | Mapping[str, str] | None
@@ -162,6 +164,7 @@ class Workflow:
         no_thinking: bool = False,
         workdir: str | Path | None = None,
         conversation: Conversation | None = None,
+        limits: dict[str, Any] | None = None,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
         `runs_dir/<timestamp>-<name>-<hex>`). `model` is a model for every agent, or a mapping
@@ -171,7 +174,8 @@ class Workflow:
         `no_thinking` switches every model's thinking off (Anthropic thinking; the `thinking_off`
         request body of OpenAI-compatible models). `workdir` is a folder the agents work in
         instead of the run folder (over the workflow's `workspace.dir`); the run folder keeps
-        the engine's files."""
+        the engine's files. `limits` ({"max_cost_usd": 0.5, ...}) tightens the workflow's
+        `limits:` for this run: each one given applies where it is lower than the workflow's own."""
         every, per_agent = self.model_choice(model)
         settings = RunSettings(
             every, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes, per_agent
@@ -180,6 +184,7 @@ class Workflow:
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
         settings.workdir = self.agents_folder(values, workdir)
         settings.conversation = conversation
+        settings.limits = limits
         name = check_run_id(run_id) if run_id is not None else new_run_id(self.name)
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
         run = self._new_run(values, target, settings)
@@ -292,7 +297,8 @@ class Workflow:
             workdir=settings.workdir,
             conversation=settings.conversation,
         )
-        return Run(self.project, self.loaded, inputs, run_dir, options, ledger)
+        loaded = self.loaded if not settings.limits else tightened(self.loaded, settings.limits)
+        return Run(self.project, loaded, inputs, run_dir, options, ledger)
 
 
 class EventStream:
@@ -337,16 +343,23 @@ def load(path: str | Path, overrides: Mapping[str, Any] | Iterable[str] | None =
         what = "is not a regular file" if path.exists() else "does not exist"
         raise UsageError(f"workflow file '{path}' {what}", "give the path of a workflow .yaml file")
     changes = parse_overrides(overrides)
+    project, diagnostics = _overridden(path, changes) if changes else checked_project(path)
+    if any(d.severity == "error" for d in diagnostics) or not project.workflows:
+        raise ManifestInvalid(str(path), diagnostics)
+    return Workflow(path, project, project.workflows[0], changes)
+
+
+def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diagnostic]]:
+    """The project with `--set` overrides applied: a copy of its own (never the one shared by
+    loads of the unchanged files), checked again."""
     project = load_project(path.parent, [path])
     diagnostics: list[Diagnostic] = list(project.diagnostics)
-    if project.workflows and changes and not any(d.severity == "error" for d in diagnostics):
+    if project.workflows and not any(d.severity == "error" for d in diagnostics):
         _, found = apply_overrides(project, project.workflows[0], changes)
         diagnostics += found
     if not any(d.severity == "error" for d in diagnostics):
         diagnostics += check_project(project)
-    if any(d.severity == "error" for d in diagnostics) or not project.workflows:
-        raise ManifestInvalid(str(path), diagnostics)
-    return Workflow(path, project, project.workflows[0], changes)
+    return project, diagnostics
 
 
 async def resume(
@@ -360,12 +373,14 @@ async def resume(
     yes: bool = False,
     message: str | None = None,
     read: ReadMessage | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> RunResult:
     """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
     model answers, tool results and approval decisions are used again, then the run goes live
     where the log ends. `message` is an instruction from the user to the entry agent (or the
     chat's agent) where the recorded run ends: a finished run continues with it. A chat goes on
-    with `read` (as in `Workflow.chat`) when given."""
+    with `read` (as in `Workflow.chat`) when given. `limits` tightens the workflow's `limits:`
+    as in `Workflow.run`."""
     run_dir = Path(run_dir)
     with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
         meta, workflow = recorded_run(run_dir)
@@ -386,6 +401,7 @@ async def resume(
             bool(meta.get("no_thinking")),
             Path(meta["workdir"]) if meta.get("workdir") else None,
             talk,
+            limits,
         )
         inputs = dict(meta.get("inputs") or {})
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
@@ -570,6 +586,26 @@ def _recorded_result(run_dir: Path, meta: dict[str, Any]) -> RunResult:
         usage=usage,
         run_dir=run_dir,
     )
+
+
+def tightened(loaded: Loaded[WorkflowManifest], limits: dict[str, Any]) -> Loaded[WorkflowManifest]:
+    """The workflow with `limits` applied where they are lower than its own (or it has none)."""
+    from pydantic import ValidationError
+
+    current = loaded.spec.limits.model_dump()
+    unknown = sorted(set(limits) - set(current))
+    if unknown:
+        raise UsageError(f"unknown limit '{unknown[0]}'", "limits: " + ", ".join(current))
+    merged = {
+        key: current[key] if value is None else value if current[key] is None else min(current[key], value)
+        for key, value in limits.items()
+    }
+    try:
+        tighter = Limits.model_validate({**loaded.spec.limits.model_dump(exclude_unset=True), **merged})
+    except ValidationError as e:
+        raise UsageError(f"bad limit: {e.errors()[0]['msg']}", "see the workflow's `limits:` keys") from None
+    spec = loaded.spec.model_copy(update={"limits": tighter})
+    return Loaded(spec, loaded.source, loaded.root, loaded.builtin)
 
 
 def new_run_id(name: str) -> str:

@@ -3,10 +3,12 @@ repository root when running from a source checkout."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
 BUILTIN_DIRS = ("agents.d", "tools.d", "prompts", "schema")
+MANIFEST_DIRS = ("agents.d", "tools.d", "models.d")  # folders of manifests on every search-path root
 
 
 @cache
@@ -34,3 +36,20 @@ def is_builtin_file(path: Path | str) -> bool:
     resolved = Path(path).resolve()
     root = builtin_root().resolve()
     return any(resolved.is_relative_to(root / folder) for folder in BUILTIN_DIRS)
+
+
+def search_roots(project_root: Path) -> list[Path]:
+    """Where a project's manifests are looked up: its own folder first, then the built-ins."""
+    builtin = builtin_root()
+    roots = [project_root.resolve()]
+    if builtin.resolve() != roots[0]:
+        roots.append(builtin)
+    return roots
+
+
+def display_path(path: Path) -> str:
+    """A path as diagnostics print it: relative to the current folder when it can be."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)

@@ -1,31 +1,98 @@
-"""The `flowrun` command line: the only layer that prints. Each command lives in its own module
-and is registered here; heavy modules (the API, pydantic, rich, SDKs) are imported inside the
-commands, so `flowrun --help` starts fast."""
+"""The `flowrun` command line: the only layer that prints. Each command lives in its own module,
+listed in COMMANDS and imported only when it runs (`flowrun --help` imports none of them), and
+heavy modules (the API, pydantic, rich, SDKs) are imported inside the commands, so the command
+line starts fast. `entry` is the console script: it leaves without the interpreter's teardown."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
 from flowrun._version import __version__
-from flowrun.cli import (
-    chat_cmd,
-    export_cmd,
-    inspect_cmd,
-    run_cmd,
-    schema_cmd,
-    serve_cmd,
-    test_cmd,
-    validate_cmd,
-)
+from flowrun.cli.exit import leave
+
+
+class Registered(NamedTuple):
+    target: str  # "module:command"
+    summary: str  # the first line of the command's docstring (a test keeps them equal)
+
+
+COMMANDS: dict[str, Registered] = {
+    "run": Registered(
+        "flowrun.cli.run_cmd:run",
+        'Run WORKFLOW.yaml; each of its inputs is an option (--question "...", --question @FILE).',
+    ),
+    "resume": Registered(
+        "flowrun.cli.run_cmd:resume",
+        "Continue a stopped run (crash, kill, Ctrl-C) from its event log (a chat goes on).",
+    ),
+    "replay": Registered(
+        "flowrun.cli.run_cmd:replay",
+        "Re-run a recorded run offline from its event log; report the first differing step.",
+    ),
+    "chat": Registered(
+        "flowrun.cli.chat_cmd:chat",
+        "Talk to one agent of WORKFLOW.yaml and its tools; Ctrl-D or /exit ends (resumable).",
+    ),
+    "runs": Registered(
+        "flowrun.cli.inspect_cmd:runs", "List runs: id, workflow, status, steps, tokens, cost, duration."
+    ),
+    "show": Registered(
+        "flowrun.cli.inspect_cmd:show", "Print a run's tree of agents and tool calls with timings and tokens."
+    ),
+    "validate": Registered(
+        "flowrun.cli.validate_cmd:validate",
+        "Check manifests: YAML, schema, and cross-references (files or folders; default: .).",
+    ),
+    "batch": Registered(
+        "flowrun.cli.batch_cmd:batch", "Run WORKFLOW.yaml once per item of ITEMS (JSONL or CSV), resumably."
+    ),
+    "schema": Registered(
+        "flowrun.cli.schema_cmd:schema", "Print the JSON Schema of a manifest KIND (default: workflow)."
+    ),
+    "test": Registered(
+        "flowrun.cli.test_cmd:test",
+        "Replay recorded runs offline and check what test files (*.flowrun.yaml) expect.",
+    ),
+    "record": Registered(
+        "flowrun.cli.test_cmd:record", "Run a workflow live and keep the run as the cassette of TEST_FILE."
+    ),
+    "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
+    "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
+}
 
 
 class FlowrunGroup(click.Group):
-    """`flowrun WORKFLOW.yaml --input x` is short for `flowrun run WORKFLOW.yaml --input x`."""
+    """Commands imported on first use; `flowrun WORKFLOW.yaml --input x` is short for
+    `flowrun run WORKFLOW.yaml --input x`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        registered = COMMANDS.get(cmd_name)
+        if registered is None:
+            return None
+        module, _, name = registered.target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the table, without importing any command."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name].summary).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        if args and args[0] not in COMMANDS and not args[0].startswith("-"):
             first = args[0]
             if first.endswith((".yaml", ".yml")) or Path(first).is_file():
                 args = ["run", *args]
@@ -44,18 +111,10 @@ def main() -> None:
     """
 
 
-for command in (
-    run_cmd.run,
-    run_cmd.resume,
-    run_cmd.replay,
-    chat_cmd.chat,
-    inspect_cmd.runs,
-    inspect_cmd.show,
-    validate_cmd.validate,
-    schema_cmd.schema,
-    serve_cmd.serve,
-    export_cmd.export,
-    test_cmd.test,
-    test_cmd.record,
-):
-    main.add_command(command)
+def entry() -> None:
+    """The console script (and `python -m flowrun`): run the command line, then leave."""
+    try:
+        main.main(prog_name="flowrun")
+    except SystemExit as e:
+        leave(e.code)
+    leave(0)

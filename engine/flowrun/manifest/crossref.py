@@ -19,7 +19,7 @@ from flowrun.manifest.mcp_refs import check_entry as check_mcp_entry
 from flowrun.manifest.mcp_refs import mcp_ref
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.output_schemas import output_schema_diagnostics
-from flowrun.manifest.project import Loaded, Project, display_path, find_agent_prompt
+from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.python_tools import check_python_tools
 from flowrun.manifest.sandboxing import check_entry_keys, check_setting
 from flowrun.manifest.schema_check import did_you_mean
@@ -38,6 +38,7 @@ from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analy
 from flowrun.manifest.test_files import check_test_files
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
 from flowrun.manifest.yaml_source import Source
+from flowrun.paths import display_path
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:

@@ -94,6 +94,8 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         send_thinking_off="thinking" in spec.model_fields_set and not thinking.enabled,
         tool_history=spec.tool_history,
         token_env=entry.token_env if default_key and entry is not None else None,
+        requests_per_minute=spec.rate_limit.requests_per_minute if spec.rate_limit else None,
+        tokens_per_minute=spec.rate_limit.tokens_per_minute if spec.rate_limit else None,
     )
 
 

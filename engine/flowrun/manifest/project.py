@@ -4,12 +4,12 @@ the built-ins), with `extends:` resolved and all problems collected as diagnosti
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from flowrun.manifest import mcp_config
+from flowrun.manifest.check_cache import cached_check
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.extends import extended
 from flowrun.manifest.schema_check import check_schema, detect_kind
@@ -27,10 +27,12 @@ from flowrun.manifest.specs import (
     WorkflowManifest,
 )
 from flowrun.manifest.yaml_source import Source, load_source
+from flowrun.paths import MANIFEST_DIRS as MANIFEST_DIRS  # (re-exported: other modules import them from here)
 from flowrun.paths import builtin_root
+from flowrun.paths import display_path as display_path
+from flowrun.paths import search_roots as search_roots
 
 T = TypeVar("T", bound=Strict)
-MANIFEST_DIRS = ("agents.d", "tools.d", "models.d")
 
 
 @dataclass(slots=True)
@@ -75,36 +77,37 @@ class Project:
         return [d for d in self.diagnostics if d.severity == "error"]
 
 
-def display_path(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
-
-
 def parse_manifest(
     path: Path, folder_kind_hint: str = "", trusted: bool = False
 ) -> tuple[str | None, Strict | None, Source, list[Diagnostic]]:
     """YAML → schema check → typed spec. Returns (kind, spec or None, source, diagnostics).
     `trusted` (the built-ins, checked by flowrun's own tests) skips the JSON Schema pass; the
-    typed specs still validate them."""
-    src, diags = load_source(path, display_path(path))
-    if src.data is None:
-        return None, None, src, diags
-    kind, kind_diags = detect_kind(src, folder_kind_hint)
-    diags += kind_diags
-    if kind is None:
-        return None, None, src, diags
-    schema_diags = [] if trusted else check_schema(src, kind)
-    diags += schema_diags
-    if schema_diags or any(d.severity == "error" for d in diags):
-        return kind, None, src, diags
-    rules = problems(kind, src)
-    diags += rules
-    if rules:
+    typed specs still validate them. The steps before the typed spec are cached by the file's
+    content (check_cache)."""
+    kind, src, diags, passed = cached_check(path, display_path(path), folder_kind_hint, trusted, check_source)
+    if not passed or kind is None:
         return kind, None, src, diags
     spec, typed_diags = typed_spec(kind, src, {**src.data, "kind": kind})
     return kind, spec, src, diags + typed_diags
+
+
+def check_source(
+    path: Path, display: str, folder_kind_hint: str, trusted: bool
+) -> tuple[str | None, Source, list[Diagnostic], bool]:
+    """YAML → kind → JSON Schema → cross-key rules: (kind, source, diagnostics, passed)."""
+    src, diags = load_source(path, display)
+    if src.data is None:
+        return None, src, diags, False
+    kind, kind_diags = detect_kind(src, folder_kind_hint)
+    diags += kind_diags
+    if kind is None:
+        return None, src, diags, False
+    schema_diags = [] if trusted else check_schema(src, kind)
+    diags += schema_diags
+    if schema_diags or any(d.severity == "error" for d in diags):
+        return kind, src, diags, False
+    rules = problems(kind, src)
+    return kind, src, diags + rules, not rules
 
 
 def typed_spec(kind: str, src: Source, data: dict[str, Any]) -> tuple[Strict | None, list[Diagnostic]]:
@@ -126,14 +129,6 @@ def _manifest_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-
-
-def search_roots(project_root: Path) -> list[Path]:
-    builtin = builtin_root()
-    roots = [project_root.resolve()]
-    if builtin.resolve() != roots[0]:
-        roots.append(builtin)
-    return roots
 
 
 def load_project(project_root: Path, workflow_files: list[Path] | None = None) -> Project:

@@ -119,6 +119,16 @@ class Thinking(Strict):
     budget_tokens: int = Field(2048, ge=1024, description="Tokens the model may spend thinking per call.")
 
 
+class RateLimit(Strict):
+    """A model's rate limits, shared by every run of the process (and of a batch, on Ray too):
+    requests are spread evenly, tokens come from a bucket of ten seconds' worth."""
+
+    requests_per_minute: int | None = Field(None, ge=1, description="Requests started per minute, at most.")
+    tokens_per_minute: int | None = Field(
+        None, ge=1, description="Input and output tokens per minute, at most (input estimated before a call)."
+    )
+
+
 class ModelSpec(Strict):
     """One named model: which provider serves it and how to call it. Secrets are never inline."""
 
@@ -194,6 +204,10 @@ class ModelSpec(Strict):
         gt=0,
         description="After it failed, seconds before this model is tried again (calls go to the "
         "fallback meanwhile).",
+    )
+    rate_limit: RateLimit | None = Field(
+        None,
+        description="{requests_per_minute, tokens_per_minute}: shared by all runs of a process or batch.",
     )
 
 

@@ -4,10 +4,11 @@ analysis (syntax errors, variables a template uses) for `flowrun validate`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from flowrun.errors import ManifestError
@@ -84,13 +85,24 @@ def render(
 ) -> str:
     from jinja2 import TemplateError
 
-    env = environment(search)
     try:
-        return env.from_string(source).render(**variables)
+        return _compiled(source, tuple(str(p) for p in search or ())).render(**variables)
     except TemplateError as e:
         raise ManifestError(
             f"cannot render {what or 'template'}: {e}", "check the variable names it uses"
         ) from e
+
+
+@lru_cache(maxsize=512)
+def _compiled(source: str, search: tuple[str, ...]) -> Template:
+    """A template compiled once per process: the runs of a batch and an API caller's second run
+    render the same prompts again."""
+    return _environment(search).from_string(source)
+
+
+@lru_cache(maxsize=32)
+def _environment(search: tuple[str, ...]) -> SandboxedEnvironment:
+    return environment([Path(p) for p in search])
 
 
 def evaluate(expression: str, variables: dict[str, Any], what: str = "until") -> bool:

@@ -3,17 +3,19 @@ and collect every problem in one pass."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
-from flowrun.manifest.crossref import check_project
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.mcp_config import MCP_FILE
-from flowrun.manifest.project import MANIFEST_DIRS, display_path, load_project
-from flowrun.manifest.skill_lint import SKILL_FILE, lint_skill, skill_folders
-from flowrun.manifest.yaml_source import load_source
-from flowrun.paths import builtin_root, is_builtin_file
-from flowrun.yaml_limits import MAX_FILE_BYTES
+from flowrun.paths import MANIFEST_DIRS, display_path
+
+# the names below are those of yaml_limits, mcp_config and skill_lint, not imported from there:
+# they bring the YAML parser and pydantic, which a warm `validate` never needs (a test keeps
+# them equal)
+HEAD_BYTES = 1_000_000  # yaml_limits.MAX_FILE_BYTES
+MCP_FILE = ".mcp.json"  # mcp_config.MCP_FILE
+SKILL_FILE = "SKILL.md"  # skill_lint.SKILL_FILE
 
 SKIP_DIRS = {
     "runs",
@@ -36,11 +38,11 @@ def _is_yaml(path: Path) -> bool:
 
 
 def _looks_like_manifest(path: Path) -> bool:
-    """A `kind:` line near the top (only the first MAX_FILE_BYTES are read: a bigger file that
+    """A `kind:` line near the top (only the first HEAD_BYTES are read: a bigger file that
     looks like a manifest is then reported as too large)."""
     try:
         with path.open("rb") as f:
-            head = f.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
+            head = f.read(HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return False
     return bool(HAS_KIND.search(head))
@@ -101,12 +103,10 @@ def _claude_root(path: Path) -> Path | None:
     return Path(*parts[:index])
 
 
-def skill_targets(paths: list[Path], roots: list[Path]) -> list[Path]:
-    """Skill folders to lint: those of each project root, and the ones the paths name (a
-    SKILL.md, a skill folder, or a folder of skills)."""
+def named_skills(paths: list[Path], roots: list[Path]) -> list[Path]:
+    """Skill folders the paths name (a SKILL.md, a skill folder, or a folder of skills) that are
+    not in a project root's own skill library (those are linted with their project)."""
     found: list[Path] = []
-    for root in roots:
-        found += skill_folders(root)
     for path in paths:
         resolved = path.resolve()
         if resolved.is_file() and resolved.name == SKILL_FILE:
@@ -115,7 +115,8 @@ def skill_targets(paths: list[Path], roots: list[Path]) -> list[Path]:
             found.append(resolved)
         elif resolved.is_dir():
             found += sorted(p for p in resolved.iterdir() if (p / SKILL_FILE).is_file())
-    return list(dict.fromkeys(p.resolve() for p in found))
+    libraries = {lib for root in roots for lib in (root / "skills", root / ".claude" / "skills")}
+    return [p for p in dict.fromkeys(p.resolve() for p in found) if p.parent not in libraries]
 
 
 def _walk_dirs(top: Path) -> list[Path]:
@@ -130,39 +131,30 @@ def _walk_dirs(top: Path) -> list[Path]:
 
 
 def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
-    """All diagnostics for the manifests under `paths`, and how many files were checked."""
+    """All diagnostics for the manifests under `paths`, and how many files were checked. Each
+    project folder's result (its skills included) comes from the check cache while none of the
+    files it reads changed."""
+    from flowrun.manifest.checked import check_root
+
     diagnostics: list[Diagnostic] = []
     checked: set[str] = set()
-    builtin = builtin_root().resolve()
     for special in [p for p in paths if not p.is_file() and not p.is_dir()]:
         # a FIFO, socket or device named on the command line: refused, never opened for reading
+        from flowrun.manifest.yaml_source import load_source
+
         diagnostics += load_source(special, display_path(special))[1]
-        checked.add(display_path(special))
+        checked.add(os.path.abspath(special))
     paths = [p for p in paths if p.is_file() or p.is_dir()]
     roots = find_roots(paths)
-    for folder in skill_targets(paths, list(roots)):
+    for folder in named_skills(paths, list(roots)):
+        from flowrun.manifest.skill_lint import lint_skill
+
         display = display_path(folder / SKILL_FILE)
         diagnostics += [d for d in lint_skill(folder, display) if d not in diagnostics]
-        checked.add(display)
+        checked.add(os.path.abspath(display))
     for root, files in roots.items():
-        project = load_project(root, files)
-        own_builtins = root == builtin
-        found = project.diagnostics + check_project(project, include_builtins=own_builtins)
-        for d in found:
-            if not own_builtins and is_builtin_file(d.file):
-                continue
-            if d not in diagnostics:
-                diagnostics.append(d)
-        for group in (project.agent_layers.values(), [[t] for t in project.tools.values()]):
-            for layers in group:
-                for loaded in layers:
-                    if own_builtins or not loaded.builtin:
-                        checked.add(loaded.source.display)
-        checked.update(m.source.display for m in project.models.values() if own_builtins or not m.builtin)
-        checked.update(w.source.display for w in project.workflows)
-        checked.update(s.source.display for s in project.scripts)
-        checked.update(m.source.display for m in project.mcp_servers.values())
-        checked.update(d.file for d in found if own_builtins or not is_builtin_file(d.file))
-        checked.update(display_path(f) for f in files or [])  # named or found top-level files
+        found, files_checked = check_root(root, files)
+        diagnostics += [d for d in found if d not in diagnostics]
+        checked |= files_checked
     diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
     return diagnostics, len(checked)

@@ -24,6 +24,7 @@ from typing import Any
 from flowrun.errors import MissingCredentials
 from flowrun.providers.answers import parsed, require_answer, require_json_object, require_stream_end
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
 from flowrun.providers.structured import (
@@ -307,7 +308,7 @@ class AnthropicProvider(Provider):
             return None, token
         return config.require_key(agent), None
 
-    def _client_for(self, agent: str) -> Any:
+    async def _client_for(self, agent: str) -> Any:
         if self._client is None:
             import anthropic
 
@@ -316,18 +317,28 @@ class AnthropicProvider(Provider):
             if api_key is not None:
                 headers = {"x-api-key": api_key, "Authorization": anthropic.omit}
             self._sdk = anthropic
-            self._client = anthropic.AsyncAnthropic(
-                api_key=api_key,
-                auth_token=auth_token,
-                base_url=self.config.base_url,
-                timeout=self.config.timeout_s,
-                max_retries=0,  # we retry ourselves (retry.py)
-                default_headers={**headers, **self.config.headers},
+            config = self.config
+            key = (
+                "anthropic",
+                secret_digest(api_key),
+                secret_digest(auth_token),
+                sdk_environment("ANTHROPIC_"),
+            )
+            self._client = await shared_client(
+                (*key, config.base_url, config.timeout_s, tuple(config.headers.items())),
+                lambda: anthropic.AsyncAnthropic(
+                    api_key=api_key,
+                    auth_token=auth_token,
+                    base_url=config.base_url,
+                    timeout=config.timeout_s,
+                    max_retries=0,  # we retry ourselves (retry.py)
+                    default_headers={**headers, **config.headers},
+                ),
             )
         return self._client
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        client = self._client_for(request.agent)
+        client = await self._client_for(request.agent)
         params = build_params(self.config, request)
 
         async def call() -> ModelResponse:
@@ -352,7 +363,8 @@ class AnthropicProvider(Provider):
                 assembler.feed(event)
         return assembler.response()
 
+    async def ready(self, agent: str) -> None:
+        await self._client_for(agent)
+
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        self._client = None  # shared by the runs of this event loop; closed when the loop shuts down

@@ -48,6 +48,8 @@ class ModelConfig:
     send_thinking_off: bool = False  # thinking was switched off explicitly (model or --no-thinking)
     tool_history: str = "native"  # native | text (past tool calls as plain text)
     token_env: str | None = None  # a bearer token to fall back on when the key variable is unset
+    requests_per_minute: int | None = None  # the model's `rate_limit` (runtime/rate_limits.py)
+    tokens_per_minute: int | None = None
 
     def request_body(self) -> dict[str, Any]:
         """The extra JSON body of every request: `extra_body`, plus `thinking_off` when thinking
@@ -124,6 +126,10 @@ class Provider(ABC):
 
     @abstractmethod
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    async def ready(self, agent: str) -> None:  # noqa: B027 - optional hook
+        """Get ready to send (import the SDK, make the client), so a rate-limited call goes
+        out right when its turn comes. MissingCredentials, like `complete`, when a key is unset."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release connections. Called once when the run ends."""

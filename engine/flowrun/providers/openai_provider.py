@@ -30,6 +30,7 @@ from flowrun.providers.answers import (
     unusable,
 )
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
+from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
 from flowrun.providers.structured import openai_response_format, with_instructions
@@ -241,23 +242,34 @@ class OpenAIProvider(Provider):
             return NO_KEY  # a local server (ollama, vllm preset) that needs no key
         return replace(config, api_key_env=env).require_key(agent)
 
-    def _client_for(self, agent: str) -> Any:
+    async def _client_for(self, agent: str) -> Any:
         if self._client is None:
             import openai
 
             key = self.api_key(agent)
             self._sdk = openai
-            self._client = openai.AsyncOpenAI(
-                api_key=key,
-                base_url=self.config.base_url,
-                timeout=self.config.timeout_s,
-                max_retries=0,  # we retry ourselves (retry.py)
-                default_headers=self.config.headers or None,
+            config = self.config
+            self._client = await shared_client(
+                (
+                    "openai",
+                    secret_digest(key),
+                    config.base_url,
+                    config.timeout_s,
+                    tuple(config.headers.items()),
+                    sdk_environment("OPENAI_"),  # OPENAI_BASE_URL and the like
+                ),
+                lambda: openai.AsyncOpenAI(
+                    api_key=key,
+                    base_url=config.base_url,
+                    timeout=config.timeout_s,
+                    max_retries=0,  # we retry ourselves (retry.py)
+                    default_headers=config.headers or None,
+                ),
             )
         return self._client
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        client = self._client_for(request.agent)
+        client = await self._client_for(request.agent)
         params = build_params(self.config, request)
 
         async def call() -> ModelResponse:
@@ -281,7 +293,8 @@ class OpenAIProvider(Provider):
                 assembler.feed(chunk)
         return assembler.response()
 
+    async def ready(self, agent: str) -> None:
+        await self._client_for(agent)
+
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        self._client = None  # shared by the runs of this event loop; closed when the loop shuts down

@@ -148,5 +148,8 @@ class ReactProvider(Provider):
         response.text = answer
         return response
 
+    async def ready(self, agent: str) -> None:
+        await self.inner.ready(agent)
+
     async def aclose(self) -> None:
         await self.inner.aclose()

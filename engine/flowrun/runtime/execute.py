@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,7 @@ def sdk_versions() -> dict[str, str]:
     return {name: _package_version(name) for name in ("anthropic", "openai")}
 
 
+@cache  # once per process: a batch or an API caller runs many times
 def _package_version(name: str) -> str:
     module = sys.modules.get(name)
     if module is not None:

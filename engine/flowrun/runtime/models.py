@@ -24,6 +24,7 @@ from flowrun.runtime.budgets import Budgets
 from flowrun.runtime.fallback import FallbackChains
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger, RequestPrint
+from flowrun.runtime.rate_limits import rate_limited
 from flowrun.runtime.usage import UsageBook, cost_of
 from flowrun.types import Message, ModelResponse
 
@@ -100,7 +101,7 @@ class ModelService:
             else:
                 for env in (config.api_key_env, config.auth_token_env, config.token_env):
                     self.redactor.add_env(env)
-                self.providers[key] = make_provider(config, self._retry_reporter(config))
+                self.providers[key] = rate_limited(make_provider(config, self._retry_reporter(config)))
         return self.providers[key]
 
     def _retry_reporter(self, config: ModelConfig) -> Callable[[int, float, str], None]:

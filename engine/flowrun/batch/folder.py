@@ -1,0 +1,134 @@
+"""A batch folder on disk:
+
+    OUT/
+      batch.json       what the batch runs (workflow and items files), its options, its last status
+      results.jsonl    one line per item that ran: id, status, run folder, output, tokens, cost,
+                       duration, error (appended as items end; one line per item, in the order
+                       of the items file, once the batch stops)
+      runs/<item id>/  each item's run folder, exactly as `flowrun run` makes it
+
+The folder is the batch's state: running the same batch again reads it to skip what is done."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import UsageError
+
+META = "batch.json"
+RESULTS = "results.jsonl"
+RUNS = "runs"
+FINAL = frozenset({"completed", "failed", "max_steps", "budget_exceeded"})
+
+
+@dataclass(slots=True)
+class ItemResult:
+    """One line of results.jsonl."""
+
+    id: str
+    line: int  # the item's line in the items file
+    status: str  # completed | failed | max_steps | budget_exceeded | interrupted
+    run_dir: str  # relative to the batch folder
+    output: str | None = None  # the workflow's declared output, relative to the batch folder
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+    duration_s: float = 0.0  # of the attempt that ended it
+    error: str | None = None  # what went wrong, for any status but completed
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ItemResult:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+
+class BatchFolder:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runs = root / RUNS
+        self._lock = threading.Lock()
+
+    def run_dir(self, item_id: str) -> Path:
+        return self.runs / item_id
+
+    def open(self, workflow: Path, items: Path, options: dict[str, Any]) -> None:
+        """Create the folder, or check that it holds a batch of the same workflow."""
+        meta_path = self.root / META
+        if meta_path.exists():
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                meta = {}
+            recorded = meta.get("workflow_file")
+            if recorded and Path(recorded) != workflow.resolve():
+                raise UsageError(
+                    f"{self.root} is a batch of {recorded}, not of {workflow}",
+                    "choose another --out folder for this workflow",
+                )
+        elif self.root.exists() and any(self.root.iterdir()):
+            raise UsageError(f"{self.root} exists and is not a batch folder", "choose another --out folder")
+        self.runs.mkdir(parents=True, exist_ok=True)
+        self.write_meta(workflow, items, options, "running")
+
+    def write_meta(
+        self, workflow: Path, items: Path, options: dict[str, Any], status: str, **extra: Any
+    ) -> None:
+        meta = {
+            "workflow_file": str(workflow.resolve()),
+            "items_file": str(items.resolve()),
+            "options": options,
+            "status": status,
+            "updated": time.time(),
+            **extra,
+        }
+        _write_atomic(self.root / META, json.dumps(meta, indent=2))
+
+    def results(self) -> dict[str, ItemResult]:
+        """The latest result of each item (a damaged or torn line is skipped)."""
+        found: dict[str, ItemResult] = {}
+        path = self.root / RESULTS
+        if not path.exists():
+            return found
+        for text in path.read_text(encoding="utf-8").splitlines():
+            try:
+                raw = json.loads(text)
+                result = ItemResult.from_dict(raw)
+            except (json.JSONDecodeError, TypeError, AttributeError):
+                continue
+            found[result.id] = result
+        return found
+
+    def record(self, result: ItemResult) -> None:
+        """Append one result; a crash loses at most the line being written."""
+        line = json.dumps(result.to_dict(), ensure_ascii=False)
+        with self._lock, (self.root / RESULTS).open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+    def compact(self, order: list[str]) -> None:
+        """One line per item that ran, in the order of the items file."""
+        latest = self.results()
+        rank = {item_id: i for i, item_id in enumerate(order)}
+        kept = sorted(latest.values(), key=lambda r: (rank.get(r.id, len(rank)), r.id))
+        text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in kept)
+        with self._lock:
+            _write_atomic(self.root / RESULTS, text)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

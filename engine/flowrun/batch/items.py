@@ -1,0 +1,126 @@
+"""The items of a batch: a JSONL file (one JSON object per line) or a CSV file (a header row,
+then one row per item), each line one set of the workflow's inputs, a key or column per input.
+
+Every item gets a stable id, the name of its run folder: its `id` key or column when it has one
+(and the workflow has no input of that name), else a digest of its inputs, so appending,
+reordering or inserting items never renames the others (repeated inputs get `-2`, `-3`, ...).
+Every line is checked before anything runs: a mistake is reported as `file:line: message`."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import FlowrunError, UsageError
+from flowrun.manifest.specs import InputSpec
+from flowrun.runtime.inputs import resolve_inputs
+
+ID_KEY = "id"
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+MAX_PROBLEMS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    id: str
+    line: int  # 1-based line of the items file
+    inputs: dict[str, Any]  # checked and converted against the workflow's declarations
+
+
+def read_items(path: Path, declared: dict[str, InputSpec], workflow: str) -> list[Item]:
+    """Every item of `path` (`.csv`, else JSON lines), checked; UsageError lists the problems."""
+    try:
+        rows = _csv_rows(path) if path.suffix.lower() == ".csv" else _jsonl_rows(path)
+    except OSError as e:
+        raise UsageError(f"cannot read the items file {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text ({e.reason})", "save the items file as UTF-8") from None
+    items: list[Item] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        if isinstance(row, str):
+            problems.append(f"{path}:{line}: {row}")
+            continue
+        try:
+            items.append(_item(row, line, declared, workflow, seen))
+        except FlowrunError as e:
+            problems.append(f"{path}:{line}: {e.message}" + (f" ({e.hint})" if e.hint else ""))
+    if problems:
+        shown = "\n  ".join(problems[:MAX_PROBLEMS])
+        more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
+        raise UsageError(f"{len(problems)} problem(s) in the items, nothing was run:\n  {shown}{more}")
+    if not items:
+        raise UsageError(f"{path} has no items", "one JSON object per line, or a CSV header and rows")
+    return items
+
+
+def _item(
+    row: dict[str, Any], line: int, declared: dict[str, InputSpec], workflow: str, seen: dict[str, int]
+) -> Item:
+    explicit = row.pop(ID_KEY, None) if ID_KEY not in declared else None
+    inputs = resolve_inputs(declared, row, workflow)
+    if explicit not in (None, ""):
+        item_id = str(explicit)
+        if not ID_PATTERN.match(item_id):
+            raise UsageError(
+                f"item id {item_id!r} cannot name a folder", "letters, digits, '.', '_' and '-', at most 100"
+            )
+        if item_id in seen:
+            raise UsageError(f"item id {item_id!r} repeats line {seen[item_id]}", "give each item its own id")
+    else:
+        base = (
+            "item-"
+            + hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        )
+        item_id, n = base, 1
+        while item_id in seen:
+            n += 1
+            item_id = f"{base}-{n}"
+    seen[item_id] = line
+    return Item(item_id, line, inputs)
+
+
+def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
+    rows: list[tuple[int, dict[str, Any] | str]] = []
+    with path.open(encoding="utf-8-sig") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as e:
+                rows.append((number, f"not JSON: {e.msg} at column {e.colno}"))
+                continue
+            if not isinstance(value, dict):
+                rows.append((number, f"an item is a JSON object of inputs, got {type(value).__name__}"))
+                continue
+            rows.append((number, value))
+    return rows
+
+
+def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
+    rows: list[tuple[int, dict[str, Any] | str]] = []
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            return rows
+        names = [h.strip() for h in header]
+        if len(set(names)) != len(names) or "" in names:
+            return [(1, "the header needs one distinct, non-empty name per column")]
+        for cells in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(names):
+                rows.append((line, f"{len(cells)} cells for {len(names)} columns"))
+                continue
+            # an empty cell is an input not given: its default applies
+            rows.append((line, {n: c for n, c in zip(names, cells, strict=True) if c != ""}))
+    return rows

@@ -1,0 +1,117 @@
+"""One item of a batch as a job any backend can run: a new run of the workflow in the item's
+run folder, or the resumption of the run already there. Jobs are plain picklable data, so a Ray
+worker runs exactly what the local backend runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowrun.api import RunResult, Workflow, load, resume
+from flowrun.batch.folder import ItemResult
+from flowrun.errors import FlowrunError
+from flowrun.events import Event
+from flowrun.tools.sandbox import Mode
+
+
+@dataclass(frozen=True, slots=True)
+class ItemOptions:
+    """How every item runs (the batch command's run options)."""
+
+    model: str | dict[str, str] | None = None  # for every agent, or per agent ("*": the others)
+    dry_run: bool = False
+    stream: bool | None = None
+    sandbox: Mode | None = None
+    yes: bool = False
+    max_cost_usd_per_item: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    item_id: str
+    line: int
+    inputs: dict[str, Any]
+    workflow: str  # absolute path of the workflow file
+    batch_dir: str  # absolute path of the batch folder
+    run_dir: str  # absolute path of the item's run folder
+    resume: bool  # continue the run already in run_dir
+    options: ItemOptions = field(default_factory=ItemOptions)
+
+
+async def run_job(
+    job: Job, on_event: Callable[[Event], None] | None = None, workflow: Workflow | None = None
+) -> ItemResult:
+    """Run (or resume) one item; every way it can end becomes its ItemResult. Cancelling it
+    stops the run resumably (status interrupted) and propagates. `workflow`: the batch's loaded
+    workflow, when the caller has it (else it is loaded, as a Ray worker does)."""
+    started = time.monotonic()
+    limits = _limits(job)
+    try:
+        if job.resume:
+            result = await resume(
+                job.run_dir,
+                on_event=on_event,
+                sandbox=job.options.sandbox,
+                yes=job.options.yes,
+                limits=limits,
+            )
+        else:
+            result = await (workflow or load(job.workflow)).run(
+                job.inputs,
+                run_dir=job.run_dir,
+                model=job.options.model,
+                dry_run=job.options.dry_run,
+                stream=job.options.stream,
+                on_event=on_event,
+                sandbox=job.options.sandbox,
+                yes=job.options.yes,
+                limits=limits,
+            )
+    except FlowrunError as e:
+        return _failed(job, started, str(e))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # a bug in one item must not stop the others: it is that item's result
+        return _failed(job, started, f"internal error: {type(e).__name__}: {e}")
+    return item_result(job, result, time.monotonic() - started)
+
+
+def _limits(job: Job) -> dict[str, Any] | None:
+    per_item = job.options.max_cost_usd_per_item
+    return None if per_item is None else {"max_cost_usd": per_item}
+
+
+def item_result(job: Job, result: RunResult, duration: float) -> ItemResult:
+    usage = result.usage or {}
+    lines = usage.get("by_agent_model", [])
+    input_tokens = sum(int(line.get("usage", {}).get("input_tokens", 0)) for line in lines)
+    output_tokens = sum(int(line.get("usage", {}).get("output_tokens", 0)) for line in lines)
+    output = os.path.relpath(result.output, job.batch_dir) if result.output else None
+    return ItemResult(
+        id=job.item_id,
+        line=job.line,
+        status=result.status,
+        run_dir=os.path.relpath(job.run_dir, job.batch_dir),
+        output=output,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=int(usage.get("total_tokens", input_tokens + output_tokens)),
+        cost_usd=usage.get("total_cost_usd"),
+        duration_s=round(duration, 3),
+        error=None if result.ok else (result.message or result.status).splitlines()[0][:500],
+    )
+
+
+def _failed(job: Job, started: float, message: str) -> ItemResult:
+    return ItemResult(
+        id=job.item_id,
+        line=job.line,
+        status="failed",
+        run_dir=os.path.relpath(job.run_dir, job.batch_dir),
+        duration_s=round(time.monotonic() - started, 3),
+        error=message.splitlines()[0][:500] if message else "failed",
+    )

@@ -1,0 +1,237 @@
+"""The Ray backend (`pip install 'flowrun[ray]'`): each item is a Ray task that runs the same
+engine as the local backend (batch/jobs.py) in a worker process anywhere on the cluster.
+
+- Run folders: a worker that sees the batch folder (one machine, or a shared path) writes the
+  item's run folder in place; one that does not (or with `ship_runs`) runs it in a folder of its
+  own and sends it back as an archive, which the driver unpacks into the batch folder (a resumed
+  item's folder travels to the worker first).
+- Rate limits and costs go through one `Coordinator` actor: every worker's calls take their
+  start times from its rate-limit book, so the cluster as a whole stays under each model's
+  `rate_limit`, and workers report costs to it as they spend, for the progress display and the
+  batch's budget.
+- The driver joins the cluster at `address` (else $RAY_ADDRESS, else starts a local one; a
+  process that already called `ray.init` is used as it is), keeps at most `concurrency` items in
+  flight, and cancels them (resumably: their runs end `interrupted`) when the budget is spent or
+  the batch is interrupted. Each task reserves `cpus` CPUs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import secrets
+import shutil
+import tarfile
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from flowrun.batch.folder import BatchFolder, ItemResult
+from flowrun.batch.jobs import Job, run_job
+from flowrun.batch.local import interrupted
+from flowrun.batch.runner import Tally
+from flowrun.errors import UsageError
+from flowrun.events import Event, ModelResponseEvent
+from flowrun.runtime import rate_limits
+
+TOKEN_FILE = ".batch-token"  # in runs/: a worker that reads the driver's token shares the folder
+POLL_S = 0.25
+FORWARDED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "FLOWRUN_", "TAVILY_")
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(
+            "the ray backend needs Ray", "pip install 'flowrun[ray]', or use --backend local"
+        ) from None
+    return ray
+
+
+# ---------------------------------------------------------------- the actor
+
+
+class Coordinator:
+    """Shared by the driver and every worker of a batch (a Ray actor): the rate-limit book and
+    the costs reported since the driver last asked."""
+
+    def __init__(self) -> None:
+        self.book = rate_limits.LocalBook()
+        self.costs: dict[str, float] = {}
+
+    def reserve(self, limit: rate_limits.Limit, tokens: int) -> float:
+        return self.book.reserve(limit, tokens)
+
+    def settle(self, limit: rate_limits.Limit, estimated: int, actual: int) -> None:
+        self.book.settle(limit, estimated, actual)
+
+    def spent(self, item_id: str, cost_usd: float) -> None:
+        self.costs[item_id] = self.costs.get(item_id, 0.0) + cost_usd
+
+    def take_costs(self) -> dict[str, float]:
+        costs, self.costs = self.costs, {}
+        return costs
+
+
+class ActorBook:
+    """A worker's rate-limit book: start times come from the coordinator."""
+
+    def __init__(self, coordinator: Any) -> None:
+        self.coordinator = coordinator
+
+    def reserve(self, limit: rate_limits.Limit, tokens: int) -> Any:
+        return self.coordinator.reserve.remote(limit, tokens)  # an ObjectRef: awaitable
+
+    def settle(self, limit: rate_limits.Limit, estimated: int, actual: int) -> None:
+        self.coordinator.settle.remote(limit, estimated, actual)
+
+
+# ---------------------------------------------------------------- the task
+
+
+def run_item(
+    job: Job, coordinator: Any, token: str, ship: bool | None, seed: bytes | None
+) -> tuple[ItemResult, bytes | None]:
+    """A Ray task: one item, in place or in a folder of the worker's own that is sent back."""
+    rate_limits.use_book(ActorBook(coordinator))
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ModelResponseEvent) and event.cost_usd and not event.replayed:
+            coordinator.spent.remote(job.item_id, event.cost_usd)
+
+    if ship is None:
+        ship = not _sees_batch(job, token)
+    if not ship:
+        return asyncio.run(run_job(job, on_event)), None
+    with tempfile.TemporaryDirectory(prefix="flowrun-item-") as tmp:
+        run_dir = Path(tmp) / "runs" / job.item_id
+        if seed is not None:
+            unpack(seed, run_dir)
+        local = replace(job, batch_dir=tmp, run_dir=str(run_dir))
+        result = asyncio.run(run_job(local, on_event))
+        return result, pack(run_dir) if run_dir.exists() else None
+
+
+def _sees_batch(job: Job, token: str) -> bool:
+    try:
+        return (Path(job.batch_dir) / "runs" / TOKEN_FILE).read_text(encoding="utf-8") == token
+    except OSError:
+        return False
+
+
+def pack(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(folder, arcname=".")
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, folder: Path) -> None:
+    """A run folder sent back by a worker replaces the one in the batch folder."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(folder, filter="data")  # no absolute paths, links out or devices
+
+
+# ---------------------------------------------------------------- the driver
+
+
+class RayBackend:
+    def __init__(
+        self, concurrency: int, address: str | None, cpus: float, ship: bool | None, folder: BatchFolder
+    ) -> None:
+        self.concurrency = concurrency
+        self.address = address
+        self.cpus = cpus
+        self.ship = ship
+        self.folder = folder
+        self.token = secrets.token_hex(16)
+
+    async def run(self, jobs: list[Job], tally: Tally) -> None:
+        ray = _ray()
+        started_ray = self._init(ray, jobs)
+        try:
+            (self.folder.runs / TOKEN_FILE).write_text(self.token, encoding="utf-8")
+            coordinator = ray.remote(num_cpus=0)(Coordinator).remote()
+            task = ray.remote(num_cpus=self.cpus, max_retries=0)(run_item)
+            await self._drive(ray, task, coordinator, jobs, tally)
+        finally:
+            if started_ray:
+                ray.shutdown()
+
+    def _init(self, ray: Any, jobs: list[Job]) -> bool:
+        if ray.is_initialized():
+            return False
+        address = self.address or os.environ.get("RAY_ADDRESS")
+        env = _forwarded_env() if address else {}
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="WARNING",
+            runtime_env={"env_vars": env} if env else None,
+        )
+        return True
+
+    async def _drive(self, ray: Any, task: Any, coordinator: Any, jobs: list[Job], tally: Tally) -> None:
+        queue = iter(jobs)
+        in_flight: dict[Any, Job] = {}
+        try:
+            while True:
+                while len(in_flight) < self.concurrency and not tally.stop.is_set():
+                    job = next(queue, None)
+                    if job is None:
+                        break
+                    tally.starting(job)
+                    in_flight[task.remote(job, coordinator, self.token, self.ship, self._seed(job))] = job
+                if not in_flight:
+                    return
+                if tally.stop.is_set():
+                    for ref in in_flight:
+                        ray.cancel(ref)
+                ready, _ = await asyncio.to_thread(ray.wait, list(in_flight), num_returns=1, timeout=POLL_S)
+                for item_id, cost in (
+                    await asyncio.to_thread(ray.get, coordinator.take_costs.remote())
+                ).items():
+                    tally.spent(item_id, cost)
+                for ref in ready:
+                    tally.ended(self._outcome(ray, ref, in_flight.pop(ref)))
+        finally:
+            if in_flight:  # interrupted: stop the running items (they record `interrupted`) and wait
+                for ref in in_flight:
+                    ray.cancel(ref)
+                for ref, job in in_flight.items():
+                    tally.ended(self._outcome(ray, ref, job))
+
+    def _seed(self, job: Job) -> bytes | None:
+        """The run folder a resumed item needs, when the worker may not see it."""
+        run_dir = Path(job.run_dir)
+        return pack(run_dir) if job.resume and self.ship is not False and run_dir.exists() else None
+
+    def _outcome(self, ray: Any, ref: Any, job: Job) -> ItemResult:
+        try:
+            result, shipped = ray.get(ref)
+        except ray.exceptions.TaskCancelledError:
+            return interrupted(job)
+        except ray.exceptions.RayTaskError as e:
+            cause = e.cause if getattr(e, "cause", None) is not None else e
+            if isinstance(cause, KeyboardInterrupt | asyncio.CancelledError):
+                return interrupted(job)
+            return replace(interrupted(job), status="failed", error=f"the item's task failed: {cause}"[:500])
+        except ray.exceptions.RayError as e:  # the worker died: its run folder is resumable
+            return replace(interrupted(job), error=f"the worker running it was lost: {type(e).__name__}")
+        if shipped is not None:
+            unpack(shipped, Path(job.run_dir))
+        finished: ItemResult = replace(result, run_dir=os.path.relpath(job.run_dir, job.batch_dir))
+        return finished
+
+
+def _forwarded_env() -> dict[str, str]:
+    """The variables workers need to call models, sent in the job's runtime environment when
+    joining an existing cluster: the provider SDKs' and flowrun's own."""
+    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}

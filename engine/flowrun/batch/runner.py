@@ -1,0 +1,320 @@
+"""A batch from start to end, whatever the backend: the plan (which items are done, which are
+resumed, which start afresh), the tally (results.jsonl, progress, cost so far, the batch's total
+budget) and the summary. Backends only run jobs and report to the tally."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from flowrun.api import Workflow
+from flowrun.batch.folder import FINAL, BatchFolder, ItemResult
+from flowrun.batch.items import Item
+from flowrun.batch.jobs import ItemOptions, Job
+from flowrun.errors import UsageError
+from flowrun.events import Event, ModelResponseEvent
+from flowrun.manifest.graph import run_agents
+from flowrun.runtime.event_log import read_lines
+from flowrun.runtime.models import ModelChoice
+from flowrun.runtime.run_folder import never_started
+
+EXIT_CODES = {"completed": 0, "failed": 1, "budget_exceeded": 4, "interrupted": 130}
+
+
+@dataclass(slots=True)
+class BatchProgress:
+    """Where a batch stands, for a progress display (given on every change)."""
+
+    total: int  # items in the items file
+    completed: int  # completed, earlier attempts included
+    failed: int  # ended another way (failed, max_steps, budget_exceeded)
+    running: int
+    cost_usd: float | None  # spent by the batch folder's items so far; None when unpriced
+    ran: int  # items this invocation has finished (for the rate and the ETA)
+    started: float  # time.monotonic() when this invocation began
+    last: ItemResult | None = None  # the item that just ended, if any
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.completed - self.failed - self.running
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at this invocation's pace so far; None before the first item ends."""
+        if not self.ran:
+            return None
+        return (time.monotonic() - self.started) / self.ran * (self.pending + self.running)
+
+
+@dataclass(slots=True)
+class BatchSummary:
+    folder: Path
+    status: str  # completed | failed | budget_exceeded | interrupted
+    exit_code: int
+    total: int
+    completed: int
+    failed: int
+    interrupted: int  # stopped while running (resumed by the next invocation)
+    pending: int  # never started (a budget stopped the batch)
+    ran: int  # items this invocation ran (the others were done before)
+    total_tokens: int
+    cost_usd: float | None
+    results: Path  # results.jsonl
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+OnProgress = Callable[[BatchProgress], None]
+
+
+class Tally:
+    """What backends report to: items starting, costs as they are spent, items ending. It keeps
+    results.jsonl, the running cost against the batch's budget, and the progress display."""
+
+    def __init__(
+        self,
+        folder: BatchFolder,
+        total: int,
+        before: dict[str, ItemResult],
+        prior_cost: dict[str, float],
+        max_cost_usd: float | None,
+        on_progress: OnProgress | None,
+    ) -> None:
+        self.folder = folder
+        self.total = total
+        self.results = dict(before)  # the final result of each item so far
+        # spent per item, earlier attempts included
+        self.cost = {r.id: r.cost_usd for r in before.values() if r.cost_usd is not None} | prior_cost
+        self.priced = any(r.cost_usd is not None for r in before.values()) or bool(prior_cost)
+        self.max_cost_usd = max_cost_usd
+        self.on_progress = on_progress
+        self.running: set[str] = set()
+        self.ran = 0
+        self.started = time.monotonic()
+        self.stop = asyncio.Event()
+        self.stop_reason: str | None = None
+
+    # ------------------------------------------------------------ reports from backends
+
+    def starting(self, job: Job) -> None:
+        self.running.add(job.item_id)
+        self.results.pop(job.item_id, None)
+        self._changed()
+
+    def spent(self, item_id: str, cost_usd: float) -> None:
+        self.priced = True
+        self.cost[item_id] = self.cost.get(item_id, 0.0) + cost_usd
+        self._check_budget()
+        self._changed()
+
+    def listener(self, item_id: str) -> Callable[[Event], None]:
+        """The on_event of an item's run in this process: its model costs as they happen."""
+
+        def on_event(event: Event) -> None:
+            if isinstance(event, ModelResponseEvent) and event.cost_usd and not event.replayed:
+                self.spent(item_id, event.cost_usd)
+
+        return on_event
+
+    def ended(self, result: ItemResult) -> None:
+        self.running.discard(result.id)
+        self.folder.record(result)
+        if result.status in FINAL:
+            self.results[result.id] = result
+        if result.cost_usd is not None:
+            self.priced = True
+            self.cost[result.id] = result.cost_usd  # the run's own total is the truth
+        self.ran += 1
+        self._check_budget()
+        self._changed(result)
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def total_cost(self) -> float | None:
+        return round(sum(self.cost.values()), 6) if self.priced else None
+
+    def _check_budget(self) -> None:
+        cost = self.total_cost
+        if self.max_cost_usd is not None and cost is not None and cost >= self.max_cost_usd:
+            if self.stop_reason is None:
+                self.stop_reason = (
+                    f"the batch's max_cost_usd (${self.max_cost_usd}) was reached (${cost:.4f})"
+                )
+            self.stop.set()
+
+    def progress(self, last: ItemResult | None = None) -> BatchProgress:
+        completed = sum(1 for r in self.results.values() if r.ok)
+        failed = sum(1 for r in self.results.values() if not r.ok)
+        return BatchProgress(
+            total=self.total,
+            completed=completed,
+            failed=failed,
+            running=len(self.running),
+            cost_usd=self.total_cost,
+            ran=self.ran,
+            started=self.started,
+            last=last,
+        )
+
+    def _changed(self, last: ItemResult | None = None) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.progress(last))
+
+
+class Backend(Protocol):
+    async def run(self, jobs: list[Job], tally: Tally) -> None:
+        """Run the jobs, at most the backend's concurrency at once, reporting to `tally`;
+        start no job once `tally.stop` is set, and stop the running ones (resumably)."""
+        ...
+
+
+# ---------------------------------------------------------------- plan
+
+
+@dataclass(slots=True)
+class Plan:
+    jobs: list[Job] = field(default_factory=list)
+    before: dict[str, ItemResult] = field(default_factory=dict)  # final results not run again
+    prior_cost: dict[str, float] = field(default_factory=dict)  # spent by runs being resumed
+
+
+def plan(
+    wf: Workflow, items: list[Item], folder: BatchFolder, options: ItemOptions, retry_failed: bool
+) -> Plan:
+    """What each item needs: nothing (completed; or ended otherwise, without --retry-failed),
+    resuming (its run folder holds an interrupted run, or a failed one to retry), or a new run."""
+    recorded = folder.results()
+    out = Plan()
+    for item in items:
+        result = recorded.get(item.id)
+        if result is not None and result.status in FINAL and (result.ok or not retry_failed):
+            out.before[item.id] = result
+            continue
+        run_dir = folder.run_dir(item.id)
+        # a folder stopped before its first event starts afresh (Workflow.run takes it over)
+        resume = run_dir.is_dir() and (run_dir / "events.jsonl").is_file() and not never_started(run_dir)
+        if resume:
+            out.prior_cost[item.id] = _recorded_cost(run_dir)
+        out.jobs.append(
+            Job(
+                item_id=item.id,
+                line=item.line,
+                inputs=item.inputs,
+                workflow=str(wf.path.resolve()),
+                batch_dir=str(folder.root.resolve()),
+                run_dir=str(run_dir.resolve()),
+                resume=resume,
+                options=options,
+            )
+        )
+    return out
+
+
+def _recorded_cost(run_dir: Path) -> float:
+    return sum(
+        float(e.get("cost_usd") or 0.0)
+        for e in read_lines(run_dir / "events.jsonl")
+        if e.get("type") == "model_response"
+    )
+
+
+def check_prices(wf: Workflow, options: ItemOptions) -> None:
+    """A cost budget needs a price for every model the runs may call."""
+    if options.dry_run:
+        raise UsageError("a cost budget has nothing to count in a dry run", "drop --dry-run or the budget")
+    every, per_agent = wf.model_choice(options.model)
+    choice = ModelChoice(
+        wf.project,
+        dict(wf.spec.models),
+        wf.spec.default_model,
+        wf.path.parent.resolve(),
+        override=every,
+        per_agent=per_agent,
+    )
+    for name in sorted(run_agents(wf.spec, wf.project)):
+        agent = wf.project.agents[name].spec
+        for ref in [agent.model, *agent.selectable_models]:
+            config = choice.config(ref, name)
+            if config.price_input is None or config.price_output is None:
+                raise UsageError(
+                    f"a cost budget needs prices; model '{config.name}' (agent '{name}') has none",
+                    "add `price: {input: ..., output: ...}` (USD per million tokens) to the model",
+                )
+
+
+# ---------------------------------------------------------------- the whole batch
+
+
+async def execute(
+    wf: Workflow,
+    items: list[Item],
+    folder: BatchFolder,
+    backend: Backend,
+    *,
+    options: ItemOptions,
+    retry_failed: bool,
+    max_cost_usd: float | None,
+    on_progress: OnProgress | None,
+) -> BatchSummary:
+    the_plan = plan(wf, items, folder, options, retry_failed)
+    tally = Tally(folder, len(items), the_plan.before, the_plan.prior_cost, max_cost_usd, on_progress)
+    tally._check_budget()
+    tally._changed()
+    status = "interrupted"
+    try:
+        if not tally.stop.is_set():
+            await backend.run(the_plan.jobs, tally)
+        status = _status(tally)
+    finally:
+        folder.compact([item.id for item in items])
+    return _summary(folder, tally, status, len(the_plan.jobs))
+
+
+def _status(tally: Tally) -> str:
+    if tally.stop_reason is not None:
+        return "budget_exceeded"
+    if len(tally.results) < tally.total:
+        return "interrupted"
+    return "completed" if all(r.ok for r in tally.results.values()) else "failed"
+
+
+def _summary(folder: BatchFolder, tally: Tally, status: str, planned: int) -> BatchSummary:
+    final = list(tally.results.values())
+    latest = folder.results()
+    interrupted = sum(1 for r in latest.values() if r.status not in FINAL)
+    return BatchSummary(
+        folder=folder.root,
+        status=status,
+        exit_code=EXIT_CODES[status],
+        total=tally.total,
+        completed=sum(1 for r in final if r.ok),
+        failed=sum(1 for r in final if not r.ok),
+        interrupted=interrupted,
+        pending=tally.total - len(final) - interrupted,
+        ran=tally.ran,
+        total_tokens=sum(r.total_tokens for r in latest.values()),
+        cost_usd=tally.total_cost,
+        results=folder.root / "results.jsonl",
+        message=tally.stop_reason or "",
+    )
+
+
+def options_record(options: ItemOptions, **extra: Any) -> dict[str, Any]:
+    """The options as batch.json records them."""
+    return {
+        "model": options.model,
+        "dry_run": options.dry_run,
+        "stream": options.stream,
+        "sandbox": options.sandbox,
+        "yes": options.yes,
+        "max_cost_usd_per_item": options.max_cost_usd_per_item,
+        **extra,
+    }

@@ -1,0 +1,139 @@
+"""`flowrun batch WORKFLOW.yaml ITEMS`: the workflow once per item, with a progress bar on
+stderr (done, failed, running, cost so far, ETA) and a summary on stdout."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from flowrun.cli.common import reported, verbosity
+from flowrun.cli.run_cmd import model_argument, sandbox_option, yes_option
+
+if TYPE_CHECKING:
+    from flowrun.batch import BatchSummary
+    from flowrun.cli.batch_progress import BatchDisplay
+
+RESUME_HINT = "the batch folder is kept: run the same command again to resume it"
+
+
+@click.command()
+@click.argument("workflow", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-c", "--concurrency", type=int, default=4, show_default=True, help="Items run at once.")
+@click.option(
+    "--max-cost-usd-per-item", type=float, help="Stop an item's run at this cost (budget_exceeded)."
+)
+@click.option("--max-cost-usd", type=float, help="Stop the batch at this cost for all items together.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The batch folder (default: batches/WORKFLOW-ITEMS).",
+)
+@click.option(
+    "--retry-failed", is_flag=True, help="Resume items that failed before (not only interrupted ones)."
+)
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option(
+    "--address", metavar="ADDR", help="Ray: the cluster to join (default: $RAY_ADDRESS, else a local one)."
+)
+@click.option("--ray-cpus", type=float, default=1.0, show_default=True, help="Ray: CPUs each item reserves.")
+@click.option(
+    "--ship-runs/--shared-runs",
+    default=None,
+    help="Ray: workers send run folders back (default: only workers that cannot see the batch folder).",
+)
+@click.option("--dry-run", is_flag=True, help="Use the offline test provider for every item.")
+@click.option(
+    "--model",
+    "model_override",
+    metavar="[AGENT=]MODEL",
+    multiple=True,
+    help="Use this model for every agent, or with AGENT= for one agent; repeatable.",
+)
+@click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print a line for every item that ends.")
+@sandbox_option
+@yes_option
+def batch(
+    workflow: Path,
+    items: Path,
+    concurrency: int,
+    max_cost_usd_per_item: float | None,
+    max_cost_usd: float | None,
+    out: Path | None,
+    retry_failed: bool,
+    backend: str,
+    address: str | None,
+    ray_cpus: float,
+    ship_runs: bool | None,
+    dry_run: bool,
+    model_override: tuple[str, ...],
+    stream: bool | None,
+    quiet: bool,
+    verbose: bool,
+    sandbox: str | None,
+    yes: bool,
+) -> None:
+    """Run WORKFLOW.yaml once per item of ITEMS (JSONL or CSV), resumably."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # like Ctrl-C: resumable
+    with reported(verbose, RESUME_HINT):
+        import asyncio
+
+        from flowrun.batch import run_batch
+        from flowrun.cli.batch_progress import make_display
+
+        display = make_display(verbosity(quiet, verbose))
+        try:
+            summary = asyncio.run(
+                run_batch(
+                    workflow,
+                    items,
+                    out=out,
+                    concurrency=concurrency,
+                    max_cost_usd_per_item=max_cost_usd_per_item,
+                    max_cost_usd=max_cost_usd,
+                    retry_failed=retry_failed,
+                    backend=backend,
+                    address=address,
+                    ray_cpus=ray_cpus,
+                    ship_runs=ship_runs,
+                    model=model_argument(model_override),
+                    dry_run=dry_run,
+                    stream=stream,
+                    sandbox=sandbox,  # type: ignore[arg-type]
+                    yes=yes,
+                    on_progress=display.update if display is not None else None,
+                )
+            )
+        finally:
+            _close(display)
+        print_summary(summary)
+    sys.exit(summary.exit_code)
+
+
+def _close(display: BatchDisplay | None) -> None:
+    if display is not None:
+        display.close()
+
+
+def print_summary(summary: BatchSummary) -> None:
+    parts = [f"{summary.completed} completed", f"{summary.failed} failed"]
+    if summary.interrupted:
+        parts.append(f"{summary.interrupted} interrupted")
+    if summary.pending:
+        parts.append(f"{summary.pending} not started")
+    click.echo(f"batch: {summary.total} items: {', '.join(parts)} ({summary.ran} run now)")
+    cost = f"${summary.cost_usd:.4f}" if summary.cost_usd is not None else "-"
+    click.echo(f"tokens {summary.total_tokens}, cost {cost}")
+    click.echo(f"status: {summary.status}")
+    click.echo(f"results: {os.path.relpath(summary.results)}")
+    if summary.message:
+        click.echo(f"stopped: {summary.message}; {RESUME_HINT} (with a higher --max-cost-usd)", err=True)
+    elif summary.failed:
+        click.echo("some items did not complete: see results.jsonl; --retry-failed resumes them", err=True)

@@ -1,0 +1,77 @@
+"""SDK clients shared by every run on one event loop, so a second run in the same process (the
+Python API, a batch) reuses the client and its open connections instead of building both again.
+
+A client is keyed by everything that makes two of them differ (SDK, key, base URL, timeout,
+headers, the SDK's variables in the environment). The clients of a loop are closed when the loop
+shuts down: `asyncio.run`, and every runner, closes the async generators still open on its loop,
+and one such generator per loop holds the clients (the documented `loop.shutdown_asyncgens()`
+hook)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import threading
+import weakref
+from collections.abc import AsyncGenerator, Callable, Hashable
+from typing import Any
+
+
+class _LoopClients:
+    def __init__(self) -> None:
+        self.clients: dict[Hashable, Any] = {}
+        self.closer: AsyncGenerator[None, None] | None = None
+
+    async def close_all(self) -> None:
+        clients, self.clients = list(self.clients.values()), {}
+        for client in clients:
+            with contextlib.suppress(Exception):  # a connection already gone is closed enough
+                await client.close()
+
+
+_LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+async def _close_at_shutdown(pool: _LoopClients) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await pool.close_all()
+
+
+async def shared_client(key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """The client for `key` on the running loop, made by `make()` the first time."""
+    loop = asyncio.get_running_loop()
+    with _LOCK:
+        pool = _LOOPS.get(loop)
+        fresh = pool is None
+        if pool is None:
+            pool = _LOOPS[loop] = _LoopClients()
+    if fresh:
+        pool.closer = _close_at_shutdown(pool)
+        await pool.closer.asend(None)  # now open: the loop closes it (and the clients) at shutdown
+    client = pool.clients.get(key)
+    if client is None:
+        client = pool.clients[key] = make()
+    return client
+
+
+def secret_digest(value: str | None) -> str:
+    """A key's fingerprint for a client key (the pool does not keep secrets twice)."""
+    return hashlib.sha256((value or "").encode()).hexdigest()
+
+
+def sdk_environment(prefix: str) -> str:
+    """What an SDK reads from the environment when a client is made (OPENAI_BASE_URL, ...), as a
+    fingerprint: a changed variable means another client."""
+    found = sorted((k, v) for k, v in os.environ.items() if k.startswith(prefix))
+    return secret_digest(repr(found))
+
+
+def open_clients() -> int:
+    """How many clients the running loop holds (for tests and benches)."""
+    pool = _LOOPS.get(asyncio.get_running_loop())
+    return len(pool.clients) if pool is not None else 0

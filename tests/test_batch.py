@@ -1,0 +1,417 @@
+"""`flowrun batch` and `flowrun.run_batch` with the local backend, against the scripted wire
+server through the real `openai` SDK: a 20-item batch, CSV items, mistakes in the items, a batch
+killed half way and started again, per-item and total budgets, --retry-failed, and a shared rate
+limit measured by the server's own request timestamps."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+
+import flowrun
+
+PRICE = "{input: 1000, output: 2000}"  # USD per million: a call of 10 + 5 tokens costs $0.02
+CALL_COST = 0.02
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: qa
+inputs:
+  question: {description: the question}
+  level: {type: integer, default: 1}
+models:
+  m:
+    provider: openai-compatible
+    base_url: BASE_URL
+    model: m
+    stream: false
+    price: PRICE
+    RATE_LIMIT
+default_model: m
+entry: answerer
+task: "Question: {{ question }} (level {{ level }})"
+output: answer.md
+"""
+AGENT = """\
+version: 1
+kind: agent
+name: answerer
+prompt: You answer questions.
+tools: [write_file]
+"""
+
+
+def answerer(delay_s: float = 0.0, fail_on: str | None = None) -> Any:
+    """Writes `answer.md` naming the question, then answers; each reply after `delay_s`. A
+    question containing `fail_on` gets HTTP 400 (a failed item)."""
+
+    def respond(request: WireRequest) -> Reply:
+        question = re.search(r"Question: (.*) \(level", request.last_user_text)
+        text = question.group(1) if question else "?"
+        if fail_on is not None and fail_on in text:
+            return Reply(
+                status=400, error_body={"error": {"message": "this question is refused", "type": "x"}}
+            )
+        if request.assistant_turns == 0:
+            args = {"path": "answer.md", "content": f"Answer to: {text}\n"}
+            return Reply(tool_calls=[ToolCallSpec("write_file", args)], delay_s=delay_s)
+        return Reply(text=f"answered {text}", delay_s=delay_s)
+
+    return respond
+
+
+def make_project(folder: Path, server: WireServer, rate_limit: str = "") -> Path:
+    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
+    text = WORKFLOW.replace("BASE_URL", server.openai_base_url).replace("PRICE", PRICE)
+    text = text.replace("    RATE_LIMIT\n", f"    rate_limit: {rate_limit}\n" if rate_limit else "")
+    (folder / "qa.yaml").write_text(text)
+    (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
+    return folder / "qa.yaml"
+
+
+def write_items(path: Path, questions: list[str], **extra: Any) -> Path:
+    path.write_text("".join(json.dumps({"question": q, **extra}) + "\n" for q in questions))
+    return path
+
+
+def results(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def logged_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The complete lines of a run's events.jsonl (a kill may have torn the last one)."""
+    found = []
+    log = run_dir / "events.jsonl"
+    for line in log.read_text().splitlines() if log.is_file() else []:
+        try:
+            found.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return found
+
+
+def question_of(request: WireRequest) -> str:
+    found = re.search(r"Question: (.*) \(level", request.last_user_text)
+    return found.group(1) if found else ""
+
+
+@pytest.fixture
+def server() -> Any:
+    with WireServer(answerer()) as srv:
+        yield srv
+
+
+# ---------------------------------------------------------------- a batch
+
+
+def test_twenty_items_through_the_cli(server: WireServer, tmp_path: Path) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    questions = [f"question {i}" for i in range(20)]
+    items = write_items(tmp_path / "items.jsonl", questions)
+    out = tmp_path / "out"
+    proc = run_cli(["batch", str(workflow), str(items), "--out", str(out), "-c", "6"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "20 items: 20 completed, 0 failed (20 run now)" in proc.stdout
+    assert "[20/20]" in proc.stderr  # one line per item when stderr is not a terminal
+    lines = results(out)
+    assert len(lines) == 20 and len({r["id"] for r in lines}) == 20
+    for question, line in zip(questions, lines, strict=True):  # in the order of the items file
+        assert line["status"] == "completed" and line["error"] is None
+        assert line["input_tokens"] == 20 and line["output_tokens"] == 10 and line["total_tokens"] == 30
+        assert line["cost_usd"] == pytest.approx(2 * CALL_COST) and line["duration_s"] > 0
+        run_dir = out / line["run_dir"]
+        assert line["run_dir"] == f"runs/{line['id']}"
+        assert (out / line["output"]).read_text() == f"Answer to: {question}\n"
+        meta = json.loads((run_dir / "run.json").read_text())
+        assert meta["status"] == "completed" and meta["inputs"] == {"question": question, "level": 1}
+    assert len(server.requests) == 40
+    assert "cost $0.8000" in proc.stdout
+    # the same command again: everything is done already
+    again = run_cli(["batch", str(workflow), str(items), "--out", str(out)], cwd=tmp_path)
+    assert again.returncode == 0 and "(0 run now)" in again.stdout
+    assert len(server.requests) == 40 and results(out) == lines
+
+
+def test_csv_items_ids_and_defaults(server: WireServer, tmp_path: Path) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    items = tmp_path / "items.csv"
+    items.write_text('id,question,level\nfirst,"What, exactly?",3\nsecond,Why?,\n')
+    summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=2))
+    assert summary.ok and summary.completed == 2 and summary.exit_code == 0
+    lines = results(tmp_path / "out")
+    assert [r["id"] for r in lines] == ["first", "second"]
+    first = json.loads((tmp_path / "out" / "runs" / "first" / "run.json").read_text())
+    second = json.loads((tmp_path / "out" / "runs" / "second" / "run.json").read_text())
+    assert first["inputs"] == {"question": "What, exactly?", "level": 3}
+    assert second["inputs"] == {"question": "Why?", "level": 1}  # an empty cell: the default
+
+
+def test_item_ids_are_stable_when_items_are_added_and_reordered(server: WireServer, tmp_path: Path) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    out = tmp_path / "out"
+    items = write_items(tmp_path / "items.jsonl", ["a", "b", "a"])
+    asyncio.run(flowrun.run_batch(workflow, items, out=out))
+    first = {r["id"] for r in results(out)}
+    assert len(first) == 3  # the repeated question gets an id of its own
+    write_items(items, ["c", "a", "b", "a"])
+    summary = asyncio.run(flowrun.run_batch(workflow, items, out=out))
+    assert summary.ran == 1 and summary.completed == 4  # only "c" ran
+    assert first < {r["id"] for r in results(out)}
+    assert len(server.requests) == 8
+
+
+def test_mistakes_in_the_items_are_reported_by_line_and_nothing_runs(
+    server: WireServer, tmp_path: Path
+) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    items = tmp_path / "items.jsonl"
+    items.write_text(
+        '{"question": "fine"}\n'
+        '{"quesiton": "typo"}\n'
+        "not json\n"
+        '{"question": "x", "level": "high"}\n'
+        "[1, 2]\n"
+        '{"level": 2}\n'
+        '{"id": "a/b", "question": "bad id"}\n'
+    )
+    out = tmp_path / "out"
+    proc = run_cli(["batch", str(workflow), str(items), "--out", str(out)], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    for line in (2, 3, 4, 5, 6, 7):
+        assert f"items.jsonl:{line}:" in proc.stderr
+    assert "items.jsonl:1:" not in proc.stderr
+    assert "unknown input 'quesiton'" in proc.stderr and "--level expects integer" in proc.stderr
+    assert not server.requests and not out.exists()
+    for args, message in (
+        (["-c", "0"], "--concurrency must be at least 1"),
+        (["--max-cost-usd", "-1"], "--max-cost-usd must be more than 0"),
+        (["--dry-run", "--max-cost-usd", "1"], "nothing to count in a dry run"),
+    ):
+        write_items(items, ["fine"])
+        proc = run_cli(["batch", str(workflow), str(items), "--out", str(out), *args], cwd=tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    proc = run_cli(["batch", str(workflow), str(tmp_path / "missing.jsonl")], cwd=tmp_path)
+    assert proc.returncode == 2 and "cannot read the items file" in proc.stderr
+
+
+def test_a_budget_needs_prices(tmp_path: Path) -> None:
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "answerer.yaml").write_text(AGENT)
+    workflow = tmp_path / "qa.yaml"
+    text = WORKFLOW.replace("BASE_URL", "http://127.0.0.1:9/v1").replace("    price: PRICE\n", "")
+    workflow.write_text(text.replace("    RATE_LIMIT\n", ""))
+    items = write_items(tmp_path / "items.jsonl", ["q"])
+    proc = run_cli(["batch", str(workflow), str(items), "--max-cost-usd-per-item", "1"], cwd=tmp_path)
+    assert proc.returncode == 2 and "model 'm' (agent 'answerer') has none" in proc.stderr
+
+
+def test_a_failed_item_is_kept_and_retried_only_when_asked(tmp_path: Path) -> None:
+    with WireServer(answerer(fail_on="bad")) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", ["good 1", "bad one", "good 2"])
+        out = tmp_path / "out"
+        proc = run_cli(["batch", str(workflow), str(items), "--out", str(out)], cwd=tmp_path)
+        assert proc.returncode == 1 and "2 completed, 1 failed" in proc.stdout
+        bad = next(r for r in results(out) if r["status"] != "completed")
+        assert bad["status"] == "failed" and "this question is refused" in bad["error"]
+        served = len(server.requests)
+        again = run_cli(["batch", str(workflow), str(items), "--out", str(out)], cwd=tmp_path)
+        assert again.returncode == 1 and "(0 run now)" in again.stdout and len(server.requests) == served
+    with WireServer(answerer()) as fixed:  # the model now answers it
+        workflow = make_project(tmp_path / "p", fixed)
+        proc = run_cli(
+            ["batch", str(workflow), str(items), "--out", str(out), "--retry-failed"], cwd=tmp_path
+        )
+        assert proc.returncode == 0 and "3 completed, 0 failed (1 run now)" in proc.stdout
+        assert [question_of(r) for r in fixed.requests] == ["bad one", "bad one"]
+
+
+# ---------------------------------------------------------------- killed half way
+
+
+def test_a_killed_batch_resumes_without_repeating_a_recorded_request(tmp_path: Path) -> None:
+    with WireServer(answerer(delay_s=0.3)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        questions = [f"q{i}" for i in range(12)]
+        items = write_items(tmp_path / "items.jsonl", questions)
+        out = tmp_path / "out"
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "3", "-q"]
+        proc = subprocess.Popen([*flowrun_cmd(), *args], cwd=tmp_path, env=env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done = (out / "results.jsonl").read_text().count("\n") if (out / "results.jsonl").exists() else 0
+            if done >= 5:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        finished = {r["id"]: r for r in results(out)}
+        assert 5 <= len(finished) < 12
+        # what each run folder had recorded when the process died: (question, model call) pairs
+        recorded: set[tuple[str, int]] = set()
+        untouched: dict[str, bytes] = {}
+        for run_dir in (out / "runs").iterdir():
+            events = logged_events(run_dir)
+            start = next((e for e in events if e["type"] == "run_start"), None)
+            if start is None:
+                continue  # killed before its first event: nothing was recorded
+            question = start["inputs"]["question"]
+            recorded |= {(question, e["step"]) for e in events if e["type"] == "model_response"}
+            if run_dir.name in finished:
+                untouched[run_dir.name] = (run_dir / "events.jsonl").read_bytes()
+        before = len(server.requests)
+        again = run_cli(args, cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert "12 items: 12 completed, 0 failed" in again.stdout
+        later = server.requests[before:]
+    for request in later:  # model call n of a run is its n-th request (assistant turns + 1)
+        assert (question_of(request), request.assistant_turns + 1) not in recorded
+    done_before = {
+        json.loads((out / "runs" / i / "run.json").read_text())["inputs"]["question"] for i in finished
+    }
+    assert not done_before & {question_of(r) for r in later}  # no completed item ran again
+    for item_id, events in untouched.items():
+        assert (out / "runs" / item_id / "events.jsonl").read_bytes() == events
+    lines = results(out)
+    assert len(lines) == 12 and all(r["status"] == "completed" for r in lines)
+    for line in lines:
+        assert (out / line["output"]).read_text().startswith("Answer to: q")
+
+
+# ---------------------------------------------------------------- budgets
+
+
+def test_per_item_budget_stops_each_item(server: WireServer, tmp_path: Path) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    items = write_items(tmp_path / "items.jsonl", ["a", "b", "c"])
+    out = tmp_path / "out"
+    proc = run_cli(
+        ["batch", str(workflow), str(items), "--out", str(out), "--max-cost-usd-per-item", "0.015"],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1 and "0 completed, 3 failed" in proc.stdout
+    for line in results(out):
+        assert line["status"] == "budget_exceeded" and "max_cost_usd" in line["error"]
+        assert line["cost_usd"] == pytest.approx(CALL_COST)  # the first call ran, the second did not
+    assert len(server.requests) == 3
+
+
+def test_total_budget_stops_the_batch_and_a_higher_one_resumes_it(server: WireServer, tmp_path: Path) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
+    out = tmp_path / "out"
+    proc = run_cli(
+        ["batch", str(workflow), str(items), "--out", str(out), "-c", "1", "--max-cost-usd", "0.1"],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 4, proc.stderr
+    assert "2 completed, 0 failed, 1 interrupted, 3 not started" in proc.stdout
+    assert "max_cost_usd ($0.1) was reached" in proc.stderr
+    stopped = next(r for r in results(out) if r["status"] == "interrupted")
+    meta = json.loads((out / stopped["run_dir"] / "run.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert len(server.requests) == 5  # 2 items x 2 calls, then the third item's first call
+    before = len(server.requests)
+    again = run_cli(
+        ["batch", str(workflow), str(items), "--out", str(out), "--max-cost-usd", "1"], cwd=tmp_path
+    )
+    assert again.returncode == 0 and "6 items: 6 completed" in again.stdout
+    assert "cost $0.2400" in again.stdout
+    resumed = [r for r in server.requests[before:] if question_of(r) == meta["inputs"]["question"]]
+    assert [r.assistant_turns for r in resumed] == [1]  # its recorded first call was not asked again
+    assert len(server.requests) == 12
+
+
+# ---------------------------------------------------------------- a shared rate limit
+
+
+def burst_ok(times: list[float], per_minute: int, jitter_s: float = 0.5) -> bool:
+    """At most burst + elapsed / interval requests started in any window, as the server saw
+    them, give or take `jitter_s` between a call's turn and its arrival (a busy machine, a first
+    connection)."""
+    interval = 60 / per_minute
+    burst = max(1.0, per_minute / 60)
+    times = sorted(times)
+    return all(
+        (j - i + 1) <= burst + (times[j] - times[i] + jitter_s) / interval
+        for i in range(len(times))
+        for j in range(i + 1, len(times))
+    )
+
+
+def test_a_rate_limit_is_shared_by_all_runs_of_a_batch(tmp_path: Path) -> None:
+    with WireServer(answerer()) as server:
+        workflow = make_project(tmp_path / "p", server, rate_limit="{requests_per_minute: 120}")
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(4)])
+        summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=4))
+        assert summary.ok
+        times = [r.received for r in server.requests]
+    assert len(times) == 8
+    shown = [round(t - min(times), 3) for t in sorted(times)]
+    assert burst_ok(times, 120), shown  # 2 at once, then one every 0.5 s: 8 requests take about 3 s
+    assert max(times) - min(times) >= (8 - 2) * 0.5 - 0.4, shown
+
+
+def test_without_a_rate_limit_the_same_batch_bursts(tmp_path: Path) -> None:
+    """The check above can fail: the same batch without `rate_limit` breaks it."""
+    with WireServer(answerer(delay_s=0.05)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
+        asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
+        times = [r.received for r in server.requests]
+    assert not burst_ok(times, 120)
+
+
+def tokens_ok(times: list[float], per_call: int, per_minute: int, slack_calls: int = 1) -> bool:
+    """At most a second's worth plus what the window refills, in tokens, in any window."""
+    rate = per_minute / 60
+    times = sorted(times)
+    return all(
+        (j - i + 1 - slack_calls) * per_call <= rate + (times[j] - times[i]) * rate
+        for i in range(len(times))
+        for j in range(i + 1, len(times))
+    )
+
+
+@pytest.mark.parametrize("limited", [True, False])
+def test_a_token_rate_limit_spaces_the_calls(tmp_path: Path, limited: bool) -> None:
+    """tokens_per_minute 24,000 = 400 a second; each call uses 200 (max_tokens 100, so it reserves
+    a little more before it goes). Without the limit the same six calls arrive together."""
+    with WireServer(lambda request: Reply(text="done", usage=(150, 50))) as server:
+        limit = "{tokens_per_minute: 24000}" if limited else ""
+        workflow = make_project(tmp_path / "p", server, rate_limit=limit)
+        text = workflow.read_text().replace("    stream: false\n", "    stream: false\n    max_tokens: 100\n")
+        workflow.write_text(text)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
+        summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
+        assert summary.ok
+        times = [r.received for r in server.requests]
+    assert len(times) == 6
+    assert tokens_ok(times, 200, 24000) is limited
+
+
+def test_the_progress_callback_sees_every_item(server: WireServer, tmp_path: Path) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(5)])
+    seen: list[flowrun.BatchProgress] = []
+    summary = asyncio.run(
+        flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=2, on_progress=seen.append)
+    )
+    assert summary.ok and seen[-1].completed == 5 and seen[-1].running == 0
+    assert max(p.running for p in seen) == 2
+    ended = [p.last.id for p in seen if p.last is not None]
+    assert sorted(ended) == sorted(r["id"] for r in results(tmp_path / "out"))
+    assert seen[-1].cost_usd == pytest.approx(5 * 2 * CALL_COST)
+    assert all(p.eta_s is None for p in seen if p.ran == 0)

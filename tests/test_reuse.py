@@ -1,0 +1,62 @@
+"""In-process reuse through the Python API: a second run in the same process uses the parsed
+workflow and the SDK client (with its open connection) of the first, in both wire formats."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_e2e_research import research_script
+from wire_server import WireServer
+
+import flowrun
+
+RESEARCH = REPO / "examples" / "research.yaml"
+QUESTION = {"question": "How does Python sort?"}
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> WireServer:
+    with WireServer(research_script()) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-openai-123")
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-anthropic-123")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.anthropic_base_url)
+        yield srv
+
+
+@pytest.mark.parametrize("model", ["openai:gpt-test", "anthropic:claude-test"])
+def test_a_second_run_reuses_the_workflow_and_the_connection(
+    server: WireServer, tmp_path: Path, model: str
+) -> None:
+    async def twice() -> list[flowrun.RunResult]:
+        first = flowrun.load(RESEARCH)
+        results = [await first.run(QUESTION, runs_dir=tmp_path, model=model)]
+        second = flowrun.load(RESEARCH)
+        assert second.project is first.project  # parsed and checked once
+        results.append(await second.run(QUESTION, runs_dir=tmp_path, model=model))
+        return results
+
+    results = asyncio.run(twice())
+    assert [r.status for r in results] == ["completed", "completed"]
+    assert results[0].run_dir != results[1].run_dir
+    assert len(server.requests) == 2 * 10  # the research roster: 10 model calls, one at a time
+    # all twenty calls of both runs went over one connection of one client
+    assert server.connections_opened == 1
+    asyncio.run(twice())  # a new event loop gets a new client (its connection is new)
+    assert server.connections_opened == 2
+
+
+def test_one_client_per_sdk_and_settings(server: WireServer, tmp_path: Path) -> None:
+    from flowrun.providers.clients import open_clients
+
+    async def run() -> int:
+        wf = flowrun.load(RESEARCH)
+        assert (await wf.run(QUESTION, runs_dir=tmp_path, model="openai:gpt-test")).ok
+        assert (await wf.run(QUESTION, runs_dir=tmp_path, model="anthropic:claude-test")).ok
+        return open_clients()
+
+    assert asyncio.run(run()) == 2  # one per SDK and settings, kept open between runs
+    assert server.connections_opened == 2  # one connection each
