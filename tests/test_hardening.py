@@ -511,7 +511,7 @@ def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_p
     (tmp_path / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: d\n---\nbody\n")
     scripted_project(
         tmp_path,
-        {"boss": {"prompt": "You try things.", "tools": tools}},
+        {"boss": {"prompt": "You try things.", "tools": tools, "max_steps": len(calls) + 1}},
         {"boss": [*({"tool_calls": [c]} for c in calls), {"text": "done"}]},
     )
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, timeout=300)

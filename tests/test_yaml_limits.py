@@ -148,9 +148,11 @@ def test_fifo_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
     proc = run_cli(["run", str(fifo), "--dry-run"], timeout=30)
     assert proc.returncode == 2 and "is not a regular file" in proc.stderr
     assert "Traceback" not in proc.stderr
-    # inside a folder they are skipped (never opened), like any file that is not a manifest
+    # inside a folder they are skipped (never opened), like any file that is not a manifest: the
+    # folder holds no manifest, which is a usage error (exit 2), not a hang or a traceback
     proc = run_cli(["validate", str(tmp_path)], timeout=30)
-    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "no manifests found" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
 
 
 def test_the_limits_are_cheap_under_a_memory_and_cpu_limit(worker: Worker, tmp_path: Path) -> None:

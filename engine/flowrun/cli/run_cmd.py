@@ -401,6 +401,7 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
     values: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
+    given: set[str] = set()  # options on the command line (they override --inputs, once each)
     i = 0
     while i < len(args):
         arg = args[i]
@@ -411,8 +412,9 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
         if name is None:
             known = ", ".join(f"--{n}" for n in declared) or "(none)"
             raise UsageError(f"unknown option --{key} for workflow '{wf.name}'", f"its inputs: {known}")
-        if name in values:
+        if name in given:
             raise UsageError(f"--{key} is given twice", f"give --{key} once")
+        given.add(name)
         if eq:
             values[name] = value_from_arg(name, inline)
         elif declared[name].type == "boolean" and (i + 1 >= len(args) or args[i + 1].startswith("--")):

@@ -144,8 +144,11 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
         display = display_path(folder / SKILL_FILE)
         diagnostics += [d for d in lint_skill(folder, display) if d not in diagnostics]
         checked.add(display)
+    named = {p.resolve() for p in paths if p.is_file()}
     for root, files in roots.items():
         project = load_project(root, files)
+        # a file named on the command line was read and checked, whatever its kind
+        checked.update(display_path(f) for f in files or [] if f in named)
         own_builtins = root == builtin
         found = project.diagnostics + check_project(project, include_builtins=own_builtins)
         for d in found:
