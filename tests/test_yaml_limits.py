@@ -80,11 +80,12 @@ def worker() -> Iterator[Worker]:
 
 
 def assert_clean(result: dict[str, Any], what: str) -> None:
-    """Exit 0 or 1, no signal (SIGXCPU: over 2 s of CPU; SIGKILL/SIGSEGV), no traceback, no
-    MemoryError (over the memory limit)."""
+    """Exit 0 or 1 (or 2: no manifest there at all), no signal (SIGXCPU: over 2 s of CPU;
+    SIGKILL/SIGSEGV), no traceback, no MemoryError (over the memory limit)."""
     output = result["out"] + result["err"]
     assert result["signal"] is None, f"{what}: killed by signal {result['signal']}\n{output[-2000:]}"
-    assert result["exit"] in (0, 1), f"{what}: exit {result['exit']}\n{output[-2000:]}"
+    usage = result["exit"] == 2 and "no manifests found" in result["err"]
+    assert result["exit"] in (0, 1) or usage, f"{what}: exit {result['exit']}\n{output[-2000:]}"
     assert "Traceback" not in output and "MemoryError" not in output, f"{what}:\n{output[-2000:]}"
 
 
@@ -125,6 +126,15 @@ def test_hostile_manifests_get_one_line_diagnostics(
     assert f"{name}.yaml:" in result["out"]  # file:line:col
 
 
+def test_front_matter_has_the_same_limits(tmp_path: Path, worker: Worker) -> None:
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "bomb.md").write_bytes(b"---\nname: bomb\n" + BOMB + b"---\nThe body.\n")
+    result = worker.run("validate", str(tmp_path))
+    assert_clean(result, "bomb.md")
+    assert result["exit"] == 1
+    assert "bomb.md:" in result["out"] and "once aliases are expanded" in result["out"], result["out"]
+
+
 def test_alias_bomb_in_a_workflow_stops_the_run_with_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "wf.yaml").write_bytes(
         b"version: 1\nkind: workflow\nname: w\nentry: searcher\ndescription: x\nx-data:\n"
@@ -148,8 +158,8 @@ def test_fifo_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
     proc = run_cli(["run", str(fifo), "--dry-run"], timeout=30)
     assert proc.returncode == 2 and "is not a regular file" in proc.stderr
     assert "Traceback" not in proc.stderr
-    # inside a folder they are skipped (never opened), like any file that is not a manifest: the
-    # folder holds no manifest, which is a usage error (exit 2), not a hang or a traceback
+    # inside a folder they are skipped (never opened), like any file that is not a manifest,
+    # so a folder holding nothing else has no manifests (a usage error, exit 2)
     proc = run_cli(["validate", str(tmp_path)], timeout=30)
     assert proc.returncode == 2 and "no manifests found" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
@@ -333,8 +343,15 @@ documents = st.one_of(
         HealthCheck.data_too_large,
     ],
 )
-@given(document=documents, place=st.sampled_from(["wf.yaml", "agents.d/x.yaml", "tools.d/x.yaml"]))
+@given(
+    document=documents,
+    place=st.sampled_from(
+        ["wf.yaml", "agents.d/x.yaml", "tools.d/x.yaml", "agents.d/x.md", ".claude/skills/x/SKILL.md"]
+    ),
+)
 def test_validate_survives_any_document(worker: Worker, document: bytes, place: str) -> None:
+    if place.endswith(".md"):  # a Claude Code agent or a skill: the document is the front matter
+        document = b"---\n" + document + b"\n---\nThe body.\n"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / place
         path.parent.mkdir(parents=True, exist_ok=True)

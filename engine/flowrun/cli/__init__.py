@@ -9,7 +9,16 @@ from pathlib import Path
 import click
 
 from flowrun._version import __version__
-from flowrun.cli import chat_cmd, export_cmd, inspect_cmd, run_cmd, schema_cmd, serve_cmd, validate_cmd
+from flowrun.cli import (
+    chat_cmd,
+    export_cmd,
+    inspect_cmd,
+    run_cmd,
+    schema_cmd,
+    serve_cmd,
+    test_cmd,
+    validate_cmd,
+)
 
 
 class FlowrunGroup(click.Group):
@@ -46,5 +55,7 @@ for command in (
     schema_cmd.schema,
     serve_cmd.serve,
     export_cmd.export,
+    test_cmd.test,
+    test_cmd.record,
 ):
     main.add_command(command)

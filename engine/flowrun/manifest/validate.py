@@ -166,5 +166,6 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
         checked.update(s.source.display for s in project.scripts)
         checked.update(m.source.display for m in project.mcp_servers.values())
         checked.update(d.file for d in found if own_builtins or not is_builtin_file(d.file))
+        checked.update(display_path(f) for f in files or [])  # named or found top-level files
     diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
     return diagnostics, len(checked)
