@@ -297,3 +297,15 @@ def test_strict_mode_only_for_closed_schemas() -> None:
         "schema": open_schema,
         "strict": False,
     }
+
+
+def test_an_edited_schema_file_is_checked_again(tmp_path: Path) -> None:
+    """validate's cache of checked projects covers schemas/: an edit is never answered from it."""
+    project(tmp_path)
+    env = {"FLOWRUN_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # the second run is answered from the cache
+        proc = run_cli(["validate", "calls.yaml"], cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stdout
+    (tmp_path / "schemas" / "citations.schema.json").write_text('{"type": "objekt"}')
+    proc = run_cli(["validate", "calls.yaml"], cwd=tmp_path, env=env)
+    assert proc.returncode == 1 and "invalid JSON Schema" in proc.stdout

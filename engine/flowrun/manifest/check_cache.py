@@ -36,7 +36,17 @@ if TYPE_CHECKING:
 FORMAT = "1"
 # folders of a search-path root whose files a check may read (a new file kind read by
 # `validate` lives in one of these, or is added here)
-CHECKED_DIRS = ("agents.d", "tools.d", "models.d", "prompts", "schema", "skills", ".claude")
+CHECKED_DIRS = (
+    "agents.d",
+    "tools.d",
+    "models.d",
+    "prompts",
+    "schema",
+    "schemas",  # output schemas of agents
+    "cassettes",  # the recorded runs test files name
+    "skills",
+    ".claude",
+)
 BIG_FILE = 1 << 20  # larger files are fingerprinted by size and mtime, not content
 MAX_FILES = 5000  # a root with more files than this is not fingerprinted (no project entry)
 MAX_ENTRIES = 2000  # the folder is pruned to the newest entries past this many
