@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ImageContent, TextContent
+from mcp.types import ImageContent, TextContent, ToolAnnotations
 
 PNG_1PX = base64.b64encode(
     bytes.fromhex(
@@ -36,6 +36,11 @@ def build(name: str = "test-tools") -> MCPServer:
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def lookup(key: str) -> str:
+        """Read a value (the server says: read-only, safe to repeat)."""
+        return f"value of {key}"
 
     @server.tool()
     def echo(text: str) -> str:

@@ -93,6 +93,7 @@ def test_output_dir_confines_writes_and_the_call_gets_its_steps(tmp_path: Path) 
                 Reply(tool_calls=[ToolCallSpec("helper", {"task": "again", "max_steps": 1})]),
                 Reply(tool_calls=[ToolCallSpec("helper", {"task": "too many", "max_steps": 50})]),
                 Reply(tool_calls=[ToolCallSpec("helper", {"task": "escape", "output_dir": "../x"})]),
+                Reply(tool_calls=[ToolCallSpec("helper", {"task": "nul", "output_dir": "a\u0000b"})]),
                 Reply(tool_calls=[ToolCallSpec("web_search", {"query": "sorting key functions"})]),
                 Reply(text="done"),
             ],
@@ -131,8 +132,9 @@ def test_output_dir_confines_writes_and_the_call_gets_its_steps(tmp_path: Path) 
     # over the manifest's cap (5): the model is told the limit
     assert boss[2]["error"]["code"] == "INVALID_PARAM" and "5" in boss[2]["text"]
     assert boss[3]["error"]["code"] == "ACCESS_DENIED"
+    assert boss[4]["error"]["code"] == "INVALID_PARAM" and "NUL" in boss[4]["text"]
     # the manifest's default for max_results (2) is the one used when the model gives none
-    assert len(boss[4]["data"]["results"]) == 2
+    assert len(boss[5]["data"]["results"]) == 2
     helper_tool = next(t for t in requests[0].tools if t["function"]["name"] == "helper")
     params = helper_tool["function"]["parameters"]["properties"]
     assert params["max_steps"]["maximum"] == 5 and params["return_full_output"]["type"] == "boolean"

@@ -248,3 +248,14 @@ def test_plan_mode_keeps_only_read_only_tools(tmp_path: Path) -> None:
     spec = flowrun.load(tmp_path / "w.yaml").project.agents["helper"].spec
     names = {e if isinstance(e, str) else next(iter(e)) for e in spec.tools}
     assert names == {"read_file", "glob", "grep", "list_directory", "web_search", "visit_url", "use_skill"}
+
+
+def test_model_alias_names_a_workflow_model_of_that_name(tmp_path: Path) -> None:
+    write_agent(
+        tmp_path / ".claude" / "agents", "---\nname: helper\ndescription: D.\nmodel: opus\n---\nHelp.\n"
+    )
+    (tmp_path / "w.yaml").write_text(
+        WORKFLOW.replace("models: {m:", "models: {opus: {provider: test, model: big}, m:")
+    )
+    spec = flowrun.load(tmp_path / "w.yaml").project.agents["helper"].spec
+    assert spec.model == "opus"

@@ -17,6 +17,9 @@ EXAMPLES = {
     "instructor_worker": "--task",
     "init_execute": "--task",
     "react": "--question",
+    "research_cited": "--question",
+    "research_foreach": "--questions",
+    "claude_code/claude_code": "--bug",
 }
 
 
@@ -103,3 +106,12 @@ def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
     ]
     assert results and results[0]["result"]["status"] == "success"
     assert "_builtin/corpus" in json.dumps(results[0]["result"]["data"]["results"])
+
+
+def test_every_shipped_workflow_is_dry_run_above() -> None:
+    shipped = {
+        str(p.relative_to(REPO / "examples").with_suffix(""))
+        for p in [*REPO.glob("examples/*.yaml"), *REPO.glob("examples/*/*.yaml")]
+        if p.read_text().lstrip().startswith(("version", "#")) and "\nkind: workflow" in p.read_text()
+    }
+    assert shipped == set(EXAMPLES)

@@ -104,6 +104,14 @@ async def test_encoding_mistakes(tmp_path: Path) -> None:
     assert not (tmp_path / "x.txt").exists()
     wrong = await read_file(ctx, path="l1.txt", encoding="utf-16")  # odd byte count: not utf-16
     assert wrong.status == "error"
+    for hostile in ("utf\x00-8", "rot13", "base64", "x" * 5000):
+        for result in (
+            await read_file(ctx, path="l1.txt", encoding=hostile),
+            await write_file(ctx, path="h.txt", content="x", encoding=hostile),
+            await edit_file(ctx, path="l1.txt", insert_line=0, new_content="x", encoding=hostile),
+        ):
+            assert result.error is not None and result.error.code == "INVALID_PARAM", result.text
+            assert len(result.text) < 300
 
 
 SCRIPT = """\

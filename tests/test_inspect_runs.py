@@ -87,7 +87,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs_dir = base / "runs"
     check(
         run_cli(
-            ["examples/research.yaml", "--question", "what is x", "--dry-run", *into(runs_dir, "research")],
+            [
+                *["examples/research.yaml", "--question", "what is x", "--dry-run"],
+                # edit_file's dry-run call names a line the file lacks, so the tree has an error
+                *["--set", "tools.edit_file.dry_run.start_line=99", *into(runs_dir, "research")],
+            ],
             cwd=REPO,
         )
     )

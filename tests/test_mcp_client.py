@@ -155,6 +155,9 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
     # the declared env reached the server; its secret value never reaches the model
     assert "secret=[REDACTED]" in where
     events = events_of(run_dir)
+    prompts = [e for e in events if e["type"] == "agent_prompt"]
+    assert {t["name"] for t in prompts[-1]["tools"]} >= {"calc__add", "web__echo"}  # recorded once bound
+    assert "### calc__report" in (run_dir / "prompts" / "worker.md").read_text()
     by_tool = {e["tool"]: e["result"] for e in events if e["type"] == "tool_result"}
     assert by_tool["calc__report"]["data"]["structured"]["city"] == "Oslo"
     assert by_tool["calc__sleep_forever"]["error"]["code"] == "TIMEOUT"
@@ -242,6 +245,9 @@ def test_validate_connect_starts_the_servers(tmp_path: Path, http_server: HttpSe
     write_project(tmp_path, servers, ["calc.add", "web.ech", "web.echo"])
     code, out = validate(tmp_path)
     assert code == 0, out  # nothing to find without starting them
+    code, out = validate(tmp_path, "--explain")
+    assert "calc.add: required; network deny; read-only " in out  # a stdio server starts a process
+    assert "web.echo" not in out.split("worker:", 1)[1].split("approve")[0]
     code, out = validate(tmp_path, "--connect", "--format", "github")
     assert code == 1, out
     assert "title=mcp-connect::MCP server 'calc' has no tool 'sub'" in out

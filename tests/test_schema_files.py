@@ -39,7 +39,7 @@ def test_check_jsonschema_accepts_the_shipped_manifests(kind: str) -> None:
 
 def test_every_shipped_schema_is_used() -> None:
     shipped = {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json")}
-    assert shipped == {*MANIFESTS, "models", "script"}
+    assert shipped == {*MANIFESTS, "models", "script", "test"}  # test: tests/test_flowrun_test.py
 
 
 @pytest.mark.parametrize("kind", ["agent", "tool"])

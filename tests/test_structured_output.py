@@ -174,6 +174,8 @@ def test_valid_repaired_and_failing_answers_reach_the_caller(
         else:
             assert_native(request)
     assert evs[-1]["type"] == "run_end" and evs[-1]["status"] == "completed"
+    shown = run_cli(["show", str(run_dir)]).stdout
+    assert "answer does not match output_schema (2 repair(s) left)" in shown
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

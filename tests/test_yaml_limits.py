@@ -80,11 +80,12 @@ def worker() -> Iterator[Worker]:
 
 
 def assert_clean(result: dict[str, Any], what: str) -> None:
-    """Exit 0 or 1, no signal (SIGXCPU: over 2 s of CPU; SIGKILL/SIGSEGV), no traceback, no
-    MemoryError (over the memory limit)."""
+    """Exit 0 or 1 (or 2: no manifest there at all), no signal (SIGXCPU: over 2 s of CPU;
+    SIGKILL/SIGSEGV), no traceback, no MemoryError (over the memory limit)."""
     output = result["out"] + result["err"]
     assert result["signal"] is None, f"{what}: killed by signal {result['signal']}\n{output[-2000:]}"
-    assert result["exit"] in (0, 1), f"{what}: exit {result['exit']}\n{output[-2000:]}"
+    usage = result["exit"] == 2 and "no manifests found" in result["err"]
+    assert result["exit"] in (0, 1) or usage, f"{what}: exit {result['exit']}\n{output[-2000:]}"
     assert "Traceback" not in output and "MemoryError" not in output, f"{what}:\n{output[-2000:]}"
 
 

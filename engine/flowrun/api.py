@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -45,6 +47,7 @@ from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.inputs import resolve_inputs
 from flowrun.runtime.ledger import Ledger
 from flowrun.runtime.otel_live import live_export
+from flowrun.runtime.replay_diff import divergence_details
 from flowrun.runtime.run import Conversation, Run, RunOptions
 from flowrun.runtime.run_folder import (
     RunFolderLock,
@@ -86,6 +89,10 @@ class ReplayResult(RunResult):
     declared_output: str | None = None  # the workflow's `output`, relative to the run folder
     # True/False when the workflow declares an output and both runs ended alike; None otherwise
     output_reproduced: bool | None = None
+    # where the replay first differed from the recording: {agent, agent_id, step, reason, message}
+    # (reason: missing, system, tools or history); None when every call matched
+    divergence: dict[str, Any] | None = None
+    differences: list[str] = field(default_factory=list)  # what differed there, for people
 
 
 @dataclass
@@ -414,16 +421,44 @@ async def replay(
     on_event: OnEvent | None = None,
     verbosity: int = 0,
     sandbox: Mode | None = None,
+    diff: bool = False,
 ) -> ReplayResult:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
     local tools run again to rebuild the files, and the output is compared with the original.
-    A call the recording cannot answer ends the replay `failed` with the first differing step."""
+    A call the recording cannot answer, or one whose system prompt, tools or history differ,
+    ends the replay `failed` at the first differing step (`divergence`, `differences`). With
+    `diff` and no `into`, the replay goes to a temporary folder that is removed afterwards."""
     run_dir = Path(run_dir)
     meta, workflow = recorded_run(run_dir)
-    target = Path(into) if into is not None else _replay_folder(run_dir)
-    if target.exists() and any(target.iterdir()):
+    temporary = diff and into is None
+    target = (
+        Path(tempfile.mkdtemp(prefix="flowrun-replay-"))
+        if temporary
+        else Path(into)
+        if into is not None
+        else _replay_folder(run_dir)
+    )
+    if not temporary and target.exists() and any(target.iterdir()):
         raise UsageError(f"{target} already exists", "choose another --into folder")
-    settings = RunSettings(
+    try:
+        result, ledger = await replay_events(
+            workflow,
+            run_dir / "events.jsonl",
+            meta,
+            target,
+            replay_settings(meta, on_event, verbosity, sandbox),
+        )
+        return _compared(result, run_dir, meta, ledger)
+    finally:
+        if temporary:
+            shutil.rmtree(target, ignore_errors=True)
+
+
+def replay_settings(
+    meta: Mapping[str, Any], on_event: OnEvent | None = None, verbosity: int = 0, sandbox: Mode | None = None
+) -> RunSettings:
+    """The settings a recorded run ran with (its model choices, dry run), for replaying it."""
+    return RunSettings(
         meta.get("model_override"),
         bool(meta.get("dry_run")),
         None,
@@ -434,12 +469,36 @@ async def replay(
         agent_models=dict(meta.get("agent_models") or {}),
         no_thinking=bool(meta.get("no_thinking")),
     )
-    ledger = Ledger.from_events(run_dir / "events.jsonl", "replay")
+
+
+async def replay_events(
+    workflow: Workflow, events: Path, meta: Mapping[str, Any], target: Path, settings: RunSettings
+) -> tuple[RunResult, Ledger]:
+    """Replay a recorded event log with `workflow` (as it is now) into `target`; the ledger
+    says where it first diverged."""
+    ledger = Ledger.from_events(events, "replay")
     run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
     _probe_sandbox(run, settings)
     with RunFolderLock(target):
         claim_new(target)
         result = await _execute(run, settings)
+    return result, ledger
+
+
+def _compared(result: RunResult, run_dir: Path, meta: Mapping[str, Any], ledger: Ledger) -> ReplayResult:
+    """The replay next to its recording: the output, and where it first diverged."""
+    target = result.run_dir
+    divergence, differences = None, []
+    if ledger.divergence is not None:
+        point = ledger.divergence
+        divergence = {
+            "agent": point.agent,
+            "agent_id": point.agent_id,
+            "step": point.step,
+            "reason": point.reason,
+            "message": point.message,
+        }
+        differences = divergence_details(run_dir / "events.jsonl", target / "events.jsonl", point)
     recorded_status = str(meta.get("status") or "")
     output = meta.get("output")
     same: bool | None = None
@@ -447,7 +506,12 @@ async def replay(
         original, again = run_dir / output, target / output
         same = again.exists() and original.exists() and original.read_bytes() == again.read_bytes()
     return ReplayResult(
-        **vars(result), recorded_status=recorded_status, declared_output=output, output_reproduced=same
+        **vars(result),
+        recorded_status=recorded_status,
+        declared_output=output,
+        output_reproduced=same,
+        divergence=divergence,
+        differences=differences,
     )
 
 

@@ -90,6 +90,7 @@ class RunStartEvent(Event):
     overrides: list[str] | None = None  # --set PATH=VALUE
     workdir: str | None = None  # the agents' folder, when not the run folder
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
+    date: str | None = None  # the `date` templates see; resume and replay keep it
 
 
 @event_type("run_resumed")
@@ -107,6 +108,7 @@ class AgentStartEvent(Event):
     task: str = ""
     model: str = ""
     session: str | None = None
+    budget: dict[str, float] | None = None  # a per-call budget, capped at what the callers had left
 
 
 @event_type("agent_end")
@@ -156,6 +158,9 @@ class ModelRequestEvent(Event):
     messages: int = 0
     digest: str = ""
     tools: list[str] = field(default_factory=list)
+    # what the model was told besides the history, for replay to compare (absent in older logs)
+    system_digest: str | None = None  # the system prompt
+    tools_digest: str | None = None  # the tools' names, descriptions and schemas, and the output schema
 
 
 @event_type("model_response")
@@ -169,6 +174,21 @@ class ModelResponseEvent(Event):
     latency_ms: float = 0.0
     cost_usd: float | None = None  # None when the model has no price
     replayed: bool | None = None  # True when the answer came from the log
+    served_by: str | None = None  # the fallback model that answered, when not the agent's own
+
+
+@event_type("model_fallback")
+@dataclass(kw_only=True, slots=True)
+class ModelFallbackEvent(Event):
+    """A model call switched to the next model of its `fallback` list: the previous one failed
+    for good with a retryable error, or is cooling down after such a failure."""
+
+    agent: str
+    agent_id: str
+    step: int
+    from_model: str
+    to_model: str
+    reason: str
 
 
 @event_type("model_retry")
@@ -323,6 +343,21 @@ class ContextCompactedEvent(Event):
     messages_before: int
     messages_after: int
     transcript: str
+
+
+@event_type("call_budget_exceeded")
+@dataclass(kw_only=True, slots=True)
+class CallBudgetExceededEvent(Event):
+    """An agent called as a tool used up its per-call budget (or one of its callers' budgets):
+    it stops and returns `partial` to its caller; the run goes on."""
+
+    agent: str
+    agent_id: str
+    limit: str  # max_cost_usd | max_tokens | max_steps
+    message: str
+    tokens: int = 0  # what its sub-tree used
+    cost_usd: float = 0.0
+    model_calls: int = 0
 
 
 @event_type("budget_exceeded")

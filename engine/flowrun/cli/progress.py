@@ -25,14 +25,17 @@ from flowrun.events import (
     AgentStartEvent,
     ApprovalEvent,
     BudgetExceededEvent,
+    CallBudgetExceededEvent,
     ContextResetEvent,
     ErrorEvent,
     Event,
     FanoutStartEvent,
     IterationStartEvent,
+    ModelFallbackEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     ModelRetryEvent,
+    OutputInvalidEvent,
     RunEndEvent,
     StepConditionEvent,
     ToolCallEvent,
@@ -92,6 +95,9 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
             | IterationStartEvent()
             | FanoutStartEvent()
             | StepConditionEvent(met=False)
+            | ModelFallbackEvent()
+            | OutputInvalidEvent()
+            | CallBudgetExceededEvent()
         ):
             fields = {k: v for k, v in event.to_dict().items() if k != "type"}
             return f"! {event.type}: {short(fields, 120)}"

@@ -206,13 +206,21 @@ def resume(
 @click.option("--into", type=click.Path(file_okay=False, path_type=Path), help="Folder for the replay.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Report which step first differs from the recording (system prompt, tools, history) and how; "
+    "replays into a temporary folder unless --into is given.",
+)
 @sandbox_option
-def replay(run_dir: Path, into: Path | None, quiet: bool, verbose: bool, sandbox: str | None) -> None:
+def replay(
+    run_dir: Path, into: Path | None, quiet: bool, verbose: bool, diff: bool, sandbox: str | None
+) -> None:
     """Re-run a recorded run offline from its event log; report the first differing step."""
     with reported(verbose):
         from flowrun.api import replay as replay_run
 
-        level = verbosity(quiet, verbose)
+        level = -1 if diff and not verbose else verbosity(quiet, verbose)  # --diff: only the report
         result = _with_progress(
             level,
             lambda on_event, progress: replay_run(
@@ -221,10 +229,29 @@ def replay(run_dir: Path, into: Path | None, quiet: bool, verbose: bool, sandbox
                 on_event=on_event,
                 verbosity=level,
                 sandbox=sandbox,  # type: ignore[arg-type]
+                diff=diff,
             ),
         )
+        if diff:
+            sys.exit(diff_report(result))
         print_summary(result, level, None)
+        for line in result.differences:
+            click.echo(f"  {line}", err=True)
     sys.exit(replay_exit(result))
+
+
+def diff_report(result: ReplayResult) -> int:
+    """`replay --diff`: the first diverging step and what differs there, or that none does."""
+    if result.divergence is None:
+        if result.status != result.recorded_status:
+            click.echo(f"no model call diverged, but the replay ended {result.status}: {result.message}")
+            return 1
+        click.echo("no step diverges: every model call matched the recording (system prompt, tools, history)")
+        return replay_exit(result)
+    click.echo(result.divergence["message"])
+    for line in result.differences:
+        click.echo(f"  {line}")
+    return 1
 
 
 def replay_exit(result: ReplayResult) -> int:

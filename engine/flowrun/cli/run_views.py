@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -23,14 +24,17 @@ from flowrun.events import (
     AgentPromptEvent,
     AgentStartEvent,
     BudgetExceededEvent,
+    CallBudgetExceededEvent,
     ContextResetEvent,
     ErrorEvent,
     Event,
     FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
+    ModelFallbackEvent,
     ModelResponseEvent,
     ModelRetryEvent,
+    OutputInvalidEvent,
     RunEndEvent,
     RunStartEvent,
     StepConditionEvent,
@@ -270,6 +274,25 @@ class AgentNode:
     usage: dict[str, int] = field(default_factory=dict)
     items: list[Any] = field(default_factory=list)  # CallNode | AgentNode | Text notes, in order
     open_calls: dict[str, CallNode] = field(default_factory=dict)
+    cost_usd: float | None = None  # its own model calls (None: no priced call)
+    budget: dict[str, float] | None = None  # a per-call budget (agent_start)
+
+    def children(self) -> Iterator[AgentNode]:
+        for item in self.items:
+            if isinstance(item, AgentNode):
+                yield item
+            elif isinstance(item, CallNode):
+                yield from item.agents
+
+    def subtree(self) -> tuple[int, float | None]:
+        """Tokens and cost of this agent and everything it called."""
+        tokens, cost = sum(self.usage.values()), self.cost_usd
+        for child in self.children():
+            child_tokens, child_cost = child.subtree()
+            tokens += child_tokens
+            if child_cost is not None:
+                cost = (cost or 0.0) + child_cost
+        return tokens, cost
 
 
 @dataclass
@@ -318,7 +341,7 @@ class RunTree:
         return self.loops[-1].items if self.loops else self.roots
 
     def _agent_start(self, e: AgentStartEvent) -> None:
-        node = AgentNode(e.agent, e.agent_id, e.model or "?", e.t)
+        node = AgentNode(e.agent, e.agent_id, e.model or "?", e.t, budget=e.budget)
         parent = self.agents.get(e.parent or "")
         if parent is None:
             self._container().append(node)
@@ -340,6 +363,8 @@ class RunTree:
         if node is None:
             return
         node.steps = max(node.steps, e.step)
+        if e.cost_usd is not None:
+            node.cost_usd = (node.cost_usd or 0.0) + e.cost_usd
         usage = e.response.usage
         for key, value in (
             ("input_tokens", usage.input_tokens),
@@ -395,9 +420,32 @@ class RunTree:
                 if self.loops:
                     self.loops.pop().until_met = e.until_met
             case _:
-                note = _step_note(e)
-                if note is not None:
-                    self._container().append(note)
+                self._other_note(e)
+
+    def _other_note(self, e: Event) -> None:
+        """A fan-out or a skipped step in the tree; a fallback switch, an invalid answer or a
+        used-up per-call budget under its agent."""
+        note = _step_note(e)
+        if note is not None:
+            self._container().append(note)
+            return
+        node = self.agents.get(getattr(e, "agent_id", None) or "")
+        text = _agent_note(e)
+        if node is not None and text is not None:
+            node.items.append(Text(text, style="yellow"))
+
+
+def _agent_note(e: Event) -> str | None:
+    if isinstance(e, ModelFallbackEvent):
+        return f"model call {e.step}: {e.from_model} → {e.to_model} ({_short(e.reason, 100)})"
+    if isinstance(e, OutputInvalidEvent):
+        return (
+            f"answer does not match output_schema ({e.repairs_left} repair(s) left): {_short(e.problem, 100)}"
+        )
+    if isinstance(e, CallBudgetExceededEvent):
+        spent = f"{e.tokens:,} tokens, {format_cost(e.cost_usd)}, {e.model_calls} call(s)"
+        return f"{_short(e.message, 120)}: {spent}"
+    return None
 
 
 def _step_note(e: Event) -> Text | None:
@@ -433,6 +481,12 @@ def _agent_label(node: AgentNode, run_ended: bool) -> Text:
     status = node.status or ("unfinished" if run_ended else "running?")
     label = Text.assemble((node.agent, "bold"), f" ({node.model}) ", _status(status))
     label.append(f" · {node.steps} step(s) · {_tokens(node.usage)} · {_ms(node.start, node.end)}")
+    if node.budget:
+        limits = ", ".join(f"{k.removeprefix('max_')} {v:g}" for k, v in node.budget.items())
+        label.append(f" · budget {limits}", style="yellow" if node.status == "budget_exceeded" else "")
+    if any(True for _ in node.children()):
+        tokens, cost = node.subtree()
+        label.append(f" · sub-tree {tokens:,} tokens, {format_cost(cost)}")
     return label
 
 

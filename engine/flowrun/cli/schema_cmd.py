@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-KINDS = ("workflow", "agent", "tool", "models", "script")
+KINDS = ("workflow", "agent", "tool", "models", "script", "test")
 
 
 @click.command()

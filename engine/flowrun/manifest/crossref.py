@@ -28,12 +28,14 @@ from flowrun.manifest.specs import (
     AgentManifest,
     CommandImplementation,
     DashboardContext,
+    ModelSpec,
     PythonImplementation,
     ToolManifest,
     WorkflowManifest,
 )
 from flowrun.manifest.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
+from flowrun.manifest.test_files import check_test_files
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
 from flowrun.manifest.yaml_source import Source
 from flowrun.paths import display_path
@@ -51,6 +53,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
         if include_builtins or not agent.builtin:
             out += _check_agent(agent, project)
     out += _check_cycles(project)
+    out += check_test_files(project)
     reachable: set[str] = set()
     for wf in project.workflows:
         out += _check_workflow(wf, project, reachable)
@@ -364,6 +367,11 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     spec, src = wf.spec, wf.source
     models = set(spec.models) | set(project.models)
     out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox) + check_steps(wf)
+    for name, model in spec.models.items():
+        out += _check_fallback(src, name, model, models)
+    for name, loaded_model in project.models.items():
+        if not loaded_model.builtin:
+            out += _check_fallback(loaded_model.source, name, loaded_model.spec, models)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
@@ -386,6 +394,19 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     inputs = set(spec.inputs)
     for name in sorted(seen):
         out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
+    return out
+
+
+def _check_fallback(src: Any, name: str, model: ModelSpec, models: set[str]) -> list[Diagnostic]:
+    """A model's `fallback` entries name other models that exist."""
+    out: list[Diagnostic] = []
+    for i, ref in enumerate(model.fallback):
+        where = ("models", name, "fallback", i)
+        if ref == name:
+            out.append(src.diag(where, f"model '{name}' lists itself as a fallback", "remove it", "invalid"))
+        elif problem := reference_problem(ref, models):
+            hint = did_you_mean(ref, models) or "define it under `models:`"
+            out.append(src.diag(where, f"fallback of '{name}': {problem}", hint, "unknown-model"))
     return out
 
 

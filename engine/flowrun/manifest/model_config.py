@@ -86,6 +86,8 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         price_cache_read=price.cache_read if price else None,
         price_cache_write=price.cache_write if price else None,
         options=options,
+        fallback=list(spec.fallback),
+        cooldown_s=spec.cooldown_s,
         extra_body=dict(spec.extra_body),
         extra_headers=dict(spec.extra_headers),
         thinking_off=dict(thinking_off),

@@ -17,6 +17,7 @@ from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
     AgentManifest,
+    FlowTestManifest,
     McpServerSpec,
     ModelsManifest,
     ModelSpec,
@@ -54,6 +55,7 @@ class Project:
     default_model: str | None = None
     workflows: list[Loaded[WorkflowManifest]] = field(default_factory=list)
     scripts: list[Loaded[ScriptManifest]] = field(default_factory=list)
+    tests: list[Loaded[FlowTestManifest]] = field(default_factory=list)  # `flowrun test` files
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
@@ -150,13 +152,16 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
         kind, spec, src, diags = parse_manifest(path)
-        if kind in (None, "workflow", "script") or diags:
+        if kind in (None, "workflow", "script", "test") or diags:
             project.diagnostics += diags
         if isinstance(spec, WorkflowManifest):
             project.workflows.append(Loaded(spec, src, project_root, False))
         elif isinstance(spec, ScriptManifest):
             project.scripts.append(Loaded(spec, src, project_root, False))
+        elif isinstance(spec, FlowTestManifest):
+            project.tests.append(Loaded(spec, src, project_root, False))
     _add_mcp_servers(project, project_root)
+    _claude_model_names(project)
     _resolve_extends(project)
     return project
 
@@ -191,6 +196,21 @@ def _add_claude_agents(project: Project, root: Path) -> None:
         project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, False))
         for name, server in servers.items():
             project.mcp_servers.setdefault(name, Loaded(server, src, root, False))
+
+
+def _claude_model_names(project: Project) -> None:
+    """A Claude Code agent's `model: sonnet` (or opus, haiku) names the project's or a
+    workflow's model of that name when there is one, else Anthropic's model."""
+    from flowrun.manifest.claude_agents import MODEL_ALIASES
+
+    named = set(project.models) | {name for wf in project.workflows for name in wf.spec.models}
+    for layers in project.agent_layers.values():
+        for i, loaded in enumerate(layers):
+            meta = loaded.source.data if loaded.source.path.suffix == ".md" else None
+            alias = meta.get("model") if isinstance(meta, dict) else None
+            if alias in MODEL_ALIASES and alias in named:
+                spec = loaded.spec.model_copy(update={"model": alias})
+                layers[i] = Loaded(spec, loaded.source, loaded.root, loaded.builtin)
 
 
 def _add_mcp_servers(project: Project, root: Path) -> None:

@@ -14,12 +14,14 @@ from typing import Any, cast
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.graph import run_agents, tool_entries
-from flowrun.manifest.project import Project
+from flowrun.manifest.mcp_config import server_policy
+from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import (
     ENTRY_KEYS,
     AgentManifest,
     Approve,
     CommandImplementation,
+    McpServerSpec,
     SandboxMode,
     SandboxSpec,
     WorkflowManifest,
@@ -119,7 +121,21 @@ def process_policies(
                 entry = split_entry(tool, config)
                 layers = tool_layers(project, entry)
                 found.append((name, tool, effective_policy(workflow, loaded.spec, layers, base, override)))
+            elif (server := stdio_server(project, tool)) is not None:
+                declared = server.source.path.parent.resolve()
+                found.append((name, tool, server_policy(workflow, server.spec, declared, override)))
     return found
+
+
+def stdio_server(project: Project, name: str) -> Loaded[McpServerSpec] | None:
+    """The stdio MCP server an entry (`SERVER` or `SERVER.TOOL`) names: it starts a process."""
+    from flowrun.manifest.mcp_refs import mcp_ref
+
+    ref = mcp_ref(name, project)
+    if ref is None:
+        return None
+    server = project.mcp_servers[ref.server]
+    return server if server.spec.transport == "stdio" else None
 
 
 def explain(

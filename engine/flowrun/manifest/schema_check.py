@@ -14,7 +14,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
 
-KIND_NAMES = ("workflow", "agent", "tool", "models", "script")
+KIND_NAMES = ("workflow", "agent", "tool", "models", "script", "test")
 FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
 SECRET_KEYS = {"api_key", "apikey", "key", "token", "auth_token", "secret", "password", "api_token"}
 JSON_TYPES = {

@@ -194,6 +194,17 @@ class ModelSpec(Strict):
     script: str | None = Field(
         None, description="scripted provider: the script file, relative to the workflow."
     )
+    fallback: list[ModelRef] = Field(
+        default_factory=list,
+        description="Models to try in order when this one still fails with a retryable error "
+        "(429, 5xx, overloaded, timeouts, connection errors) after its own retries.",
+    )
+    cooldown_s: float = Field(
+        60.0,
+        gt=0,
+        description="After it failed, seconds before this model is tried again (calls go to the "
+        "fallback meanwhile).",
+    )
     rate_limit: RateLimit | None = Field(
         None,
         description="{requests_per_minute, tokens_per_minute}: shared by all runs of a process or batch.",
@@ -681,10 +692,84 @@ class ScriptManifest(Strict):
     agents: dict[str, list[ScriptedReply]]
 
 
+# ---------------------------------------------------------------- test files (`flowrun test`)
+
+Texts = str | list[str]
+
+
+class OutputExpect(Strict):
+    file: str | None = Field(
+        None,
+        description="A file in the run folder (default: the workflow's `output`, else the final answer).",
+    )
+    contains: Texts | None = Field(None, description="Text (or texts) the output must contain.")
+    not_contains: Texts | None = Field(None, description="Text (or texts) the output must not contain.")
+    matches: str | None = Field(
+        None, description="A Python regex the output must match (re.search, multiline)."
+    )
+
+
+class ToolCallExpect(Strict):
+    tool: str = Field(min_length=1, description="The tool (or agent called as a tool) that must be called.")
+    agent: str | None = Field(None, description="Only calls made by this agent.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Arguments the call must have (a subset: other arguments may be there too).",
+    )
+
+
+class FileExpect(Strict):
+    path: str = Field(description="A file the run must leave in the run folder.")
+    contains: Texts | None = Field(None, description="Text (or texts) the file must contain.")
+
+
+class BudgetExpect(Strict):
+    max_cost_usd: float | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, ge=1)
+    max_steps: int | None = Field(None, ge=1, description="Model calls over all agents.")
+
+
+class FlowTestExpect(Strict):
+    status: Literal["completed", "failed", "max_steps", "budget_exceeded"] = Field(
+        "completed", description="The status the replayed run must end with."
+    )
+    output: OutputExpect | None = None
+    tool_calls: list[ToolCallExpect] = Field(
+        default_factory=list, description="Tool calls the run must make (each matched by a different call)."
+    )
+    ordered: bool = Field(False, description="true: the tool_calls must happen in the order listed.")
+    not_called: list[str] = Field(default_factory=list, description="Tools that must not be called at all.")
+    files: list[str | FileExpect] = Field(
+        default_factory=list, description="Files the run must leave in the run folder."
+    )
+    budget: BudgetExpect | None = Field(None, description="Limits the run's usage must stay within.")
+
+
+class FlowTestManifest(Strict):
+    """`tests/NAME.flowrun.yaml`: a workflow, its inputs, a recorded run as a cassette, and what
+    replaying it must show (`flowrun test`)."""
+
+    version: Literal[1] = Field(description="Manifest format version.")
+    kind: Literal["test"]
+    name: Name
+    description: str | None = None
+    workflow: str = Field(description="The workflow file, relative to this file.")
+    cassette: str = Field(
+        description="A recorded run folder (or its events.jsonl), relative to this file; "
+        "`flowrun record` makes one."
+    )
+    inputs: dict[str, Any] | None = Field(
+        None, description="The workflow's inputs (default: the ones the cassette recorded)."
+    )
+    sandbox: SandboxMode | None = Field(None, description="Override every `sandbox:` mode for the replay.")
+    expect: FlowTestExpect = Field(default_factory=lambda: FlowTestExpect())
+
+
 KINDS: dict[str, type[Strict]] = {
     "workflow": WorkflowManifest,
     "agent": AgentManifest,
     "tool": ToolManifest,
     "models": ModelsManifest,
     "script": ScriptManifest,
+    "test": FlowTestManifest,
 }

@@ -13,6 +13,18 @@ AGENT_TOOL_CONFIG_SCHEMA: dict[str, Any] = {
         "max_calls": {"type": "integer", "minimum": 1, "description": "Calls allowed (a round limit)."},
         "max_steps": {"type": "integer", "minimum": 1, "description": "Override the sub-agent's max_steps."},
         "selectable_models": {"type": "array", "items": {"type": "string"}},
+        "budget": {
+            "type": "object",
+            "additionalProperties": False,
+            "minProperties": 1,
+            "description": "A budget for each call of this agent and every agent it calls, capped at "
+            "what the caller's own budget has left; used up, the call returns partial.",
+            "properties": {
+                "max_cost_usd": {"type": "number", "exclusiveMinimum": 0},
+                "max_tokens": {"type": "integer", "minimum": 1},
+                "max_steps": {"type": "integer", "minimum": 1, "description": "Model calls of the sub-tree."},
+            },
+        },
     },
 }
 

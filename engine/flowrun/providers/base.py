@@ -40,6 +40,8 @@ class ModelConfig:
     price_cache_read: float | None = None
     price_cache_write: float | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific extras (key_optional, script)
+    fallback: list[str] = field(default_factory=list)  # model references tried after this one fails
+    cooldown_s: float = 60.0  # after a failure, how long calls skip this model
     extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request's JSON body
     extra_headers: dict[str, str] = field(default_factory=dict)  # sent with every request
     thinking_off: dict[str, Any] = field(default_factory=dict)  # extra_body when thinking is off

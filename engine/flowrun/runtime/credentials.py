@@ -5,6 +5,7 @@ from __future__ import annotations
 from flowrun.manifest.graph import run_agents
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.providers.base import ModelConfig
 from flowrun.providers.registry import PROVIDERS
 from flowrun.runtime.models import ModelChoice
 
@@ -20,15 +21,19 @@ def missing_credentials(
             if ref is None and agent.model is not None:
                 continue
             config = choice.config(ref, name)
-            entry = PROVIDERS.get(config.provider)
-            if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
-                continue
-            if any(
-                config.secret(env) for env in (config.api_key_env, config.auth_token_env, config.token_env)
-            ):
-                continue
-            needed = config.api_key_env or "?"
-            if config.token_env:
-                needed = f"{needed} (or {config.token_env})"
-            missing.setdefault(needed, []).append(name)
+            for needed in [config, *(choice.config(f, name) for f in config.fallback)]:
+                variable = missing_key(needed)
+                if variable is not None:
+                    missing.setdefault(variable, []).append(name)
     return missing
+
+
+def missing_key(config: ModelConfig) -> str | None:
+    """The variable (or variables) a model needs and lacks, or None."""
+    entry = PROVIDERS.get(config.provider)
+    if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
+        return None
+    if any(config.secret(env) for env in (config.api_key_env, config.auth_token_env, config.token_env)):
+        return None
+    needed = config.api_key_env or "?"
+    return f"{needed} (or {config.token_env})" if config.token_env else needed

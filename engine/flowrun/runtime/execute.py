@@ -153,6 +153,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             overrides=list(run.options.overrides) or None,
             workdir=str(run.options.workdir) if run.options.workdir else None,
             chat=_chat_agent(run),
+            date=run.template_vars()["date"],
         )
     )
     if run.sandbox_warning is not None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from flowrun.manifest.specs import AgentManifest
 from flowrun.providers.base import ModelConfig, Provider
 from flowrun.runtime.bound_tool import BoundTool
+from flowrun.runtime.subtrees import Subtree
 from flowrun.types import Message
 
 OutcomeStatus = Literal["completed", "finished", "stopped", "max_steps"]
@@ -52,7 +53,9 @@ class AgentInstance:
     side_calls: dict[str, int] = field(default_factory=dict)  # purpose -> tool-less calls (compaction)
     task: str = ""
     output_schema: dict[str, Any] | None = None  # the spec's `output_schema`, resolved
+    tree: Subtree | None = None  # its usage with everything it calls, and any per-call budget
     last_text: str = ""  # the latest non-empty text the model wrote
+    prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
     write_within: Path | None = None  # writes confined here (called with `output_dir`)
 
     def stop_pattern(self) -> re.Pattern[str] | None:

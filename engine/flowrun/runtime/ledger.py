@@ -4,6 +4,7 @@ built from tool-call ids, and each instance numbers its model calls."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from flowrun.events import (
     AgentPromptEvent,
     AgentStartEvent,
     ApprovalEvent,
+    CallBudgetExceededEvent,
     ContextCompactedEvent,
     ContextResetEvent,
     Event,
@@ -22,6 +24,7 @@ from flowrun.events import (
     FanoutStartEvent,
     IterationEndEvent,
     IterationStartEvent,
+    ModelFallbackEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     OutputInvalidEvent,
@@ -59,12 +62,67 @@ REPEATABLE: tuple[type[Event], ...] = (
     FanoutStartEvent,
     FanoutEndEvent,
     OutputInvalidEvent,
+    ModelFallbackEvent,
+    CallBudgetExceededEvent,
 )
 EventKey = tuple[object, ...]
 
 
 class Divergence(FlowrunError):
-    """A replayed run asked for something the recording does not have."""
+    """A replayed run asked for something the recording does not have, or asked it differently.
+    `reason`: missing (no such call recorded), system (its system prompt differs), tools (its
+    tools or their schemas differ), history (the conversation before it differs)."""
+
+    def __init__(
+        self, message: str, hint: str, *, agent: str = "", agent_id: str = "", step: int = 0, reason: str = ""
+    ) -> None:
+        super().__init__(message, hint)
+        self.agent = agent
+        self.agent_id = agent_id
+        self.step = step
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPrint:
+    """What a model request was besides its history: digests of the system prompt and of the
+    tool schemas (None in logs written before they were recorded), and the tool names."""
+
+    system: str | None = None
+    tools: str | None = None
+    tool_names: tuple[str, ...] = ()
+
+
+def _local_date(t: float) -> str | None:
+    """The date a run written before `date` was recorded started on (local time, as `date`)."""
+    return time.strftime("%Y-%m-%d", time.localtime(t)) if t else None
+
+
+def _difference(recorded: RequestPrint | None, now: RequestPrint | None) -> str | None:
+    if recorded is None or now is None:
+        return None
+    if recorded.system and now.system and recorded.system != now.system:
+        return "system"
+    if recorded.tools and now.tools and recorded.tools != now.tools:
+        return "tools"
+    return None
+
+
+def _what_differs(reason: str, recorded: RequestPrint | None, now: RequestPrint | None) -> str:
+    if reason == "system":
+        return "its system prompt differs from the recording"
+    if reason == "tools":
+        before, after = set(recorded.tool_names if recorded else ()), set(now.tool_names if now else ())
+        changes = [
+            f"{label}: {', '.join(sorted(names))}"
+            for label, names in (("added", after - before), ("removed", before - after))
+            if names
+        ]
+        return "its tools differ from the recording (" + ("; ".join(changes) or "their schemas changed") + ")"
+    return (
+        "the conversation before it differs from the recording "
+        "(a task, a tool result or an earlier answer changed)"
+    )
 
 
 def event_key(event: Event) -> EventKey:
@@ -91,6 +149,10 @@ class Ledger:
     tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
+    served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
+    prints: dict[tuple[str, int], RequestPrint] = field(default_factory=dict)
+    date: str | None = None  # the recorded run's `date`
+    divergence: Divergence | None = None  # where a replay first differed from the recording
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
@@ -100,11 +162,8 @@ class Ledger:
         ledger = cls(mode)
         for event in read_events(path, strict=True):
             ledger.recorded[event_key(event)] += 1
-            if isinstance(event, ModelRequestEvent):
-                ledger.requests[(event.agent_id, event.step)] = event.digest
-            elif isinstance(event, ModelResponseEvent):
-                key = (event.agent_id, event.step)
-                ledger.responses[key] = (ledger.requests.get(key, ""), event.response)
+            if isinstance(event, ModelRequestEvent | ModelResponseEvent | RunStartEvent):
+                ledger._add_model_event(event)
             elif isinstance(event, ToolResultEvent):
                 ledger.tool_results[(event.agent_id, event.call_id)] = event.result
             elif isinstance(event, IterationEndEvent):
@@ -121,30 +180,62 @@ class Ledger:
                 ledger.conditions[event.step] = event.met
         return ledger
 
-    def response(self, agent_id: str, step: int, digest: str, agent: str) -> ModelResponse | None:
-        """The recorded answer to this model call; None to go live (resume only)."""
+    def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
+        if isinstance(event, RunStartEvent):
+            self.date = self.date or event.date or _local_date(event.t)
+            return
+        key = (event.agent_id, event.step)
+        if isinstance(event, ModelRequestEvent):
+            self.requests[key] = event.digest
+            self.prints[key] = RequestPrint(event.system_digest, event.tools_digest, tuple(event.tools))
+            return
+        self.responses[key] = (self.requests.get(key, ""), event.response)
+        if event.served_by:
+            self.served_by[key] = event.served_by
+
+    def response(
+        self, agent_id: str, step: int, digest: str, agent: str, now: RequestPrint | None = None
+    ) -> ModelResponse | None:
+        """The recorded answer to this model call, when the request is the one recorded (its
+        system prompt, tool schemas and history); None to go live (resume only)."""
         if agent_id in self.diverged:
             return None
         found = self.responses.get((agent_id, step))
         if found is None:
             if self.mode == "replay":
-                raise Divergence(
+                raise self._diverged(
+                    agent,
+                    agent_id,
+                    step,
+                    "missing",
                     f"first differing step: agent '{agent}' ({agent_id}) model call {step} "
                     "is not in the recording",
-                    "the configuration changed so the run took another path",
                 )
             return None
         recorded_digest, response = found
-        if recorded_digest and recorded_digest != digest:
+        recorded = self.prints.get((agent_id, step))
+        reason = _difference(recorded, now)
+        if reason is None and recorded_digest and recorded_digest != digest:
+            reason = "history"
+        if reason is not None:
             if self.mode == "replay":
-                raise Divergence(
-                    f"first differing step: agent '{agent}' ({agent_id}) model call {step}: "
-                    "the request differs from the recorded one (prompt, tools or history changed)",
-                    "the configuration changed since the run was recorded",
-                )
+                what = _what_differs(reason, recorded, now)
+                message = f"first differing step: agent '{agent}' ({agent_id}) model call {step}: {what}"
+                raise self._diverged(agent, agent_id, step, reason, message)
             self.diverged.add(agent_id)
             return None
         return ModelResponse.from_dict(response.to_dict())  # a fresh copy: the loop may edit it
+
+    def _diverged(self, agent: str, agent_id: str, step: int, reason: str, message: str) -> Divergence:
+        hint = (
+            "the configuration changed so the run took another path"
+            if reason == "missing"
+            else "the configuration changed since the run was recorded; `flowrun replay --diff` shows how"
+        )
+        found = Divergence(message, hint, agent=agent, agent_id=agent_id, step=step, reason=reason)
+        if self.divergence is None:
+            self.divergence = found
+        return found
 
     def tool_result(self, agent_id: str, call_id: str) -> ToolResult | None:
         if agent_id in self.diverged:

@@ -5,6 +5,7 @@ answered from the ledger when a resumed or replayed run has it."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,8 +21,9 @@ from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.registry import make_provider
 from flowrun.redaction import Redactor
 from flowrun.runtime.budgets import Budgets
+from flowrun.runtime.fallback import FallbackChains
 from flowrun.runtime.instance import AgentInstance
-from flowrun.runtime.ledger import Ledger
+from flowrun.runtime.ledger import Ledger, RequestPrint
 from flowrun.runtime.rate_limits import rate_limited
 from flowrun.runtime.usage import UsageBook, cost_of
 from flowrun.types import Message, ModelResponse
@@ -87,6 +89,7 @@ class ModelService:
         self.hints = hints
         self.ledger = ledger
         self.providers: dict[str, Provider] = {}
+        self.fallbacks = FallbackChains(choice.config, self.provider_for, emit)
 
     def provider_for(self, config: ModelConfig) -> Provider:
         key = f"{config.name}|{config.provider}|{config.model}"
@@ -118,7 +121,9 @@ class ModelService:
             step=inst.model_calls - sum(inst.side_calls.values()),
             output_schema=inst.output_schema,
         )
-        return await self._request(inst, request)
+        if inst.prompt_digests is None:  # the system prompt and tools are fixed for an instance
+            inst.prompt_digests = prompt_digests(request)
+        return await self._request(inst, request, digests=inst.prompt_digests)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
         """A tool-less model call on an agent's model (e.g. summarising its history); it counts
@@ -132,11 +137,19 @@ class ModelService:
             tools=[],
             step=index,
         )
-        return (await self._request(inst, request, purpose)).text
+        return (await self._request(inst, request, purpose, prompt_digests(request))).text
 
     async def _request(
-        self, inst: AgentInstance, request: ModelRequest, purpose: str | None = None
+        self,
+        inst: AgentInstance,
+        request: ModelRequest,
+        purpose: str | None = None,
+        digests: tuple[str, str] | None = None,
     ) -> ModelResponse:
+        self.budgets.check()  # the run's limits first: they stop the whole run
+        if inst.tree is not None:
+            inst.tree.check()  # a per-call budget: the nearest agent-as-tool call returns partial
+            inst.tree.start_call()
         self.budgets.spend_call()
         inst.model_calls += 1
         step = inst.model_calls
@@ -151,12 +164,20 @@ class ModelService:
                 messages=len(request.messages),
                 digest=digest,
                 tools=[t.name for t in request.tools],
+                system_digest=digests[0] if digests else None,
+                tools_digest=digests[1] if digests else None,
             )
         )
-        recorded = self.ledger.response(inst.id, step, digest, inst.name) if self.ledger else None
+        now = RequestPrint(*digests, tuple(t.name for t in request.tools)) if digests else None
+        recorded = self.ledger.response(inst.id, step, digest, inst.name, now) if self.ledger else None
         started = time.perf_counter()
-        response = recorded if recorded is not None else await self._live(inst, request)
-        self.usage.add(inst.name, inst.model, response.usage)
+        if recorded is not None:
+            response, served = recorded, self._recorded_model(inst, step)
+        else:
+            response, served = await self._live(inst, request, step)
+        self.usage.add(inst.name, served, response.usage, fallback=served.name != inst.model.name)
+        if inst.tree is not None:
+            inst.tree.add(response.usage.total, cost_of(response.usage, served))
         latency = 0.0 if recorded is not None else round((time.perf_counter() - started) * 1000, 2)
         self.emit(
             ModelResponseEvent(
@@ -166,15 +187,24 @@ class ModelService:
                 purpose=purpose,
                 response=response,
                 latency_ms=latency,
-                cost_usd=cost_of(response.usage, inst.model),
+                cost_usd=cost_of(response.usage, served),
                 replayed=True if recorded is not None else None,
+                served_by=served.name if served.name != inst.model.name else None,
             )
         )
         return response
 
-    async def _live(self, inst: AgentInstance, request: ModelRequest) -> ModelResponse:
+    def _recorded_model(self, inst: AgentInstance, step: int) -> ModelConfig:
+        """The model that answered a recorded call (a fallback's usage stays its own)."""
+        name = self.ledger.served_by.get((inst.id, step)) if self.ledger else None
+        return self.choice.config(name, inst.name) if name else inst.model
+
+    async def _live(
+        self, inst: AgentInstance, request: ModelRequest, step: int
+    ) -> tuple[ModelResponse, ModelConfig]:
         try:
-            return await inst.provider.complete(request)
+            served = await self.fallbacks.complete(inst, request, step)
+            return served.response, served.config
         except ProviderError as e:
             e.agent = e.agent or inst.name
             e.model = e.model or inst.model.name
@@ -184,6 +214,16 @@ class ModelService:
     async def aclose(self) -> None:
         for provider in self.providers.values():
             await provider.aclose()
+
+
+def prompt_digests(request: ModelRequest) -> tuple[str, str]:
+    """Digests of what a request tells the model besides its history: the system prompt, and
+    the tools (names, descriptions, JSON Schemas) with the output schema. A replay compares
+    them, so an edited prompt or tool list is a divergence, not a silent reuse."""
+    system = hashlib.sha256(request.system.encode()).hexdigest()[:16]
+    tools = [[t.name, t.description, t.parameters] for t in request.tools]
+    text = json.dumps([tools, request.output_schema], sort_keys=True, ensure_ascii=False, default=str)
+    return system, hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def history_digest(messages: list[Message]) -> str:

@@ -34,7 +34,9 @@ class PromptRenderer:
         run_id: str,
         output: str | None,
         iteration: Callable[[], int | None],
+        today: str | None = None,
     ) -> None:
+        self.today = today  # a resumed or replayed run keeps its recorded date
         self.project = project
         self.inputs = inputs
         self.workspace = workspace
@@ -48,7 +50,7 @@ class PromptRenderer:
             **self.inputs,
             "inputs": dict(self.inputs),
             "workspace": WorkspaceView(self.workspace),
-            "date": date.today().isoformat(),
+            "date": self.today or date.today().isoformat(),
             "iteration": self.iteration(),
             "run_id": self.run_id,
             "output": self.output,

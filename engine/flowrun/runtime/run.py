@@ -90,8 +90,15 @@ class Run:
         self.subscribers: list[Subscriber] = []
         self.usage = UsageBook()
         self.budgets = Budgets(self.limits, self.usage)
+        self.subtrees = self.usage.subtrees
         self.prompts = PromptRenderer(
-            project, inputs, self.workspace, self.run_id, self.spec.output, lambda: self.iteration
+            project,
+            inputs,
+            self.workspace,
+            self.run_id,
+            self.spec.output,
+            lambda: self.iteration,
+            today=ledger.date if ledger is not None else None,
         )
         choice = ModelChoice(
             project,
@@ -141,6 +148,7 @@ class Run:
             inst.system = self.prompts.system_prompt(
                 self.project.agents[inst.name], inst.tools, inst.model.name
             )
+            self.record_prompt(inst)  # what the agent is really told, with those tools
         return await self.models.model_call(inst)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from flowrun.manifest.specs import Limits, WorkflowManifest
     from flowrun.runtime.instance import AgentInstance
     from flowrun.runtime.sandboxes import SandboxPolicies
+    from flowrun.runtime.subtrees import SubtreeBook
 
 
 class LoopServices(Protocol):
@@ -36,6 +37,7 @@ class RunServices(LoopServices, Protocol):
     iteration: int | None  # the current loop iteration (1-based), for templates
     spec: WorkflowManifest  # the workflow being run
     sandboxes: SandboxPolicies  # how tool processes are confined (with --sandbox applied)
+    subtrees: SubtreeBook  # usage per sub-tree of agents, per-call budgets
 
     def new_instance(
         self,

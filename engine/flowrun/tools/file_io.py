@@ -97,12 +97,13 @@ def is_utf8(encoding: str) -> bool:
 
 def encoding_problem(encoding: str) -> str | None:
     """Why `encoding` cannot be used for a text file, or None."""
+    shown = repr(encoding[:60]) if isinstance(encoding, str) else repr(encoding)
     try:
         info = codecs.lookup(encoding)
-    except (LookupError, TypeError, ValueError):  # ValueError: a NUL byte in the name
-        return f"unknown encoding {encoding!r}; use a Python codec name such as utf-8, latin-1, utf-16, gbk"
+    except (LookupError, TypeError, ValueError):  # ValueError: a NUL in the name
+        return f"unknown encoding {shown}; use a Python codec name such as utf-8, latin-1, utf-16, gbk"
     if not getattr(info, "_is_text_encoding", True):
-        return f"{encoding!r} is not a text encoding"
+        return f"{shown} is not a text encoding"
     return None
 
 

@@ -37,6 +37,7 @@ class RemoteTool:
     name: str
     description: str
     parameters: dict[str, Any]
+    idempotent: bool = False  # readOnlyHint or idempotentHint: a resume may run it again
 
 
 @dataclass(slots=True)
@@ -187,6 +188,13 @@ class McpConnection:
             self._errlog = None
 
 
+def _repeat_safe(tool: Any) -> bool:
+    """The server's own word (its annotations) that calling the tool twice does no more than
+    once; without it a remote tool is taken to be unsafe to repeat."""
+    hints = getattr(tool, "annotations", None)
+    return bool(getattr(hints, "read_only_hint", False) or getattr(hints, "idempotent_hint", False))
+
+
 async def _list_tools(client: Any) -> list[RemoteTool]:
     found: list[RemoteTool] = []
     cursor: str | None = None
@@ -195,7 +203,7 @@ async def _list_tools(client: Any) -> list[RemoteTool]:
         for tool in page.tools:
             schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
             schema.setdefault("type", "object")
-            found.append(RemoteTool(tool.name, (tool.description or "").strip(), schema))
+            found.append(RemoteTool(tool.name, (tool.description or "").strip(), schema, _repeat_safe(tool)))
         cursor = page.next_cursor
         if not cursor:
             break

@@ -75,6 +75,7 @@ async def top_agent(run: RunServices, name: str, instance_id: str, task: str, wo
         cwd = confined(run, workdir, "workdir")
         cwd.mkdir(parents=True, exist_ok=True)
     inst = run.new_instance(name, instance_id, depth=0, cwd=cwd)
+    inst.tree = run.subtrees.open(name, inst.id)
     run.emit(AgentStartEvent(agent=name, agent_id=inst.id, parent=None, task=task, model=inst.model.name))
     outcome = await run_agent(run, inst, task)
     outcome.agent_id = inst.id

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import OutputInvalid, ProviderError
-from flowrun.events import AgentEndEvent, AgentStartEvent
+from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
 from flowrun.runtime.agent import run_agent
 from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
 from flowrun.runtime.instance import AgentInstance, Outcome
 from flowrun.runtime.services import RunServices
+from flowrun.runtime.subtrees import SubtreeBudgetExceeded
 from flowrun.types import Status, ToolCall, ToolResult, ToolSpec
 
 AGENT_TOOL_SUFFIX = (
@@ -89,17 +90,28 @@ async def call_agent(
     inst = _sub_instance(run, caller, name, session, call, args.get("model"))
     inst.written = set()
     inst.write_within = confined if confined is not None else caller.write_within
+    inst.tree = run.subtrees.open(name, inst.id, call.id, caller.tree, bound.config.get("budget"))
     task = _sub_task(args)
     started = time.time()
     run.emit(
         AgentStartEvent(
-            agent=name, agent_id=inst.id, parent=caller.id, task=task, model=inst.model.name, session=session
+            agent=name,
+            agent_id=inst.id,
+            parent=caller.id,
+            task=task,
+            model=inst.model.name,
+            session=session,
+            budget=dict(inst.tree.budget) or None,
         )
     )
     cap = int(bound.config.get("max_steps") or callee.max_steps)
     steps = min(int(args.get("max_steps") or cap), cap)
     try:
         outcome = await run_agent(run, inst, task, steps)
+    except SubtreeBudgetExceeded as e:
+        files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
+        caller.written |= set(files)
+        return budget_partial(run, inst, e, files)
     except ProviderError as e:
         run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=str(e)))
         return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
@@ -122,7 +134,12 @@ def _output_dir(run: RunServices, caller: AgentInstance, folder: Any) -> Path | 
     if not folder:
         return None
     text = str(folder)
-    target = (run.workspace / text).resolve()
+    if "\x00" in text:
+        return ToolResult.fail("INVALID_PARAM", "output_dir contains a NUL byte")
+    try:
+        target = (run.workspace / text).resolve()
+    except (OSError, RuntimeError, ValueError) as e:
+        return ToolResult.fail("INVALID_PARAM", f"cannot use output_dir {text[:100]!r}: {e}")
     if text.startswith(("/", "\\")) or not target.is_relative_to(run.workspace.resolve()):
         return ToolResult.fail(
             "ACCESS_DENIED", f"output_dir {text!r} leaves the workspace; give a relative folder"
@@ -219,3 +236,47 @@ def _sub_result(
     if full:
         data["full_output"] = outcome.text
     return ToolResult(status, text, data)
+
+
+def budget_partial(
+    run: RunServices, inst: AgentInstance, e: SubtreeBudgetExceeded, files: list[str]
+) -> ToolResult:
+    """A sub-agent whose budget ran out: what it wrote, as a partial result its caller can use."""
+    tree = inst.tree
+    assert tree is not None
+    whose = "its per-call budget" if e.tree is tree else f"the budget of {e.tree.agent} above it"
+    message = f"{inst.name} stopped: {whose} is used up ({e.limit} {e.tree.budget[e.limit]:g})"
+    cost = round(tree.cost_usd, 6)
+    run.emit(
+        CallBudgetExceededEvent(
+            agent=inst.name,
+            agent_id=inst.id,
+            limit=e.limit,
+            message=message,
+            tokens=tree.tokens,
+            cost_usd=cost,
+            model_calls=tree.model_calls,
+        )
+    )
+    run.emit(
+        AgentEndEvent(
+            agent=inst.name,
+            agent_id=inst.id,
+            status="budget_exceeded",
+            steps=inst.model_calls,
+            output_files=files,
+            error=message,
+        )
+    )
+    listing = "\n".join(f"- {f}" for f in files) or "(none)"
+    last = inst.last_text.strip() or "(it wrote no answer yet)"
+    text = f"{message}. Its last words:\n{last}\n\nOutput files:\n{listing}"
+    data = {
+        "output_files": files,
+        "steps_used": inst.model_calls,
+        "agent_id": inst.id,
+        "outcome": "budget_exceeded",
+        "budget": dict(tree.budget),
+        "spent": {"tokens": tree.tokens, "cost_usd": cost, "model_calls": tree.model_calls},
+    }
+    return ToolResult("partial", text, data)

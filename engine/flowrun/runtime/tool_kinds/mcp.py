@@ -171,6 +171,7 @@ class McpKind:
             )
             bound.approve = placeholder.approve
             bound.sandbox_layers = placeholder.sandbox_layers
+            bound.idempotent = tool.idempotent  # a call in flight at a crash is not run again blindly
             out.append(bound)
         return out
 

@@ -1,0 +1,44 @@
+"""`validate` on `flowrun test` files (`kind: test`): the workflow and the cassette they name
+exist, and their regexes compile."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.specs import FlowTestManifest
+
+
+def cassette_events(cassette: Path) -> Path:
+    """The event log of a cassette: a run folder's events.jsonl, or the file itself."""
+    return cassette / "events.jsonl" if cassette.is_dir() else cassette
+
+
+def check_test_files(project: Project) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for loaded in project.tests:
+        out += _check_test_file(loaded)
+    return out
+
+
+def _check_test_file(loaded: Loaded[FlowTestManifest]) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    here = src.path.parent
+    out: list[Diagnostic] = []
+    if not (here / spec.workflow).is_file():
+        message = f"workflow file '{spec.workflow}' not found"
+        out.append(src.diag(("workflow",), message, "the path is relative to the test file", "missing-file"))
+    if not cassette_events(here / spec.cassette).is_file():
+        message = f"cassette '{spec.cassette}' not found (a run folder with events.jsonl, or an events file)"
+        hint = "record one with `flowrun record` (see `flowrun record --help`)"
+        out.append(src.diag(("cassette",), message, hint, "missing-file"))
+    output = spec.expect.output
+    if output is not None and output.matches is not None:
+        try:
+            re.compile(output.matches)
+        except re.error as e:
+            hint = "quote the pattern with single quotes in YAML so backslashes stay"
+            out.append(src.diag(("expect", "output", "matches"), f"invalid regex: {e}", hint, "bad-regex"))
+    return out

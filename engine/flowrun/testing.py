@@ -1,0 +1,220 @@
+"""`flowrun test`: each test file (`kind: test`, `*.flowrun.yaml`) names a workflow, its inputs
+and a recorded run (a cassette); the run is replayed offline with the workflow as it is now,
+every model answer coming from the cassette, and what the file expects is checked. A prompt,
+tool or manifest edit that changes what an agent is asked makes the replay diverge, which is
+reported with the first differing step. `record_cassette` makes a cassette (and a test file)
+from a live run (`flowrun record`).
+
+    report = await flowrun.testing.run_test_file("tests/research.flowrun.yaml")
+    print(report.ok, [(c.name, c.ok, c.detail) for c in report.checks])
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flowrun import api
+from flowrun.errors import FlowrunError, UsageError
+from flowrun.manifest.diagnostics import ManifestInvalid
+from flowrun.manifest.project import display_path, parse_manifest
+from flowrun.manifest.specs import FlowTestManifest
+from flowrun.manifest.test_files import cassette_events
+from flowrun.manifest.yaml_source import Source
+from flowrun.runtime.event_log import read_events, read_lines
+from flowrun.runtime.expectations import Check, Replayed, check_all
+from flowrun.runtime.inputs import resolve_inputs
+from flowrun.tools.sandbox import Mode
+
+SUFFIXES = (".flowrun.yaml", ".flowrun.yml")
+SKIP = {"runs", "node_modules", "__pycache__", "cassettes"}
+CASSETTE_FILES = ("events.jsonl", "run.json", "usage.json")
+
+
+@dataclass
+class CaseReport:
+    """One test file's result: its checks, or why it could not run."""
+
+    file: Path
+    name: str
+    checks: list[Check] = field(default_factory=list)
+    error: str | None = None  # the file could not run (bad file, missing workflow or cassette)
+    duration_s: float = 0.0
+    source: Source | None = None  # for the line of each check
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(c.ok for c in self.checks)
+
+    @property
+    def display(self) -> str:
+        return display_path(self.file)
+
+    def line_of(self, check: Check | None = None) -> int:
+        """The line of a check's expectation in the test file (1 when unknown)."""
+        if self.source is None:
+            return 1
+        return self.source.position(check.parts if check is not None else (), key=True)[0]
+
+
+def find_test_files(paths: Iterable[Path]) -> list[Path]:
+    """`*.flowrun.yaml` files among `paths` (files, or folders searched below)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            found.append(path)
+            continue
+        for candidate in sorted(path.rglob("*.flowrun.y*ml")):
+            relative = candidate.relative_to(path).parts[:-1]
+            if candidate.name.endswith(SUFFIXES) and not any(
+                p in SKIP or p.startswith(".") for p in relative
+            ):
+                found.append(candidate)
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def read_test_file(path: Path) -> tuple[FlowTestManifest, Source]:
+    """The test file as its typed spec; a ManifestInvalid (with file:line) when it is not one."""
+    kind, spec, src, diags = parse_manifest(path)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors or not isinstance(spec, FlowTestManifest):
+        if not errors and kind is not None:
+            errors = [
+                src.diag(("kind",), f"a {kind} manifest, not a test file", "set `kind: test`", "invalid")
+            ]
+        raise ManifestInvalid(str(path), errors)
+    return spec, src
+
+
+def cassette_meta(events: Path) -> dict[str, Any]:
+    """What the cassette's run recorded about itself: its run_start event, and run.json's status
+    when the cassette is a run folder."""
+    start = next((e for e in read_lines(events) if e.get("type") == "run_start"), None)
+    if start is None:
+        raise FlowrunError(f"cassette {display_path(events)} has no run_start event", "record it again")
+    return dict(start)
+
+
+async def run_test_file(
+    path: str | Path, *, keep: Path | None = None, sandbox: Mode | None = None
+) -> CaseReport:
+    """Replay one test file's cassette and check its expectations. `keep`: replay into
+    `keep/<name>` and leave it there (else a temporary folder, removed afterwards)."""
+    path = Path(path)
+    started = time.monotonic()
+    report = CaseReport(path, path.name.split(".")[0])
+    try:
+        spec, report.source = read_test_file(path)
+        report.name = spec.name
+        report.checks = await _replayed_checks(path, spec, keep, sandbox)
+    except FlowrunError as e:
+        report.error = str(e)
+    report.duration_s = time.monotonic() - started
+    return report
+
+
+async def _replayed_checks(
+    path: Path, spec: FlowTestManifest, keep: Path | None, sandbox: Mode | None
+) -> list[Check]:
+    here = path.parent
+    events = cassette_events(here / spec.cassette)
+    if not events.is_file():
+        raise UsageError(
+            f"{path.name}: cassette '{spec.cassette}' not found", "record it with `flowrun record`"
+        )
+    meta = cassette_meta(events)
+    workflow = api.load(here / spec.workflow, [str(o) for o in meta.get("overrides") or []])
+    given = spec.inputs if spec.inputs is not None else dict(meta.get("inputs") or {})
+    inputs = resolve_inputs(workflow.spec.inputs, given, workflow.name)
+    target = keep / spec.name if keep is not None else Path(tempfile.mkdtemp(prefix="flowrun-test-"))
+    if keep is not None:
+        shutil.rmtree(target, ignore_errors=True)
+    settings = api.replay_settings(meta, sandbox=sandbox or spec.sandbox)
+    try:
+        result, ledger = await api.replay_events(
+            workflow, events, {**meta, "inputs": inputs}, target, settings
+        )
+        calls = sum(1 for _ in ledger.responses)
+        if ledger.divergence is not None:
+            from flowrun.runtime.replay_diff import divergence_details
+
+            details = divergence_details(events, target / "events.jsonl", ledger.divergence)
+            detail = ledger.divergence.message + "".join(f"\n    {line}" for line in details[:12])
+            return [Check("cassette", False, detail, ("cassette",))]
+        replayed = Replayed(
+            result.status,
+            result.message,
+            read_events(target / "events.jsonl"),
+            target,
+            result.usage,
+            workflow.spec.output,
+        )
+        cassette = Check(
+            "cassette", True, f"every model call came from the cassette ({calls} recorded)", ("cassette",)
+        )
+        return [cassette, *check_all(spec.expect, replayed)]
+    finally:
+        if keep is None:
+            shutil.rmtree(target, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- recording
+
+
+def save_cassette(run_dir: Path, cassette: Path, output: str | None) -> None:
+    """Keep what a replay needs from a run folder (its log, run.json, usage.json, and the
+    declared output for reference) as the cassette folder, replacing an older one."""
+    if cassette.exists():
+        shutil.rmtree(cassette)
+    cassette.mkdir(parents=True)
+    for name in [*CASSETTE_FILES, *([output] if output else [])]:
+        source = run_dir / name
+        if source.is_file():
+            (cassette / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, cassette / name)
+
+
+def draft_test_file(
+    name: str,
+    workflow: str,
+    cassette: str,
+    inputs: dict[str, Any],
+    run_dir: Path,
+    result: api.RunResult,
+    output: str | None,
+) -> str:
+    """A test file for a run just recorded: its status, the tools it called (in no particular
+    order), and its output file; edit the expectations to say what matters."""
+    calls: list[dict[str, str]] = []
+    for event in read_lines(run_dir / "events.jsonl"):
+        if event.get("type") == "tool_call":
+            entry = {"tool": str(event.get("tool")), "agent": str(event.get("agent"))}
+            if entry not in calls:
+                calls.append(entry)
+    expect: dict[str, Any] = {"status": result.status}
+    if calls:
+        expect["tool_calls"] = calls
+    if output and (run_dir / output).is_file():
+        expect["files"] = [output]
+    body = {
+        "version": 1,
+        "kind": "test",
+        "name": name,
+        "workflow": workflow,
+        "cassette": cassette,
+        "inputs": inputs,
+        "expect": expect,
+    }
+    header = (
+        f"# Recorded by `flowrun record` from a run of {workflow}.\n"
+        "# `flowrun test` replays the cassette offline and checks `expect`: add what matters\n"
+        "# (output.contains / matches, tool call arguments, files, a budget); see the README.\n"
+    )
+    return header + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,172 @@
+"""Per-call budgets on agent-as-tool entries through `flowrun run`, with the real SDKs against
+the scripted server: a sub-agent that uses up its budget returns `partial` with what it wrote
+and the run completes; a budget is capped at what the caller has left; usage per sub-tree in
+usage.json and `flowrun show`; the other limits (tokens, steps) and validate's checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import run_cli
+from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+
+PRICE = {"input": 1000.0, "output": 1000.0}  # each scripted call: 10 in + 5 out = $0.015
+
+
+def agent(name: str, tools: list[Any]) -> str:
+    return yaml.safe_dump(
+        {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name} agent.", "tools": tools}
+    )
+
+
+def project(
+    tmp: Path, worker_budget: dict[str, Any], helper_budget: dict[str, Any], provider: str = "anthropic"
+) -> None:
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "budgets",
+        "models": {"m": {"provider": provider, "model": "m", "price": PRICE}},
+        "default_model": "m",
+        "entry": "boss",
+    }
+    files = {
+        "budgets.yaml": yaml.safe_dump(workflow),
+        "agents.d/boss.yaml": agent("boss", [{"worker": {"budget": worker_budget}}]),
+        "agents.d/worker.yaml": agent("worker", ["write_file", {"helper": {"budget": helper_budget}}]),
+        "agents.d/helper.yaml": agent("helper", ["write_file"]),
+    }
+    for rel, text in files.items():
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_text(text)
+
+
+def write(path: str) -> Reply:
+    return Reply(tool_calls=[ToolCallSpec("write_file", {"path": path, "content": f"{path}\n"})])
+
+
+def responder(request: WireRequest) -> Reply:
+    who = request.system.removeprefix("You are the ").split(" ")[0]
+    replies = {
+        "boss": [
+            Reply(tool_calls=[ToolCallSpec("worker", {"task": "Work."})]),
+            Reply(text="Done with what I got."),
+        ],
+        "worker": [
+            write("w.md"),
+            Reply(tool_calls=[ToolCallSpec("helper", {"task": "Help."})]),
+            Reply(text="worker done"),
+        ],
+        "helper": [write("h1.md"), write("h2.md"), write("h3.md"), Reply(text="helper done")],
+    }[who]
+    turn = request.assistant_turns
+    return replies[turn] if turn < len(replies) else Reply(text="more")
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def tool_result(evs: list[dict[str, Any]], agent: str, tool: str) -> dict[str, Any]:
+    (found,) = [
+        e["result"] for e in evs if e["type"] == "tool_result" and e["agent"] == agent and e["tool"] == tool
+    ]
+    return found
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_budgets_return_partial_and_the_run_completes(tmp_path: Path, provider: str) -> None:
+    project(tmp_path, {"max_cost_usd": 0.05}, {"max_cost_usd": 1.0}, provider)
+    with WireServer(responder) as server:
+        env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
+        if provider == "anthropic":
+            env |= {"ANTHROPIC_API_KEY": "test-key-budget", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        else:
+            env |= {"OPENAI_API_KEY": "test-key-budget", "OPENAI_BASE_URL": server.openai_base_url}
+        proc = run_cli(["budgets.yaml", "--run-id", "r"], cwd=tmp_path, env=env)
+        asked = [r.system.removeprefix("You are the ").split(" ")[0] for r in server.requests]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    evs = events(run_dir)
+    assert evs[-1]["type"] == "run_end" and evs[-1]["status"] == "completed"
+
+    # the helper's $1 budget was capped at what the worker had left after two calls ($0.05 - $0.03)
+    budgets = {e["agent"]: e.get("budget") for e in evs if e["type"] == "agent_start"}
+    assert budgets["boss"] is None and budgets["worker"] == {"max_cost_usd": 0.05}
+    assert budgets["helper"]["max_cost_usd"] == pytest.approx(0.02)
+
+    # the helper stopped after two calls ($0.03 >= $0.02) and handed back what it wrote ...
+    helped = tool_result(evs, "worker", "helper")
+    assert helped["status"] == "partial" and helped["data"]["outcome"] == "budget_exceeded"
+    assert helped["data"]["output_files"] == ["h1.md", "h2.md"] and not (run_dir / "h3.md").exists()
+    assert "helper stopped: its per-call budget is used up (max_cost_usd 0.02)" in helped["text"]
+    # ... then the worker's own budget was used up (its sub-tree spent $0.06 of $0.05)
+    worked = tool_result(evs, "boss", "worker")
+    assert worked["status"] == "partial" and worked["data"]["spent"]["model_calls"] == 4
+    assert worked["data"]["output_files"] == ["h1.md", "h2.md", "w.md"]
+    assert worked["data"]["spent"]["cost_usd"] == pytest.approx(0.06)
+    stops = [(e["agent"], e["limit"]) for e in evs if e["type"] == "call_budget_exceeded"]
+    assert stops == [("helper", "max_cost_usd"), ("worker", "max_cost_usd")]
+    assert asked.count("helper") == 2 and asked.count("worker") == 2 and asked.count("boss") == 2
+
+    # tokens and cost per sub-tree
+    usage = json.loads((run_dir / "usage.json").read_text())
+    trees = {t["agent"]: t for t in usage["by_subtree"]}
+    assert trees["boss"]["tokens"] == 90 and trees["boss"]["model_calls"] == 6
+    assert trees["worker"]["tokens"] == 60 and trees["worker"]["exhausted"] == "max_cost_usd"
+    assert trees["helper"]["tokens"] == 30 and trees["helper"]["parent"] == trees["worker"]["agent_id"]
+    assert trees["helper"]["cost_usd"] == pytest.approx(0.03)
+    shown = run_cli(["show", str(run_dir)]).stdout
+    assert "budget_exceeded" in shown and "budget cost_usd 0.05" in shown
+    assert "sub-tree 90 tokens, $0.0900" in shown and "sub-tree 60 tokens, $0.0600" in shown
+    assert (
+        "helper stopped: its per-call budget is used up (max_cost_usd 0.02): 30 tokens, $0.0300, 2 call(s)"
+        in shown
+    )
+
+
+@pytest.mark.parametrize(
+    ("budget", "limit", "helper_calls"),
+    # a scripted call counts 7 tokens: 3 calls reach 21 >= 20
+    [({"max_steps": 2}, "max_steps", 2), ({"max_tokens": 20}, "max_tokens", 3)],
+    ids=["steps", "tokens"],
+)
+def test_steps_and_tokens_budgets(
+    tmp_path: Path, budget: dict[str, Any], limit: str, helper_calls: int
+) -> None:
+    project(tmp_path, {"max_steps": 50}, budget, "scripted")
+    script = {
+        "boss": [{"tool_calls": [{"name": "worker", "arguments": {"task": "w"}}]}, {"text": "ok"}],
+        "worker": [{"tool_calls": [{"name": "helper", "arguments": {"task": "h"}}]}, {"text": "worker ok"}],
+        "helper": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": f"h{i}.md", "content": "x" * 40}}]}
+            for i in range(5)
+        ],
+    }
+    wf = yaml.safe_load((tmp_path / "budgets.yaml").read_text())
+    wf["models"]["m"] = {"provider": "scripted", "model": "s", "script": "script.yaml"}
+    (tmp_path / "budgets.yaml").write_text(yaml.safe_dump(wf))
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
+    proc = run_cli(["budgets.yaml", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    evs = events(tmp_path / "runs" / "r")
+    helped = tool_result(evs, "worker", "helper")
+    assert helped["status"] == "partial" and helped["data"]["budget"] == {
+        k: float(v) for k, v in budget.items()
+    }
+    assert [e["limit"] for e in evs if e["type"] == "call_budget_exceeded"] == [limit]
+    assert sum(e["type"] == "model_request" and e["agent"] == "helper" for e in evs) == helper_calls
+    assert tool_result(evs, "boss", "worker")["status"] == "success"
+
+
+def test_validate_checks_budget_keys(tmp_path: Path) -> None:
+    project(tmp_path, {"max_cost": 1}, {"max_tokens": 0})
+    proc = run_cli(["validate", ".", "--format", "json"], cwd=tmp_path)
+    assert proc.returncode == 1
+    found = [(d["path"], d["code"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]]
+    assert any(p.startswith("tools[0].worker.budget") and c == "bad-config" for p, c, _ in found), found
+    assert any(p.startswith("tools[1].helper.budget") and c == "bad-config" for p, c, _ in found), found

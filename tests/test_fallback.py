@@ -1,0 +1,222 @@
+"""Fallback chains through `flowrun run`: a primary model that keeps answering 503 on one wire
+format, a fallback on the other, the cooldown that skips the primary and then tries it again,
+the switches as events and the usage per model; resume and replay across the switches; validate
+and the missing-key check know the fallback models."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+
+PRIMARY, BACKUP = "primary-model", "backup-model"
+
+
+def write_project(tmp: Path, primary_api: str, cooldown: float = 30.0) -> None:
+    backup_api = "openai" if primary_api == "anthropic" else "anthropic"
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "fb",
+        "models": {
+            "main": {
+                "provider": primary_api,
+                "model": PRIMARY,
+                "max_retries": 1,
+                "fallback": ["spare"],
+                "cooldown_s": cooldown,
+                "price": {"input": 1.0, "output": 2.0},
+            },
+            "spare": {"provider": backup_api, "model": BACKUP, "price": {"input": 10.0, "output": 20.0}},
+        },
+        "default_model": "main",
+        "entry": "worker",
+    }
+    agent = {
+        "version": 1,
+        "kind": "agent",
+        "name": "worker",
+        "prompt": "You are the worker.",
+        "tools": ["list_directory"],
+    }
+    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
+    (tmp / "fb.yaml").write_text(yaml.safe_dump(workflow))
+    (tmp / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
+
+
+class Outage:
+    """The primary model answers 503 to its first `failures` requests, then works; the backup
+    always works and holds its second answer for `hold` seconds (so the primary's cooldown runs
+    out meanwhile: the cooldown is long because a first SDK import on a busy machine can take
+    seconds). Replies: two tool calls, then a text answer (by assistant turns)."""
+
+    def __init__(self, failures: int, hold: float) -> None:
+        self.failures = failures
+        self.hold = hold
+        self.lock = threading.Lock()
+
+    def __call__(self, request: WireRequest) -> Reply:
+        if request.body.get("model") == PRIMARY:
+            with self.lock:
+                failing = self.failures > 0
+                self.failures -= 1 if failing else 0
+            if failing:
+                return Reply(status=503)
+        turn = request.assistant_turns
+        delay = self.hold if request.body.get("model") == BACKUP and turn == 1 else 0.0
+        if turn < 2:
+            return Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})], delay_s=delay)
+        return Reply(text=f"done by {request.body.get('model')}", delay_s=delay)
+
+
+def cli_env(server: WireServer) -> dict[str, str]:
+    return {
+        "ANTHROPIC_API_KEY": "test-key-fallback-a",
+        "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        "OPENAI_API_KEY": "test-key-fallback-o",
+        "OPENAI_BASE_URL": server.openai_base_url,
+        "FLOWRUN_RETRY_BASE_S": "0.01",
+    }
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("primary_api", ["anthropic", "openai"])
+def test_fallback_after_503s_then_cooldown_then_primary_again(tmp_path: Path, primary_api: str) -> None:
+    write_project(tmp_path, primary_api)
+    with WireServer(Outage(failures=2, hold=32.0)) as server:
+        proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
+        requests = server.requests
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    evs = events(run_dir)
+
+    # call 1: the primary failed (1 try + 1 retry), then the backup answered on the other wire format;
+    # call 2: the primary was cooling down, so it went straight to the backup;
+    # call 3: the cooldown was over, the primary was tried again and answered
+    models = [(r.api, r.body["model"]) for r in requests]
+    backup_api = "openai" if primary_api == "anthropic" else "anthropic"
+    assert models == [
+        (primary_api, PRIMARY),
+        (primary_api, PRIMARY),
+        (backup_api, BACKUP),
+        (backup_api, BACKUP),
+        (primary_api, PRIMARY),
+    ]
+    switches = [e for e in evs if e["type"] == "model_fallback"]
+    assert [(e["step"], e["from_model"], e["to_model"]) for e in switches] == [
+        (1, "main", "spare"),
+        (2, "main", "spare"),
+    ]
+    assert "HTTP 503" in switches[0]["reason"] and "after 1 retry" in switches[0]["reason"]
+    assert "cooling down" in switches[1]["reason"]
+    served = [e.get("served_by") for e in evs if e["type"] == "model_response"]
+    assert served == ["spare", "spare", None]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    assert evs[-1]["message"] == f"done by {PRIMARY}"
+
+    # usage and cost per model: two calls on the spare (at its price), one on the main model
+    usage = json.loads((run_dir / "usage.json").read_text())
+    lines = {line["model"]: line for line in usage["by_agent_model"]}
+    assert lines["spare"]["calls"] == 2 and lines["main"]["calls"] == 1
+    assert lines["spare"]["cost_usd"] == pytest.approx((2 * 10 * 10.0 + 2 * 5 * 20.0) / 1e6)
+    assert lines["main"]["cost_usd"] == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)
+    assert usage["by_model"]["spare"]["fallback_calls"] == 2
+    shown = run_cli(["show", str(run_dir)]).stdout
+    assert "model call 1: main → spare (agent 'worker': model 'main'" in shown
+    assert "model call 2: main → spare (main is cooling down after a failure" in shown
+
+    # replay offline across the switches: the same answers, the same usage per model
+    again = run_cli(["replay", str(run_dir), "--into", str(tmp_path / "again"), "-q"])
+    assert again.returncode == 0, again.stdout + again.stderr
+    replayed = json.loads((tmp_path / "again" / "usage.json").read_text())
+    assert replayed["by_agent_model"] == usage["by_agent_model"]
+
+
+def test_no_fallback_for_errors_that_are_not_retryable(tmp_path: Path) -> None:
+    write_project(tmp_path, "anthropic")
+
+    def refuse(request: WireRequest) -> Reply:
+        return Reply(status=400) if request.body.get("model") == PRIMARY else Reply(text="never")
+
+    with WireServer(refuse) as server:
+        proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
+        requests = server.requests
+    assert proc.returncode == 1
+    assert "HTTP 400" in proc.stderr and "Traceback" not in proc.stderr
+    assert [r.body["model"] for r in requests] == [PRIMARY]
+    assert not any(e["type"] == "model_fallback" for e in events(tmp_path / "runs" / "r"))
+
+
+def test_every_model_of_the_chain_failing_fails_the_run(tmp_path: Path) -> None:
+    write_project(tmp_path, "openai")
+
+    def down(request: WireRequest) -> Reply:
+        return Reply(status=529 if request.api == "anthropic" else 503)
+
+    with WireServer(down) as server:
+        proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
+    assert proc.returncode == 1
+    assert "model 'spare'" in proc.stderr and "HTTP 529" in proc.stderr
+    switches = [e for e in events(tmp_path / "runs" / "r") if e["type"] == "model_fallback"]
+    assert len(switches) == 1
+
+
+def test_resume_after_a_kill_keeps_the_fallback_answers(tmp_path: Path) -> None:
+    write_project(tmp_path, "anthropic", cooldown=60)
+    run_dir = tmp_path / "runs" / "k"
+    with WireServer(Outage(failures=2, hold=30)) as server:
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | cli_env(server)
+        child = subprocess.Popen(
+            [*flowrun_cmd(), "fb.yaml", "--run-id", "k", "-q"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            evs = events(run_dir) if (run_dir / "events.jsonl").exists() else []
+            if any(e["type"] == "model_request" and e["step"] == 2 for e in evs):
+                break
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=10)
+        before = len(server.requests)
+        # the resumed process has a fresh cooldown table: the primary works again now
+        proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=cli_env(server))
+        after = [r.body["model"] for r in server.requests[before:]]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert after == [PRIMARY, PRIMARY]  # calls 2 and 3 live; call 1 came from the log
+    usage = json.loads((run_dir / "usage.json").read_text())
+    lines = {line["model"]: line["calls"] for line in usage["by_agent_model"]}
+    assert lines == {"spare": 1, "main": 2}
+
+
+def test_validate_and_the_key_check_know_the_fallbacks(tmp_path: Path) -> None:
+    write_project(tmp_path, "anthropic")
+    wf = yaml.safe_load((tmp_path / "fb.yaml").read_text())
+    wf["models"]["main"]["fallback"] = ["spar", "main"]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(wf))
+    proc = run_cli(["validate", "bad.yaml", "--format", "json"], cwd=tmp_path)
+    found = {(d["path"], d["code"]) for d in json.loads(proc.stdout)["diagnostics"]}
+    assert ("models.main.fallback[0]", "unknown-model") in found
+    assert ("models.main.fallback[1]", "invalid") in found
+    proc = run_cli(
+        ["fb.yaml", "--run-id", "x"], cwd=tmp_path, env={"ANTHROPIC_API_KEY": "k-for-the-main-model"}
+    )
+    assert proc.returncode == 1
+    assert "OPENAI_API_KEY (for worker)" in proc.stderr
