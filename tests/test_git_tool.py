@@ -29,7 +29,7 @@ def run_git(repo: Path, *args: str) -> str:
 
 
 def make_ctx(ws: Path, **config: object) -> ToolContext:
-    return ToolContext(workspace=ws, base_dir=ws, cwd=ws, run_dir=ws.parent, config=dict(config))
+    return ToolContext(workspace=ws, base_dir=ws, cwd=ws, run_dir=ws, config=dict(config))
 
 
 def code(result: ToolResult) -> str | None:
@@ -214,4 +214,5 @@ async def test_git_sees_no_key_and_nothing_outside(repo: Path, monkeypatch: pyte
     result = await git(make_ctx(repo, allow_subcommands=["envdump"]), args=["envdump"])
     assert "sk-fake" not in result.text and "OPENAI" not in result.text
     assert "secret" not in result.text and "Permission denied" in result.text
-    assert f"HOME={repo}/.home" in result.text and "GIT_AUTHOR_NAME=Test" in result.text
+    # HOME is the run folder's .home/ (make_ctx's run_dir is the parent), never in the workspace
+    assert f"HOME={repo.parent}/.home" in result.text and "GIT_AUTHOR_NAME=Test" in result.text

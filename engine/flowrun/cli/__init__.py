@@ -53,6 +53,13 @@ COMMANDS: dict[str, Registered] = {
     "schema": Registered(
         "flowrun.cli.schema_cmd:schema", "Print the JSON Schema of a manifest KIND (default: workflow)."
     ),
+    "test": Registered(
+        "flowrun.cli.test_cmd:test",
+        "Replay recorded runs offline and check what test files (*.flowrun.yaml) expect.",
+    ),
+    "record": Registered(
+        "flowrun.cli.test_cmd:record", "Run a workflow live and keep the run as the cassette of TEST_FILE."
+    ),
     "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
     "test": Registered(
         "flowrun.cli.test_cmd:test",

@@ -4,14 +4,12 @@ with it. The agent's answers go to stdout, the prompt and progress lines to stde
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from flowrun.cli.chat_input import chat_reader
 from flowrun.cli.common import reported, verbosity
 from flowrun.cli.run_cmd import (
     RESUME_HINT,
@@ -24,12 +22,6 @@ from flowrun.cli.run_cmd import (
     terminal_approver,
     yes_option,
 )
-
-if TYPE_CHECKING:
-    from flowrun.cli.progress import Progress
-
-END_WORDS = ("/exit", "/quit", "/bye")
-PROMPT = "you> "
 
 
 @click.command(
@@ -107,46 +99,3 @@ def chat(
         print_summary(result, -1, None)
         click.echo(f"continue with: flowrun resume {result.run_dir}", err=True)
     sys.exit(result.exit_code)
-
-
-def chat_reader(progress: Progress | None) -> Callable[[str | None], Awaitable[str | None]]:
-    """Print the agent's answer on stdout, then read the next message from stdin: a line, or
-    several joined when a line ends with a backslash. End of input or /exit ends the chat."""
-
-    def read_message(answer: str | None) -> str | None:
-        if answer is not None:
-            click.echo(answer.strip() or "(no answer)")
-        lines: list[str] = []
-        while True:
-            print(PROMPT if not lines else "...> ", end="", file=sys.stderr, flush=True)
-            line = sys.stdin.readline()
-            if not line:  # end of input
-                if not sys.stdin.isatty() or lines:
-                    print(file=sys.stderr)
-                return "\n".join(lines) or None
-            text = line.rstrip("\n")
-            if not lines and text.strip() in END_WORDS:
-                return None
-            if text.endswith("\\"):
-                lines.append(text[:-1])
-                continue
-            lines.append(text)
-            message = "\n".join(lines).strip()
-            if message:
-                return message
-            lines = []  # an empty line asks again
-
-    async def read(answer: str | None) -> str | None:
-        import asyncio
-
-        return await asyncio.to_thread(read_message, answer)
-
-    return read
-
-
-def is_chat(run_dir: Path) -> bool:
-    """Whether a run folder holds a chat (run.json says which agent)."""
-    try:
-        return bool(json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("chat"))
-    except (OSError, ValueError):
-        return False

@@ -170,7 +170,7 @@ def resume(
     """Continue a stopped run (crash, kill, Ctrl-C) from its event log (a chat goes on)."""
     with reported(verbose, f"continue with `flowrun resume {run_dir}`"):
         from flowrun.api import resume as resume_run
-        from flowrun.cli.chat_cmd import chat_reader, is_chat
+        from flowrun.cli.chat_input import chat_reader, is_chat
 
         level = verbosity(quiet, verbose)
         ask = ask_on_terminal if sys.stdin.isatty() else None
