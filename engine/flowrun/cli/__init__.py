@@ -61,13 +61,6 @@ COMMANDS: dict[str, Registered] = {
         "flowrun.cli.test_cmd:record", "Run a workflow live and keep the run as the cassette of TEST_FILE."
     ),
     "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
-    "test": Registered(
-        "flowrun.cli.test_cmd:test",
-        "Replay recorded runs offline and check what test files (*.flowrun.yaml) expect.",
-    ),
-    "record": Registered(
-        "flowrun.cli.test_cmd:record", "Run a workflow live and keep the run as the cassette of TEST_FILE."
-    ),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
 }
 
