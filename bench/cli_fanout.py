@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fanout_setup import CHAIN, LATENCY_S, MODEL_CALLS, SDK_SCRIPT, make_project, script
+from fanout_setup import CHAIN, LATENCY_S, MODEL_CALLS, make_project, script
 from wire_server import WireServer
 
 TARGET = 1.2
@@ -49,8 +49,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, WireServer(script(args.latency)) as server:
         folder = Path(tmp)
         workflow = make_project(folder / "project")
-        sdk = folder / "sdk_fanout.py"
-        sdk.write_text(SDK_SCRIPT)
+        sdk = Path(__file__).resolve().parent / "sdk_fanout.py"
         env = {**os.environ, "BENCH_KEY": "bench-key", "OPENAI_BASE_URL": server.openai_base_url}
         commands = {
             "flowrun": [*flowrun_command(), str(workflow), "-q", "--runs-dir", str(folder / "runs")],

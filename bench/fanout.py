@@ -13,7 +13,6 @@ Run: python bench/fanout.py [--api openai|anthropic] [--runs 3]
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import statistics
@@ -83,16 +82,12 @@ def script() -> Script:
 
 def run_once(workflow: Path, runs: Path) -> tuple[float, int]:
     """(wall seconds from run_start to run_end, model calls) of one in-process run."""
-    from flowrun.runtime.execute import execute_run
-    from flowrun.runtime.launch import load_for_run
-    from flowrun.runtime.run import Run
+    import flowrun
 
-    loaded = load_for_run(workflow)
-    run = Run(loaded.project, loaded.workflow, {}, runs / f"r{time.time_ns()}")
-    summary = asyncio.run(execute_run(run))
-    if summary.status != "completed":
-        raise SystemExit(f"bench run failed: {summary.status}: {summary.message}")
-    events = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+    result = flowrun.load(workflow).run_sync({}, run_dir=runs / f"r{time.time_ns()}")
+    if result.status != "completed":
+        raise SystemExit(f"bench run failed: {result.status}: {result.message}")
+    events = [json.loads(line) for line in (result.run_dir / "events.jsonl").read_text().splitlines()]
     calls = sum(e["type"] == "model_response" for e in events)
     return events[-1]["t"] - events[0]["t"], calls
 

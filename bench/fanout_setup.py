@@ -5,9 +5,7 @@ by the scripted wire server (tests/wire_server.py) after `latency_s`, through th
 SDK. The longest chain is boss 1 + helper 6 + boss 1 = 8 calls: the ideal wall time of one run is
 8 x latency.
 
-`SDK_SCRIPT` is the same work as a plain script with the `openai` SDK and no flowrun: the same
-requests (system prompts, tools, messages), the helpers concurrent with asyncio.gather, the
-list_directory calls answered with os.listdir."""
+bench/sdk_fanout.py is the same work as a plain script with the `openai` SDK and no flowrun."""
 
 from __future__ import annotations
 
@@ -71,55 +69,3 @@ def script(latency_s: float = LATENCY_S) -> Script:
         },
         {"boss": "You are the boss", "helper": "You are a helper"},
     )
-
-
-SDK_SCRIPT = '''\
-"""The fan-out with the bare openai SDK: what flowrun is compared with."""
-import asyncio, json, os, sys
-import openai
-
-HELPER_TOOLS = [{"type": "function", "function": {"name": "list_directory",
-    "description": "List a folder.", "parameters": {"type": "object",
-    "properties": {"path": {"type": "string"}}}}}]
-BOSS_TOOLS = [{"type": "function", "function": {"name": "helper",
-    "description": "Lists the folder a few times.", "parameters": {"type": "object",
-    "properties": {"task": {"type": "string"}}, "required": ["task"]}}}]
-
-
-async def helper(client, task):
-    messages = [{"role": "system", "content": "You are a helper of the fan-out bench."},
-                {"role": "user", "content": task}]
-    while True:
-        answer = await client.chat.completions.create(
-            model="bench", messages=messages, tools=HELPER_TOOLS, max_tokens=4096)
-        message = answer.choices[0].message
-        if not message.tool_calls:
-            return message.content
-        messages.append(message.model_dump(exclude_none=True))
-        for call in message.tool_calls:
-            path = json.loads(call.function.arguments).get("path", ".")
-            listing = "\\n".join(sorted(os.listdir(path)))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": listing})
-
-
-async def main():
-    client = openai.AsyncOpenAI(api_key=os.environ["BENCH_KEY"], max_retries=0)
-    messages = [{"role": "system", "content": "You are the boss of the fan-out bench."},
-                {"role": "user", "content": "Begin."}]
-    while True:
-        answer = await client.chat.completions.create(
-            model="bench", messages=messages, tools=BOSS_TOOLS, max_tokens=4096)
-        message = answer.choices[0].message
-        if not message.tool_calls:
-            print(message.content)
-            break
-        messages.append(message.model_dump(exclude_none=True))
-        tasks = [json.loads(call.function.arguments)["task"] for call in message.tool_calls]
-        results = await asyncio.gather(*(helper(client, task) for task in tasks))
-        for call, result in zip(message.tool_calls, results):
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-    await client.close()
-
-
-asyncio.run(main())
-'''

@@ -29,7 +29,7 @@ def run_git(repo: Path, *args: str) -> str:
 
 
 def make_ctx(ws: Path, **config: object) -> ToolContext:
-    return ToolContext(workspace=ws, base_dir=ws, cwd=ws, run_dir=ws, config=dict(config))
+    return ToolContext(workspace=ws, base_dir=ws, cwd=ws, run_dir=ws.parent, config=dict(config))
 
 
 def code(result: ToolResult) -> str | None:

@@ -134,6 +134,21 @@ def test_every_file_the_check_reads_invalidates_it(tmp_path: Path) -> None:
     assert probe(["validate", "."], project, env)[0] == 0
 
 
+def test_a_test_files_cassette_coming_and_going_invalidates_the_check(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", {})
+    (project / "wf.test.yaml").write_text(
+        "version: 1\nkind: test\nname: t\nworkflow: wf.yaml\ncassette: cassettes/one\n"
+    )
+    env = cache_env(tmp_path)
+    code, out, _ = probe(["validate", "."], project, env)
+    assert code == 1 and "cassettes/one" in out
+    (project / "cassettes" / "one").mkdir(parents=True)
+    (project / "cassettes" / "one" / "events.jsonl").write_text("")
+    assert probe(["validate", "."], project, env)[0] == 0  # not the cached error
+    (project / "cassettes" / "one" / "events.jsonl").unlink()
+    assert probe(["validate", "."], project, env)[0] == 1
+
+
 def test_cached_diagnostics_name_files_from_where_validate_runs(tmp_path: Path) -> None:
     project = make_project(tmp_path / "p", {"agents.d/helper.yaml": "version: 1\nkind: agent\nname: [x]\n"})
     env = cache_env(tmp_path)

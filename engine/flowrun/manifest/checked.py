@@ -144,11 +144,35 @@ def python_probes(project: Project) -> list[Probe]:
         if isinstance(impl, PythonImplementation):
             module = impl.python.split(":")[0]
             probes.add((module, str(tool.root), module_state(module, tool.root)))
+    for test in project.tests:  # `kind: test` files name a workflow and a cassette
+        here = test.source.path.parent
+        for named in (here / test.spec.workflow, here / test.spec.cassette):
+            probes.add((FILE_PROBE, str(named), file_state(named)))
     return sorted(probes)
 
 
 def probes_hold(probes: list[Probe]) -> bool:
-    return all(module_state(module, Path(root)) == state for module, root, state in probes)
+    return all(
+        (file_state(Path(root)) if module == FILE_PROBE else module_state(module, Path(root))) == state
+        for module, root, state in probes
+    )
+
+
+FILE_PROBE = ":file"  # a probe of a path a check looked at, wherever it is
+
+
+def file_state(path: Path) -> str:
+    """Whether a path exists, and as what (a cassette is a run folder or an events file)."""
+    events = path / "events.jsonl"
+    return (
+        "dir+events"
+        if events.is_file()
+        else "dir"
+        if path.is_dir()
+        else "file"
+        if path.is_file()
+        else "missing"
+    )
 
 
 def module_state(module: str, root: Path) -> str:

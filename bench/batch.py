@@ -1,0 +1,161 @@
+"""`flowrun batch` throughput and footprint with the local backend: N items at 200 ms model
+latency, concurrency 50, against the scripted wire server (tests/wire_server.py) running in a
+process of its own, through the real `openai` SDK.
+
+Each item is one agent making two model calls (a write_file call, then its answer), so the
+critical path of one item is 2 x latency and the ideal throughput is concurrency / (2 x latency)
+items a second. Each batch runs in a fresh process (python -c ... flowrun.run_batch) that reports
+its own peak RSS and the most file descriptors it had open (sampled as items end).
+
+Printed: items/s against the ideal (target >= 90 %), peak RSS and open file descriptors for 100
+and for N items (target: N=1,000 within 2x the RSS of 100).
+
+Run: python bench/batch.py [--items 1000] [--concurrency 50] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET_SHARE = 0.9
+TARGET_RSS = 2.0
+
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: bench
+inputs:
+  question: {description: the question}
+models:
+  m: {provider: openai-compatible, base_url: BASE_URL, model: m, stream: false}
+default_model: m
+entry: answerer
+task: "Question: {{ question }}"
+output: answer.md
+"""
+AGENT = """\
+version: 1
+kind: agent
+name: answerer
+prompt: You answer questions.
+tools: [write_file]
+"""
+DRIVER = """\
+import asyncio, json, os, resource, sys, time
+import flowrun
+
+most_fds = 0
+
+def sample(progress):
+    global most_fds
+    most_fds = max(most_fds, len(os.listdir("/proc/self/fd")))
+
+workflow, items, out, concurrency = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+start = time.perf_counter()
+batch = flowrun.run_batch(workflow, items, out=out, concurrency=concurrency, on_progress=sample)
+summary = asyncio.run(batch)
+wall = time.perf_counter() - start
+print(json.dumps({"status": summary.status, "completed": summary.completed, "wall": wall,
+                  "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "fds": most_fds}))
+"""
+
+
+def start_server(folder: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
+    script = {
+        "agents": {
+            "answerer": [
+                {
+                    "tool_calls": [
+                        {"name": "write_file", "arguments": {"path": "answer.md", "content": "42\n"}}
+                    ],
+                    "delay_s": latency,
+                },
+                {"text": "answered", "delay_s": latency},
+            ]
+        },
+        "match": {"answerer": "You answer questions"},
+    }
+    path = folder / "script.json"
+    path.write_text(json.dumps(script))
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    return server, server.stdout.readline().strip()
+
+
+def run_batch(folder: Path, workflow: Path, items: int, concurrency: int) -> dict[str, float]:
+    items_file = folder / f"items-{items}.jsonl"
+    items_file.write_text("".join(json.dumps({"question": f"question {i}"}) + "\n" for i in range(items)))
+    out = folder / f"out-{items}"
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(workflow), str(items_file), str(out), str(concurrency)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the batch failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["completed"] != items:
+        raise SystemExit(f"only {result['completed']} of {items} items completed")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--latency", type=float, default=0.2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        server, url = start_server(folder, args.latency)
+        try:
+            (folder / "p" / "agents.d").mkdir(parents=True)
+            workflow = folder / "p" / "bench.yaml"
+            workflow.write_text(WORKFLOW.replace("BASE_URL", url + "/v1"))
+            (folder / "p" / "agents.d" / "answerer.yaml").write_text(AGENT)
+            os.environ.setdefault("FLOWRUN_CACHE_DIR", str(folder / "cache"))
+            small = run_batch(folder, workflow, 100, args.concurrency)
+            time.sleep(0.5)
+            large = run_batch(folder, workflow, args.items, args.concurrency)
+        finally:
+            server.terminate()
+            server.wait()
+    ideal = args.concurrency / (2 * args.latency)
+    rate = args.items / large["wall"]
+    share = rate / ideal
+    growth = large["rss_kb"] / small["rss_kb"]
+    print(
+        f"batch: {args.items} items, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms per model "
+        f"call, 2 calls per item (local backend, server in its own process)"
+    )
+    print(
+        f"throughput {rate:.1f} items/s, ideal {ideal:.1f} items/s ({args.concurrency} / "
+        f"{2 * args.latency:.1f} s): {share:.0%} of ideal (target >= {TARGET_SHARE:.0%}) "
+        f"{'OK' if share >= TARGET_SHARE else 'BELOW TARGET'}"
+    )
+    print(
+        f"peak RSS {small['rss_kb'] / 1024:.0f} MB for 100 items, {large['rss_kb'] / 1024:.0f} MB for "
+        f"{args.items}: x{growth:.2f} (target <= {TARGET_RSS}) "
+        f"{'OK' if growth <= TARGET_RSS else 'ABOVE TARGET'}"
+    )
+    print(
+        f"open file descriptors at most {small['fds']:.0f} (100 items), "
+        f"{large['fds']:.0f} ({args.items} items)"
+    )
+
+
+if __name__ == "__main__":
+    main()
