@@ -55,12 +55,13 @@ def _ray() -> Any:
 
 
 class Coordinator:
-    """Shared by the driver and every worker of a batch (a Ray actor): the rate-limit book and
-    the costs reported since the driver last asked."""
+    """Shared by the driver and every worker of a batch (a Ray actor): the rate-limit book, the
+    costs reported since the driver last asked, and what is left of the batch's budget."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget_left: float | None = None) -> None:
         self.book = rate_limits.LocalBook()
         self.costs: dict[str, float] = {}
+        self.budget_left = budget_left
 
     def reserve(self, limit: rate_limits.Limit, tokens: int) -> float:
         return self.book.reserve(limit, tokens)
@@ -68,8 +69,13 @@ class Coordinator:
     def settle(self, limit: rate_limits.Limit, estimated: int, actual: int) -> None:
         self.book.settle(limit, estimated, actual)
 
-    def spent(self, item_id: str, cost_usd: float) -> None:
+    def spent(self, item_id: str, cost_usd: float) -> bool:
+        """Count a cost; True when the batch's budget is now used up."""
         self.costs[item_id] = self.costs.get(item_id, 0.0) + cost_usd
+        if self.budget_left is None:
+            return False
+        self.budget_left -= cost_usd
+        return self.budget_left <= 1e-9
 
     def take_costs(self) -> dict[str, float]:
         costs, self.costs = self.costs, {}
@@ -96,22 +102,35 @@ def run_item(
     job: Job, coordinator: Any, token: str, ship: bool | None, seed: bytes | None
 ) -> tuple[ItemResult, bytes | None]:
     """A Ray task: one item, in place or in a folder of the worker's own that is sent back."""
+    import ray
+
     rate_limits.use_book(ActorBook(coordinator))
+    running: list[asyncio.Task[Any]] = []
 
     def on_event(event: Event) -> None:
         if isinstance(event, ModelResponseEvent) and event.cost_usd and not event.replayed:
-            coordinator.spent.remote(job.item_id, event.cost_usd)
+            # asked and answered before the next model call, so the budget stops this item at
+            # once instead of when the driver next polls (a short block of the run's loop)
+            if ray.get(coordinator.spent.remote(job.item_id, event.cost_usd)) and running:
+                running[0].cancel()  # ends the run `interrupted`, resumable
+
+    async def run(this: Job) -> ItemResult:
+        running.append(asyncio.current_task())  # type: ignore[arg-type]
+        return await run_job(this, on_event)
 
     if ship is None:
         ship = not _sees_batch(job, token)
     if not ship:
-        return asyncio.run(run_job(job, on_event)), None
+        return asyncio.run(run(job)), None
     with tempfile.TemporaryDirectory(prefix="flowrun-item-") as tmp:
         run_dir = Path(tmp) / "runs" / job.item_id
         if seed is not None:
             unpack(seed, run_dir)
         local = replace(job, batch_dir=tmp, run_dir=str(run_dir))
-        result = asyncio.run(run_job(local, on_event))
+        try:
+            result = asyncio.run(run(local))
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            result = interrupted(local)  # stopped by the budget: its folder still goes back
         return result, pack(run_dir) if run_dir.exists() else None
 
 
@@ -157,7 +176,10 @@ class RayBackend:
         started_ray = self._init(ray, jobs)
         try:
             (self.folder.runs / TOKEN_FILE).write_text(self.token, encoding="utf-8")
-            coordinator = ray.remote(num_cpus=0)(Coordinator).remote()
+            left = None
+            if tally.max_cost_usd is not None:
+                left = tally.max_cost_usd - (tally.total_cost or 0.0)
+            coordinator = ray.remote(num_cpus=0)(Coordinator).remote(left)
             task = ray.remote(num_cpus=self.cpus, max_retries=0)(run_item)
             await self._drive(ray, task, coordinator, jobs, tally)
         finally:

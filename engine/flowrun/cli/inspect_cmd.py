@@ -16,9 +16,9 @@ from flowrun.cli.common import reported
 def runs(runs_dir: Path) -> None:
     """List runs: id, workflow, status, steps, tokens, cost, duration."""
     with reported(verbose=False):
-        from flowrun.cli.run_views import format_runs, list_runs
+        from flowrun.cli.run_views import format_runs, list_runs, output_width
 
-        click.echo(format_runs(list_runs(runs_dir)))
+        click.echo(format_runs(list_runs(runs_dir), width=output_width()))
 
 
 @click.command()
@@ -28,10 +28,10 @@ def runs(runs_dir: Path) -> None:
 def show(run_dir: Path, prompts: bool, agent: str | None) -> None:
     """Print a run's tree of agents and tool calls with timings and tokens."""
     with reported(verbose=False):
-        from flowrun.cli.run_views import show_prompts, show_run
+        from flowrun.cli.run_views import output_width, show_prompts, show_run
 
         if agent is not None and not prompts:
             from flowrun.errors import UsageError
 
             raise UsageError("--agent goes with --prompts", "flowrun show RUN_DIR --prompts --agent NAME")
-        click.echo(show_prompts(run_dir, agent) if prompts else show_run(run_dir))
+        click.echo(show_prompts(run_dir, agent) if prompts else show_run(run_dir, width=output_width()))

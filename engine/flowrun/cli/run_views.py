@@ -5,6 +5,7 @@ usage.json and events.jsonl; nothing here needs the workflow that wrote them."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -137,6 +138,17 @@ def list_runs(runs_dir: Path) -> list[RunRow]:
 
 
 # ------------------------------------------------------------------ formatting helpers
+
+
+# Piped output is not wrapped, so `flowrun show … | grep` finds whole lines.
+UNWRAPPED_WIDTH = 1000
+
+
+def output_width() -> int:
+    """The terminal's width when stdout is one, else wide enough never to wrap."""
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return UNWRAPPED_WIDTH
 
 
 def _render(renderables: list[RenderableType], width: int, color: bool | None) -> str:
