@@ -15,11 +15,12 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from flowrun.errors import UsageError
+from flowrun.types import as_plain
 
 META = "batch.json"
 RESULTS = "results.jsonl"
@@ -48,7 +49,8 @@ class ItemResult:
         return self.status == "completed"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = as_plain(self)
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ItemResult:

@@ -142,7 +142,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     run.emit(
         RunStartEvent(
             workflow=run.spec.name,
-            workflow_file=str(run.workflow.source.path.resolve()),
+            workflow_file=str(run.workflow_file),
             inputs=run.inputs,
             flowrun_version=__version__,
             sdk_versions=sdk_versions(),
@@ -159,8 +159,9 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     if run.sandbox_warning is not None:
         reason, mode = run.sandbox_warning
         run.emit(SandboxUnavailableEvent(reason=reason, mode=mode, unconfined=mode == "auto"))
-    _write_meta(run, "running")
-    if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
+    if resume:  # a new run's run.json says "running" since prepare()
+        _write_meta(run, "running")
+    if not resume or not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
         write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     status, message = "failed", ""
     try:
@@ -231,7 +232,7 @@ def _write_meta(run: Run, status: str) -> None:
     meta: dict[str, Any] = {
         "run_id": run.run_id,
         "workflow": run.spec.name,
-        "workflow_file": str(run.workflow.source.path.resolve()),
+        "workflow_file": str(run.workflow_file),
         "inputs": run.inputs,
         "status": status,
         "dry_run": run.options.dry_run,
