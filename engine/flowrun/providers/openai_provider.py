@@ -37,7 +37,13 @@ from flowrun.providers.answers import (
     unusable,
 )
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
-from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
+from flowrun.providers.clients import (
+    http_client_options,
+    http_transport,
+    sdk_environment,
+    secret_digest,
+    shared_client,
+)
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
 from flowrun.providers.structured import openai_response_format, with_instructions
@@ -285,6 +291,7 @@ class OpenAIProvider(Provider):
             key = self.api_key(agent)
             self._sdk = openai
             config = self.config
+            transport = http_transport()
             self._client = await shared_client(
                 (
                     "openai",
@@ -293,6 +300,7 @@ class OpenAIProvider(Provider):
                     config.timeout_s,
                     tuple(config.headers.items()),
                     sdk_environment("OPENAI_"),  # OPENAI_BASE_URL and the like
+                    transport,
                 ),
                 lambda: openai.AsyncOpenAI(
                     api_key=key,
@@ -300,6 +308,7 @@ class OpenAIProvider(Provider):
                     timeout=config.timeout_s,
                     max_retries=0,  # we retry ourselves (retry.py)
                     default_headers=config.headers or None,
+                    **http_client_options(openai, transport),
                 ),
             )
         return self._client

@@ -31,6 +31,7 @@ from flowrun.events import (
 from flowrun.manifest.templates import render
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
+from flowrun.runtime.settle import settle
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
 from flowrun.runtime.structured import write_json_output
@@ -185,7 +186,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         raise
     finally:
         await close_run(run)
-        _finish(run, status, message)
+        await _finish(run, status, message)
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
@@ -212,11 +213,17 @@ async def close_run(run: Run) -> None:
             return
 
 
-def _finish(run: Run, status: str, message: str) -> None:
+async def _finish(run: Run, status: str, message: str) -> None:
     """The run's last event, usage.json and run.json; each is attempted even when the one
-    before failed (a full disk), so whatever can be recorded is."""
+    before failed (a full disk), so whatever can be recorded is. The event is emitted here (its
+    subscribers live on the loop); the files are written off the loop (settle.py)."""
+    with contextlib.suppress(OSError):
+        run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
+    await settle(lambda: _end_files(run, status))
+
+
+def _end_files(run: Run, status: str) -> None:
     steps: tuple[Callable[[], object], ...] = (
-        lambda: run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict())),
         lambda: write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2)),
         lambda: _write_meta(run, status),
     )

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from flowrun.errors import RunError, RunInUse, UsageError
+from flowrun.runtime.settle import settle
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
@@ -65,6 +66,15 @@ class RunFolderLock:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+    async def __aenter__(self) -> RunFolderLock:
+        self.acquire()  # on the loop: nothing may happen in the folder before the lock is held
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await settle(self.release)  # unlink and close, off the loop (settle.py)
 
     def acquire(self) -> None:
         if self.create:
