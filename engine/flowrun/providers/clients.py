@@ -19,6 +19,8 @@ import weakref
 from collections.abc import AsyncGenerator, Callable, Hashable
 from typing import Any
 
+from flowrun.errors import UsageError
+
 
 class _LoopClients:
     def __init__(self) -> None:
@@ -87,9 +89,14 @@ def http_transport() -> str:
     own (`DefaultAioHttpClient`) and document it for concurrency: it costs about half of the
     default httpx2 client's time per request, which is what a batch of many runs is made of."""
     wanted = os.environ.get(HTTP_ENV, "").strip().lower()
-    if wanted in ("httpx", "aiohttp"):
-        return wanted
-    return "aiohttp" if importlib.util.find_spec("aiohttp") is not None else "httpx"
+    installed = importlib.util.find_spec("aiohttp") is not None
+    if wanted == "aiohttp" and not installed:
+        raise UsageError(
+            f"{HTTP_ENV}=aiohttp, but aiohttp is not installed", "pip install 'flowrun[aiohttp]'"
+        )
+    if wanted not in ("", "httpx", "aiohttp"):
+        raise UsageError(f"{HTTP_ENV}={wanted!r} is not an HTTP client flowrun knows", "use httpx or aiohttp")
+    return wanted or ("aiohttp" if installed else "httpx")
 
 
 def http_client_options(sdk: Any, transport: str) -> dict[str, Any]:
