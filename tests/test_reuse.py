@@ -71,5 +71,6 @@ def test_an_unknown_http_client_fails_the_run_with_a_hint(
     monkeypatch.setenv("FLOWRUN_HTTP", "curl")
     result = flowrun.load(RESEARCH).run_sync(QUESTION, runs_dir=tmp_path, model="openai:gpt-test")
     assert result.status == "failed" and result.exit_code == 1
-    assert "FLOWRUN_HTTP='curl' is not an HTTP client flowrun knows (hint: use httpx or aiohttp)" in result.message
+    expected = "FLOWRUN_HTTP='curl' is not an HTTP client flowrun knows (hint: use httpx or aiohttp)"
+    assert expected in result.message
     assert not server.requests
