@@ -59,7 +59,7 @@ def resolve_path(
             f"absolute paths are not allowed ({path!r}); use a path relative to the workspace",
         )
     base = ctx.base_dir.resolve()
-    start = ctx.cwd.resolve()
+    start = base if ctx.cwd == ctx.base_dir else ctx.cwd.resolve()
     if not _inside(start, base):
         start = base
     try:
@@ -68,7 +68,7 @@ def resolve_path(
         raise PathDenied("INVALID_PARAM", f"cannot resolve {path!r}: {e}") from e
     if not _inside(resolved, base):
         raise PathDenied("ACCESS_DENIED", f"{path!r} points outside the workspace; paths must stay inside it")
-    if _protected(ctx, resolved):
+    if _protected(ctx, resolved, {ctx.base_dir: base}):
         raise PathDenied("PERMISSION_DENIED", f"{path!r} is a file the engine owns; tools may not touch it")
     rel = _rel(resolved, base)
     if write:
@@ -178,12 +178,18 @@ def _segment_regex(segment: str) -> str:
     return "".join(out)
 
 
-def _protected(ctx: ToolContext, resolved: Path) -> bool:
+def _protected(ctx: ToolContext, resolved: Path, known: dict[Path, Path] | None = None) -> bool:
     """Engine-owned files in the run folder's root (events.jsonl, ...; a name ending in "/" is a
-    folder, with everything below it), wherever the agents' root is."""
+    folder, with everything below it), wherever the agents' root is. `known`: folders the
+    caller has just resolved (not walked again)."""
     if not ctx.protected:
         return False
-    for root in {ctx.workspace.resolve(), ctx.run_dir.resolve()}:
+    seen = known or {}
+    roots = {
+        seen.get(ctx.workspace) or ctx.workspace.resolve(),
+        seen.get(ctx.run_dir) or ctx.run_dir.resolve(),
+    }
+    for root in roots:
         if resolved.parent == root and (
             resolved.name in ctx.protected or f"{resolved.name}/" in ctx.protected
         ):
