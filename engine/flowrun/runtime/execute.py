@@ -64,6 +64,7 @@ def prepare(run: Run, resume: bool = False) -> None:
     else:
         _write_meta(run, "running")
         log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
+        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     if run.workspace == run.run_dir.resolve():
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
@@ -137,7 +138,12 @@ def _package_version(name: str) -> str:
 
 
 async def execute_run(run: Run, resume: bool = False) -> RunSummary:
-    prepare(run, resume)
+    try:  # folders and files off the event loop (settle.py), where other runs may be going on
+        await settle(lambda: prepare(run, resume))
+    except asyncio.CancelledError:
+        if run.events is not None:
+            run.events.close()
+        raise
     if resume:
         run.emit(RunResumedEvent(recorded_model_calls=len(run.ledger.responses) if run.ledger else 0))
     run.emit(
@@ -160,10 +166,10 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     if run.sandbox_warning is not None:
         reason, mode = run.sandbox_warning
         run.emit(SandboxUnavailableEvent(reason=reason, mode=mode, unconfined=mode == "auto"))
-    if resume:  # a new run's run.json says "running" since prepare()
+    if resume:  # a new run's run.json and usage.json were written by prepare()
         _write_meta(run, "running")
-    if not resume or not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
-        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
+            write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     status, message = "failed", ""
     try:
         outcome = await _run_body(run)

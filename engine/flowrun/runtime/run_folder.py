@@ -11,6 +11,7 @@ by a run that was stopped before its first event (nothing ran in it yet)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import itertools
@@ -68,7 +69,11 @@ class RunFolderLock:
         self.release()
 
     async def __aenter__(self) -> RunFolderLock:
-        self.acquire()  # on the loop: nothing may happen in the folder before the lock is held
+        try:  # off the loop (settle.py); nothing happens in the folder before it returns
+            await settle(self.acquire)
+        except asyncio.CancelledError:
+            self.release()  # taken just as the caller was cancelled: given back at once
+            raise
         return self
 
     async def __aexit__(
