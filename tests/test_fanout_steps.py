@@ -302,6 +302,7 @@ kind: workflow
 name: bad
 inputs:
   topic: {description: a string input}
+  topics: {type: list}
 models:
   s: {provider: scripted, model: s, script: script.yaml}
 default_model: s
@@ -318,6 +319,13 @@ steps:
     if: "workspace.exists("
   - parallel:
       - {agent: workr}
+  - foreach: {input: topics, as: index, collect: d.json, step: {agent: worker, task: "{{ index }}"}}
+  - foreach: {input: topics, as: inputs, collect: e.json, step: {agent: worker}}
+  - foreach:
+      input: topics
+      as: topic
+      collect: f.json
+      step: {agent: worker, output: same.md, workdir: "w/{{ topic }}"}
 """
 
 
@@ -337,6 +345,14 @@ def test_validate_checks_the_new_steps(tmp_path: Path) -> None:
     assert ("undefined-variable", "steps[5].task") in codes  # `item` outside a foreach
     assert ("template-syntax", "steps[5].if") in codes
     assert ("unknown-agent", "steps[6].parallel[0].agent") in codes
+    # an item name that hides `index` or an engine name; every item writing the same file
+    assert ("invalid", "steps[7].foreach.as") in codes and ("invalid", "steps[8].foreach.as") in codes
+    shared = [
+        (d["severity"], d["path"])
+        for d in json.loads(proc.stdout)["diagnostics"]
+        if d["code"] == "shared-path"
+    ]
+    assert shared == [("warning", "steps[9].foreach.step.output")]
     # inside the foreach body, `item` and `index` are known
     assert not any(path.startswith("steps[4].foreach.step") for _, path in codes)
     lines = {
@@ -344,4 +360,4 @@ def test_validate_checks_the_new_steps(tmp_path: Path) -> None:
         for d in json.loads(proc.stdout)["diagnostics"]
         if d["path"] == "steps[0].parallel[1].workdir"
     }
-    assert lines == {12}
+    assert lines == {13}

@@ -330,13 +330,8 @@ def test_an_openai_refusal_is_the_answer_not_an_empty_one(tmp_path: Path, stream
     assert len(requests) == 2  # the answer and one repair turn: no retries
     evs = events(run_dir)
     problems = [e["problem"] for e in evs if e["type"] == "output_invalid"]
-    assert (
-        problems
-        == [
-            'the answer holds no JSON value (it reads: "(the model refused) I can\'t help with that request.")'
-        ]
-        * 2
-    )
+    refused = "(the model refused) I can't help with that request."
+    assert problems == [f"the answer holds no JSON value (it reads: {refused!r})"] * 2
     assert not any(e["type"] == "model_retry" for e in evs)
     assert "after 1 repair turn: the answer holds no JSON value" in out
 
