@@ -161,6 +161,7 @@ class ModelRequestEvent(Event):
     # what the model was told besides the history, for replay to compare (absent in older logs)
     system_digest: str | None = None  # the system prompt
     tools_digest: str | None = None  # the tools' names, descriptions and schemas, and the output schema
+    model_id: str | None = None  # `provider:model` of the model asked (a fallback's answer says served_by)
 
 
 @event_type("model_response")

@@ -278,5 +278,7 @@ async def _run_body(run: Run) -> Outcome:
     else:
         ctx = StepContext(run, lambda steps, prefix: run_steps(steps, prefix, ctx), lambda: default_task(run))
         outcome = await run_steps(spec.steps or [], "", ctx)
+    if run.ledger is not None:
+        run.ledger.check_complete()  # a replay that left recorded calls unused diverged
     write_json_output(run.workspace, spec.output, outcome)
     return outcome

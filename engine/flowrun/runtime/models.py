@@ -154,6 +154,7 @@ class ModelService:
         inst.model_calls += 1
         step = inst.model_calls
         digest = history_digest(request.messages)
+        model_id = f"{inst.model.provider}:{inst.model.model}"
         self.emit(
             ModelRequestEvent(
                 agent=inst.name,
@@ -166,9 +167,10 @@ class ModelService:
                 tools=[t.name for t in request.tools],
                 system_digest=digests[0] if digests else None,
                 tools_digest=digests[1] if digests else None,
+                model_id=model_id,
             )
         )
-        now = RequestPrint(*digests, tuple(t.name for t in request.tools)) if digests else None
+        now = RequestPrint(*digests, tuple(t.name for t in request.tools), model_id) if digests else None
         recorded = self.ledger.response(inst.id, step, digest, inst.name, now) if self.ledger else None
         started = time.perf_counter()
         if recorded is not None:

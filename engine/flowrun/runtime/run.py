@@ -161,10 +161,24 @@ class Run:
         return self.prompts.template_vars()
 
     def recorded_until(self, loop: str, iteration: int) -> bool | None:
-        return self.ledger.until.get((loop, iteration)) if self.ledger else None
+        """A resumed run keeps the decision its log holds; a replay decides again (and compares)."""
+        if self.ledger is None or self.ledger.mode != "resume":
+            return None
+        return self.ledger.until.get((loop, iteration))
 
     def recorded_condition(self, step: str) -> bool | None:
-        return self.ledger.conditions.get(step) if self.ledger else None
+        if self.ledger is None or self.ledger.mode != "resume":
+            return None
+        return self.ledger.conditions.get(step)
+
+    def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None:
+        if self.ledger is not None:
+            recorded = self.ledger.until.get((loop, iteration))
+            self.ledger.check_decision(f"{loop} iteration {iteration} until", condition, recorded, met)
+
+    def confirm_condition(self, step: str, condition: str, met: bool) -> None:
+        if self.ledger is not None:
+            self.ledger.check_decision(f"{step} if", condition, self.ledger.conditions.get(step), met)
 
     def new_instance(
         self,
