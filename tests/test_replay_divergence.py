@@ -229,3 +229,24 @@ def test_a_cassette_as_an_events_file_and_a_removed_step(recorded: Path, tmp_pat
         "model call 1 is in the recording but the replay never made it" in proc.stdout
     )
     assert "not made: agent 'checker' (checker#3) model call(s) 1" in proc.stdout
+
+
+def test_github_annotations_escape_their_values(recorded: Path, tmp_path: Path) -> None:
+    """A test file in a folder whose name holds `,` and `:`, and a failure of several lines: one
+    annotation line each, its properties and message escaped as GitHub's workflow commands want."""
+    root = copy_of(recorded, tmp_path)
+    folder = root / "suite, v1: smoke"
+    folder.mkdir()
+    shutil.copytree(root / "runs" / "r", folder / "cassette")
+    (folder / "seq.flowrun.yaml").write_text(
+        "version: 1\nkind: test\nname: seq\nworkflow: ../seq.yaml\ncassette: cassette\n"
+    )
+    edit_agent("writer", prompt="You are the writer.\nBe brief.")(root)
+    proc = run_cli(["test", "--format", "github", "suite, v1: smoke"], cwd=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (annotation, summary) = proc.stdout.splitlines()
+    head, message = annotation.split("::", 2)[1:]
+    assert head == "error file=suite%2C v1%3A smoke/seq.flowrun.yaml,line=5,title=flowrun test seq"
+    assert message.startswith("cassette: first differing step: agent 'writer' (writer#1) model call 1")
+    assert "%0A    --- system prompt (recorded)%0A" in message and "%0A    +Be brief." in message
+    assert summary.startswith("1 test(s): 0 passed, 1 failed")

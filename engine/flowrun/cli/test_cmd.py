@@ -120,19 +120,23 @@ def _escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _escape_property(text: str) -> str:
+    """A workflow command's property value (file=, title=) also escapes `:` and `,`."""
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def github_report(reports: list[CaseReport], verbose: bool) -> str:
     lines: list[str] = []
     for report in reports:
-        title = f"flowrun test {report.name}"
+        where = f"file={_escape_property(report.display)}"
+        title = _escape_property(f"flowrun test {report.name}")
         if report.error is not None:
             body = _escape(report.error)
-            lines.append(f"::error file={report.display},line={report.line_of()},title={title}::{body}")
+            lines.append(f"::error {where},line={report.line_of()},title={title}::{body}")
         for check in report.checks:
             if not check.ok:
                 body = _escape(f"{check.name}: {check.detail}")
-                lines.append(
-                    f"::error file={report.display},line={report.line_of(check)},title={title}::{body}"
-                )
+                lines.append(f"::error {where},line={report.line_of(check)},title={title}::{body}")
     lines.append(summary(reports))
     return "\n".join(lines)
 
