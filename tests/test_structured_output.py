@@ -60,7 +60,8 @@ def project(tmp: Path) -> None:
         "schemas/citations.schema.json": json.dumps(SCHEMA, indent=2),
         "agents.d/boss.yaml": agent("boss", tools=["good", "fixer", {"broken": {"max_calls": 1}}]),
         "agents.d/good.yaml": agent("good", output_schema="citations.schema.json"),
-        "agents.d/fixer.yaml": agent("fixer", output_schema="citations.schema.json"),
+        # named from the project's root, as written next to the workflow: found all the same
+        "agents.d/fixer.yaml": agent("fixer", output_schema="schemas/citations.schema.json"),
         "agents.d/broken.yaml": agent("broken", output_schema=SCHEMA, output_repairs=1),
         "calls.yaml": workflow("calls", entry="boss"),
         "direct.yaml": workflow(

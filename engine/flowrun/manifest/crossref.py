@@ -229,13 +229,14 @@ def _check_tool_config(
             )
         ]
     out: list[Diagnostic] = []
-    allowed = set(schema.get("properties", {}))
     for err in Draft202012Validator(schema).iter_errors(config):
         where = ("tools", index, name, *err.path)
-        if err.validator != "additionalProperties":
+        if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
             out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
             continue
-        for key in set(err.instance) - allowed:
+        # the keys of the (sub)schema that refused them: a nested map such as `budget` has its own
+        allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
+        for key in sorted(set(err.instance) - allowed):
             hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
             out.append(
                 src.diag((*where, key), f"'{name}' has no config key '{key}'", hint, "bad-config", key=True)

@@ -24,11 +24,14 @@ def schema_file(loaded: Loaded[AgentManifest], project: Project) -> Path | None:
     if not isinstance(name, str):
         return None
     roots = [loaded.root] if loaded.builtin else project.roots
+    parts = PurePosixPath(name).parts
+    names = [name, *([str(PurePosixPath(*parts[1:]))] if len(parts) > 1 and parts[0] == SCHEMAS_DIR else [])]
     for root in roots:
         folder = (root / SCHEMAS_DIR).resolve()
-        candidate = (folder / name).resolve()
-        if candidate.is_relative_to(folder) and candidate.is_file():
-            return candidate
+        for each in names:  # `citations.json`, or `schemas/citations.json` as written from the root
+            candidate = (folder / each).resolve()
+            if candidate.is_relative_to(folder) and candidate.is_file():
+                return candidate
     return None
 
 
