@@ -406,3 +406,47 @@ def test_validate_reports_every_schema_error_and_dangling_refs(tmp_path: Path) -
     assert "nothing was run" in proc.stderr
     assert "agents.d/dangling.yaml:" in proc.stderr and "does not resolve" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_structured_answer_ends_the_agent_even_without_stop_on_text(tmp_path: Path) -> None:
+    """`stop.on_text: false` makes a plain answer a 'continue'; with an output_schema, an answer
+    without tool calls is the final answer, checked (and repaired) like any other."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    spec = {
+        "version": 1,
+        "kind": "agent",
+        "name": "worker",
+        "prompt": "Work.",
+        "tools": ["write_file"],
+        "stop": {"on_text": False},
+        "output_schema": schema,
+    }
+    script = {
+        "version": 1,
+        "kind": "script",
+        "agents": {
+            "worker": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]},
+                {"text": '{"b": 1}'},
+                {"text": '{"a": "done"}'},
+            ]
+        },
+    }
+    wf = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "w",
+        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
+        "default_model": "s",
+        "entry": "worker",
+        "output": "out.json",
+    }
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(wf))
+    proc = run_cli(["w.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "runs" / "r" / "out.json").read_text()) == {"a": "done"}
+    evs = events(tmp_path / "runs" / "r")
+    assert [e["problem"] for e in evs if e["type"] == "output_invalid"] == ["(root): 'a' is a required property"]
