@@ -449,4 +449,5 @@ def test_a_structured_answer_ends_the_agent_even_without_stop_on_text(tmp_path: 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((tmp_path / "runs" / "r" / "out.json").read_text()) == {"a": "done"}
     evs = events(tmp_path / "runs" / "r")
-    assert [e["problem"] for e in evs if e["type"] == "output_invalid"] == ["(root): 'a' is a required property"]
+    problems = [e["problem"] for e in evs if e["type"] == "output_invalid"]
+    assert problems == ["(root): 'a' is a required property"]
