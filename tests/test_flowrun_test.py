@@ -161,7 +161,7 @@ def test_record_test_and_a_prompt_edit(tmp_path: Path, provider: str) -> None:
         # recorded again with the edit: now the tool call itself differs from what the test expects
         proc = run_cli(["record", "tests/notes.flowrun.yaml", "-q"], cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "(kept: its expectations are unchanged)" in proc.stdout
+        assert "(kept: its expectations unchanged)" in proc.stdout
     proc = run_cli(["test", "tests/notes.flowrun.yaml"], cwd=tmp_path)
     assert proc.returncode == 1
     out = proc.stdout
@@ -364,12 +364,20 @@ def test_bad_test_files_and_no_test_files(tmp_path: Path) -> None:
 def test_the_python_api_runs_a_test_file(tmp_path: Path) -> None:
     import asyncio
 
-    from flowrun.testing import run_test_file
+    from flowrun.testing import record_cassette, run_test_file
 
     scripted(tmp_path)
-    proc = run_cli(["record", "t.flowrun.yaml", "s.yaml", "--topic", "x", "-q"], cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = asyncio.run(run_test_file(tmp_path / "t.flowrun.yaml", keep=tmp_path / "kept"))
+    test_file = tmp_path / "suite" / "t.flowrun.yaml"
+    recording = asyncio.run(record_cassette(test_file, tmp_path / "s.yaml", {"topic": "x"}))
+    assert recording.drafted and recording.result.ok
+    assert recording.cassette == tmp_path / "suite" / "cassettes" / "t"
+    assert (recording.cassette / "events.jsonl").is_file() and recording.result.run_dir == recording.cassette
+    drafted = yaml.safe_load(test_file.read_text())
+    assert drafted["workflow"] == "../s.yaml" and drafted["inputs"] == {"topic": "x"}
+    # recorded again: the inputs come from the test file, the expectations stay
+    again = asyncio.run(record_cassette(test_file))
+    assert not again.drafted and yaml.safe_load(test_file.read_text()) == drafted
+    report = asyncio.run(run_test_file(test_file, keep=tmp_path / "kept"))
     assert report.ok, [(c.name, c.detail) for c in report.checks]
     assert (tmp_path / "kept" / "t" / "a.md").read_text() == "alpha"
     details: list[Any] = [c.detail for c in report.checks]
