@@ -296,6 +296,7 @@ def test_each_expectation_fails_with_its_reason(tmp_path: Path) -> None:
     spec["expect"] = {
         "status": "max_steps",
         "output": {"contains": ["all done", "nope"], "not_contains": "all", "matches": "^none$"},
+        "message": {"not_contains": "done", "matches": "("},
         "tool_calls": [
             {"tool": "write_file", "arguments": {"path": "a.md", "content": "beta"}},
             {"tool": "grep"},
@@ -326,9 +327,13 @@ def test_each_expectation_fails_with_its_reason(tmp_path: Path) -> None:
         "at most 1 model calls; the run made 2",
         "✗ budget max_tokens",
         "the run's models have no price, so its cost is unknown",
+        "✗ message not_contains",
+        "the run's final message does not contain 'done'",
+        "✗ message matches",
+        "invalid regex /(/: missing ), unterminated subpattern at position 0",
     ):
         assert text in out, text
-    assert "1 test(s): 0 passed, 1 failed (2 of 14 expectations held)" in out
+    assert "1 test(s): 0 passed, 1 failed (2 of 16 expectations held)" in out
 
 
 def test_bad_test_files_and_no_test_files(tmp_path: Path) -> None:
@@ -382,3 +387,43 @@ def test_the_python_api_runs_a_test_file(tmp_path: Path) -> None:
     assert (tmp_path / "kept" / "t" / "a.md").read_text() == "alpha"
     details: list[Any] = [c.detail for c in report.checks]
     assert details[0] == "every model call came from the cassette (2 recorded)"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_recorded_model_failure_replays_as_that_failure(tmp_path: Path, provider: str) -> None:
+    """A cassette of a run that failed (a model call refused for good) replays to the same
+    failure, so a test can expect `status: failed`; an edited prompt before it still diverges."""
+    project(tmp_path, provider)
+
+    def refuse_second(request: WireRequest) -> Reply:
+        if request.assistant_turns == 0:
+            return Reply(tool_calls=[ToolCallSpec("write_file", {"path": "notes.md", "content": "n\n"})])
+        body = {"error": {"type": "invalid_request_error", "message": "prompt is too long"}}
+        return Reply(status=400, error_body=body)
+
+    with WireServer(refuse_second) as server:
+        proc = run_cli(
+            ["record", "tests/down.flowrun.yaml", "proj/notes.yaml", "--topic", "t", "-q"],
+            cwd=tmp_path,
+            env=env_for(server, provider),
+        )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    drafted = yaml.safe_load((tmp_path / "tests" / "down.flowrun.yaml").read_text())
+    assert drafted["expect"]["status"] == "failed"
+    drafted["expect"] |= {
+        "message": {"contains": ["HTTP 400", "prompt is too long"], "matches": "^agent 'boss'"},
+        "files": ["notes.md"],
+    }
+    (tmp_path / "tests" / "down.flowrun.yaml").write_text(yaml.safe_dump(drafted))
+
+    proc = run_cli(["test", "-v"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "✓ status (tests/down.flowrun.yaml" in proc.stdout
+    assert "✓ message contains (tests/down.flowrun.yaml" in proc.stdout
+    same = run_cli(["replay", "tests/cassettes/down", "--diff"], cwd=tmp_path)
+    assert same.stdout.startswith("no step diverges"), same.stdout + same.stderr
+
+    project(tmp_path, provider, notes="other.md")
+    proc = run_cli(["test"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "first differing step: agent 'boss' (boss) model call 1: its system prompt differs" in proc.stdout

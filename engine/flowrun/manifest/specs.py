@@ -697,15 +697,16 @@ class ScriptManifest(Strict):
 Texts = str | list[str]
 
 
-class OutputExpect(Strict):
+class MessageExpect(Strict):
+    contains: Texts | None = Field(None, description="Text (or texts) it must contain.")
+    not_contains: Texts | None = Field(None, description="Text (or texts) it must not contain.")
+    matches: str | None = Field(None, description="A Python regex it must match (re.search, multiline).")
+
+
+class OutputExpect(MessageExpect):
     file: str | None = Field(
         None,
         description="A file in the run folder (default: the workflow's `output`, else the final answer).",
-    )
-    contains: Texts | None = Field(None, description="Text (or texts) the output must contain.")
-    not_contains: Texts | None = Field(None, description="Text (or texts) the output must not contain.")
-    matches: str | None = Field(
-        None, description="A Python regex the output must match (re.search, multiline)."
     )
 
 
@@ -734,6 +735,9 @@ class FlowTestExpect(Strict):
         "completed", description="The status the replayed run must end with."
     )
     output: OutputExpect | None = None
+    message: MessageExpect | None = Field(
+        None, description="The run's final message: the last answer, or what went wrong when it failed."
+    )
     tool_calls: list[ToolCallExpect] = Field(
         default_factory=list, description="Tool calls the run must make (each matched by a different call)."
     )

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from flowrun.errors import FlowrunError
+from flowrun.errors import FlowrunError, ProviderError
 from flowrun.events import (
     AgentEndEvent,
     AgentPromptEvent,
@@ -19,6 +19,7 @@ from flowrun.events import (
     CallBudgetExceededEvent,
     ContextCompactedEvent,
     ContextResetEvent,
+    ErrorEvent,
     Event,
     FanoutEndEvent,
     FanoutStartEvent,
@@ -83,6 +84,11 @@ class Divergence(FlowrunError):
         self.agent_id = agent_id
         self.step = step
         self.reason = reason
+
+
+class RecordedFailure(ProviderError):
+    """A replay reached a model call that failed for good in the recording: it fails the same
+    way (so a cassette of a failed run replays to that failure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,8 @@ class Ledger:
     served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
     prints: dict[tuple[str, int], RequestPrint] = field(default_factory=dict)
     callers: dict[tuple[str, int], str] = field(default_factory=dict)  # recorded call -> its agent
+    failures: dict[tuple[str, int], str] = field(default_factory=dict)  # calls that failed for good
+    asked: dict[str, int] = field(default_factory=dict)  # agent id -> its last recorded model call
     used: set[tuple[str, int]] = field(default_factory=set)  # recorded calls a replay answered
     date: str | None = None  # the recorded run's `date`
     divergence: Divergence | None = None  # where a replay first differed from the recording
@@ -188,6 +196,10 @@ class Ledger:
                 ledger.intents.add((event.agent_id, event.call_id))
             elif isinstance(event, StepConditionEvent):
                 ledger.conditions[event.step] = event.met
+            elif isinstance(event, ErrorEvent) and event.where == "model" and event.agent_id:
+                step = ledger.asked.get(event.agent_id)
+                if step is not None:
+                    ledger.failures[(event.agent_id, step)] = event.message
         return ledger
 
     def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
@@ -197,6 +209,7 @@ class Ledger:
         key = (event.agent_id, event.step)
         if isinstance(event, ModelRequestEvent):
             self.requests[key] = event.digest
+            self.asked[event.agent_id] = event.step
             self.prints[key] = RequestPrint(
                 event.system_digest, event.tools_digest, tuple(event.tools), event.model_id
             )
@@ -210,11 +223,13 @@ class Ledger:
         self, agent_id: str, step: int, digest: str, agent: str, now: RequestPrint | None = None
     ) -> ModelResponse | None:
         """The recorded answer to this model call, when the request is the one recorded (its
-        system prompt, tool schemas and history); None to go live (resume only)."""
+        system prompt, tool schemas and history); None to go live (resume only). A replay of
+        a call that failed for good in the recording raises that failure (RecordedFailure)."""
         if agent_id in self.diverged:
             return None
         found = self.responses.get((agent_id, step))
-        if found is None:
+        failure = self.failures.get((agent_id, step)) if found is None and self.mode == "replay" else None
+        if found is None and failure is None:
             if self.mode == "replay":
                 raise self._diverged(
                     agent,
@@ -225,7 +240,7 @@ class Ledger:
                     "is not in the recording",
                 )
             return None
-        recorded_digest, response = found
+        recorded_digest = found[0] if found is not None else self.requests.get((agent_id, step), "")
         recorded = self.prints.get((agent_id, step))
         reason = _difference(recorded, now)
         if reason is None and recorded_digest and recorded_digest != digest:
@@ -237,8 +252,10 @@ class Ledger:
                 raise self._diverged(agent, agent_id, step, reason, message)
             self.diverged.add(agent_id)
             return None
+        if found is None:
+            raise RecordedFailure(failure or "", agent=agent)
         self.used.add((agent_id, step))
-        return ModelResponse.from_dict(response.to_dict())  # a fresh copy: the loop may edit it
+        return ModelResponse.from_dict(found[1].to_dict())  # a fresh copy: the loop may edit it
 
     def check_complete(self) -> None:
         """At the end of a replay that went well: a recorded model call it never made (a step

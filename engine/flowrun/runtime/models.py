@@ -23,7 +23,7 @@ from flowrun.redaction import Redactor
 from flowrun.runtime.budgets import Budgets
 from flowrun.runtime.fallback import FallbackChains
 from flowrun.runtime.instance import AgentInstance
-from flowrun.runtime.ledger import Ledger, RequestPrint
+from flowrun.runtime.ledger import Ledger, RecordedFailure, RequestPrint
 from flowrun.runtime.rate_limits import rate_limited
 from flowrun.runtime.usage import UsageBook, cost_of
 from flowrun.types import Message, ModelResponse
@@ -171,7 +171,7 @@ class ModelService:
             )
         )
         now = RequestPrint(*digests, tuple(t.name for t in request.tools), model_id) if digests else None
-        recorded = self.ledger.response(inst.id, step, digest, inst.name, now) if self.ledger else None
+        recorded = self._recorded(inst, step, digest, now)
         started = time.perf_counter()
         if recorded is not None:
             response, served = recorded, self._recorded_model(inst, step)
@@ -195,6 +195,17 @@ class ModelService:
             )
         )
         return response
+
+    def _recorded(
+        self, inst: AgentInstance, step: int, digest: str, now: RequestPrint | None
+    ) -> ModelResponse | None:
+        if self.ledger is None:
+            return None
+        try:
+            return self.ledger.response(inst.id, step, digest, inst.name, now)
+        except RecordedFailure as e:  # a replay fails where the recording failed, the same way
+            self.emit(ErrorEvent(agent=inst.name, agent_id=inst.id, where="model", message=str(e)))
+            raise
 
     def _recorded_model(self, inst: AgentInstance, step: int) -> ModelConfig:
         """The model that answered a recorded call (a fallback's usage stays its own)."""
