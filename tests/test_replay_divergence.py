@@ -250,3 +250,37 @@ def test_github_annotations_escape_their_values(recorded: Path, tmp_path: Path) 
     assert message.startswith("cassette: first differing step: agent 'writer' (writer#1) model call 1")
     assert "%0A    --- system prompt (recorded)%0A" in message and "%0A    +Be brief." in message
     assert summary.startswith("1 test(s): 0 passed, 1 failed")
+
+
+def test_prompts_naming_the_run_folder_and_id_still_replay(tmp_path: Path) -> None:
+    """A replay runs in another folder: a prompt or task that names `{{ workspace }}` or
+    `{{ run_id }}` is still the recorded request (the id is the recorded one, the folder a
+    placeholder in the digests), so it replays and its test passes."""
+    wf = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "where",
+        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
+        "default_model": "s",
+        "entry": "planner",
+        "task": "Work in {{ workspace }} for run {{ run_id }}.",
+    }
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "where.yaml").write_text(yaml.safe_dump(wf))
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
+    prompt = "You are the planner of run {{ run_id }}; your folder is {{ workspace }}."
+    (tmp_path / "agents.d" / "planner.yaml").write_text(agent("planner", tools=["write_file"], prompt=prompt))
+    proc = run_cli(["where.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = [json.loads(line) for line in (tmp_path / "runs" / "r" / "events.jsonl").read_text().splitlines()]
+    start = next(e for e in events if e["type"] == "agent_start")
+    assert start["task"] == f"Work in {(tmp_path / 'runs' / 'r').resolve()} for run r."
+
+    proc = run_cli(["replay", "runs/r", "--diff"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("no step diverges")
+    proc = run_cli(["replay", "runs/r", "--into", "again", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    replayed = [json.loads(line) for line in (tmp_path / "again" / "events.jsonl").read_text().splitlines()]
+    task = next(e for e in replayed if e["type"] == "agent_start")["task"]
+    assert task == f"Work in {(tmp_path / 'again').resolve()} for run r."

@@ -91,6 +91,7 @@ class RunStartEvent(Event):
     workdir: str | None = None  # the agents' folder, when not the run folder
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
+    run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
 
 
 @event_type("run_resumed")

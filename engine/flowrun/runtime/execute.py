@@ -154,6 +154,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             workdir=str(run.options.workdir) if run.options.workdir else None,
             chat=_chat_agent(run),
             date=run.template_vars()["date"],
+            run_id=run.template_vars()["run_id"],
         )
     )
     if run.sandbox_warning is not None:

@@ -170,6 +170,7 @@ class Ledger:
     asked: dict[str, int] = field(default_factory=dict)  # agent id -> its last recorded model call
     used: set[tuple[str, int]] = field(default_factory=set)  # recorded calls a replay answered
     date: str | None = None  # the recorded run's `date`
+    run_id: str | None = None  # the recorded run's `run_id` (as its templates saw it)
     divergence: Divergence | None = None  # where a replay first differed from the recording
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
@@ -205,6 +206,7 @@ class Ledger:
     def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
         if isinstance(event, RunStartEvent):
             self.date = self.date or event.date or _local_date(event.t)
+            self.run_id = self.run_id or event.run_id
             return
         key = (event.agent_id, event.step)
         if isinstance(event, ModelRequestEvent):

@@ -23,7 +23,7 @@ from flowrun.runtime.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.event_log import EventLog, Subscriber
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
-from flowrun.runtime.models import ModelChoice, ModelService
+from flowrun.runtime.models import ModelChoice, ModelService, local_paths
 from flowrun.runtime.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.prompts import PromptRenderer
 from flowrun.runtime.sandboxes import SandboxPolicies
@@ -95,7 +95,8 @@ class Run:
             project,
             inputs,
             self.workspace,
-            self.run_id,
+            # a replay's templates see the recorded run id, as they see the recorded date
+            (ledger.run_id if ledger is not None and ledger.mode == "replay" else None) or self.run_id,
             self.spec.output,
             lambda: self.iteration,
             today=ledger.date if ledger is not None else None,
@@ -114,6 +115,7 @@ class Run:
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
         )
+        self.models.local_paths = local_paths(self.workspace, run_dir)
         self.sandboxes = SandboxPolicies(self.spec, self.workflow_dir, self.options.sandbox)
         self.sandbox_warning: tuple[str, str] | None = None  # (reason, mode) when the probe failed
         env = ToolEnvironment(
