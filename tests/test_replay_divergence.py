@@ -272,8 +272,8 @@ def test_prompts_naming_the_run_folder_and_id_still_replay(tmp_path: Path) -> No
     (tmp_path / "agents.d" / "planner.yaml").write_text(agent("planner", tools=["write_file"], prompt=prompt))
     proc = run_cli(["where.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    events = [json.loads(line) for line in (tmp_path / "runs" / "r" / "events.jsonl").read_text().splitlines()]
-    start = next(e for e in events if e["type"] == "agent_start")
+    log = (tmp_path / "runs" / "r" / "events.jsonl").read_text().splitlines()
+    start = next(e for e in map(json.loads, log) if e["type"] == "agent_start")
     assert start["task"] == f"Work in {(tmp_path / 'runs' / 'r').resolve()} for run r."
 
     proc = run_cli(["replay", "runs/r", "--diff"], cwd=tmp_path)
