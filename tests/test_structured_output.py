@@ -299,6 +299,27 @@ def test_strict_mode_only_for_closed_schemas() -> None:
         "strict": False,
     }
 
+    def closed(**properties: Any) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
+    # keywords strict mode refuses (a 400) turn strict off; a property named like one does not
+    one_of = closed(x={"oneOf": [{"type": "string"}, {"type": "integer"}]})
+    unique = closed(tags={"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    named = closed(contains={"type": "string"}, **{"not": closed(y={"type": "integer"})})
+    nested_defs = {**closed(a={"$ref": "#/$defs/a"}), "$defs": {"a": closed(b={"type": "string"})}}
+    assert [
+        openai_response_format("a", s)["json_schema"]["strict"] for s in (one_of, unique, named, nested_defs)
+    ] == [False, False, True, True]
+    assert (
+        openai_response_format("a", {"anyOf": [closed(a={"type": "string"})]})["json_schema"]["strict"]
+        is False
+    )
+
 
 def test_an_edited_schema_file_is_checked_again(tmp_path: Path) -> None:
     """validate's cache of checked projects covers schemas/: an edit is never answered from it."""
