@@ -232,12 +232,15 @@ def failing_primaries(request: WireRequest) -> Reply:
     if model in FAILURES:
         return FAILURES[model]
     if model == TIMEOUT_MODEL:
-        return Reply(text="too late", delay_s=3.0)
+        # far past the client's 0.5 s: an SDK import on a busy machine can hold the event loop
+        # for seconds, and a reply waiting when it wakes would beat the timer
+        return Reply(text="too late", delay_s=30.0)
     return Reply(text=f"{request.system} answered by {model}")
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
 @pytest.mark.parametrize("primary_api", ["anthropic", "openai"])
-def test_fallback_on_each_retryable_failure(tmp_path: Path, primary_api: str) -> None:
+def test_fallback_on_each_retryable_failure(tmp_path: Path, primary_api: str, stream: bool) -> None:
     """429, a 5xx, 529 overloaded and a timeout each switch to the fallback once the primary's
     own retries are used up: four agents at once, each on a primary that fails its own way."""
     backup_api = "openai" if primary_api == "anthropic" else "anthropic"
@@ -264,12 +267,16 @@ def test_fallback_on_each_retryable_failure(tmp_path: Path, primary_api: str) ->
         agent = {"version": 1, "kind": "agent", "name": f"a{name}", "prompt": f"agent a{name}", "model": name}
         (tmp_path / "agents.d" / f"a{name}.yaml").write_text(yaml.safe_dump(agent))
     with WireServer(failing_primaries) as server:
-        proc = run_cli(["classes.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
+        args = ["classes.yaml", "--run-id", "r", "--stream" if stream else "--no-stream"]
+        proc = run_cli(args, cwd=tmp_path, env=cli_env(server))
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # each primary: its first try and its one retry, on its own wire format; then the spare
-    for model in [*FAILURES, TIMEOUT_MODEL]:
-        assert [r.api for r in requests if r.body["model"] == model] == [primary_api, primary_api]
+    assert {r.stream for r in requests} == {stream}
+    # each primary: its first try and its one retry, on its own wire format; then the spare (a
+    # retry that times out may give up before the busy server has read it)
+    for model in FAILURES:
+        assert [r.api for r in requests if r.body["model"] == model] == [primary_api] * 2, model
+    assert [r.api for r in requests if r.body["model"] == TIMEOUT_MODEL] in ([primary_api], [primary_api] * 2)
     assert [r.api for r in requests if r.body["model"] == BACKUP] == [backup_api] * 4
     evs = events(tmp_path / "runs" / "r")
     reasons = {e["from_model"]: e["reason"] for e in evs if e["type"] == "model_fallback"}
