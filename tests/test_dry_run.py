@@ -70,6 +70,27 @@ def test_a_copy_of_the_example_elsewhere_finds_the_shipped_corpus(tmp_path: Path
     assert results["visit_url"]["status"] in ("success", "partial")
 
 
+def test_a_copy_of_the_react_example_copies_the_shipped_corpus(tmp_path: Path) -> None:
+    """`workspace.copy: [corpus]` with no corpus/ next to the copy: the shipped corpus is copied;
+    a copy path that exists nowhere is a diagnostic at its line (validate, and before a run)."""
+    shutil.copy(REPO / "examples" / "react.yaml", tmp_path / "react.yaml")
+    for rel in ("agents.d/explorer.yaml", "prompts/explorer.md.j2"):
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        shutil.copy(REPO / "examples" / rel, tmp_path / rel)
+    proc = run_cli(["react.yaml", "--question", "sorting", "--dry-run", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "←" not in proc.stderr, proc.stderr
+    assert (tmp_path / "runs" / "r" / "corpus" / "howto" / "sorting.md").is_file()
+    text = (tmp_path / "react.yaml").read_text()
+    (tmp_path / "react.yaml").write_text(text.replace("copy: [corpus]", "copy: [corpsu]"))
+    for args in (["validate", "react.yaml"], ["react.yaml", "--question", "q", "--dry-run"]):
+        proc = run_cli(args, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        out = proc.stdout + proc.stderr
+        assert "react.yaml:63:10: error[missing-path]: workspace.copy: 'corpsu' not found" in out, out
+        assert "did you mean 'corpus'?" in out
+
+
 def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
     """The wheel (built by hatchling, the build backend) holds the corpus next to the built-in
     manifests, and flowrun run from that wheel finds it for a copy of the example."""

@@ -625,7 +625,8 @@ class WorkspaceSpec(Strict):
     copy_paths: list[str] = Field(
         default_factory=list,
         alias="copy",
-        description="Files or folders next to the workflow copied into the workspace.",
+        description="Files or folders next to the workflow copied into the workspace (`corpus`, when "
+        "the workflow's folder has none, is the offline corpus shipped with flowrun).",
     )
 
 
