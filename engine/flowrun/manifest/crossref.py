@@ -24,6 +24,7 @@ from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.python_tools import check_python_tools
 from flowrun.manifest.sandboxing import check_entry_keys, check_setting
 from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.skill_refs import check_skill_entry
 from flowrun.manifest.specs import (
     ENTRY_KEYS,
     AgentManifest,
@@ -189,7 +190,11 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
         out += check_entry_keys(src, i, name, config, project)
         own = {k: v for k, v in config.items() if k not in ENTRY_KEYS}
         if own:
-            out += _check_tool_config(src, i, name, own, schema)
+            found = _check_tool_config(src, i, name, own, schema)
+            out += found
+            if found:
+                continue
+        out += check_skill_entry(src, i, name, own, project)
     return out
 
 
