@@ -71,7 +71,10 @@ def run(tmp: Path, script: Script) -> tuple[Any, list[dict[str, Any]], list[Any]
 
 
 def results(events: list[dict[str, Any]], agent: str) -> list[dict[str, Any]]:
-    return [e["result"] for e in events if e["type"] == "tool_result" and e["agent"] == agent]
+    """An agent's tool results in the order of its calls (calls of one step run concurrently)."""
+    mine = [e for e in events if e.get("agent") == agent]
+    by_call = {(e["agent_id"], e["call_id"]): e["result"] for e in mine if e["type"] == "tool_result"}
+    return [by_call[(e["agent_id"], e["call_id"])] for e in mine if e["type"] == "tool_call"]
 
 
 def test_output_dir_confines_writes_and_the_call_gets_its_steps(tmp_path: Path) -> None:
