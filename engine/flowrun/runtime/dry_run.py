@@ -11,15 +11,15 @@ from typing import Any
 from flowrun.manifest.project import Project
 from flowrun.paths import builtin_corpus
 from flowrun.runtime.bound_tool import BoundTool
-from flowrun.runtime.dispatch import ENGINE_FILES
 from flowrun.runtime.instance import AgentInstance
+from flowrun.runtime.run_folder import PROTECTED
 
 # built-in tools that change the file they are given: never pointed at a file that already exists
 WRITERS = frozenset({"write_file", "edit_file", "delete_file", "create_directory"})
 # built-in tools that only read: pointed at an existing file anywhere (also in a --workdir)
 READERS = frozenset({"read_file", "stream_read_file", "grep", "glob", "list_directory"})
 TEXT_SUFFIXES = frozenset({".md", ".txt", ".json", ".jsonl", ".yaml", ".yml", ".py", ".csv", ".rst", ".toml"})
-SKIPPED = frozenset({name.rstrip("/") for name in ENGINE_FILES} | {"runs", "node_modules", "__pycache__"})
+SKIPPED = frozenset({name.rstrip("/") for name in PROTECTED} | {"runs", "node_modules", "__pycache__"})
 MAX_DEPTH = 3  # folders below the agent's folder looked into for a file to read
 MAX_LOOKED = 500  # entries looked at, at most
 
