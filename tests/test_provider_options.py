@@ -88,17 +88,20 @@ def test_extra_body_and_headers_reach_the_server(tmp_path: Path, api: str, strea
         assert request.body["top_k"] == 20 and request.headers["x-trace"] == "abc"
 
 
-def test_thinking_off_body_only_when_thinking_is_switched_off(tmp_path: Path) -> None:
+def test_thinking_body_only_when_thinking_is_switched_off_or_on(tmp_path: Path) -> None:
     with WireServer(solo_script()) as server:
         model = f'{{preset: vllm, base_url: "{server.openai_base_url}", model: qwen3}}'
         assert run_solo(tmp_path, model, ("--run-id", "a")).returncode == 0
         assert run_solo(tmp_path, model, ("--run-id", "b", "--no-thinking")).returncode == 0
         off = model.replace("model: qwen3", "model: qwen3, thinking: false")
         assert run_solo(tmp_path, off, ("--run-id", "c")).returncode == 0
+        on = model.replace("model: qwen3", "model: qwen3, thinking: true")
+        assert run_solo(tmp_path, on, ("--run-id", "d")).returncode == 0
+        assert run_solo(tmp_path, on, ("--run-id", "e", "--no-thinking")).returncode == 0
         requests = server.requests
-    assert [r.body.get("chat_template_kwargs") for r in requests] == [None] * 2 + [
-        {"enable_thinking": False}
-    ] * 4
+    kwargs = [r.body.get("chat_template_kwargs") for r in requests]
+    off_body, on_body = {"enable_thinking": False}, {"enable_thinking": True}
+    assert kwargs == [None] * 2 + [off_body] * 4 + [on_body] * 2 + [off_body] * 2
     assert json.loads((tmp_path / "runs" / "b" / "run.json").read_text())["no_thinking"] is True
 
 

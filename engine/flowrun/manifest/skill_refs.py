@@ -1,8 +1,9 @@
 """An agent's `use_skill` / `run_skill_script` entries checked against the skills its run will
 see (the `skills/` and `.claude/skills/` folders of the search path, and `skills_dir`): a name in
-the entry's `skills:` list that no folder holds is an error (with a did-you-mean), and a skill
-tool with nothing to offer is a warning, since every call of it would fail (and a dry run would
-show an error line for it)."""
+the entry's `skills:` list that no folder holds, and a skill tool with nothing to offer, are
+warnings (with a did-you-mean): the manifests are well formed and a library may be added later,
+but the skill cannot be read, and every call of a tool with nothing to offer would fail (a dry
+run would show an error line for it)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def check_skill_entry(
             if str(skill) not in every:
                 hint = did_you_mean(str(skill), every) or "skills found: " + (", ".join(every) or "(none)")
                 message = f"{name}: no skill '{skill}' in the skills folders"
-                out.append(src.diag(("tools", i, name, "skills", j), message, hint, "unknown-skill"))
+                where = ("tools", i, name, "skills", j)
+                out.append(src.diag(where, message, hint, "unknown-skill", severity="warning"))
         every = {k: v for k, v in every.items() if k in wanted}
     offered = (
         every if SKILL_TOOLS[impl.python] == "skills" else {k: s for k, s in every.items() if scripts_of(s)}
