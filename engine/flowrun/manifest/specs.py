@@ -186,6 +186,11 @@ class ModelSpec(Strict):
         description="extra_body that switches this model's thinking off, sent when `thinking: false` is "
         "set or the run has --no-thinking (default: the preset's, e.g. qwen, glm, vllm).",
     )
+    thinking_on: dict[str, Any] | None = Field(
+        None,
+        description="extra_body that switches this model's thinking on, sent when `thinking: true` is set "
+        "(default: the preset's, e.g. qwen, glm, vllm).",
+    )
     tool_history: Literal["native", "text"] = Field(
         "native",
         description="text: earlier tool calls and results are sent as plain text turns, for proxies "
@@ -625,7 +630,8 @@ class WorkspaceSpec(Strict):
     copy_paths: list[str] = Field(
         default_factory=list,
         alias="copy",
-        description="Files or folders next to the workflow copied into the workspace.",
+        description="Files or folders next to the workflow copied into the workspace (`corpus`, when "
+        "the workflow's folder has none, is the offline corpus shipped with flowrun).",
     )
 
 

@@ -29,6 +29,7 @@ from flowrun.events import (
     SandboxUnavailableEvent,
 )
 from flowrun.manifest.templates import render
+from flowrun.paths import copy_source
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
 from flowrun.runtime.steps import run_steps
@@ -103,10 +104,10 @@ def seed_workspace(run: Run) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render(content, variables, what=f"seed file {rel}"), encoding="utf-8")
     for rel in ws.copy_paths:
-        source = run.workflow_dir / rel
-        if not source.exists():
+        source = copy_source(run.workflow_dir, rel)
+        if source is None:
             raise ManifestError(f"workspace.copy: '{rel}' not found next to the workflow", "check the path")
-        target = run.workspace / source.name
+        target = run.workspace / (run.workflow_dir / rel).name
         if source.is_dir():
             shutil.copytree(source, target, dirs_exist_ok=True)
         else:

@@ -241,7 +241,7 @@ class Run:
         inst.provider = self.models.provider_for(inst.model)
 
     def _hints(self, inst: AgentInstance) -> dict[str, Any]:
-        return dry_run.hints(inst, self.spec.output, self.inputs, self.project)
+        return dry_run.hints(inst, self.spec.output, self.inputs, self.project, self.run_dir)
 
     async def aclose(self) -> None:
         from flowrun.tools.shell import close_jobs
