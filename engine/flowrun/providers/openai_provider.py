@@ -176,6 +176,13 @@ def _reasoning(text: str | None) -> list[dict[str, Any]]:
     return [{"type": "reasoning", "text": text}] if text else []
 
 
+def refused(refusal: str | None) -> str:
+    """A refusal (structured output's `refusal` instead of content) is the answer's text, so the
+    agent ends with it, or its output_schema check says what the model said, rather than an
+    empty answer being retried."""
+    return f"(the model refused) {refusal}" if refusal else ""
+
+
 def response_from_completion(completion: Any) -> ModelResponse:
     require_json_object(completion, "choices")
     if not completion.choices:
@@ -189,7 +196,7 @@ def response_from_completion(completion: Any) -> ModelResponse:
         if getattr(tc, "function", None) is not None
     ]
     return ModelResponse(
-        text=message.content or "",
+        text=message.content or refused(getattr(message, "refusal", None)),
         tool_calls=calls,
         usage=usage,
         stop_reason=choice.finish_reason,
@@ -204,6 +211,7 @@ class StreamAssembler:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.refusal: list[str] = []
         self.reasoning: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.usage = Usage()
@@ -225,6 +233,8 @@ class StreamAssembler:
                 continue
             if delta.content:
                 self.text.append(delta.content)
+            if refusal := getattr(delta, "refusal", None):
+                self.refusal.append(refusal)
             if reasoning := getattr(delta, "reasoning_content", None):
                 self.reasoning.append(reasoning)
             for fragment in delta.tool_calls or []:
@@ -252,7 +262,7 @@ class StreamAssembler:
             _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())
         ]
         return ModelResponse(
-            text="".join(self.text),
+            text="".join(self.text) or refused("".join(self.refusal)),
             tool_calls=calls,
             usage=self.usage,
             stop_reason=self.stop_reason,

@@ -25,6 +25,9 @@ from flowrun.runtime.settle import settle
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
+# what no tool, shell or MCP server may write or delete in a run folder: the engine's files, the
+# lock and the recorded prompts (a name ending in "/" is a folder, protected with its contents)
+PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/"}
 MAX_RUN_ID = 200
 
 
