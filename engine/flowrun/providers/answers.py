@@ -35,7 +35,12 @@ def require_json_object(body: Any, fields: str) -> None:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         snippet = " ".join(text.split())[:80]
         raise unusable(f"the response body is not JSON: {snippet!r}")
-    if not all(hasattr(body, name) for name in fields.split()):
+    names = fields.split()
+    if isinstance(body, dict):  # a body read as JSON (openai_provider.completion_body)
+        present = all(name in body for name in names)
+    else:  # the SDK's model of it
+        present = all(hasattr(body, name) for name in names)
+    if not present:
         raise unusable(f"the response has no {fields.replace(' ', ' or ')}")
 
 
