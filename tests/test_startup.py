@@ -81,6 +81,17 @@ def test_unknown_command_and_workflow_shorthand(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "--question" in proc.stdout
 
 
+def test_a_quiet_run_imports_no_display(tmp_path: Path) -> None:
+    """-q shows no progress, so the display library (rich) is not imported for it."""
+    workflow = str(REPO / "examples" / "research.yaml")
+    args = [workflow, "--question", "q", "--dry-run", "--runs-dir", str(tmp_path / "runs")]
+    code, out, loaded = probe([*args, "-q"], tmp_path, cache_env(tmp_path))
+    assert code == 0 and "status: completed" in out
+    assert "rich" not in loaded
+    code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
+    assert code == 0 and "rich" in loaded
+
+
 # ---------------------------------------------------------------- the check cache
 
 

@@ -276,11 +276,14 @@ def _with_progress(
 ) -> R:
     """Run the API call with the progress display (and the warnings, even with -q) subscribed;
     always close the display. `live=False`: plain lines even on a terminal (a chat reads input)."""
-    from flowrun.cli.progress import make_progress
     from flowrun.redaction import Redactor
 
     redact = Redactor().text
-    progress = make_progress(level, redact, live=live)
+    progress: Progress | None = None
+    if level >= 0:  # -q shows no progress: rich is not even imported
+        from flowrun.cli.progress import make_progress
+
+        progress = make_progress(level, redact, live=live)
 
     def on_event(event: Event) -> None:
         warning = warning_line(event, redact)
