@@ -23,10 +23,13 @@ from dataclasses import replace
 from typing import Any
 
 from flowrun.providers.answers import (
+    WRONG_FORMAT,
     parsed,
+    part_text,
     require_answer,
     require_json_object,
     require_stream_end,
+    shape_checked,
     unusable,
 )
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
@@ -134,8 +137,9 @@ def _reasoning(text: str | None) -> list[dict[str, Any]]:
     return [{"type": "reasoning", "text": text}] if text else []
 
 
+@shape_checked
 def response_from_completion(completion: Any) -> ModelResponse:
-    require_json_object(completion, "choices")
+    require_json_object(completion, "choices", foreign=("type", "message", "Anthropic's Messages"))
     if not completion.choices:
         raise unusable("the answer has no choices")
     usage = _usage(completion.usage)
@@ -147,7 +151,7 @@ def response_from_completion(completion: Any) -> ModelResponse:
         if getattr(tc, "function", None) is not None
     ]
     return ModelResponse(
-        text=message.content or "",
+        text=part_text(message.content),
         tool_calls=calls,
         usage=usage,
         stop_reason=choice.finish_reason,
@@ -168,9 +172,12 @@ class StreamAssembler:
         self.stop_reason: str | None = None
         self.model = ""
         self.chunks = 0
+        self.foreign = False  # an Anthropic event came: a misrouted request
 
+    @shape_checked
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
+        self.foreign = self.foreign or getattr(chunk, "type", None) == "message_start"
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = _usage(chunk.usage)
@@ -202,9 +209,12 @@ class StreamAssembler:
             if function.arguments:
                 call["arguments"].append(function.arguments)
 
+    @shape_checked
     def response(self) -> ModelResponse:
         """The answer, once the stream reached a chunk with a finish_reason (else a retryable
         unusable answer: the stream was cut)."""
+        if self.foreign and self.stop_reason is None:
+            raise unusable(f"the stream is in Anthropic's Messages format {WRONG_FORMAT}")
         require_stream_end(self.stop_reason is not None, self.chunks, "chunk (no finish_reason)")
         calls = [
             _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())

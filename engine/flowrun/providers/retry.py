@@ -133,8 +133,11 @@ def failure_from_sdk(exc: BaseException, sdk: ModuleType) -> ApiFailure | None:
         return _status_failure(exc)
     if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
         return ApiFailure("no complete answer in time", kind="timeout")  # SDK texts are long
-    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
-        cause = exc.__cause__ or exc.__context__
+    cause = exc.__cause__ or exc.__context__
+    for error in (exc, cause):  # the SDKs wrap it as a connection error when not streaming
+        if isinstance(error, httpx2.DecodingError):  # e.g. a gzip body that does not unzip
+            return ApiFailure(f"the response body cannot be decoded ({error})", kind="answer")
+    if isinstance(exc, sdk.APIConnectionError | httpx2.RequestError):
         detail = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
         return ApiFailure(detail or type(exc).__name__, kind="connection")
     if isinstance(exc, sdk.APIError):  # e.g. an error object inside an OpenAI stream
