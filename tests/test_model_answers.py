@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from hardening_helpers import check_log, no_traceback, status_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model_configs import provider_config
-from wire_server import FAULTS, InTurn, Reply, Script, ToolCallSpec, WireRequest, WireServer
+from wire_server import FAULTS, SLOW_FAULTS, InTurn, Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 from flowrun.errors import ProviderError
 from flowrun.providers.anthropic_provider import AnthropicProvider
@@ -29,7 +30,7 @@ from flowrun.providers.base import ModelRequest
 from flowrun.providers.openai_provider import OpenAIProvider
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec
 
-CASES = [*FAULTS, "empty"]
+CASES = [*(f for f in FAULTS if f not in SLOW_FAULTS), "empty"]
 COMBOS = [("openai", False), ("openai", True), ("anthropic", False), ("anthropic", True)]
 COMBO_IDS = [f"{api}-{'stream' if stream else 'plain'}" for api, stream in COMBOS]
 # what the error line and each model_retry reason say, per fault and (api, stream) where it differs
@@ -86,13 +87,13 @@ def bad(case: str) -> Reply:
     return Reply(text="") if case == "empty" else Reply(text="lost", fault=case)  # type: ignore[arg-type]
 
 
-def project(tmp: Path, api: str, base_url: str, retries: int) -> Path:
+def project(tmp: Path, api: str, base_url: str, retries: int, timeout_s: float = 300) -> Path:
     key = "OPENAI_API_KEY" if api == "openai" else "ANTHROPIC_API_KEY"
     (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
     (tmp / "wf.yaml").write_text(
         "version: 1\nkind: workflow\nname: answers\n"
         f"models:\n  m: {{provider: {api}, model: test-model, api_key_env: {key}, base_url: '{base_url}', "
-        f"max_retries: {retries}}}\n"
+        f"max_retries: {retries}, timeout_s: {timeout_s}}}\n"
         "default_model: m\nentry: w\noutput: report.md\n"
     )
     (tmp / "agents.d" / "w.yaml").write_text(
@@ -101,9 +102,11 @@ def project(tmp: Path, api: str, base_url: str, retries: int) -> Path:
     return tmp
 
 
-def run(tmp: Path, api: str, server: WireServer, stream: bool, retries: int) -> tuple[int, str, Path]:
+def run(
+    tmp: Path, api: str, server: WireServer, stream: bool, retries: int, timeout_s: float = 300
+) -> tuple[int, str, Path]:
     base = server.openai_base_url if api == "openai" else server.anthropic_base_url
-    project(tmp, api, base, retries)
+    project(tmp, api, base, retries, timeout_s)
     env = {"OPENAI_API_KEY": "test-key-openai-123", "ANTHROPIC_API_KEY": "test-key-anthropic-123"}
     env["FLOWRUN_RETRY_BASE_S"] = "0.001"  # ten retries in well under a second
     flag = "--stream" if stream else "--no-stream"
@@ -158,6 +161,31 @@ def test_a_good_answer_after_every_bad_one_completes_the_run(tmp_path: Path, api
     events = check_log(run_dir)
     assert [e["retry"] for e in events if e["type"] == "model_retry"] == list(range(1, len(CASES) + 1))
     assert [e["response"]["text"] for e in events if e["type"] == "model_response"][-1] == "written"
+
+
+@pytest.mark.parametrize(
+    ("api", "stream"), [("openai", False), ("anthropic", True)], ids=["openai-plain", "anthropic-stream"]
+)
+def test_an_answer_that_never_completes_times_out_as_a_whole(tmp_path: Path, api: str, stream: bool) -> None:
+    """A stream kept alive with pings (a body sent a byte at a time): every read is quick,
+    so only a deadline on the whole answer (timeout_s) ends the call; then it is retried."""
+    with WireServer(InTurn([Reply(text="slow", fault="drip")] * 2)) as server:
+        started = time.monotonic()
+        code, out, run_dir = run(tmp_path, api, server, stream, retries=1, timeout_s=2)
+        took = time.monotonic() - started
+        asked = len(server.requests)
+    assert code == 1, out
+    assert asked == 2 and took < 60
+    line = next(line for line in out.splitlines() if line.startswith("error:"))
+    assert (
+        f"model 'm' ({api}:test-model) failed after 1 retry: timeout: no complete answer within timeout_s=2"
+        in line
+    )
+    assert status_of(run_dir) == "failed"
+    events = check_log(run_dir)
+    assert [e["reason"] for e in events if e["type"] == "model_retry"] == [
+        "timeout: no complete answer within timeout_s=2"
+    ]
 
 
 # ---------------------------------------------------------------- answers of any shape

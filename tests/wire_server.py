@@ -99,6 +99,10 @@ class Reply:
 #   bad_gzip     `Content-Encoding: gzip` on a body that is not gzip.
 #   other_format the answer in the other wire format (an Anthropic message to an OpenAI client
 #                and the reverse), as a misrouted proxy sends it.
+#   drip         the answer never completes: a stream sends its first event, then only SSE
+#                comments (keep-alive pings); a body arrives one byte at a time. Every read is
+#                quick, the whole answer takes minutes (up to DRIP_LIMIT_S, or until the
+#                client hangs up).
 # `Reply.raw` sends any body verbatim (with `Reply.headers` for its content type).
 Fault = Literal[
     "truncated",
@@ -110,6 +114,7 @@ Fault = Literal[
     "empty_body",
     "bad_gzip",
     "other_format",
+    "drip",
 ]
 FAULTS: tuple[Fault, ...] = (
     "truncated",
@@ -122,6 +127,9 @@ FAULTS: tuple[Fault, ...] = (
     "bad_gzip",
     "other_format",
 )
+SLOW_FAULTS: tuple[Fault, ...] = ("drip",)  # they take the client's timeout to notice
+DRIP_LIMIT_S = 120.0
+DRIP_EVERY_S = 0.1
 NOT_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1>the upstream answered nothing</body></html>\n"
 
 Responder = Callable[[WireRequest], Reply]
@@ -672,11 +680,33 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             body = reply.error_body or _error_body(request.api, reply.status)
             self._send_json(reply.status, body, reply.headers)
+        elif reply.fault == "drip":
+            self._drip(request, reply)
         elif reply.raw is not None:
             self._send(200, {"Content-Type": "application/json", **reply.headers}, reply.raw)
         else:
             headers, payload = answer_bytes(request, reply)
             self._write(200, {**headers, **reply.headers}, payload)
+
+    def _drip(self, request: WireRequest, reply: Reply) -> None:
+        """Start the answer, then keep it going without ever finishing it."""
+        headers, body = answer_bytes(request, replace(reply, fault=None))
+        ends = time.monotonic() + DRIP_LIMIT_S
+        try:
+            if request.stream:
+                first = _sse_events(request, replace(reply, fault=None))[0]
+                self._write(200, headers, _chunk(first))
+                while time.monotonic() < ends:
+                    time.sleep(DRIP_EVERY_S)
+                    self.wfile.write(_chunk(": ping\n\n"))
+            else:
+                self._write(200, headers, b"")
+                for byte in body[:-1]:
+                    time.sleep(DRIP_EVERY_S)
+                    self.wfile.write(bytes([byte]))
+        except OSError:
+            pass  # the client gave up: what a drip is for
+        self.close_connection = True
 
     def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send(status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(body).encode())

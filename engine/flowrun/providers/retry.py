@@ -235,7 +235,14 @@ async def call_sdk(
 
     async def attempt() -> T:
         try:
-            return await make()
+            # the SDKs' timeout bounds each read; this bounds the whole answer, so a server that
+            # keeps a stream alive with pings (or drips a body) cannot hold the run forever
+            async with asyncio.timeout(config.timeout_s):
+                return await make()
+        except TimeoutError as e:
+            raise ApiFailure(
+                f"no complete answer within timeout_s={config.timeout_s:g}", kind="timeout"
+            ) from e
         except Exception as e:
             failure = failure_from_sdk(e, sdk)
             if failure is None:
