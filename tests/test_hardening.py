@@ -116,6 +116,116 @@ def test_budget_in_the_research_roster_with_parallel_searchers(tmp_path: Path) -
     check_log(run_dir)
 
 
+def test_sub_agents_appending_to_one_file_at_once_lose_nothing(tmp_path: Path) -> None:
+    """40 helpers at once, each appending its line to one file and inserting one into
+    another: every line is there once (appends and edits are one at a time per file)."""
+    boss = [{"tool_calls": [{"name": "helper", "arguments": {"task": f"part {i}"}} for i in range(40)]}]
+    boss.append({"text": "all parts done"})
+    append = {"path": "notes.md", "content": "note\n", "mode": "append"}
+    insert = {"path": "list.md", "insert_line": 1, "position": "after", "new_content": "entry"}
+    helper = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": append},
+                {"name": "edit_file", "arguments": insert},
+            ]
+        },
+        {"text": "part done"},
+    ]
+    agents = {
+        "boss": {"prompt": "You lead.", "tools": ["helper"]},
+        "helper": {"prompt": "You help.", "tools": ["write_file", "edit_file"]},
+    }
+    scripted_project(
+        tmp_path,
+        agents,
+        {"boss": boss, "helper": helper},
+        limits={"max_concurrency": 40},
+        workflow={"workspace": {"files": {"list.md": "# entries\n"}}},
+    )
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    events = check_log(run_dir)
+    results = [e["result"] for e in events if e["type"] == "tool_result" and e["tool"] != "helper"]
+    assert len(results) == 80 and all(r["status"] == "success" for r in results), results[:3]
+    assert (run_dir / "notes.md").read_text() == "note\n" * 40
+    assert (run_dir / "list.md").read_text() == "# entries\n" + "entry\n" * 40
+
+
+def foreach_project(tmp: Path, limits: dict[str, Any]) -> Path:
+    """A `foreach:` step over the `items` input, 8 branches at once; each branch appends one
+    line (its item) to notes.md, then looks around, then answers."""
+    note = {"path": "notes.md", "content": "item\n", "mode": "append"}
+    helper = [
+        {"tool_calls": [{"name": "write_file", "arguments": note}]},
+        {"tool_calls": [{"name": "list_directory", "arguments": {}}]},
+        {"text": "part done"},
+    ]
+    step = {"agent": "helper", "task": "Do {{ item }}."}
+    foreach = {"input": "items", "concurrency": 8, "collect": "results.json", "step": step}
+    scripted_project(
+        tmp,
+        {"helper": HELPER},
+        {"helper": helper},
+        limits=limits,
+        inputs={"items": {"type": "list", "description": "things"}},
+        workflow={"steps": [{"foreach": foreach}], "entry": None},
+    )
+    wf = tmp / "wf.yaml"
+    wf.write_text(wf.read_text().replace("entry: null\n", ""))
+    return tmp
+
+
+@pytest.mark.parametrize(
+    ("limit", "value", "raised"),
+    [("max_total_steps", 25, 1000), ("max_total_tokens", 90, 10**9)],
+    ids=["steps", "tokens"],
+)
+def test_budget_crossed_inside_a_foreach_step_stops_every_branch_and_resumes(
+    tmp_path: Path, limit: str, value: int, raised: int
+) -> None:
+    """Branches of a fan-out step share the run's budget: the first to cross it stops the
+    others; nothing they wrote is lost, and after the limit is raised `resume` finishes every
+    item with each model call answered once and each append made once."""
+    foreach_project(tmp_path, {limit: value})
+    items = json.dumps(list(range(20)))
+    proc = run_cli(["wf.yaml", "--items", items, "--run-id", "r", "-q"], cwd=tmp_path, timeout=300)
+    no_traceback(proc)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert f"error: {limit} (" in proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert status_of(run_dir) == "budget_exceeded"
+    events = check_log(run_dir)
+    assert any(e["type"] == "budget_exceeded" and e["limit"] == limit for e in events)
+    if limit == "max_total_steps":
+        assert sum(e["type"] == "model_request" for e in events) == value
+    appended = [e for e in events if e["type"] == "tool_result" and e["tool"] == "write_file"]
+    intents = [e for e in events if e["type"] == "tool_intent"]
+    lines = (run_dir / "notes.md").read_text().count("item\n")
+    assert len(appended) <= lines <= len(intents)  # every logged append is on disk
+    assert not (run_dir / "run.lock").exists()
+
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(wf.read_text().replace(f"{limit}: {value}", f"{limit}: {raised}"))
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = check_log(run_dir)
+    assert [e["status"] for e in events if e["type"] == "run_end"] == ["budget_exceeded", "completed"]
+    calls = [(e["agent_id"], e["step"]) for e in events if e["type"] == "model_response"]
+    assert len(calls) == len(set(calls)) == 20 * 3
+    # nothing lost, nothing twice: every logged append is on disk once; a call in flight at
+    # the stop is answered EFFECT_UNKNOWN on resume (not made again): it ran or it did not
+    results = [e["result"] for e in events if e["type"] == "tool_result" and e["tool"] == "write_file"]
+    done = sum(r["status"] == "success" for r in results)
+    unknown = sum((r.get("error") or {}).get("code") == "EFFECT_UNKNOWN" for r in results)
+    assert done + unknown == 20
+    assert done <= (run_dir / "notes.md").read_text().count("item\n") <= 20
+    assert set((run_dir / "notes.md").read_text().splitlines()) == {"item"}
+    collected = json.loads((run_dir / "results.json").read_text())
+    assert [r["status"] for r in collected] == ["completed"] * 20
+
+
 # ---------------------------------------------------------------- 3. the run-folder lock
 
 
