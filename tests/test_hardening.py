@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, flowrun_cmd, run_cli
+from conftest import REPO, TESTS, flowrun_cmd, run_cli
 from hardening_helpers import check_log, cli_env, no_traceback, scripted_project, start_cli, status_of
 from proc_helpers import pids_with, wait_for
 from test_resume_replay import env_for, slow_script
@@ -31,6 +31,7 @@ import flowrun
 from flowrun.events import AgentEndEvent, Event
 
 HELPER = {"prompt": "You help.", "tools": ["list_directory", "write_file"]}
+CRASH_POINTS = TESTS / "crash_points"  # a sitecustomize that kills the process at a chosen change
 
 
 def fan_out(n: int, helper_steps: int = 3) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
@@ -490,6 +491,43 @@ def test_sigkill_right_after_the_folder_appears_always_leaves_a_usable_folder(tm
         assert proc.returncode == 0, proc.stdout + proc.stderr
         check_log(run_dir)
         assert (run_dir / "topic.txt").read_text() == "tides\n"
+
+
+def test_a_crash_at_each_change_of_the_run_folder_leaves_it_resumable_or_reusable(tmp_path: Path) -> None:
+    """The process dies (as with SIGKILL: no cleanup) just before its k-th change to the run
+    folder (a folder made, a file opened for writing, a rename, a removal), for every k until
+    the run gets through: each time `flowrun resume` finishes the run, or, when the folder has
+    no run.json yet, the same --run-id does; the log is strict and the files whole."""
+    simple_project(tmp_path)
+    runs = tmp_path / "runs"
+    crashes = 0
+    for at in range(1, 200):
+        run_id = f"c{at}"
+        run_dir = runs / run_id
+        env = {"PYTHONPATH": str(CRASH_POINTS), "FLOWRUN_TEST_CRASH_ROOT": str(runs)}
+        env["FLOWRUN_TEST_CRASH_AT"] = str(at)
+        proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], cwd=tmp_path, env=env)
+        no_traceback(proc)
+        if proc.returncode == 0:  # the run needs fewer changes than `at`: every point was tried
+            break
+        assert proc.returncode == 137, proc.stdout + proc.stderr
+        crashes += 1
+        recover = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+        if not run_dir.exists():  # died before making it: resume says so, the id is free
+            assert recover.returncode == 2 and "does not exist" in recover.stderr
+        if recover.returncode != 0:  # no run.json yet: resume says to use the same --run-id
+            assert run_dir.exists() or recover.returncode == 2, recover.stderr
+            assert not run_dir.exists() or "same --run-id" in recover.stderr, recover.stderr
+            recover = run_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], cwd=tmp_path)
+        no_traceback(recover)
+        assert recover.returncode == 0, (at, recover.stdout + recover.stderr)
+        assert status_of(run_dir) == "completed", at
+        events = check_log(run_dir)
+        assert sum(e["type"] == "run_end" for e in events) == 1, at
+        assert (run_dir / "out.md").read_text() == "written\n", at
+        assert (run_dir / "topic.txt").read_text() == "tides\n", at
+        assert not (run_dir / "run.lock").exists()
+    assert crashes >= 15, crashes  # the folder, the lock, run.json, the log, seeds, the tool's write, the end
 
 
 # ---------------------------------------------------------------- 7. run ids, inputs, folders

@@ -55,6 +55,7 @@ from flowrun.runtime.run_folder import (
     claim_new,
     never_started,
     not_a_run_folder,
+    settled_meta,
 )
 from flowrun.runtime.run_log import RunLog
 from flowrun.runtime.sandboxes import startup_check
@@ -384,6 +385,7 @@ async def resume(
     run_dir = Path(run_dir)
     with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
         meta, workflow = recorded_run(run_dir)
+        meta = settled_meta(run_dir, meta)  # died after its run_end: it ended
         talk = _resumed_conversation(meta, workflow, message, read)
         if meta.get("status") == "completed" and talk is None:
             return _recorded_result(run_dir, meta)

@@ -18,11 +18,14 @@ import json
 import os
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from flowrun.errors import RunError, RunInUse, UsageError
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
+# what an atomic write of run.json or usage.json leaves when the process dies in the middle
+ENGINE_TEMPS = frozenset({".run.json.tmp", ".usage.json.tmp"})
 MAX_RUN_ID = 200
 
 
@@ -151,7 +154,7 @@ def never_started(run_dir: Path) -> bool:
     `run_start` yet: the process was stopped between making the folder and its first event,
     so no agent and no tool ran there."""
     names = {p.name for p in run_dir.iterdir()}
-    if not names & ENGINE_FILES:
+    if not names & (ENGINE_FILES | ENGINE_TEMPS):
         return False
     return not _has_run_start(run_dir / "events.jsonl")
 
@@ -176,3 +179,46 @@ def not_a_run_folder(run_dir: Path) -> RunError:
         "pass a folder under runs/; a run stopped before it wrote anything is started again "
         "with the same --run-id",
     )
+
+
+def settled_meta(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """run.json as the log says it ended. The process writes the `run_end` event, then
+    usage.json and run.json: when it died in between, run.json still says `running`. Then the
+    status (and usage) of the last `run_end` are written to run.json (and usage.json), so the
+    run is what it reached and a resume does not start it again."""
+    if meta.get("status") != "running":
+        return meta
+    end = _last_event(run_dir / "events.jsonl")
+    if end is None or end.get("type") != "run_end" or not isinstance(end.get("status"), str):
+        return meta
+    settled = {**meta, "status": end["status"]}
+    if isinstance(end.get("usage"), dict):
+        _write_json(run_dir / "usage.json", end["usage"])
+    _write_json(run_dir / "run.json", settled)
+    return settled
+
+
+def _last_event(log: Path) -> dict[str, Any] | None:
+    """The log's last whole line as an event, read from the end (a log can be large)."""
+    try:
+        with log.open("rb") as f:
+            end = f.seek(0, 2)
+            start, tail = end, b""
+            while start > 0 and tail.count(b"\n") < 2:
+                start = max(0, start - 65536)
+                f.seek(start)
+                tail = f.read(end - start)
+    except OSError:
+        return None
+    lines = tail.rstrip(b"\n").split(b"\n") if tail.endswith(b"\n") else []
+    try:
+        event = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(value, indent=2, default=str), encoding="utf-8")
+    os.replace(tmp, path)
