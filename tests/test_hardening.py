@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -528,6 +529,36 @@ def test_a_crash_at_each_change_of_the_run_folder_leaves_it_resumable_or_reusabl
         assert (run_dir / "topic.txt").read_text() == "tides\n", at
         assert not (run_dir / "run.lock").exists()
     assert crashes >= 15, crashes  # the folder, the lock, run.json, the log, seeds, the tool's write, the end
+
+
+def test_a_crash_at_each_change_of_a_resume_leaves_it_resumable(tmp_path: Path) -> None:
+    """The same for `flowrun resume` of a run stopped after its first tool result: killed
+    before its k-th change to the folder, for every k, and resumed again, the run completes
+    once, its log strict, the tool's file written once."""
+    template = interrupted_run(tmp_path / "t")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    crashes = 0
+    for at in range(1, 200):
+        run_dir = runs / f"c{at}"
+        shutil.copytree(template, run_dir)
+        env = {"PYTHONPATH": str(CRASH_POINTS), "FLOWRUN_TEST_CRASH_ROOT": str(runs)}
+        env["FLOWRUN_TEST_CRASH_AT"] = str(at)
+        proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path / "t", env=env)
+        no_traceback(proc)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 137, proc.stdout + proc.stderr
+        crashes += 1
+        again = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path / "t")
+        no_traceback(again)
+        assert again.returncode == 0, (at, again.stdout + again.stderr)
+        assert status_of(run_dir) == "completed", at
+        events = check_log(run_dir)
+        assert sum(e["type"] == "run_end" for e in events) == 1, at
+        assert sum(e["type"] == "tool_result" for e in events) == 1, at
+        assert (run_dir / "out.md").read_text() == "written\n", at
+    assert crashes >= 8, crashes
 
 
 # ---------------------------------------------------------------- 7. run ids, inputs, folders
