@@ -590,6 +590,24 @@ def test_non_utf8_arguments_and_files_are_named(tmp_path: Path) -> None:
     assert "--topic @latin1.txt is not UTF-8 text: byte 0xe9 at offset 12 (line 2)" in proc2.stderr
     proc3 = run_cli(["wf.yaml", "--run-id", "r", "--topic", "@missing.txt"], cwd=tmp_path)
     assert proc3.returncode == 2 and "--topic @missing.txt: No such file or directory" in proc3.stderr
+    # a YAML `!!binary` value in an --inputs file: decoded when it is UTF-8, else named
+    (tmp_path / "binary.yaml").write_text("topic: !!binary //4=\n")
+    proc4 = run_cli(["wf.yaml", "--run-id", "r", "--inputs", "binary.yaml"], cwd=tmp_path)
+    assert proc4.returncode == 2, proc4.stdout + proc4.stderr
+    assert "--topic is binary, not UTF-8 text: byte 0xff at offset 0" in proc4.stderr
+    assert not (tmp_path / "runs").exists()
+    (tmp_path / "binary.yaml").write_text("topic: !!binary dGlkZXM=\n")
+    proc5 = run_cli(["wf.yaml", "--run-id", "b", "--inputs", "binary.yaml", "-q"], cwd=tmp_path)
+    assert proc5.returncode == 0, proc5.stdout + proc5.stderr
+    assert (tmp_path / "runs" / "b" / "topic.txt").read_text() == "tides\n"
+
+
+@pytest.mark.parametrize("value", [b"caf\xe9", "caf\udce9", ["ok", b"\xff"], {"k": "\ud800"}])
+def test_the_python_api_names_input_text_that_is_not_unicode(tmp_path: Path, value: Any) -> None:
+    simple_project(tmp_path)
+    wf = flowrun.load(tmp_path / "wf.yaml")
+    with pytest.raises(flowrun.UsageError, match=r"--topic is (binary, )?not (valid )?UTF-8"):
+        wf.run_sync({"topic": value}, runs_dir=tmp_path / "runs", run_id="r")
     assert not (tmp_path / "runs").exists()
 
 
