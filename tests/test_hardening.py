@@ -23,7 +23,15 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, TESTS, flowrun_cmd, run_cli
-from hardening_helpers import check_log, cli_env, no_traceback, scripted_project, start_cli, status_of
+from hardening_helpers import (
+    check_log,
+    cli_env,
+    no_traceback,
+    run_unprivileged,
+    scripted_project,
+    start_cli,
+    status_of,
+)
 from proc_helpers import pids_with, wait_for
 from test_resume_replay import env_for, slow_script
 from wire_server import Reply, Script, ToolCallSpec, WireServer
@@ -671,6 +679,35 @@ def test_an_unusable_runs_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert reason in proc.stderr and "hint:" in proc.stderr
     assert (tmp_path / "afile").read_text() == "not a folder"
+
+
+def test_run_folders_and_engine_files_that_cannot_be_written_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Permissions enforced (also for root): a read-only runs folder, and on resume a read-only
+    run folder, events.jsonl or flowrun.log. Each: one line naming the folder (and file),
+    exit 2, the folder as it was; with the permissions back, the run goes on."""
+    simple_project(tmp_path)
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    proc = run_unprivileged(["wf.yaml", "--topic", "t", "--runs-dir", "ro", "--run-id", "r"], tmp_path)
+    no_traceback(proc)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "error: cannot create the run folder ro/r: Permission denied" in proc.stderr
+    assert not (tmp_path / "ro" / "r").exists()
+
+    run_dir = interrupted_run(tmp_path)
+    for target in (run_dir, run_dir / "events.jsonl", run_dir / "flowrun.log"):
+        before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+        target.chmod(0o555 if target.is_dir() else 0o444)
+        proc = run_unprivileged(["resume", str(run_dir), "-q"], tmp_path)
+        target.chmod(0o755 if target.is_dir() else 0o644)
+        no_traceback(proc)
+        assert proc.returncode == 2, (target.name, proc.stdout + proc.stderr)
+        assert f"error: cannot write in the run folder {run_dir}" in proc.stderr, proc.stderr
+        assert "Permission denied" in proc.stderr and "hint:" in proc.stderr
+        assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
+    proc = run_unprivileged(["resume", str(run_dir), "-q"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_log(run_dir)
 
 
 # ---------------------------------------------------------------- 8. the smaller ones

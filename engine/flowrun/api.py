@@ -56,6 +56,7 @@ from flowrun.runtime.run_folder import (
     never_started,
     not_a_run_folder,
     settled_meta,
+    unwritable,
 )
 from flowrun.runtime.run_log import RunLog
 from flowrun.runtime.sandboxes import startup_check
@@ -646,7 +647,10 @@ def _probe_sandbox(run: Run, settings: RunSettings) -> None:
 
 async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
     """Run with the folder's lock held by the caller."""
-    log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
+    try:
+        log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
+    except OSError as e:  # flowrun.log cannot be opened: nothing was recorded
+        raise unwritable(run.run_dir, e) from None
     run.subscribers.append(log.on_event)
     if settings.on_event is not None:
         run.subscribers.append(settings.on_event)

@@ -31,6 +31,7 @@ from flowrun.events import (
 from flowrun.manifest.templates import render
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
+from flowrun.runtime.run_folder import unwritable
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
 from flowrun.runtime.structured import write_json_output
@@ -136,7 +137,10 @@ def _package_version(name: str) -> str:
 
 
 async def execute_run(run: Run, resume: bool = False) -> RunSummary:
-    prepare(run, resume)
+    try:
+        prepare(run, resume)
+    except OSError as e:  # nothing recorded yet: the folder is as it was
+        raise unwritable(run.run_dir, e) from None
     if resume:
         run.emit(RunResumedEvent(recorded_model_calls=len(run.ledger.responses) if run.ledger else 0))
     run.emit(

@@ -173,6 +173,16 @@ def _has_run_start(log: Path) -> bool:
     return False
 
 
+def unwritable(run_dir: Path, e: OSError) -> UsageError:
+    """A run folder (or one of its engine files) that cannot be written when the run starts:
+    nothing was recorded, the folder is as it was."""
+    where = f" ({e.filename})" if e.filename else ""
+    return UsageError(
+        f"cannot write in the run folder {run_dir}: {e.strerror or e}{where}",
+        "check the permissions of the run folder and its files, and the free space",
+    )
+
+
 def not_a_run_folder(run_dir: Path) -> RunError:
     return RunError(
         f"{run_dir} is not a run folder (no events.jsonl or run.json)",
@@ -192,9 +202,10 @@ def settled_meta(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
     if end is None or end.get("type") != "run_end" or not isinstance(end.get("status"), str):
         return meta
     settled = {**meta, "status": end["status"]}
-    if isinstance(end.get("usage"), dict):
-        _write_json(run_dir / "usage.json", end["usage"])
-    _write_json(run_dir / "run.json", settled)
+    with contextlib.suppress(OSError):  # a folder that cannot be written: still the log's status
+        if isinstance(end.get("usage"), dict):
+            _write_json(run_dir / "usage.json", end["usage"])
+        _write_json(run_dir / "run.json", settled)
     return settled
 
 
