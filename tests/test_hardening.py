@@ -714,11 +714,28 @@ def test_run_folders_and_engine_files_that_cannot_be_written_are_one_line_and_ex
 
 
 PLAIN = {"integer": 1, "number": 1, "boolean": False, "array": []}
+# text a model may send in any string argument: NUL, paths too long for the OS (whole and one
+# component), outside paths, home, a newline, nothing, an option, a glob, control characters
+HOSTILE_TEXT = [
+    "a\x00b",
+    "x" * 5000,
+    "d/" * 2100 + "f",
+    "n" * 300,
+    "../../../etc/passwd",
+    "/etc/passwd",
+    "~/x",
+    "a\nb",
+    "",
+    "-rf",
+    "*",
+    "\u202e\x7f\x1b[2J",
+]
 
 
 def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_path: Path) -> None:
-    """Every string parameter of every built-in tool, in turn, carries a NUL byte: each call
-    ends in a result the model can act on, never INTERNAL (the old use_skill answer)."""
+    """Every string parameter of every built-in tool, in turn, carries a NUL byte (and each
+    other hostile text): each call ends in a result the model can act on, never INTERNAL (the
+    old use_skill answer to a NUL), and nothing lands outside the run folder."""
     calls = []
     for manifest in sorted((REPO / "tools.d").glob("*.yaml")):
         spec = yaml.safe_load(manifest.read_text())
@@ -736,7 +753,7 @@ def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_p
         base = {k: PLAIN.get(str(p.get("type")), "ok") for k, p in props.items() if k in required}
         for key, prop in props.items():
             if prop.get("type") in ("string", ["array", "string"]):
-                calls.append({"name": spec["name"], "arguments": {**base, key: "a\x00b"}})
+                calls += [{"name": spec["name"], "arguments": {**base, key: text}} for text in HOSTILE_TEXT]
     # a lone surrogate escape decodes to text that is not Unicode: refused before any tool runs
     calls.append({"name": "write_file", "arguments": '{"path": "s.md", "content": "a\\ud800b"}'})
     calls.append({"name": "use_skill", "arguments": {"skill": "demo", "file": "a\x00b"}})
@@ -763,6 +780,13 @@ def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_p
     surrogate = results[-2]["result"]
     assert surrogate["error"]["code"] == "INVALID_PARAM" and "not valid Unicode" in surrogate["text"]
     assert not (tmp_path / "runs" / "r" / "s.md").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "agents.d",
+        "runs",
+        "script.yaml",
+        "skills",
+        "wf.yaml",
+    ]
 
 
 def test_a_full_disk_fails_the_run_with_one_line_and_a_strict_log(tmp_path: Path) -> None:
