@@ -840,17 +840,47 @@ def interrupted_run(tmp: Path) -> Path:
     return run_dir
 
 
-def test_damage_in_the_middle_of_the_log_is_named_not_skipped(tmp_path: Path) -> None:
+def _damage(lines: list[bytes], how: str) -> tuple[list[bytes], int, str]:
+    """The log's lines damaged `how`: (lines, the line number named, what the error says)."""
+    if how == "bytes":
+        lines[2] = b'{"seq": 3, "type": "model_req\xff'
+        return lines, 3, "this line is not a JSON object"
+    if how == "zeros":  # what a power cut can leave in a block of the file
+        lines[2] = b"\x00" * 300
+        return lines, 3, "this line is not a JSON object"
+    if how == "no-type":
+        lines[2] = b'{"seq": 3, "t": 1.0}'
+        return lines, 3, "this line has no event type"
+    if how == "unreadable":
+        event = json.loads(lines[4])
+        assert event["type"] == "model_response"
+        lines[4] = json.dumps({**event, "response": "garbage"}).encode()
+        return lines, 5, "a model_response event whose fields cannot be read"
+    if how == "missing":
+        del lines[3]
+        return lines, 4, "seq 5 after 3: a line missing"
+    if how == "repeated":
+        lines.insert(4, lines[4])
+        return lines, 6, "seq 5 after 5"
+    lines[3], lines[4] = lines[4], lines[3]  # moved
+    return lines, 4, "seq 5 after 3"
+
+
+@pytest.mark.parametrize("how", ["bytes", "zeros", "no-type", "unreadable", "missing", "repeated", "moved"])
+def test_damage_in_the_middle_of_the_log_is_named_not_skipped(tmp_path: Path, how: str) -> None:
+    """Damage anywhere before the last line (bytes that are not JSON, zeros, a line without a
+    type or with fields that cannot be read, a line missing, repeated or moved): resume and
+    replay refuse with the file and line, and change nothing; the viewers still read it."""
     run_dir = interrupted_run(tmp_path)
     log = run_dir / "events.jsonl"
-    lines = log.read_bytes().split(b"\n")
-    lines[2] = b'{"seq": 3, "type": "model_req\xff'
+    lines, number, what = _damage(log.read_bytes().split(b"\n"), how)
     log.write_bytes(b"\n".join(lines))
     before = log.read_bytes()
     proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
     no_traceback(proc)
-    assert proc.returncode == 1
-    assert f"{log}:3: the event log is damaged" in proc.stderr and "hint:" in proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{log}:{number}: the event log is damaged ({what}" in proc.stderr, proc.stderr
+    assert "hint:" in proc.stderr
     assert log.read_bytes() == before and status_of(run_dir) == "running"
     assert not (run_dir / "run.lock").exists()
     proc = run_cli(["replay", str(run_dir), "-q"], cwd=tmp_path)
