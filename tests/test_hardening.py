@@ -973,9 +973,10 @@ def test_a_late_sigint_never_turns_a_completed_run_into_an_interrupted_one(tmp_p
         ("write_file", {"path": "log.md", "content": "entry\n", "mode": "append"}, False),
         ("execute_shell", {"command": "echo entry >> log.md"}, False),
         ("stamp", {"line": "entry"}, False),
+        ("run_skill_script", {"skill": "stamper", "script": "scripts/stamp.sh"}, False),
         ("write_file", {"path": "log.md", "content": "entry\n", "mode": "overwrite"}, True),
     ],
-    ids=["append", "shell", "command-tool", "overwrite"],
+    ids=["append", "shell", "command-tool", "skill-script", "overwrite"],
 )
 def test_a_call_in_flight_at_a_crash_is_not_repeated_blindly(
     tmp_path: Path, tool: str, arguments: dict[str, Any], repeated: bool
@@ -993,7 +994,11 @@ def test_a_call_in_flight_at_a_crash_is_not_repeated_blindly(
         {"w": {"prompt": "You log.", "tools": [tool]}},
         {"w": [{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"text": "logged"}]},
         entry="w",
-        extra={"tools.d/stamp.yaml": stamp},
+        extra={
+            "tools.d/stamp.yaml": stamp,
+            "skills/stamper/SKILL.md": "---\nname: stamper\ndescription: Stamps log.md.\n---\nRun it.\n",
+            "skills/stamper/scripts/stamp.sh": "echo entry >> log.md\n",
+        },
     )
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
