@@ -922,6 +922,79 @@ def test_sigint_before_the_run_folder_exists_says_nothing_was_started(tmp_path: 
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(signal.SIGINT, signal.SIGINT), (signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGINT)],
+    ids=["int-int", "int-term", "term-int"],
+)
+def test_a_second_signal_while_the_run_stops_changes_nothing(
+    tmp_path: Path, first: signal.Signals, second: signal.Signals
+) -> None:
+    """Ctrl-C pressed twice (or SIGTERM and Ctrl-C): the first decides; the run records its
+    stop whole and the command exits with the first one's code and line."""
+    shell = {"name": "execute_shell", "arguments": {"command": "sleep 300", "timeout": 600}}
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You wait.", "tools": ["execute_shell"]}},
+        {"w": [{"tool_calls": [shell]}, {"text": "done"}]},
+        entry="w",
+    )
+    outcome = {"interrupted": (130, "interrupted (Ctrl-C)"), "terminated": (143, "terminated (SIGTERM)")}
+    for attempt, gap in enumerate((0.0, 0.05, 0.5)):
+        run_dir = tmp_path / "runs" / f"s{attempt}"
+        child = start_cli(["wf.yaml", "--run-id", run_dir.name, "-q"], tmp_path)
+        log = run_dir / "events.jsonl"
+        assert wait_for(lambda log=log: log.exists() and b'"tool_intent"' in log.read_bytes(), 60)
+        child.send_signal(first)
+        time.sleep(gap)
+        child.send_signal(second)
+        out, err = child.communicate(timeout=60)
+        no_traceback((out, err))
+        assert status_of(run_dir) == "interrupted"
+        events = check_log(run_dir)
+        # signals sent together may be handled in either order: the one handled first decides
+        # the exit code and the recorded reason alike; half a second apart, it is the first
+        decided = "interrupted" if first == signal.SIGINT else "terminated"
+        if gap < 0.5:
+            decided = events[-1]["message"].split(" (")[0]
+        code, reason = outcome[decided]
+        assert child.returncode == code, (gap, child.returncode, err)
+        assert events[-1]["message"].startswith(reason), events[-1]["message"]
+        assert f"flowrun resume {run_dir.relative_to(tmp_path)}" in err
+
+
+def test_ctrl_c_in_a_chat_waiting_for_the_user_names_its_folder(tmp_path: Path) -> None:
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You chat.", "tools": ["list_directory"]}},
+        {"w": [{"text": "hello to you"}, {"text": "more"}]},
+        entry="w",
+    )
+    child = subprocess.Popen(
+        [*flowrun_cmd(), "chat", "wf.yaml", "--run-id", "c"],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None
+    child.stdin.write("hello\n")
+    child.stdin.flush()
+    log = tmp_path / "runs" / "c" / "events.jsonl"
+    assert wait_for(lambda: log.exists() and b'"model_response"' in log.read_bytes(), 60)
+    time.sleep(0.5)  # it is reading the next message now
+    child.send_signal(signal.SIGINT)
+    child.wait(timeout=60)  # stdin stays open: the signal, not an end of input, ends it
+    _, err = child.communicate(timeout=60)
+    no_traceback(("", err))
+    assert child.returncode == 130, err
+    assert "flowrun resume runs/c" in err and "RUN_DIR" not in err
+    assert status_of(tmp_path / "runs" / "c") == "interrupted"
+    check_log(tmp_path / "runs" / "c")
+
+
 async def test_a_cancel_while_a_finished_run_closes_keeps_it_completed(tmp_path: Path) -> None:
     """The API side of "a SIGINT during exit": the cancel lands after the entry agent ended,
     while the run closes its tools and clients: the run stays `completed`."""

@@ -3,10 +3,11 @@ flowrun bug is one line with exit 70 (the traceback with -v), Ctrl-C says how to
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import click
 
@@ -16,6 +17,7 @@ from flowrun.redaction import redact
 INTERNAL_ERROR = 70
 INTERRUPTED = 130
 TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
+T = TypeVar("T")
 
 
 class Terminated(Exception):
@@ -65,3 +67,33 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
             "this is a flowrun bug; the run folder (if any) is kept; rerun with -v for the traceback",
             INTERNAL_ERROR,
         )
+
+
+async def read_in_background(read: Callable[[], T]) -> T:
+    """Run a blocking read of the terminal (a chat message, an answer, an approval) in a
+    daemon thread. In asyncio's default executor a Ctrl-C while it waits would leave the
+    process waiting for that read at exit (asyncio.run joins its executor's threads)."""
+    import asyncio
+    import threading
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: T | None, error: BaseException | None) -> None:
+        if done.done():  # the waiting call was cancelled meanwhile
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(value)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            value, error = read(), None
+        except BaseException as e:  # handed to the waiting call
+            value, error = None, e
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name="flowrun-terminal-read", daemon=True).start()
+    return await done
