@@ -902,7 +902,10 @@ def test_a_torn_last_line_is_cut_and_the_log_stays_strict(tmp_path: Path) -> Non
     assert run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path).returncode == 0
 
 
-def test_sigint_before_the_run_folder_exists_says_nothing_was_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["int", "term"])
+def test_a_signal_before_the_run_folder_exists_says_nothing_was_started(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
     simple_project(tmp_path)
     child = subprocess.Popen(
         [*flowrun_cmd(), "wf.yaml", "--topic", "@-", "--run-id", "r"],
@@ -914,9 +917,10 @@ def test_sigint_before_the_run_folder_exists_says_nothing_was_started(tmp_path: 
         text=True,
     )
     time.sleep(3)  # it waits for the question on stdin
-    child.send_signal(signal.SIGINT)
+    child.send_signal(sig)
+    child.wait(timeout=30)  # stdin stays open: the signal ends it
     _, err = child.communicate(timeout=30)
-    assert child.returncode == 130, err
+    assert child.returncode == code, err
     assert "nothing was started: no run folder was made" in err
     assert "folder is kept" not in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()

@@ -20,7 +20,7 @@ TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
 T = TypeVar("T")
 
 
-class Terminated(Exception):
+class Terminated(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
     """The command was stopped by SIGTERM (after the run recorded `interrupted`)."""
 
 
@@ -46,7 +46,10 @@ def verbosity(quiet: bool, verbose: bool) -> int:
 def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
     """Turn what a command raises into its one-line message and exit code. `interrupted_hint`
     (or a function giving it, asked once the command stopped) says how to continue after
-    Ctrl-C or SIGTERM."""
+    Ctrl-C or SIGTERM; with it, SIGTERM is handled from the start (as Terminated), so one
+    that comes before the run starts (while loading, or reading `--question @-`) also ends
+    with a line rather than a silent death."""
+    previous = _sigterm_raises() if interrupted_hint is not None else None
     try:
         yield
     except FlowrunError as e:
@@ -67,6 +70,31 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
             "this is a flowrun bug; the run folder (if any) is kept; rerun with -v for the traceback",
             INTERNAL_ERROR,
         )
+    finally:
+        if previous is not None:
+            _restore_sigterm(previous)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _sigterm_raises() -> object:
+    """Make SIGTERM raise Terminated; the handler it replaces (None off the main thread)."""
+    import signal
+
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        return None
+
+
+def _restore_sigterm(previous: object) -> None:
+    import signal
+
+    with contextlib.suppress(ValueError, TypeError):
+        if signal.getsignal(signal.SIGTERM) is _raise_terminated:  # not ignored meanwhile
+            signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
 
 
 async def read_in_background(read: Callable[[], T]) -> T:
