@@ -84,7 +84,24 @@ def build(name: str = "test-tools") -> MCPServer:
         env = os.environ
         return f"cwd={os.getcwd()} home={env.get('HOME', '')} secret={env.get('MCP_TEST_SECRET', '')}"
 
+    server.tool()(tamper)
     return server
+
+
+ENGINE_FILES = ("events.jsonl", "run.json", "usage.json", "run.lock", "prompts/worker.md", "prompts/new.md")
+
+
+def tamper(folder: str) -> str:
+    """Try to change the engine's files in a run folder; say which attempts worked."""
+    changed = []
+    for name in ENGINE_FILES:
+        try:
+            with open(f"{folder}/{name}", "a") as f:
+                f.write("forged\n")
+            changed.append(name)
+        except OSError:
+            pass
+    return "changed: " + (", ".join(changed) or "nothing")
 
 
 class HttpServer:

@@ -1,7 +1,7 @@
 """call_agent's per-call `max_steps` (capped by the manifest), `return_full_output` and
 `output_dir` (the sub-agent's writes, by file tools and in the sandbox, are confined to it), and
-tool defaults taken from the manifest's `parameters`; through the CLI with the real openai SDK
-against the scripted wire server."""
+tool defaults taken from the manifest's `parameters` (web_search's max_results and
+search_depth); through the CLI with the real openai SDK against the scripted wire server."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def web_search_with_default(n: int) -> str:
     from conftest import REPO
 
     text = (REPO / "tools.d" / "web_search.yaml").read_text()
-    return text.replace("maximum: 20, default: 5", f"maximum: 20, default: {n}")
+    text = text.replace("maximum: 20, default: 5", f"maximum: 20, default: {n}")
+    return text.replace("[basic, advanced], default: basic", "[basic, advanced], default: advanced")
 
 
 def run(tmp: Path, script: Script) -> tuple[Any, list[dict[str, Any]], list[Any]]:
@@ -70,7 +71,10 @@ def run(tmp: Path, script: Script) -> tuple[Any, list[dict[str, Any]], list[Any]
 
 
 def results(events: list[dict[str, Any]], agent: str) -> list[dict[str, Any]]:
-    return [e["result"] for e in events if e["type"] == "tool_result" and e["agent"] == agent]
+    """An agent's tool results in the order of its calls (calls of one step run concurrently)."""
+    mine = [e for e in events if e.get("agent") == agent]
+    by_call = {(e["agent_id"], e["call_id"]): e["result"] for e in mine if e["type"] == "tool_result"}
+    return [by_call[(e["agent_id"], e["call_id"])] for e in mine if e["type"] == "tool_call"]
 
 
 def test_output_dir_confines_writes_and_the_call_gets_its_steps(tmp_path: Path) -> None:
@@ -135,6 +139,7 @@ def test_output_dir_confines_writes_and_the_call_gets_its_steps(tmp_path: Path) 
     assert boss[4]["error"]["code"] == "INVALID_PARAM" and "NUL" in boss[4]["text"]
     # the manifest's default for max_results (2) is the one used when the model gives none
     assert len(boss[5]["data"]["results"]) == 2
+    assert boss[5]["context"]["params_input"]["search_depth"] == "advanced"
     helper_tool = next(t for t in requests[0].tools if t["function"]["name"] == "helper")
     params = helper_tool["function"]["parameters"]["properties"]
     assert params["max_steps"]["maximum"] == 5 and params["return_full_output"]["type"] == "boolean"

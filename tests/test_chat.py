@@ -163,3 +163,45 @@ def test_resume_message_mistakes(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "has `steps:`" in proc.stderr
     proc = run_cli(["resume", "runs/s", "--message", "  "], cwd=tmp_path)
     assert proc.returncode == 2 and "--message is empty" in proc.stderr
+
+
+def test_chat_with_another_agent_and_its_tools(tmp_path: Path) -> None:
+    """`--agent NAME` talks to any agent of the project (here the research searcher, dry run):
+    its tools run, each message after the first is a user_message; through the CLI and the API."""
+    import asyncio
+
+    from conftest import REPO
+
+    import flowrun
+
+    research = str(REPO / "examples" / "research.yaml")
+    args = ["chat", research, "--agent", "searcher", "--question", "q", "--dry-run", "--run-id", "c", "-q"]
+    proc = chat_cli(tmp_path, args, "find the sorting docs\nand the HOWTO\n")
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "runs" / "c"
+    found = events(run_dir)
+    assert {e["agent"] for e in found if e["type"] == "agent_start"} == {"searcher"}
+    assert next(e for e in found if e["type"] == "agent_start")["task"] == "find the sorting docs"
+    tools = {e["tool"] for e in found if e["type"] == "tool_result" and e["result"]["status"] == "success"}
+    assert {"web_search", "write_file"} <= tools
+    assert [e["text"] for e in found if e["type"] == "user_message"] == ["and the HOWTO"]
+    assert json.loads((run_dir / "run.json").read_text())["chat"] == "searcher"
+    assert (run_dir / "prompts" / "searcher.md").read_text().count("You are a search specialist") == 1
+
+    wf = flowrun.load(research)
+    said: list[str | None] = []
+
+    async def read(answer: str | None) -> str | None:
+        said.append(answer)
+        return "draft the report" if answer is None else None
+
+    result = asyncio.run(
+        wf.chat(read, {"question": "q"}, agent="writer", runs_dir=tmp_path / "api", dry_run=True)
+    )
+    assert result.ok and said[0] is None and "Dry run of writer" in str(said[1])
+    with pytest.raises(flowrun.UsageError, match="no agent 'writr' to chat with") as caught:
+        asyncio.run(wf.chat(read, {"question": "q"}, agent="writr", runs_dir=tmp_path / "api", dry_run=True))
+    assert caught.value.hint == "did you mean 'writer'?"
+    proc = chat_cli(tmp_path, [*args[:3], "serchr", *args[4:7]], "x\n")
+    assert proc.returncode == 2 and "did you mean 'searcher'?" in proc.stderr
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["c"]  # no run folder for a mistake

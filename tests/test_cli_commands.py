@@ -43,3 +43,25 @@ def test_help_does_not_import_sdks() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_typos_get_a_did_you_mean(tmp_path: Path) -> None:
+    """A mistyped command, run option or input exits 2 with the name it was probably meant to be."""
+    from click.testing import CliRunner
+
+    from flowrun.cli import main
+
+    runner = CliRunner()
+    typo = runner.invoke(main, ["valdate", "."])
+    assert typo.exit_code == 2 and "Did you mean 'validate'?" in typo.output
+    unknown = runner.invoke(main, ["xyzzy"])
+    assert unknown.exit_code == 2 and "No such command 'xyzzy'." in unknown.output
+    research = str(REPO / "examples" / "research.yaml")
+    for given, meant in (("--dry-rn", "--dry-run"), ("--modle", "--model"), ("--questoin", "--question")):
+        proc = run_cli([research, "--question", "q", given, "x", "--runs-dir", str(tmp_path)])
+        assert proc.returncode == 2, proc.stderr
+        assert f"unknown option {given} for workflow 'research'" in proc.stderr
+        assert f"did you mean {meant}?" in proc.stderr
+    proc = run_cli(["chat", research, "--question", "q", "--agnet", "writer", "--runs-dir", str(tmp_path)])
+    assert proc.returncode == 2 and "did you mean --agent?" in proc.stderr
+    assert not any(tmp_path.iterdir())

@@ -70,6 +70,27 @@ def test_a_copy_of_the_example_elsewhere_finds_the_shipped_corpus(tmp_path: Path
     assert results["visit_url"]["status"] in ("success", "partial")
 
 
+def test_a_copy_of_the_react_example_copies_the_shipped_corpus(tmp_path: Path) -> None:
+    """`workspace.copy: [corpus]` with no corpus/ next to the copy: the shipped corpus is copied;
+    a copy path that exists nowhere is a diagnostic at its line (validate, and before a run)."""
+    shutil.copy(REPO / "examples" / "react.yaml", tmp_path / "react.yaml")
+    for rel in ("agents.d/explorer.yaml", "prompts/explorer.md.j2"):
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        shutil.copy(REPO / "examples" / rel, tmp_path / rel)
+    proc = run_cli(["react.yaml", "--question", "sorting", "--dry-run", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "←" not in proc.stderr, proc.stderr
+    assert (tmp_path / "runs" / "r" / "corpus" / "howto" / "sorting.md").is_file()
+    text = (tmp_path / "react.yaml").read_text()
+    (tmp_path / "react.yaml").write_text(text.replace("copy: [corpus]", "copy: [corpsu]"))
+    for args in (["validate", "react.yaml"], ["react.yaml", "--question", "q", "--dry-run"]):
+        proc = run_cli(args, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        out = proc.stdout + proc.stderr
+        assert "react.yaml:63:10: error[missing-path]: workspace.copy: 'corpsu' not found" in out, out
+        assert "did you mean 'corpus'?" in out
+
+
 def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
     """The wheel (built by hatchling, the build backend) holds the corpus next to the built-in
     manifests, and flowrun run from that wheel finds it for a copy of the example."""
@@ -115,3 +136,115 @@ def test_every_shipped_workflow_is_dry_run_above() -> None:
         if p.read_text().lstrip().startswith(("version", "#")) and "\nkind: workflow" in p.read_text()
     }
     assert shipped == set(EXAMPLES)
+
+
+UNFAMILIAR = {
+    "wf.yaml": """\
+        version: 1
+        kind: workflow
+        name: unfamiliar
+        inputs: {topic: {}}
+        entry: lead
+        default_model: "test:x"
+        """,
+    "agents.d/lead.yaml": """\
+        version: 1
+        name: lead
+        prompt: Lead the work on {{ topic }}.
+        tools: [shape, wc, impossible, {reviewer: {max_calls: 2}}]
+        """,
+    # a reviewer that only reads: nothing of its own to read in the dry run
+    "agents.d/reviewer.yaml": "version: 1\nname: reviewer\nprompt: Review.\ntools: [read_file, grep]\n",
+    "tools.d/shape.yaml": """\
+        version: 1
+        name: shape
+        description: A tool whose schema uses the constraints tool authors use.
+        parameters:
+          type: object
+          $defs:
+            lang: {type: string, enum: [en, fr]}
+          properties:
+            text: {type: string, minLength: 5, maxLength: 40}
+            code: {type: string, pattern: "^[A-Z]{3}-\\\\d{2}$"}
+            colour: {type: string, pattern: "^#[0-9a-f]{6}$"}
+            tags: {type: array, items: {type: string, pattern: "^[a-z]+$"}, minItems: 2, uniqueItems: true}
+            ratio: {type: number, exclusiveMinimum: 0, maximum: 0.5}
+            even: {type: integer, minimum: 3, maximum: 9, multipleOf: 2}
+            when: {type: string, format: date}
+            contact: {type: string, format: email}
+            pick: {anyOf: [{type: "null"}, {type: integer, minimum: 10}]}
+            options:
+              allOf:
+                - {type: object, properties: {lang: {$ref: "#/$defs/lang"}}, required: [lang]}
+                - {properties: {level: {type: integer, minimum: -5, maximum: -1}}, required: [level]}
+          required: [text, code, colour, tags, ratio, even, when, contact, pick, options]
+          additionalProperties: false
+        implementation:
+          python: mytools:shape
+        """,
+    "tools.d/impossible.yaml": """\
+        version: 1
+        name: impossible
+        description: No value can satisfy this schema.
+        parameters:
+          type: object
+          properties:
+            n: {type: integer, minimum: 5, maximum: 4}
+          required: [n]
+        implementation:
+          python: mytools:impossible
+        """,
+    "tools.d/wc.yaml": """\
+        version: 1
+        name: wc
+        description: Count the lines of a file.
+        parameters: {type: object, properties: {path: {type: string}}, required: [path]}
+        implementation:
+          command: [wc, -l, "{{ path }}"]
+        """,
+    "mytools.py": """\
+        import json
+        from flowrun.types import ToolResult
+
+        async def shape(ctx, **arguments):
+            return ToolResult.ok(json.dumps(arguments, sort_keys=True))
+
+        async def impossible(ctx, n):
+            return ToolResult.ok(str(n))
+        """,
+}
+
+
+def test_unfamiliar_tools_get_valid_arguments(tmp_path: Path) -> None:
+    """A new roster of the user's own: schema constraints (pattern, format, multipleOf, bounds,
+    uniqueItems, anyOf, allOf, $ref), a command tool and a reviewer that only reads all run
+    without an error line; a tool no valid arguments exist for is left out and named; with
+    --workdir the user's files are not touched."""
+    import textwrap
+
+    for rel, text in UNFAMILIAR.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(textwrap.dedent(text))
+    proc = run_cli(["wf.yaml", "--topic", "t", "--dry-run", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "←" not in proc.stderr, proc.stderr
+    found = events(tmp_path / "runs" / "r")
+    results = {e["tool"]: e["result"] for e in found if e["type"] == "tool_result"}
+    assert set(results) == {"shape", "wc", "reviewer", "read_file", "grep"}
+    assert all(r["status"] == "success" for r in results.values()), results
+    shaped = json.loads(results["shape"]["text"])
+    assert shaped["even"] % 2 == 0 and 0 < shaped["ratio"] <= 0.5 and shaped["pick"] >= 10
+    assert shaped["options"]["lang"] == "en" and shaped["options"]["level"] <= -1
+    assert len(set(shaped["tags"])) == 2
+    [lead_end] = [e for e in found if e["type"] == "model_response" and e["agent"] == "lead"][-1:]
+    assert "Left out (no valid arguments could be made for them): impossible" in json.dumps(lead_end)
+
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("print('mine')\n")
+    args = ["wf.yaml", "--topic", "t", "--dry-run", "--run-id", "w", "--workdir", str(project)]
+    proc = run_cli(args, cwd=tmp_path)
+    assert proc.returncode == 0 and "←" not in proc.stderr, proc.stderr
+    results = {e["tool"]: e["result"] for e in events(tmp_path / "runs" / "w") if e["type"] == "tool_result"}
+    assert results["wc"]["context"]["params_input"]["path"] == "dry-run/lead-sample.md"
+    assert (project / "src" / "app.py").read_text() == "print('mine')\n"

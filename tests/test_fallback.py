@@ -220,3 +220,72 @@ def test_validate_and_the_key_check_know_the_fallbacks(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "OPENAI_API_KEY (for worker)" in proc.stderr
+
+
+FAILURES = {"m-429": Reply(status=429), "m-500": Reply(status=500), "m-529": Reply(status=529)}
+TIMEOUT_MODEL = "m-timeout"
+
+
+def failing_primaries(request: WireRequest) -> Reply:
+    """Each primary model fails its own way; a hung one answers after its client gave up."""
+    model = request.body.get("model")
+    if model in FAILURES:
+        return FAILURES[model]
+    if model == TIMEOUT_MODEL:
+        # far past the client's 0.5 s: an SDK import on a busy machine can hold the event loop
+        # for seconds, and a reply waiting when it wakes would beat the timer
+        return Reply(text="too late", delay_s=30.0)
+    return Reply(text=f"{request.system} answered by {model}")
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+@pytest.mark.parametrize("primary_api", ["anthropic", "openai"])
+def test_fallback_on_each_retryable_failure(tmp_path: Path, primary_api: str, stream: bool) -> None:
+    """429, a 5xx, 529 overloaded and a timeout each switch to the fallback once the primary's
+    own retries are used up: four agents at once, each on a primary that fails its own way."""
+    backup_api = "openai" if primary_api == "anthropic" else "anthropic"
+    primaries = {
+        f"p{model.removeprefix('m-')}": {
+            "provider": primary_api,
+            "model": model,
+            "max_retries": 1,
+            "fallback": ["spare"],
+            **({"timeout_s": 0.5} if model == TIMEOUT_MODEL else {}),
+        }
+        for model in [*FAILURES, TIMEOUT_MODEL]
+    }
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "classes",
+        "models": {**primaries, "spare": {"provider": backup_api, "model": BACKUP}},
+        "steps": [{"parallel": [{"agent": f"a{name}", "task": "Answer."} for name in primaries]}],
+    }
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "classes.yaml").write_text(yaml.safe_dump(workflow))
+    for name in primaries:
+        agent = {"version": 1, "kind": "agent", "name": f"a{name}", "prompt": f"agent a{name}", "model": name}
+        (tmp_path / "agents.d" / f"a{name}.yaml").write_text(yaml.safe_dump(agent))
+    with WireServer(failing_primaries) as server:
+        args = ["classes.yaml", "--run-id", "r", "--stream" if stream else "--no-stream"]
+        proc = run_cli(args, cwd=tmp_path, env=cli_env(server))
+        requests = server.requests
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {r.stream for r in requests} == {stream}
+    # each primary: its first try and its one retry, on its own wire format; then the spare (a
+    # retry that times out may give up before the busy server has read it)
+    for model in FAILURES:
+        assert [r.api for r in requests if r.body["model"] == model] == [primary_api] * 2, model
+    assert [r.api for r in requests if r.body["model"] == TIMEOUT_MODEL] in ([primary_api], [primary_api] * 2)
+    assert [r.api for r in requests if r.body["model"] == BACKUP] == [backup_api] * 4
+    evs = events(tmp_path / "runs" / "r")
+    reasons = {e["from_model"]: e["reason"] for e in evs if e["type"] == "model_fallback"}
+    assert {e["to_model"] for e in evs if e["type"] == "model_fallback"} == {"spare"}
+    assert "HTTP 429" in reasons["p429"] and "HTTP 500" in reasons["p500"]
+    assert "HTTP 529" in reasons["p529"] and "timeout" in reasons["ptimeout"]
+    assert all("after 1 retry" in reason for reason in reasons.values())
+    answers = {e["agent"]: e["response"]["text"] for e in evs if e["type"] == "model_response"}
+    assert answers == {f"a{n}": f"agent a{n} answered by {BACKUP}" for n in primaries}
+    usage = json.loads((tmp_path / "runs" / "r" / "usage.json").read_text())
+    assert usage["by_model"]["spare"]["fallback_calls"] == 4
+    assert {line["model"] for line in usage["by_agent_model"]} == {"spare"}

@@ -302,6 +302,7 @@ kind: workflow
 name: bad
 inputs:
   topic: {description: a string input}
+  topics: {type: list}
 models:
   s: {provider: scripted, model: s, script: script.yaml}
 default_model: s
@@ -318,6 +319,13 @@ steps:
     if: "workspace.exists("
   - parallel:
       - {agent: workr}
+  - foreach: {input: topics, as: index, collect: d.json, step: {agent: worker, task: "{{ index }}"}}
+  - foreach: {input: topics, as: inputs, collect: e.json, step: {agent: worker}}
+  - foreach:
+      input: topics
+      as: topic
+      collect: f.json
+      step: {agent: worker, output: same.md, workdir: "w/{{ topic }}"}
 """
 
 
@@ -337,6 +345,14 @@ def test_validate_checks_the_new_steps(tmp_path: Path) -> None:
     assert ("undefined-variable", "steps[5].task") in codes  # `item` outside a foreach
     assert ("template-syntax", "steps[5].if") in codes
     assert ("unknown-agent", "steps[6].parallel[0].agent") in codes
+    # an item name that hides `index` or an engine name; every item writing the same file
+    assert ("invalid", "steps[7].foreach.as") in codes and ("invalid", "steps[8].foreach.as") in codes
+    shared = [
+        (d["severity"], d["path"])
+        for d in json.loads(proc.stdout)["diagnostics"]
+        if d["code"] == "shared-path"
+    ]
+    assert shared == [("warning", "steps[9].foreach.step.output")]
     # inside the foreach body, `item` and `index` are known
     assert not any(path.startswith("steps[4].foreach.step") for _, path in codes)
     lines = {
@@ -344,4 +360,55 @@ def test_validate_checks_the_new_steps(tmp_path: Path) -> None:
         for d in json.loads(proc.stdout)["diagnostics"]
         if d["path"] == "steps[0].parallel[1].workdir"
     }
-    assert lines == {12}
+    assert lines == {13}
+
+
+def test_a_structured_foreach_body_collects_parsed_answers(tmp_path: Path) -> None:
+    """A foreach body whose agent has an output_schema: each collected entry has the parsed
+    answer in `data`, and each `output:` file holds its JSON; an answer repaired on the way
+    counts once."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    scorer = {"version": 1, "kind": "agent", "name": "scorer", "prompt": "Score.", "output_schema": schema}
+    script = {
+        "version": 1,
+        "kind": "script",
+        "agents": {"scorer": [{"text": 'Score: ```json\n{"n": "seven"}\n```'}, {"text": '{"n": 7}'}]},
+    }
+    wf = textwrap.dedent(
+        """\
+        version: 1
+        kind: workflow
+        name: scores
+        inputs:
+          things: {type: list}
+        models:
+          s: {provider: scripted, model: s, script: script.yaml}
+        default_model: s
+        output: all.json
+        steps:
+          - foreach:
+              input: things
+              concurrency: 2
+              collect: all.json
+              step: {agent: scorer, task: "Score {{ item }}.", output: "scores/{{ index }}.json"}
+        """
+    )
+    write(
+        tmp_path,
+        {
+            "scores.yaml": wf,
+            "script.yaml": yaml.safe_dump(script),
+            "agents.d/scorer.yaml": yaml.safe_dump(scorer),
+        },
+    )
+    proc = run_cli(["scores.yaml", "--things", '["a", "b", "c"]', "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    collected = json.loads((run_dir / "all.json").read_text())
+    assert [(c["item"], c["data"], c["text"]) for c in collected] == [
+        (thing, {"n": 7}, '{"n": 7}') for thing in ("a", "b", "c")
+    ]
+    for k in (1, 2, 3):
+        assert json.loads((run_dir / "scores" / f"{k}.json").read_text()) == {"n": 7}
+    invalid = [e for e in events(run_dir) if e["type"] == "output_invalid"]
+    assert len(invalid) == 3 and "n: 'seven' is not of type 'integer'" in invalid[0]["problem"]

@@ -161,7 +161,7 @@ def test_record_test_and_a_prompt_edit(tmp_path: Path, provider: str) -> None:
         # recorded again with the edit: now the tool call itself differs from what the test expects
         proc = run_cli(["record", "tests/notes.flowrun.yaml", "-q"], cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "(kept: its expectations are unchanged)" in proc.stdout
+        assert "(kept: its expectations unchanged)" in proc.stdout
     proc = run_cli(["test", "tests/notes.flowrun.yaml"], cwd=tmp_path)
     assert proc.returncode == 1
     out = proc.stdout
@@ -296,6 +296,7 @@ def test_each_expectation_fails_with_its_reason(tmp_path: Path) -> None:
     spec["expect"] = {
         "status": "max_steps",
         "output": {"contains": ["all done", "nope"], "not_contains": "all", "matches": "^none$"},
+        "message": {"not_contains": "done", "matches": "("},
         "tool_calls": [
             {"tool": "write_file", "arguments": {"path": "a.md", "content": "beta"}},
             {"tool": "grep"},
@@ -326,9 +327,13 @@ def test_each_expectation_fails_with_its_reason(tmp_path: Path) -> None:
         "at most 1 model calls; the run made 2",
         "✗ budget max_tokens",
         "the run's models have no price, so its cost is unknown",
+        "✗ message not_contains",
+        "the run's final message does not contain 'done'",
+        "✗ message matches",
+        "invalid regex /(/: missing ), unterminated subpattern at position 0",
     ):
         assert text in out, text
-    assert "1 test(s): 0 passed, 1 failed (2 of 14 expectations held)" in out
+    assert "1 test(s): 0 passed, 1 failed (2 of 16 expectations held)" in out
 
 
 def test_bad_test_files_and_no_test_files(tmp_path: Path) -> None:
@@ -364,13 +369,61 @@ def test_bad_test_files_and_no_test_files(tmp_path: Path) -> None:
 def test_the_python_api_runs_a_test_file(tmp_path: Path) -> None:
     import asyncio
 
-    from flowrun.testing import run_test_file
+    from flowrun.testing import record_cassette, run_test_file
 
     scripted(tmp_path)
-    proc = run_cli(["record", "t.flowrun.yaml", "s.yaml", "--topic", "x", "-q"], cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = asyncio.run(run_test_file(tmp_path / "t.flowrun.yaml", keep=tmp_path / "kept"))
+    test_file = tmp_path / "suite" / "t.flowrun.yaml"
+    recording = asyncio.run(record_cassette(test_file, tmp_path / "s.yaml", {"topic": "x"}))
+    assert recording.drafted and recording.result.ok
+    assert recording.cassette == tmp_path / "suite" / "cassettes" / "t"
+    assert (recording.cassette / "events.jsonl").is_file() and recording.result.run_dir == recording.cassette
+    drafted = yaml.safe_load(test_file.read_text())
+    assert drafted["workflow"] == "../s.yaml" and drafted["inputs"] == {"topic": "x"}
+    # recorded again: the inputs come from the test file, the expectations stay
+    again = asyncio.run(record_cassette(test_file))
+    assert not again.drafted and yaml.safe_load(test_file.read_text()) == drafted
+    report = asyncio.run(run_test_file(test_file, keep=tmp_path / "kept"))
     assert report.ok, [(c.name, c.detail) for c in report.checks]
     assert (tmp_path / "kept" / "t" / "a.md").read_text() == "alpha"
     details: list[Any] = [c.detail for c in report.checks]
     assert details[0] == "every model call came from the cassette (2 recorded)"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_recorded_model_failure_replays_as_that_failure(tmp_path: Path, provider: str) -> None:
+    """A cassette of a run that failed (a model call refused for good) replays to the same
+    failure, so a test can expect `status: failed`; an edited prompt before it still diverges."""
+    project(tmp_path, provider)
+
+    def refuse_second(request: WireRequest) -> Reply:
+        if request.assistant_turns == 0:
+            return Reply(tool_calls=[ToolCallSpec("write_file", {"path": "notes.md", "content": "n\n"})])
+        body = {"error": {"type": "invalid_request_error", "message": "prompt is too long"}}
+        return Reply(status=400, error_body=body)
+
+    with WireServer(refuse_second) as server:
+        proc = run_cli(
+            ["record", "tests/down.flowrun.yaml", "proj/notes.yaml", "--topic", "t", "-q"],
+            cwd=tmp_path,
+            env=env_for(server, provider),
+        )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    drafted = yaml.safe_load((tmp_path / "tests" / "down.flowrun.yaml").read_text())
+    assert drafted["expect"]["status"] == "failed"
+    drafted["expect"] |= {
+        "message": {"contains": ["HTTP 400", "prompt is too long"], "matches": "^agent 'boss'"},
+        "files": ["notes.md"],
+    }
+    (tmp_path / "tests" / "down.flowrun.yaml").write_text(yaml.safe_dump(drafted))
+
+    proc = run_cli(["test", "-v"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "✓ status (tests/down.flowrun.yaml" in proc.stdout
+    assert "✓ message contains (tests/down.flowrun.yaml" in proc.stdout
+    same = run_cli(["replay", "tests/cassettes/down", "--diff"], cwd=tmp_path)
+    assert same.stdout.startswith("no step diverges"), same.stdout + same.stderr
+
+    project(tmp_path, provider, notes="other.md")
+    proc = run_cli(["test"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "first differing step: agent 'boss' (boss) model call 1: its system prompt differs" in proc.stdout

@@ -117,7 +117,7 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
         "calc": stdio_server(
             marker,
             timeout_s=2,
-            tools=["add", "report", "picture", "fail", "sleep_forever", "where"],
+            tools=["add", "report", "picture", "fail", "sleep_forever", "where", "tamper"],
             env={"MCP_TEST_SECRET": "${MCP_TEST_SECRET_SOURCE}"},
         ),
         "web": {"url": http_server.url},
@@ -128,7 +128,7 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
         Reply(tool_calls=[call("calc__add", a=2, b=40), call("web__echo", text="over http")]),
         Reply(tool_calls=[call("calc__report", city="Oslo"), call("calc__picture")]),
         Reply(tool_calls=[call("calc__fail", reason="bad input"), call("calc__sleep_forever")]),
-        Reply(tool_calls=[call("calc__where")]),
+        Reply(tool_calls=[call("calc__where"), call("calc__tamper", folder=str(tmp_path / "runs" / "r1"))]),
         Reply(text="All done."),
     ]
     with WireServer(Script({WORKER: replies})) as server:
@@ -154,6 +154,8 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
     assert f"home={run_dir.resolve()}/.home" in where  # in the sandbox: HOME is in the run folder
     # the declared env reached the server; its secret value never reaches the model
     assert "secret=[REDACTED]" in where
+    # the engine's files, the lock and the recorded prompts are read-only to the server
+    assert "changed: nothing" in texts, texts
     events = events_of(run_dir)
     prompts = [e for e in events if e["type"] == "agent_prompt"]
     assert {t["name"] for t in prompts[-1]["tools"]} >= {"calc__add", "web__echo"}  # recorded once bound

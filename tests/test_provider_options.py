@@ -64,13 +64,17 @@ def test_without_key_or_token_the_error_names_both(tmp_path: Path) -> None:
     assert "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)" in proc.stderr
 
 
-@pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_extra_body_and_headers_reach_the_server(tmp_path: Path, api: str) -> None:
+WIRES = [("openai", True), ("openai", False), ("anthropic", True), ("anthropic", False)]
+
+
+@pytest.mark.parametrize("api, stream", WIRES)
+def test_extra_body_and_headers_reach_the_server(tmp_path: Path, api: str, stream: bool) -> None:
     with WireServer(solo_script()) as server:
         base = server.openai_base_url if api == "openai" else server.anthropic_base_url
         provider = "openai-compatible" if api == "openai" else "anthropic"
         model = (
             f'{{provider: {provider}, base_url: "{base}", model: m, api_key_env: K, '
+            f"stream: {str(stream).lower()}, "
             "extra_body: {chat_template_kwargs: {enable_thinking: false}, top_k: 20}, "
             "extra_headers: {X-Trace: abc}}"
         )
@@ -79,21 +83,25 @@ def test_extra_body_and_headers_reach_the_server(tmp_path: Path, api: str) -> No
     assert proc.returncode == 0, proc.stderr
     assert len(requests) == 2
     for request in requests:
+        assert bool(request.body.get("stream")) is stream
         assert request.body["chat_template_kwargs"] == {"enable_thinking": False}
         assert request.body["top_k"] == 20 and request.headers["x-trace"] == "abc"
 
 
-def test_thinking_off_body_only_when_thinking_is_switched_off(tmp_path: Path) -> None:
+def test_thinking_body_only_when_thinking_is_switched_off_or_on(tmp_path: Path) -> None:
     with WireServer(solo_script()) as server:
         model = f'{{preset: vllm, base_url: "{server.openai_base_url}", model: qwen3}}'
         assert run_solo(tmp_path, model, ("--run-id", "a")).returncode == 0
         assert run_solo(tmp_path, model, ("--run-id", "b", "--no-thinking")).returncode == 0
         off = model.replace("model: qwen3", "model: qwen3, thinking: false")
         assert run_solo(tmp_path, off, ("--run-id", "c")).returncode == 0
+        on = model.replace("model: qwen3", "model: qwen3, thinking: true")
+        assert run_solo(tmp_path, on, ("--run-id", "d")).returncode == 0
+        assert run_solo(tmp_path, on, ("--run-id", "e", "--no-thinking")).returncode == 0
         requests = server.requests
-    assert [r.body.get("chat_template_kwargs") for r in requests] == [None] * 2 + [
-        {"enable_thinking": False}
-    ] * 4
+    kwargs = [r.body.get("chat_template_kwargs") for r in requests]
+    off_body, on_body = {"enable_thinking": False}, {"enable_thinking": True}
+    assert kwargs == [None] * 2 + [off_body] * 4 + [on_body] * 2 + [off_body] * 2
     assert json.loads((tmp_path / "runs" / "b" / "run.json").read_text())["no_thinking"] is True
 
 
@@ -112,16 +120,20 @@ def test_no_thinking_turns_anthropic_thinking_off(tmp_path: Path) -> None:
     assert "thinking" not in requests[1].body
 
 
-@pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_tool_history_as_text(tmp_path: Path, api: str) -> None:
+@pytest.mark.parametrize("api, stream", WIRES)
+def test_tool_history_as_text(tmp_path: Path, api: str, stream: bool) -> None:
     with WireServer(solo_script()) as server:
         base = server.openai_base_url if api == "openai" else server.anthropic_base_url
         provider = "openai-compatible" if api == "openai" else "anthropic"
-        model = f'{{provider: {provider}, base_url: "{base}", model: m, api_key_env: K, tool_history: text}}'
+        model = (
+            f'{{provider: {provider}, base_url: "{base}", model: m, api_key_env: K, tool_history: text, '
+            f"stream: {str(stream).lower()}}}"
+        )
         proc = run_solo(tmp_path, model, env={"K": "secret-key-000111"})
         requests = server.requests
     assert proc.returncode == 0, proc.stderr
     second = requests[1]
+    assert bool(second.body.get("stream")) is stream
     assert second.tool_names == ["read_file"]  # tools are still offered natively
     raw = json.dumps(second.messages)
     assert "tool_use" not in raw and "tool_result" not in raw and '"tool_calls"' not in raw

@@ -103,6 +103,26 @@ def test_argument_without_default_must_be_required(tmp_path: Path) -> None:
     assert "lets the model leave it out" in found[0]["message"] and found[0]["line"] == 8
 
 
+def test_a_manifest_default_counts_as_given(tmp_path: Path) -> None:
+    """The runtime fills in a property's manifest `default` when the model leaves it out, so an
+    argument the function needs may be optional in the manifest when it has one; the run uses it."""
+    tool = TOOL.replace("limit: {type: integer}", "limit: {type: integer, default: 2}")
+    module = MODULE.replace("limit: int = 0", "limit: int").replace(
+        "str(len(text.split()))", "str(len(text.split()[:limit]))"
+    )
+    assert diagnostics(project(tmp_path, tool, module)) == []
+    with (tmp_path / "wf.yaml").open("a") as f:
+        f.write("workspace: {files: {data.txt: one two three}}\n")
+    script = "version: 1\nkind: script\nagents:\n  boss:\n"
+    script += "    - tool_calls: [{name: count_words, arguments: {path: data.txt}}]\n    - text: done\n"
+    (tmp_path / "s.script.yaml").write_text(script)
+    proc = run_cli(["wf.yaml", "--model", "scripted:s.script.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(x) for x in (tmp_path / "runs" / "r" / "events.jsonl").read_text().splitlines()]
+    [result] = [e["result"] for e in events if e["type"] == "tool_result"]
+    assert result["status"] == "success" and result["text"] == "2", result
+
+
 @pytest.mark.parametrize(
     "module, code, words",
     [

@@ -12,9 +12,9 @@ from conftest import REPO
 
 SCHEMAS = REPO / "schema"
 MANIFESTS = {
-    "agent": sorted([*REPO.glob("agents.d/*.yaml"), *REPO.glob("examples/agents.d/*.yaml")]),
-    "tool": sorted(REPO.glob("tools.d/*.yaml")),
-    "workflow": sorted(REPO.glob("examples/*.yaml")),
+    "agent": sorted([*REPO.glob("agents.d/*.yaml"), *REPO.glob("examples/**/agents.d/*.yaml")]),
+    "tool": sorted([*REPO.glob("tools.d/*.yaml"), *REPO.glob("examples/**/tools.d/*.yaml")]),
+    "workflow": sorted(p for p in REPO.glob("examples/**/*.yaml") if "\nkind: workflow" in p.read_text()),
 }
 
 
@@ -35,6 +35,18 @@ def test_check_jsonschema_accepts_the_shipped_manifests(kind: str) -> None:
     assert files, kind
     proc = check_jsonschema(SCHEMAS / f"{kind}.schema.json", files)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_shipped_manifest_is_checked_above() -> None:
+    """Every YAML manifest shipped at the top level or in examples/ is in one of the lists above."""
+    import re
+
+    found = [
+        p for top in ("agents.d", "tools.d", "models.d", "examples") for p in REPO.glob(f"{top}/**/*.yaml")
+    ]
+    shipped = {p for p in found if re.search(r"(?m)^version: 1$", p.read_text())}
+    assert len(shipped) > 30
+    assert shipped <= {p for files in MANIFESTS.values() for p in files}
 
 
 def test_every_shipped_schema_is_used() -> None:

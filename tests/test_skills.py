@@ -212,3 +212,39 @@ def test_broken_index_does_not_hide_folder_skills(tmp_path: Path, project: Path)
 )
 def test_parse_front_matter(text: str, meta: dict[str, Any], body: str) -> None:
     assert parse_front_matter(text) == (meta, body)
+
+
+def test_validate_checks_skill_tool_entries(tmp_path: Path) -> None:
+    """An agent's use_skill / run_skill_script with nothing to offer is a warning (every call
+    would fail, and the dry run would show it); so is a `skills:` name no folder holds."""
+    from conftest import run_cli
+
+    workflow = "version: 1\nkind: workflow\nname: w\nentry: a\ndefault_model: 'test:x'\n"
+    agent = "version: 1\nname: a\nprompt: p\ntools: [use_skill, run_skill_script]\n"
+
+    def found(folder: Path) -> tuple[int, list[tuple[str, int, str, str]]]:
+        proc = run_cli(["validate", "--format", "json", "."], cwd=folder)
+        shown = json.loads(proc.stdout)["diagnostics"]
+        mine = [d for d in shown if d["file"].endswith("a.yaml")]
+        return proc.returncode, [(d["code"], d["line"], d["message"], d["hint"]) for d in mine]
+
+    project = tmp_path / "project"
+    skill = "---\nname: report-writing\ndescription: How to write a report.\n---\n\n# Reports\n"
+    write(project / "skills" / "report-writing" / "SKILL.md", skill)
+    write(project / "wf.yaml", workflow)
+    write(project / "agents.d" / "a.yaml", agent)
+    code, diagnostics = found(project)
+    assert code == 0 and [d[:3] for d in diagnostics] == [
+        ("no-skills", 4, "run_skill_script has no skills with scripts to offer: every call of it would fail")
+    ]
+    write(project / "skills" / "report-writing" / "scripts" / "check.py", "print('ok')\n")
+    assert found(project) == (0, [])  # a skill with scripts: no warning (the cached check saw it)
+    typo = agent.replace("use_skill,", "{use_skill: {skills: [report-writin]}},")
+    write(project / "agents.d" / "a.yaml", typo)
+    code, diagnostics = found(project)
+    assert code == 0 and [d[:2] for d in diagnostics] == [("unknown-skill", 4)]
+    assert "did you mean 'report-writing'?" in diagnostics[0][3]
+    empty = tmp_path / "empty"
+    write(empty / "wf.yaml", workflow)
+    write(empty / "agents.d" / "a.yaml", agent)
+    assert [d[0] for d in found(empty)[1]] == ["no-skills", "no-skills"]

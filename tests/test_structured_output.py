@@ -60,7 +60,8 @@ def project(tmp: Path) -> None:
         "schemas/citations.schema.json": json.dumps(SCHEMA, indent=2),
         "agents.d/boss.yaml": agent("boss", tools=["good", "fixer", {"broken": {"max_calls": 1}}]),
         "agents.d/good.yaml": agent("good", output_schema="citations.schema.json"),
-        "agents.d/fixer.yaml": agent("fixer", output_schema="citations.schema.json"),
+        # named from the project's root, as written next to the workflow: found all the same
+        "agents.d/fixer.yaml": agent("fixer", output_schema="schemas/citations.schema.json"),
         "agents.d/broken.yaml": agent("broken", output_schema=SCHEMA, output_repairs=1),
         "calls.yaml": workflow("calls", entry="boss"),
         "direct.yaml": workflow(
@@ -298,6 +299,27 @@ def test_strict_mode_only_for_closed_schemas() -> None:
         "strict": False,
     }
 
+    def closed(**properties: Any) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
+    # keywords strict mode refuses (a 400) turn strict off; a property named like one does not
+    one_of = closed(x={"oneOf": [{"type": "string"}, {"type": "integer"}]})
+    unique = closed(tags={"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    named = closed(contains={"type": "string"}, **{"not": closed(y={"type": "integer"})})
+    nested_defs = {**closed(a={"$ref": "#/$defs/a"}), "$defs": {"a": closed(b={"type": "string"})}}
+    assert [
+        openai_response_format("a", s)["json_schema"]["strict"] for s in (one_of, unique, named, nested_defs)
+    ] == [False, False, True, True]
+    assert (
+        openai_response_format("a", {"anyOf": [closed(a={"type": "string"})]})["json_schema"]["strict"]
+        is False
+    )
+
 
 def test_an_edited_schema_file_is_checked_again(tmp_path: Path) -> None:
     """validate's cache of checked projects covers schemas/: an edit is never answered from it."""
@@ -309,3 +331,144 @@ def test_an_edited_schema_file_is_checked_again(tmp_path: Path) -> None:
     (tmp_path / "schemas" / "citations.schema.json").write_text('{"type": "objekt"}')
     proc = run_cli(["validate", "calls.yaml"], cwd=tmp_path, env=env)
     assert proc.returncode == 1 and "invalid JSON Schema" in proc.stdout
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+def test_an_openai_refusal_is_the_answer_not_an_empty_one(tmp_path: Path, stream: bool) -> None:
+    """A structured-output refusal (`refusal`, no content) is not retried as an empty answer: it
+    is the agent's answer, which its schema check turns into a repair turn, then a failure that
+    quotes it."""
+    project(tmp_path)
+
+    def refuse(request: WireRequest) -> Reply:
+        return Reply(refusal="I can't help with that request.")
+
+    with WireServer(refuse) as server:
+        code, out, run_dir = run(
+            tmp_path, server, "openai", "fails.yaml", "--stream" if stream else "--no-stream"
+        )
+        requests = server.requests
+    assert code == 1, out
+    assert len(requests) == 2  # the answer and one repair turn: no retries
+    evs = events(run_dir)
+    problems = [e["problem"] for e in evs if e["type"] == "output_invalid"]
+    refused = "(the model refused) I can't help with that request."
+    assert problems == [f"the answer holds no JSON value (it reads: {refused!r})"] * 2
+    assert not any(e["type"] == "model_retry" for e in evs)
+    assert "after 1 repair turn: the answer holds no JSON value" in out
+
+
+def test_validate_reports_every_schema_error_and_dangling_refs(tmp_path: Path) -> None:
+    """Every way a schema is not a usable JSON Schema, each at its own line: errors of the
+    schema's own draft (`$schema`), `$ref`s that do not resolve inside it; a run refuses such a
+    schema before it starts (never a crash while checking an answer)."""
+    project(tmp_path)
+    files = {
+        "agents.d/many.yaml": agent(
+            "many",
+            output_schema={
+                "type": "object",
+                "properties": {"a": {"type": "strin"}, "b": {"type": "array", "minItems": -1}},
+            },
+        ),
+        "agents.d/dangling.yaml": agent(
+            "dangling",
+            output_schema={
+                "type": "object",
+                "$defs": {"source": {"type": "string"}},
+                "properties": {"a": {"$ref": "#/$defs/source"}, "b": {"$ref": "#/$defs/sorce"}},
+            },
+        ),
+        "schemas/remote.json": json.dumps(
+            {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}, indent=2
+        ),
+        "agents.d/remote.yaml": agent("remote", output_schema="remote.json"),
+        # draft-07 (its `definitions`) is checked as draft-07, and is fine
+        "agents.d/draft7.yaml": agent(
+            "draft7",
+            output_schema={
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "definitions": {"s": {"type": "string"}},
+                "properties": {"a": {"$ref": "#/definitions/s"}},
+            },
+        ),
+        "dangling.yaml": workflow("dangling", entry="dangling"),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    tools = ["good", "many", "dangling", "remote", "draft7"]
+    (tmp_path / "agents.d" / "boss.yaml").write_text(agent("boss", tools=tools))
+    proc = run_cli(["validate", ".", "--format", "json"], cwd=tmp_path)
+    assert proc.returncode == 1
+    found = [
+        (Path(d["file"]).name, d["line"], d["path"], d["message"])
+        for d in json.loads(proc.stdout)["diagnostics"]
+        if d["code"] == "bad-schema"
+    ]
+    lines = (tmp_path / "agents.d" / "many.yaml").read_text().splitlines()
+    by_file: dict[str, list[tuple[int, str, str]]] = {}
+    for name, line, path, message in found:
+        by_file.setdefault(name, []).append((line, path, message))
+    assert [p for _, p, _ in by_file["many.yaml"]] == [
+        "output_schema.properties.a.type",
+        "output_schema.properties.b.minItems",
+    ]
+    assert [lines[line - 1].strip() for line, _, _ in by_file["many.yaml"]] == ["type: strin", "minItems: -1"]
+    ((_, path, message),) = by_file["dangling.yaml"]
+    assert path == "output_schema.properties.b.$ref"
+    assert "$ref '#/$defs/sorce' does not resolve inside the schema" in message
+    ((line, path, message),) = by_file["remote.json"]
+    assert (line, path) == (5, "properties.a.$ref") and "https://example.com/a.json" in message
+    assert "draft7.yaml" not in by_file
+
+    proc = run_cli(["dangling.yaml", "--dry-run"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nothing was run" in proc.stderr
+    assert "agents.d/dangling.yaml:" in proc.stderr and "does not resolve" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_structured_answer_ends_the_agent_even_without_stop_on_text(tmp_path: Path) -> None:
+    """`stop.on_text: false` makes a plain answer a 'continue'; with an output_schema, an answer
+    without tool calls is the final answer, checked (and repaired) like any other."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    spec = {
+        "version": 1,
+        "kind": "agent",
+        "name": "worker",
+        "prompt": "Work.",
+        "tools": ["write_file"],
+        "stop": {"on_text": False},
+        "output_schema": schema,
+    }
+    script = {
+        "version": 1,
+        "kind": "script",
+        "agents": {
+            "worker": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]},
+                {"text": '{"b": 1}'},
+                {"text": '{"a": "done"}'},
+            ]
+        },
+    }
+    wf = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "w",
+        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
+        "default_model": "s",
+        "entry": "worker",
+        "output": "out.json",
+    }
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(wf))
+    proc = run_cli(["w.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "runs" / "r" / "out.json").read_text()) == {"a": "done"}
+    evs = events(tmp_path / "runs" / "r")
+    problems = [e["problem"] for e in evs if e["type"] == "output_invalid"]
+    assert problems == ["(root): 'a' is a required property"]

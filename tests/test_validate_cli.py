@@ -363,6 +363,9 @@ def test_empty_folder_is_a_usage_error(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["ok"] is False and report["files_checked"] == 0
     assert "no manifests found" in report["usage_error"]["message"]
+    proc = run_cli(["validate", "--format", "github", str(tmp_path)])
+    assert proc.returncode == 2 and "no manifests found" in proc.stderr
+    assert proc.stdout.startswith("::error title=flowrun validate::no manifests found in ")
 
 
 @pytest.mark.parametrize(

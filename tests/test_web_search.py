@@ -15,6 +15,7 @@ from urllib.request import url2pathname
 
 import pytest
 
+from flowrun.paths import builtin_corpus
 from flowrun.tools.base import ToolContext
 from flowrun.tools.corpus import corpus_files, fts_query, html_to_text
 from flowrun.tools.web_search import web_search
@@ -222,7 +223,14 @@ async def test_no_corpus_on_the_search_path_uses_the_shipped_one(tmp_path: Path)
     empty.mkdir()
     result = await web_search(make_ctx(tmp_path, [empty]), query="sorting key functions")
     assert result.status == "success"
-    assert Path(result.data["corpus"]) == EXAMPLES / "corpus"
+    # examples/corpus in a checkout, flowrun/_builtin/corpus in an installed wheel (as in CI)
+    shipped = Path(result.data["corpus"])
+    assert shipped == builtin_corpus()
+    assert names_in(shipped) == names_in(EXAMPLES / "corpus")
+
+
+def names_in(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
 
 async def test_no_corpus_and_no_key_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,6 +80,7 @@ class Reply:
     stop_reason: str | None = None  # None: derived from whether there are tool calls
     fault: Fault | None = None  # a broken 200 answer (see FAULTS)
     raw: bytes | None = None  # a 200 with exactly this body (headers: `headers`)
+    refusal: str | None = None  # OpenAI: a structured-output refusal (`refusal`, no content)
 
 
 # Broken answers with status 200, each in both wire formats, streamed and not:
@@ -397,6 +398,8 @@ def _anthropic_usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
 
 def openai_completion(request: WireRequest, reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.refusal is not None:
+        message["refusal"] = reply.refusal
     if reply.thinking is not None:
         message["reasoning_content"] = reply.thinking
     if reply.tool_calls:
@@ -427,6 +430,8 @@ def _openai_deltas(request: WireRequest, reply: Reply) -> Iterator[dict[str, Any
         yield {"reasoning_content": piece}
     for piece in _pieces(reply.text):
         yield {"content": piece}
+    for piece in _pieces(reply.refusal or ""):
+        yield {"refusal": piece}
     for i, call in enumerate(reply.tool_calls):
         yield {
             "tool_calls": [

@@ -505,8 +505,8 @@ def _compared(result: RunResult, run_dir: Path, meta: Mapping[str, Any], ledger:
     recorded_status = str(meta.get("status") or "")
     output = meta.get("output")
     same: bool | None = None
-    if output and result.status == recorded_status:
-        original, again = run_dir / output, target / output
+    original, again = run_dir / str(output), target / str(output)
+    if output and result.status == recorded_status and (original.exists() or again.exists()):
         same = again.exists() and original.exists() and original.read_bytes() == again.read_bytes()
     return ReplayResult(
         **vars(result),

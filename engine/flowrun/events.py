@@ -91,6 +91,7 @@ class RunStartEvent(Event):
     workdir: str | None = None  # the agents' folder, when not the run folder
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
+    run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
 
 
 @event_type("run_resumed")
@@ -161,6 +162,7 @@ class ModelRequestEvent(Event):
     # what the model was told besides the history, for replay to compare (absent in older logs)
     system_digest: str | None = None  # the system prompt
     tools_digest: str | None = None  # the tools' names, descriptions and schemas, and the output schema
+    model_id: str | None = None  # `provider:model` of the model asked (a fallback's answer says served_by)
 
 
 @event_type("model_response")

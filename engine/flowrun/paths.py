@@ -31,6 +31,18 @@ def builtin_corpus() -> Path | None:
     return None
 
 
+def copy_source(workflow_dir: Path, rel: str) -> Path | None:
+    """The file or folder a workflow's `workspace.copy` entry names: next to the workflow, else
+    (for `corpus`) the corpus shipped with flowrun, so a copy of an example that copies the
+    corpus works from any folder. None when neither exists."""
+    here = workflow_dir / rel
+    if here.exists():
+        return here
+    if os.path.normpath(rel) == "corpus":
+        return builtin_corpus()
+    return None
+
+
 def is_builtin_file(path: Path | str) -> bool:
     """True for a file of the built-in agents.d/, tools.d/, prompts/ or schema/."""
     resolved = Path(path).resolve()

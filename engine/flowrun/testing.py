@@ -5,17 +5,23 @@ tool or manifest edit that changes what an agent is asked makes the replay diver
 reported with the first differing step. `record_cassette` makes a cassette (and a test file)
 from a live run (`flowrun record`).
 
+    recording = await flowrun.testing.record_cassette(
+        "tests/research.flowrun.yaml", "examples/research.yaml", {"question": "..."}, dry_run=True
+    )
+
     report = await flowrun.testing.run_test_file("tests/research.flowrun.yaml")
     print(report.ok, [(c.name, c.ok, c.detail) for c in report.checks])
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +31,7 @@ from flowrun import api
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.manifest.diagnostics import ManifestInvalid
 from flowrun.manifest.project import display_path, parse_manifest
-from flowrun.manifest.specs import FlowTestManifest
+from flowrun.manifest.specs import NAME, FlowTestManifest
 from flowrun.manifest.test_files import cassette_events
 from flowrun.manifest.yaml_source import Source
 from flowrun.runtime.event_log import read_events, read_lines
@@ -166,6 +172,74 @@ async def _replayed_checks(
 
 
 # ---------------------------------------------------------------- recording
+
+
+@dataclass
+class Recording:
+    """What `record_cassette` did: the live run, where its cassette went, and the test file
+    (`drafted`: written from the run, else an existing one kept as it was)."""
+
+    result: api.RunResult
+    cassette: Path
+    test_file: Path
+    drafted: bool
+
+
+def recording_target(test_file: Path, workflow: str | Path | None) -> tuple[str, api.Workflow, str]:
+    """(test name, workflow, cassette path relative to the test file) of a recording: from the
+    test file when it exists, else from `workflow` (cassettes/NAME next to the test file)."""
+    if test_file.exists():
+        spec, _ = read_test_file(test_file)
+        return spec.name, api.load(test_file.parent / spec.workflow), spec.cassette
+    if workflow is None:
+        raise UsageError(f"{test_file} does not exist", "give the WORKFLOW to record for a new test file")
+    name = test_file.name.split(".")[0]
+    if not re.match(NAME, name):
+        raise UsageError(
+            f"'{name}' is not a test name", "name the file NAME.flowrun.yaml (letters, digits, _ and -)"
+        )
+    return name, api.load(workflow), f"cassettes/{name}"
+
+
+async def record_cassette(
+    test_file: str | Path,
+    workflow: str | Path | None = None,
+    inputs: dict[str, Any] | None = None,
+    **run_options: Any,
+) -> Recording:
+    """Run a workflow live and keep the run as a test file's cassette (`flowrun record`). An
+    existing test file names the workflow, its inputs (unless `inputs` are given) and the
+    cassette, which is replaced, its expectations kept. A new one needs `workflow`: the
+    cassette goes to cassettes/NAME/ next to it and the test file is drafted from the run.
+    `run_options` go to `Workflow.run` (model, dry_run, stream, on_event, sandbox, ...)."""
+    test_file = Path(test_file)
+    exists = test_file.exists()
+    name, wf, cassette_rel = recording_target(test_file, workflow)
+    if inputs is None and exists:
+        inputs = dict(read_test_file(test_file)[0].inputs or {})
+    values = dict(inputs or {})
+    scratch = Path(tempfile.mkdtemp(prefix="flowrun-record-"))
+    try:
+        result = await wf.run(values, run_dir=scratch / name, **run_options)
+        cassette = test_file.parent / cassette_rel
+        save_cassette(result.run_dir, cassette, wf.spec.output)
+        if not exists:
+            _write_draft(test_file, name, wf, cassette_rel, values, result)
+        kept = cassette / wf.spec.output if wf.spec.output else None
+        output = kept if kept is not None and kept.is_file() else None
+        return Recording(replace(result, run_dir=cassette, output=output), cassette, test_file, not exists)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _write_draft(
+    test_file: Path, name: str, wf: api.Workflow, cassette: str, inputs: dict[str, Any], result: api.RunResult
+) -> None:
+    relative = os.path.relpath(wf.path.resolve(), test_file.parent.resolve())
+    given = {k: v for k, v in inputs.items() if v is not None}  # unset optional inputs left out
+    text = draft_test_file(name, relative, cassette, given, result.run_dir, result, wf.spec.output)
+    test_file.parent.mkdir(parents=True, exist_ok=True)
+    test_file.write_text(text, encoding="utf-8")
 
 
 def save_cassette(run_dir: Path, cassette: Path, output: str | None) -> None:

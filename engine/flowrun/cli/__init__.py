@@ -91,6 +91,18 @@ class FlowrunGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command gets a did-you-mean (`flowrun valdate` -> 'validate')."""
+        if args and args[0] not in COMMANDS and not args[0].startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(args[0], COMMANDS, n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {args[0]!r}. Did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in COMMANDS and not args[0].startswith("-"):
             first = args[0]

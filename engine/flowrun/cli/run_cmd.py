@@ -441,8 +441,9 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
         key, eq, inline = arg[2:].partition("=")
         name = options.get(key)
         if name is None:
-            known = ", ".join(f"--{n}" for n in declared) or "(none)"
-            raise UsageError(f"unknown option --{key} for workflow '{wf.name}'", f"its inputs: {known}")
+            raise UsageError(
+                f"unknown option --{key} for workflow '{wf.name}'", _unknown_option_hint(key, options)
+            )
         if name in given:
             raise UsageError(f"--{key} is given twice", f"give --{key} once")
         given.add(name)
@@ -457,6 +458,20 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
             raise UsageError(f"--{key} needs a value")
         i += 1
     return resolve_inputs(declared, values, wf.name)
+
+
+def _unknown_option_hint(key: str, inputs: dict[str, str]) -> str:
+    """A did-you-mean over the workflow's inputs and the command's own options (a typo such as
+    `--dry-rn` reaches the input parser, which is the last to see it), then the inputs."""
+    import difflib
+
+    known = ", ".join(f"--{n}" for n in dict.fromkeys(inputs.values())) or "(none)"
+    ctx = click.get_current_context(silent=True)
+    own = [o[2:] for p in (ctx.command.params if ctx else []) for o in p.opts + p.secondary_opts]
+    close = difflib.get_close_matches(key, [*inputs, *(o for o in own if o)], n=1, cutoff=0.6)
+    if close:
+        return f"did you mean --{close[0]}? (the workflow's inputs: {known})"
+    return f"its inputs: {known}"
 
 
 def workflow_help(path: Path) -> str:

@@ -3,11 +3,7 @@ record` (make a cassette, and a test file when there is none, from a live run)."
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -120,19 +116,23 @@ def _escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _escape_property(text: str) -> str:
+    """A workflow command's property value (file=, title=) also escapes `:` and `,`."""
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def github_report(reports: list[CaseReport], verbose: bool) -> str:
     lines: list[str] = []
     for report in reports:
-        title = f"flowrun test {report.name}"
+        where = f"file={_escape_property(report.display)}"
+        title = _escape_property(f"flowrun test {report.name}")
         if report.error is not None:
             body = _escape(report.error)
-            lines.append(f"::error file={report.display},line={report.line_of()},title={title}::{body}")
+            lines.append(f"::error {where},line={report.line_of()},title={title}::{body}")
         for check in report.checks:
             if not check.ok:
                 body = _escape(f"{check.name}: {check.detail}")
-                lines.append(
-                    f"::error file={report.display},line={report.line_of(check)},title={title}::{body}"
-                )
+                lines.append(f"::error {where},line={report.line_of(check)},title={title}::{body}")
     lines.append(summary(reports))
     return "\n".join(lines)
 
@@ -204,79 +204,38 @@ def record(
     (--INPUT VALUE): the cassette goes to cassettes/NAME/ next to it, and the test file is
     written with expectations drawn from the run (status, tools called, output file)."""
     with reported(verbose):
-        from flowrun.api import load
-        from flowrun.errors import UsageError
-        from flowrun.manifest.specs import NAME
-        from flowrun.testing import draft_test_file, read_test_file, save_cassette
+        from flowrun.testing import read_test_file, record_cassette, recording_target
 
-        here = test_file.parent
-        if test_file.exists():
-            spec, _ = read_test_file(test_file)
-            wf = load(here / spec.workflow)
-            inputs = parse_input_args(wf, list(ctx.args)) if ctx.args else dict(spec.inputs or {})
-            name, cassette_rel = spec.name, spec.cassette
-        else:
-            if workflow is None:
-                raise UsageError(
-                    f"{test_file} does not exist", "give the WORKFLOW to record for a new test file"
-                )
-            name = test_file.name.split(".")[0]
-            if not re.match(NAME, name):
-                raise UsageError(
-                    f"'{name}' is not a test name",
-                    "name the file NAME.flowrun.yaml (letters, digits, _ and -)",
-                )
-            wf = load(workflow)
+        _, wf, _ = recording_target(test_file, workflow)
+        if ctx.args or not test_file.exists():
             inputs = parse_input_args(wf, list(ctx.args))
-            cassette_rel = f"cassettes/{name}"
+        else:
+            inputs = dict(read_test_file(test_file)[0].inputs or {})
         level = verbosity(quiet, verbose)
-        scratch = Path(tempfile.mkdtemp(prefix="flowrun-record-"))
-        try:
-            result = _with_progress(
-                level,
-                lambda on_event, progress: wf.run(
-                    inputs,
-                    run_dir=scratch / name,
-                    model=model_argument(model_override),
-                    dry_run=dry_run,
-                    stream=stream,
-                    on_event=on_event,
-                    ask_user=ask_on_terminal if sys.stdin.isatty() else None,
-                    verbosity=level,
-                    sandbox=sandbox,  # type: ignore[arg-type]
-                    approve=terminal_approver(progress),
-                    yes=yes,
-                ),
-            )
-            if level >= 0:
-                click.echo("\n" + usage_table(result.usage))
-            click.echo(f"status: {result.status}")
-            if result.status != "completed" and result.message:
-                click.echo(f"error: {result.message.splitlines()[0][:500]}", err=True)
-            cassette = here / cassette_rel
-            save_cassette(result.run_dir, cassette, wf.spec.output)
-            if not test_file.exists():
-                relative = os.path.relpath(wf.path.resolve(), here.resolve())
-                text = draft_test_file(
-                    name,
-                    relative,
-                    cassette_rel,
-                    result_inputs(inputs),
-                    result.run_dir,
-                    result,
-                    wf.spec.output,
-                )
-                here.mkdir(parents=True, exist_ok=True)
-                test_file.write_text(text, encoding="utf-8")
-                click.echo(f"test file: {test_file} (written: edit its expectations)")
-            else:
-                click.echo(f"test file: {test_file} (kept: its expectations are unchanged)")
-            click.echo(f"cassette: {cassette}")
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        recording = _with_progress(
+            level,
+            lambda on_event, progress: record_cassette(
+                test_file,
+                workflow,
+                inputs,
+                model=model_argument(model_override),
+                dry_run=dry_run,
+                stream=stream,
+                on_event=on_event,
+                ask_user=ask_on_terminal if sys.stdin.isatty() else None,
+                verbosity=level,
+                sandbox=sandbox,
+                approve=terminal_approver(progress),
+                yes=yes,
+            ),
+        )
+        result = recording.result
+        if level >= 0:
+            click.echo("\n" + usage_table(result.usage))
+        click.echo(f"status: {result.status}")
+        if result.status != "completed" and result.message:
+            click.echo(f"error: {result.message.splitlines()[0][:500]}", err=True)
+        state = "written: edit its expectations" if recording.drafted else "kept: its expectations unchanged"
+        click.echo(f"test file: {test_file} ({state})")
+        click.echo(f"cassette: {recording.cassette}")
     sys.exit(result.exit_code)
-
-
-def result_inputs(inputs: dict[str, object]) -> dict[str, object]:
-    """The inputs as a test file lists them (unset optional inputs left out)."""
-    return {k: v for k, v in inputs.items() if v is not None}

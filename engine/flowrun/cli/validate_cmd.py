@@ -103,10 +103,14 @@ def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, con
 
 
 def usage_error(fmt: str, message: str, hint: str) -> None:
-    """Exit 2 with the message: JSON on stdout for --format json, else one line on stderr."""
+    """Exit 2 with the message: JSON on stdout for --format json, else one line on stderr (and an
+    `::error` annotation on stdout for --format github)."""
     if fmt == "json":
         click.echo(usage_report(message, hint))
         sys.exit(USAGE_EXIT)
+    if fmt == "github":  # an annotation too, so the CI run shows why nothing was checked
+        body = f"{message}. {hint}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        click.echo(f"::error title=flowrun validate::{body}")
     from flowrun.cli.common import fail
 
     fail(message, hint, USAGE_EXIT)

@@ -144,6 +144,10 @@ def python_probes(project: Project) -> list[Probe]:
         if isinstance(impl, PythonImplementation):
             module = impl.python.split(":")[0]
             probes.add((module, str(tool.root), module_state(module, tool.root)))
+    for wf in project.workflows:  # `workspace.copy` names paths next to the workflow
+        for rel in wf.spec.workspace.copy_paths:
+            named = wf.source.path.parent / rel
+            probes.add((FILE_PROBE, str(named), file_state(named)))
     for test in project.tests:  # `kind: test` files name a workflow and a cassette
         here = test.source.path.parent
         for named in (here / test.spec.workflow, here / test.spec.cassette):

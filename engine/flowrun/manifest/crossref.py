@@ -3,6 +3,7 @@ render, models that must resolve, agent-as-tool cycles. Every problem becomes a 
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,6 +24,7 @@ from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.python_tools import check_python_tools
 from flowrun.manifest.sandboxing import check_entry_keys, check_setting
 from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.skill_refs import check_skill_entry
 from flowrun.manifest.specs import (
     ENTRY_KEYS,
     AgentManifest,
@@ -38,7 +40,7 @@ from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analy
 from flowrun.manifest.test_files import check_test_files
 from flowrun.manifest.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
 from flowrun.manifest.yaml_source import Source
-from flowrun.paths import display_path
+from flowrun.paths import copy_source, display_path
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
@@ -188,7 +190,11 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
         out += check_entry_keys(src, i, name, config, project)
         own = {k: v for k, v in config.items() if k not in ENTRY_KEYS}
         if own:
-            out += _check_tool_config(src, i, name, own, schema)
+            found = _check_tool_config(src, i, name, own, schema)
+            out += found
+            if found:
+                continue
+        out += check_skill_entry(src, i, name, own, project)
     return out
 
 
@@ -229,13 +235,14 @@ def _check_tool_config(
             )
         ]
     out: list[Diagnostic] = []
-    allowed = set(schema.get("properties", {}))
     for err in Draft202012Validator(schema).iter_errors(config):
         where = ("tools", index, name, *err.path)
-        if err.validator != "additionalProperties":
+        if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
             out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
             continue
-        for key in set(err.instance) - allowed:
+        # the keys of the (sub)schema that refused them: a nested map such as `budget` has its own
+        allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
+        for key in sorted(set(err.instance) - allowed):
             hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
             out.append(
                 src.diag((*where, key), f"'{name}' has no config key '{key}'", hint, "bad-config", key=True)
@@ -383,6 +390,7 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
         if not _safe_relative(path):
             message = f"'{path}' leaves the workspace"
             out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
+    out += _check_copy_paths(wf)
     starts = workflow_agents(spec)
     for name, parts in starts:
         if name not in project.agents and name not in project.broken:
@@ -395,6 +403,29 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     for name in sorted(seen):
         out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
     return out
+
+
+def _check_copy_paths(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
+    """Each `workspace.copy` entry exists next to the workflow (or is the shipped corpus)."""
+    here = wf.source.path.parent
+    out: list[Diagnostic] = []
+    for i, rel in enumerate(wf.spec.workspace.copy_paths):
+        if copy_source(here, rel) is None:
+            nearby = {"corpus", *(p.name for p in _listing(here / rel))}
+            hint = did_you_mean(rel.rstrip("/").rpartition("/")[2], nearby) or (
+                f"give a path next to the workflow ({display_path(here)}); `corpus` is the shipped corpus"
+            )
+            message = f"workspace.copy: '{rel}' not found"
+            out.append(wf.source.diag(("workspace", "copy", i), message, hint, "missing-path"))
+    return out
+
+
+def _listing(path: Path, limit: int = 1000) -> list[Path]:
+    """Up to `limit` entries of the folder that should hold `path` (for a did-you-mean)."""
+    try:
+        return list(itertools.islice(path.parent.iterdir(), limit))
+    except OSError:
+        return []
 
 
 def _check_fallback(src: Any, name: str, model: ModelSpec, models: set[str]) -> list[Diagnostic]:

@@ -63,6 +63,7 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
     thinking_off = (
         spec.thinking_off if spec.thinking_off is not None else (preset.thinking_off if preset else {})
     )
+    thinking_on = spec.thinking_on if spec.thinking_on is not None else (preset.thinking_on if preset else {})
     return ModelConfig(
         name=name,
         provider=provider,
@@ -92,6 +93,8 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         extra_headers=dict(spec.extra_headers),
         thinking_off=dict(thinking_off),
         send_thinking_off="thinking" in spec.model_fields_set and not thinking.enabled,
+        thinking_on=dict(thinking_on),
+        send_thinking_on="thinking" in spec.model_fields_set and thinking.enabled,
         tool_history=spec.tool_history,
         token_env=entry.token_env if default_key and entry is not None else None,
         requests_per_minute=spec.rate_limit.requests_per_minute if spec.rate_limit else None,

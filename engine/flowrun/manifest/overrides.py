@@ -1,7 +1,7 @@
 """`--set PATH=VALUE`: change any manifest value for one run, checked like the YAML.
 
     --set agents.worker.max_steps=5          a key of an agent (the effective one, extends resolved)
-    --set tools.web_search.defaults.max_results=3
+    --set tools.web_search.parameters.properties.max_results.default=3
     --set models.claude.model=claude-opus-4-1  a workflow model (or a models.d one, copied into it)
     --set limits.max_total_steps=50          any other path is a key of the workflow itself
 

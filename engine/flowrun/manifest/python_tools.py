@@ -160,8 +160,13 @@ def _signature_problems(
             hint = did_you_mean(name, set(properties)) or f"declare '{name}' under parameters.properties"
             message = f"{target} needs the argument '{name}', which `parameters` does not declare"
             out.append(src.diag(("parameters",), message, hint, "bad-signature"))
-        elif name not in required:
-            hint = f"add '{name}' to parameters.required, or give it a default in the function"
+        elif name not in required and not _has_default(properties[name]):
+            hint = f"add '{name}' to parameters.required, or give it a default (function or manifest)"
             message = f"{target} needs '{name}', but the manifest lets the model leave it out"
             out.append(src.diag(("parameters", "properties", name), message, hint, "bad-signature", key=True))
     return out
+
+
+def _has_default(schema: Any) -> bool:
+    """A property with a `default` in the manifest is always passed: the runtime fills it in."""
+    return isinstance(schema, dict) and "default" in schema

@@ -186,6 +186,11 @@ class ModelSpec(Strict):
         description="extra_body that switches this model's thinking off, sent when `thinking: false` is "
         "set or the run has --no-thinking (default: the preset's, e.g. qwen, glm, vllm).",
     )
+    thinking_on: dict[str, Any] | None = Field(
+        None,
+        description="extra_body that switches this model's thinking on, sent when `thinking: true` is set "
+        "(default: the preset's, e.g. qwen, glm, vllm).",
+    )
     tool_history: Literal["native", "text"] = Field(
         "native",
         description="text: earlier tool calls and results are sent as plain text turns, for proxies "
@@ -625,7 +630,8 @@ class WorkspaceSpec(Strict):
     copy_paths: list[str] = Field(
         default_factory=list,
         alias="copy",
-        description="Files or folders next to the workflow copied into the workspace.",
+        description="Files or folders next to the workflow copied into the workspace (`corpus`, when "
+        "the workflow's folder has none, is the offline corpus shipped with flowrun).",
     )
 
 
@@ -697,15 +703,16 @@ class ScriptManifest(Strict):
 Texts = str | list[str]
 
 
-class OutputExpect(Strict):
+class MessageExpect(Strict):
+    contains: Texts | None = Field(None, description="Text (or texts) it must contain.")
+    not_contains: Texts | None = Field(None, description="Text (or texts) it must not contain.")
+    matches: str | None = Field(None, description="A Python regex it must match (re.search, multiline).")
+
+
+class OutputExpect(MessageExpect):
     file: str | None = Field(
         None,
         description="A file in the run folder (default: the workflow's `output`, else the final answer).",
-    )
-    contains: Texts | None = Field(None, description="Text (or texts) the output must contain.")
-    not_contains: Texts | None = Field(None, description="Text (or texts) the output must not contain.")
-    matches: str | None = Field(
-        None, description="A Python regex the output must match (re.search, multiline)."
     )
 
 
@@ -734,6 +741,9 @@ class FlowTestExpect(Strict):
         "completed", description="The status the replayed run must end with."
     )
     output: OutputExpect | None = None
+    message: MessageExpect | None = Field(
+        None, description="The run's final message: the last answer, or what went wrong when it failed."
+    )
     tool_calls: list[ToolCallExpect] = Field(
         default_factory=list, description="Tool calls the run must make (each matched by a different call)."
     )

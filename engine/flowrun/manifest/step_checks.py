@@ -20,6 +20,7 @@ from flowrun.manifest.specs import (
     Step,
     WorkflowManifest,
 )
+from flowrun.manifest.templates import WORKFLOW_BUILTINS, analyse
 
 STEP_PATH_KEYS = ("workdir", "output")
 
@@ -88,8 +89,40 @@ def _all_steps(steps: list[Step], parts: YamlPath) -> Iterator[tuple[Step, YamlP
 
 
 def _check_foreach(wf: Loaded[WorkflowManifest], step: ForeachStep, parts: YamlPath) -> list[Diagnostic]:
-    body, src = step.foreach, wf.source
     where = (*parts, "foreach")
+    return _item_name(wf, step, where) + _shared_paths(wf, step, where) + _list_source(wf, step, where)
+
+
+def _item_name(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPath) -> list[Diagnostic]:
+    """`as:` must not hide `index` or a name the engine gives every template."""
+    name = step.foreach.as_
+    if name != "index" and name not in WORKFLOW_BUILTINS:
+        return []
+    message = f"foreach `as: {name}` hides the template variable '{name}'"
+    hint = "name the item something else, e.g. `as: item`"
+    return [wf.source.diag((*where, "as"), message, hint, "invalid")]
+
+
+def _shared_paths(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPath) -> list[Diagnostic]:
+    """A body `workdir`/`output` that names neither the item nor `index` is the same folder or
+    file for every item: the items would overwrite each other's work."""
+    body, out = step.foreach, []
+    for key in STEP_PATH_KEYS:
+        text = getattr(body.step, key)
+        if not text:
+            continue
+        info = analyse(text)
+        if info.error is None and not {body.as_, "index"} & set(info.variables):
+            message = f"every item of this foreach gets the same {key} '{text}'"
+            hint = "put {{ index }} (or the item) in it, e.g. answers/{{ index }}.md"
+            out.append(
+                wf.source.diag((*where, "step", key), message, hint, "shared-path", severity="warning")
+            )
+    return out
+
+
+def _list_source(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPath) -> list[Diagnostic]:
+    body, src = step.foreach, wf.source
     if (body.input is None) == (body.file is None):
         hint = "name an input of type list (`input:`) or a JSON/JSONL file an earlier step writes (`file:`)"
         return [src.diag(where, "a foreach needs exactly one of `input` or `file`", hint, "invalid")]

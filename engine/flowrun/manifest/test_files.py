@@ -34,11 +34,12 @@ def _check_test_file(loaded: Loaded[FlowTestManifest]) -> list[Diagnostic]:
         message = f"cassette '{spec.cassette}' not found (a run folder with events.jsonl, or an events file)"
         hint = "record one with `flowrun record` (see `flowrun record --help`)"
         out.append(src.diag(("cassette",), message, hint, "missing-file"))
-    output = spec.expect.output
-    if output is not None and output.matches is not None:
-        try:
-            re.compile(output.matches)
-        except re.error as e:
-            hint = "quote the pattern with single quotes in YAML so backslashes stay"
-            out.append(src.diag(("expect", "output", "matches"), f"invalid regex: {e}", hint, "bad-regex"))
+    for key in ("output", "message"):
+        texts = getattr(spec.expect, key)
+        if texts is not None and texts.matches is not None:
+            try:
+                re.compile(texts.matches)
+            except re.error as e:
+                hint = "quote the pattern with single quotes in YAML so backslashes stay"
+                out.append(src.diag(("expect", key, "matches"), f"invalid regex: {e}", hint, "bad-regex"))
     return out

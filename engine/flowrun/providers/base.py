@@ -46,6 +46,8 @@ class ModelConfig:
     extra_headers: dict[str, str] = field(default_factory=dict)  # sent with every request
     thinking_off: dict[str, Any] = field(default_factory=dict)  # extra_body when thinking is off
     send_thinking_off: bool = False  # thinking was switched off explicitly (model or --no-thinking)
+    thinking_on: dict[str, Any] = field(default_factory=dict)  # extra_body when thinking is on
+    send_thinking_on: bool = False  # thinking was switched on explicitly (`thinking: true`)
     tool_history: str = "native"  # native | text (past tool calls as plain text)
     token_env: str | None = None  # a bearer token to fall back on when the key variable is unset
     requests_per_minute: int | None = None  # the model's `rate_limit` (runtime/rate_limits.py)
@@ -53,9 +55,12 @@ class ModelConfig:
 
     def request_body(self) -> dict[str, Any]:
         """The extra JSON body of every request: `extra_body`, plus `thinking_off` when thinking
-        is switched off (explicitly, by the model or --no-thinking)."""
+        is switched off (explicitly, by the model or --no-thinking), or `thinking_on` when the
+        model switches it on."""
         if self.send_thinking_off and not self.thinking:
             return _merged(self.extra_body, self.thinking_off)
+        if self.send_thinking_on and self.thinking:
+            return _merged(self.extra_body, self.thinking_on)
         return dict(self.extra_body)
 
     def secret(self, env_name: str | None) -> str | None:

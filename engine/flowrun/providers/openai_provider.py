@@ -137,6 +137,13 @@ def _reasoning(text: str | None) -> list[dict[str, Any]]:
     return [{"type": "reasoning", "text": text}] if text else []
 
 
+def refused(refusal: str | None) -> str:
+    """A refusal (structured output's `refusal` instead of content) is the answer's text, so the
+    agent ends with it, or its output_schema check says what the model said, rather than an
+    empty answer being retried."""
+    return f"(the model refused) {refusal}" if refusal else ""
+
+
 @shape_checked
 def response_from_completion(completion: Any) -> ModelResponse:
     require_json_object(completion, "choices", foreign=("type", "message", "Anthropic's Messages"))
@@ -151,7 +158,7 @@ def response_from_completion(completion: Any) -> ModelResponse:
         if getattr(tc, "function", None) is not None
     ]
     return ModelResponse(
-        text=part_text(message.content),
+        text=part_text(message.content) or refused(getattr(message, "refusal", None)),
         tool_calls=calls,
         usage=usage,
         stop_reason=choice.finish_reason,
@@ -166,6 +173,7 @@ class StreamAssembler:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.refusal: list[str] = []
         self.reasoning: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.usage = Usage()
@@ -190,6 +198,8 @@ class StreamAssembler:
                 continue
             if delta.content:
                 self.text.append(delta.content)
+            if refusal := getattr(delta, "refusal", None):
+                self.refusal.append(refusal)
             if reasoning := getattr(delta, "reasoning_content", None):
                 self.reasoning.append(reasoning)
             for fragment in delta.tool_calls or []:
@@ -220,7 +230,7 @@ class StreamAssembler:
             _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())
         ]
         return ModelResponse(
-            text="".join(self.text),
+            text="".join(self.text) or refused("".join(self.refusal)),
             tool_calls=calls,
             usage=self.usage,
             stop_reason=self.stop_reason,

@@ -13,8 +13,10 @@ class Preset:
     base_url: str
     api_key_env: str
     key_optional: bool = False  # a local server that may run without a key
-    # extra_body that switches the model's thinking off (`thinking: false`, --no-thinking)
+    # extra_body that switches the model's thinking off (`thinking: false`, --no-thinking) and on
+    # (`thinking: true`)
     thinking_off: dict[str, Any] = field(default_factory=dict)
+    thinking_on: dict[str, Any] = field(default_factory=dict)
 
 
 PRESETS: dict[str, Preset] = {
@@ -23,11 +25,13 @@ PRESETS: dict[str, Preset] = {
         "https://dashscope.aliyuncs.com/compatible-mode/v1",
         "DASHSCOPE_API_KEY",
         thinking_off={"enable_thinking": False},
+        thinking_on={"enable_thinking": True},
     ),
     "glm": Preset(
         "https://open.bigmodel.cn/api/paas/v4",
         "ZHIPUAI_API_KEY",
         thinking_off={"thinking": {"type": "disabled"}},
+        thinking_on={"thinking": {"type": "enabled"}},
     ),
     "moonshot": Preset("https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"),
     "ollama": Preset("http://localhost:11434/v1", "OLLAMA_API_KEY", key_optional=True),
@@ -36,6 +40,7 @@ PRESETS: dict[str, Preset] = {
         "VLLM_API_KEY",
         key_optional=True,
         thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
+        thinking_on={"chat_template_kwargs": {"enable_thinking": True}},
     ),
     "openrouter": Preset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
 }

@@ -45,18 +45,47 @@ def with_instructions(request: ModelRequest) -> ModelRequest:
     return replace(request, system=system, output_schema=None)
 
 
+# keywords OpenAI's strict mode refuses (a request with one is a 400); without strict, the model
+# gets the schema as guidance and flowrun still validates the answer
+NOT_IN_STRICT = frozenset(
+    {
+        "oneOf", "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+        "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+        "minProperties", "maxProperties", "contains", "minContains", "maxContains", "uniqueItems",
+    }
+)  # fmt: skip
+
+
 def strict_compatible(schema: Any) -> bool:
     """Whether OpenAI's strict mode accepts the schema: every object lists all its properties
-    as required and forbids others."""
+    as required and forbids others, no keyword strict mode refuses, no `anyOf` at the root."""
+    return not (isinstance(schema, dict) and "anyOf" in schema) and _strict_subschema(schema)
+
+
+def _strict_subschema(schema: Any) -> bool:
     if isinstance(schema, list):
-        return all(strict_compatible(s) for s in schema)
+        return all(_strict_subschema(s) for s in schema)
     if not isinstance(schema, dict):
         return True
+    if NOT_IN_STRICT & set(schema):
+        return False
     if schema.get("type") == "object" or "properties" in schema:
         props = schema.get("properties") or {}
         if schema.get("additionalProperties") is not False or set(schema.get("required") or []) != set(props):
             return False
-    return all(strict_compatible(v) for k, v in schema.items() if k not in ("enum", "const", "default"))
+    return all(_strict_subschema(v) for v in _subschemas(schema))
+
+
+def _subschemas(schema: dict[str, Any]) -> list[Any]:
+    """The values of a schema that are schemas (or lists of them): a map of named schemas
+    (`properties`, `$defs`) gives its values, so a property called `contains` is no keyword."""
+    out: list[Any] = []
+    for key, value in schema.items():
+        if key in ("enum", "const", "default", "examples"):
+            continue
+        named = key in ("properties", "$defs", "definitions") and isinstance(value, dict)
+        out += list(value.values()) if named else [value]
+    return out
 
 
 def openai_response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from flowrun.providers.base import ModelRequest, Provider, call_index
+from flowrun.providers.schema_samples import Unavailable, sample_object, sample_value
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage
 
 # tools that end an agent or ask a human: called last, or never
@@ -22,73 +23,6 @@ NEVER = ("ask_user",)
 FIRST = ("write_file", "create_directory")
 LATE = ("delete_file",)
 PLACEHOLDER = re.compile(r"\{(path|dir|text)\}")
-
-
-class Unavailable(Exception):
-    """The dry run cannot make valid arguments for this tool (yet)."""
-
-
-def sample_value(name: str, schema: dict[str, Any], hints: dict[str, Any]) -> Any:
-    """A value valid for `schema`, chosen to be harmless and to show wiring."""
-    if "enum" in schema:
-        options = schema["enum"]
-        preferred = [o for o in options if o in ("overwrite", "basic")]
-        return preferred[0] if preferred else options[0]
-    if "const" in schema:
-        return schema["const"]
-    if "default" in schema:
-        return schema["default"]
-    options = schema.get("anyOf") or schema.get("oneOf")
-    if isinstance(options, list) and options and isinstance(options[0], dict):
-        return sample_value(name, options[0], hints)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    if kind == "object" or (kind is None and "properties" in schema):
-        return sample_object(schema, hints)
-    if kind == "array":
-        found = schema.get("items")
-        items: dict[str, Any] = found if isinstance(found, dict) else {}
-        return [sample_value(name, items, hints) for _ in range(int(schema.get("minItems", 0)))]
-    if kind == "integer":
-        return max(int(schema.get("minimum", 1)), 1)
-    if kind == "number":
-        return float(schema.get("minimum", 1))
-    if kind == "boolean":
-        return False
-    text = sample_string(name, hints)
-    return text.ljust(int(schema.get("minLength", 0)), ".")
-
-
-def sample_string(name: str, hints: dict[str, Any]) -> str:
-    agent = hints.get("agent", "agent")
-    if name in ("path", "file_path", "filepath", "filename"):
-        return str(hints.get("path") or hints.get("write_path") or f"dry-run/{agent}.md")
-    if name == "content":
-        return f"dry run by {agent}: wiring checked\nsecond line\n"
-    if name in ("new_content", "text", "result", "task", "description"):
-        return f"dry run by {agent}: wiring checked"
-    if name in ("query", "question"):
-        return str(hints.get("query", "overview"))
-    if name in ("command",):
-        return "echo dry-run"
-    if name in ("pattern",):
-        return "*.md" if "glob" in hints.get("tool", "") else "dry"
-    if name == "url":
-        return str(hints.get("url", "https://example.invalid/"))
-    if name.endswith("_id"):
-        found = hints.get("handles", {}).get(name)
-        if found is None:
-            raise Unavailable(name)
-        return str(found)
-    return "dry-run"
-
-
-def sample_object(schema: dict[str, Any], hints: dict[str, Any]) -> dict[str, Any]:
-    props = schema.get("properties", {})
-    return {
-        name: sample_value(name, props[name], hints) for name in schema.get("required", []) if name in props
-    }
 
 
 def _filled(value: Any, hints: dict[str, Any]) -> Any:
@@ -108,14 +42,30 @@ def _filled(value: Any, hints: dict[str, Any]) -> Any:
 
 
 def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, Any]:
-    """Valid arguments for one tool (Unavailable when they cannot be made)."""
+    """Valid arguments for one tool (Unavailable when they cannot be made). Made ones are
+    checked against the tool's schema; a manifest's own `dry_run` arguments are used as given."""
     hints = {**hints, "tool": tool.name, "path": (hints.get("paths") or {}).get(tool.name)}
     args = sample_object(tool.parameters, hints)
     declared = tool.parameters.get("properties") or {}
-    for name, value in ((hints.get("dry_run") or {}).get(tool.name) or {}).items():
+    given = (hints.get("dry_run") or {}).get(tool.name) or {}
+    for name, value in given.items():
         if name in declared:
             args[name] = _filled(value, hints)
+    if not given and not _valid(tool.parameters, args):
+        raise Unavailable(tool.name)
     return args
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _valid(schema: dict[str, Any], value: Any) -> bool:
+    from jsonschema import Draft202012Validator
+
+    key = json.dumps(schema, sort_keys=True, default=str)
+    if key not in _VALIDATORS:
+        _VALIDATORS[key] = Draft202012Validator(schema)
+    return bool(_VALIDATORS[key].is_valid(value))
 
 
 def handles(messages: list[Message]) -> dict[str, str]:
@@ -136,21 +86,24 @@ def plan(tools: list[ToolSpec]) -> list[ToolSpec]:
     return middle + [t for t in tools if t.name in LAST]
 
 
-def callable_plan(tools: list[ToolSpec], hints: dict[str, Any]) -> list[tuple[ToolSpec, dict[str, Any]]]:
-    out = []
+def callable_plan(
+    tools: list[ToolSpec], hints: dict[str, Any]
+) -> tuple[list[tuple[ToolSpec, dict[str, Any]]], list[str]]:
+    """(each tool that can be called now with its arguments, the names of those that cannot)."""
+    out, left_out = [], []
     for tool in plan(tools):
         try:
             out.append((tool, arguments(tool, hints)))
         except Unavailable:
-            continue
-    return out
+            left_out.append(tool.name)
+    return out, left_out
 
 
 class TestProvider(Provider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         step = call_index(request)
         hints = {**request.hints, "agent": request.agent, "handles": handles(request.messages)}
-        order = callable_plan(request.tools, hints)
+        order, left_out = callable_plan(request.tools, hints)
         usage = Usage(input_tokens=len(request.system) // 4 + 10 * len(request.messages), output_tokens=20)
         if step < len(order):
             tool, args = order[step]
@@ -160,9 +113,13 @@ class TestProvider(Provider):
             return ModelResponse(
                 text="", tool_calls=[call], usage=usage, stop_reason="tool_use", model="test"
             )
-        text = self._final_text(
-            request, f"Dry run of {request.agent}: called {len(order)} tool(s); wiring checked."
-        )
+        summary = f"Dry run of {request.agent}: called {len(order)} tool(s); wiring checked."
+        if left_out:
+            summary += (
+                f" Left out (no valid arguments could be made for them): {', '.join(left_out)}; "
+                "give their manifests `dry_run:` arguments."
+            )
+        text = self._final_text(request, summary)
         return ModelResponse(text=text, usage=usage, stop_reason="end_turn", model="test")
 
     def _final_text(self, request: ModelRequest, text: str) -> str:

@@ -79,7 +79,9 @@ async def _turn(
     if pattern is not None and response.text and pattern.search(response.text):
         return Outcome("stopped", response.text, step)
     if not response.tool_calls:
-        if inst.spec.stop.on_text:
+        # with an output_schema, an answer without tool calls is the final answer (checked, and
+        # repaired when it does not match), whatever `stop.on_text` says
+        if inst.spec.stop.on_text or inst.output_schema is not None:
             return Outcome("completed", response.text, step)
         inst.messages.append(Message("user", CONTINUE))
         return None

@@ -19,16 +19,13 @@ from flowrun.runtime.approvals import Approvals
 from flowrun.runtime.bound_tool import BoundTool, Invocation
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import RECORDED_ONLY, Ledger
-from flowrun.runtime.run_folder import ENGINE_FILES as RUN_ENGINE_FILES
-from flowrun.runtime.run_folder import LOCK_NAME
+from flowrun.runtime.run_folder import PROTECTED
 from flowrun.runtime.sandboxes import SandboxPolicies
 from flowrun.runtime.services import RunServices
 from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult
 
-# tools may neither write nor delete these; a name ending in "/" is a folder, protected with its contents
-ENGINE_FILES = RUN_ENGINE_FILES | {LOCK_NAME, "prompts/"}
 WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its context
 
@@ -168,7 +165,7 @@ class ToolDispatcher:
             state=env.state,
             services=services,
             interactive=env.interactive,
-            protected=ENGINE_FILES,
+            protected=PROTECTED,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
             write_within=inst.write_within,
         )

@@ -12,6 +12,16 @@ from flowrun.manifest.project import Project
 from flowrun.paths import builtin_corpus
 from flowrun.runtime.bound_tool import BoundTool
 from flowrun.runtime.instance import AgentInstance
+from flowrun.runtime.run_folder import PROTECTED
+
+# built-in tools that change the file they are given: never pointed at a file that already exists
+WRITERS = frozenset({"write_file", "edit_file", "delete_file", "create_directory"})
+# built-in tools that only read: pointed at an existing file anywhere (also in a --workdir)
+READERS = frozenset({"read_file", "stream_read_file", "grep", "glob", "list_directory"})
+TEXT_SUFFIXES = frozenset({".md", ".txt", ".json", ".jsonl", ".yaml", ".yml", ".py", ".csv", ".rst", ".toml"})
+SKIPPED = frozenset({name.rstrip("/") for name in PROTECTED} | {"runs", "node_modules", "__pycache__"})
+MAX_DEPTH = 3  # folders below the agent's folder looked into for a file to read
+MAX_LOOKED = 500  # entries looked at, at most
 
 
 @cache
@@ -29,14 +39,19 @@ def corpus_page(roots: tuple[Path, ...]) -> str | None:
 
 
 def hints(
-    inst: AgentInstance, output: str | None, inputs: dict[str, Any], project: Project
+    inst: AgentInstance,
+    output: str | None,
+    inputs: dict[str, Any],
+    project: Project,
+    run_dir: Path | None = None,
 ) -> dict[str, Any]:
     write = inst.tools.get("write_file")
     allowed = _write_globs(write)
     target = output if (output and (not allowed or output in allowed)) else None
     path = target or sample_path(allowed, inst.name)
     found: dict[str, Any] = {"write_path": path, "text": f"dry run by {inst.name}: wiring checked"}
-    found["paths"] = {name: tool_path(bound, path, inst.name) for name, bound in inst.tools.items()}
+    in_run = run_dir is None or inst.cwd.resolve().is_relative_to(run_dir.resolve())
+    found["paths"] = _tool_paths(inst, path, output, in_run)
     scratch = sample_dir(_write_globs(inst.tools.get("create_directory")), inst.name)
     if scratch is not None and "create_directory" in inst.tools:
         found["dir"] = scratch
@@ -51,6 +66,65 @@ def hints(
     if isinstance(question, str):
         found["query"] = question[:100]
     return found
+
+
+def _tool_paths(inst: AgentInstance, path: str | None, output: str | None, in_run: bool) -> dict[str, Any]:
+    """The file each tool is called on. The agent's own file (the one write_file writes) when it
+    exists or the tool writes; otherwise, so that an agent without write_file (a reviewer) reads
+    something, a file that exists: any text file of the agent's folder for a built-in reader, and
+    for another tool too in the run folder; outside it (--workdir), where a tool of unknown effect
+    must not touch the user's files, a sample file the dry run makes."""
+    found: dict[str, Any] = {}
+    existing: list[str | None] = []  # looked up once, when first needed
+    for name, bound in inst.tools.items():
+        own = tool_path(bound, path, inst.name)
+        if name in WRITERS or (own is not None and (inst.cwd / own).exists()):
+            found[name] = own
+            continue
+        if name in READERS or in_run:
+            if not existing:
+                existing.append(existing_file(inst.cwd, [path, output]) or _sample_file(inst))
+            other = existing[0]
+        else:
+            other = _sample_file(inst)
+        found[name] = other if other is not None and tool_path(bound, other, "") == other else own
+    return found
+
+
+def existing_file(cwd: Path, preferred: list[str | None]) -> str | None:
+    """A text file under the agent's folder, relative to it: the first of `preferred` that
+    exists, else the first found breadth first (engine files, hidden and run folders skipped)."""
+    for rel in preferred:
+        if rel and (cwd / rel).is_file():
+            return rel
+    queue, looked = [cwd], 0
+    while queue:
+        folder = queue.pop(0)
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            continue
+        usable = [p for p in entries if not p.name.startswith(".") and p.name not in SKIPPED]
+        looked += len(entries)
+        for entry in usable:
+            if entry.suffix.lower() in TEXT_SUFFIXES and entry.is_file():
+                return entry.relative_to(cwd).as_posix()
+        if looked > MAX_LOOKED:
+            return None
+        queue += [p for p in usable if p.is_dir() and len(p.relative_to(cwd).parts) < MAX_DEPTH]
+    return None
+
+
+def _sample_file(inst: AgentInstance) -> str | None:
+    """A file for reading tools in a run folder that holds none yet (no seeds, nothing written):
+    `dry-run/AGENT-sample.md`, made by the dry run itself."""
+    rel = f"dry-run/{inst.name}-sample.md"
+    try:
+        (inst.cwd / "dry-run").mkdir(exist_ok=True)
+        (inst.cwd / rel).write_text(f"dry run: a file for {inst.name} to read\n", encoding="utf-8")
+    except OSError:
+        return None
+    return rel
 
 
 def _write_globs(bound: BoundTool | None) -> list[str]:

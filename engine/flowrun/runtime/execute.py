@@ -29,6 +29,7 @@ from flowrun.events import (
     SandboxUnavailableEvent,
 )
 from flowrun.manifest.templates import render
+from flowrun.paths import copy_source
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
 from flowrun.runtime.run_folder import unwritable
@@ -104,10 +105,10 @@ def seed_workspace(run: Run) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render(content, variables, what=f"seed file {rel}"), encoding="utf-8")
     for rel in ws.copy_paths:
-        source = run.workflow_dir / rel
-        if not source.exists():
+        source = copy_source(run.workflow_dir, rel)
+        if source is None:
             raise ManifestError(f"workspace.copy: '{rel}' not found next to the workflow", "check the path")
-        target = run.workspace / source.name
+        target = run.workspace / (run.workflow_dir / rel).name
         if source.is_dir():
             shutil.copytree(source, target, dirs_exist_ok=True)
         else:
@@ -158,6 +159,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
             workdir=str(run.options.workdir) if run.options.workdir else None,
             chat=_chat_agent(run),
             date=run.template_vars()["date"],
+            run_id=run.template_vars()["run_id"],
         )
     )
     if run.sandbox_warning is not None:
@@ -282,5 +284,7 @@ async def _run_body(run: Run) -> Outcome:
     else:
         ctx = StepContext(run, lambda steps, prefix: run_steps(steps, prefix, ctx), lambda: default_task(run))
         outcome = await run_steps(spec.steps or [], "", ctx)
+    if run.ledger is not None:
+        run.ledger.check_complete()  # a replay that left recorded calls unused diverged
     write_json_output(run.workspace, spec.output, outcome)
     return outcome

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.events import Event, ModelResponseEvent, ToolCallEvent
-from flowrun.manifest.specs import FileExpect, FlowTestExpect, OutputExpect, ToolCallExpect
+from flowrun.manifest.specs import FileExpect, FlowTestExpect, MessageExpect, OutputExpect, ToolCallExpect
 
 YamlPath = tuple[str | int, ...]
 SHOWN = 300  # characters of an output quoted in a failure
@@ -50,6 +50,8 @@ def check_all(expect: FlowTestExpect, run: Replayed) -> list[Check]:
     checks = [_status(expect, run)]
     if expect.output is not None:
         checks += _output(expect.output, run)
+    if expect.message is not None:
+        checks += _text_checks("message", expect.message, run.message, "the run's final message")
     checks += _tool_calls(expect, run)
     for i, name in enumerate(expect.not_called):
         made = [e for e in _calls(run) if e.tool == name]
@@ -83,31 +85,40 @@ def _output_text(output: OutputExpect, run: Replayed) -> tuple[str | None, str]:
 
 def _output(output: OutputExpect, run: Replayed) -> list[Check]:
     text, what = _output_text(output, run)
-    where: YamlPath = ("expect", "output")
     if text is None:
-        return [Check("output", False, f"{what} was not written", where)]
+        return [Check("output", False, f"{what} was not written", ("expect", "output"))]
+    return _text_checks("output", output, text, what)
+
+
+def _text_checks(key: str, spec: MessageExpect, text: str, what: str) -> list[Check]:
+    """`contains`, `not_contains` and `matches` of `expect.KEY` against `text`."""
+    where: YamlPath = ("expect", key)
     checks = [
         Check(
-            "output contains",
+            f"{key} contains",
             needle in text,
             f"{what} contains {needle!r}" + ("" if needle in text else f"; it is: {_short(text)!r}"),
             (*where, "contains"),
         )
-        for needle in _texts(output.contains)
+        for needle in _texts(spec.contains)
     ]
     checks += [
         Check(
-            "output not_contains",
+            f"{key} not_contains",
             needle not in text,
             f"{what} does not contain {needle!r}",
             (*where, "not_contains"),
         )
-        for needle in _texts(output.not_contains)
+        for needle in _texts(spec.not_contains)
     ]
-    if output.matches is not None:
-        found = re.search(output.matches, text, re.MULTILINE) is not None
-        detail = f"{what} matches /{output.matches}/" + ("" if found else f"; it is: {_short(text)!r}")
-        checks.append(Check("output matches", found, detail, (*where, "matches")))
+    if spec.matches is not None:
+        try:
+            found = re.search(spec.matches, text, re.MULTILINE) is not None
+        except re.error as e:
+            bad = f"invalid regex /{spec.matches}/: {e}"
+            return [*checks, Check(f"{key} matches", False, bad, (*where, "matches"))]
+        detail = f"{what} matches /{spec.matches}/" + ("" if found else f"; it is: {_short(text)!r}")
+        checks.append(Check(f"{key} matches", found, detail, (*where, "matches")))
     return checks
 
 

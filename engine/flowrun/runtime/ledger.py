@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from flowrun.errors import FlowrunError
+from flowrun.errors import FlowrunError, ProviderError
 from flowrun.events import (
     AgentEndEvent,
     AgentPromptEvent,
@@ -19,6 +19,7 @@ from flowrun.events import (
     CallBudgetExceededEvent,
     ContextCompactedEvent,
     ContextResetEvent,
+    ErrorEvent,
     Event,
     FanoutEndEvent,
     FanoutStartEvent,
@@ -71,7 +72,9 @@ EventKey = tuple[object, ...]
 class Divergence(FlowrunError):
     """A replayed run asked for something the recording does not have, or asked it differently.
     `reason`: missing (no such call recorded), system (its system prompt differs), tools (its
-    tools or their schemas differ), history (the conversation before it differs)."""
+    tools or their schemas differ), model (another model is asked), history (the conversation
+    before it differs), unused (a recorded call the replay never made), condition (an `if:` or
+    `until` decided otherwise)."""
 
     def __init__(
         self, message: str, hint: str, *, agent: str = "", agent_id: str = "", step: int = 0, reason: str = ""
@@ -83,6 +86,11 @@ class Divergence(FlowrunError):
         self.reason = reason
 
 
+class RecordedFailure(ProviderError):
+    """A replay reached a model call that failed for good in the recording: it fails the same
+    way (so a cassette of a failed run replays to that failure)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RequestPrint:
     """What a model request was besides its history: digests of the system prompt and of the
@@ -91,6 +99,7 @@ class RequestPrint:
     system: str | None = None
     tools: str | None = None
     tool_names: tuple[str, ...] = ()
+    model: str | None = None  # `provider:model` of the model asked (None in older logs)
 
 
 def _local_date(t: float) -> str | None:
@@ -105,6 +114,8 @@ def _difference(recorded: RequestPrint | None, now: RequestPrint | None) -> str 
         return "system"
     if recorded.tools and now.tools and recorded.tools != now.tools:
         return "tools"
+    if recorded.model and now.model and recorded.model != now.model:
+        return "model"
     return None
 
 
@@ -119,6 +130,9 @@ def _what_differs(reason: str, recorded: RequestPrint | None, now: RequestPrint 
             if names
         ]
         return "its tools differ from the recording (" + ("; ".join(changes) or "their schemas changed") + ")"
+    if reason == "model":
+        then, later = (recorded.model if recorded else None), (now.model if now else None)
+        return f"its model differs from the recording ({then} → {later})"
     return (
         "the conversation before it differs from the recording "
         "(a task, a tool result or an earlier answer changed)"
@@ -151,7 +165,12 @@ class Ledger:
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
     prints: dict[tuple[str, int], RequestPrint] = field(default_factory=dict)
+    callers: dict[tuple[str, int], str] = field(default_factory=dict)  # recorded call -> its agent
+    failures: dict[tuple[str, int], str] = field(default_factory=dict)  # calls that failed for good
+    asked: dict[str, int] = field(default_factory=dict)  # agent id -> its last recorded model call
+    used: set[tuple[str, int]] = field(default_factory=set)  # recorded calls a replay answered
     date: str | None = None  # the recorded run's `date`
+    run_id: str | None = None  # the recorded run's `run_id` (as its templates saw it)
     divergence: Divergence | None = None  # where a replay first differed from the recording
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
@@ -178,18 +197,27 @@ class Ledger:
                 ledger.intents.add((event.agent_id, event.call_id))
             elif isinstance(event, StepConditionEvent):
                 ledger.conditions[event.step] = event.met
+            elif isinstance(event, ErrorEvent) and event.where == "model" and event.agent_id:
+                step = ledger.asked.get(event.agent_id)
+                if step is not None:
+                    ledger.failures[(event.agent_id, step)] = event.message
         return ledger
 
     def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
         if isinstance(event, RunStartEvent):
             self.date = self.date or event.date or _local_date(event.t)
+            self.run_id = self.run_id or event.run_id
             return
         key = (event.agent_id, event.step)
         if isinstance(event, ModelRequestEvent):
             self.requests[key] = event.digest
-            self.prints[key] = RequestPrint(event.system_digest, event.tools_digest, tuple(event.tools))
+            self.asked[event.agent_id] = event.step
+            self.prints[key] = RequestPrint(
+                event.system_digest, event.tools_digest, tuple(event.tools), event.model_id
+            )
             return
         self.responses[key] = (self.requests.get(key, ""), event.response)
+        self.callers[key] = event.agent
         if event.served_by:
             self.served_by[key] = event.served_by
 
@@ -197,11 +225,13 @@ class Ledger:
         self, agent_id: str, step: int, digest: str, agent: str, now: RequestPrint | None = None
     ) -> ModelResponse | None:
         """The recorded answer to this model call, when the request is the one recorded (its
-        system prompt, tool schemas and history); None to go live (resume only)."""
+        system prompt, tool schemas and history); None to go live (resume only). A replay of
+        a call that failed for good in the recording raises that failure (RecordedFailure)."""
         if agent_id in self.diverged:
             return None
         found = self.responses.get((agent_id, step))
-        if found is None:
+        failure = self.failures.get((agent_id, step)) if found is None and self.mode == "replay" else None
+        if found is None and failure is None:
             if self.mode == "replay":
                 raise self._diverged(
                     agent,
@@ -212,7 +242,7 @@ class Ledger:
                     "is not in the recording",
                 )
             return None
-        recorded_digest, response = found
+        recorded_digest = found[0] if found is not None else self.requests.get((agent_id, step), "")
         recorded = self.prints.get((agent_id, step))
         reason = _difference(recorded, now)
         if reason is None and recorded_digest and recorded_digest != digest:
@@ -224,12 +254,43 @@ class Ledger:
                 raise self._diverged(agent, agent_id, step, reason, message)
             self.diverged.add(agent_id)
             return None
-        return ModelResponse.from_dict(response.to_dict())  # a fresh copy: the loop may edit it
+        if found is None:
+            raise RecordedFailure(failure or "", agent=agent)
+        self.used.add((agent_id, step))
+        return ModelResponse.from_dict(found[1].to_dict())  # a fresh copy: the loop may edit it
+
+    def check_complete(self) -> None:
+        """At the end of a replay that went well: a recorded model call it never made (a step
+        removed, a lower `max_steps`, an agent that now stops sooner) is a divergence too."""
+        if self.mode != "replay" or self.divergence is not None:
+            return
+        left = [key for key in self.responses if key not in self.used]
+        if not left:
+            return
+        agent_id, step = left[0]
+        agent = self.callers.get((agent_id, step), agent_id)
+        message = (
+            f"first differing step: agent '{agent}' ({agent_id}) model call {step} is in the recording "
+            f"but the replay never made it ({len(left)} recorded call(s) unused)"
+        )
+        raise self._diverged(agent, agent_id, step, "unused", message)
+
+    def check_decision(self, where: str, condition: str, recorded: bool | None, met: bool) -> None:
+        """Replay: an `if:` or `until` condition decided otherwise than in the recording (the
+        condition was edited, or what it reads changed) is a divergence."""
+        if self.mode != "replay" or recorded is None or recorded == met:
+            return
+        state = {True: "met", False: "not met"}
+        message = (
+            f"first differing step: {where}: its condition `{condition}` is now {state[met]}; "
+            f"in the recording it was {state[recorded]}"
+        )
+        raise self._diverged("", where, 0, "condition", message)
 
     def _diverged(self, agent: str, agent_id: str, step: int, reason: str, message: str) -> Divergence:
         hint = (
             "the configuration changed so the run took another path"
-            if reason == "missing"
+            if reason in ("missing", "unused", "condition")
             else "the configuration changed since the run was recorded; `flowrun replay --diff` shows how"
         )
         found = Divergence(message, hint, agent=agent, agent_id=agent_id, step=step, reason=reason)

@@ -12,11 +12,10 @@ from pathlib import Path
 from flowrun.manifest.mcp_config import expand, server_policy
 from flowrun.manifest.project import Loaded
 from flowrun.manifest.specs import McpServerSpec, WorkflowManifest
+from flowrun.runtime.run_folder import PROTECTED
 from flowrun.tools import sandbox
 from flowrun.tools.mcp_client import McpServerDown, ServerLaunch
 from flowrun.tools.sandbox import Layout, Mode, SandboxPolicy
-
-ENGINE_FILES = ("events.jsonl", "run.json", "usage.json", "flowrun.log")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +82,8 @@ def _confined(
         for entry in place.roots
         if (folder := (entry / "skills").resolve()).is_dir() and not folder.is_relative_to(root)
     ]
-    protected = tuple(root / n for n in ENGINE_FILES if (root / n).is_file())
+    paths = (root / name.rstrip("/") for name in sorted(PROTECTED))
+    protected = tuple(path for path in paths if path.exists() and not path.is_symlink())
     layout = Layout(root=root, cwd=cwd, protected=protected, read_only=tuple(dict.fromkeys(read_only)))
     if not sandbox.visible(cwd, policy, layout):
         raise McpServerDown(f"its working folder {cwd} is outside the sandbox")

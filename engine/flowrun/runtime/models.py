@@ -23,7 +23,7 @@ from flowrun.redaction import Redactor
 from flowrun.runtime.budgets import Budgets
 from flowrun.runtime.fallback import FallbackChains
 from flowrun.runtime.instance import AgentInstance
-from flowrun.runtime.ledger import Ledger, RequestPrint
+from flowrun.runtime.ledger import Ledger, RecordedFailure, RequestPrint
 from flowrun.runtime.rate_limits import rate_limited
 from flowrun.runtime.usage import UsageBook, cost_of
 from flowrun.types import Message, ModelResponse
@@ -89,6 +89,7 @@ class ModelService:
         self.hints = hints
         self.ledger = ledger
         self.providers: dict[str, Provider] = {}
+        self.local_paths: tuple[tuple[str, str], ...] = ()  # (this run's folder, its placeholder)
         self.fallbacks = FallbackChains(choice.config, self.provider_for, emit)
 
     def provider_for(self, config: ModelConfig) -> Provider:
@@ -122,7 +123,7 @@ class ModelService:
             output_schema=inst.output_schema,
         )
         if inst.prompt_digests is None:  # the system prompt and tools are fixed for an instance
-            inst.prompt_digests = prompt_digests(request)
+            inst.prompt_digests = prompt_digests(request, self.local_paths)
         return await self._request(inst, request, digests=inst.prompt_digests)
 
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str:
@@ -137,7 +138,7 @@ class ModelService:
             tools=[],
             step=index,
         )
-        return (await self._request(inst, request, purpose, prompt_digests(request))).text
+        return (await self._request(inst, request, purpose, prompt_digests(request, self.local_paths))).text
 
     async def _request(
         self,
@@ -153,7 +154,8 @@ class ModelService:
         self.budgets.spend_call()
         inst.model_calls += 1
         step = inst.model_calls
-        digest = history_digest(request.messages)
+        digest = history_digest(request.messages, self.local_paths)
+        model_id = f"{inst.model.provider}:{inst.model.model}"
         self.emit(
             ModelRequestEvent(
                 agent=inst.name,
@@ -166,10 +168,11 @@ class ModelService:
                 tools=[t.name for t in request.tools],
                 system_digest=digests[0] if digests else None,
                 tools_digest=digests[1] if digests else None,
+                model_id=model_id,
             )
         )
-        now = RequestPrint(*digests, tuple(t.name for t in request.tools)) if digests else None
-        recorded = self.ledger.response(inst.id, step, digest, inst.name, now) if self.ledger else None
+        now = RequestPrint(*digests, tuple(t.name for t in request.tools), model_id) if digests else None
+        recorded = self._recorded(inst, step, digest, now)
         started = time.perf_counter()
         if recorded is not None:
             response, served = recorded, self._recorded_model(inst, step)
@@ -194,6 +197,17 @@ class ModelService:
         )
         return response
 
+    def _recorded(
+        self, inst: AgentInstance, step: int, digest: str, now: RequestPrint | None
+    ) -> ModelResponse | None:
+        if self.ledger is None:
+            return None
+        try:
+            return self.ledger.response(inst.id, step, digest, inst.name, now)
+        except RecordedFailure as e:  # a replay fails where the recording failed, the same way
+            self.emit(ErrorEvent(agent=inst.name, agent_id=inst.id, where="model", message=str(e)))
+            raise
+
     def _recorded_model(self, inst: AgentInstance, step: int) -> ModelConfig:
         """The model that answered a recorded call (a fallback's usage stays its own)."""
         name = self.ledger.served_by.get((inst.id, step)) if self.ledger else None
@@ -216,21 +230,37 @@ class ModelService:
             await provider.aclose()
 
 
-def prompt_digests(request: ModelRequest) -> tuple[str, str]:
+def local_paths(workspace: Path, run_dir: Path) -> tuple[tuple[str, str], ...]:
+    """The run's own folders as digests leave them out (a replay runs in another folder, and a
+    prompt or task that names `{{ workspace }}` is still the same request)."""
+    pairs = {str(workspace.resolve()): "<workspace>", str(run_dir.resolve()): "<run>"}
+    return tuple(sorted(pairs.items(), key=lambda pair: -len(pair[0])))  # the longer path first
+
+
+def _placed(text: str, paths: tuple[tuple[str, str], ...]) -> str:
+    for path, placeholder in paths:
+        if path in text:
+            text = text.replace(path, placeholder)
+    return text
+
+
+def prompt_digests(request: ModelRequest, paths: tuple[tuple[str, str], ...] = ()) -> tuple[str, str]:
     """Digests of what a request tells the model besides its history: the system prompt, and
     the tools (names, descriptions, JSON Schemas) with the output schema. A replay compares
-    them, so an edited prompt or tool list is a divergence, not a silent reuse."""
-    system = hashlib.sha256(request.system.encode()).hexdigest()[:16]
+    them, so an edited prompt or tool list is a divergence, not a silent reuse. The run's own
+    folders (`paths`) count as placeholders."""
+    system = hashlib.sha256(_placed(request.system, paths).encode()).hexdigest()[:16]
     tools = [[t.name, t.description, t.parameters] for t in request.tools]
     text = json.dumps([tools, request.output_schema], sort_keys=True, ensure_ascii=False, default=str)
     return system, hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def history_digest(messages: list[Message]) -> str:
+def history_digest(messages: list[Message], paths: tuple[tuple[str, str], ...] = ()) -> str:
     """A short fingerprint of a conversation, to spot where a replayed run diverges. Built from
-    the fields that matter, not asdict(): it runs on every model call over the whole history."""
+    the fields that matter, not asdict(): it runs on every model call over the whole history.
+    The run's own folders (`paths`) count as placeholders."""
     h = hashlib.sha256()
     for m in messages:
         calls = ",".join(f"{c.id}:{c.name}" for c in m.tool_calls)
-        h.update(f"{m.role}\x1f{m.content}\x1f{m.tool_call_id}\x1f{calls}\x1e".encode())
+        h.update(f"{m.role}\x1f{_placed(m.content, paths)}\x1f{m.tool_call_id}\x1f{calls}\x1e".encode())
     return h.hexdigest()[:16]

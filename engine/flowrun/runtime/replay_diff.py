@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flowrun.events import AgentPromptEvent, AgentStartEvent, Event
+from flowrun.events import AgentPromptEvent, AgentStartEvent, Event, ModelResponseEvent
 from flowrun.runtime.event_log import read_events
 from flowrun.runtime.ledger import Divergence
 
@@ -53,9 +53,31 @@ def _tool_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> 
     return out or ["the tools are the same; the output schema changed"]
 
 
+def _unused_calls(recorded: list[Event], now: list[Event]) -> list[str]:
+    """The recorded model calls the replay did not make, per agent instance."""
+    made = {(e.agent_id, e.step) for e in now if isinstance(e, ModelResponseEvent)}
+    left: dict[tuple[str, str], list[int]] = {}
+    for e in recorded:
+        if isinstance(e, ModelResponseEvent) and (e.agent_id, e.step) not in made:
+            left.setdefault((e.agent, e.agent_id), []).append(e.step)
+    lines = [
+        f"not made: agent '{agent}' ({agent_id}) model call(s) {', '.join(map(str, steps))}"
+        for (agent, agent_id), steps in left.items()
+    ]
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [*lines[:MAX_DIFF_LINES], f"... ({len(lines) - MAX_DIFF_LINES} more agents)"]
+    return [*lines, "a step was removed, or an agent now stops sooner (max_steps, stop, a condition)"]
+
+
 def divergence_details(recorded_log: Path, replay_log: Path, point: Divergence) -> list[str]:
     """Human lines on why the call `point` names differs from the recording."""
     recorded, now = read_events(recorded_log), read_events(replay_log)
+    if point.reason == "unused":
+        return _unused_calls(recorded, now)
+    if point.reason == "condition":
+        return ["the condition was edited, or a file or input it reads differs from the recording"]
+    if point.reason == "model":
+        return ["the recorded answers came from the other model"]
     then_prompt = _first(recorded, AgentPromptEvent, point.agent_id)
     now_prompt = _first(now, AgentPromptEvent, point.agent_id)
     if point.reason == "missing":

@@ -23,7 +23,7 @@ from flowrun.runtime.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.event_log import EventLog, Subscriber
 from flowrun.runtime.instance import AgentInstance
 from flowrun.runtime.ledger import Ledger
-from flowrun.runtime.models import ModelChoice, ModelService
+from flowrun.runtime.models import ModelChoice, ModelService, local_paths
 from flowrun.runtime.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.prompts import PromptRenderer
 from flowrun.runtime.sandboxes import SandboxPolicies
@@ -95,7 +95,8 @@ class Run:
             project,
             inputs,
             self.workspace,
-            self.run_id,
+            # a replay's templates see the recorded run id, as they see the recorded date
+            (ledger.run_id if ledger is not None and ledger.mode == "replay" else None) or self.run_id,
             self.spec.output,
             lambda: self.iteration,
             today=ledger.date if ledger is not None else None,
@@ -114,6 +115,7 @@ class Run:
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
         )
+        self.models.local_paths = local_paths(self.workspace, run_dir)
         self.sandboxes = SandboxPolicies(self.spec, self.workflow_dir, self.options.sandbox)
         self.sandbox_warning: tuple[str, str] | None = None  # (reason, mode) when the probe failed
         env = ToolEnvironment(
@@ -161,10 +163,24 @@ class Run:
         return self.prompts.template_vars()
 
     def recorded_until(self, loop: str, iteration: int) -> bool | None:
-        return self.ledger.until.get((loop, iteration)) if self.ledger else None
+        """A resumed run keeps the decision its log holds; a replay decides again (and compares)."""
+        if self.ledger is None or self.ledger.mode != "resume":
+            return None
+        return self.ledger.until.get((loop, iteration))
 
     def recorded_condition(self, step: str) -> bool | None:
-        return self.ledger.conditions.get(step) if self.ledger else None
+        if self.ledger is None or self.ledger.mode != "resume":
+            return None
+        return self.ledger.conditions.get(step)
+
+    def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None:
+        if self.ledger is not None:
+            recorded = self.ledger.until.get((loop, iteration))
+            self.ledger.check_decision(f"{loop} iteration {iteration} until", condition, recorded, met)
+
+    def confirm_condition(self, step: str, condition: str, met: bool) -> None:
+        if self.ledger is not None:
+            self.ledger.check_decision(f"{step} if", condition, self.ledger.conditions.get(step), met)
 
     def new_instance(
         self,
@@ -225,7 +241,7 @@ class Run:
         inst.provider = self.models.provider_for(inst.model)
 
     def _hints(self, inst: AgentInstance) -> dict[str, Any]:
-        return dry_run.hints(inst, self.spec.output, self.inputs, self.project)
+        return dry_run.hints(inst, self.spec.output, self.inputs, self.project, self.run_dir)
 
     async def aclose(self) -> None:
         from flowrun.tools.shell import close_jobs

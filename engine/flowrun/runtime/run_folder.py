@@ -26,6 +26,9 @@ LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
 # what an atomic write of run.json or usage.json leaves when the process dies in the middle
 ENGINE_TEMPS = frozenset({".run.json.tmp", ".usage.json.tmp"})
+# what no tool, shell or MCP server may write or delete in a run folder: the engine's files, the
+# lock and the recorded prompts (a name ending in "/" is a folder, protected with its contents)
+PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/"}
 MAX_RUN_ID = 200
 
 

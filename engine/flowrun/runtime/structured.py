@@ -39,14 +39,21 @@ def parse_answer(text: str) -> tuple[Any, str | None]:
             return value, None
         except json.JSONDecodeError as e:
             return None, f"the answer is not valid JSON ({e.msg} at char {start + e.pos})"
-    return None, "the answer holds no JSON value"
+    return None, f"the answer holds no JSON value (it reads: {_quoted(stripped)})"
+
+
+def _quoted(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 @lru_cache(maxsize=64)
 def _validator(schema_text: str) -> Any:
     from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
 
-    return Draft202012Validator(json.loads(schema_text))
+    schema = json.loads(schema_text)
+    return validator_for(schema, default=Draft202012Validator)(schema)  # its `$schema` draft
 
 
 def schema_problems(schema: dict[str, Any], value: Any) -> str | None:

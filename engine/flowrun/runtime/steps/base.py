@@ -36,8 +36,8 @@ class StepContext:
 
     def condition_met(self, step: Any, step_id: str) -> bool:
         """A step without `if:` runs; otherwise its condition decides, and the decision is an
-        event (a resumed or replayed run uses the recorded one). A condition that cannot be
-        evaluated is not met, and says why."""
+        event (a resumed run uses the recorded one; a replay decides again, and a different
+        decision is a divergence). A condition that cannot be evaluated is not met, and says why."""
         condition: str | None = getattr(step, "if_", None)
         if not condition:
             return True
@@ -50,6 +50,7 @@ class StepContext:
                 met = evaluate(condition, self.variables(), what="if")
             except ManifestError as e:
                 met, message = False, e.message
+            self.run.confirm_condition(step_id, condition, met)
         self.run.emit(StepConditionEvent(step=step_id, condition=condition, met=met, message=message))
         return met
 

@@ -26,6 +26,8 @@ class LoopStepKind:
                 last = await ctx.run_steps(body.steps, f"{loop}.{iteration}/")
                 recorded = run.recorded_until(loop, iteration)
                 done = recorded if recorded is not None else until_met(run, body.until, loop, iteration)
+                if recorded is None and body.until:
+                    run.confirm_until(loop, iteration, body.until, done)
                 run.emit(IterationEndEvent(loop=loop, iteration=iteration, until_met=done))
                 if done:
                     break
