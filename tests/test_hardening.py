@@ -272,7 +272,7 @@ def test_two_runs_with_one_run_id_never_share_the_folder(tmp_path: Path) -> None
         third = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
     no_traceback(second)
     assert second.returncode == 2
-    assert f"is in use by pid {first.pid}" in second.stderr
+    assert f"error: run is in use by pid {first.pid} (runs/same)" in second.stderr
     assert third.returncode == 2 and "already exists" in third.stderr
     run_dir = tmp_path / "runs" / "same"
     events = check_log(run_dir)
@@ -296,7 +296,7 @@ def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> No
         asked = len(server.requests) - before
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2], results
-    assert any("is in use by pid" in err for _, _, err in results)
+    assert any("error: run is in use by pid" in err for _, _, err in results)
     assert asked == 2  # the call lost with the kill, then the final answer: once each
     events = check_log(run_dir)
     assert events[-1]["status"] == "completed"

@@ -86,7 +86,7 @@ class RunFolderLock:
                 os.close(fd)
                 who = f"pid {owner}" if owner else "another process"
                 raise RunInUse(
-                    f"run {self.run_dir} is in use by {who}",
+                    f"run is in use by {who} ({self.run_dir})",
                     "wait for it to end, or stop it (Ctrl-C, or `kill PID`) and resume",
                 ) from None
             if self._still_the_file(fd):
