@@ -281,6 +281,25 @@ def test_two_runs_with_one_run_id_never_share_the_folder(tmp_path: Path) -> None
     assert not (run_dir / "run.lock").exists()
 
 
+def test_one_run_id_started_by_five_processes_at_once_runs_once(tmp_path: Path) -> None:
+    """Started at the same instant: one process runs, each other one is refused (in use, or
+    already exists once the first has ended), and the folder holds one run."""
+    simple_project(tmp_path)
+    args = ["wf.yaml", "--topic", "tides", "--run-id", "same", "-q"]
+    children = [start_cli(args, tmp_path) for _ in range(5)]
+    results = [(child.wait(timeout=120), *child.communicate(timeout=30)) for child in children]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 2, 2, 2, 2], results
+    for code, out, err in results:
+        no_traceback((out, err))
+        if code == 2:
+            assert "error: run is in use by pid" in err or "already exists" in err, err
+    run_dir = tmp_path / "runs" / "same"
+    events = check_log(run_dir)
+    assert sum(e["type"] == "model_request" for e in events) == 2
+    assert (run_dir / "out.md").read_text() == "written\n"
+
+
 def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> None:
     slow_project(tmp_path)
     with slow_server(6) as server:
