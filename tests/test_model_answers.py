@@ -188,6 +188,17 @@ def test_an_answer_that_never_completes_times_out_as_a_whole(tmp_path: Path, api
     ]
 
 
+@pytest.mark.parametrize(("api", "stop"), [("openai", "length"), ("anthropic", "max_tokens")])
+def test_an_empty_answer_cut_by_max_tokens_says_to_raise_it(tmp_path: Path, api: str, stop: str) -> None:
+    with WireServer(InTurn([Reply(text="", stop_reason=stop)] * 2)) as server:
+        code, out, run_dir = run(tmp_path, api, server, False, retries=1)
+    assert code == 1, out
+    assert f"the answer is empty: no text and no tool call (stop reason {stop})" in out
+    assert "hint: the model used up max_tokens=" in out and "raise the model's max_tokens" in out
+    assert status_of(run_dir) == "failed"
+    check_log(run_dir)
+
+
 # ---------------------------------------------------------------- answers of any shape
 
 

@@ -175,6 +175,12 @@ def _hint(failure: ApiFailure, config: ModelConfig) -> str:
         return f"check the network and base_url ({config.base_url or 'the provider default'})"
     if failure.kind == "timeout":
         return f"the call took longer than timeout_s={config.timeout_s:g}: raise it or retry later"
+    if failure.kind == "answer" and (
+        "stop reason max_tokens" in failure.message or "stop reason length" in failure.message
+    ):
+        return (
+            f"the model used up max_tokens={config.max_tokens} before answering: raise the model's max_tokens"
+        )
     if failure.kind == "answer":
         return (
             "the server's answers are broken or empty: check that base_url "
