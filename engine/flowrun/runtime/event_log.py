@@ -138,8 +138,8 @@ def read_events(path: Path, *, strict: bool = False) -> list[Event]:
     """All complete events of a log, typed. `strict` (resume, replay): see read_lines_strict;
     also a line without an event type, an event whose fields cannot be read, and a `seq` that
     does not count up by one (a line missing, repeated or moved) are damage, named with their
-    line. (An event
-    type this version does not know, from a newer one, is kept as an UnknownEvent.)"""
+    line. (An event type this version does not know, from a newer one, is kept as an
+    UnknownEvent.)"""
     if not strict:
         return [parse_event(raw) for raw in read_lines(path)]
     events: list[Event] = []
