@@ -267,8 +267,14 @@ def test_no_form_of_a_key_reaches_the_model_or_the_log(tmp_path: Path) -> None:
         assert "[REDACTED]" in text
         for form in forms:
             assert form not in text
-    outputs = [r["data"]["stdout"] for r in results(tmp_path / "runs" / "r", "execute_shell")]
-    assert "OPENAI_API_KEY" not in outputs[0]  # `env`: not even the name
+    evs = events(tmp_path / "runs" / "r")
+    (env_call,) = [
+        e["call_id"] for e in evs if e["type"] == "tool_call" and e["arguments"] == {"command": "env"}
+    ]
+    (env_out,) = [
+        e["result"]["data"]["stdout"] for e in evs if e["type"] == "tool_result" and e["call_id"] == env_call
+    ]
+    assert "OPENAI_API_KEY" not in env_out  # `env` (the calls end in any order): not even the name
 
 
 # ---------------------------------------------------------------- approvals
