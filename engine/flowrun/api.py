@@ -38,6 +38,7 @@ from flowrun.manifest.graph import run_agents, workflow_agents
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.overrides import Override, apply_overrides, parse_overrides
 from flowrun.manifest.project import Loaded, Project, load_project
+from flowrun.manifest.relevance import blocking
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
 from flowrun.runtime.approvals import Approver
@@ -129,11 +130,13 @@ class Workflow:
         project: Project,
         loaded: Loaded[WorkflowManifest],
         overrides: list[Override] | None = None,
+        diagnostics: list[Diagnostic] | None = None,
     ) -> None:
         self.path = path
         self.project = project
         self.loaded = loaded
         self.overrides = list(overrides or [])  # the --set changes this workflow was loaded with
+        self.diagnostics = list(diagnostics or [])  # the project's problems (none stops this workflow)
 
     @property
     def spec(self) -> WorkflowManifest:
@@ -257,6 +260,10 @@ class Workflow:
             known = set(self.project.agents)
             hint = did_you_mean(str(name), known) or "its agents: " + ", ".join(sorted(known))
             raise UsageError(f"no agent '{name}' to chat with", hint)
+        if name not in run_agents(self.spec, self.project) and (
+            errors := blocking(self.project, [name], self.diagnostics)
+        ):
+            raise ManifestInvalid(str(self.path), errors)
         return await self.run(inputs, conversation=Conversation(name, read, chat=True), **options)
 
     def agents_folder(self, inputs: dict[str, Any], workdir: str | Path | None) -> Path | None:
@@ -346,9 +353,12 @@ def load(path: str | Path, overrides: Mapping[str, Any] | Iterable[str] | None =
         raise UsageError(f"workflow file '{path}' {what}", "give the path of a workflow .yaml file")
     changes = parse_overrides(overrides)
     project, diagnostics = _overridden(path, changes) if changes else checked_project(path)
-    if any(d.severity == "error" for d in diagnostics) or not project.workflows:
+    if not project.workflows:
         raise ManifestInvalid(str(path), diagnostics)
-    return Workflow(path, project, project.workflows[0], changes)
+    starts = [name for name, _ in workflow_agents(project.workflows[0].spec)]
+    if errors := blocking(project, starts, diagnostics):  # not those of agents it never uses
+        raise ManifestInvalid(str(path), errors)
+    return Workflow(path, project, project.workflows[0], changes, diagnostics)
 
 
 def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diagnostic]]:
