@@ -9,6 +9,7 @@ bench/sdk_fanout.py is the same work as a plain script with the `openai` SDK and
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -69,3 +70,27 @@ def script(latency_s: float = LATENCY_S) -> Script:
         },
         {"boss": "You are the boss", "helper": "You are a helper"},
     )
+
+
+SERVE = """\
+import sys, threading
+sys.path[:0] = [{bench!r}, {tests!r}]
+from fanout_setup import script
+from wire_server import WireServer
+server = WireServer(script(float(sys.argv[1])))
+print(server.openai_base_url, flush=True)
+sys.stdin.read()  # until the bench closes our stdin
+server.stop()
+"""
+
+
+def server_process(latency_s: float) -> tuple[subprocess.Popen[str], str]:
+    """The scripted server in a process of its own (a model server is not in the client's
+    process: it takes no time from the client's interpreter); returns it and its OpenAI URL.
+    Close its stdin to stop it."""
+    code = SERVE.format(bench=str(Path(__file__).resolve().parent), tests=str(REPO / "tests"))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(latency_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()

@@ -79,8 +79,10 @@ async def fanout(client: openai.AsyncOpenAI) -> str:
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
 
 
-def client() -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(api_key=os.environ["BENCH_KEY"], max_retries=0)
+def client(aiohttp: bool = False) -> openai.AsyncOpenAI:
+    """The SDK's default client (httpx2), or with `aiohttp` the SDK's own aiohttp transport."""
+    options: dict[str, Any] = {"http_client": openai.DefaultAioHttpClient()} if aiohttp else {}
+    return openai.AsyncOpenAI(api_key=os.environ["BENCH_KEY"], max_retries=0, **options)
 
 
 async def main() -> None:

@@ -7,6 +7,7 @@ under 200 ms with a warm cache)
 
 from __future__ import annotations
 
+import os
 import resource
 import shutil
 import statistics
@@ -42,6 +43,7 @@ def median_seconds(argv: list[str]) -> tuple[float, float]:
 
 
 def main() -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} (other processes wanting the cores stretch wall times)")
     for label, argv, target in (
         ("import flowrun", [sys.executable, "-c", "import flowrun"], 150),
         ("flowrun --help", [*command(), "--help"], 100),

@@ -29,6 +29,12 @@ THREE_CALLS = [
 ]
 
 
+@pytest.fixture(autouse=True, params=["httpx", "aiohttp"])
+def _transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test on both HTTP clients the SDK clients may get (providers/clients.py)."""
+    monkeypatch.setenv("FLOWRUN_HTTP", request.param)
+
+
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEST_ANTHROPIC_KEY", "sk-ant-test")

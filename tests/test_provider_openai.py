@@ -29,6 +29,12 @@ THREE_CALLS = [
 ]
 
 
+@pytest.fixture(autouse=True, params=["httpx", "aiohttp"])
+def _transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test on both HTTP clients the SDK clients may get (providers/clients.py)."""
+    monkeypatch.setenv("FLOWRUN_HTTP", request.param)
+
+
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEST_OPENAI_KEY", "sk-openai-test")
@@ -326,3 +332,63 @@ def test_importing_the_module_does_not_import_the_sdk() -> None:
     code = "import sys, flowrun.providers.openai_provider; print('openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+HISTORY = [
+    Message("user", "Read both."),
+    Message("assistant", "", tool_calls=[ToolCall("c1", "read_file", {"path": "a.txt"})]),
+    Message("tool", "text of a", tool_call_id="c1"),
+    Message("tool", "[error NOT_FOUND] no b.txt", tool_call_id="c2", is_error=True),
+    Message("assistant", "Done: caf\u00e9 \U0001f600"),
+    Message("user", "And now?"),
+]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"stream": True, "temperature": 0.3},
+        {"tool_history": "text"},
+        {"structured_output": "instructions"},
+        {"extra_body": {"top_k": 3}, "extra_headers": {"X-Team": "a"}},
+    ],
+)
+@pytest.mark.parametrize("schema", [None, SCHEMA])
+async def test_request_bodies_need_no_sdk_transform(settings: dict[str, object], schema: object) -> None:
+    """The provider sends its bodies with `client.post` instead of `chat.completions.create`,
+    which first walks the parameters through the SDK's TypedDicts (aliases, dates, files). That
+    walk must leave every body we build exactly as it is, or skipping it would change the wire."""
+    from openai._utils._transform import async_maybe_transform
+    from openai.types.chat import completion_create_params
+
+    from flowrun.providers.openai_provider import build_params
+
+    config = provider_config(**settings)  # type: ignore[arg-type]
+    params = build_params(
+        config,
+        ModelRequest(
+            "researcher",
+            SYSTEM,
+            list(HISTORY),
+            TOOLS,
+            output_schema=schema,  # type: ignore[arg-type]
+        ),
+    )
+    body = {k: v for k, v in params.items() if k not in ("extra_body", "extra_headers")}
+    shape = (
+        completion_create_params.CompletionCreateParamsStreaming
+        if body.get("stream")
+        else completion_create_params.CompletionCreateParamsNonStreaming
+    )
+    assert await async_maybe_transform(body, shape) == body
+
+
+async def test_extra_body_and_headers_reach_the_server(make_provider: ProviderFactory) -> None:
+    with WireServer(Script({"researcher": [Reply(text="ok")]})) as server:
+        provider = make_provider(server, extra_body={"top_k": 3}, extra_headers={"X-Team": "a"})
+        await provider.complete(request())
+        (seen,) = server.requests
+    assert seen.body["top_k"] == 3 and seen.headers["x-team"] == "a"
+    assert seen.headers["authorization"] == "Bearer sk-openai-test"

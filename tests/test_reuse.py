@@ -27,10 +27,13 @@ def server(monkeypatch: pytest.MonkeyPatch) -> WireServer:
         yield srv
 
 
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
 @pytest.mark.parametrize("model", ["openai:gpt-test", "anthropic:claude-test"])
 def test_a_second_run_reuses_the_workflow_and_the_connection(
-    server: WireServer, tmp_path: Path, model: str
+    server: WireServer, tmp_path: Path, model: str, transport: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("FLOWRUN_HTTP", transport)
+
     async def twice() -> list[flowrun.RunResult]:
         first = flowrun.load(RESEARCH)
         results = [await first.run(QUESTION, runs_dir=tmp_path, model=model)]
@@ -60,3 +63,14 @@ def test_one_client_per_sdk_and_settings(server: WireServer, tmp_path: Path) -> 
 
     assert asyncio.run(run()) == 2  # one per SDK and settings, kept open between runs
     assert server.connections_opened == 2  # one connection each
+
+
+def test_an_unknown_http_client_fails_the_run_with_a_hint(
+    server: WireServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWRUN_HTTP", "curl")
+    result = flowrun.load(RESEARCH).run_sync(QUESTION, runs_dir=tmp_path, model="openai:gpt-test")
+    assert result.status == "failed" and result.exit_code == 1
+    expected = "FLOWRUN_HTTP='curl' is not an HTTP client flowrun knows (hint: use httpx or aiohttp)"
+    assert expected in result.message
+    assert not server.requests

@@ -736,6 +736,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # the listen backlog: socketserver's 5 drops the SYNs of a burst of new connections (a batch
+    # opening 50 at once), and the client's SYN retry then waits a whole second
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], responder: Responder) -> None:
         super().__init__(address, _Handler)

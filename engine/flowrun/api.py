@@ -195,7 +195,7 @@ class Workflow:
         run = self._new_run(values, target, settings)
         _check_credentials(run)
         _probe_sandbox(run, settings)  # before the folder exists: `required` fails closed here
-        with RunFolderLock(target):
+        async with RunFolderLock(target):
             claim_new(target)
             return await _execute(run, settings)
 
@@ -394,7 +394,7 @@ async def resume(
     with `read` (as in `Workflow.chat`) when given. `limits` tightens the workflow's `limits:`
     as in `Workflow.run`."""
     run_dir = Path(run_dir)
-    with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
+    async with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
         meta, workflow = recorded_run(run_dir)
         meta = settled_meta(run_dir, meta)  # died after its run_end: it ended
         talk = _resumed_conversation(meta, workflow, message, read)
@@ -492,7 +492,7 @@ async def replay_events(
     ledger = Ledger.from_events(events, "replay")
     run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
     _probe_sandbox(run, settings)
-    with RunFolderLock(target):
+    async with RunFolderLock(target):
         claim_new(target)
         result = await _execute(run, settings)
     return result, ledger

@@ -20,6 +20,7 @@ import base64
 import os
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ LINE_BREAK = r"(?:\r?\n|(?:\\r)?\\n)?"  # a real line break, or one escaped insi
 HEX_GAP = r"[\s:]*"
 
 
+@lru_cache(maxsize=4096)  # every run scans the environment's names (secret_env_values)
 def is_secret_name(name: str) -> bool:
     """Whether a variable of this name may hold a secret (never passed to a tool)."""
     return bool(SECRET_NAME.search(name)) or name.upper().startswith(SDK_PREFIXES)

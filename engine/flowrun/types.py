@@ -5,12 +5,38 @@ Plain dataclasses (not pydantic) so importing them costs nothing at start-up.
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 Status = Literal["success", "partial", "error"]
+
+_ATOMS = (str, int, float, bool, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def as_plain(value: Any) -> Any:
+    """`dataclasses.asdict` with the same result, made for the hot path (every event written):
+    asdict deep-copies each leaf value, and copying a str, a number or None gives the same
+    object back anyway, so those are taken as they are."""
+    if isinstance(value, _ATOMS):
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(value))
+        return {name: as_plain(getattr(value, name)) for name in names}
+    if isinstance(value, list):
+        return [as_plain(v) for v in value]
+    if isinstance(value, dict):
+        return type(value)((as_plain(k), as_plain(v)) for k, v in value.items())
+    if isinstance(value, tuple):
+        items = [as_plain(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    return copy.deepcopy(value)
 
 
 @dataclass(slots=True)
@@ -87,7 +113,7 @@ class ToolResult:
         return cls(status="error", text=message, data=data, error=ToolError(code, message))
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out: dict[str, Any] = as_plain(self)
         if self.control is None:
             del out["control"]
         return out
@@ -154,7 +180,8 @@ class Message:
     is_error: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = as_plain(self)
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Message:
@@ -181,7 +208,8 @@ class ModelResponse:
     model: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = as_plain(self)
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ModelResponse:

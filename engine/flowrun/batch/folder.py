@@ -15,11 +15,12 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from flowrun.errors import UsageError
+from flowrun.types import as_plain
 
 META = "batch.json"
 RESULTS = "results.jsonl"
@@ -48,7 +49,8 @@ class ItemResult:
         return self.status == "completed"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = as_plain(self)
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ItemResult:
@@ -61,6 +63,7 @@ class BatchFolder:
         self.root = root
         self.runs = root / RUNS
         self._lock = threading.Lock()
+        self._appending: TextIO | None = None  # results.jsonl, open while items end
 
     def run_dir(self, item_id: str) -> Path:
         return self.runs / item_id
@@ -115,8 +118,11 @@ class BatchFolder:
     def record(self, result: ItemResult) -> None:
         """Append one result; a crash loses at most the line being written."""
         line = json.dumps(result.to_dict(), ensure_ascii=False)
-        with self._lock, (self.root / RESULTS).open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        with self._lock:
+            if self._appending is None:  # kept open: one write per item, not open/write/close
+                self._appending = (self.root / RESULTS).open("a", encoding="utf-8")
+            self._appending.write(line + "\n")
+            self._appending.flush()
 
     def compact(self, order: list[str]) -> None:
         """One line per item that ran, in the order of the items file."""
@@ -125,7 +131,13 @@ class BatchFolder:
         kept = sorted(latest.values(), key=lambda r: (rank.get(r.id, len(rank)), r.id))
         text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in kept)
         with self._lock:
+            self._close_results()
             _write_atomic(self.root / RESULTS, text)
+
+    def _close_results(self) -> None:
+        if self._appending is not None:
+            self._appending.close()
+            self._appending = None
 
 
 def _write_atomic(path: Path, text: str) -> None:

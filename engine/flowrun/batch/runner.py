@@ -193,12 +193,13 @@ def plan(
     resuming (its run folder holds an interrupted run, or a failed one to retry), or a new run."""
     recorded = folder.results()
     out = Plan()
+    workflow, batch_dir = str(wf.path.resolve()), folder.root.resolve()  # once, not per item
     for item in items:
         result = recorded.get(item.id)
         if result is not None and result.status in FINAL and (result.ok or not retry_failed):
             out.before[item.id] = result
             continue
-        run_dir = folder.run_dir(item.id)
+        run_dir = batch_dir / folder.run_dir(item.id).relative_to(folder.root)
         # a folder stopped before its first event starts afresh (Workflow.run takes it over)
         resume = run_dir.is_dir() and (run_dir / "events.jsonl").is_file() and not never_started(run_dir)
         if resume:
@@ -208,9 +209,9 @@ def plan(
                 item_id=item.id,
                 line=item.line,
                 inputs=item.inputs,
-                workflow=str(wf.path.resolve()),
-                batch_dir=str(folder.root.resolve()),
-                run_dir=str(run_dir.resolve()),
+                workflow=workflow,
+                batch_dir=str(batch_dir),
+                run_dir=str(run_dir),
                 resume=resume,
                 options=options,
             )

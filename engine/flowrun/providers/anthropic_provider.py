@@ -30,7 +30,13 @@ from flowrun.providers.answers import (
     shape_checked,
 )
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
-from flowrun.providers.clients import sdk_environment, secret_digest, shared_client
+from flowrun.providers.clients import (
+    http_client_options,
+    http_transport,
+    sdk_environment,
+    secret_digest,
+    shared_client,
+)
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
 from flowrun.providers.structured import (
@@ -333,8 +339,9 @@ class AnthropicProvider(Provider):
                 secret_digest(auth_token),
                 sdk_environment("ANTHROPIC_"),
             )
+            transport = http_transport()
             self._client = await shared_client(
-                (*key, config.base_url, config.timeout_s, tuple(config.headers.items())),
+                (*key, config.base_url, config.timeout_s, tuple(config.headers.items()), transport),
                 lambda: anthropic.AsyncAnthropic(
                     api_key=api_key,
                     auth_token=auth_token,
@@ -342,6 +349,7 @@ class AnthropicProvider(Provider):
                     timeout=config.timeout_s,
                     max_retries=0,  # we retry ourselves (retry.py)
                     default_headers={**headers, **config.headers},
+                    **http_client_options(anthropic, transport),
                 ),
             )
         return self._client

@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import importlib.util
 import os
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Callable, Hashable
 from typing import Any
+
+from flowrun.errors import UsageError
 
 
 class _LoopClients:
@@ -75,3 +78,28 @@ def open_clients() -> int:
     """How many clients the running loop holds (for tests and benches)."""
     pool = _LOOPS.get(asyncio.get_running_loop())
     return len(pool.clients) if pool is not None else 0
+
+
+HTTP_ENV = "FLOWRUN_HTTP"  # httpx | aiohttp: which HTTP client the SDK clients use
+
+
+def http_transport() -> str:
+    """`aiohttp` when it is installed (`pip install 'flowrun[aiohttp]'`), else `httpx`; the
+    environment variable FLOWRUN_HTTP picks one. Both SDKs ship an aiohttp transport of their
+    own (`DefaultAioHttpClient`) and document it for concurrency: it costs about half of the
+    default httpx2 client's time per request, which is what a batch of many runs is made of."""
+    wanted = os.environ.get(HTTP_ENV, "").strip().lower()
+    installed = importlib.util.find_spec("aiohttp") is not None
+    if wanted == "aiohttp" and not installed:
+        raise UsageError(
+            f"{HTTP_ENV}=aiohttp, but aiohttp is not installed", "pip install 'flowrun[aiohttp]'"
+        )
+    if wanted not in ("", "httpx", "aiohttp"):
+        raise UsageError(f"{HTTP_ENV}={wanted!r} is not an HTTP client flowrun knows", "use httpx or aiohttp")
+    return wanted or ("aiohttp" if installed else "httpx")
+
+
+def http_client_options(sdk: Any, transport: str) -> dict[str, Any]:
+    """The keyword arguments that give an SDK client (`openai`, `anthropic`, passed as the
+    module) the chosen HTTP client; none for the SDK's default."""
+    return {"http_client": sdk.DefaultAioHttpClient()} if transport == "aiohttp" else {}

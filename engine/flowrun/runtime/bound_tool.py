@@ -3,8 +3,10 @@ per-agent config and limits merged from the tool manifest and the agent's tool e
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowrun.tools.base import ToolContext
@@ -74,7 +76,14 @@ class BoundTool:
 
     def validator(self) -> Any:
         if self._validator is None:
-            from jsonschema import Draft202012Validator
-
-            self._validator = Draft202012Validator(self.spec.parameters)
+            self._validator = parameters_validator(json.dumps(self.spec.parameters, sort_keys=True))
         return self._validator
+
+
+@lru_cache(maxsize=512)
+def parameters_validator(schema_json: str) -> Any:
+    """The validator of one parameters schema (as canonical JSON), built once per process:
+    every agent instance binds its tools afresh, and a batch makes thousands of instances."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(schema_json))

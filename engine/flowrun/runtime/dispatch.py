@@ -101,7 +101,8 @@ class ToolDispatcher:
         else:
             result = await self._checked_call(inst, bound, call)
         # the protocol's context.cwd: where relative paths started, relative to the agents' root
-        result.context.setdefault("cwd", _relative_cwd(inst.cwd, self.env.workspace))
+        if "cwd" not in result.context:
+            result.context["cwd"] = _relative_cwd(inst.cwd, self.env.workspace)
         # what the model and the event log see: no secret, nor a shell-made form of one
         result = self.env.redactor.result(result)
         if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
@@ -205,6 +206,8 @@ def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def _relative_cwd(cwd: Path, workspace: Path) -> str:
+    if cwd == workspace:  # the usual case, without resolving both (two realpath walks per call)
+        return "."
     try:
         return cwd.resolve().relative_to(workspace.resolve()).as_posix() or "."
     except ValueError:

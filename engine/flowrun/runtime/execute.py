@@ -33,6 +33,7 @@ from flowrun.paths import copy_source
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
 from flowrun.runtime.run_folder import unwritable
+from flowrun.runtime.settle import settle
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
 from flowrun.runtime.structured import write_json_output
@@ -65,6 +66,7 @@ def prepare(run: Run, resume: bool = False) -> None:
     else:
         _write_meta(run, "running")
         log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
+        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     if run.workspace == run.run_dir.resolve():
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
@@ -138,8 +140,12 @@ def _package_version(name: str) -> str:
 
 
 async def execute_run(run: Run, resume: bool = False) -> RunSummary:
-    try:
-        prepare(run, resume)
+    try:  # folders and files off the event loop (settle.py), where other runs may be going on
+        await settle(lambda: prepare(run, resume))
+    except asyncio.CancelledError:
+        if run.events is not None:
+            run.events.close()
+        raise
     except OSError as e:  # nothing recorded yet: the folder is as it was
         raise unwritable(run.run_dir, e) from None
     if resume:
@@ -147,7 +153,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     run.emit(
         RunStartEvent(
             workflow=run.spec.name,
-            workflow_file=str(run.workflow.source.path.resolve()),
+            workflow_file=str(run.workflow_file),
             inputs=run.inputs,
             flowrun_version=__version__,
             sdk_versions=sdk_versions(),
@@ -165,9 +171,10 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     if run.sandbox_warning is not None:
         reason, mode = run.sandbox_warning
         run.emit(SandboxUnavailableEvent(reason=reason, mode=mode, unconfined=mode == "auto"))
-    _write_meta(run, "running")
-    if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
-        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+    if resume:  # a new run's run.json and usage.json were written by prepare()
+        _write_meta(run, "running")
+        if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
+            write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     status, message = "failed", ""
     try:
         outcome = await _run_body(run)
@@ -190,7 +197,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         raise
     finally:
         await close_run(run)
-        _finish(run, status, message)
+        await _finish(run, status, message)
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
@@ -217,11 +224,17 @@ async def close_run(run: Run) -> None:
             return
 
 
-def _finish(run: Run, status: str, message: str) -> None:
+async def _finish(run: Run, status: str, message: str) -> None:
     """The run's last event, usage.json and run.json; each is attempted even when the one
-    before failed (a full disk), so whatever can be recorded is."""
+    before failed (a full disk), so whatever can be recorded is. The event is emitted here (its
+    subscribers live on the loop); the files are written off the loop (settle.py)."""
+    with contextlib.suppress(OSError):
+        run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
+    await settle(lambda: _end_files(run, status))
+
+
+def _end_files(run: Run, status: str) -> None:
     steps: tuple[Callable[[], object], ...] = (
-        lambda: run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict())),
         lambda: write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2)),
         lambda: _write_meta(run, status),
     )
@@ -237,7 +250,7 @@ def _write_meta(run: Run, status: str) -> None:
     meta: dict[str, Any] = {
         "run_id": run.run_id,
         "workflow": run.spec.name,
-        "workflow_file": str(run.workflow.source.path.resolve()),
+        "workflow_file": str(run.workflow_file),
         "inputs": run.inputs,
         "status": status,
         "dry_run": run.options.dry_run,

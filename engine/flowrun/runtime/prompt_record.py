@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 from flowrun.events import AgentPromptEvent
@@ -43,8 +44,16 @@ def prompt_markdown(event: AgentPromptEvent) -> str:
     lines += [event.system, "", f"## Tools ({len(event.tools)})", ""]
     for tool in event.tools:
         lines += [f"### {tool['name']}", "", str(tool.get("description", "")).strip(), ""]
-        lines += ["```json", json.dumps(tool.get("parameters", {}), indent=2, ensure_ascii=False), "```", ""]
+        schema = json.dumps(tool.get("parameters", {}), ensure_ascii=False)
+        lines += ["```json", _pretty(schema), "```", ""]
     return "\n".join(lines)
+
+
+@lru_cache(maxsize=512)
+def _pretty(schema_json: str) -> str:
+    """A schema indented for people. Every instance of an agent shows the same tool schemas:
+    the indenting (the json module's slow path) is done once per schema."""
+    return json.dumps(json.loads(schema_json), indent=2, ensure_ascii=False)
 
 
 def write_prompt_file(run_dir: Path, event: AgentPromptEvent, redact: Callable[[str], str]) -> None:

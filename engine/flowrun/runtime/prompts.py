@@ -43,18 +43,24 @@ class PromptRenderer:
         self.run_id = run_id
         self.output = output
         self.iteration = iteration
+        self._view: WorkspaceView | None = None  # made on first use: it resolves the folder
 
     def template_vars(self) -> dict[str, Any]:
         """The variables of every template: prompts, the workflow's task, seeds, steps, until."""
         return {
             **self.inputs,
             "inputs": dict(self.inputs),
-            "workspace": WorkspaceView(self.workspace),
+            "workspace": self._workspace_view(),
             "date": self.today or date.today().isoformat(),
             "iteration": self.iteration(),
             "run_id": self.run_id,
             "output": self.output,
         }
+
+    def _workspace_view(self) -> WorkspaceView:
+        if self._view is None:
+            self._view = WorkspaceView(self.workspace)
+        return self._view
 
     def system_prompt(self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str) -> str:
         spec = loaded.spec

@@ -78,6 +78,7 @@ class Run:
         self.options = options or RunOptions()
         self.ledger = ledger
         self.workflow_dir = workflow.source.path.parent.resolve()
+        self.workflow_file = workflow.source.path.resolve()  # as run.json records it (written 2-3 times)
         self.run_id = run_dir.name
         # the agents' root: the run folder, or a folder of the user's (--workdir, workspace.dir)
         # that is kept across runs while the run folder keeps the engine's files

@@ -11,6 +11,7 @@ by a run that was stopped before its first event (nothing ran in it yet)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import itertools
@@ -21,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from flowrun.errors import RunError, RunInUse, UsageError
+from flowrun.runtime.settle import settle
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
@@ -71,6 +73,19 @@ class RunFolderLock:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+    async def __aenter__(self) -> RunFolderLock:
+        try:  # off the loop (settle.py); nothing happens in the folder before it returns
+            await settle(self.acquire)
+        except asyncio.CancelledError:
+            self.release()  # taken just as the caller was cancelled: given back at once
+            raise
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await settle(self.release)  # unlink and close, off the loop (settle.py)
 
     def acquire(self) -> None:
         if self.create:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from flowrun.providers.base import ModelConfig
 from flowrun.runtime.subtrees import SubtreeBook
-from flowrun.types import Usage
+from flowrun.types import Usage, as_plain
 
 
 def cost_of(usage: Usage, config: ModelConfig) -> float | None:
@@ -79,7 +79,7 @@ class UsageBook:
         return {
             "total_tokens": self.total_tokens,
             "total_cost_usd": round(self.total_cost, 6) if self.priced else None,
-            "by_agent_model": [asdict(line) for line in self.lines.values()],
+            "by_agent_model": [as_plain(line) for line in self.lines.values()],
             "by_model": self.by_model(),
             "by_subtree": self.subtrees.to_list(),
         }

@@ -56,11 +56,22 @@ class ToolContext:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     # writes must stay inside this folder (a sub-agent called with `output_dir`); None: no limit
     write_within: Path | None = None
+    # the context's own folders (workspace, base_dir, cwd, run_dir) resolved, once per call
+    resolved: dict[Path, Path] = field(default_factory=dict, repr=False, compare=False)
+
+    def real(self, folder: Path) -> Path:
+        """`folder.resolve()` for one of the context's own folders, walked once per call (a
+        file tool's checks and messages need them several times). Paths a tool is given are
+        always resolved afresh (paths.resolve_path)."""
+        found = self.resolved.get(folder)
+        if found is None:
+            found = self.resolved[folder] = folder.resolve()
+        return found
 
     def relative(self, path: Path) -> str:
         """`path` as the model and the event log should see it: relative to the workspace."""
         try:
-            rel = path.resolve().relative_to(self.workspace.resolve())
+            rel = path.resolve().relative_to(self.real(self.workspace))
         except ValueError:
             return str(path)
         return rel.as_posix() or "."

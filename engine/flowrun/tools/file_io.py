@@ -37,22 +37,27 @@ async def run_path_tool(
     enforce_paths: bool = True,
     follow_symlinks: bool = True,
 ) -> ToolResult:
-    """Resolve `path`, run the blocking `work(resolved)` in a thread, map expected OS
-    failures to error results and fill in stats/context."""
+    """Resolve `path` and run the blocking `work(resolved)` in a thread (resolving walks the
+    path with one lstat per part: off the event loop too), map expected OS failures to error
+    results and fill in stats/context."""
     started = time.perf_counter()
-    resolved: Path | None = None
-    try:
-        resolved = resolve_path(
-            ctx, path, write=write, enforce_paths=enforce_paths, follow_symlinks=follow_symlinks
-        )
-        result = await asyncio.to_thread(work, resolved)
-    except PathDenied as e:
-        result = e.to_result()
-    except NotText as e:
-        result = error("BINARY_FILE", str(e))
-    except OSError as e:
-        result = oserror_result(e, display_path(ctx, resolved) if resolved else path)
-    return finish_result(result, params, started, ctx.relative(resolved) if resolved else None)
+
+    def call() -> ToolResult:
+        resolved: Path | None = None
+        try:
+            resolved = resolve_path(
+                ctx, path, write=write, enforce_paths=enforce_paths, follow_symlinks=follow_symlinks
+            )
+            result = work(resolved)
+        except PathDenied as e:
+            result = e.to_result()
+        except NotText as e:
+            result = error("BINARY_FILE", str(e))
+        except OSError as e:
+            result = oserror_result(e, display_path(ctx, resolved) if resolved else path)
+        return finish_result(result, params, started, ctx.relative(resolved) if resolved else None)
+
+    return await asyncio.to_thread(call)
 
 
 def oserror_result(e: OSError, shown: str) -> ToolResult:

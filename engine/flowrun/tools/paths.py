@@ -58,8 +58,8 @@ def resolve_path(
             "ACCESS_DENIED",
             f"absolute paths are not allowed ({path!r}); use a path relative to the workspace",
         )
-    base = ctx.base_dir.resolve()
-    start = ctx.cwd.resolve()
+    base = ctx.real(ctx.base_dir)
+    start = ctx.real(ctx.cwd)
     if not _inside(start, base):
         start = base
     try:
@@ -88,7 +88,7 @@ def _resolve(candidate: Path, follow_symlinks: bool) -> Path:
 
 def path_allowed(ctx: ToolContext, resolved: Path, *, write: bool = False) -> bool:
     """Whether an already resolved path passes the agent's path policy (for filtering walks)."""
-    base = ctx.base_dir.resolve()
+    base = ctx.real(ctx.base_dir)
     if not _inside(resolved, base) or _protected(ctx, resolved):
         return False
     rel = _rel(resolved, base)
@@ -104,7 +104,7 @@ def path_allowed(ctx: ToolContext, resolved: Path, *, write: bool = False) -> bo
 
 def display_path(ctx: ToolContext, resolved: Path) -> str:
     """How a tool shows a path back to the model: relative to the cwd, so it can be passed again."""
-    return Path(os.path.relpath(resolved, ctx.cwd.resolve())).as_posix()
+    return Path(os.path.relpath(resolved, ctx.real(ctx.cwd))).as_posix()
 
 
 def glob_matches(rel: str, pattern: str) -> bool:
@@ -114,8 +114,8 @@ def glob_matches(rel: str, pattern: str) -> bool:
 
 def _check_write(ctx: ToolContext, path: str, rel: str) -> None:
     if ctx.write_within is not None:
-        inside = ctx.write_within.resolve()
-        if not _inside(ctx.base_dir.resolve() / rel, inside):
+        inside = ctx.real(ctx.write_within)
+        if not _inside(ctx.real(ctx.base_dir) / rel, inside):
             raise PathDenied(
                 "PERMISSION_DENIED",
                 f"cannot write {path!r}: this agent may write only under {ctx.relative(inside)}/ "
@@ -183,7 +183,7 @@ def _protected(ctx: ToolContext, resolved: Path) -> bool:
     folder, with everything below it), wherever the agents' root is."""
     if not ctx.protected:
         return False
-    for root in {ctx.workspace.resolve(), ctx.run_dir.resolve()}:
+    for root in {ctx.real(ctx.workspace), ctx.real(ctx.run_dir)}:
         if resolved.parent == root and (
             resolved.name in ctx.protected or f"{resolved.name}/" in ctx.protected
         ):
