@@ -139,15 +139,21 @@ def _package_version(name: str) -> str:
     return found.group(1) if found else "unknown"
 
 
-async def execute_run(run: Run, resume: bool = False) -> RunSummary:
-    try:  # folders and files off the event loop (settle.py), where other runs may be going on
+async def _set_up(run: Run, resume: bool) -> None:
+    """The run folder made ready, off the event loop (settle.py), where other runs may be going
+    on; a folder that cannot be written is one line, with nothing recorded yet."""
+    try:
         await settle(lambda: prepare(run, resume))
     except asyncio.CancelledError:
         if run.events is not None:
             run.events.close()
         raise
-    except OSError as e:  # nothing recorded yet: the folder is as it was
+    except OSError as e:
         raise unwritable(run.run_dir, e) from None
+
+
+async def execute_run(run: Run, resume: bool = False) -> RunSummary:
+    await _set_up(run, resume)
     if resume:
         run.emit(RunResumedEvent(recorded_model_calls=len(run.ledger.responses) if run.ledger else 0))
     run.emit(
