@@ -392,3 +392,51 @@ async def test_extra_body_and_headers_reach_the_server(make_provider: ProviderFa
         (seen,) = server.requests
     assert seen.body["top_k"] == 3 and seen.headers["x-team"] == "a"
     assert seen.headers["authorization"] == "Bearer sk-openai-test"
+
+
+ANSWERS = [
+    {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "gpt-test-1",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "reasoning_content": "thinking it over",
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}},
+                        {"id": "c2", "type": "function", "function": {"name": "ls", "arguments": "{bad"}},
+                    ],
+                },
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 1020,
+            "completion_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 900},
+        },
+    },
+    {
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "refusal": "no"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    },
+    {"choices": [{"message": {"content": "hi \U0001f600"}, "finish_reason": "length"}]},
+]
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_an_answer_read_from_its_json_is_read_as_from_the_sdk_model(answer: dict[str, object]) -> None:
+    """Non-streamed answers are read from their JSON body, not from the SDK's pydantic model of
+    it (ChatCompletion): both readings give the same ModelResponse."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletion
+
+    from flowrun.providers.openai_provider import response_from_completion
+
+    model = construct_type(value=json.loads(json.dumps(answer)), type_=ChatCompletion)
+    assert response_from_completion(answer) == response_from_completion(model)

@@ -57,6 +57,11 @@ def shape_checked(read: Callable[P, T]) -> Callable[P, T]:
 WRONG_FORMAT = "(check the model's provider and base_url)"
 
 
+def _field(body: Any, name: str) -> Any:
+    """A field of an answer's JSON object or of the SDK's model of it; None when missing."""
+    return body.get(name) if isinstance(body, dict) else getattr(body, name, None)
+
+
 def require_json_object(body: Any, fields: str, *, foreign: tuple[str, str, str]) -> None:
     """The SDKs hand back the raw text when a 200 is not `application/json`: refuse it, a
     JSON body that carries an `error` instead of an answer, and an answer in the other wire
@@ -66,14 +71,19 @@ def require_json_object(body: Any, fields: str, *, foreign: tuple[str, str, str]
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         snippet = " ".join(text.split())[:80]
         raise unusable(f"the response body is not JSON: {snippet!r}")
-    error = getattr(body, "error", None)
+    error = _field(body, "error")
     if error:
         raise unusable(f"the response is an error: {server_message({'error': error}, str(error))}")
     marker, value, other = foreign
-    found = getattr(body, marker, None)
+    found = _field(body, marker)
     if found is not None and (not value or found == value):
         raise unusable(f"the answer is in {other} format {WRONG_FORMAT}")
-    if not all(hasattr(body, name) for name in fields.split()):
+    names = fields.split()
+    if isinstance(body, dict):  # a body read as JSON (openai_provider.completion_body)
+        present = all(name in body for name in names)
+    else:  # the SDK's model of it
+        present = all(hasattr(body, name) for name in names)
+    if not present:
         raise unusable(f"the response has no {fields.replace(' ', ' or ')}")
 
 

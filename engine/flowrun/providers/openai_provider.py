@@ -13,18 +13,20 @@ Wire choices:
 - no `api_key_env` but a `base_url`: a local server that needs no key; a placeholder is sent
   (never the real OPENAI_API_KEY to a third-party URL);
 - the request goes through the SDK's documented `client.post` rather than
-  `chat.completions.create`: the same request (path, headers, auth, retries off, timeout), the
-  same parsed answer and the same exceptions, without `create`'s walk of every message and tool
-  schema against the SDK's TypedDicts (a third of the SDK's time per call, growing with the
-  history). Our bodies are plain JSON that the walk leaves unchanged; a test checks exactly that
-  on every kind of body we build.
+  `chat.completions.create`: the same request (path, headers, auth, retries off, timeout) and the
+  same exceptions, without `create`'s walk of every message and tool schema against the SDK's
+  TypedDicts (a third of the SDK's time per call, growing with the history). Our bodies are
+  plain JSON that the walk leaves unchanged; a test checks exactly that on every kind of body we
+  build. A non-streamed answer is read from its JSON body as the SDK reads it (content type,
+  JSON or text) but without building the SDK's pydantic model of it; streamed chunks are the
+  SDK's.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import cache
 from typing import Any
@@ -121,8 +123,10 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
 
 def send(client: Any, params: dict[str, Any]) -> Any:
     """`client.chat.completions.create(**params)` as `create` sends it, minus the transform of
-    the parameters (see the module docstring): a ChatCompletion, or an AsyncStream of chunks."""
-    completion, stream_cls = _answer_types()
+    the parameters (see the module docstring): the HTTP response of a non-streamed answer (read
+    by completion_body), or an AsyncStream of the SDK's chunks."""
+    raw, completion, stream_cls = _answer_types()
+    stream = bool(params.get("stream"))
     body = {k: v for k, v in params.items() if k not in ("extra_body", "extra_headers")}
     options: dict[str, Any] = {"security": {"bearer_auth": True}}  # what `create` asks for
     if "extra_headers" in params:
@@ -132,20 +136,26 @@ def send(client: Any, params: dict[str, Any]) -> Any:
     return client.post(
         "/chat/completions",
         body=body,
-        cast_to=completion,
+        cast_to=completion if stream else raw,  # (a stream's cast_to must be its chunks' model)
         options=options,
-        stream=bool(params.get("stream")),
+        stream=stream,
         stream_cls=stream_cls,
     )
 
 
+async def _body(response: Awaitable[Any]) -> Any:
+    return completion_body(await response)
+
+
 @cache
-def _answer_types() -> tuple[Any, Any]:
-    """What the SDK parses an answer into: ChatCompletion, or an AsyncStream of chunks."""
+def _answer_types() -> tuple[Any, Any, Any]:
+    """What the SDK hands back: the HTTP response of a non-streamed answer (its body is read by
+    completion_body), or an AsyncStream of chunks; and the model a stream is cast to."""
+    import httpx2
     from openai import AsyncStream
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-    return ChatCompletion, AsyncStream[ChatCompletionChunk]
+    return httpx2.Response, ChatCompletion, AsyncStream[ChatCompletionChunk]
 
 
 # ---------------------------------------------------------------- response
@@ -162,15 +172,20 @@ def _tool_call(call_id: str | None, name: str, raw: str | None) -> ToolCall:
     )
 
 
+def _get(value: Any, name: str) -> Any:
+    """A field of an answer's JSON object (a non-streamed answer is parsed here, from the body)
+    or of the SDK's model of it (a streamed chunk); None when missing."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
 def _usage(raw: Any) -> Usage:
     if raw is None:
         return Usage()
-    details = getattr(raw, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-    prompt = raw.prompt_tokens or 0
+    cached = _get(_get(raw, "prompt_tokens_details"), "cached_tokens") or 0
+    prompt = _get(raw, "prompt_tokens") or 0
     return Usage(
         input_tokens=max(prompt - cached, 0),
-        output_tokens=raw.completion_tokens or 0,
+        output_tokens=_get(raw, "completion_tokens") or 0,
         cache_read_tokens=cached,
     )
 
@@ -188,25 +203,42 @@ def refused(refusal: str | None) -> str:
 
 @shape_checked
 def response_from_completion(completion: Any) -> ModelResponse:
+    """The answer from a Chat Completion: its JSON object (what `send` gives for a non-streamed
+    call), or the SDK's model of one."""
     require_json_object(completion, "choices", foreign=("type", "message", "Anthropic's Messages"))
-    if not completion.choices:
+    choices = _get(completion, "choices")
+    if not choices:
         raise unusable("the answer has no choices")
-    usage = _usage(completion.usage)
-    choice = completion.choices[0]
-    message = choice.message
+    usage = _usage(_get(completion, "usage"))
+    choice = choices[0]
+    message = _get(choice, "message") or {}
     calls = [
-        _tool_call(tc.id, tc.function.name, tc.function.arguments)
-        for tc in message.tool_calls or []
-        if getattr(tc, "function", None) is not None
+        _tool_call(_get(tc, "id"), _get(function, "name"), _get(function, "arguments"))
+        for tc in _get(message, "tool_calls") or []
+        if (function := _get(tc, "function")) is not None
     ]
     return ModelResponse(
-        text=part_text(message.content) or refused(getattr(message, "refusal", None)),
+        text=part_text(_get(message, "content")) or refused(_get(message, "refusal")),
         tool_calls=calls,
         usage=usage,
-        stop_reason=choice.finish_reason,
-        thinking=_reasoning(getattr(message, "reasoning_content", None)),
-        model=completion.model or "",
+        stop_reason=_get(choice, "finish_reason"),
+        thinking=_reasoning(_get(message, "reasoning_content")),
+        model=_get(completion, "model") or "",
     )
+
+
+def completion_body(response: Any) -> Any:
+    """A non-streamed answer's body as the SDK would have parsed it, without building its
+    pydantic model (most of the SDK's time on an answer): the JSON value, or the text when a
+    body that is not JSON says so in its content type (answers.py turns either into a
+    retryable unusable answer)."""
+    content_type = response.headers.get("content-type", "*").split(";")[0]
+    if not content_type.endswith("json"):
+        try:
+            return response.json()
+        except ValueError:
+            return response.text
+    return response.json()  # a JSONDecodeError is an unusable answer (answers.parsed)
 
 
 class StreamAssembler:
@@ -341,7 +373,7 @@ class OpenAIProvider(Provider):
             if self.config.stream:
                 response = await parsed(lambda: self._stream(client, params))
             else:
-                response = response_from_completion(await parsed(lambda: send(client, params)))
+                response = response_from_completion(await parsed(lambda: _body(send(client, params))))
             return require_answer(response)
 
         return await call_sdk(
