@@ -211,7 +211,9 @@ def response_from_completion(completion: Any) -> ModelResponse:
         raise unusable("the answer has no choices")
     usage = _usage(_get(completion, "usage"))
     choice = choices[0]
-    message = _get(choice, "message") or {}
+    message = _get(choice, "message")
+    if not isinstance(message, dict) and not hasattr(message, "content"):  # null, a string ...
+        raise unusable(f"the answer is malformed (its message is {type(message).__name__})")
     calls = [
         _tool_call(_get(tc, "id"), _get(function, "name"), _get(function, "arguments"))
         for tc in _get(message, "tool_calls") or []
