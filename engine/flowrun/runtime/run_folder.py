@@ -17,6 +17,7 @@ import fcntl
 import itertools
 import json
 import os
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -32,6 +33,7 @@ ENGINE_TEMPS = frozenset({".run.json.tmp", ".usage.json.tmp"})
 # lock and the recorded prompts (a name ending in "/" is a folder, protected with its contents)
 PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/"}
 MAX_RUN_ID = 200
+OWNER_READS = 20  # x 10 ms: how long a refused process waits to read the owner's pid
 
 
 def check_run_id(run_id: str) -> str:
@@ -97,7 +99,7 @@ class RunFolderLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                owner = _read_pid(fd)
+                owner = _owner_pid(fd)
                 os.close(fd)
                 who = f"pid {owner}" if owner else "another process"
                 raise RunInUse(
@@ -108,8 +110,9 @@ class RunFolderLock:
                 break
             os.close(fd)  # the owner removed it as we opened it: lock the new one
         self.previous_owner = _read_pid(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        mine = f"{os.getpid()}\n".encode()
+        os.pwrite(fd, mine, 0)  # then cut: the file is never empty for a process reading the owner
+        os.ftruncate(fd, len(mine))
         self._fd = fd
 
     def release(self) -> None:
@@ -134,6 +137,17 @@ class RunFolderLock:
             return os.stat(self.path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             return False
+
+
+def _owner_pid(fd: int) -> int | None:
+    """The lock owner's pid; it may be about to write it (a lock taken a moment ago), so an
+    empty file is read again for a short while."""
+    for _ in range(OWNER_READS):
+        owner = _read_pid(fd)
+        if owner is not None:
+            return owner
+        time.sleep(0.01)
+    return None
 
 
 def _read_pid(fd: int) -> int | None:
