@@ -24,6 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+sys.path.insert(0, str(REPO / "bench"))
+
+from fanout_setup import BOSS, HELPER  # noqa: E402
 from wire_server import Reply, Script, ToolCallSpec, WireServer  # noqa: E402
 
 LATENCY_S = 0.2
@@ -41,22 +44,6 @@ models:
   anthropic: {provider: anthropic, model: bench, api_key_env: BENCH_KEY}
 default_model: MODEL
 entry: boss
-"""
-BOSS = """\
-version: 1
-kind: agent
-name: boss
-prompt: You are the boss of the fan-out bench.
-tools: [helper]
-"""
-HELPER = """\
-version: 1
-kind: agent
-name: helper
-description: Lists the folder a few times.
-prompt: You are a helper of the fan-out bench.
-max_steps: 10
-tools: [list_directory]
 """
 
 

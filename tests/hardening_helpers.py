@@ -117,3 +117,33 @@ def no_traceback(proc: subprocess.CompletedProcess[str] | tuple[str, str]) -> st
     out = proc.stdout + proc.stderr if isinstance(proc, subprocess.CompletedProcess) else "".join(proc)
     assert "Traceback" not in out and "internal error" not in out, out
     return out
+
+
+def no_root_file_powers() -> None:
+    """For a child's preexec_fn: file permissions hold for it even when the tests run as root
+    (CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH leave its bounding set, so the exec'd program
+    does not get them)."""
+    if os.geteuid() != 0:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop, cap_dac_override, cap_dac_read_search = 24, 1, 2
+    for cap in (cap_dac_override, cap_dac_read_search):
+        if libc.prctl(pr_capbset_drop, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def run_unprivileged(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The CLI with file permissions enforced (see no_root_file_powers)."""
+    return subprocess.run(
+        [*flowrun_cmd(), *args],
+        cwd=cwd,
+        env=cli_env(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=no_root_file_powers,
+    )

@@ -91,6 +91,27 @@ def test_a_copy_of_the_react_example_copies_the_shipped_corpus(tmp_path: Path) -
         assert "did you mean 'corpus'?" in out
 
 
+def test_problems_of_agents_a_run_never_uses_do_not_stop_it(tmp_path: Path) -> None:
+    """react.yaml copied with every example agent but without schemas/: cited_writer (which react
+    never uses) misses its output schema. validate reports it; the react run goes on; a chat with
+    cited_writer, or a workflow that uses it, is stopped by it."""
+    shutil.copy(REPO / "examples" / "react.yaml", tmp_path / "react.yaml")
+    shutil.copy(REPO / "examples" / "research_cited.yaml", tmp_path / "research_cited.yaml")
+    for folder in ("agents.d", "prompts"):
+        shutil.copytree(REPO / "examples" / folder, tmp_path / folder)
+    problem = "agents.d/cited_writer.yaml:13:16: error[missing-schema]"
+    validated = run_cli(["validate", "react.yaml"], cwd=tmp_path)
+    assert validated.returncode == 1 and problem in validated.stdout
+    proc = run_cli(["react.yaml", "--question", "sorting", "--dry-run", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for args in (
+        ["research_cited.yaml", "--question", "q", "--dry-run"],
+        ["chat", "react.yaml", "--agent", "cited_writer", "--question", "q", "--dry-run"],
+    ):
+        proc = run_cli(args, cwd=tmp_path)
+        assert proc.returncode == 1 and problem in proc.stderr, proc.stderr
+
+
 def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
     """The wheel (built by hatchling, the build backend) holds the corpus next to the built-in
     manifests, and flowrun run from that wheel finds it for a copy of the example."""

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,8 +22,16 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, flowrun_cmd, run_cli
-from hardening_helpers import check_log, cli_env, no_traceback, scripted_project, start_cli, status_of
+from conftest import REPO, TESTS, flowrun_cmd, run_cli
+from hardening_helpers import (
+    check_log,
+    cli_env,
+    no_traceback,
+    run_unprivileged,
+    scripted_project,
+    start_cli,
+    status_of,
+)
 from proc_helpers import pids_with, wait_for
 from test_resume_replay import env_for, slow_script
 from wire_server import Reply, Script, ToolCallSpec, WireServer
@@ -31,6 +40,7 @@ import flowrun
 from flowrun.events import AgentEndEvent, Event
 
 HELPER = {"prompt": "You help.", "tools": ["list_directory", "write_file"]}
+CRASH_POINTS = TESTS / "crash_points"  # a sitecustomize that kills the process at a chosen change
 
 
 def fan_out(n: int, helper_steps: int = 3) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
@@ -116,6 +126,116 @@ def test_budget_in_the_research_roster_with_parallel_searchers(tmp_path: Path) -
     check_log(run_dir)
 
 
+def test_sub_agents_appending_to_one_file_at_once_lose_nothing(tmp_path: Path) -> None:
+    """40 helpers at once, each appending its line to one file and inserting one into
+    another: every line is there once (appends and edits are one at a time per file)."""
+    boss = [{"tool_calls": [{"name": "helper", "arguments": {"task": f"part {i}"}} for i in range(40)]}]
+    boss.append({"text": "all parts done"})
+    append = {"path": "notes.md", "content": "note\n", "mode": "append"}
+    insert = {"path": "list.md", "insert_line": 1, "position": "after", "new_content": "entry"}
+    helper = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": append},
+                {"name": "edit_file", "arguments": insert},
+            ]
+        },
+        {"text": "part done"},
+    ]
+    agents = {
+        "boss": {"prompt": "You lead.", "tools": ["helper"]},
+        "helper": {"prompt": "You help.", "tools": ["write_file", "edit_file"]},
+    }
+    scripted_project(
+        tmp_path,
+        agents,
+        {"boss": boss, "helper": helper},
+        limits={"max_concurrency": 40},
+        workflow={"workspace": {"files": {"list.md": "# entries\n"}}},
+    )
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    events = check_log(run_dir)
+    results = [e["result"] for e in events if e["type"] == "tool_result" and e["tool"] != "helper"]
+    assert len(results) == 80 and all(r["status"] == "success" for r in results), results[:3]
+    assert (run_dir / "notes.md").read_text() == "note\n" * 40
+    assert (run_dir / "list.md").read_text() == "# entries\n" + "entry\n" * 40
+
+
+def foreach_project(tmp: Path, limits: dict[str, Any]) -> Path:
+    """A `foreach:` step over the `items` input, 8 branches at once; each branch appends one
+    line (its item) to notes.md, then looks around, then answers."""
+    note = {"path": "notes.md", "content": "item\n", "mode": "append"}
+    helper = [
+        {"tool_calls": [{"name": "write_file", "arguments": note}]},
+        {"tool_calls": [{"name": "list_directory", "arguments": {}}]},
+        {"text": "part done"},
+    ]
+    step = {"agent": "helper", "task": "Do {{ item }}."}
+    foreach = {"input": "items", "concurrency": 8, "collect": "results.json", "step": step}
+    scripted_project(
+        tmp,
+        {"helper": HELPER},
+        {"helper": helper},
+        limits=limits,
+        inputs={"items": {"type": "list", "description": "things"}},
+        workflow={"steps": [{"foreach": foreach}], "entry": None},
+    )
+    wf = tmp / "wf.yaml"
+    wf.write_text(wf.read_text().replace("entry: null\n", ""))
+    return tmp
+
+
+@pytest.mark.parametrize(
+    ("limit", "value", "raised"),
+    [("max_total_steps", 25, 1000), ("max_total_tokens", 90, 10**9)],
+    ids=["steps", "tokens"],
+)
+def test_budget_crossed_inside_a_foreach_step_stops_every_branch_and_resumes(
+    tmp_path: Path, limit: str, value: int, raised: int
+) -> None:
+    """Branches of a fan-out step share the run's budget: the first to cross it stops the
+    others; nothing they wrote is lost, and after the limit is raised `resume` finishes every
+    item with each model call answered once and each append made once."""
+    foreach_project(tmp_path, {limit: value})
+    items = json.dumps(list(range(20)))
+    proc = run_cli(["wf.yaml", "--items", items, "--run-id", "r", "-q"], cwd=tmp_path, timeout=300)
+    no_traceback(proc)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert f"error: {limit} (" in proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert status_of(run_dir) == "budget_exceeded"
+    events = check_log(run_dir)
+    assert any(e["type"] == "budget_exceeded" and e["limit"] == limit for e in events)
+    if limit == "max_total_steps":
+        assert sum(e["type"] == "model_request" for e in events) == value
+    appended = [e for e in events if e["type"] == "tool_result" and e["tool"] == "write_file"]
+    intents = [e for e in events if e["type"] == "tool_intent"]
+    lines = (run_dir / "notes.md").read_text().count("item\n")
+    assert len(appended) <= lines <= len(intents)  # every logged append is on disk
+    assert not (run_dir / "run.lock").exists()
+
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(wf.read_text().replace(f"{limit}: {value}", f"{limit}: {raised}"))
+    proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = check_log(run_dir)
+    assert [e["status"] for e in events if e["type"] == "run_end"] == ["budget_exceeded", "completed"]
+    calls = [(e["agent_id"], e["step"]) for e in events if e["type"] == "model_response"]
+    assert len(calls) == len(set(calls)) == 20 * 3
+    # nothing lost, nothing twice: every logged append is on disk once; a call in flight at
+    # the stop is answered EFFECT_UNKNOWN on resume (not made again): it ran or it did not
+    results = [e["result"] for e in events if e["type"] == "tool_result" and e["tool"] == "write_file"]
+    done = sum(r["status"] == "success" for r in results)
+    unknown = sum((r.get("error") or {}).get("code") == "EFFECT_UNKNOWN" for r in results)
+    assert done + unknown == 20
+    assert done <= (run_dir / "notes.md").read_text().count("item\n") <= 20
+    assert set((run_dir / "notes.md").read_text().splitlines()) == {"item"}
+    collected = json.loads((run_dir / "results.json").read_text())
+    assert [r["status"] for r in collected] == ["completed"] * 20
+
+
 # ---------------------------------------------------------------- 3. the run-folder lock
 
 
@@ -152,13 +272,32 @@ def test_two_runs_with_one_run_id_never_share_the_folder(tmp_path: Path) -> None
         third = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
     no_traceback(second)
     assert second.returncode == 2
-    assert f"is in use by pid {first.pid}" in second.stderr
+    assert f"error: run is in use by pid {first.pid} (runs/same)" in second.stderr
     assert third.returncode == 2 and "already exists" in third.stderr
     run_dir = tmp_path / "runs" / "same"
     events = check_log(run_dir)
     assert sum(e["type"] == "model_request" for e in events) == 2
     assert (run_dir / "out.md").read_text() == "once\n"
     assert not (run_dir / "run.lock").exists()
+
+
+def test_one_run_id_started_by_five_processes_at_once_runs_once(tmp_path: Path) -> None:
+    """Started at the same instant: one process runs, each other one is refused (in use, or
+    already exists once the first has ended), and the folder holds one run."""
+    simple_project(tmp_path)
+    args = ["wf.yaml", "--topic", "tides", "--run-id", "same", "-q"]
+    children = [start_cli(args, tmp_path) for _ in range(5)]
+    results = [(child.wait(timeout=120), *child.communicate(timeout=30)) for child in children]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 2, 2, 2, 2], results
+    for code, out, err in results:
+        no_traceback((out, err))
+        if code == 2:
+            assert "error: run is in use by pid" in err or "already exists" in err, err
+    run_dir = tmp_path / "runs" / "same"
+    events = check_log(run_dir)
+    assert sum(e["type"] == "model_request" for e in events) == 2
+    assert (run_dir / "out.md").read_text() == "written\n"
 
 
 def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> None:
@@ -176,7 +315,7 @@ def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> No
         asked = len(server.requests) - before
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2], results
-    assert any("is in use by pid" in err for _, _, err in results)
+    assert any("error: run is in use by pid" in err for _, _, err in results)
     assert asked == 2  # the call lost with the kill, then the final answer: once each
     events = check_log(run_dir)
     assert events[-1]["status"] == "completed"
@@ -382,6 +521,73 @@ def test_sigkill_right_after_the_folder_appears_always_leaves_a_usable_folder(tm
         assert (run_dir / "topic.txt").read_text() == "tides\n"
 
 
+def test_a_crash_at_each_change_of_the_run_folder_leaves_it_resumable_or_reusable(tmp_path: Path) -> None:
+    """The process dies (as with SIGKILL: no cleanup) just before its k-th change to the run
+    folder (a folder made, a file opened for writing, a rename, a removal), for every k until
+    the run gets through: each time `flowrun resume` finishes the run, or, when the folder has
+    no run.json yet, the same --run-id does; the log is strict and the files whole."""
+    simple_project(tmp_path)
+    runs = tmp_path / "runs"
+    crashes = 0
+    for at in range(1, 200):
+        run_id = f"c{at}"
+        run_dir = runs / run_id
+        env = {"PYTHONPATH": str(CRASH_POINTS), "FLOWRUN_TEST_CRASH_ROOT": str(runs)}
+        env["FLOWRUN_TEST_CRASH_AT"] = str(at)
+        proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], cwd=tmp_path, env=env)
+        no_traceback(proc)
+        if proc.returncode == 0:  # the run needs fewer changes than `at`: every point was tried
+            break
+        assert proc.returncode == 137, proc.stdout + proc.stderr
+        crashes += 1
+        recover = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
+        if not run_dir.exists():  # died before making it: resume says so, the id is free
+            assert recover.returncode == 2 and "does not exist" in recover.stderr
+        if recover.returncode != 0:  # no run.json yet: resume says to use the same --run-id
+            assert run_dir.exists() or recover.returncode == 2, recover.stderr
+            assert not run_dir.exists() or "same --run-id" in recover.stderr, recover.stderr
+            recover = run_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], cwd=tmp_path)
+        no_traceback(recover)
+        assert recover.returncode == 0, (at, recover.stdout + recover.stderr)
+        assert status_of(run_dir) == "completed", at
+        events = check_log(run_dir)
+        assert sum(e["type"] == "run_end" for e in events) == 1, at
+        assert (run_dir / "out.md").read_text() == "written\n", at
+        assert (run_dir / "topic.txt").read_text() == "tides\n", at
+        assert not (run_dir / "run.lock").exists()
+    assert crashes >= 15, crashes  # the folder, the lock, run.json, the log, seeds, the tool's write, the end
+
+
+def test_a_crash_at_each_change_of_a_resume_leaves_it_resumable(tmp_path: Path) -> None:
+    """The same for `flowrun resume` of a run stopped after its first tool result: killed
+    before its k-th change to the folder, for every k, and resumed again, the run completes
+    once, its log strict, the tool's file written once."""
+    template = interrupted_run(tmp_path / "t")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    crashes = 0
+    for at in range(1, 200):
+        run_dir = runs / f"c{at}"
+        shutil.copytree(template, run_dir)
+        env = {"PYTHONPATH": str(CRASH_POINTS), "FLOWRUN_TEST_CRASH_ROOT": str(runs)}
+        env["FLOWRUN_TEST_CRASH_AT"] = str(at)
+        proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path / "t", env=env)
+        no_traceback(proc)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 137, proc.stdout + proc.stderr
+        crashes += 1
+        again = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path / "t")
+        no_traceback(again)
+        assert again.returncode == 0, (at, again.stdout + again.stderr)
+        assert status_of(run_dir) == "completed", at
+        events = check_log(run_dir)
+        assert sum(e["type"] == "run_end" for e in events) == 1, at
+        assert sum(e["type"] == "tool_result" for e in events) == 1, at
+        assert (run_dir / "out.md").read_text() == "written\n", at
+    assert crashes >= 8, crashes
+
+
 # ---------------------------------------------------------------- 7. run ids, inputs, folders
 
 
@@ -411,6 +617,24 @@ def test_non_utf8_arguments_and_files_are_named(tmp_path: Path) -> None:
     assert "--topic @latin1.txt is not UTF-8 text: byte 0xe9 at offset 12 (line 2)" in proc2.stderr
     proc3 = run_cli(["wf.yaml", "--run-id", "r", "--topic", "@missing.txt"], cwd=tmp_path)
     assert proc3.returncode == 2 and "--topic @missing.txt: No such file or directory" in proc3.stderr
+    # a YAML `!!binary` value in an --inputs file: decoded when it is UTF-8, else named
+    (tmp_path / "binary.yaml").write_text("topic: !!binary //4=\n")
+    proc4 = run_cli(["wf.yaml", "--run-id", "r", "--inputs", "binary.yaml"], cwd=tmp_path)
+    assert proc4.returncode == 2, proc4.stdout + proc4.stderr
+    assert "--topic is binary, not UTF-8 text: byte 0xff at offset 0" in proc4.stderr
+    assert not (tmp_path / "runs").exists()
+    (tmp_path / "binary.yaml").write_text("topic: !!binary dGlkZXM=\n")
+    proc5 = run_cli(["wf.yaml", "--run-id", "b", "--inputs", "binary.yaml", "-q"], cwd=tmp_path)
+    assert proc5.returncode == 0, proc5.stdout + proc5.stderr
+    assert (tmp_path / "runs" / "b" / "topic.txt").read_text() == "tides\n"
+
+
+@pytest.mark.parametrize("value", [b"caf\xe9", "caf\udce9", ["ok", b"\xff"], {"k": "\ud800"}])
+def test_the_python_api_names_input_text_that_is_not_unicode(tmp_path: Path, value: Any) -> None:
+    simple_project(tmp_path)
+    wf = flowrun.load(tmp_path / "wf.yaml")
+    with pytest.raises(flowrun.UsageError, match=r"--topic is (binary, )?not (valid )?UTF-8"):
+        wf.run_sync({"topic": value}, runs_dir=tmp_path / "runs", run_id="r")
     assert not (tmp_path / "runs").exists()
 
 
@@ -476,15 +700,61 @@ def test_an_unusable_runs_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert (tmp_path / "afile").read_text() == "not a folder"
 
 
+def test_run_folders_and_engine_files_that_cannot_be_written_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Permissions enforced (also for root): a read-only runs folder, and on resume a read-only
+    run folder, events.jsonl or flowrun.log. Each: one line naming the folder (and file),
+    exit 2, the folder as it was; with the permissions back, the run goes on."""
+    simple_project(tmp_path)
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    proc = run_unprivileged(["wf.yaml", "--topic", "t", "--runs-dir", "ro", "--run-id", "r"], tmp_path)
+    no_traceback(proc)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "error: cannot create the run folder ro/r: Permission denied" in proc.stderr
+    assert not (tmp_path / "ro" / "r").exists()
+
+    run_dir = interrupted_run(tmp_path)
+    for target in (run_dir, run_dir / "events.jsonl", run_dir / "flowrun.log"):
+        before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+        target.chmod(0o555 if target.is_dir() else 0o444)
+        proc = run_unprivileged(["resume", str(run_dir), "-q"], tmp_path)
+        target.chmod(0o755 if target.is_dir() else 0o644)
+        no_traceback(proc)
+        assert proc.returncode == 2, (target.name, proc.stdout + proc.stderr)
+        assert f"error: cannot write in the run folder {run_dir}" in proc.stderr, proc.stderr
+        assert "Permission denied" in proc.stderr and "hint:" in proc.stderr
+        assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
+    proc = run_unprivileged(["resume", str(run_dir), "-q"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_log(run_dir)
+
+
 # ---------------------------------------------------------------- 8. the smaller ones
 
 
 PLAIN = {"integer": 1, "number": 1, "boolean": False, "array": []}
+# text a model may send in any string argument: NUL, paths too long for the OS (whole and one
+# component), outside paths, home, a newline, nothing, an option, a glob, control characters
+HOSTILE_TEXT = [
+    "a\x00b",
+    "x" * 5000,
+    "d/" * 2100 + "f",
+    "n" * 300,
+    "../../../etc/passwd",
+    "/etc/passwd",
+    "~/x",
+    "a\nb",
+    "",
+    "-rf",
+    "*",
+    "\u202e\x7f\x1b[2J",
+]
 
 
 def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_path: Path) -> None:
-    """Every string parameter of every built-in tool, in turn, carries a NUL byte: each call
-    ends in a result the model can act on, never INTERNAL (the old use_skill answer)."""
+    """Every string parameter of every built-in tool, in turn, carries a NUL byte (and each
+    other hostile text): each call ends in a result the model can act on, never INTERNAL (the
+    old use_skill answer to a NUL), and nothing lands outside the run folder."""
     calls = []
     for manifest in sorted((REPO / "tools.d").glob("*.yaml")):
         spec = yaml.safe_load(manifest.read_text())
@@ -502,7 +772,7 @@ def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_p
         base = {k: PLAIN.get(str(p.get("type")), "ok") for k, p in props.items() if k in required}
         for key, prop in props.items():
             if prop.get("type") in ("string", ["array", "string"]):
-                calls.append({"name": spec["name"], "arguments": {**base, key: "a\x00b"}})
+                calls += [{"name": spec["name"], "arguments": {**base, key: text}} for text in HOSTILE_TEXT]
     # a lone surrogate escape decodes to text that is not Unicode: refused before any tool runs
     calls.append({"name": "write_file", "arguments": '{"path": "s.md", "content": "a\\ud800b"}'})
     calls.append({"name": "use_skill", "arguments": {"skill": "demo", "file": "a\x00b"}})
@@ -529,6 +799,13 @@ def test_nul_bytes_in_any_argument_of_any_built_in_tool_are_never_internal(tmp_p
     surrogate = results[-2]["result"]
     assert surrogate["error"]["code"] == "INVALID_PARAM" and "not valid Unicode" in surrogate["text"]
     assert not (tmp_path / "runs" / "r" / "s.md").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "agents.d",
+        "runs",
+        "script.yaml",
+        "skills",
+        "wf.yaml",
+    ]
 
 
 def test_a_full_disk_fails_the_run_with_one_line_and_a_strict_log(tmp_path: Path) -> None:
@@ -582,17 +859,47 @@ def interrupted_run(tmp: Path) -> Path:
     return run_dir
 
 
-def test_damage_in_the_middle_of_the_log_is_named_not_skipped(tmp_path: Path) -> None:
+def _damage(lines: list[bytes], how: str) -> tuple[list[bytes], int, str]:
+    """The log's lines damaged `how`: (lines, the line number named, what the error says)."""
+    if how == "bytes":
+        lines[2] = b'{"seq": 3, "type": "model_req\xff'
+        return lines, 3, "this line is not a JSON object"
+    if how == "zeros":  # what a power cut can leave in a block of the file
+        lines[2] = b"\x00" * 300
+        return lines, 3, "this line is not a JSON object"
+    if how == "no-type":
+        lines[2] = b'{"seq": 3, "t": 1.0}'
+        return lines, 3, "this line has no event type"
+    if how == "unreadable":
+        event = json.loads(lines[4])
+        assert event["type"] == "model_response"
+        lines[4] = json.dumps({**event, "response": "garbage"}).encode()
+        return lines, 5, "a model_response event whose fields cannot be read"
+    if how == "missing":
+        del lines[3]
+        return lines, 4, "seq 5 after 3: a line missing"
+    if how == "repeated":
+        lines.insert(4, lines[4])
+        return lines, 6, "seq 5 after 5"
+    lines[3], lines[4] = lines[4], lines[3]  # moved
+    return lines, 4, "seq 5 after 3"
+
+
+@pytest.mark.parametrize("how", ["bytes", "zeros", "no-type", "unreadable", "missing", "repeated", "moved"])
+def test_damage_in_the_middle_of_the_log_is_named_not_skipped(tmp_path: Path, how: str) -> None:
+    """Damage anywhere before the last line (bytes that are not JSON, zeros, a line without a
+    type or with fields that cannot be read, a line missing, repeated or moved): resume and
+    replay refuse with the file and line, and change nothing; the viewers still read it."""
     run_dir = interrupted_run(tmp_path)
     log = run_dir / "events.jsonl"
-    lines = log.read_bytes().split(b"\n")
-    lines[2] = b'{"seq": 3, "type": "model_req\xff'
+    lines, number, what = _damage(log.read_bytes().split(b"\n"), how)
     log.write_bytes(b"\n".join(lines))
     before = log.read_bytes()
     proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
     no_traceback(proc)
-    assert proc.returncode == 1
-    assert f"{log}:3: the event log is damaged" in proc.stderr and "hint:" in proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{log}:{number}: the event log is damaged ({what}" in proc.stderr, proc.stderr
+    assert "hint:" in proc.stderr
     assert log.read_bytes() == before and status_of(run_dir) == "running"
     assert not (run_dir / "run.lock").exists()
     proc = run_cli(["replay", str(run_dir), "-q"], cwd=tmp_path)
@@ -614,7 +921,10 @@ def test_a_torn_last_line_is_cut_and_the_log_stays_strict(tmp_path: Path) -> Non
     assert run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path).returncode == 0
 
 
-def test_sigint_before_the_run_folder_exists_says_nothing_was_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["int", "term"])
+def test_a_signal_before_the_run_folder_exists_says_nothing_was_started(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
     simple_project(tmp_path)
     child = subprocess.Popen(
         [*flowrun_cmd(), "wf.yaml", "--topic", "@-", "--run-id", "r"],
@@ -626,12 +936,86 @@ def test_sigint_before_the_run_folder_exists_says_nothing_was_started(tmp_path: 
         text=True,
     )
     time.sleep(3)  # it waits for the question on stdin
-    child.send_signal(signal.SIGINT)
+    child.send_signal(sig)
+    child.wait(timeout=30)  # stdin stays open: the signal ends it
     _, err = child.communicate(timeout=30)
-    assert child.returncode == 130, err
+    assert child.returncode == code, err
     assert "nothing was started: no run folder was made" in err
     assert "folder is kept" not in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(signal.SIGINT, signal.SIGINT), (signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGINT)],
+    ids=["int-int", "int-term", "term-int"],
+)
+def test_a_second_signal_while_the_run_stops_changes_nothing(
+    tmp_path: Path, first: signal.Signals, second: signal.Signals
+) -> None:
+    """Ctrl-C pressed twice (or SIGTERM and Ctrl-C): the first decides; the run records its
+    stop whole and the command exits with the first one's code and line."""
+    shell = {"name": "execute_shell", "arguments": {"command": "sleep 300", "timeout": 600}}
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You wait.", "tools": ["execute_shell"]}},
+        {"w": [{"tool_calls": [shell]}, {"text": "done"}]},
+        entry="w",
+    )
+    outcome = {"interrupted": (130, "interrupted (Ctrl-C)"), "terminated": (143, "terminated (SIGTERM)")}
+    for attempt, gap in enumerate((0.0, 0.05, 0.5)):
+        run_dir = tmp_path / "runs" / f"s{attempt}"
+        child = start_cli(["wf.yaml", "--run-id", run_dir.name, "-q"], tmp_path)
+        log = run_dir / "events.jsonl"
+        assert wait_for(lambda log=log: log.exists() and b'"tool_intent"' in log.read_bytes(), 60)
+        child.send_signal(first)
+        time.sleep(gap)
+        child.send_signal(second)
+        out, err = child.communicate(timeout=60)
+        no_traceback((out, err))
+        assert status_of(run_dir) == "interrupted"
+        events = check_log(run_dir)
+        # signals sent together may be handled in either order: the one handled first decides
+        # the exit code and the recorded reason alike; half a second apart, it is the first
+        decided = "interrupted" if first == signal.SIGINT else "terminated"
+        if gap < 0.5:
+            decided = events[-1]["message"].split(" (")[0]
+        code, reason = outcome[decided]
+        assert child.returncode == code, (gap, child.returncode, err)
+        assert events[-1]["message"].startswith(reason), events[-1]["message"]
+        assert f"flowrun resume {run_dir.relative_to(tmp_path)}" in err
+
+
+def test_ctrl_c_in_a_chat_waiting_for_the_user_names_its_folder(tmp_path: Path) -> None:
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You chat.", "tools": ["list_directory"]}},
+        {"w": [{"text": "hello to you"}, {"text": "more"}]},
+        entry="w",
+    )
+    child = subprocess.Popen(
+        [*flowrun_cmd(), "chat", "wf.yaml", "--run-id", "c"],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None
+    child.stdin.write("hello\n")
+    child.stdin.flush()
+    log = tmp_path / "runs" / "c" / "events.jsonl"
+    assert wait_for(lambda: log.exists() and b'"model_response"' in log.read_bytes(), 60)
+    time.sleep(0.5)  # it is reading the next message now
+    child.send_signal(signal.SIGINT)
+    child.wait(timeout=60)  # stdin stays open: the signal, not an end of input, ends it
+    _, err = child.communicate(timeout=60)
+    no_traceback(("", err))
+    assert child.returncode == 130, err
+    assert "flowrun resume runs/c" in err and "RUN_DIR" not in err
+    assert status_of(tmp_path / "runs" / "c") == "interrupted"
+    check_log(tmp_path / "runs" / "c")
 
 
 async def test_a_cancel_while_a_finished_run_closes_keeps_it_completed(tmp_path: Path) -> None:
@@ -685,9 +1069,10 @@ def test_a_late_sigint_never_turns_a_completed_run_into_an_interrupted_one(tmp_p
         ("write_file", {"path": "log.md", "content": "entry\n", "mode": "append"}, False),
         ("execute_shell", {"command": "echo entry >> log.md"}, False),
         ("stamp", {"line": "entry"}, False),
+        ("run_skill_script", {"skill": "stamper", "script": "scripts/stamp.sh"}, False),
         ("write_file", {"path": "log.md", "content": "entry\n", "mode": "overwrite"}, True),
     ],
-    ids=["append", "shell", "command-tool", "overwrite"],
+    ids=["append", "shell", "command-tool", "skill-script", "overwrite"],
 )
 def test_a_call_in_flight_at_a_crash_is_not_repeated_blindly(
     tmp_path: Path, tool: str, arguments: dict[str, Any], repeated: bool
@@ -705,7 +1090,11 @@ def test_a_call_in_flight_at_a_crash_is_not_repeated_blindly(
         {"w": {"prompt": "You log.", "tools": [tool]}},
         {"w": [{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"text": "logged"}]},
         entry="w",
-        extra={"tools.d/stamp.yaml": stamp},
+        extra={
+            "tools.d/stamp.yaml": stamp,
+            "skills/stamper/SKILL.md": "---\nname: stamper\ndescription: Stamps log.md.\n---\nRun it.\n",
+            "skills/stamper/scripts/stamp.sh": "echo entry >> log.md\n",
+        },
     )
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,38 +1,99 @@
 """Issue 11, item 2, through the CLI and the real SDKs: a 200 that is not a usable answer (a
-stream cut before its final event, no choices, a body that is not JSON, an empty answer) is a
-retryable provider error in both wire formats, streamed and not: retried, then the run fails
-`failed` (exit 1) with one line naming the model and the fault; one good answer after a bad
-one and the run completes."""
+stream cut before its final event, no choices, a body that is not JSON or not UTF-8, JSON of
+the wrong shape, an error object, no body, a body that does not unzip, the other wire format,
+an empty answer) is a retryable provider error in both wire formats, streamed and not: retried,
+then the run fails `failed` (exit 1) with one line naming the model and the fault; a good
+answer after the bad ones and the run completes. A property test sends the providers answers
+of any shape: each ends in an answer or a ProviderError, never another exception."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli
 from hardening_helpers import check_log, no_traceback, status_of
-from wire_server import FAULTS, FaultFirst, Reply, Script, ToolCallSpec, WireServer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from model_configs import provider_config
+from wire_server import FAULTS, SLOW_FAULTS, InTurn, Reply, Script, ToolCallSpec, WireRequest, WireServer
 
-CASES = [*FAULTS, "empty"]
-EXPECTED = {
-    ("truncated", False): "the response body is not valid JSON",
-    ("truncated", True): "the stream ended after",
-    ("no_choices", False): {"openai": "the answer has no choices", "anthropic": "the answer is empty"},
-    ("no_choices", True): {"openai": "without its final chunk", "anthropic": "the answer is empty"},
-    ("not_json", False): "the response body is not JSON: '<html>",
-    ("not_json", True): "the stream carried no events",
-    ("empty", False): "the answer is empty: no text and no tool call",
-    ("empty", True): "the answer is empty: no text and no tool call",
+from flowrun.errors import ProviderError
+from flowrun.providers.anthropic_provider import AnthropicProvider
+from flowrun.providers.base import ModelRequest
+from flowrun.providers.openai_provider import OpenAIProvider
+from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec
+
+CASES = [*(f for f in FAULTS if f not in SLOW_FAULTS), "empty"]
+COMBOS = [("openai", False), ("openai", True), ("anthropic", False), ("anthropic", True)]
+COMBO_IDS = [f"{api}-{'stream' if stream else 'plain'}" for api, stream in COMBOS]
+# what the error line and each model_retry reason say, per fault and (api, stream) where it differs
+EXPECTED: dict[str, str | dict[tuple[str, bool], str]] = {
+    "truncated": {
+        ("openai", False): "unusable answer: the response body is not valid JSON",
+        ("anthropic", False): "unusable answer: the response body is not valid JSON",
+        ("openai", True): "unusable answer: the stream ended after 3 events without its final chunk",
+        ("anthropic", True): "unusable answer: the stream ended after 5 events without its final message_",
+    },
+    "no_choices": {
+        ("openai", False): "unusable answer: the answer has no choices",
+        ("openai", True): "unusable answer: the stream ended after 3 events without its final chunk",
+        ("anthropic", False): "unusable answer: the answer is empty",
+        ("anthropic", True): "unusable answer: the answer is empty",
+    },
+    "not_json": {
+        ("openai", False): "unusable answer: the response body is not JSON: '<html>",
+        ("anthropic", False): "unusable answer: the response body is not JSON: '<html>",
+        ("openai", True): "unusable answer: the stream carried no events",
+        ("anthropic", True): "unusable answer: the stream carried no events",
+    },
+    "malformed": "unusable answer: the answer is malformed",
+    "not_utf8": "unusable answer: the response body is not UTF-8 (byte 0xff at offset",
+    "error_in_200": {
+        ("openai", False): "unusable answer: the response is an error: the upstream is overloaded",
+        ("anthropic", False): "unusable answer: the response is an error: the upstream is overloaded",
+        ("openai", True): "stream error: the upstream is overloaded",
+        ("anthropic", True): "HTTP 529: the upstream is overloaded",
+    },
+    "empty_body": {
+        ("openai", False): "unusable answer: the response body is not valid JSON",
+        ("anthropic", False): "unusable answer: the response body is not valid JSON",
+        ("openai", True): "unusable answer: the stream carried no events",
+        ("anthropic", True): "unusable answer: the stream carried no events",
+    },
+    "bad_gzip": "unusable answer: the response body cannot be decoded",
+    "other_format": {
+        ("openai", False): "unusable answer: the answer is in Anthropic's Messages format",
+        ("openai", True): "unusable answer: the stream is in Anthropic's Messages format",
+        ("anthropic", False): "unusable answer: the answer is in OpenAI's Chat Completions format",
+        ("anthropic", True): "unusable answer: the stream carried no events",
+    },
+    "empty": "unusable answer: the answer is empty: no text and no tool call",
 }
 
 
-def project(tmp: Path, api: str, base_url: str) -> Path:
+def expected(case: str, api: str, stream: bool) -> str:
+    said = EXPECTED[case]
+    return said if isinstance(said, str) else said[(api, stream)]
+
+
+def bad(case: str) -> Reply:
+    return Reply(text="") if case == "empty" else Reply(text="lost", fault=case)  # type: ignore[arg-type]
+
+
+def project(tmp: Path, api: str, base_url: str, retries: int, timeout_s: float = 300) -> Path:
     key = "OPENAI_API_KEY" if api == "openai" else "ANTHROPIC_API_KEY"
     (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
     (tmp / "wf.yaml").write_text(
         "version: 1\nkind: workflow\nname: answers\n"
         f"models:\n  m: {{provider: {api}, model: test-model, api_key_env: {key}, base_url: '{base_url}', "
-        "max_retries: 2}\n"
+        f"max_retries: {retries}, timeout_s: {timeout_s}}}\n"
         "default_model: m\nentry: w\noutput: report.md\n"
     )
     (tmp / "agents.d" / "w.yaml").write_text(
@@ -41,61 +102,48 @@ def project(tmp: Path, api: str, base_url: str) -> Path:
     return tmp
 
 
-def run(tmp: Path, api: str, server: WireServer, stream: bool) -> tuple[int, str, Path]:
+def run(
+    tmp: Path, api: str, server: WireServer, stream: bool, retries: int, timeout_s: float = 300
+) -> tuple[int, str, Path]:
     base = server.openai_base_url if api == "openai" else server.anthropic_base_url
-    project(tmp, api, base)
+    project(tmp, api, base, retries, timeout_s)
     env = {"OPENAI_API_KEY": "test-key-openai-123", "ANTHROPIC_API_KEY": "test-key-anthropic-123"}
-    env["FLOWRUN_RETRY_BASE_S"] = "0.01"
+    env["FLOWRUN_RETRY_BASE_S"] = "0.001"  # ten retries in well under a second
     flag = "--stream" if stream else "--no-stream"
     proc = run_cli(["wf.yaml", "--run-id", "r", flag, "-q"], cwd=tmp, env=env)
     no_traceback(proc)
     return proc.returncode, proc.stdout + proc.stderr, tmp / "runs" / "r"
 
 
-def broken(fault: str) -> Script:
-    if fault == "empty":
-        return Script({"answer checker": [Reply(text="")] * 10})
-    return Script({"answer checker": [Reply(text="lost", fault=fault)] * 10})  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-@pytest.mark.parametrize("api", ["openai", "anthropic"])
-@pytest.mark.parametrize("fault", CASES)
-def test_an_unusable_answer_is_retried_then_fails_naming_model_and_fault(
-    tmp_path: Path, fault: str, api: str, stream: bool
+@pytest.mark.parametrize(("api", "stream"), COMBOS, ids=COMBO_IDS)
+def test_every_unusable_answer_is_retried_then_the_run_fails_naming_model_and_fault(
+    tmp_path: Path, api: str, stream: bool
 ) -> None:
-    with WireServer(broken(fault)) as server:
-        code, out, run_dir = run(tmp_path, api, server, stream)
+    """Every kind of bad answer in turn, one per retry; each run ends on another one."""
+    shift = 3 * COMBOS.index((api, stream))
+    cases = CASES[shift:] + CASES[:shift]
+    with WireServer(InTurn([bad(c) for c in cases])) as server:
+        code, out, run_dir = run(tmp_path, api, server, stream, retries=len(cases) - 1)
         asked = len(server.requests)
     assert code == 1, out
-    expected = EXPECTED[(fault, stream)]
-    expected = expected[api] if isinstance(expected, dict) else expected
+    assert asked == len(cases)  # the first try and every retry, nothing more
     line = next(line for line in out.splitlines() if line.startswith("error:"))
-    assert f"model 'm' ({api}:test-model) failed after 2 retries: unusable answer: " in line, line
-    assert expected in line, line
+    assert f"model 'm' ({api}:test-model) failed after {len(cases) - 1} retries: " in line, line
+    assert expected(cases[-1], api, stream) in line, line
     assert "report.md was not written" in out
-    assert asked == 3  # the first try and two retries
     assert status_of(run_dir) == "failed"
     events = check_log(run_dir)
-    retries = [e for e in events if e["type"] == "model_retry"]
-    assert [e["retry"] for e in retries] == [1, 2] and all("unusable answer" in e["reason"] for e in retries)
-    assert any(e["type"] == "error" and e["where"] == "model" and expected in e["message"] for e in events)
+    reasons = [e["reason"] for e in events if e["type"] == "model_retry"]
+    assert len(reasons) == len(cases) - 1
+    for case, reason in zip(cases, reasons, strict=False):
+        assert expected(case, api, stream) in reason, (case, reason)
+    last = expected(cases[-1], api, stream).split(": ", 1)[1]
+    assert any(e["type"] == "error" and e["where"] == "model" and last in e["message"] for e in events)
     assert not any(e["type"] == "model_response" for e in events)  # nothing unusable reached the agent
 
 
-@pytest.mark.parametrize(
-    ("fault", "api", "stream"),
-    [
-        ("truncated", "openai", True),
-        ("no_choices", "anthropic", False),
-        ("not_json", "anthropic", True),
-        ("truncated", "anthropic", False),
-        ("not_json", "openai", False),
-    ],
-)
-def test_one_good_answer_after_a_bad_one_completes_the_run(
-    tmp_path: Path, fault: str, api: str, stream: bool
-) -> None:
+@pytest.mark.parametrize(("api", "stream"), COMBOS, ids=COMBO_IDS)
+def test_a_good_answer_after_every_bad_one_completes_the_run(tmp_path: Path, api: str, stream: bool) -> None:
     good = Script(
         {
             "answer checker": [
@@ -104,11 +152,171 @@ def test_one_good_answer_after_a_bad_one_completes_the_run(
             ]
         }
     )
-    with WireServer(FaultFirst(1, fault, then=good)) as server:  # type: ignore[arg-type]
-        code, out, run_dir = run(tmp_path, api, server, stream)
+    with WireServer(InTurn([bad(c) for c in CASES], then=good)) as server:
+        code, out, run_dir = run(tmp_path, api, server, stream, retries=len(CASES))
         asked = len(server.requests)
     assert code == 0, out
-    assert asked == 3
+    assert asked == len(CASES) + 2
     assert (run_dir / "report.md").read_text() == "ok\n"
     events = check_log(run_dir)
-    assert [e["retry"] for e in events if e["type"] == "model_retry"] == [1]
+    assert [e["retry"] for e in events if e["type"] == "model_retry"] == list(range(1, len(CASES) + 1))
+    assert [e["response"]["text"] for e in events if e["type"] == "model_response"][-1] == "written"
+
+
+@pytest.mark.parametrize(
+    ("api", "stream"), [("openai", False), ("anthropic", True)], ids=["openai-plain", "anthropic-stream"]
+)
+def test_an_answer_that_never_completes_times_out_as_a_whole(tmp_path: Path, api: str, stream: bool) -> None:
+    """A stream kept alive with pings (a body sent a byte at a time): every read is quick,
+    so only a deadline on the whole answer (timeout_s) ends the call; then it is retried."""
+    with WireServer(InTurn([Reply(text="slow", fault="drip")] * 2)) as server:
+        started = time.monotonic()
+        code, out, run_dir = run(tmp_path, api, server, stream, retries=1, timeout_s=2)
+        took = time.monotonic() - started
+        asked = len(server.requests)
+    assert code == 1, out
+    assert asked == 2 and took < 60
+    line = next(line for line in out.splitlines() if line.startswith("error:"))
+    assert (
+        f"model 'm' ({api}:test-model) failed after 1 retry: timeout: no complete answer within timeout_s=2"
+        in line
+    )
+    assert status_of(run_dir) == "failed"
+    events = check_log(run_dir)
+    assert [e["reason"] for e in events if e["type"] == "model_retry"] == [
+        "timeout: no complete answer within timeout_s=2"
+    ]
+
+
+@pytest.mark.parametrize(("api", "stop"), [("openai", "length"), ("anthropic", "max_tokens")])
+def test_an_empty_answer_cut_by_max_tokens_says_to_raise_it(tmp_path: Path, api: str, stop: str) -> None:
+    with WireServer(InTurn([Reply(text="", stop_reason=stop)] * 2)) as server:
+        code, out, run_dir = run(tmp_path, api, server, False, retries=1)
+    assert code == 1, out
+    assert f"the answer is empty: no text and no tool call (stop reason {stop})" in out
+    assert "hint: the model used up max_tokens=" in out and "raise the model's max_tokens" in out
+    assert status_of(run_dir) == "failed"
+    check_log(run_dir)
+
+
+# ---------------------------------------------------------------- answers of any shape
+
+
+def good_bodies(api: str, stream: bool) -> list[Any]:
+    """A good answer with a text and a tool call, as JSON values: the whole body, or each
+    streamed event's data (Anthropic: (event name, data))."""
+    request = WireRequest(api, "", {}, {"model": "m"}, stream, "", [], [], 0, [], "", [])
+    reply = Reply(text="hello", tool_calls=[ToolCallSpec("look", {"q": "x"})], thinking="hm")
+    if api == "openai" and stream:
+        from wire_server import openai_stream
+
+        return [json.loads(d) for d in openai_stream(request, reply) if d != "[DONE]"]
+    if api == "anthropic" and stream:
+        from wire_server import anthropic_stream
+
+        return [list(pair) for pair in anthropic_stream(request, reply)]
+    from wire_server import anthropic_message, openai_completion
+
+    return [(openai_completion if api == "openai" else anthropic_message)(request, reply)]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from paths(inner, (*prefix, key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from paths(inner, (*prefix, i))
+
+
+def mutate(value: Any, path: tuple[Any, ...], op: str, new: Any) -> Any:
+    """`value` with the node at `path` replaced by `new`, or deleted."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    copy: Any = dict(value) if isinstance(value, dict) else list(value)
+    if not rest and op == "delete":
+        del copy[head]
+    else:
+        copy[head] = mutate(copy[head], rest, op, new)
+    return copy
+
+
+@st.composite
+def broken_answers(draw: st.DrawFn) -> tuple[str, bool, bytes]:
+    api = draw(st.sampled_from(["openai", "anthropic"]))
+    stream = draw(st.booleans())
+    bodies: Any = good_bodies(api, stream)
+    for _ in range(draw(st.integers(1, 4))):
+        inner = list(paths(bodies))[1:]
+        if not inner:
+            break
+        path = draw(st.sampled_from(inner))
+        bodies = mutate(bodies, path, draw(st.sampled_from(["delete", "replace"])), draw(json_values))
+    if not stream:
+        return api, stream, json.dumps(bodies[0] if bodies else None).encode()
+    if api == "openai":
+        events = [f"data: {json.dumps(b)}\n\n" for b in bodies] + ["data: [DONE]\n\n"]
+    else:
+        events = [
+            f"event: {b[0] if isinstance(b, list) and b and isinstance(b[0], str) else 'x'}\n"
+            f"data: {json.dumps(b[1] if isinstance(b, list) and len(b) > 1 else b)}\n\n"
+            for b in bodies
+        ]
+    return api, stream, "".join(events).replace("\r", "").encode()
+
+
+@pytest.fixture(scope="module")
+def raw_server() -> Iterator[tuple[WireServer, list[Reply]]]:
+    answer: list[Reply] = [Reply(text="unset")]
+    with WireServer(lambda request: answer[0]) as server:
+        yield server, answer
+
+
+def well_typed(response: ModelResponse) -> None:
+    assert isinstance(response.text, str) and isinstance(response.model, str)
+    assert response.stop_reason is None or isinstance(response.stop_reason, str)
+    assert response.text.strip() or response.tool_calls
+    for call in response.tool_calls:
+        assert isinstance(call, ToolCall) and isinstance(call.name, str) and isinstance(call.id, str)
+        assert isinstance(call.arguments, dict)
+
+
+@settings(
+    max_examples=int(os.environ.get("FLOWRUN_PROPERTY_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(answer=broken_answers())
+def test_an_answer_of_any_shape_is_an_answer_or_a_provider_error(
+    raw_server: tuple[WireServer, list[Reply]],
+    answer: tuple[str, bool, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server, slot = raw_server
+    api, stream, body = answer
+    kind = "text/event-stream" if stream else "application/json"
+    slot[0] = Reply(raw=body, headers={"Content-Type": kind})
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-openai-123")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-anthropic-123")
+    base = server.openai_base_url if api == "openai" else server.anthropic_base_url
+    config = provider_config(
+        provider=api, base_url=base, stream=stream, max_retries=0, api_key_env=f"{api.upper()}_API_KEY"
+    )
+    provider = (OpenAIProvider if api == "openai" else AnthropicProvider)(config)
+    look = ToolSpec("look", "Look.", {"type": "object", "properties": {"q": {"type": "string"}}})
+    request = ModelRequest("a", "You look.", [Message(role="user", content="hi")], [look])
+    try:
+        response = asyncio.run(provider.complete(request))
+    except ProviderError as e:
+        assert "\n" not in str(e).split(" (hint")[0]
+        return
+    well_typed(response)

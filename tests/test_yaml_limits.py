@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -151,8 +152,14 @@ def test_fifo_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.yaml"
     os.mkfifo(fifo)
     (tmp_path / "zero.yaml").symlink_to("/dev/zero")
-    proc = run_cli(["validate", str(fifo), str(tmp_path / "zero.yaml")], timeout=30)
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "sock.yaml"))
+    proc = run_cli(
+        ["validate", str(fifo), str(tmp_path / "zero.yaml"), str(tmp_path / "sock.yaml")], timeout=30
+    )
+    listening.close()
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "sock.yaml:1:1: error[not-a-file]: not a regular file (a socket)" in proc.stdout
     assert "fifo.yaml:1:1: error[not-a-file]: not a regular file (a FIFO)" in proc.stdout
     assert "zero.yaml:1:1: error[not-a-file]: not a regular file (a character device)" in proc.stdout
     proc = run_cli(["run", str(fifo), "--dry-run"], timeout=30)

@@ -27,7 +27,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -79,18 +79,58 @@ class Reply:
     delay_s: float = 0.0
     stop_reason: str | None = None  # None: derived from whether there are tool calls
     fault: Fault | None = None  # a broken 200 answer (see FAULTS)
+    raw: bytes | None = None  # a 200 with exactly this body (headers: `headers`)
     refusal: str | None = None  # OpenAI: a structured-output refusal (`refusal`, no content)
 
 
 # Broken answers with status 200, each in both wire formats, streamed and not:
-#   truncated   a stream that ends (properly terminated) before its final event: OpenAI without
-#               the finish_reason chunk, the usage chunk and [DONE]; Anthropic without
-#               message_delta and message_stop. Not streamed: the JSON body cut in half.
-#   no_choices  OpenAI `choices: []` (streamed: chunks without choices); Anthropic `content: []`
-#               with no stop_reason (streamed: no content block and no stop_reason).
-#   not_json    a text/html body instead of JSON or SSE.
-Fault = Literal["truncated", "no_choices", "not_json"]
-FAULTS: tuple[Fault, ...] = ("truncated", "no_choices", "not_json")
+#   truncated    a stream that ends (properly terminated) before its final event: OpenAI without
+#                the finish_reason chunk, the usage chunk and [DONE]; Anthropic without
+#                message_delta and message_stop. Not streamed: the JSON body cut in half.
+#   no_choices   OpenAI `choices: []` (streamed: chunks without choices); Anthropic `content: []`
+#                with no stop_reason (streamed: no content block and no stop_reason).
+#   not_json     a text/html body instead of JSON or SSE.
+#   malformed    JSON of the wrong shape: OpenAI a null `message` (streamed: a `delta` that is a
+#                string); Anthropic a content block without a `type` (streamed: a null
+#                `content_block`).
+#   not_utf8     the whole answer, with a byte that is not UTF-8 inside it.
+#   error_in_200 an error object instead of an answer: OpenAI `{"error": ...}` (streamed: as a
+#                `data:` chunk); Anthropic `{"type": "error", ...}` (streamed: an `error` event).
+#   empty_body   no body at all.
+#   bad_gzip     `Content-Encoding: gzip` on a body that is not gzip.
+#   other_format the answer in the other wire format (an Anthropic message to an OpenAI client
+#                and the reverse), as a misrouted proxy sends it.
+#   drip         the answer never completes: a stream sends its first event, then only SSE
+#                comments (keep-alive pings); a body arrives one byte at a time. Every read is
+#                quick, the whole answer takes minutes (up to DRIP_LIMIT_S, or until the
+#                client hangs up).
+# `Reply.raw` sends any body verbatim (with `Reply.headers` for its content type).
+Fault = Literal[
+    "truncated",
+    "no_choices",
+    "not_json",
+    "malformed",
+    "not_utf8",
+    "error_in_200",
+    "empty_body",
+    "bad_gzip",
+    "other_format",
+    "drip",
+]
+FAULTS: tuple[Fault, ...] = (
+    "truncated",
+    "no_choices",
+    "not_json",
+    "malformed",
+    "not_utf8",
+    "error_in_200",
+    "empty_body",
+    "bad_gzip",
+    "other_format",
+)
+SLOW_FAULTS: tuple[Fault, ...] = ("drip",)  # they take the client's timeout to notice
+DRIP_LIMIT_S = 120.0
+DRIP_EVERY_S = 0.1
 NOT_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1>the upstream answered nothing</body></html>\n"
 
 Responder = Callable[[WireRequest], Reply]
@@ -244,6 +284,21 @@ class FaultFirst:
         return self.then(request)
 
 
+class InTurn:
+    """Answers request number i with `replies[i]`, then defers to `then` (a fault after
+    another, whatever the request)."""
+
+    def __init__(self, replies: list[Reply], then: Responder | None = None) -> None:
+        self.replies = list(replies)
+        self.then = then or _done
+        self._lock = threading.Lock()
+
+    def __call__(self, request: WireRequest) -> Reply:
+        with self._lock:
+            reply = self.replies.pop(0) if self.replies else None
+        return reply if reply is not None else self.then(request)
+
+
 def always(status: int, headers: dict[str, str] | None = None) -> Responder:
     """A responder answering every request with `status`."""
 
@@ -356,6 +411,8 @@ def openai_completion(request: WireRequest, reply: Reply) -> dict[str, Any]:
             }
             for i, c in enumerate(reply.tool_calls)
         ]
+    if reply.fault == "malformed":
+        message = None  # type: ignore[assignment]  # a null message: the wrong shape on purpose
     choices = [{"index": 0, "message": message, "finish_reason": _stop_reason("openai", reply)}]
     return {
         "id": f"chatcmpl-{request.assistant_turns}",
@@ -402,6 +459,8 @@ def openai_stream(request: WireRequest, reply: Reply) -> Iterator[str]:
     }
     extra = {"usage": None} if with_usage else {}
     for delta in _openai_deltas(request, reply):
+        if reply.fault == "malformed":
+            delta = json.dumps(delta)  # type: ignore[assignment]  # a string where an object belongs
         choices = [] if reply.fault == "no_choices" else [{"index": 0, "delta": delta, "finish_reason": None}]
         yield json.dumps({**base, "choices": choices, **extra})
     if reply.fault == "truncated":
@@ -463,6 +522,8 @@ def anthropic_message(request: WireRequest, reply: Reply) -> dict[str, Any]:
         if block["type"] == "tool_use":
             block["input"] = _anthropic_input(block["input"])
     empty = reply.fault == "no_choices"
+    if reply.fault == "malformed":
+        blocks = [{k: v for k, v in block.items() if k != "type"} for block in blocks]
     return {
         **_anthropic_skeleton(request, reply),
         "content": [] if empty else blocks,
@@ -498,7 +559,10 @@ def anthropic_stream(request: WireRequest, reply: Reply) -> Iterator[tuple[str, 
     yield "ping", {"type": "ping"}
     blocks = [] if reply.fault == "no_choices" else _anthropic_blocks(request, reply)
     for index, block in enumerate(blocks):
-        yield from _anthropic_block_events(index, block)
+        for name, data in _anthropic_block_events(index, block):
+            if reply.fault == "malformed" and name == "content_block_start":
+                data = {**data, "content_block": None}
+            yield name, data
     if reply.fault == "truncated":
         return
     stop = None if reply.fault == "no_choices" else _stop_reason("anthropic", reply)
@@ -515,15 +579,50 @@ def _chunk(payload: str) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-def sse_body(request: WireRequest, reply: Reply) -> bytes:
-    """The whole streamed body, chunked-encoded (one chunk per SSE event) and terminated."""
+def _sse_events(request: WireRequest, reply: Reply) -> list[str]:
+    if reply.fault == "error_in_200":
+        error = json.dumps(_error_body(request.api, 529, "the upstream is overloaded"))
+        return [f"event: error\ndata: {error}\n\n" if request.api == "anthropic" else f"data: {error}\n\n"]
     if request.api == "anthropic":
-        events = [
+        return [
             f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in anthropic_stream(request, reply)
         ]
+    return [f"data: {data}\n\n" for data in openai_stream(request, reply)]
+
+
+def sse_body(request: WireRequest, reply: Reply) -> bytes:
+    """The whole streamed body, chunked-encoded (one chunk per SSE event) and terminated."""
+    return b"".join(_chunk(e) for e in _sse_events(request, reply)) + b"0\r\n\r\n"
+
+
+def _json_body(request: WireRequest, reply: Reply) -> bytes:
+    if reply.fault == "error_in_200":
+        return json.dumps(_error_body(request.api, 529, "the upstream is overloaded")).encode()
+    make = anthropic_message if request.api == "anthropic" else openai_completion
+    whole = json.dumps(make(request, reply)).encode()
+    return whole[: len(whole) // 2] if reply.fault == "truncated" else whole
+
+
+def answer_bytes(request: WireRequest, reply: Reply) -> tuple[dict[str, str], bytes]:
+    """The headers and body of a 200 answer, broken as the reply's `fault` says."""
+    fault = reply.fault
+    if fault == "other_format":
+        other: Api = "openai" if request.api == "anthropic" else "anthropic"
+        request, reply = replace(request, api=other), replace(reply, fault=None)
+    if fault == "not_json":
+        return {"Content-Type": "text/html", "Content-Length": str(len(NOT_JSON_BODY))}, NOT_JSON_BODY
+    if request.stream:
+        headers = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+        body = sse_body(request, reply) if fault != "empty_body" else b"0\r\n\r\n"
     else:
-        events = [f"data: {data}\n\n" for data in openai_stream(request, reply)]
-    return b"".join(_chunk(e) for e in events) + b"0\r\n\r\n"
+        headers = {"Content-Type": "application/json"}
+        body = _json_body(request, reply) if fault != "empty_body" else b""
+        headers["Content-Length"] = str(len(body))
+    if fault == "not_utf8":  # one byte for another, so the chunk sizes stay right
+        body = body.replace(b'"assistant"', b'"assist\xffnt"', 1)
+    if fault == "bad_gzip":
+        headers["Content-Encoding"] = "gzip"
+    return headers, body
 
 
 # ---------------------------------------------------------------- HTTP
@@ -586,18 +685,33 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             body = reply.error_body or _error_body(request.api, reply.status)
             self._send_json(reply.status, body, reply.headers)
-        elif reply.fault == "not_json":
-            self._send(200, {"Content-Type": "text/html", **reply.headers}, NOT_JSON_BODY)
-        elif reply.fault == "truncated" and not request.stream:
-            make = anthropic_message if request.api == "anthropic" else openai_completion
-            whole = json.dumps(make(request, reply)).encode()
-            self._send(200, {"Content-Type": "application/json", **reply.headers}, whole[: len(whole) // 2])
-        elif request.stream:
-            headers = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked", **reply.headers}
-            self._write(200, headers, sse_body(request, reply))
+        elif reply.fault == "drip":
+            self._drip(request, reply)
+        elif reply.raw is not None:
+            self._send(200, {"Content-Type": "application/json", **reply.headers}, reply.raw)
         else:
-            make = anthropic_message if request.api == "anthropic" else openai_completion
-            self._send_json(200, make(request, reply), reply.headers)
+            headers, payload = answer_bytes(request, reply)
+            self._write(200, {**headers, **reply.headers}, payload)
+
+    def _drip(self, request: WireRequest, reply: Reply) -> None:
+        """Start the answer, then keep it going without ever finishing it."""
+        headers, body = answer_bytes(request, replace(reply, fault=None))
+        ends = time.monotonic() + DRIP_LIMIT_S
+        try:
+            if request.stream:
+                first = _sse_events(request, replace(reply, fault=None))[0]
+                self._write(200, headers, _chunk(first))
+                while time.monotonic() < ends:
+                    time.sleep(DRIP_EVERY_S)
+                    self.wfile.write(_chunk(": ping\n\n"))
+            else:
+                self._write(200, headers, b"")
+                for byte in body[:-1]:
+                    time.sleep(DRIP_EVERY_S)
+                    self.wfile.write(bytes([byte]))
+        except OSError:
+            pass  # the client gave up: what a drip is for
+        self.close_connection = True
 
     def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send(status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(body).encode())

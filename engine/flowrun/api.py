@@ -38,6 +38,7 @@ from flowrun.manifest.graph import run_agents, workflow_agents
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.overrides import Override, apply_overrides, parse_overrides
 from flowrun.manifest.project import Loaded, Project, load_project
+from flowrun.manifest.relevance import blocking
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
 from flowrun.runtime.approvals import Approver
@@ -55,6 +56,8 @@ from flowrun.runtime.run_folder import (
     claim_new,
     never_started,
     not_a_run_folder,
+    settled_meta,
+    unwritable,
 )
 from flowrun.runtime.run_log import RunLog
 from flowrun.runtime.sandboxes import startup_check
@@ -127,11 +130,13 @@ class Workflow:
         project: Project,
         loaded: Loaded[WorkflowManifest],
         overrides: list[Override] | None = None,
+        diagnostics: list[Diagnostic] | None = None,
     ) -> None:
         self.path = path
         self.project = project
         self.loaded = loaded
         self.overrides = list(overrides or [])  # the --set changes this workflow was loaded with
+        self.diagnostics = list(diagnostics or [])  # the project's problems (none stops this workflow)
 
     @property
     def spec(self) -> WorkflowManifest:
@@ -255,6 +260,10 @@ class Workflow:
             known = set(self.project.agents)
             hint = did_you_mean(str(name), known) or "its agents: " + ", ".join(sorted(known))
             raise UsageError(f"no agent '{name}' to chat with", hint)
+        if name not in run_agents(self.spec, self.project) and (
+            errors := blocking(self.project, [name], self.diagnostics)
+        ):
+            raise ManifestInvalid(str(self.path), errors)
         return await self.run(inputs, conversation=Conversation(name, read, chat=True), **options)
 
     def agents_folder(self, inputs: dict[str, Any], workdir: str | Path | None) -> Path | None:
@@ -344,9 +353,12 @@ def load(path: str | Path, overrides: Mapping[str, Any] | Iterable[str] | None =
         raise UsageError(f"workflow file '{path}' {what}", "give the path of a workflow .yaml file")
     changes = parse_overrides(overrides)
     project, diagnostics = _overridden(path, changes) if changes else checked_project(path)
-    if any(d.severity == "error" for d in diagnostics) or not project.workflows:
+    if not project.workflows:
         raise ManifestInvalid(str(path), diagnostics)
-    return Workflow(path, project, project.workflows[0], changes)
+    starts = [name for name, _ in workflow_agents(project.workflows[0].spec)]
+    if errors := blocking(project, starts, diagnostics):  # not those of agents it never uses
+        raise ManifestInvalid(str(path), errors)
+    return Workflow(path, project, project.workflows[0], changes, diagnostics)
 
 
 def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diagnostic]]:
@@ -384,6 +396,7 @@ async def resume(
     run_dir = Path(run_dir)
     async with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
         meta, workflow = recorded_run(run_dir)
+        meta = settled_meta(run_dir, meta)  # died after its run_end: it ended
         talk = _resumed_conversation(meta, workflow, message, read)
         if meta.get("status") == "completed" and talk is None:
             return _recorded_result(run_dir, meta)
@@ -644,7 +657,10 @@ def _probe_sandbox(run: Run, settings: RunSettings) -> None:
 
 async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
     """Run with the folder's lock held by the caller."""
-    log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
+    try:
+        log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
+    except OSError as e:  # flowrun.log cannot be opened: nothing was recorded
+        raise unwritable(run.run_dir, e) from None
     run.subscribers.append(log.on_event)
     if settings.on_event is not None:
         run.subscribers.append(settings.on_event)

@@ -36,6 +36,12 @@ def read_limited(path: Path, limit: int = MAX_FILE_BYTES) -> str | Refusal:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
+        try:  # a socket cannot be opened at all: say what it is
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            return Refusal(f"not a regular file ({_file_type(mode)})", "pass a .yaml file", "not-a-file")
         return Refusal(f"cannot read file: {e.strerror or e}", "check the path", "io")
     try:
         info = os.fstat(fd)

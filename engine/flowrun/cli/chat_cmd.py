@@ -12,9 +12,9 @@ import click
 from flowrun.cli.chat_input import chat_reader
 from flowrun.cli.common import reported, verbosity
 from flowrun.cli.run_cmd import (
-    RESUME_HINT,
     _with_progress,
     ask_on_terminal,
+    interrupted_hint,
     model_argument,
     parse_input_args,
     print_summary,
@@ -64,14 +64,18 @@ def chat(
     show_help: bool,
 ) -> None:
     """Talk to one agent of WORKFLOW.yaml and its tools; Ctrl-D or /exit ends (resumable)."""
-    with reported(verbose, RESUME_HINT):
+    folder: list[Path] = []  # the run folder, once it is known (for the hint after Ctrl-C)
+    with reported(verbose, lambda: interrupted_hint(folder)):
         if show_help:
             click.echo(ctx.get_help())
             sys.exit(0)
-        from flowrun.api import load
+        from flowrun.api import load, new_run_id
+        from flowrun.runtime.run_folder import check_run_id
 
         wf = load(workflow, list(overrides))
         inputs = parse_input_args(wf, list(ctx.args))
+        run_id = check_run_id(run_id) if run_id is not None else new_run_id(wf.name)
+        folder.append(runs_dir / run_id)
         level = verbosity(quiet, verbose)
         click.echo("chat: Ctrl-D or /exit ends; the run folder keeps the conversation", err=True)
         result = _with_progress(

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from flowrun.cli.common import read_in_background
+
 if TYPE_CHECKING:
     from flowrun.cli.progress import Progress
 
@@ -47,9 +49,7 @@ def chat_reader(progress: Progress | None) -> Callable[[str | None], Awaitable[s
             lines = []  # an empty line asks again
 
     async def read(answer: str | None) -> str | None:
-        import asyncio
-
-        return await asyncio.to_thread(read_message, answer)
+        return await read_in_background(lambda: read_message(answer))
 
     return read
 

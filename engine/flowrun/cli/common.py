@@ -3,10 +3,11 @@ flowrun bug is one line with exit 70 (the traceback with -v), Ctrl-C says how to
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import click
 
@@ -16,9 +17,10 @@ from flowrun.redaction import redact
 INTERNAL_ERROR = 70
 INTERRUPTED = 130
 TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
+T = TypeVar("T")
 
 
-class Terminated(Exception):
+class Terminated(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
     """The command was stopped by SIGTERM (after the run recorded `interrupted`)."""
 
 
@@ -44,7 +46,10 @@ def verbosity(quiet: bool, verbose: bool) -> int:
 def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
     """Turn what a command raises into its one-line message and exit code. `interrupted_hint`
     (or a function giving it, asked once the command stopped) says how to continue after
-    Ctrl-C or SIGTERM."""
+    Ctrl-C or SIGTERM; with it, SIGTERM is handled from the start (as Terminated), so one
+    that comes before the run starts (while loading, or reading `--question @-`) also ends
+    with a line rather than a silent death."""
+    previous = _sigterm_raises() if interrupted_hint is not None else None
     try:
         yield
     except FlowrunError as e:
@@ -65,3 +70,58 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
             "this is a flowrun bug; the run folder (if any) is kept; rerun with -v for the traceback",
             INTERNAL_ERROR,
         )
+    finally:
+        if previous is not None:
+            _restore_sigterm(previous)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _sigterm_raises() -> object:
+    """Make SIGTERM raise Terminated; the handler it replaces (None off the main thread)."""
+    import signal
+
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        return None
+
+
+def _restore_sigterm(previous: object) -> None:
+    import signal
+
+    with contextlib.suppress(ValueError, TypeError):
+        if signal.getsignal(signal.SIGTERM) is _raise_terminated:  # not ignored meanwhile
+            signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+
+
+async def read_in_background(read: Callable[[], T]) -> T:
+    """Run a blocking read of the terminal (a chat message, an answer, an approval) in a
+    daemon thread. In asyncio's default executor a Ctrl-C while it waits would leave the
+    process waiting for that read at exit (asyncio.run joins its executor's threads)."""
+    import asyncio
+    import threading
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: T | None, error: BaseException | None) -> None:
+        if done.done():  # the waiting call was cancelled meanwhile
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(value)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            value, error = read(), None
+        except BaseException as e:  # handed to the waiting call
+            value, error = None, e
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name="flowrun-terminal-read", daemon=True).start()
+    return await done

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flowrun.cli.common import Terminated, reported, verbosity
+from flowrun.cli.common import Terminated, read_in_background, reported, verbosity
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -304,43 +304,47 @@ def _with_progress(
 
 
 def run_until_signal(start: Callable[[], Coroutine[Any, Any, R]]) -> R:
-    """asyncio.run with SIGTERM handled like Ctrl-C: the run is cancelled, stops its tools,
-    records `interrupted` and stays resumable (then Terminated: exit 143). Once the run has
-    returned its result, a late Ctrl-C or SIGTERM changes nothing: the result stands and both
-    signals are ignored while the command prints it and exits."""
+    """asyncio.run with Ctrl-C (SIGINT) and SIGTERM handled alike: the first one cancels the
+    run, which stops its tools, records `interrupted` and stays resumable (then
+    KeyboardInterrupt: exit 130, or Terminated: exit 143). Signals after the first are
+    ignored: the run is already stopping, and a second Ctrl-C must not cut its record short
+    or change the exit code. Once the run has returned its result, a late Ctrl-C or SIGTERM
+    changes nothing: the result stands and both signals are ignored while the command
+    prints it and exits."""
     import asyncio  # not at import time: `flowrun --help` stays fast
     import signal
 
     ended: list[R] = []
-    terminated: list[bool] = []
+    stopped_by: list[signal.Signals] = []
 
     async def main() -> R:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
+        reasons = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)"}
 
-        def on_sigterm() -> None:
-            terminated.append(True)
-            task.cancel("terminated (SIGTERM)")
+        def on_signal(sig: signal.Signals) -> None:
+            if stopped_by or ended:
+                return  # already stopping (or done): the first signal decides
+            stopped_by.append(sig)
+            task.cancel(reasons[sig])
 
-        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-        try:
-            result = await start()
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
+        for sig in reasons:  # removed when the loop closes
+            loop.add_signal_handler(sig, on_signal, sig)
+        result = await start()
         ended.append(result)
         return result
 
     try:
         result = asyncio.run(main())
-        _ignore_signals()
     except (KeyboardInterrupt, asyncio.CancelledError):
+        _ignore_signals()
         if not ended:
-            if terminated:
+            if stopped_by and stopped_by[0] == signal.SIGTERM:
                 raise Terminated() from None
-            raise
-        _ignore_signals()  # it came while asyncio was shutting down, after the run had ended
-        result = ended[0]
+            raise KeyboardInterrupt() from None
+        result = ended[0]  # it came while asyncio was shutting down, after the run had ended
+    _ignore_signals()
     return result
 
 
@@ -507,9 +511,7 @@ def terminal_approver(progress: Progress | None) -> Approver | None:
         return answer.strip().lower() in ("y", "yes")
 
     async def approve(request: ApprovalRequest) -> bool:
-        import asyncio
-
-        return await asyncio.to_thread(ask, request)
+        return await read_in_background(lambda: ask(request))
 
     approve.decided_by = "user"  # type: ignore[attr-defined]
     return approve
@@ -522,6 +524,4 @@ async def ask_on_terminal(question: str) -> str:
         print(f"\n? {question}", file=sys.stderr, flush=True)
         return sys.stdin.readline().rstrip("\n")
 
-    import asyncio
-
-    return await asyncio.to_thread(ask)
+    return await read_in_background(ask)

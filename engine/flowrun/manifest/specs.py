@@ -300,7 +300,7 @@ class ToolManifest(Strict):
         description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
         "resume that finds it started but unfinished tells the agent its effect is unknown "
         "instead of running it again. Default: true for python tools (or the function's own "
-        "rule), false for command tools.",
+        "rule; false when they start processes), false for command tools.",
     )
     dry_run: dict[str, Any] | None = Field(
         None,

@@ -22,7 +22,13 @@ from dataclasses import replace
 from typing import Any
 
 from flowrun.errors import MissingCredentials
-from flowrun.providers.answers import parsed, require_answer, require_json_object, require_stream_end
+from flowrun.providers.answers import (
+    parsed,
+    require_answer,
+    require_json_object,
+    require_stream_end,
+    shape_checked,
+)
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.clients import (
     http_client_options,
@@ -215,8 +221,9 @@ def _block_dict(block: Any) -> dict[str, Any]:
     return {name: value for name in _BLOCK_FIELDS if (value := getattr(block, name, None)) is not None}
 
 
+@shape_checked
 def response_from_message(message: Any) -> ModelResponse:
-    require_json_object(message, "content")
+    require_json_object(message, "content", foreign=("choices", "", "OpenAI's Chat Completions"))
     blocks = [_block_dict(block) for block in message.content or []]
     return response_from_blocks(blocks, _usage(message.usage), message.stop_reason, message.model)
 
@@ -234,6 +241,7 @@ class StreamAssembler:
         self.events = 0
         self.stopped = False  # message_stop seen
 
+    @shape_checked
     def feed(self, event: Any) -> None:
         self.events += 1
         handler = getattr(self, f"_on_{getattr(event, 'type', '')}", None)
@@ -267,6 +275,7 @@ class StreamAssembler:
     def _on_message_stop(self, event: Any) -> None:
         self.stopped = True
 
+    @shape_checked
     def response(self) -> ModelResponse:
         """The answer, once the stream reached message_stop (else a retryable unusable
         answer: the stream was cut)."""

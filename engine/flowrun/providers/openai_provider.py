@@ -32,10 +32,13 @@ from functools import cache
 from typing import Any
 
 from flowrun.providers.answers import (
+    WRONG_FORMAT,
     parsed,
+    part_text,
     require_answer,
     require_json_object,
     require_stream_end,
+    shape_checked,
     unusable,
 )
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
@@ -198,23 +201,26 @@ def refused(refusal: str | None) -> str:
     return f"(the model refused) {refusal}" if refusal else ""
 
 
+@shape_checked
 def response_from_completion(completion: Any) -> ModelResponse:
     """The answer from a Chat Completion: its JSON object (what `send` gives for a non-streamed
     call), or the SDK's model of one."""
-    require_json_object(completion, "choices")
+    require_json_object(completion, "choices", foreign=("type", "message", "Anthropic's Messages"))
     choices = _get(completion, "choices")
     if not choices:
         raise unusable("the answer has no choices")
     usage = _usage(_get(completion, "usage"))
     choice = choices[0]
-    message = _get(choice, "message") or {}
+    message = _get(choice, "message")
+    if not isinstance(message, dict) and not hasattr(message, "content"):  # null, a string ...
+        raise unusable(f"the answer is malformed (its message is {type(message).__name__})")
     calls = [
         _tool_call(_get(tc, "id"), _get(function, "name"), _get(function, "arguments"))
         for tc in _get(message, "tool_calls") or []
         if (function := _get(tc, "function")) is not None
     ]
     return ModelResponse(
-        text=_get(message, "content") or refused(_get(message, "refusal")),
+        text=part_text(_get(message, "content")) or refused(_get(message, "refusal")),
         tool_calls=calls,
         usage=usage,
         stop_reason=_get(choice, "finish_reason"),
@@ -250,9 +256,12 @@ class StreamAssembler:
         self.stop_reason: str | None = None
         self.model = ""
         self.chunks = 0
+        self.foreign = False  # an Anthropic event came: a misrouted request
 
+    @shape_checked
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
+        self.foreign = self.foreign or getattr(chunk, "type", None) == "message_start"
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = _usage(chunk.usage)
@@ -286,9 +295,12 @@ class StreamAssembler:
             if function.arguments:
                 call["arguments"].append(function.arguments)
 
+    @shape_checked
     def response(self) -> ModelResponse:
         """The answer, once the stream reached a chunk with a finish_reason (else a retryable
         unusable answer: the stream was cut)."""
+        if self.foreign and self.stop_reason is None:
+            raise unusable(f"the stream is in Anthropic's Messages format {WRONG_FORMAT}")
         require_stream_end(self.stop_reason is not None, self.chunks, "chunk (no finish_reason)")
         calls = [
             _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())

@@ -133,8 +133,11 @@ def failure_from_sdk(exc: BaseException, sdk: ModuleType) -> ApiFailure | None:
         return _status_failure(exc)
     if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
         return ApiFailure("no complete answer in time", kind="timeout")  # SDK texts are long
-    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
-        cause = exc.__cause__ or exc.__context__
+    cause = exc.__cause__ or exc.__context__
+    for error in (exc, cause):  # the SDKs wrap it as a connection error when not streaming
+        if isinstance(error, httpx2.DecodingError):  # e.g. a gzip body that does not unzip
+            return ApiFailure(f"the response body cannot be decoded ({error})", kind="answer")
+    if isinstance(exc, sdk.APIConnectionError | httpx2.RequestError):
         detail = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
         return ApiFailure(detail or type(exc).__name__, kind="connection")
     if isinstance(exc, sdk.APIError):  # e.g. an error object inside an OpenAI stream
@@ -172,6 +175,12 @@ def _hint(failure: ApiFailure, config: ModelConfig) -> str:
         return f"check the network and base_url ({config.base_url or 'the provider default'})"
     if failure.kind == "timeout":
         return f"the call took longer than timeout_s={config.timeout_s:g}: raise it or retry later"
+    if failure.kind == "answer" and (
+        "stop reason max_tokens" in failure.message or "stop reason length" in failure.message
+    ):
+        return (
+            f"the model used up max_tokens={config.max_tokens} before answering: raise the model's max_tokens"
+        )
     if failure.kind == "answer":
         return (
             "the server's answers are broken or empty: check that base_url "
@@ -232,7 +241,14 @@ async def call_sdk(
 
     async def attempt() -> T:
         try:
-            return await make()
+            # the SDKs' timeout bounds each read; this bounds the whole answer, so a server that
+            # keeps a stream alive with pings (or drips a body) cannot hold the run forever
+            async with asyncio.timeout(config.timeout_s):
+                return await make()
+        except TimeoutError as e:
+            raise ApiFailure(
+                f"no complete answer within timeout_s={config.timeout_s:g}", kind="timeout"
+            ) from e
         except Exception as e:
             failure = failure_from_sdk(e, sdk)
             if failure is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import RunError
-from flowrun.events import Event, parse_event
+from flowrun.events import EVENT_TYPES, Event, UnknownEvent, parse_event
 from flowrun.redaction import Redactor, redact
 
 __all__ = ["EventLog", "Redactor", "Subscriber", "read_events", "read_lines", "read_lines_strict", "redact"]
@@ -94,11 +94,15 @@ def read_lines_strict(path: Path) -> list[dict[str, Any]]:
     RunError naming it, because the run's record would have a gap. (A torn line an earlier
     version ended with a newline before resuming, so just before `run_resumed`, is the one
     exception.)"""
+    return [raw for _, raw in _numbered_strict(path)]
+
+
+def _numbered_strict(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not path.exists():
         return []
     lines = path.read_bytes().split(b"\n")
     lines.pop()  # b"" after the final newline, or a torn line
-    events: list[dict[str, Any]] = []
+    events: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -107,14 +111,19 @@ def read_lines_strict(path: Path) -> list[dict[str, Any]]:
             following = _object(lines[number]) if number < len(lines) else None
             if following is not None and following.get("type") == "run_resumed":
                 continue
-            raise RunError(
-                f"{path}:{number}: the event log is damaged (this line is not a JSON object: "
-                f"{line[:60].decode('utf-8', 'replace')!r})",
-                "the file was changed after it was written: restore it, or start a new run "
-                "(`flowrun show` still reads the intact lines)",
+            raise _damaged(
+                path, number, f"this line is not a JSON object: {line[:60].decode('utf-8', 'replace')!r}"
             )
-        events.append(raw)
+        events.append((number, raw))
     return events
+
+
+def _damaged(path: Path, number: int, what: str) -> RunError:
+    return RunError(
+        f"{path}:{number}: the event log is damaged ({what})",
+        "the file was changed after it was written: restore it, or start a new run "
+        "(`flowrun show` still reads the intact lines)",
+    )
 
 
 def _object(line: bytes) -> dict[str, Any] | None:
@@ -126,5 +135,27 @@ def _object(line: bytes) -> dict[str, Any] | None:
 
 
 def read_events(path: Path, *, strict: bool = False) -> list[Event]:
-    """All complete events of a log, typed (`strict`: see read_lines_strict)."""
-    return [parse_event(raw) for raw in (read_lines_strict(path) if strict else read_lines(path))]
+    """All complete events of a log, typed. `strict` (resume, replay): see read_lines_strict;
+    also a line without an event type, an event whose fields cannot be read, and a `seq` that
+    does not count up by one (a line missing, repeated or moved) are damage, named with their
+    line. (An event type this version does not know, from a newer one, is kept as an
+    UnknownEvent.)"""
+    if not strict:
+        return [parse_event(raw) for raw in read_lines(path)]
+    events: list[Event] = []
+    last_seq = 0
+    for number, raw in _numbered_strict(path):
+        event = parse_event(raw)
+        kind = raw.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise _damaged(path, number, "this line has no event type")
+        if isinstance(event, UnknownEvent) and kind in EVENT_TYPES:
+            raise _damaged(path, number, f"a {kind} event whose fields cannot be read")
+        seq = raw.get("seq")
+        # seq counts up by one; a resume may skip (a torn line an earlier version left)
+        wanted = seq == last_seq + 1 or (kind == "run_resumed" and isinstance(seq, int) and seq > last_seq)
+        if isinstance(seq, bool) or not isinstance(seq, int) or not wanted:
+            raise _damaged(path, number, f"seq {seq!r} after {last_seq}: a line missing, repeated or moved")
+        last_seq = seq
+        events.append(event)
+    return events

@@ -32,6 +32,7 @@ from flowrun.manifest.templates import render
 from flowrun.paths import copy_source
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
+from flowrun.runtime.run_folder import unwritable
 from flowrun.runtime.settle import settle
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
@@ -138,13 +139,8 @@ def _package_version(name: str) -> str:
     return found.group(1) if found else "unknown"
 
 
-async def execute_run(run: Run, resume: bool = False) -> RunSummary:
-    try:  # folders and files off the event loop (settle.py), where other runs may be going on
-        await settle(lambda: prepare(run, resume))
-    except asyncio.CancelledError:
-        if run.events is not None:
-            run.events.close()
-        raise
+def _emit_start(run: Run, resume: bool) -> None:
+    """The events a run (or a resume of it) starts with."""
     if resume:
         run.emit(RunResumedEvent(recorded_model_calls=len(run.ledger.responses) if run.ledger else 0))
     run.emit(
@@ -168,6 +164,18 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     if run.sandbox_warning is not None:
         reason, mode = run.sandbox_warning
         run.emit(SandboxUnavailableEvent(reason=reason, mode=mode, unconfined=mode == "auto"))
+
+
+async def execute_run(run: Run, resume: bool = False) -> RunSummary:
+    try:  # folders and files off the event loop (settle.py), where other runs may be going on
+        await settle(lambda: prepare(run, resume))
+    except asyncio.CancelledError:
+        if run.events is not None:
+            run.events.close()
+        raise
+    except OSError as e:  # nothing recorded yet: the folder is as it was
+        raise unwritable(run.run_dir, e) from None
+    _emit_start(run, resume)
     if resume:  # a new run's run.json and usage.json were written by prepare()
         _write_meta(run, "running")
         if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs

@@ -85,6 +85,27 @@ def check_text(name: str, value: str) -> str:
     return value
 
 
+def checked_value(name: str, value: Any) -> Any:
+    """A given value with all its text valid: strings UTF-8 (check_text), bytes (a YAML
+    `!!binary`, a Python caller's) decoded as UTF-8 or refused naming the byte, and so for each
+    item of a list or mapping."""
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UsageError(
+                f"--{name} is binary, not UTF-8 text: byte 0x{value[e.start]:02x} at offset {e.start}",
+                f"pass UTF-8 text, or --{name} @FILE with a UTF-8 file",
+            ) from None
+    if isinstance(value, str):
+        return check_text(name, value)
+    if isinstance(value, list | tuple):
+        return [checked_value(name, item) for item in value]
+    if isinstance(value, dict):
+        return {checked_value(name, k): checked_value(name, v) for k, v in value.items()}
+    return value
+
+
 def value_from_arg(name: str, raw: str) -> str:
     """An input given on the command line: `@PATH` is the file's text, `@-` standard input,
     and `@@...` the literal text `@...`."""
@@ -145,9 +166,7 @@ def resolve_inputs(declared: dict[str, InputSpec], given: dict[str, Any], workfl
     values: dict[str, Any] = {}
     for name, spec in declared.items():
         if name in given and given[name] is not None:
-            value = given[name]
-            if isinstance(value, str):
-                check_text(name, value)
+            value = checked_value(name, given[name])
             values[name] = check_choice(name, convert(name, value, spec), spec)
         elif spec.default is not None:
             values[name] = spec.default

@@ -17,18 +17,23 @@ import fcntl
 import itertools
 import json
 import os
+import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from flowrun.errors import RunError, RunInUse, UsageError
 from flowrun.runtime.settle import settle
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
+# what an atomic write of run.json or usage.json leaves when the process dies in the middle
+ENGINE_TEMPS = frozenset({".run.json.tmp", ".usage.json.tmp"})
 # what no tool, shell or MCP server may write or delete in a run folder: the engine's files, the
 # lock and the recorded prompts (a name ending in "/" is a folder, protected with its contents)
 PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/"}
 MAX_RUN_ID = 200
+OWNER_READS = 20  # x 10 ms: how long a refused process waits to read the owner's pid
 
 
 def check_run_id(run_id: str) -> str:
@@ -94,19 +99,20 @@ class RunFolderLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                owner = _read_pid(fd)
+                owner = _owner_pid(fd)
                 os.close(fd)
                 who = f"pid {owner}" if owner else "another process"
                 raise RunInUse(
-                    f"run {self.run_dir} is in use by {who}",
+                    f"run is in use by {who} ({self.run_dir})",
                     "wait for it to end, or stop it (Ctrl-C, or `kill PID`) and resume",
                 ) from None
             if self._still_the_file(fd):
                 break
             os.close(fd)  # the owner removed it as we opened it: lock the new one
         self.previous_owner = _read_pid(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        mine = f"{os.getpid()}\n".encode()
+        os.pwrite(fd, mine, 0)  # then cut: the file is never empty for a process reading the owner
+        os.ftruncate(fd, len(mine))
         self._fd = fd
 
     def release(self) -> None:
@@ -131,6 +137,17 @@ class RunFolderLock:
             return os.stat(self.path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             return False
+
+
+def _owner_pid(fd: int) -> int | None:
+    """The lock owner's pid; it may be about to write it (a lock taken a moment ago), so an
+    empty file is read again for a short while."""
+    for _ in range(OWNER_READS):
+        owner = _read_pid(fd)
+        if owner is not None:
+            return owner
+        time.sleep(0.01)
+    return None
 
 
 def _read_pid(fd: int) -> int | None:
@@ -169,7 +186,7 @@ def never_started(run_dir: Path) -> bool:
     `run_start` yet: the process was stopped between making the folder and its first event,
     so no agent and no tool ran there."""
     names = {p.name for p in run_dir.iterdir()}
-    if not names & ENGINE_FILES:
+    if not names & (ENGINE_FILES | ENGINE_TEMPS):
         return False
     return not _has_run_start(run_dir / "events.jsonl")
 
@@ -188,9 +205,63 @@ def _has_run_start(log: Path) -> bool:
     return False
 
 
+def unwritable(run_dir: Path, e: OSError) -> UsageError:
+    """A run folder (or one of its engine files) that cannot be written when the run starts:
+    nothing was recorded, the folder is as it was."""
+    where = f" ({e.filename})" if e.filename else ""
+    return UsageError(
+        f"cannot write in the run folder {run_dir}: {e.strerror or e}{where}",
+        "check the permissions of the run folder and its files, and the free space",
+    )
+
+
 def not_a_run_folder(run_dir: Path) -> RunError:
     return RunError(
         f"{run_dir} is not a run folder (no events.jsonl or run.json)",
         "pass a folder under runs/; a run stopped before it wrote anything is started again "
         "with the same --run-id",
     )
+
+
+def settled_meta(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """run.json as the log says it ended. The process writes the `run_end` event, then
+    usage.json and run.json: when it died in between, run.json still says `running`. Then the
+    status (and usage) of the last `run_end` are written to run.json (and usage.json), so the
+    run is what it reached and a resume does not start it again."""
+    if meta.get("status") != "running":
+        return meta
+    end = _last_event(run_dir / "events.jsonl")
+    if end is None or end.get("type") != "run_end" or not isinstance(end.get("status"), str):
+        return meta
+    settled = {**meta, "status": end["status"]}
+    with contextlib.suppress(OSError):  # a folder that cannot be written: still the log's status
+        if isinstance(end.get("usage"), dict):
+            _write_json(run_dir / "usage.json", end["usage"])
+        _write_json(run_dir / "run.json", settled)
+    return settled
+
+
+def _last_event(log: Path) -> dict[str, Any] | None:
+    """The log's last whole line as an event, read from the end (a log can be large)."""
+    try:
+        with log.open("rb") as f:
+            end = f.seek(0, 2)
+            start, tail = end, b""
+            while start > 0 and tail.count(b"\n") < 2:
+                start = max(0, start - 65536)
+                f.seek(start)
+                tail = f.read(end - start)
+    except OSError:
+        return None
+    lines = tail.rstrip(b"\n").split(b"\n") if tail.endswith(b"\n") else []
+    try:
+        event = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(value, indent=2, default=str), encoding="utf-8")
+    os.replace(tmp, path)

@@ -12,6 +12,7 @@ from flowrun.tools.file_io import (
     atomic_write,
     encode_text,
     encoding_problem,
+    file_update,
     numbered,
     plural,
     read_text,
@@ -56,6 +57,10 @@ async def edit_file(
         return error("INVALID_PARAM", problem)
 
     def work(resolved: Path) -> ToolResult:
+        with file_update(resolved):  # two agents editing one file at once: both edits kept
+            return edit(resolved)
+
+    def edit(resolved: Path) -> ToolResult:
         shown = display_path(ctx, resolved)
         if resolved.is_dir():
             return error("IS_DIRECTORY", f"{shown} is a directory")

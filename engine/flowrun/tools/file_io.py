@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import fcntl
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -165,6 +167,29 @@ def iter_lines(f: IO[bytes], limit: int) -> Iterator[tuple[bytes, bool]]:
 def numbered(lines: list[str], first: int) -> str:
     """`cat -n` style: the number, a tab, the line."""
     return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first))
+
+
+_UPDATE_LOCKS: dict[str, threading.Lock] = {}
+_UPDATE_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def file_update(path: Path) -> Iterator[None]:
+    """Around a read-modify-write of `path` (an append, an edit): one at a time, so agents
+    running at once that append to one file lose nothing. In this process a lock per path;
+    across processes an `flock` on the file's folder, where the filesystem allows one."""
+    with _UPDATE_LOCKS_GUARD:
+        lock = _UPDATE_LOCKS.setdefault(str(path), threading.Lock())
+    with lock:
+        folder = None
+        with contextlib.suppress(OSError):
+            folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(folder, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if folder is not None:
+                os.close(folder)  # releases the flock
 
 
 def atomic_write(path: Path, data: bytes, *, exclusive: bool = False) -> None:

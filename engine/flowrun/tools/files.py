@@ -6,6 +6,7 @@ streaming reader in file_stream.py. Every path goes through `paths.resolve_path`
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from flowrun.tools.file_io import (
     check_text,
     encode_text,
     encoding_problem,
+    file_update,
     human_size,
     is_utf8,
     iter_lines,
@@ -185,7 +187,8 @@ async def write_file(
         return error("INVALID_PARAM", f"content is {len(data)} bytes, over this agent's max_bytes={limit}")
 
     def work(resolved: Path) -> ToolResult:
-        return _write(resolved, display_path(ctx, resolved), data, mode, encoding, content)
+        with file_update(resolved) if mode == "append" else contextlib.nullcontext():
+            return _write(resolved, display_path(ctx, resolved), data, mode, encoding, content)
 
     return await run_path_tool(ctx, params, path, work, write=True)
 

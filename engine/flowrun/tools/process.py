@@ -112,15 +112,7 @@ async def run_process(
     """Run `argv` (no shell) to completion or timeout. Raises FileNotFoundError /
     PermissionError when the program cannot be started. `leftover_mark`: argv was wrapped by
     `launch(..., report_leftovers=True)` in the sandbox."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group, so a kill reaches every child
-    )
+    proc = await spawn_process(argv, cwd, env)
     outcome = ProcessOutcome(proc.pid, None, CappedOutput(max_output_bytes), CappedOutput(max_output_bytes))
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
@@ -149,6 +141,34 @@ async def run_process(
     if leftover_mark and outcome.stderr.strip_suffix(LEFTOVER_MARK):
         outcome.leftovers_killed = not outcome.timed_out
     return outcome
+
+
+async def spawn_process(
+    argv: list[str], cwd: Path, env: dict[str, str] | None, *, stderr: int = asyncio.subprocess.PIPE
+) -> asyncio.subprocess.Process:
+    """Start the process, whole: a cancel (Ctrl-C, SIGTERM, a budget stopping the others)
+    that lands while asyncio is still setting it up must not leave it running unseen (or the
+    setup waiting on it), so the start is shielded and a process started for a cancelled call
+    is killed with its group at once."""
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,  # its own process group, so a kill reaches every child
+        )
+    )
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):  # it failed to start, or another cancel came
+            proc = await spawn
+            kill_group_now(proc.pid)
+            await reap(proc)
+        raise
 
 
 async def reap(proc: asyncio.subprocess.Process) -> None:

@@ -29,6 +29,7 @@ from flowrun.tools.process import (
     output_cap,
     pump,
     run_process,
+    spawn_process,
     unavailable,
     wait_exit,
 )
@@ -161,15 +162,7 @@ async def _start_job(ctx: ToolContext, command: str) -> ToolResult:
         )
     try:
         how = launch(ctx, ["bash", "-c", command])
-        proc = await asyncio.create_subprocess_exec(
-            *how.argv,
-            cwd=how.cwd,
-            env=how.env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = await spawn_process(how.argv, how.cwd, how.env, stderr=asyncio.subprocess.STDOUT)
     except SandboxUnavailable as e:
         return unavailable(e)
     except OSError as e:

@@ -67,9 +67,12 @@ class PythonKind:
         spec = ToolSpec(manifest.name, manifest.description.strip(), parameters)
         bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, func)
         # the manifest's `idempotent:` wins; else the function's own rule (write_file: not in
-        # append mode); else a python tool is taken to be safe to repeat
+        # append mode); else a python tool is taken to be safe to repeat, unless it starts
+        # processes (`processes: true`: a skill's script, a command may do anything)
         bound.idempotent = (
-            manifest.idempotent if manifest.idempotent is not None else getattr(func, "idempotent", True)
+            manifest.idempotent
+            if manifest.idempotent is not None
+            else getattr(func, "idempotent", not manifest.processes)
         )
         return [bound]
 
