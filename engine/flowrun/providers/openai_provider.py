@@ -33,6 +33,7 @@ from typing import Any
 
 from flowrun.providers.answers import (
     WRONG_FORMAT,
+    kind,
     parsed,
     part_text,
     require_answer,
@@ -211,7 +212,10 @@ def response_from_completion(completion: Any) -> ModelResponse:
         raise unusable("the answer has no choices")
     usage = _usage(_get(completion, "usage"))
     choice = choices[0]
-    message = _get(choice, "message") or {}
+    message = _get(choice, "message")
+    if message is None or isinstance(message, str | int | float | bool | list):
+        what = "missing" if message is None else f"{kind(message)}, not an object"
+        raise unusable(f"the answer is malformed (its first choice's message is {what})")
     calls = [
         _tool_call(_get(tc, "id"), _get(function, "name"), _get(function, "arguments"))
         for tc in _get(message, "tool_calls") or []
