@@ -87,6 +87,12 @@ def require_json_object(body: Any, fields: str, *, foreign: tuple[str, str, str]
         raise unusable(f"the response has no {fields.replace(' ', ' or ')}")
 
 
+def kind(value: Any) -> str:
+    """`a str`, `an int`: a value's type for a message."""
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def part_text(content: Any) -> str:
     """A message's text: a string, or a list of text parts (some compatible servers send
     `[{"type": "text", "text": ...}]`); None is no text. Anything else is malformed."""
@@ -96,16 +102,16 @@ def part_text(content: Any) -> str:
         pieces = [p.get("text") if isinstance(p, dict) else p for p in content]
         if all(isinstance(p, str | None) for p in pieces):
             return "".join(p or "" for p in pieces)
-    raise unusable(f"the answer's text is a {type(content).__name__}, not text")
+    raise unusable(f"the answer's text is {kind(content)}, not text")
 
 
 def _checked_call(call: ToolCall) -> ToolCall:
     if call.name is None:  # the SDKs do not validate
         call.name = ""  # the agent answers "unknown tool" and the model can correct itself
     if not isinstance(call.name, str):
-        raise unusable(f"a tool call's name is a {type(call.name).__name__}, not text")
+        raise unusable(f"a tool call's name is {kind(call.name)}, not text")
     if not isinstance(call.id, str):
-        raise unusable(f"a tool call's id is a {type(call.id).__name__}, not text")
+        raise unusable(f"a tool call's id is {kind(call.id)}, not text")
     return call
 
 
@@ -113,7 +119,7 @@ def require_answer(response: ModelResponse) -> ModelResponse:
     """An answer with neither text nor a tool call gives the agent nothing to act on; fields
     of the wrong type (the SDKs do not validate) make it malformed."""
     if not isinstance(response.text, str):
-        raise unusable(f"the answer's text is a {type(response.text).__name__}, not text")
+        raise unusable(f"the answer's text is {kind(response.text)}, not text")
     response.tool_calls = [_checked_call(call) for call in response.tool_calls]
     if response.stop_reason is not None and not isinstance(response.stop_reason, str):
         response.stop_reason = str(response.stop_reason)

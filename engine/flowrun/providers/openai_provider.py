@@ -33,6 +33,7 @@ from typing import Any
 
 from flowrun.providers.answers import (
     WRONG_FORMAT,
+    kind,
     parsed,
     part_text,
     require_answer,
@@ -213,7 +214,8 @@ def response_from_completion(completion: Any) -> ModelResponse:
     choice = choices[0]
     message = _get(choice, "message")
     if not isinstance(message, dict) and not hasattr(message, "content"):  # null, a string ...
-        raise unusable(f"the answer is malformed (its message is {type(message).__name__})")
+        what = "missing" if message is None else f"{kind(message)}, not an object"
+        raise unusable(f"the answer is malformed (its first choice's message is {what})")
     calls = [
         _tool_call(_get(tc, "id"), _get(function, "name"), _get(function, "arguments"))
         for tc in _get(message, "tool_calls") or []
