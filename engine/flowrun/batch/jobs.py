@@ -14,7 +14,7 @@ from typing import Any
 from flowrun.api import RunResult, Workflow, load, resume
 from flowrun.batch.folder import ItemResult
 from flowrun.errors import FlowrunError
-from flowrun.events import Event
+from flowrun.events import Event, ModelResponseEvent
 from flowrun.tools.sandbox import Mode
 
 
@@ -78,6 +78,17 @@ async def run_job(
     except Exception as e:  # a bug in one item must not stop the others: it is that item's result
         return _failed(job, started, f"internal error: {type(e).__name__}: {e}")
     return item_result(job, result, time.monotonic() - started)
+
+
+def cost_listener(item_id: str, spent: Callable[[str, float], None]) -> Callable[[Event], None]:
+    """An on_event that reports an item's model costs as they are spent (not the recorded
+    answers a resumed run uses again)."""
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ModelResponseEvent) and event.cost_usd and not event.replayed:
+            spent(item_id, event.cost_usd)
+
+    return on_event
 
 
 def _limits(job: Job) -> dict[str, Any] | None:

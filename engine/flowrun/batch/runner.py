@@ -65,6 +65,7 @@ class BatchSummary:
     cost_usd: float | None
     results: Path  # results.jsonl
     message: str = ""
+    processes: int | None = None  # the local backend's processes (1: this one); None with Ray
 
     @property
     def ok(self) -> bool:

@@ -37,6 +37,12 @@ RESUME_HINT = "the batch folder is kept: run the same command again to resume it
 @click.option(
     "--retry-failed", is_flag=True, help="Resume items that failed before (not only interrupted ones)."
 )
+@click.option(
+    "--processes",
+    metavar="N|auto",
+    help="Local: worker processes the items are spread over (default auto: one per 16 of "
+    "--concurrency, at most one per CPU; 1: all in this process).",
+)
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option(
     "--address", metavar="ADDR", help="Ray: the cluster to join (default: $RAY_ADDRESS, else a local one)."
@@ -68,6 +74,7 @@ def batch(
     max_cost_usd: float | None,
     out: Path | None,
     retry_failed: bool,
+    processes: str | None,
     backend: str,
     address: str | None,
     ray_cpus: float,
@@ -103,6 +110,7 @@ def batch(
                     address=address,
                     ray_cpus=ray_cpus,
                     ship_runs=ship_runs,
+                    processes=processes,  # type: ignore[arg-type]  # checked by run_batch
                     model=model_argument(model_override),
                     dry_run=dry_run,
                     stream=stream,

@@ -1,0 +1,373 @@
+"""The local backend over several processes (`--processes N`): one event loop is bound by one
+core (the GIL), so a big batch on a machine with cores to spare runs its items in worker
+processes (batch/worker.py), each running its share of `concurrency` exactly as batch/local.py
+does in one process. This process hands out the jobs and keeps the batch whole:
+
+- it gives a worker the next job when one of its slots frees (shares differ by at most one, so
+  no more than `concurrency` items run at once), reports to the tally as items start, spend and
+  end, and answers every worker's rate-limit reservations from one book, so the batch as a
+  whole stays under each model's `rate_limit`;
+- the batch's budget spent, or this task cancelled (Ctrl-C, SIGTERM): every worker is told to
+  stop; their running items end `interrupted` (resumable) and are reported; a worker that does
+  not end within GRACE_S is killed;
+- a worker that dies (a kill, out of memory, a crash): its running items end `interrupted`,
+  naming how it ended, and a new worker takes its place while jobs remain; when workers keep
+  dying without finishing an item, the batch stops with the reason. A worker that cannot load
+  the workflow stops the batch with the loader's message.
+
+Workers are started with `python -m flowrun.batch.worker` (not multiprocessing: spawning would
+import a user's `__main__` again, forking a process with a running loop and threads is unsafe);
+what they write on stderr goes to `workers.log` in the batch folder."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import signal
+import sys
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+import flowrun
+from flowrun.api import Workflow
+from flowrun.batch import protocol
+from flowrun.batch.folder import BatchFolder, ItemResult
+from flowrun.batch.jobs import Job
+from flowrun.batch.local import interrupted
+from flowrun.batch.runner import Tally
+from flowrun.errors import FlowrunError, RunError, UsageError
+from flowrun.manifest.overrides import parse_override
+from flowrun.runtime.rate_limits import LocalBook
+
+ITEMS_PER_PROCESS = 16  # `auto`: one process per this many items of concurrency, up to the cores
+GRACE_S = 10.0  # a stopped worker has this long to report its items and exit before it is killed
+DEATHS_PER_WORKER = 2  # workers dying without an item ending, in a row, before the batch gives up
+WORKERS_LOG = "workers.log"
+
+
+def auto_processes(concurrency: int) -> int:
+    return max(1, min(os.cpu_count() or 1, math.ceil(concurrency / ITEMS_PER_PROCESS)))
+
+
+def shares(concurrency: int, processes: int) -> list[int]:
+    """Each worker's number of slots: `concurrency` split as evenly as it goes."""
+    base, extra = divmod(concurrency, processes)
+    return [base + (i < extra) for i in range(processes)]
+
+
+class WorkerFailed(FlowrunError):
+    """A worker process could not start (the workflow no longer loads, or workers keep dying)."""
+
+    def __init__(self, message: str, hint: str | None, exit_code: int = 1) -> None:
+        super().__init__(message, hint)
+        self.exit_code = exit_code
+
+
+class ProcessBackend:
+    def __init__(self, concurrency: int, processes: int, workflow: Workflow, folder: BatchFolder) -> None:
+        self.concurrency = concurrency
+        self.processes = processes
+        config = {"workflow": str(workflow.path.resolve()), "overrides": _overrides(workflow)}
+        self.config = json.dumps(config)
+        self.folder = folder
+
+    async def run(self, jobs: list[Job], tally: Tally) -> None:
+        count = min(self.processes, self.concurrency, len(jobs))
+        if count:
+            await Pool(self, jobs, tally, count).run()
+
+
+def _overrides(workflow: Workflow) -> list[str] | dict[str, Any]:
+    """The `overrides` the workflow was loaded with, as a worker can load them again: their
+    texts when those read back as the same values (always, for `--set`), else the values."""
+    texts = [o.text for o in workflow.overrides]
+    given = [(o.path, o.value) for o in workflow.overrides]
+    with contextlib.suppress(UsageError):  # a text made from a value YAML cannot read back
+        if [(o.path, o.value) for o in map(parse_override, texts)] == given:
+            return texts
+    values = {".".join(o.path): o.value for o in workflow.overrides}
+    try:
+        if json.loads(json.dumps(values)) == values:
+            return values
+    except (TypeError, ValueError):
+        pass
+    raise UsageError(
+        "the workflow's overrides cannot be sent to worker processes (values JSON cannot carry)",
+        "give them as PATH=VALUE texts to flowrun.load, or run the batch with processes=1",
+    )
+
+
+class WorkerProcess:
+    """One worker as the parent sees it: its process, pipes, slots and the jobs it runs."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, share: int, log: WorkersLog) -> None:
+        self.proc = proc
+        self.share = share
+        self.running: dict[str, Job] = {}
+        self.ended_any = False
+        self.log = log
+        self.last_words = ""  # its last line on stderr
+        assert proc.stdout is not None and proc.stderr is not None
+        self.stdout = proc.stdout
+        self.stderr_task = asyncio.create_task(self._read_stderr(proc.stderr))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, message: dict[str, Any]) -> None:
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.is_closing():  # a dead worker is found by its stdout
+            stdin.write(protocol.encode(message))
+
+    def close_input(self) -> None:
+        """End of input: the worker stops its running items, reports them and exits."""
+        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    async def next_message(self) -> dict[str, Any] | None:
+        """The worker's next message; None once its output ended (it exited or is exiting)."""
+        while line := await self.stdout.readline():
+            message = protocol.decode(line)
+            if message is not None:
+                return message
+            self.log.write(self.pid, f"(not a message) {line[:200]!r}")
+        return None
+
+    async def ended(self) -> str:
+        """Wait for the process to end; how it ended, in words."""
+        try:
+            code = await asyncio.wait_for(self.proc.wait(), GRACE_S)
+        except TimeoutError:
+            self.kill()
+            code = await self.proc.wait()
+        with contextlib.suppress(TimeoutError):  # a child of the worker may still hold stderr
+            await asyncio.wait_for(asyncio.shield(self.stderr_task), 1.0)
+        self.stderr_task.cancel()
+        return _how(code)
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        with contextlib.suppress(ValueError, ConnectionError):
+            while line := await stream.readline():
+                text = line.decode("utf-8", "replace").rstrip()
+                if text:
+                    self.last_words = text[-300:]
+                    self.log.write(self.pid, text)
+
+
+def _how(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
+
+
+class WorkersLog:
+    """workers.log in the batch folder: what workers wrote on stderr, a line each, by pid
+    (opened on the first line: most batches never write one)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: TextIO | None = None
+
+    def write(self, pid: int, text: str) -> None:
+        try:
+            if self._file is None:
+                self._file = self.path.open("a", encoding="utf-8")
+            self._file.write(f"[worker {pid}] {text}\n")
+            self._file.flush()
+        except OSError:
+            pass  # a full disk loses the workers' chatter, not the batch
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class Pool:
+    """One batch's workers, from the first start to the last exit."""
+
+    def __init__(self, backend: ProcessBackend, jobs: list[Job], tally: Tally, count: int) -> None:
+        self.backend = backend
+        self.queue = deque(jobs)
+        self.tally = tally
+        self.count = count
+        self.book = LocalBook()  # every worker's rate limits, shared
+        self.workers: set[WorkerProcess] = set()
+        self.halted = False
+        self.deaths = 0  # workers that died in a row without an item ending
+        self.failure: FlowrunError | None = None
+        self.log = WorkersLog(backend.folder.root / WORKERS_LOG)
+
+    async def run(self) -> None:
+        drivers = [
+            asyncio.create_task(self._drive(share)) for share in shares(self.backend.concurrency, self.count)
+        ]
+        watcher = asyncio.create_task(self._halt_on_stop())
+        try:
+            await asyncio.wait(drivers)  # (cancelling this wait leaves the drivers running)
+        except asyncio.CancelledError:
+            await self._wind_down(drivers)
+            raise
+        finally:
+            watcher.cancel()
+            for worker in self.workers:  # only after a second interruption: no one is left behind
+                worker.kill()
+            self.log.close()
+        for driver in drivers:
+            driver.result()  # a bug in the pool is not swallowed
+        if self.failure is not None:
+            raise self.failure
+
+    async def _wind_down(self, drivers: list[asyncio.Task[None]]) -> None:
+        """Interrupted: the workers stop their items and exit; those that do not are killed."""
+        self.halt()
+        _, late = await asyncio.wait(drivers, timeout=GRACE_S)
+        if late:
+            for worker in self.workers:
+                worker.kill()
+            await asyncio.wait(late)
+
+    async def _halt_on_stop(self) -> None:
+        await self.tally.stop.wait()
+        self.halt()
+
+    def halt(self) -> None:
+        """No job starts from now on; the running ones stop (resumably) and the workers exit."""
+        self.halted = True
+        for worker in self.workers:
+            if worker.running:
+                worker.send({"op": "stop"})
+            worker.close_input()
+
+    def _fail(self, failure: FlowrunError) -> None:
+        if self.failure is None:
+            self.failure = failure
+        self.halt()
+
+    # ------------------------------------------------------------ one slot of the pool
+
+    async def _drive(self, share: int) -> None:
+        """Keep a worker with `share` slots busy while jobs remain, replacing it when it dies."""
+        while self.queue and not self.halted:
+            worker = await self._start(share)
+            if worker is not None:
+                await self._serve(worker)
+
+    async def _start(self, share: int) -> WorkerProcess | None:
+        """A worker that loaded the workflow, or None (it failed; the failure is counted)."""
+        env = {**os.environ, "PYTHONPATH": _pythonpath()}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "flowrun.batch.worker",
+            self.backend.config,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            limit=protocol.LINE_LIMIT,
+        )
+        worker = WorkerProcess(proc, share, self.log)
+        self.workers.add(worker)
+        if self.halted:
+            worker.close_input()
+        message = await worker.next_message()
+        if message is not None and message["op"] == "ready":
+            return worker
+        how = await worker.ended()
+        self.workers.discard(worker)
+        if message is not None and message["op"] == "error":
+            self._fail(_load_failure(message))
+        elif not self.halted:
+            self._died(f"a worker process (pid {worker.pid}) {how} before it was ready{_said(worker)}")
+        return None
+
+    async def _serve(self, worker: WorkerProcess) -> None:
+        """Feed the worker and handle what it says until it exits."""
+        self._fill(worker)
+        while (message := await worker.next_message()) is not None:
+            self._handle(worker, message)
+        how = await worker.ended()
+        self.workers.discard(worker)
+        lost = list(worker.running.values())
+        for job in lost:
+            error = f"the worker process running it (pid {worker.pid}) {how}{_said(worker)}"
+            self.tally.ended(replace(interrupted(job), error=f"{error}; running the batch again resumes it"))
+        if (lost or self.queue) and not self.halted and not worker.ended_any:
+            self._died(f"a worker process (pid {worker.pid}) {how}{_said(worker)}")
+
+    def _handle(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
+        op = message["op"]
+        if op == "ended":
+            result: ItemResult = protocol.result_of(message["result"])
+            if worker.running.pop(result.id, None) is None:
+                return  # not one of its jobs: ignored
+            worker.ended_any = True
+            self.deaths = 0
+            self.tally.ended(result)
+            self._fill(worker)
+        elif op == "spent":
+            self.tally.spent(str(message["item"]), float(message["usd"]))
+        elif op == "reserve":
+            delay = self.book.reserve(protocol.limit_of(message["limit"]), int(message["tokens"]))
+            worker.send({"op": "reserved", "id": message["id"], "delay": delay})
+        elif op == "settle":
+            limit = protocol.limit_of(message["limit"])
+            self.book.settle(limit, int(message["estimated"]), int(message["actual"]))
+
+    def _fill(self, worker: WorkerProcess) -> None:
+        """Give the worker jobs up to its share; with none left for it, it may go."""
+        while len(worker.running) < worker.share and self.queue and not self.halted:
+            job = self.queue.popleft()
+            self.tally.starting(job)
+            worker.running[job.item_id] = job
+            worker.send(protocol.job_message(job))
+        if not worker.running:
+            worker.close_input()
+
+    def _died(self, what: str) -> None:
+        """A worker died before finishing an item: fine once in a while, not again and again."""
+        self.deaths += 1
+        if self.deaths >= DEATHS_PER_WORKER * self.count:
+            self._fail(
+                RunError(
+                    f"worker processes keep dying ({self.deaths} in a row without an item ending); "
+                    f"the last: {what}",
+                    f"see {self.log.path} for what they wrote; the batch folder is kept: run the same "
+                    "command again to resume it (with --processes 1 to run in this process)",
+                )
+            )
+
+
+def _said(worker: WorkerProcess) -> str:
+    return f" ({worker.last_words})" if worker.last_words else ""
+
+
+def _load_failure(message: dict[str, Any]) -> WorkerFailed:
+    return WorkerFailed(
+        f"a worker process could not load the workflow: {message.get('message')}",
+        message.get("hint"),
+        int(message.get("exit_code") or 1),
+    )
+
+
+def _pythonpath() -> str:
+    """Workers import the same flowrun as this process."""
+    source = str(Path(flowrun.__file__).resolve().parent.parent)
+    rest = os.environ.get("PYTHONPATH")
+    return f"{source}{os.pathsep}{rest}" if rest else source

@@ -1,0 +1,453 @@
+"""The local backend over worker processes (`--processes N`, batch/processes.py and
+batch/worker.py), through the command line and `flowrun.run_batch`, with real worker processes
+and the real `openai` and `anthropic` SDKs against the scripted wire server: items spread over
+two workers (the run folder's lock names the process that runs it), a rate limit shared across
+them, the batch's budget stopping every worker, a worker killed in the middle, Ctrl-C to the
+whole process group, the parent killed, a workflow that no longer loads, workers that cannot
+start, and the option's mistakes. These tests start several processes each, so they share one
+xdist group (one at a time)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from proc_helpers import wait_for
+from test_batch import (
+    AGENT,
+    CALL_COST,
+    PRICE,
+    WORKFLOW,
+    answerer,
+    burst_ok,
+    logged_events,
+    make_project,
+    question_of,
+    results,
+    write_items,
+)
+from wire_server import WireRequest, WireServer
+
+import flowrun
+from flowrun.errors import FlowrunError, UsageError
+
+pytestmark = pytest.mark.xdist_group("batch_processes")
+
+WORKER_MODULE = "flowrun.batch.worker"
+
+
+# ---------------------------------------------------------------- seeing processes
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting to be reaped)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def parent_of(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[1]) if fields is not None else None
+
+
+def workers_of(parent: int) -> set[int]:
+    """The live worker processes `parent` started."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            pid = int(entry.name)
+            if parent_of(pid) == parent and WORKER_MODULE in cmdline(pid) and alive(pid):
+                found.add(pid)
+    return found
+
+
+def lock_owners(out: Path) -> dict[int, tuple[int | None, str]]:
+    """The processes that hold the run folders' locks now: pid -> (its parent, its command line).
+    A run's lock holds the pid of the process that runs it (runtime/run_folder.py)."""
+    owners = {}
+    for lock in (out / "runs").glob("*/run.lock"):
+        try:
+            pid = int(lock.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        owners[pid] = (parent_of(pid), cmdline(pid))
+    return owners
+
+
+def watching(out: Path, inner: Callable[[WireRequest], Any], seen: dict[int, tuple[int | None, str]]) -> Any:
+    """`inner`, noting at every request which processes run the batch's items."""
+
+    def respond(request: WireRequest) -> Any:
+        seen.update(lock_owners(out))
+        return inner(request)
+
+    return respond
+
+
+# ---------------------------------------------------------------- batches
+
+
+def project_without_server(folder: Path) -> Path:
+    """The test project, pointing at a port nothing listens on (for runs that never call)."""
+    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
+    (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
+    text = WORKFLOW.replace("BASE_URL", "http://127.0.0.1:9/v1").replace("PRICE", PRICE)
+    (folder / "qa.yaml").write_text(text.replace("    RATE_LIMIT\n", ""))
+    return folder / "qa.yaml"
+
+
+def cli_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+
+
+def start_cli(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """`flowrun batch ...` in a process group of its own (as a terminal runs a command)."""
+    return subprocess.Popen(
+        [*flowrun_cmd(), *args],
+        cwd=cwd,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def ended_items(out: Path) -> int:
+    path = out / "results.jsonl"
+    return path.read_text().count("\n") if path.exists() else 0
+
+
+def recorded_steps(out: Path) -> set[tuple[str, int]]:
+    """(question, model call) of every model answer the batch's run folders recorded."""
+    recorded: set[tuple[str, int]] = set()
+    for run_dir in (out / "runs").iterdir():
+        events = logged_events(run_dir)
+        start = next((e for e in events if e["type"] == "run_start"), None)
+        if start is not None:
+            question = start["inputs"]["question"]
+            recorded |= {(question, e["step"]) for e in events if e["type"] == "model_response"}
+    return recorded
+
+
+def assert_rerun_completes(
+    server: WireServer, args: list[str], cwd: Path, out: Path, total: int
+) -> list[WireRequest]:
+    """Run the same batch again: every item completes, and no recorded step is asked again."""
+    recorded = recorded_steps(out)
+    before = len(server.requests)
+    again = run_cli(args, cwd=cwd)
+    assert again.returncode == 0, again.stderr
+    assert f"{total} items: {total} completed, 0 failed" in again.stdout
+    later = server.requests[before:]
+    for request in later:  # model call n of a run is its n-th request (assistant turns + 1)
+        assert (question_of(request), request.assistant_turns + 1) not in recorded
+    lines = results(out)
+    assert len(lines) == total and all(r["status"] == "completed" for r in lines)
+    for line in lines:
+        assert (out / line["output"]).read_text().startswith("Answer to: q")
+    return later
+
+
+# ---------------------------------------------------------------- items over two processes
+
+
+def test_items_run_in_two_worker_processes_through_the_cli(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    seen: dict[int, tuple[int | None, str]] = {}
+    with WireServer(watching(out, answerer(delay_s=0.05), seen)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        questions = [f"q{i}" for i in range(24)]
+        items = write_items(tmp_path / "items.jsonl", questions)
+        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2"]
+        proc = start_cli(args, tmp_path)
+        stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "24 items: 24 completed, 0 failed (24 run now)" in stdout
+    assert "cost $0.9600" in stdout and "Traceback" not in stderr
+    lines = results(out)
+    assert len(lines) == 24 and len({r["id"] for r in lines}) == 24
+    for question, line in zip(questions, lines, strict=True):  # in the order of the items file
+        assert line["status"] == "completed" and line["error"] is None
+        assert line["input_tokens"] == 20 and line["output_tokens"] == 10 and line["total_tokens"] == 30
+        assert line["cost_usd"] == pytest.approx(2 * CALL_COST) and line["duration_s"] > 0
+        assert (out / line["output"]).read_text() == f"Answer to: {question}\n"
+        meta = json.loads((out / line["run_dir"] / "run.json").read_text())
+        assert meta["status"] == "completed" and meta["inputs"] == {"question": question, "level": 1}
+    assert sorted(question_of(r) for r in server.requests) == sorted(questions * 2)
+    # the items ran in two processes the command started, both workers, neither the command
+    assert len(seen) == 2, seen
+    for pid, (parent, command) in seen.items():
+        assert pid != proc.pid and parent == proc.pid and WORKER_MODULE in command
+    assert json.loads((out / "batch.json").read_text())["options"]["processes"] == 2
+    assert not (out / "workers.log").exists()  # the workers had nothing to say
+
+
+def test_a_small_batch_stays_in_the_process_by_default(tmp_path: Path) -> None:
+    """`auto` with the default concurrency (4): no worker; the command's own process runs
+    the items (the observation above can tell the two apart)."""
+    out = tmp_path / "out"
+    seen: dict[int, tuple[int | None, str]] = {}
+    with WireServer(watching(out, answerer(delay_s=0.05), seen)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(4)])
+        proc = start_cli(["batch", str(workflow), str(items), "--out", str(out)], tmp_path)
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert set(seen) == {proc.pid}
+    assert json.loads((out / "batch.json").read_text())["options"]["processes"] == "auto"
+
+
+ANTHROPIC_MODEL = """\
+models:
+  m:
+    provider: anthropic
+    base_url: BASE_URL
+    api_key_env: TEST_ANTHROPIC_KEY
+    model: m
+    stream: true
+    price: PRICE
+    rate_limit: {requests_per_minute: 120}
+default_model: m
+"""
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_rate_limit_is_shared_across_worker_processes(
+    tmp_path: Path, wire: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    seen: dict[int, tuple[int | None, str]] = {}
+    with WireServer(watching(out, answerer(), seen)) as server:
+        workflow = make_project(tmp_path / "p", server, rate_limit="{requests_per_minute: 120}")
+        if wire == "anthropic":  # the same workflow on the Anthropic wire format, streamed
+            monkeypatch.setenv("TEST_ANTHROPIC_KEY", "test-key")
+            text = workflow.read_text()
+            head, _, tail = text.partition("models:\n")
+            models = ANTHROPIC_MODEL.replace("BASE_URL", server.anthropic_base_url).replace("PRICE", PRICE)
+            workflow.write_text(head + models + tail.split("default_model: m\n", 1)[1])
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
+        summary = asyncio.run(flowrun.run_batch(workflow, items, out=out, concurrency=4, processes=2))
+        times = [r.received for r in server.requests]
+        paths = {r.path for r in server.requests}
+    assert summary.ok and summary.completed == 6 and summary.processes == 2, summary
+    assert summary.cost_usd == pytest.approx(6 * 2 * CALL_COST)
+    assert paths == ({"/v1/messages"} if wire == "anthropic" else {"/v1/chat/completions"})
+    assert len(seen) == 2 and os.getpid() not in seen
+    shown = [round(t - min(times), 3) for t in sorted(times)]
+    # 2 at once, then one every 0.5 s, whichever process asks; each worker's first call also
+    # opens its connection
+    assert len(times) == 12 and burst_ok(times, 120, jitter_s=1.0), shown
+    assert max(times) - min(times) >= (12 - 2) * 0.5 - 1.0, shown
+
+
+def test_the_workers_load_the_workflow_with_its_overrides(tmp_path: Path) -> None:
+    with WireServer(answerer()) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", ["a", "b", "c", "d"])
+        for i, overrides in enumerate((["models.m.model=other-model"], {"models.m.model": "other-model"})):
+            wf = flowrun.load(workflow, overrides)
+            out = tmp_path / f"out{i}"
+            summary = asyncio.run(flowrun.run_batch(wf, items, out=out, concurrency=2, processes=2))
+            assert summary.ok and summary.processes == 2
+            meta = json.loads((out / results(out)[0]["run_dir"] / "run.json").read_text())
+            assert meta["overrides"] == [o.text for o in wf.overrides]  # as an in-process run records them
+        assert {r.body["model"] for r in server.requests} == {"other-model"}
+        assert len(server.requests) == 16
+
+
+# ---------------------------------------------------------------- the batch's budget
+
+
+def test_the_total_budget_stops_every_worker_and_a_rerun_resumes(tmp_path: Path) -> None:
+    with WireServer(answerer(delay_s=0.2)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(8)])
+        out = tmp_path / "out"
+        base = ["batch", str(workflow), str(items), "--out", str(out), "-c", "2", "--processes", "2"]
+        proc = run_cli([*base, "--max-cost-usd", "0.1"], cwd=tmp_path)
+        assert proc.returncode == 4, proc.stderr
+        assert "max_cost_usd ($0.1) was reached" in proc.stderr
+        lines = results(out)
+        by_status = {s: [r for r in lines if r["status"] == s] for s in ("completed", "interrupted")}
+        assert by_status["completed"] and by_status["interrupted"], lines
+        ran = len(by_status["completed"]) + len(by_status["interrupted"])
+        assert ran == len(lines) < 8  # the others never started
+        for line in by_status["interrupted"]:
+            # stopped resumably; an item whose own last call reached the budget may have been
+            # stopped as its run was closing, after it recorded `completed` (the rerun reads it)
+            status = json.loads((out / line["run_dir"] / "run.json").read_text())["status"]
+            assert status in ("interrupted", "completed")
+        assert len(server.requests) <= 2 * len(lines)
+        later = assert_rerun_completes(server, [*base, "--max-cost-usd", "1"], tmp_path, out, 8)
+    asked_again = {question_of(r) for r in later}
+    for line in by_status["completed"]:
+        question = json.loads((out / line["run_dir"] / "run.json").read_text())["inputs"]["question"]
+        assert question not in asked_again  # no completed item ran again
+
+
+# ---------------------------------------------------------------- faults
+
+
+def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
+    with WireServer(answerer(delay_s=0.3)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
+        out = tmp_path / "out"
+        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
+        proc = start_cli(args, tmp_path)
+        assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+        first = workers_of(proc.pid)
+        victim = min(first)
+        os.kill(victim, signal.SIGKILL)
+        # a new worker takes its place while items remain
+        assert wait_for(lambda: bool(workers_of(proc.pid) - first) or proc.poll() is not None)
+        replaced = bool(workers_of(proc.pid) - first)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert replaced, (stdout, stderr)
+        assert proc.returncode == 130, stderr  # some items were interrupted
+        lost = [r for r in results(out) if r["status"] == "interrupted"]
+        assert lost and "interrupted" in stdout, stdout
+        for line in lost:
+            assert f"(pid {victim}) was killed by SIGKILL" in line["error"]
+            assert "running the batch again resumes it" in line["error"]
+        assert sum(r["status"] == "completed" for r in results(out)) == 16 - len(lost)
+        assert not any(alive(pid) for pid in first)
+        assert_rerun_completes(server, args, tmp_path, out, 16)
+
+
+def test_ctrl_c_to_the_process_group_stops_the_workers(tmp_path: Path) -> None:
+    with WireServer(answerer(delay_s=0.3)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
+        out = tmp_path / "out"
+        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
+        proc = start_cli(args, tmp_path)
+        assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+        workers = workers_of(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: every process of the group
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, stderr
+        assert "interrupted" in stderr and "run the same command again" in stderr
+        assert "Traceback" not in stderr
+        assert not any(alive(pid) for pid in workers)  # none left behind
+        stopped = [r for r in results(out) if r["status"] == "interrupted"]
+        assert stopped
+        for line in stopped:
+            assert json.loads((out / line["run_dir"] / "run.json").read_text())["status"] == "interrupted"
+        assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+        assert_rerun_completes(server, args, tmp_path, out, 16)
+
+
+def test_workers_of_a_killed_parent_stop_their_runs_and_exit(tmp_path: Path) -> None:
+    with WireServer(answerer(delay_s=0.3)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
+        out = tmp_path / "out"
+        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
+        proc = start_cli(args, tmp_path)
+        assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+        workers = workers_of(proc.pid)
+        running = {lock.parent for lock in (out / "runs").glob("*/run.lock")}
+        proc.kill()  # the parent only
+        proc.communicate(timeout=30)
+        assert wait_for(lambda: not any(alive(pid) for pid in workers))  # they saw their input end
+        assert running
+        for run_dir in running:  # the runs they had stopped resumably, not killed
+            meta = json.loads((run_dir / "run.json").read_text())
+            assert meta["status"] in ("interrupted", "completed"), meta
+        assert_rerun_completes(server, args, tmp_path, out, 16)
+
+
+def test_a_workflow_that_no_longer_loads_stops_the_batch_with_its_error(tmp_path: Path) -> None:
+    with WireServer(answerer()) as server:
+        workflow = make_project(tmp_path / "p", server)
+        wf = flowrun.load(workflow)
+        workflow.write_text(workflow.read_text().replace("entry: answerer", "entry: nobody"))
+        items = write_items(tmp_path / "items.jsonl", ["a", "b", "c"])
+        out = tmp_path / "out"
+        with pytest.raises(FlowrunError) as caught:
+            asyncio.run(flowrun.run_batch(wf, items, out=out, concurrency=2, processes=2))
+        assert not server.requests
+    message = str(caught.value)
+    assert message.startswith("a worker process could not load the workflow: ")
+    assert "nobody" in message and "Traceback" not in message
+    assert not (out / "results.jsonl").exists() or not results(out)  # no item started
+    assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+
+
+def test_workers_that_cannot_start_end_the_batch_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken environment: every worker's interpreter dies at start."""
+    workflow = project_without_server(tmp_path)
+    items = write_items(tmp_path / "items.jsonl", ["a", "b"])
+    monkeypatch.setenv("PYTHONHOME", str(tmp_path / "no-such-python"))
+    started = time.monotonic()
+    with pytest.raises(FlowrunError) as caught:
+        asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=2, processes=2))
+    message = str(caught.value)
+    assert "worker processes keep dying (4 in a row" in message, message
+    assert "exited with code 1 before it was ready" in message
+    assert "workers.log" in message  # the hint: where their stderr went
+    assert "encodings" in (tmp_path / "out" / "workers.log").read_text()
+    assert time.monotonic() - started < 60
+
+
+# ---------------------------------------------------------------- mistakes
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (["--processes", "0"], "--processes must be a whole number of at least 1, or auto; got 0"),
+        (["--processes", "-2"], "got -2"),
+        (["--processes", "1.5"], "got 1.5"),
+        (["--processes", "many"], "got many"),
+        (["--processes", "2", "--backend", "ray"], "--processes is for the local backend"),
+    ],
+)
+def test_a_wrong_processes_value_is_one_line_and_a_hint(
+    tmp_path: Path, given: list[str], message: str
+) -> None:
+    workflow = project_without_server(tmp_path)
+    items = write_items(tmp_path / "items.jsonl", ["q"])
+    out = tmp_path / "out"
+    proc = run_cli(["batch", str(workflow), str(items), "--out", str(out), *given], cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert lines[1].startswith("  hint: ")
+    assert not out.exists()
+
+
+def test_run_batch_checks_processes(tmp_path: Path) -> None:
+    workflow = project_without_server(tmp_path)
+    items = write_items(tmp_path / "items.jsonl", ["q"])
+    for wrong in (0, -1, 2.5, True, "x"):
+        with pytest.raises(UsageError, match="--processes must be a whole number"):
+            asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", processes=wrong))
+    assert not (tmp_path / "out").exists()
