@@ -17,7 +17,12 @@ Printed, against the issue's targets:
 - peak RSS for 100 and for N items (target: N=1,000 within 2x the RSS of 100), open descriptors;
 - the load average while it ran (other processes' demand for the cores).
 
-Run: python bench/batch.py [--items 1000] [--concurrency 50] [--latency 0.2]
+With more than one process (`--processes`, default auto as `flowrun batch`: one per 16 of the
+concurrency, at most one per CPU), CPU time and peak RSS include the worker processes: CPU is
+this process's plus its reaped children's; RSS is the most the parent and its workers held
+together, sampled as items end (and the largest single process, from getrusage).
+
+Run: python bench/batch.py [--items 1000] [--concurrency 50] [--latency 0.2] [--processes N|auto]
 """
 
 from __future__ import annotations
@@ -57,29 +62,61 @@ tools: [write_file]
 """
 DRIVER = """\
 import asyncio, json, os, resource, sys, time
+from pathlib import Path
 import flowrun
 from flowrun.providers.clients import http_transport
 
 most_fds = 0
+most_rss_kb = 0
+last_sample = 0.0
 ended = []
 
+def rss_kb(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+def children():
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            found += (task / "children").read_text().split()
+        except OSError:
+            pass
+    return found
+
 def sample(progress):
-    global most_fds
+    global most_fds, most_rss_kb, last_sample
     most_fds = max(most_fds, len(os.listdir("/proc/self/fd")))
+    now = time.perf_counter()
     if progress.last is not None:
-        ended.append(time.perf_counter())
+        ended.append(now)
+    if now - last_sample >= 0.2:  # the parent and its workers together
+        last_sample = now
+        most_rss_kb = max(most_rss_kb, rss_kb("self") + sum(rss_kb(pid) for pid in children()))
 
 workflow, items, out, concurrency = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-start, cpu = time.perf_counter(), time.process_time()
-batch = flowrun.run_batch(workflow, items, out=out, concurrency=concurrency, on_progress=sample)
+processes = sys.argv[5] if sys.argv[5] == "auto" else int(sys.argv[5])
+children_cpu = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
+start, cpu, child_cpu = time.perf_counter(), time.process_time(), children_cpu()
+batch = flowrun.run_batch(
+    workflow, items, out=out, concurrency=concurrency, processes=processes, on_progress=sample
+)
 summary = asyncio.run(batch)
-wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+wall = time.perf_counter() - start
+cpu = time.process_time() - cpu + children_cpu() - child_cpu
 n = len(ended)
 lo, hi = ended[n // 10], ended[(9 * n) // 10]
+own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+largest_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"status": summary.status, "completed": summary.completed, "wall": wall, "cpu": cpu,
                   "sustained": ((9 * n) // 10 - n // 10) / (hi - lo) if hi > lo else 0.0,
-                  "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "fds": most_fds,
-                  "http": http_transport()}))
+                  "rss_kb": max(most_rss_kb, own), "own_rss_kb": own, "child_rss_kb": largest_child,
+                  "fds": most_fds, "processes": summary.processes, "http": http_transport()}))
 """
 
 
@@ -109,12 +146,12 @@ def start_server(folder: Path, latency: float) -> tuple[subprocess.Popen[str], s
     return server, server.stdout.readline().strip()
 
 
-def run_batch(folder: Path, workflow: Path, items: int, concurrency: int) -> dict[str, float]:
+def run_batch(folder: Path, workflow: Path, items: int, concurrency: int, processes: str) -> dict[str, float]:
     items_file = folder / f"items-{items}.jsonl"
     items_file.write_text("".join(json.dumps({"question": f"question {i}"}) + "\n" for i in range(items)))
     out = folder / f"out-{items}"
     done = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(workflow), str(items_file), str(out), str(concurrency)],
+        [sys.executable, "-c", DRIVER, str(workflow), str(items_file), str(out), str(concurrency), processes],
         capture_output=True,
         text=True,
         check=False,
@@ -136,6 +173,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--processes", default="auto", help="N or auto (as flowrun batch --processes)")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,9 +185,9 @@ def main() -> None:
             workflow.write_text(WORKFLOW.replace("BASE_URL", url + "/v1"))
             (folder / "p" / "agents.d" / "answerer.yaml").write_text(AGENT)
             os.environ.setdefault("FLOWRUN_CACHE_DIR", str(folder / "cache"))
-            small = run_batch(folder, workflow, 100, args.concurrency)
+            small = run_batch(folder, workflow, 100, args.concurrency, args.processes)
             time.sleep(0.5)
-            large = run_batch(folder, workflow, args.items, args.concurrency)
+            large = run_batch(folder, workflow, args.items, args.concurrency, args.processes)
         finally:
             server.terminate()
             server.wait()
@@ -157,9 +195,12 @@ def main() -> None:
     whole = args.items / large["wall"]
     cpu_item = large["cpu"] / args.items
     growth = large["rss_kb"] / small["rss_kb"]
+    processes = int(large["processes"])
+    where = "in one process" if processes == 1 else f"over {processes} processes"
     print(
         f"batch: {args.items} items, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms per model "
-        f"call, 2 calls per item (local backend, HTTP client {large['http']}, server in its own process); "
+        f"call, 2 calls per item (local backend {where} (--processes {args.processes}), HTTP client "
+        f"{large['http']}, server in its own process); "
         f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
     print(f"ideal {ideal:.1f} items/s ({args.concurrency} / {2 * args.latency:.1f} s)")
@@ -170,17 +211,24 @@ def main() -> None:
             f"{verdict(share >= TARGET_SHARE)}"
         )
     print(
-        f"CPU {cpu_item * 1000:.2f} ms per item (every thread): one core drives at most "
+        f"CPU {cpu_item * 1000:.2f} ms per item (every thread of every process): one core drives at most "
         f"{1 / cpu_item:.0f} items/s = {1 / cpu_item / ideal:.0%} of ideal"
+        + (f"; {processes} cores at most {processes / cpu_item:.0f} items/s" if processes > 1 else "")
     )
     flat = verdict(growth <= TARGET_RSS, "ABOVE TARGET")
     print(
         f"peak RSS {small['rss_kb'] / 1024:.0f} MB for 100 items, {large['rss_kb'] / 1024:.0f} MB for "
         f"{args.items}: x{growth:.2f} (target <= {TARGET_RSS}) {flat}"
+        + (
+            f" (all {processes} workers and the parent together; the parent alone "
+            f"{large['own_rss_kb'] / 1024:.0f} MB, the largest worker {large['child_rss_kb'] / 1024:.0f} MB)"
+            if processes > 1
+            else ""
+        )
     )
     print(
         f"open file descriptors at most {small['fds']:.0f} (100 items), "
-        f"{large['fds']:.0f} ({args.items} items)"
+        f"{large['fds']:.0f} ({args.items} items)" + (" in the parent" if processes > 1 else "")
     )
 
 

@@ -264,19 +264,33 @@ def test_a_rate_limit_is_shared_across_worker_processes(
     assert max(times) - min(times) >= (12 - 2) * 0.5 - 1.0, shown
 
 
-def test_the_workers_load_the_workflow_with_its_overrides(tmp_path: Path) -> None:
+TASK = 'Question: {{ question }} (level {{ level }})\nit\'s "quoted" \\n'  # no YAML reads its repr back
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["models.m.model=other-model"],  # as --set gives them
+        {"models.m.model": "other-model"},  # a mapping whose texts read back the same
+        {"models.m.model": "other-model", "task": TASK},  # and one whose texts do not
+    ],
+)
+def test_the_workers_load_the_workflow_with_its_overrides(tmp_path: Path, overrides: Any) -> None:
     with WireServer(answerer()) as server:
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", ["a", "b", "c", "d"])
-        for i, overrides in enumerate((["models.m.model=other-model"], {"models.m.model": "other-model"})):
-            wf = flowrun.load(workflow, overrides)
-            out = tmp_path / f"out{i}"
-            summary = asyncio.run(flowrun.run_batch(wf, items, out=out, concurrency=2, processes=2))
-            assert summary.ok and summary.processes == 2
-            meta = json.loads((out / results(out)[0]["run_dir"] / "run.json").read_text())
+        wf = flowrun.load(workflow, overrides)
+        out = tmp_path / "out"
+        summary = asyncio.run(flowrun.run_batch(wf, items, out=out, concurrency=2, processes=2))
+        assert summary.ok and summary.processes == 2
+        for line in results(out):
+            meta = json.loads((out / line["run_dir"] / "run.json").read_text())
             assert meta["overrides"] == [o.text for o in wf.overrides]  # as an in-process run records them
         assert {r.body["model"] for r in server.requests} == {"other-model"}
-        assert len(server.requests) == 16
+        assert len(server.requests) == 8
+        if "task" in overrides:
+            for request in server.requests:
+                assert request.last_user_text.endswith('\nit\'s "quoted" \\n')
 
 
 # ---------------------------------------------------------------- the batch's budget
@@ -333,7 +347,7 @@ def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
         assert lost and "interrupted" in stdout, stdout
         for line in lost:
             assert f"(pid {victim}) was killed by SIGKILL" in line["error"]
-            assert "running the batch again resumes it" in line["error"]
+            assert "running the same batch again resumes it" in line["error"]
         assert sum(r["status"] == "completed" for r in results(out)) == 16 - len(lost)
         assert not any(alive(pid) for pid in first)
         assert_rerun_completes(server, args, tmp_path, out, 16)

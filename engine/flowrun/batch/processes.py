@@ -27,7 +27,9 @@ import json
 import math
 import os
 import signal
+import site
 import sys
+import sysconfig
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
@@ -48,6 +50,7 @@ ITEMS_PER_PROCESS = 16  # `auto`: one process per this many items of concurrency
 GRACE_S = 10.0  # a stopped worker has this long to report its items and exit before it is killed
 DEATHS_PER_WORKER = 2  # workers dying without an item ending, in a row, before the batch gives up
 WORKERS_LOG = "workers.log"
+RESUMES = "running the same batch again resumes it"
 
 
 def auto_processes(concurrency: int) -> int:
@@ -72,6 +75,7 @@ class ProcessBackend:
     def __init__(self, concurrency: int, processes: int, workflow: Workflow, folder: BatchFolder) -> None:
         self.concurrency = concurrency
         self.processes = processes
+        self.python = _python()
         config = {"workflow": str(workflow.path.resolve()), "overrides": _overrides(workflow)}
         self.config = json.dumps(config)
         self.folder = folder
@@ -270,16 +274,15 @@ class Pool:
 
     async def _start(self, share: int) -> WorkerProcess | None:
         """A worker that loaded the workflow, or None (it failed; the failure is counted)."""
-        env = {**os.environ, "PYTHONPATH": _pythonpath()}
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
+            self.backend.python,
             "-m",
             "flowrun.batch.worker",
             self.backend.config,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=env,
+            env=_environment(),
             limit=protocol.LINE_LIMIT,
         )
         worker = WorkerProcess(proc, share, self.log)
@@ -307,7 +310,7 @@ class Pool:
         lost = list(worker.running.values())
         for job in lost:
             error = f"the worker process running it (pid {worker.pid}) {how}{_said(worker)}"
-            self.tally.ended(replace(interrupted(job), error=f"{error}; running the batch again resumes it"))
+            self.tally.ended(replace(interrupted(job), error=f"{error}; {RESUMES}"))
         if (lost or self.queue) and not self.halted and not worker.ended_any:
             self._died(f"a worker process (pid {worker.pid}) {how}{_said(worker)}")
 
@@ -366,8 +369,20 @@ def _load_failure(message: dict[str, Any]) -> WorkerFailed:
     )
 
 
-def _pythonpath() -> str:
-    """Workers import the same flowrun as this process."""
-    source = str(Path(flowrun.__file__).resolve().parent.parent)
-    rest = os.environ.get("PYTHONPATH")
-    return f"{source}{os.pathsep}{rest}" if rest else source
+def _python() -> str:
+    if not sys.executable:  # an embedded interpreter
+        raise UsageError("cannot start worker processes: no Python executable", "use processes=1")
+    return sys.executable
+
+
+def _environment() -> dict[str, str]:
+    """This process's environment; workers import the same flowrun as this process, also when
+    it was not installed but found on a path this process was given (PYTHONPATH leads the
+    search, so an installed flowrun's site-packages is not put there ahead of the stdlib)."""
+    env = dict(os.environ)
+    source = Path(flowrun.__file__).resolve().parent.parent
+    installed = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), *site.getsitepackages()}
+    if str(source) not in {str(Path(p).resolve()) for p in installed if p}:
+        rest = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = f"{source}{os.pathsep}{rest}" if rest else str(source)
+    return env

@@ -214,11 +214,17 @@ async def _close(channel: Channel, closed: _Closed, code: int) -> int:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     to_parent, from_parent = _take_protocol_fds()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent too: it decides
+    # Ctrl-C reaches the parent too: it decides. A handler, not SIG_IGN, which the processes
+    # that tools start would inherit
+    signal.signal(signal.SIGINT, _ignore)
     args = sys.argv[1:] if argv is None else argv
     config = json.loads(args[0])
     code = asyncio.run(serve(config, to_parent, from_parent))
     _leave(code)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """SIGINT: the parent tells this worker when to stop."""
 
 
 def _leave(code: int) -> NoReturn:
