@@ -353,7 +353,12 @@ def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
         assert_rerun_completes(server, args, tmp_path, out, 16)
 
 
-def test_ctrl_c_to_the_process_group_stops_the_workers(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [(signal.SIGINT, 130, "error: interrupted"), (signal.SIGTERM, 143, "error: terminated (SIGTERM)")],
+)
+def test_ctrl_c_or_sigterm_stops_the_workers(tmp_path: Path, signum: int, code: int, said: str) -> None:
+    """Ctrl-C reaches the whole process group, as a terminal sends it; SIGTERM only the command."""
     with WireServer(answerer(delay_s=0.3)) as server:
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
@@ -362,10 +367,13 @@ def test_ctrl_c_to_the_process_group_stops_the_workers(tmp_path: Path) -> None:
         proc = start_cli(args, tmp_path)
         assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
         workers = workers_of(proc.pid)
-        os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: every process of the group
+        if signum == signal.SIGINT:
+            os.killpg(proc.pid, signum)  # every process of the group
+        else:
+            proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == 130, stderr
-        assert "interrupted" in stderr and "run the same command again" in stderr
+        assert proc.returncode == code, stderr
+        assert said in stderr and "run the same command again" in stderr
         assert "Traceback" not in stderr
         assert not any(alive(pid) for pid in workers)  # none left behind
         stopped = [r for r in results(out) if r["status"] == "interrupted"]

@@ -113,6 +113,7 @@ class WorkerProcess:
         self.proc = proc
         self.share = share
         self.running: dict[str, Job] = {}
+        self.ready = False  # it loaded the workflow
         self.ended_any = False
         self.log = log
         self.last_words = ""  # its last line on stderr
@@ -224,7 +225,7 @@ class Pool:
         watcher = asyncio.create_task(self._halt_on_stop())
         try:
             await asyncio.wait(drivers)  # (cancelling this wait leaves the drivers running)
-        except asyncio.CancelledError:
+        except BaseException:  # cancelled (Ctrl-C), or a signal's exception (SIGTERM) raised here
             await self._wind_down(drivers)
             raise
         finally:
@@ -266,14 +267,25 @@ class Pool:
     # ------------------------------------------------------------ one slot of the pool
 
     async def _drive(self, share: int) -> None:
-        """Keep a worker with `share` slots busy while jobs remain, replacing it when it dies."""
-        while self.queue and not self.halted:
-            worker = await self._start(share)
+        """Keep a worker with `share` slots busy while jobs remain, replacing it when it dies.
+        Interrupted here (the loop's tasks cancelled at exit, a signal's exception), it still
+        hears its worker out, so the items it ran are recorded, then stops."""
+        worker: WorkerProcess | None = None
+        try:
+            while self.queue and not self.halted:
+                worker = await self._spawn(share)
+                if await self._ready(worker):
+                    self._fill(worker)
+                    await self._listen(worker)
+                await self._bury(worker)
+                worker = None
+        except BaseException:
+            self.halt()
             if worker is not None:
-                await self._serve(worker)
+                await self._drain(worker)
+            raise
 
-    async def _start(self, share: int) -> WorkerProcess | None:
-        """A worker that loaded the workflow, or None (it failed; the failure is counted)."""
+    async def _spawn(self, share: int) -> WorkerProcess:
         proc = await asyncio.create_subprocess_exec(
             self.backend.python,
             "-m",
@@ -289,30 +301,47 @@ class Pool:
         self.workers.add(worker)
         if self.halted:
             worker.close_input()
+        return worker
+
+    async def _ready(self, worker: WorkerProcess) -> bool:
+        """Whether the worker loaded the workflow; if it could not, the batch stops."""
         message = await worker.next_message()
         if message is not None and message["op"] == "ready":
-            return worker
-        how = await worker.ended()
-        self.workers.discard(worker)
+            worker.ready = True
+            return True
         if message is not None and message["op"] == "error":
             self._fail(_load_failure(message))
-        elif not self.halted:
-            self._died(f"a worker process (pid {worker.pid}) {how} before it was ready{_said(worker)}")
-        return None
+        return False
 
-    async def _serve(self, worker: WorkerProcess) -> None:
-        """Feed the worker and handle what it says until it exits."""
-        self._fill(worker)
+    async def _listen(self, worker: WorkerProcess) -> None:
         while (message := await worker.next_message()) is not None:
             self._handle(worker, message)
+
+    async def _drain(self, worker: WorkerProcess) -> None:
+        """Hear out a worker told to stop; one that does not end in time is killed."""
+        try:
+            async with asyncio.timeout(GRACE_S):
+                await self._listen(worker)
+        except TimeoutError:
+            worker.kill()
+        await self._bury(worker)
+
+    async def _bury(self, worker: WorkerProcess) -> None:
+        """The worker's output ended: wait for its exit; what it still ran ends `interrupted`."""
+        if worker not in self.workers:
+            return
         how = await worker.ended()
         self.workers.discard(worker)
         lost = list(worker.running.values())
+        worker.running.clear()
+        said = _said(worker)
         for job in lost:
-            error = f"the worker process running it (pid {worker.pid}) {how}{_said(worker)}"
-            self.tally.ended(replace(interrupted(job), error=f"{error}; {RESUMES}"))
-        if (lost or self.queue) and not self.halted and not worker.ended_any:
-            self._died(f"a worker process (pid {worker.pid}) {how}{_said(worker)}")
+            error = f"the worker process running it (pid {worker.pid}) {how}{said}; {RESUMES}"
+            self.tally.ended(replace(interrupted(job), error=error))
+        if self.halted or worker.ended_any or not (lost or self.queue or not worker.ready):
+            return
+        before = "" if worker.ready else " before it was ready"
+        self._died(f"a worker process (pid {worker.pid}) {how}{before}{said}")
 
     def _handle(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
         op = message["op"]
