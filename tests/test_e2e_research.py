@@ -70,8 +70,10 @@ def research_script() -> Script:
     )
 
 
-def run_research(tmp_path: Path, server: WireServer, provider: str, stream: bool) -> tuple[int, str, Path]:
-    env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
+def run_research(
+    tmp_path: Path, server: WireServer, provider: str, stream: bool, http: str = "aiohttp"
+) -> tuple[int, str, Path]:
+    env = {"FLOWRUN_RETRY_BASE_S": "0.01", "FLOWRUN_HTTP": http}
     args = [str(REPO / "examples" / "research.yaml"), "--question", "How does Python sort?"]
     args += ["--runs-dir", str(tmp_path / "runs"), "--run-id", "r1", "--stream" if stream else "--no-stream"]
     if provider == "anthropic":
@@ -86,11 +88,12 @@ def run_research(tmp_path: Path, server: WireServer, provider: str, stream: bool
     return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / "r1"
 
 
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])  # httpx: an install without the extra
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
-def test_research_end_to_end(tmp_path: Path, provider: str, stream: bool) -> None:
+def test_research_end_to_end(tmp_path: Path, provider: str, stream: bool, http: str) -> None:
     with WireServer(research_script()) as server:
-        code, out, run_dir = run_research(tmp_path, server, provider, stream)
+        code, out, run_dir = run_research(tmp_path, server, provider, stream, http)
         requests = server.requests
     assert code == 0, out
     assert "Traceback" not in out

@@ -4,6 +4,9 @@ workflow and the SDK client (with its open connection) of the first, in both wir
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,36 @@ def test_an_unknown_http_client_fails_the_run_with_a_hint(
     expected = "FLOWRUN_HTTP='curl' is not an HTTP client flowrun knows (hint: use httpx or aiohttp)"
     assert expected in result.message
     assert not server.requests
+
+
+IMPORTS_OFF_THE_LOOP = """
+import sys, threading
+import flowrun
+
+where = {}
+
+def hook(event, args):
+    package = str(args[0]).partition(".")[0] if event == "import" else ""
+    if package in ("openai", "anthropic", "aiohttp"):  # import_module audits the modules below
+        where.setdefault(package, threading.current_thread() is threading.main_thread())
+
+sys.addaudithook(hook)
+result = flowrun.load(sys.argv[1]).run_sync({"question": "q"}, runs_dir=sys.argv[2], model=sys.argv[3])
+print(result.status, sorted(name for name, on_loop in where.items() if on_loop), sorted(where))
+"""
+
+
+@pytest.mark.parametrize("model", ["openai:gpt-test", "anthropic:claude-test"])
+def test_the_sdk_is_imported_off_the_event_loop(server: WireServer, tmp_path: Path, model: str) -> None:
+    """The SDK and its HTTP client are imported in a worker thread: on the loop thread their
+    import (0.3 s to seconds) would hold up every other run of the process."""
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS_OFF_THE_LOOP, str(RESEARCH), str(tmp_path), model],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "FLOWRUN_HTTP": "aiohttp"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    sdk = model.split(":")[0]
+    assert done.stdout.split() == ["completed", "[]", "['aiohttp',", f"'{sdk}']"]

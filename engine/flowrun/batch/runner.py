@@ -91,8 +91,11 @@ class Tally:
         self.folder = folder
         self.total = total
         self.results = dict(before)  # the final result of each item so far
+        self._ok = sum(1 for r in before.values() if r.ok)  # counts kept as items end: a
+        # progress report costs the same at the 10th item as at the 10,000th
         # spent per item, earlier attempts included
         self.cost = {r.id: r.cost_usd for r in before.values() if r.cost_usd is not None} | prior_cost
+        self._spent = sum(self.cost.values())
         self.priced = any(r.cost_usd is not None for r in before.values()) or bool(prior_cost)
         self.max_cost_usd = max_cost_usd
         self.on_progress = on_progress
@@ -106,12 +109,13 @@ class Tally:
 
     def starting(self, job: Job) -> None:
         self.running.add(job.item_id)
-        self.results.pop(job.item_id, None)
+        dropped = self.results.pop(job.item_id, None)
+        self._ok -= dropped is not None and dropped.ok
         self._changed()
 
     def spent(self, item_id: str, cost_usd: float) -> None:
         self.priced = True
-        self.cost[item_id] = self.cost.get(item_id, 0.0) + cost_usd
+        self._set_cost(item_id, self.cost.get(item_id, 0.0) + cost_usd)
         self._check_budget()
         self._changed()
 
@@ -128,19 +132,25 @@ class Tally:
         self.running.discard(result.id)
         self.folder.record(result)
         if result.status in FINAL:
+            earlier = self.results.get(result.id)
+            self._ok += result.ok - (earlier is not None and earlier.ok)
             self.results[result.id] = result
         if result.cost_usd is not None:
             self.priced = True
-            self.cost[result.id] = result.cost_usd  # the run's own total is the truth
+            self._set_cost(result.id, result.cost_usd)  # the run's own total is the truth
         self.ran += 1
         self._check_budget()
         self._changed(result)
 
     # ------------------------------------------------------------ state
 
+    def _set_cost(self, item_id: str, cost_usd: float) -> None:
+        self._spent += cost_usd - self.cost.get(item_id, 0.0)
+        self.cost[item_id] = cost_usd
+
     @property
     def total_cost(self) -> float | None:
-        return round(sum(self.cost.values()), 6) if self.priced else None
+        return round(self._spent, 6) if self.priced else None
 
     def _check_budget(self) -> None:
         cost = self.total_cost
@@ -152,12 +162,10 @@ class Tally:
             self.stop.set()
 
     def progress(self, last: ItemResult | None = None) -> BatchProgress:
-        completed = sum(1 for r in self.results.values() if r.ok)
-        failed = sum(1 for r in self.results.values() if not r.ok)
         return BatchProgress(
             total=self.total,
-            completed=completed,
-            failed=failed,
+            completed=self._ok,
+            failed=len(self.results) - self._ok,
             running=len(self.running),
             cost_usd=self.total_cost,
             ran=self.ran,

@@ -33,9 +33,11 @@ from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.clients import (
     http_client_options,
     http_transport,
+    import_sdk,
     sdk_environment,
     secret_digest,
     shared_client,
+    transport_modules,
 )
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
@@ -325,9 +327,9 @@ class AnthropicProvider(Provider):
 
     async def _client_for(self, agent: str) -> Any:
         if self._client is None:
-            import anthropic
-
             api_key, auth_token = self.credentials(agent)
+            transport = http_transport()
+            anthropic = await import_sdk("anthropic", *transport_modules(transport))
             headers: dict[str, Any] = {}
             if api_key is not None:
                 headers = {"x-api-key": api_key, "Authorization": anthropic.omit}
@@ -339,7 +341,6 @@ class AnthropicProvider(Provider):
                 secret_digest(auth_token),
                 sdk_environment("ANTHROPIC_"),
             )
-            transport = http_transport()
             self._client = await shared_client(
                 (*key, config.base_url, config.timeout_s, tuple(config.headers.items()), transport),
                 lambda: anthropic.AsyncAnthropic(

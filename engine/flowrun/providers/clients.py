@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import importlib
 import importlib.util
 import os
+import sys
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Callable, Hashable
+from types import ModuleType
 from typing import Any
 
 from flowrun.errors import UsageError
@@ -32,6 +35,27 @@ class _LoopClients:
         for client in clients:
             with contextlib.suppress(Exception):  # a connection already gone is closed enough
                 await client.close()
+
+
+_IMPORT_LOCK = threading.Lock()  # one import of an SDK at a time (threads importing the same
+# package at once can meet the import system's deadlock detection)
+
+
+async def import_sdk(name: str, *also: str) -> ModuleType:
+    """`import name` (and the modules in `also`) in a worker thread the first time: an SDK takes
+    0.3 s to seconds to import, and on the loop thread that would hold up every other run of the
+    process (their timers, their streams). Later calls return at once."""
+    module = sys.modules.get(name)
+    if module is not None and all(extra in sys.modules for extra in also):
+        return module
+
+    def load() -> ModuleType:
+        with _IMPORT_LOCK:
+            for extra in also:
+                importlib.import_module(extra)
+            return importlib.import_module(name)
+
+    return await asyncio.to_thread(load)
 
 
 _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = weakref.WeakKeyDictionary()
@@ -97,6 +121,11 @@ def http_transport() -> str:
     if wanted not in ("", "httpx", "aiohttp"):
         raise UsageError(f"{HTTP_ENV}={wanted!r} is not an HTTP client flowrun knows", "use httpx or aiohttp")
     return wanted or ("aiohttp" if installed else "httpx")
+
+
+def transport_modules(transport: str) -> tuple[str, ...]:
+    """What the chosen HTTP client imports when the first client is made (see import_sdk)."""
+    return ("aiohttp",) if transport == "aiohttp" else ()
 
 
 def http_client_options(sdk: Any, transport: str) -> dict[str, Any]:

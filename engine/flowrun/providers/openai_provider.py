@@ -46,9 +46,11 @@ from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.clients import (
     http_client_options,
     http_transport,
+    import_sdk,
     sdk_environment,
     secret_digest,
     shared_client,
+    transport_modules,
 )
 from flowrun.providers.history_text import flatten_tool_history
 from flowrun.providers.retry import call_sdk
@@ -342,12 +344,11 @@ class OpenAIProvider(Provider):
 
     async def _client_for(self, agent: str) -> Any:
         if self._client is None:
-            import openai
-
             key = self.api_key(agent)
+            transport = http_transport()
+            openai = await import_sdk("openai", *transport_modules(transport))
             self._sdk = openai
             config = self.config
-            transport = http_transport()
             self._client = await shared_client(
                 (
                     "openai",

@@ -8,7 +8,6 @@ through the run's redaction before it is written."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -44,17 +43,15 @@ def log_level(verbosity: int) -> int:
 
 
 class _RedactingHandler(logging.FileHandler):
+    """Each line redacted, then written and flushed (StreamHandler.emit flushes every record,
+    so a crash loses nothing); a line that cannot be written is dropped (handleError)."""
+
     def __init__(self, path: Path, redact: Callable[[str], str]) -> None:
         super().__init__(path, encoding="utf-8")
         self.redact = redact
 
     def format(self, record: logging.LogRecord) -> str:
         return self.redact(super().format(record))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        super().emit(record)
-        with contextlib.suppress(OSError):  # a full disk is the run's to report (events.jsonl)
-            self.flush()  # a crash loses nothing
 
     def handleError(self, record: logging.LogRecord) -> None:
         """A line that cannot be written is dropped quietly: no "Logging error" traceback."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.tools import sandbox
-from flowrun.tools.base import ToolContext
+from flowrun.tools.base import ToolContext, error
 from flowrun.tools.sandbox import Layout, SandboxUnavailable
 from flowrun.types import ToolError, ToolResult
 
@@ -378,6 +378,26 @@ def exec_failure(outcome: ProcessOutcome) -> str | None:
     Outside the sandbox that is an OSError from the start instead."""
     found = EXEC_FAILED.match(outcome.stderr.text().strip())
     return found.group(2) if found and outcome.exit_code == 1 else None
+
+
+async def run_confined(ctx: ToolContext, argv: list[str], timeout_s: float, label: str) -> ToolResult:
+    """`argv` run to its end under the tool's sandbox policy (leftover processes reported), as
+    a tool result: its output, or why it could not start. `label` names it in messages."""
+    try:
+        how = launch(ctx, argv, report_leftovers=True)
+        outcome = await run_process(
+            how.argv,
+            cwd=how.cwd,
+            env=how.env,
+            timeout_s=timeout_s,
+            max_output_bytes=output_cap(ctx),
+            leftover_mark=how.leftover_mark,
+        )
+    except SandboxUnavailable as e:
+        return unavailable(e)
+    except OSError as e:
+        return error("UNAVAILABLE", f"cannot start {argv[0]}: {e}")
+    return outcome_result(outcome, label, timeout_s)
 
 
 def unavailable(e: SandboxUnavailable) -> ToolResult:

@@ -25,10 +25,9 @@ from flowrun.tools.process import (
     capped,
     kill_group,
     launch,
-    outcome_result,
     output_cap,
     pump,
-    run_process,
+    run_confined,
     spawn_process,
     unavailable,
     wait_exit,
@@ -81,22 +80,7 @@ async def execute_shell(
         result = await _start_job(ctx, command)
     else:
         limit = capped(timeout, DEFAULT_TIMEOUT_S, ctx.config.get("timeout", DEFAULT_MAX_TIMEOUT_S))
-        try:
-            how = launch(ctx, ["bash", "-c", command], report_leftovers=True)
-            outcome = await run_process(
-                how.argv,
-                cwd=how.cwd,
-                env=how.env,
-                timeout_s=limit,
-                max_output_bytes=output_cap(ctx),
-                leftover_mark=how.leftover_mark,
-            )
-        except SandboxUnavailable as e:
-            result = unavailable(e)
-        except OSError as e:
-            result = error("UNAVAILABLE", f"cannot start bash: {e}")
-        else:
-            result = outcome_result(outcome, "the command", limit)
+        result = await run_confined(ctx, ["bash", "-c", command], limit, "the command")
     return finish_result(result, params, started)
 
 

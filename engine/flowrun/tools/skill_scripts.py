@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result
-from flowrun.tools.process import capped, launch, outcome_result, output_cap, run_process, unavailable
-from flowrun.tools.sandbox import SandboxUnavailable
+from flowrun.tools.process import capped, run_confined
 from flowrun.tools.skills import Skill, find_skills, skill_parameters
 from flowrun.types import ToolResult
 
@@ -112,22 +111,7 @@ async def run_skill_script(
     # the skill's folder is visible (read-only) inside the sandbox, wherever it lives
     policy = dataclasses.replace(ctx.sandbox, ro_binds=(*ctx.sandbox.ro_binds, str(folder)))
     confined = dataclasses.replace(ctx, sandbox=policy)
-    try:
-        how = launch(confined, argv, report_leftovers=True)
-        outcome = await run_process(
-            how.argv,
-            cwd=how.cwd,
-            env=how.env,
-            timeout_s=limit,
-            max_output_bytes=output_cap(ctx),
-            leftover_mark=how.leftover_mark,
-        )
-    except SandboxUnavailable as e:
-        result = unavailable(e)
-    except OSError as e:
-        result = error("UNAVAILABLE", f"cannot start {argv[0]}: {e}")
-    else:
-        result = outcome_result(outcome, f"{skill}/{script}", limit)
+    result = await run_confined(confined, argv, limit, f"{skill}/{script}")
     return finish_result(result, params, started)
 
 
