@@ -126,7 +126,9 @@ class Worker:
         op = message["op"]
         if op == "job":
             job = protocol.job_of(message["job"])
-            self.items[job.item_id] = asyncio.create_task(self._run(job))
+            task = asyncio.create_task(self._run(job))
+            task.add_done_callback(lambda done: self._stopped_before_start(job, done))
+            self.items[job.item_id] = task
         elif op == "reserved":
             self.book.answered(int(message["id"]), float(message["delay"]))
         elif op == "stop":
@@ -152,6 +154,12 @@ class Worker:
         finally:
             self.items.pop(job.item_id, None)
         self.channel.send(protocol.result_message(result))
+
+    def _stopped_before_start(self, job: Job, task: asyncio.Task[None]) -> None:
+        """A job stopped before its task ran a line (the stop came with it) is reported too."""
+        if task.cancelled():
+            self.items.pop(job.item_id, None)
+            self.channel.send(protocol.result_message(interrupted(job)))
 
     def _spent(self, item_id: str, cost_usd: float) -> None:
         self.channel.send({"op": "spent", "item": item_id, "usd": cost_usd})
