@@ -80,7 +80,7 @@ def test_an_unknown_http_client_fails_the_run_with_a_hint(
 
 
 IMPORTS_OFF_THE_LOOP = """
-import sys, threading
+import asyncio, sys, threading
 import flowrun
 
 where = {}
@@ -91,8 +91,16 @@ def hook(event, args):
         where.setdefault(package, threading.current_thread() is threading.main_thread())
 
 sys.addaudithook(hook)
-result = flowrun.load(sys.argv[1]).run_sync({"question": "q"}, runs_dir=sys.argv[2], model=sys.argv[3])
-print(result.status, sorted(name for name, on_loop in where.items() if on_loop), sorted(where))
+
+
+async def three():  # at once: two of them find the SDK half imported by the first
+    wf = flowrun.load(sys.argv[1])
+    runs = [wf.run({"question": "q"}, runs_dir=sys.argv[2], model=sys.argv[3]) for _ in range(3)]
+    return await asyncio.gather(*runs)
+
+
+statuses = sorted({result.status for result in asyncio.run(three())})
+print(statuses, sorted(name for name, on_loop in where.items() if on_loop), sorted(where))
 """
 
 
@@ -109,4 +117,27 @@ def test_the_sdk_is_imported_off_the_event_loop(server: WireServer, tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     sdk = model.split(":")[0]
-    assert done.stdout.split() == ["completed", "[]", "['aiohttp',", f"'{sdk}']"]
+    assert done.stdout.split() == ["['completed']", "[]", "['aiohttp',", f"'{sdk}']"]
+
+
+HALF_IMPORTED = """
+import asyncio, sys
+from flowrun.providers.clients import import_sdk
+
+
+async def main():
+    first = asyncio.ensure_future(import_sdk("anthropic"))
+    while "anthropic" not in sys.modules:  # the first import is under way in its thread
+        await asyncio.sleep(0.001)
+    second = await import_sdk("anthropic")  # must wait for it, not take the half-made module
+    print(hasattr(second, "AsyncAnthropic"), (await first) is second)
+
+
+asyncio.run(main())
+"""
+
+
+def test_a_run_never_gets_an_sdk_another_run_is_still_importing() -> None:
+    done = subprocess.run([sys.executable, "-c", HALF_IMPORTED], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]

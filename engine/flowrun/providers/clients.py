@@ -39,21 +39,26 @@ class _LoopClients:
 
 _IMPORT_LOCK = threading.Lock()  # one import of an SDK at a time (threads importing the same
 # package at once can meet the import system's deadlock detection)
+_IMPORTED: set[str] = set()  # imported whole by import_sdk
 
 
 async def import_sdk(name: str, *also: str) -> ModuleType:
     """`import name` (and the modules in `also`) in a worker thread the first time: an SDK takes
     0.3 s to seconds to import, and on the loop thread that would hold up every other run of the
     process (their timers, their streams). Later calls return at once."""
-    module = sys.modules.get(name)
-    if module is not None and all(extra in sys.modules for extra in also):
-        return module
+    if name in _IMPORTED and _IMPORTED.issuperset(also):
+        return sys.modules[name]
+    # (not sys.modules: a module is there from the start of its import, half made, while
+    # another run's thread is still importing it)
 
     def load() -> ModuleType:
         with _IMPORT_LOCK:
             for extra in also:
                 importlib.import_module(extra)
-            return importlib.import_module(name)
+                _IMPORTED.add(extra)
+            module = importlib.import_module(name)
+            _IMPORTED.add(name)
+            return module
 
     return await asyncio.to_thread(load)
 
