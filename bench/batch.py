@@ -22,7 +22,15 @@ concurrency, at most one per CPU), CPU time and peak RSS include the worker proc
 this process's plus its reaped children's; RSS is the most the parent and its workers held
 together, sampled as items end (and the largest single process, from getrusage).
 
+For scale, the same N items are then run by a plain `openai` SDK script in one process at the
+same concurrency (bench/sdk_batch.py: the two calls and the file, no run folder): what the
+machine allows a script that records nothing.
+
+The batch folder goes in a temporary folder, or under --folder; the filesystem type is printed
+(a run folder's files are most of an item's system calls, and their cost varies by filesystem).
+
 Run: python bench/batch.py [--items 1000] [--concurrency 50] [--latency 0.2] [--processes N|auto]
+                           [--folder DIR]
 """
 
 from __future__ import annotations
@@ -91,12 +99,13 @@ def children():
 
 def sample(progress):
     global most_fds, most_rss_kb, last_sample
-    most_fds = max(most_fds, len(os.listdir("/proc/self/fd")))
     now = time.perf_counter()
     if progress.last is not None:
         ended.append(now)
-    if now - last_sample >= 0.2:  # the parent and its workers together
+    if now - last_sample >= 0.2:  # (a sample per change would cost the batch measurable CPU)
         last_sample = now
+        most_fds = max(most_fds, len(os.listdir("/proc/self/fd")))
+        # the parent and its workers together
         most_rss_kb = max(most_rss_kb, rss_kb("self") + sum(rss_kb(pid) for pid in children()))
 
 workflow, items, out, concurrency = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -166,6 +175,43 @@ def run_batch(folder: Path, workflow: Path, items: int, concurrency: int, proces
     return result
 
 
+def sdk_baseline(url: str, items: int, concurrency: int) -> dict[str, float]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "sdk_batch.py"),
+            url + "/v1",
+            "--items",
+            str(items),
+            "--concurrency",
+            str(concurrency),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the SDK script failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def filesystem(folder: Path) -> str:
+    """The type of the filesystem `folder` is on (the longest mount point above it)."""
+    best, kind = "", "unknown"
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return kind
+    resolved = str(folder.resolve())
+    for line in mounts:
+        fields = line.split()
+        if len(fields) > 2 and (resolved == fields[1] or resolved.startswith(fields[1].rstrip("/") + "/")):
+            if len(fields[1]) > len(best):
+                best, kind = fields[1], fields[2]
+    return kind
+
+
 def verdict(ok: bool, fail: str = "BELOW TARGET") -> str:
     return "OK" if ok else fail
 
@@ -176,9 +222,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--processes", default="auto", help="N or auto (as flowrun batch --processes)")
+    parser.add_argument("--folder", type=Path, help="where batch folders go (default: a temporary folder)")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp:
+    if args.folder is not None:
+        args.folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.folder) as tmp:
         folder = Path(tmp)
         server, url = start_server(folder, args.latency)
         try:
@@ -190,6 +239,9 @@ def main() -> None:
             small = run_batch(folder, workflow, 100, args.concurrency, args.processes)
             time.sleep(0.5)
             large = run_batch(folder, workflow, args.items, args.concurrency, args.processes)
+            time.sleep(0.5)
+            script = sdk_baseline(url, args.items, args.concurrency)
+            kind = filesystem(folder)
         finally:
             server.terminate()
             server.wait()
@@ -202,7 +254,7 @@ def main() -> None:
     print(
         f"batch: {args.items} items, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms per model "
         f"call, 2 calls per item (local backend {where} (--processes {args.processes}), HTTP client "
-        f"{large['http']}, server in its own process); "
+        f"{large['http']}, server in its own process, batch folder on {kind}); "
         f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
     print(f"ideal {ideal:.1f} items/s ({args.concurrency} / {2 * args.latency:.1f} s)")
@@ -232,6 +284,11 @@ def main() -> None:
             if processes > 1
             else ""
         )
+    )
+    print(
+        f"plain SDK script, one process, same items and concurrency: {script['items_per_s']:.1f} items/s = "
+        f"{script['items_per_s'] / ideal:.0%} of ideal, {script['cpu_ms_per_item']:.2f} ms CPU per item "
+        f"(flowrun batch, whole: {whole / script['items_per_s']:.0%} of it)"
     )
     print(
         f"open file descriptors at most {small['fds']:.0f} (100 items), "

@@ -182,3 +182,27 @@ async def test_events_stop_after_a_tool_call_is_cancelled(server: WireServer, tm
                 break
     meta = json.loads((tmp_path / "early" / "run.json").read_text())
     assert meta["status"] in ("interrupted", "completed")
+
+
+def test_a_cancel_after_the_outcome_is_decided_leaves_the_run_completed(tmp_path: Path) -> None:
+    """A cancel landing while a run writes its end (a batch's budget reached by another item, a
+    late Ctrl-C) changes nothing: the caller gets the completed result run.json records."""
+
+    async def main() -> flowrun.RunResult:
+        task: asyncio.Task[flowrun.RunResult] | None = None
+
+        def on_event(event: object) -> None:
+            if isinstance(event, RunEndEvent) and task is not None:
+                task.cancel()  # the end files are written after this event
+
+        wf = flowrun.load(REPO / "examples" / "research.yaml")
+        task = asyncio.ensure_future(
+            wf.run({"question": "q"}, runs_dir=tmp_path, dry_run=True, on_event=on_event)
+        )
+        return await task
+
+    result = asyncio.run(main())
+    assert result.status == "completed"
+    meta = json.loads((result.run_dir / "run.json").read_text())
+    assert meta["status"] == "completed"
+    assert not (result.run_dir / "run.lock").exists()

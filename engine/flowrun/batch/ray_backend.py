@@ -29,11 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.batch.folder import BatchFolder, ItemResult
-from flowrun.batch.jobs import Job, run_job
+from flowrun.batch.jobs import Job, cost_listener, run_job
 from flowrun.batch.local import interrupted
 from flowrun.batch.runner import Tally
 from flowrun.errors import UsageError
-from flowrun.events import Event, ModelResponseEvent
 from flowrun.runtime import rate_limits
 
 TOKEN_FILE = ".batch-token"  # in runs/: a worker that reads the driver's token shares the folder
@@ -107,16 +106,15 @@ def run_item(
     rate_limits.use_book(ActorBook(coordinator))
     running: list[asyncio.Task[Any]] = []
 
-    def on_event(event: Event) -> None:
-        if isinstance(event, ModelResponseEvent) and event.cost_usd and not event.replayed:
-            # asked and answered before the next model call, so the budget stops this item at
-            # once instead of when the driver next polls (a short block of the run's loop)
-            if ray.get(coordinator.spent.remote(job.item_id, event.cost_usd)) and running:
-                running[0].cancel()  # ends the run `interrupted`, resumable
+    def spent(item_id: str, cost_usd: float) -> None:
+        # asked and answered before the next model call, so the budget stops this item at once
+        # instead of when the driver next polls (a short block of the run's loop)
+        if ray.get(coordinator.spent.remote(item_id, cost_usd)) and running:
+            running[0].cancel()  # ends the run `interrupted`, resumable
 
     async def run(this: Job) -> ItemResult:
         running.append(asyncio.current_task())  # type: ignore[arg-type]
-        return await run_job(this, on_event)
+        return await run_job(this, cost_listener(job.item_id, spent))
 
     if ship is None:
         ship = not _sees_batch(job, token)

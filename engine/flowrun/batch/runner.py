@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from flowrun.api import Workflow
 from flowrun.batch.folder import FINAL, BatchFolder, ItemResult
 from flowrun.batch.items import Item
-from flowrun.batch.jobs import ItemOptions, Job
+from flowrun.batch.jobs import ItemOptions, Job, cost_listener
 from flowrun.errors import UsageError
-from flowrun.events import Event, ModelResponseEvent
+from flowrun.events import Event
 from flowrun.manifest.graph import run_agents
 from flowrun.runtime.event_log import read_lines
 from flowrun.runtime.models import ModelChoice
@@ -121,12 +121,7 @@ class Tally:
 
     def listener(self, item_id: str) -> Callable[[Event], None]:
         """The on_event of an item's run in this process: its model costs as they happen."""
-
-        def on_event(event: Event) -> None:
-            if isinstance(event, ModelResponseEvent) and event.cost_usd and not event.replayed:
-                self.spent(item_id, event.cost_usd)
-
-        return on_event
+        return cost_listener(item_id, self.spent)
 
     def ended(self, result: ItemResult) -> None:
         self.running.discard(result.id)

@@ -33,7 +33,7 @@ from flowrun.paths import copy_source
 from flowrun.runtime.instance import Outcome
 from flowrun.runtime.run import Run
 from flowrun.runtime.run_folder import unwritable
-from flowrun.runtime.settle import settle
+from flowrun.runtime.settle import settle, settle_decided
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
 from flowrun.runtime.structured import write_json_output
@@ -235,7 +235,7 @@ async def _finish(run: Run, status: str, message: str) -> None:
     subscribers live on the loop); the files are written off the loop (settle.py)."""
     with contextlib.suppress(OSError):
         run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
-    await settle(lambda: _end_files(run, status))
+    await settle_decided(lambda: _end_files(run, status))
 
 
 def _end_files(run: Run, status: str) -> None:

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from flowrun.errors import RunError, RunInUse, UsageError
-from flowrun.runtime.settle import settle
+from flowrun.runtime.settle import settle, settle_decided
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
@@ -87,7 +87,9 @@ class RunFolderLock:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await settle(self.release)  # unlink and close, off the loop (settle.py)
+        # unlink and close, off the loop (settle.py); a cancel meanwhile changes nothing: the
+        # block's outcome (a result, or its own error) is what the caller gets
+        await settle_decided(self.release)
 
     def acquire(self) -> None:
         if self.create:

@@ -28,3 +28,17 @@ async def settle(work: Callable[[], T]) -> T:
         if not job.cancelled():
             job.exception()  # retrieved: the cancel is what the caller sees
         raise
+
+
+async def settle_decided(work: Callable[[], T]) -> T | None:
+    """`settle(work)` for what comes after a run's outcome is decided (its end files, the
+    release of its lock): a cancel that lands meanwhile (a late Ctrl-C or SIGTERM) is absorbed,
+    so the outcome the run reached (a `completed` run, exit 0) stands. None when absorbed."""
+    try:
+        return await settle(work)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is None:
+            raise
+        task.uncancel()  # the work was done whole (settle waited for it)
+        return None
