@@ -415,3 +415,33 @@ def test_the_progress_callback_sees_every_item(server: WireServer, tmp_path: Pat
     assert sorted(ended) == sorted(r["id"] for r in results(tmp_path / "out"))
     assert seen[-1].cost_usd == pytest.approx(5 * 2 * CALL_COST)
     assert all(p.eta_s is None for p in seen if p.ran == 0)
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_set_changes_every_item_in_this_process_or_in_workers(
+    server: WireServer, tmp_path: Path, processes: str
+) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    items = write_items(tmp_path / "items.jsonl", ["a", "b", "c", "d"])
+    out = tmp_path / "out"
+    args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", processes]
+    proc = run_cli([*args, "--set", "models.m.max_tokens=123"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(server.requests) == 8
+    assert {r.body["max_tokens"] for r in server.requests} == {123}  # applied where each item ran
+    meta = json.loads((out / "batch.json").read_text())
+    assert meta["options"]["overrides"] == ["models.m.max_tokens=123"]
+    for line in results(out):
+        assert json.loads((out / line["run_dir"] / "run.json").read_text())["overrides"] == [
+            "models.m.max_tokens=123"
+        ]
+
+
+def test_a_wrong_set_is_one_line_and_nothing_runs(server: WireServer, tmp_path: Path) -> None:
+    workflow = make_project(tmp_path / "p", server)
+    items = write_items(tmp_path / "items.jsonl", ["a"])
+    args = ["batch", str(workflow), str(items), "--out", str(tmp_path / "out")]
+    proc = run_cli([*args, "--set", "models.m.max_tokens=many"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "max_tokens" in proc.stderr and "Traceback" not in proc.stderr
+    assert not server.requests and not (tmp_path / "out").exists()

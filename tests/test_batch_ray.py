@@ -96,6 +96,8 @@ def test_the_command_line_joins_a_cluster_by_address(ray_cluster: str, tmp_path:
                 "ray",
                 "--address",
                 ray_cluster,
+                "--set",
+                "models.m.max_tokens=77",  # each worker loads the workflow with it
             ],
             cwd=tmp_path,
             timeout=240,
@@ -103,3 +105,4 @@ def test_the_command_line_joins_a_cluster_by_address(ray_cluster: str, tmp_path:
     assert proc.returncode == 0, proc.stderr
     assert "2 items: 2 completed, 0 failed" in proc.stdout
     assert sorted(question_of(r) for r in server.requests) == ["x", "x", "y", "y"]
+    assert {r.body["max_tokens"] for r in server.requests} == {77}

@@ -19,7 +19,7 @@ from typing import Literal
 from flowrun.api import Workflow, load
 from flowrun.batch.folder import BatchFolder, ItemResult
 from flowrun.batch.items import Item, read_items
-from flowrun.batch.jobs import ItemOptions
+from flowrun.batch.jobs import ItemOptions, portable_overrides
 from flowrun.batch.runner import (
     Backend,
     BatchProgress,
@@ -79,7 +79,12 @@ async def run_batch(
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
     given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
     record = options_record(
-        options, concurrency=concurrency, max_cost_usd=max_cost_usd, backend=backend, processes=given
+        options,
+        concurrency=concurrency,
+        max_cost_usd=max_cost_usd,
+        backend=backend,
+        processes=given,
+        overrides=[o.text for o in wf.overrides],
     )
     folder.open(wf.path, items_path, record)
     runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf)
@@ -153,7 +158,7 @@ def _backend(
     if name == "ray":
         from flowrun.batch.ray_backend import RayBackend
 
-        return RayBackend(concurrency, address, ray_cpus, ship, folder)
+        return RayBackend(concurrency, address, ray_cpus, ship, folder, portable_overrides(wf))
     if processes is not None and processes > 1:
         from flowrun.batch.processes import ProcessBackend
 

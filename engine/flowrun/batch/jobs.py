@@ -5,6 +5,8 @@ worker runs exactly what the local backend runs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import time
 from collections.abc import Callable
@@ -13,8 +15,9 @@ from typing import Any
 
 from flowrun.api import RunResult, Workflow, load, resume
 from flowrun.batch.folder import ItemResult
-from flowrun.errors import FlowrunError
+from flowrun.errors import FlowrunError, UsageError
 from flowrun.events import Event, ModelResponseEvent
+from flowrun.manifest.overrides import parse_override
 from flowrun.tools.sandbox import Mode
 
 
@@ -40,6 +43,8 @@ class Job:
     run_dir: str  # absolute path of the item's run folder
     resume: bool  # continue the run already in run_dir
     options: ItemOptions = field(default_factory=ItemOptions)
+    # the workflow's overrides (`--set`), for a process that loads it again (portable_overrides)
+    overrides: list[str] | dict[str, Any] = field(default_factory=list)
 
 
 async def run_job(
@@ -60,7 +65,7 @@ async def run_job(
                 limits=limits,
             )
         else:
-            result = await (workflow or load(job.workflow)).run(
+            result = await (workflow or load(job.workflow, job.overrides)).run(
                 job.inputs,
                 run_dir=job.run_dir,
                 model=job.options.model,
@@ -89,6 +94,27 @@ def cost_listener(item_id: str, spent: Callable[[str, float], None]) -> Callable
             spent(item_id, event.cost_usd)
 
     return on_event
+
+
+def portable_overrides(workflow: Workflow) -> list[str] | dict[str, Any]:
+    """The `overrides` the workflow was loaded with, as another process (a worker process, a Ray
+    worker) can load them again: their texts when those read back as the same values (always,
+    for `--set`), else the values."""
+    texts = [o.text for o in workflow.overrides]
+    given = [(o.path, o.value) for o in workflow.overrides]
+    with contextlib.suppress(UsageError):  # a text made from a value YAML cannot read back
+        if [(o.path, o.value) for o in map(parse_override, texts)] == given:
+            return texts
+    values = {".".join(o.path): o.value for o in workflow.overrides}
+    try:
+        if json.loads(json.dumps(values)) == values:
+            return values
+    except (TypeError, ValueError):
+        pass
+    raise UsageError(
+        "the workflow's overrides cannot be sent to worker processes (values JSON cannot carry)",
+        "give them as PATH=VALUE texts to flowrun.load, or run the batch with processes=1",
+    )
 
 
 def _limits(job: Job) -> dict[str, Any] | None:

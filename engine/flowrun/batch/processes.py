@@ -39,11 +39,10 @@ import flowrun
 from flowrun.api import Workflow
 from flowrun.batch import protocol
 from flowrun.batch.folder import BatchFolder, ItemResult
-from flowrun.batch.jobs import Job
+from flowrun.batch.jobs import Job, portable_overrides
 from flowrun.batch.local import interrupted
 from flowrun.batch.runner import Tally
 from flowrun.errors import FlowrunError, RunError, UsageError
-from flowrun.manifest.overrides import parse_override
 from flowrun.runtime.rate_limits import LocalBook
 
 ITEMS_PER_PROCESS = 16  # `auto`: one process per this many items of concurrency, up to the cores
@@ -76,7 +75,7 @@ class ProcessBackend:
         self.concurrency = concurrency
         self.processes = processes
         self.python = _python()
-        config = {"workflow": str(workflow.path.resolve()), "overrides": _overrides(workflow)}
+        config = {"workflow": str(workflow.path.resolve()), "overrides": portable_overrides(workflow)}
         self.config = json.dumps(config)
         self.folder = folder
 
@@ -84,26 +83,6 @@ class ProcessBackend:
         count = min(self.processes, self.concurrency, len(jobs))
         if count:
             await Pool(self, jobs, tally, count).run()
-
-
-def _overrides(workflow: Workflow) -> list[str] | dict[str, Any]:
-    """The `overrides` the workflow was loaded with, as a worker can load them again: their
-    texts when those read back as the same values (always, for `--set`), else the values."""
-    texts = [o.text for o in workflow.overrides]
-    given = [(o.path, o.value) for o in workflow.overrides]
-    with contextlib.suppress(UsageError):  # a text made from a value YAML cannot read back
-        if [(o.path, o.value) for o in map(parse_override, texts)] == given:
-            return texts
-    values = {".".join(o.path): o.value for o in workflow.overrides}
-    try:
-        if json.loads(json.dumps(values)) == values:
-            return values
-    except (TypeError, ValueError):
-        pass
-    raise UsageError(
-        "the workflow's overrides cannot be sent to worker processes (values JSON cannot carry)",
-        "give them as PATH=VALUE texts to flowrun.load, or run the batch with processes=1",
-    )
 
 
 class WorkerProcess:

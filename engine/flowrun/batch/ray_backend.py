@@ -160,7 +160,13 @@ def unpack(data: bytes, folder: Path) -> None:
 
 class RayBackend:
     def __init__(
-        self, concurrency: int, address: str | None, cpus: float, ship: bool | None, folder: BatchFolder
+        self,
+        concurrency: int,
+        address: str | None,
+        cpus: float,
+        ship: bool | None,
+        folder: BatchFolder,
+        overrides: list[str] | dict[str, Any] | None = None,
     ) -> None:
         self.concurrency = concurrency
         self.address = address
@@ -168,6 +174,7 @@ class RayBackend:
         self.ship = ship
         self.folder = folder
         self.token = secrets.token_hex(16)
+        self.overrides = overrides or []  # the workflow's `--set`s: each worker loads it again
 
     async def run(self, jobs: list[Job], tally: Tally) -> None:
         ray = _ray()
@@ -208,7 +215,8 @@ class RayBackend:
                     if job is None:
                         break
                     tally.starting(job)
-                    in_flight[task.remote(job, coordinator, self.token, self.ship, self._seed(job))] = job
+                    sent = replace(job, overrides=self.overrides)
+                    in_flight[task.remote(sent, coordinator, self.token, self.ship, self._seed(job))] = job
                 if not in_flight:
                     return
                 if tally.stop.is_set():

@@ -61,6 +61,13 @@ RESUME_HINT = "the batch folder is kept: run the same command again to resume it
     multiple=True,
     help="Use this model for every agent, or with AGENT= for one agent; repeatable.",
 )
+@click.option(
+    "--set",
+    "overrides",
+    metavar="PATH=VALUE",
+    multiple=True,
+    help="Change a manifest value for every item, as for `run` (repeatable).",
+)
 @click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print a line for every item that ends.")
@@ -81,6 +88,7 @@ def batch(
     ship_runs: bool | None,
     dry_run: bool,
     model_override: tuple[str, ...],
+    overrides: tuple[str, ...],
     stream: bool | None,
     quiet: bool,
     verbose: bool,
@@ -92,14 +100,17 @@ def batch(
     with reported(verbose, RESUME_HINT):
         import asyncio
 
+        from flowrun.api import load
         from flowrun.batch import run_batch
         from flowrun.cli.batch_progress import make_display
+
+        loaded = load(workflow, list(overrides)) if overrides else workflow
 
         display = make_display(verbosity(quiet, verbose))
         try:
             summary = asyncio.run(
                 run_batch(
-                    workflow,
+                    loaded,
                     items,
                     out=out,
                     concurrency=concurrency,
