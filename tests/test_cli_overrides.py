@@ -117,3 +117,21 @@ def test_python_api_overrides_and_models(tmp_path: Path) -> None:
         wf.run_sync({"question": "q"}, runs_dir=tmp_path, dry_run=True, model={"nobody": "gpt"})
     result = wf.run_sync({"question": "q"}, runs_dir=tmp_path, dry_run=True, model={"*": "gpt"})
     assert result.ok
+
+
+def test_api_overrides_are_recorded_as_texts_that_read_back_the_same(tmp_path: Path) -> None:
+    """A run records its overrides as `--set` texts (run.json); a resume, a batch's worker
+    processes and Ray workers load them again, so each must read back as the value given."""
+    import flowrun
+
+    given = {
+        "agents.searcher.description": "two\nlines, a # and: a colon",
+        "agents.writer.description": "yes",  # YAML would read a bare yes as true
+        "agents.searcher.max_steps": 3,
+        "agents.writer.tools": ["write_file", "read_file"],
+    }
+    result = flowrun.load(RESEARCH, given).run_sync({"question": "q"}, runs_dir=tmp_path, dry_run=True)
+    assert result.ok, result.message
+    texts = json.loads((result.run_dir / "run.json").read_text())["overrides"]
+    again = flowrun.load(RESEARCH, texts)
+    assert {".".join(o.path): o.value for o in again.overrides} == given

@@ -44,8 +44,20 @@ def parse_overrides(given: Mapping[str, Any] | Iterable[str] | None) -> list[Ove
     if given is None:
         return []
     if isinstance(given, Mapping):
-        return [_override(str(path), value, f"{path}={value!r}") for path, value in given.items()]
+        return [_override(str(path), value, f"{path}={_as_yaml(value)}") for path, value in given.items()]
     return [parse_override(text) for text in given]
+
+
+def _as_yaml(value: Any) -> str:
+    """A value as the YAML text `--set` reads back as the same value (run.json records the
+    texts, and a resume reads them again); repr for what YAML cannot hold."""
+    import yaml
+
+    try:
+        text = yaml.safe_dump(value, default_flow_style=True, width=float("inf"), allow_unicode=True)
+    except yaml.YAMLError:
+        return repr(value)
+    return text.removesuffix("\n").removesuffix("\n...")
 
 
 def parse_override(text: str) -> Override:
