@@ -161,37 +161,24 @@ def run_batch(folder: Path, workflow: Path, items: int, concurrency: int, proces
     items_file = folder / f"items-{items}.jsonl"
     items_file.write_text("".join(json.dumps({"question": f"question {i}"}) + "\n" for i in range(items)))
     out = folder / f"out-{items}"
-    done = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(workflow), str(items_file), str(out), str(concurrency), processes],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"the batch failed:\n{done.stderr[-3000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    argv = ["-c", DRIVER, str(workflow), str(items_file), str(out), str(concurrency), processes]
+    result = last_json_line(argv, "the batch")
     if result["completed"] != items:
         raise SystemExit(f"only {result['completed']} of {items} items completed")
     return result
 
 
 def sdk_baseline(url: str, items: int, concurrency: int) -> dict[str, float]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "bench" / "sdk_batch.py"),
-            url + "/v1",
-            "--items",
-            str(items),
-            "--concurrency",
-            str(concurrency),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    script = str(REPO / "bench" / "sdk_batch.py")
+    argv = [script, url + "/v1", "--items", str(items), "--concurrency", str(concurrency)]
+    return last_json_line(argv, "the SDK script")
+
+
+def last_json_line(argv: list[str], what: str) -> dict[str, float]:
+    """Run `python ARGV...` in a fresh process; the JSON object its last line prints."""
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"the SDK script failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

@@ -62,11 +62,14 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def start_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def start_cli(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: int | None = None
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*flowrun_cmd(), *args],
         cwd=cwd,
         env=cli_env(env),
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -136,6 +136,18 @@ def start_cli(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+def start_two_workers(server: WireServer, tmp_path: Path) -> tuple[subprocess.Popen[str], list[str], Path]:
+    """`flowrun batch` of 16 items over 2 worker processes, once both run and 3 items ended:
+    the process, its arguments (to run it again) and the batch folder."""
+    workflow = make_project(tmp_path / "p", server)
+    items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
+    out = tmp_path / "out"
+    args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
+    proc = start_cli(args, tmp_path)
+    assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+    return proc, args, out
+
+
 def ended_items(out: Path) -> int:
     path = out / "results.jsonl"
     return path.read_text().count("\n") if path.exists() else 0
@@ -328,12 +340,7 @@ def test_the_total_budget_stops_every_worker_and_a_rerun_resumes(tmp_path: Path)
 
 def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
     with WireServer(answerer(delay_s=0.3)) as server:
-        workflow = make_project(tmp_path / "p", server)
-        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
-        out = tmp_path / "out"
-        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
-        proc = start_cli(args, tmp_path)
-        assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+        proc, args, out = start_two_workers(server, tmp_path)
         first = workers_of(proc.pid)
         victim = min(first)
         os.kill(victim, signal.SIGKILL)
@@ -360,12 +367,7 @@ def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
 def test_ctrl_c_or_sigterm_stops_the_workers(tmp_path: Path, signum: int, code: int, said: str) -> None:
     """Ctrl-C reaches the whole process group, as a terminal sends it; SIGTERM only the command."""
     with WireServer(answerer(delay_s=0.3)) as server:
-        workflow = make_project(tmp_path / "p", server)
-        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
-        out = tmp_path / "out"
-        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
-        proc = start_cli(args, tmp_path)
-        assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+        proc, args, out = start_two_workers(server, tmp_path)
         workers = workers_of(proc.pid)
         if signum == signal.SIGINT:
             os.killpg(proc.pid, signum)  # every process of the group
@@ -386,12 +388,7 @@ def test_ctrl_c_or_sigterm_stops_the_workers(tmp_path: Path, signum: int, code: 
 
 def test_workers_of_a_killed_parent_stop_their_runs_and_exit(tmp_path: Path) -> None:
     with WireServer(answerer(delay_s=0.3)) as server:
-        workflow = make_project(tmp_path / "p", server)
-        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
-        out = tmp_path / "out"
-        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
-        proc = start_cli(args, tmp_path)
-        assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+        proc, args, out = start_two_workers(server, tmp_path)
         workers = workers_of(proc.pid)
         running = {lock.parent for lock in (out / "runs").glob("*/run.lock")}
         proc.kill()  # the parent only

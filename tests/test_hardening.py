@@ -926,15 +926,7 @@ def test_a_signal_before_the_run_folder_exists_says_nothing_was_started(
     tmp_path: Path, sig: signal.Signals, code: int
 ) -> None:
     simple_project(tmp_path)
-    child = subprocess.Popen(
-        [*flowrun_cmd(), "wf.yaml", "--topic", "@-", "--run-id", "r"],
-        cwd=tmp_path,
-        env=cli_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = start_cli(["wf.yaml", "--topic", "@-", "--run-id", "r"], tmp_path, stdin=subprocess.PIPE)
     time.sleep(3)  # it waits for the question on stdin
     child.send_signal(sig)
     child.wait(timeout=30)  # stdin stays open: the signal ends it
@@ -993,15 +985,7 @@ def test_ctrl_c_in_a_chat_waiting_for_the_user_names_its_folder(tmp_path: Path) 
         {"w": [{"text": "hello to you"}, {"text": "more"}]},
         entry="w",
     )
-    child = subprocess.Popen(
-        [*flowrun_cmd(), "chat", "wf.yaml", "--run-id", "c"],
-        cwd=tmp_path,
-        env=cli_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = start_cli(["chat", "wf.yaml", "--run-id", "c"], tmp_path, stdin=subprocess.PIPE)
     assert child.stdin is not None
     child.stdin.write("hello\n")
     child.stdin.flush()
