@@ -77,7 +77,7 @@ def warm_up() -> None:
     import pydantic  # noqa: F401
 
     import flowrun.cli  # noqa: F401
-    from flowrun.manifest.validate import validate_paths
+    from flowrun.manifest.checks.validate import validate_paths
 
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "wf.yaml").write_text("version: 1\nkind: workflow\nname: w\nentry: searcher\n")

@@ -86,7 +86,7 @@ def workers_of(parent: int) -> set[int]:
 
 def lock_owners(out: Path) -> dict[int, tuple[int | None, str]]:
     """The processes that hold the run folders' locks now: pid -> (its parent, its command line).
-    A run's lock holds the pid of the process that runs it (runtime/run_folder.py)."""
+    A run's lock holds the pid of the process that runs it (runtime/durable/run_folder.py)."""
     owners = {}
     for lock in (out / "runs").glob("*/run.lock"):
         try:

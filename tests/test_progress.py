@@ -17,8 +17,8 @@ from flowrun.cli.progress import Progress, make_progress
 from flowrun.events import Event, ModelResponseEvent, parse_event
 from flowrun.manifest.model_config import model_config
 from flowrun.redaction import Redactor
-from flowrun.runtime.run_log import LOG_NAME, RunLog, describe_event
-from flowrun.runtime.usage import cost_of
+from flowrun.runtime.durable.run_log import LOG_NAME, RunLog, describe_event
+from flowrun.runtime.models.usage import cost_of
 
 PRICED = model_config("test", provider="test", model="test", price={"input": 3.0, "output": 15.0})
 SECRET = "sk-very-secret-0123"

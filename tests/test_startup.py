@@ -67,7 +67,8 @@ def test_the_command_table_says_what_each_command_does() -> None:
 
 def test_validate_names_the_same_files_as_the_modules_it_does_not_import() -> None:
     from flowrun import yaml_limits
-    from flowrun.manifest import mcp_config, skill_lint, validate
+    from flowrun.manifest.checks import validate
+    from flowrun.manifest.ecosystem import mcp_config, skill_lint
 
     assert validate.HEAD_BYTES == yaml_limits.MAX_FILE_BYTES
     assert validate.MCP_FILE == mcp_config.MCP_FILE

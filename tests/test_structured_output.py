@@ -283,7 +283,7 @@ def test_validate_checks_output_schemas(tmp_path: Path) -> None:
     ],
 )
 def test_answers_are_found_around_fences_and_prose(text: str, value: Any) -> None:
-    from flowrun.runtime.structured import parse_answer
+    from flowrun.runtime.loop.structured import parse_answer
 
     assert parse_answer(text) == (value, None)
 

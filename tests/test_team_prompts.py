@@ -111,7 +111,7 @@ def test_prompts_are_recorded_and_shown(tmp_path: Path) -> None:
 
 
 async def test_agents_cannot_touch_the_recorded_prompts(tmp_path: Path) -> None:
-    from flowrun.runtime.run_folder import PROTECTED as ENGINE_FILES
+    from flowrun.runtime.durable.run_folder import PROTECTED as ENGINE_FILES
     from flowrun.tools.base import ToolContext
     from flowrun.tools.files import read_file, write_file
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
-    from flowrun.runtime.approvals import ApprovalRequest
+    from flowrun.runtime.loop.approvals import ApprovalRequest
 
 _EXPORTS = {
     "load": "flowrun.api",
@@ -51,7 +51,7 @@ _EXPORTS = {
     "ProviderError": "flowrun.errors",
     "BudgetExceeded": "flowrun.errors",
     "SandboxError": "flowrun.errors",
-    "ApprovalRequest": "flowrun.runtime.approvals",
+    "ApprovalRequest": "flowrun.runtime.loop.approvals",
     "ManifestInvalid": "flowrun.manifest.diagnostics",
     "Diagnostic": "flowrun.manifest.diagnostics",
 }

@@ -31,26 +31,20 @@ from typing import Any
 
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
-from flowrun.manifest.checked import checked_project
-from flowrun.manifest.crossref import check_project
+from flowrun.manifest.checks.checked import checked_project
+from flowrun.manifest.checks.crossref import check_project
+from flowrun.manifest.checks.relevance import blocking
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
 from flowrun.manifest.graph import run_agents, workflow_agents
+from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.overrides import Override, apply_overrides, parse_overrides
 from flowrun.manifest.project import Loaded, Project, load_project
-from flowrun.manifest.relevance import blocking
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
-from flowrun.runtime.approvals import Approver
-from flowrun.runtime.credentials import missing_credentials
-from flowrun.runtime.event_log import read_lines
-from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
-from flowrun.runtime.inputs import resolve_inputs
-from flowrun.runtime.ledger import Ledger
-from flowrun.runtime.otel_live import live_export
-from flowrun.runtime.replay_diff import divergence_details
-from flowrun.runtime.run import Conversation, Run, RunOptions
-from flowrun.runtime.run_folder import (
+from flowrun.runtime.durable.event_log import read_lines
+from flowrun.runtime.durable.ledger import Ledger
+from flowrun.runtime.durable.run_folder import (
     RunFolderLock,
     check_run_id,
     claim_new,
@@ -59,8 +53,14 @@ from flowrun.runtime.run_folder import (
     settled_meta,
     unwritable,
 )
-from flowrun.runtime.run_log import RunLog
-from flowrun.runtime.sandboxes import startup_check
+from flowrun.runtime.durable.run_log import RunLog
+from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
+from flowrun.runtime.loop.approvals import Approver
+from flowrun.runtime.loop.sandboxes import startup_check
+from flowrun.runtime.models.credentials import missing_credentials
+from flowrun.runtime.replay.diff import divergence_details
+from flowrun.runtime.run import Conversation, Run, RunOptions
+from flowrun.runtime.telemetry.live import live_export
 from flowrun.tools.sandbox import Mode
 
 OnEvent = Callable[[Event], None]

@@ -29,14 +29,14 @@ import yaml
 
 from flowrun import api
 from flowrun.errors import FlowrunError, UsageError
+from flowrun.manifest.checks.test_files import cassette_events
 from flowrun.manifest.diagnostics import ManifestInvalid
+from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.project import display_path, parse_manifest
 from flowrun.manifest.specs import NAME, FlowTestManifest
-from flowrun.manifest.test_files import cassette_events
 from flowrun.manifest.yaml_source import Source
-from flowrun.runtime.event_log import read_events, read_lines
-from flowrun.runtime.expectations import Check, Replayed, check_all
-from flowrun.runtime.inputs import resolve_inputs
+from flowrun.runtime.durable.event_log import read_events, read_lines
+from flowrun.runtime.replay.expectations import Check, Replayed, check_all
 from flowrun.tools.sandbox import Mode
 
 SUFFIXES = (".flowrun.yaml", ".flowrun.yml")
@@ -149,7 +149,7 @@ async def _replayed_checks(
         )
         calls = sum(1 for _ in ledger.responses)
         if ledger.divergence is not None:
-            from flowrun.runtime.replay_diff import divergence_details
+            from flowrun.runtime.replay.diff import divergence_details
 
             details = divergence_details(events, target / "events.jsonl", ledger.divergence)
             detail = ledger.divergence.message + "".join(f"\n    {line}" for line in details[:12])

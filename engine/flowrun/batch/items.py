@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import FlowrunError, UsageError
+from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.specs import InputSpec
-from flowrun.runtime.inputs import resolve_inputs
 
 ID_KEY = "id"
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

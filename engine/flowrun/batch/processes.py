@@ -43,7 +43,7 @@ from flowrun.batch.jobs import Job, portable_overrides
 from flowrun.batch.local import interrupted
 from flowrun.batch.runner import Tally
 from flowrun.errors import FlowrunError, RunError, UsageError
-from flowrun.runtime.rate_limits import LocalBook
+from flowrun.runtime.models.rate_limits import LocalBook
 
 ITEMS_PER_PROCESS = 16  # `auto`: one process per this many items of concurrency, up to the cores
 GRACE_S = 10.0  # a stopped worker has this long to report its items and exit before it is killed

@@ -26,7 +26,7 @@ from typing import Any
 
 from flowrun.batch.folder import ItemResult
 from flowrun.batch.jobs import ItemOptions, Job
-from flowrun.runtime.rate_limits import Limit
+from flowrun.runtime.models.rate_limits import Limit
 from flowrun.types import as_plain
 
 LINE_LIMIT = 1 << 30  # a job carries its item's inputs: a line may be as long as an item

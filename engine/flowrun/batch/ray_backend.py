@@ -33,7 +33,7 @@ from flowrun.batch.jobs import Job, cost_listener, run_job
 from flowrun.batch.local import interrupted
 from flowrun.batch.runner import Tally
 from flowrun.errors import UsageError
-from flowrun.runtime import rate_limits
+from flowrun.runtime.models import rate_limits
 
 TOKEN_FILE = ".batch-token"  # in runs/: a worker that reads the driver's token shares the folder
 POLL_S = 0.25

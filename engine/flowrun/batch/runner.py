@@ -18,9 +18,9 @@ from flowrun.batch.jobs import ItemOptions, Job, cost_listener
 from flowrun.errors import UsageError
 from flowrun.events import Event
 from flowrun.manifest.graph import run_agents
-from flowrun.runtime.event_log import read_lines
-from flowrun.runtime.models import ModelChoice
-from flowrun.runtime.run_folder import never_started
+from flowrun.runtime.durable.event_log import read_lines
+from flowrun.runtime.durable.run_folder import never_started
+from flowrun.runtime.models.calls import ModelChoice
 
 EXIT_CODES = {"completed": 0, "failed": 1, "budget_exceeded": 4, "interrupted": 130}
 

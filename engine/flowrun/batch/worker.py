@@ -31,7 +31,7 @@ from flowrun.batch.folder import ItemResult
 from flowrun.batch.jobs import Job, cost_listener, run_job
 from flowrun.batch.local import interrupted
 from flowrun.errors import FlowrunError
-from flowrun.runtime import rate_limits
+from flowrun.runtime.models import rate_limits
 
 CLOSE_S = 10.0  # at most this long to hand the last messages to a parent that stopped reading
 INTERNAL_ERROR = 70

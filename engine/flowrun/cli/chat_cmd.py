@@ -70,7 +70,7 @@ def chat(
             click.echo(ctx.get_help())
             sys.exit(0)
         from flowrun.api import load, new_run_id
-        from flowrun.runtime.run_folder import check_run_id
+        from flowrun.runtime.durable.run_folder import check_run_id
 
         wf = load(workflow, list(overrides))
         inputs = parse_input_args(wf, list(ctx.args))

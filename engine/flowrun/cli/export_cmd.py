@@ -26,7 +26,7 @@ def export() -> None:
 @click.option("--endpoint", help="Send it to this OTLP/HTTP endpoint (e.g. http://localhost:4318) instead.")
 def otel(run_dir: Path, output: Path | None, endpoint: str | None) -> None:
     """Turn RUN_DIR's events.jsonl into spans following the OpenTelemetry GenAI conventions."""
-    from flowrun.runtime.otel_export import export_run, send, traces_url
+    from flowrun.runtime.telemetry.export import export_run, send, traces_url
 
     with reported(False):
         document = export_run(run_dir)

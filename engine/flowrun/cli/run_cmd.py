@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from flowrun.cli.progress import Progress
     from flowrun.events import Event
     from flowrun.manifest.specs import InputSpec
-    from flowrun.runtime.approvals import ApprovalRequest, Approver
+    from flowrun.runtime.loop.approvals import ApprovalRequest, Approver
 
 R = TypeVar("R")
 RESUME_HINT = "the run folder is kept: continue with `flowrun resume RUN_DIR`"
@@ -113,7 +113,7 @@ def run(
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
         from flowrun.api import load, new_run_id
-        from flowrun.runtime.run_folder import check_run_id
+        from flowrun.runtime.durable.run_folder import check_run_id
 
         wf = load(workflow, list(overrides))
         inputs = parse_input_args(wf, list(ctx.args), inputs_file)
@@ -430,7 +430,7 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
     """`--name value`, `--name=value`, `--name @FILE` and bare boolean flags for the
     workflow's inputs, over the values of `--inputs FILE`."""
     from flowrun.errors import UsageError
-    from flowrun.runtime.inputs import inputs_from_file, resolve_inputs, value_from_arg
+    from flowrun.manifest.inputs import inputs_from_file, resolve_inputs, value_from_arg
 
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}

@@ -42,7 +42,7 @@ from flowrun.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from flowrun.runtime.event_log import read_events
+from flowrun.runtime.durable.event_log import read_events
 
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
 

@@ -76,8 +76,8 @@ def usage_report(message: str, hint: str = "") -> str:
 )
 def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, connect: bool) -> None:
     """Check manifests: YAML, schema, and cross-references (files or folders; default: .)."""
+    from flowrun.manifest.checks.validate import validate_paths
     from flowrun.manifest.diagnostics import render
-    from flowrun.manifest.validate import validate_paths
 
     if explain and fmt != "text":
         usage_error(fmt, "--explain goes with --format text", "drop --explain or --format")
@@ -118,9 +118,9 @@ def usage_error(fmt: str, message: str, hint: str) -> None:
 
 def explanation(paths: list[Path]) -> list[str]:
     """Each workflow's agents with their effective sandbox and approvals."""
+    from flowrun.manifest.checks.validate import find_roots
     from flowrun.manifest.project import load_project
     from flowrun.manifest.sandboxing import explain
-    from flowrun.manifest.validate import find_roots
 
     lines: list[str] = []
     for root, files in find_roots(paths).items():
@@ -136,9 +136,9 @@ def connected(paths: list[Path]) -> list[Diagnostic]:
     """`--connect`: the MCP servers of every project under `paths`, started and asked."""
     import asyncio
 
+    from flowrun.manifest.checks.validate import find_roots
     from flowrun.manifest.project import load_project
-    from flowrun.manifest.validate import find_roots
-    from flowrun.runtime.mcp_check import check_servers
+    from flowrun.runtime.mcp.check import check_servers
 
     out: list[Diagnostic] = []
     for root, files in find_roots(paths).items():

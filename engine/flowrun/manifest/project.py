@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from flowrun.manifest import mcp_config
 from flowrun.manifest.check_cache import cached_check
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem import mcp_config
 from flowrun.manifest.extends import extended
 from flowrun.manifest.schema_check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
@@ -176,7 +176,7 @@ def claude_agent_files(root: Path) -> list[Path]:
 
 
 def _add_claude_agents(project: Project, root: Path) -> None:
-    from flowrun.manifest.claude_agents import load_claude_agent
+    from flowrun.manifest.ecosystem.claude_agents import load_claude_agent
 
     for path in claude_agent_files(root):
         spec, src, servers, diags = load_claude_agent(path, display_path(path))
@@ -201,7 +201,7 @@ def _add_claude_agents(project: Project, root: Path) -> None:
 def _claude_model_names(project: Project) -> None:
     """A Claude Code agent's `model: sonnet` (or opus, haiku) names the project's or a
     workflow's model of that name when there is one, else Anthropic's model."""
-    from flowrun.manifest.claude_agents import MODEL_ALIASES
+    from flowrun.manifest.ecosystem.claude_agents import MODEL_ALIASES
 
     named = set(project.models) | {name for wf in project.workflows for name in wf.spec.models}
     for layers in project.agent_layers.values():

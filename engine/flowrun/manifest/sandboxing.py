@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem.mcp_config import server_policy
 from flowrun.manifest.graph import run_agents, tool_entries
-from flowrun.manifest.mcp_config import server_policy
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import (
     ENTRY_KEYS,
@@ -129,7 +129,7 @@ def process_policies(
 
 def stdio_server(project: Project, name: str) -> Loaded[McpServerSpec] | None:
     """The stdio MCP server an entry (`SERVER` or `SERVER.TOOL`) names: it starts a process."""
-    from flowrun.manifest.mcp_refs import mcp_ref
+    from flowrun.manifest.ecosystem.mcp_refs import mcp_ref
 
     ref = mcp_ref(name, project)
     if ref is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.mcp_config import server_problems
+from flowrun.manifest.ecosystem.mcp_config import server_problems
 from flowrun.manifest.yaml_source import Source
 
 

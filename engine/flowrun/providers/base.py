@@ -50,7 +50,7 @@ class ModelConfig:
     send_thinking_on: bool = False  # thinking was switched on explicitly (`thinking: true`)
     tool_history: str = "native"  # native | text (past tool calls as plain text)
     token_env: str | None = None  # a bearer token to fall back on when the key variable is unset
-    requests_per_minute: int | None = None  # the model's `rate_limit` (runtime/rate_limits.py)
+    requests_per_minute: int | None = None  # the model's `rate_limit` (runtime/models/rate_limits.py)
     tokens_per_minute: int | None = None
 
     def request_body(self) -> dict[str, Any]:

@@ -30,13 +30,13 @@ from flowrun.events import (
 )
 from flowrun.manifest.templates import render
 from flowrun.paths import copy_source
-from flowrun.runtime.instance import Outcome
+from flowrun.runtime.durable.run_folder import unwritable
+from flowrun.runtime.durable.settle import settle, settle_decided
+from flowrun.runtime.loop.instance import Outcome
+from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
-from flowrun.runtime.run_folder import unwritable
-from flowrun.runtime.settle import settle, settle_decided
 from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
-from flowrun.runtime.structured import write_json_output
 
 EXIT_CODES = {"completed": 0, "failed": 1, "max_steps": 3, "budget_exceeded": 4, "interrupted": 130}
 

@@ -15,20 +15,20 @@ from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
-from flowrun.runtime import dry_run
-from flowrun.runtime.approvals import Approvals, Approver
-from flowrun.runtime.bound_tool import BindRequest
-from flowrun.runtime.budgets import Budgets
-from flowrun.runtime.dispatch import ToolDispatcher, ToolEnvironment
-from flowrun.runtime.event_log import EventLog, Subscriber
-from flowrun.runtime.instance import AgentInstance
-from flowrun.runtime.ledger import Ledger
-from flowrun.runtime.models import ModelChoice, ModelService, local_paths
-from flowrun.runtime.prompt_record import prompt_event, write_prompt_file
-from flowrun.runtime.prompts import PromptRenderer
-from flowrun.runtime.sandboxes import SandboxPolicies
+from flowrun.runtime.durable.event_log import EventLog, Subscriber
+from flowrun.runtime.durable.ledger import Ledger
+from flowrun.runtime.loop import dry_run
+from flowrun.runtime.loop.approvals import Approvals, Approver
+from flowrun.runtime.loop.bound_tool import BindRequest
+from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
+from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
+from flowrun.runtime.loop.prompts import PromptRenderer
+from flowrun.runtime.loop.sandboxes import SandboxPolicies
+from flowrun.runtime.models.budgets import Budgets
+from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
+from flowrun.runtime.models.usage import UsageBook
 from flowrun.runtime.tool_kinds import bind_tools, close_tools, prepare_tools
-from flowrun.runtime.usage import UsageBook
 from flowrun.tools.sandbox import Mode
 from flowrun.types import ModelResponse, ToolCall, ToolResult
 

@@ -5,8 +5,8 @@ call, and a reset restarts the history from the opening message."""
 from __future__ import annotations
 
 from flowrun.events import ContextResetEvent
-from flowrun.runtime.instance import AgentInstance
-from flowrun.runtime.services import LoopServices
+from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.services import LoopServices
 from flowrun.types import Message
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from flowrun.manifest.specs import DashboardContext
 from flowrun.runtime.context.base import ContextStrategy
-from flowrun.runtime.instance import AgentInstance
-from flowrun.runtime.services import LoopServices
-from flowrun.runtime.workspace import WorkspaceView
+from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.services import LoopServices
+from flowrun.runtime.loop.workspace import WorkspaceView
 
 
 class DashboardStrategy(ContextStrategy):

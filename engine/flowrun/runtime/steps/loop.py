@@ -7,8 +7,8 @@ from flowrun.errors import ManifestError
 from flowrun.events import IterationEndEvent, IterationStartEvent, UntilErrorEvent
 from flowrun.manifest.specs import LoopStep
 from flowrun.manifest.templates import evaluate
-from flowrun.runtime.instance import Outcome
-from flowrun.runtime.services import RunServices
+from flowrun.runtime.loop.instance import Outcome
+from flowrun.runtime.loop.services import RunServices
 from flowrun.runtime.steps.base import StepContext
 
 

@@ -12,11 +12,11 @@ from flowrun.errors import OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
-from flowrun.runtime.agent import run_agent
-from flowrun.runtime.bound_tool import BindRequest, BoundTool, Invocation
-from flowrun.runtime.instance import AgentInstance, Outcome
-from flowrun.runtime.services import RunServices
-from flowrun.runtime.subtrees import SubtreeBudgetExceeded
+from flowrun.runtime.loop.agent import run_agent
+from flowrun.runtime.loop.bound_tool import BindRequest, BoundTool, Invocation
+from flowrun.runtime.loop.instance import AgentInstance, Outcome
+from flowrun.runtime.loop.services import RunServices
+from flowrun.runtime.models.subtrees import SubtreeBudgetExceeded
 from flowrun.types import Status, ToolCall, ToolResult, ToolSpec
 
 AGENT_TOOL_SUFFIX = (

@@ -1,0 +1,215 @@
+"""A checked project, cached: what `flowrun validate` reports for one project folder, and the
+loaded project plus its cross-reference diagnostics for a run, answered from the check cache
+(check_cache.py) while no file the check reads has changed. In one process, loading the same
+unchanged workflow again returns the same parsed project.
+
+A wrapper around loading, not a second loader: a miss runs `load_project` and `check_project`
+unchanged. The heavy modules (pydantic, jsonschema, jinja2) are imported only on a miss."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flowrun.manifest import check_cache
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.paths import builtin_root, display_path, is_builtin_file, search_roots
+
+if TYPE_CHECKING:
+    from flowrun.manifest.project import Project
+
+Probe = tuple[str, str, str]  # (python module, search root, what was found there)
+_LOADED: OrderedDict[str, tuple[Project, list[Diagnostic]]] = OrderedDict()
+KEEP_LOADED = 16  # projects kept in memory per process
+
+
+# ---------------------------------------------------------------- validate
+
+
+def check_root(root: Path, files: list[Path] | None) -> tuple[list[Diagnostic], set[str]]:
+    """Every diagnostic `validate` reports for one project folder (built-ins only when the
+    folder is the built-in one), and the files it checked (as absolute paths)."""
+    key = check_cache.fingerprint("validate", search_roots(root), files)
+    if key is not None and (hit := _restore_check(check_cache.load(key))) is not None:
+        return hit
+    project, found, probes = _check_root(root, files)
+    checked = _checked_files(project, root)
+    checked.update(os.path.abspath(d.file) for d in found)
+    checked.update(os.path.abspath(f) for f in files or [])  # named or found top-level files
+    if key is not None:
+        check_cache.store(key, (_plain(found), sorted(checked), probes))
+    return found, checked
+
+
+def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Diagnostic], list[Probe]]:
+    from flowrun.manifest.checks.crossref import check_project
+    from flowrun.manifest.ecosystem.skill_lint import SKILL_FILE, lint_skill, skill_folders
+    from flowrun.manifest.project import load_project
+
+    project = load_project(root, files)
+    own_builtins = root.resolve() == builtin_root().resolve()
+    found: list[Diagnostic] = []
+    for folder in skill_folders(root):
+        found += [d for d in lint_skill(folder, display_path(folder / SKILL_FILE)) if d not in found]
+    found += project.diagnostics + check_project(project, include_builtins=own_builtins)
+    if not own_builtins:
+        found = [d for d in found if not is_builtin_file(d.file)]
+    return project, found, python_probes(project)
+
+
+def _checked_files(project: Project, root: Path) -> set[str]:
+    own_builtins = root.resolve() == builtin_root().resolve()
+    loaded: list[Any] = list(project.workflows) + list(project.scripts)
+    for layers in project.agent_layers.values():
+        loaded += layers
+    loaded += list(project.tools.values()) + list(project.models.values())
+    files = {os.path.abspath(x.source.display) for x in loaded if own_builtins or not x.builtin}
+    files.update(os.path.abspath(m.source.display) for m in project.mcp_servers.values())
+    return files | {os.path.abspath(folder / "SKILL.md") for folder in _skill_folders(root)}
+
+
+def _skill_folders(root: Path) -> list[Path]:
+    from flowrun.manifest.ecosystem.skill_lint import skill_folders
+
+    return skill_folders(root)
+
+
+def _restore_check(entry: Any) -> tuple[list[Diagnostic], set[str]] | None:
+    try:
+        diagnostics, checked, probes = entry
+        if not probes_hold(probes):
+            return None
+        return _diagnostics(diagnostics), set(checked)
+    except (TypeError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- runs and the API
+
+
+def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
+    """The project of a workflow file and all its diagnostics (loading and cross-references).
+    The same Project object comes back while its files are unchanged (in this process); the
+    cross-reference pass is answered from the cache."""
+    from flowrun.manifest.checks.crossref import check_project
+    from flowrun.manifest.project import load_project
+
+    root = workflow.parent
+    key = check_cache.fingerprint("load", search_roots(root), [workflow])
+    if key is not None and key in _LOADED:
+        _LOADED.move_to_end(key)
+        return _LOADED[key]
+    project = load_project(root, [workflow])
+    cross: list[Diagnostic] | None = None
+    if any(d.severity == "error" for d in project.diagnostics):
+        cross = []  # cross-references are checked once the manifests load
+    elif key is not None and (entry := check_cache.load(key)) is not None:
+        cross = _restore_cross(entry)
+    if cross is None:
+        cross = check_project(project)
+        if key is not None:
+            check_cache.store(key, (_plain(cross), python_probes(project)))
+    result = (project, project.diagnostics + cross)
+    if key is not None:
+        _LOADED[key] = result
+        while len(_LOADED) > KEEP_LOADED:
+            _LOADED.popitem(last=False)
+    return result
+
+
+def _restore_cross(entry: Any) -> list[Diagnostic] | None:
+    try:
+        diagnostics, probes = entry
+        return _diagnostics(diagnostics) if probes_hold(probes) else None
+    except (TypeError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- python tool modules
+
+
+def python_probes(project: Project) -> list[Probe]:
+    """What each Python tool's module resolves to now: a check that found (or missed) it holds
+    only while that stays the same, wherever the module lives."""
+    from flowrun.manifest.specs import PythonImplementation
+
+    probes: set[Probe] = set()
+    for tool in project.tools.values():
+        impl = tool.spec.implementation
+        if isinstance(impl, PythonImplementation):
+            module = impl.python.split(":")[0]
+            probes.add((module, str(tool.root), module_state(module, tool.root)))
+    for wf in project.workflows:  # `workspace.copy` names paths next to the workflow
+        for rel in wf.spec.workspace.copy_paths:
+            named = wf.source.path.parent / rel
+            probes.add((FILE_PROBE, str(named), file_state(named)))
+    for test in project.tests:  # `kind: test` files name a workflow and a cassette
+        here = test.source.path.parent
+        for named in (here / test.spec.workflow, here / test.spec.cassette):
+            probes.add((FILE_PROBE, str(named), file_state(named)))
+    return sorted(probes)
+
+
+def probes_hold(probes: list[Probe]) -> bool:
+    return all(
+        (file_state(Path(root)) if module == FILE_PROBE else module_state(module, Path(root))) == state
+        for module, root, state in probes
+    )
+
+
+FILE_PROBE = ":file"  # a probe of a path a check looked at, wherever it is
+
+
+def file_state(path: Path) -> str:
+    """Whether a path exists, and as what (a cassette is a run folder or an events file)."""
+    events = path / "events.jsonl"
+    return (
+        "dir+events"
+        if events.is_file()
+        else "dir"
+        if path.is_dir()
+        else "file"
+        if path.is_file()
+        else "missing"
+    )
+
+
+def module_state(module: str, root: Path) -> str:
+    """'missing', or where the module's source is and a digest of it."""
+    added = str(root) not in sys.path
+    if added:
+        sys.path.insert(0, str(root))
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        if added:
+            sys.path.remove(str(root))
+    if spec is None:
+        return "missing"
+    origin = spec.origin or ""
+    try:
+        return f"{origin}:{hashlib.sha256(Path(origin).read_bytes()).hexdigest()}"
+    except OSError:
+        return origin or "namespace"
+
+
+# ---------------------------------------------------------------- stored diagnostics
+
+
+def _plain(diagnostics: list[Diagnostic]) -> list[tuple[Any, ...]]:
+    """Diagnostics with absolute file names, so an entry serves any current folder."""
+    return [
+        (os.path.abspath(d.file), d.line, d.column, d.path, d.message, d.hint, d.code, d.severity)
+        for d in diagnostics
+    ]
+
+
+def _diagnostics(stored: list[tuple[Any, ...]]) -> list[Diagnostic]:
+    return [Diagnostic(display_path(Path(file)), *rest) for file, *rest in stored]

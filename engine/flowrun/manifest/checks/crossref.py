@@ -1,0 +1,520 @@
+"""Cross-reference checks over a loaded project: names that must exist, prompts that must
+render, models that must resolve, agent-as-tool cycles. Every problem becomes a Diagnostic."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from flowrun.manifest.checks.python_tools import check_python_tools
+from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
+from flowrun.manifest.checks.test_files import check_test_files
+from flowrun.manifest.checks.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem.mcp_refs import check_entry as check_mcp_entry
+from flowrun.manifest.ecosystem.mcp_refs import mcp_ref
+from flowrun.manifest.ecosystem.skill_refs import check_skill_entry
+from flowrun.manifest.graph import (
+    YamlPath,
+    agent_callees,
+    reachable_agents,
+    tool_entries,
+    workflow_agents,
+)
+from flowrun.manifest.model_config import reference_problem
+from flowrun.manifest.output_schemas import output_schema_diagnostics
+from flowrun.manifest.project import Loaded, Project, find_agent_prompt
+from flowrun.manifest.sandboxing import check_entry_keys, check_setting
+from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.specs import (
+    ENTRY_KEYS,
+    AgentManifest,
+    CommandImplementation,
+    DashboardContext,
+    ModelSpec,
+    PythonImplementation,
+    ToolManifest,
+    WorkflowManifest,
+)
+from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
+from flowrun.manifest.yaml_source import Source
+from flowrun.paths import copy_source, display_path
+
+
+def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
+    """Cross-reference diagnostics. Built-in manifests are tested with flowrun itself, so they
+    are re-checked only when asked (validating the built-in folders)."""
+    out: list[Diagnostic] = []
+    checked = [tool for tool in project.tools.values() if include_builtins or not tool.builtin]
+    for tool in checked:
+        out += _check_tool(tool, project)
+    out += _check_python_tools(checked)
+    for agent in project.agents.values():
+        if include_builtins or not agent.builtin:
+            out += _check_agent(agent, project)
+    out += _check_cycles(project)
+    out += check_test_files(project)
+    reachable: set[str] = set()
+    for wf in project.workflows:
+        out += _check_workflow(wf, project, reachable)
+    if project.workflows:
+        for name, loaded in project.agents.items():
+            if name not in reachable and not loaded.builtin:
+                out.append(
+                    loaded.source.diag(
+                        ("name",),
+                        f"agent '{name}' is not reachable from any workflow here",
+                        "add it to an agent's `tools`, a workflow's `entry` or `steps`, or delete it",
+                        "unreachable",
+                        severity="warning",
+                    )
+                )
+    return out
+
+
+# ---------------------------------------------------------------- tools
+
+
+def _check_tool(loaded: Loaded[ToolManifest], project: Project) -> list[Diagnostic]:
+    out = _check_tool_schemas(loaded) + check_setting(loaded.source, ("sandbox",), loaded.spec.sandbox)
+    if isinstance(loaded.spec.implementation, CommandImplementation):
+        out += _check_command(loaded)
+    return out
+
+
+def _check_python_tools(tools: list[Loaded[ToolManifest]]) -> list[Diagnostic]:
+    """Import each folder's Python tools (in a child process) and compare their signatures
+    with the manifests; a tool whose schemas are already broken is left out."""
+    by_root: dict[Path, list[tuple[ToolManifest, Any]]] = {}
+    for tool in tools:
+        if isinstance(tool.spec.implementation, PythonImplementation) and not _check_tool_schemas(tool):
+            by_root.setdefault(tool.root, []).append((tool.spec, tool.source))
+    out: list[Diagnostic] = []
+    for root, found in by_root.items():
+        out += check_python_tools(found, root)
+    return out
+
+
+def _check_tool_schemas(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    spec, src = loaded.spec, loaded.source
+    out: list[Diagnostic] = []
+    for key in ("parameters", "config"):
+        schema = getattr(spec, key)
+        if schema is None:
+            continue
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            out.append(src.diag((key, *e.path), f"invalid JSON Schema: {e.message}", "", "bad-schema"))
+    if spec.parameters.get("type") != "object":
+        message = "`parameters` must be a JSON Schema with `type: object`"
+        out.append(src.diag(("parameters",), message, "", "bad-schema"))
+    if spec.config and spec.defaults and not out:
+        for err in Draft202012Validator(spec.config).iter_errors(spec.defaults):
+            out.append(src.diag(("defaults", *err.path), f"default config: {err.message}", "", "bad-default"))
+    return out
+
+
+def _check_command(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    params = set(spec.parameters.get("properties", {}))
+    out: list[Diagnostic] = []
+    assert isinstance(spec.implementation, CommandImplementation)
+    for i, item in enumerate(spec.implementation.command):
+        where = ("implementation", "command", i)
+        info = analyse(item)
+        if info.error:
+            out.append(src.diag(where, f"Jinja2 syntax error: {info.error}", "", "template-syntax"))
+        for var in info.variables:
+            if var not in params:
+                hint = did_you_mean(var, params) or f"declare '{var}' under parameters.properties"
+                message = f"command uses '{var}', not a parameter"
+                out.append(src.diag(where, message, hint, "undefined-variable"))
+    return out
+
+
+# ---------------------------------------------------------------- agents
+
+
+def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    out: list[Diagnostic] = []
+    if spec.prompt is None and spec.prompt_file is None:
+        message = f"agent '{spec.name}' has no prompt"
+        out.append(src.diag(("name",), message, "add `prompt:` or `prompt_file:`", "missing-prompt"))
+    else:
+        out += [d for d in _prompt_diagnostics(loaded, project, None) if d.code != "undefined-variable"]
+    out += _check_tool_entries(loaded, project)
+    out += check_setting(src, ("sandbox",), spec.sandbox)
+    out += output_schema_diagnostics(loaded, project)
+    if spec.stop and spec.stop.pattern:
+        try:
+            re.compile(spec.stop.pattern)
+        except re.error as e:
+            hint = "quote the pattern with single quotes in YAML so backslashes stay"
+            out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))
+    if isinstance(spec.context, DashboardContext):
+        if "update_dashboard" not in {name for _, name, _ in tool_entries(spec)}:
+            message = "dashboard strategy without the update_dashboard tool"
+            hint = "add update_dashboard to tools"
+            out.append(src.diag(("tools",), message, hint, "no-dashboard-tool", severity="warning"))
+    return out
+
+
+def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
+    src = loaded.source
+    out: list[Diagnostic] = []
+    seen: set[str] = set()
+    names = set(project.tools) | set(project.agents)
+    for i, name, config in tool_entries(loaded.spec):
+        if name in seen:
+            out.append(
+                src.diag(("tools", i), f"tool '{name}' is listed twice", "keep one entry", "duplicate-tool")
+            )
+        seen.add(name)
+        if name in project.broken:
+            continue
+        ref = mcp_ref(name, project)
+        if ref is not None:
+            out += check_mcp_entry(src, i, name, ref, config, project)
+            continue
+        if name not in names:
+            out.append(_unknown_entry(src, i, name, names, project))
+            continue
+        schema = _config_schema(project, name)
+        out += check_entry_keys(src, i, name, config, project)
+        own = {k: v for k, v in config.items() if k not in ENTRY_KEYS}
+        if own:
+            found = _check_tool_config(src, i, name, own, schema)
+            out += found
+            if found:
+                continue
+        out += check_skill_entry(src, i, name, own, project)
+    return out
+
+
+def _unknown_entry(src: Source, index: int, name: str, names: set[str], project: Project) -> Diagnostic:
+    server, dot, _ = name.partition(".")
+    if dot:
+        servers = set(project.mcp_servers)
+        hint = did_you_mean(server, servers) or (
+            "declare it under the workflow's `mcp_servers:` or in .mcp.json"
+            if not servers
+            else "declared MCP servers: " + ", ".join(sorted(servers))
+        )
+        return src.diag(("tools", index), f"unknown MCP server '{server}' in '{name}'", hint, "unknown-tool")
+    hint = did_you_mean(name, names | set(project.mcp_servers)) or "known tools: " + ", ".join(
+        sorted(project.tools)
+    )
+    return src.diag(("tools", index), f"unknown tool or agent '{name}'", hint, "unknown-tool")
+
+
+def _config_schema(project: Project, name: str) -> dict[str, Any] | None:
+    if name not in project.tools:
+        return AGENT_TOOL_CONFIG_SCHEMA
+    manifest = project.tools[name].spec
+    if manifest.config is None and isinstance(manifest.implementation, CommandImplementation):
+        return COMMAND_TOOL_CONFIG_SCHEMA
+    return manifest.config
+
+
+def _check_tool_config(
+    src: Any, index: int, name: str, config: dict[str, Any], schema: dict[str, Any] | None
+) -> list[Diagnostic]:
+    from jsonschema import Draft202012Validator
+
+    if schema is None:
+        return [
+            src.diag(
+                ("tools", index, name), f"tool '{name}' takes no config", "remove the config", "bad-config"
+            )
+        ]
+    out: list[Diagnostic] = []
+    for err in Draft202012Validator(schema).iter_errors(config):
+        where = ("tools", index, name, *err.path)
+        if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
+            out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
+            continue
+        # the keys of the (sub)schema that refused them: a nested map such as `budget` has its own
+        allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
+        for key in sorted(set(err.instance) - allowed):
+            hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
+            out.append(
+                src.diag((*where, key), f"'{name}' has no config key '{key}'", hint, "bad-config", key=True)
+            )
+    return out
+
+
+def _prompt_source(
+    loaded: Loaded[AgentManifest], project: Project
+) -> tuple[str, str, int, Path | None] | None:
+    """(template text, display file, line offset, template path) of an agent's prompt."""
+    spec, src = loaded.spec, loaded.source
+    if spec.prompt is not None:
+        line, _ = src.position(("prompt",))
+        text_line = src.text.splitlines()[line - 1] if src.text else ""
+        block = bool(re.search(r":\s*[|>][+-]?\d*\s*(#.*)?$", text_line))
+        return spec.prompt, src.display, line - 1 + int(block), None
+    if spec.prompt_file is None:
+        return None
+    path = find_agent_prompt(loaded, project)
+    if path is None:
+        return None
+    return path.read_text(encoding="utf-8"), display_path(path), 0, path
+
+
+def _prompt_diagnostics(
+    loaded: Loaded[AgentManifest], project: Project, inputs: set[str] | None
+) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    found = _prompt_source(loaded, project)
+    if found is None:
+        if spec.prompt_file is not None:
+            dirs = ", ".join(display_path(p) for p in project.prompt_dirs()) or "(no prompts/ folder)"
+            return [
+                src.diag(
+                    ("prompt_file",),
+                    f"prompt file '{spec.prompt_file}' not found",
+                    f"looked in {dirs}",
+                    "missing-prompt",
+                )
+            ]
+        return []
+    text, display, offset, _ = found
+    info = analyse(text)
+    if info.error:
+        return [
+            Diagnostic(
+                display,
+                offset + info.error_line,
+                1,
+                "",
+                f"Jinja2 syntax error: {info.error}",
+                "check {{ }} and {% %} pairs",
+                "template-syntax",
+            )
+        ]
+    out = []
+    for inc in info.includes:
+        if project.find_prompt(inc) is None:
+            out.append(
+                Diagnostic(
+                    display,
+                    offset + 1,
+                    1,
+                    "",
+                    f"included template '{inc}' not found",
+                    "put it under prompts/",
+                    "missing-prompt",
+                )
+            )
+    provided = PROMPT_BUILTINS | set(spec.vars) | (inputs or set())
+    for var, line in info.variables.items():
+        if var not in provided:
+            where = f"agent '{spec.name}'"
+            hint = (
+                did_you_mean(var, provided) or "declare it under the agent's `vars:` or as a workflow input"
+            )
+            out.append(
+                Diagnostic(
+                    display,
+                    offset + line,
+                    1,
+                    "",
+                    f"{where}: prompt uses '{{{{ {var} }}}}' which nothing provides",
+                    hint,
+                    "undefined-variable",
+                )
+            )
+    return out
+
+
+def _check_cycles(project: Project) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    reported: set[frozenset[str]] = set()
+
+    def visit(name: str, stack: list[str]) -> None:
+        state[name] = 1
+        for callee in agent_callees(project, name):
+            if state.get(callee) == 1:
+                cycle = [*stack[stack.index(callee) :], callee]
+                key = frozenset(cycle)
+                if key not in reported:
+                    reported.add(key)
+                    loaded = project.agents[name]
+                    idx = next(i for i, n, _ in tool_entries(loaded.spec) if n == callee)
+                    out.append(
+                        loaded.source.diag(
+                            ("tools", idx),
+                            "agent-as-tool cycle: " + " -> ".join(cycle),
+                            "an agent may not (indirectly) call itself; remove one of these tool entries",
+                            "agent-cycle",
+                        )
+                    )
+            elif callee not in state:
+                visit(callee, [*stack, callee])
+        state[name] = 2
+
+    for name in sorted(project.agents):
+        if name not in state:
+            visit(name, [name])
+    return out
+
+
+# ---------------------------------------------------------------- workflows
+
+
+def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: set[str]) -> list[Diagnostic]:
+    spec, src = wf.spec, wf.source
+    models = set(spec.models) | set(project.models)
+    out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox) + check_steps(wf)
+    for name, model in spec.models.items():
+        out += _check_fallback(src, name, model, models)
+    for name, loaded_model in project.models.items():
+        if not loaded_model.builtin:
+            out += _check_fallback(loaded_model.source, name, loaded_model.spec, models)
+    if spec.default_model and (problem := reference_problem(spec.default_model, models)):
+        hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
+        out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
+    seeds = spec.workspace.files
+    paths: list[tuple[YamlPath, str, bool]] = [(("workspace", "files", p), p, True) for p in seeds]
+    if spec.output:
+        paths.append((("output",), spec.output, False))
+    for parts, path, key in paths:
+        if not _safe_relative(path):
+            message = f"'{path}' leaves the workspace"
+            out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
+    out += _check_copy_paths(wf)
+    starts = workflow_agents(spec)
+    for name, parts in starts:
+        if name not in project.agents and name not in project.broken:
+            hint = did_you_mean(name, set(project.agents)) or "add agents.d/" + name + ".yaml"
+            out.append(src.diag(parts, f"unknown agent '{name}'", hint, "unknown-agent"))
+    seen = reachable_agents([n for n, _ in starts if n in project.agents], project)
+    reachable |= seen
+    default = spec.default_model or project.default_model
+    inputs = set(spec.inputs)
+    for name in sorted(seen):
+        out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
+    return out
+
+
+def _check_copy_paths(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
+    """Each `workspace.copy` entry exists next to the workflow (or is the shipped corpus)."""
+    here = wf.source.path.parent
+    out: list[Diagnostic] = []
+    for i, rel in enumerate(wf.spec.workspace.copy_paths):
+        if copy_source(here, rel) is None:
+            nearby = {"corpus", *(p.name for p in _listing(here / rel))}
+            hint = did_you_mean(rel.rstrip("/").rpartition("/")[2], nearby) or (
+                f"give a path next to the workflow ({display_path(here)}); `corpus` is the shipped corpus"
+            )
+            message = f"workspace.copy: '{rel}' not found"
+            out.append(wf.source.diag(("workspace", "copy", i), message, hint, "missing-path"))
+    return out
+
+
+def _listing(path: Path, limit: int = 1000) -> list[Path]:
+    """Up to `limit` entries of the folder that should hold `path` (for a did-you-mean)."""
+    try:
+        return list(itertools.islice(path.parent.iterdir(), limit))
+    except OSError:
+        return []
+
+
+def _check_fallback(src: Any, name: str, model: ModelSpec, models: set[str]) -> list[Diagnostic]:
+    """A model's `fallback` entries name other models that exist."""
+    out: list[Diagnostic] = []
+    for i, ref in enumerate(model.fallback):
+        where = ("models", name, "fallback", i)
+        if ref == name:
+            out.append(src.diag(where, f"model '{name}' lists itself as a fallback", "remove it", "invalid"))
+        elif problem := reference_problem(ref, models):
+            hint = did_you_mean(ref, models) or "define it under `models:`"
+            out.append(src.diag(where, f"fallback of '{name}': {problem}", hint, "unknown-model"))
+    return out
+
+
+def _workflow_templates(spec: WorkflowManifest) -> list[StepTemplate]:
+    """Every template in a workflow (steps: with the names a foreach adds for its body)."""
+    found: list[StepTemplate] = []
+    if spec.task:
+        found.append(StepTemplate(spec.task, ("task",), False))
+    for path, content in spec.workspace.files.items():
+        found.append(StepTemplate(content, ("workspace", "files", path), False))
+    if spec.workspace.dir:
+        found.append(StepTemplate(spec.workspace.dir, ("workspace", "dir"), False))
+    return found + step_templates(spec.steps)
+
+
+def _check_workflow_templates(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
+    src = wf.source
+    out: list[Diagnostic] = []
+    for template in _workflow_templates(wf.spec):
+        text, parts = template.text, template.parts
+        provided = set(wf.spec.inputs) | WORKFLOW_BUILTINS | template.names
+        info = analyse_expression(text) if template.expression else analyse(text)
+        if info.error:
+            message = f"Jinja2 syntax error: {info.error}"
+            out.append(src.diag(parts, message, "check {{ }} and {% %} pairs", "template-syntax"))
+        for var in info.variables:
+            if var not in provided:
+                hint = did_you_mean(var, provided) or "declare it under `inputs:`"
+                message = f"template uses '{var}' which nothing provides"
+                out.append(src.diag(parts, message, hint, "undefined-variable"))
+    return out
+
+
+def _check_agent_in_workflow(
+    loaded: Loaded[AgentManifest],
+    project: Project,
+    wf: Loaded[WorkflowManifest],
+    models: set[str],
+    default: str | None,
+    inputs: set[str],
+) -> list[Diagnostic]:
+    spec, src = loaded.spec, loaded.source
+    out: list[Diagnostic] = []
+    if not loaded.builtin:  # built-in prompts use only the engine's variables (tested)
+        out = [d for d in _prompt_diagnostics(loaded, project, inputs) if d.code == "undefined-variable"]
+    ref = spec.model or default
+    if ref is None:
+        out.append(
+            wf.source.diag(
+                ("models",),
+                f"agent '{spec.name}' names no model and the workflow has no `default_model`",
+                "set `default_model:` in the workflow or `model:` in the agent",
+                "no-model",
+            )
+        )
+    elif problem := reference_problem(ref, models):
+        owner, parts = (src, ("model",)) if spec.model else (wf.source, ("default_model",))
+        hint = (
+            did_you_mean(ref, models)
+            or f"define '{ref}' under the workflow's `models:` ({wf.source.display})"
+        )
+        out.append(
+            owner.diag(
+                parts,
+                f"{problem} (used by agent '{spec.name}' in workflow '{wf.spec.name}')",
+                hint,
+                "unknown-model",
+            )
+        )
+    for i, ref in enumerate(spec.model_choices):
+        if problem := reference_problem(ref, models):
+            out.append(
+                src.diag(("selectable_models", i), problem, did_you_mean(ref, models), "unknown-model")
+            )
+    return out
+
+
+def _safe_relative(path: str) -> bool:
+    p = PurePosixPath(path.replace("\\", "/"))
+    return not p.is_absolute() and ".." not in p.parts and bool(path.strip())

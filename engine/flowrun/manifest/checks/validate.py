@@ -1,0 +1,160 @@
+"""`flowrun validate`: find manifests under the given paths, load each project they belong to,
+and collect every problem in one pass."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.paths import MANIFEST_DIRS, display_path
+
+# the names below are those of yaml_limits, mcp_config and skill_lint, not imported from there:
+# they bring the YAML parser and pydantic, which a warm `validate` never needs (a test keeps
+# them equal)
+HEAD_BYTES = 1_000_000  # yaml_limits.MAX_FILE_BYTES
+MCP_FILE = ".mcp.json"  # mcp_config.MCP_FILE
+SKILL_FILE = "SKILL.md"  # skill_lint.SKILL_FILE
+
+SKIP_DIRS = {
+    "runs",
+    "node_modules",
+    "__pycache__",
+    "build",
+    "dist",
+    "venv",
+    "prompts",
+    "skills",
+    "corpus",
+    "schema",
+    "schemas",
+}
+HAS_KIND = re.compile(r"^kind:\s*\S", re.MULTILINE)
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml")
+
+
+def _looks_like_manifest(path: Path) -> bool:
+    """A `kind:` line near the top (only the first HEAD_BYTES are read: a bigger file that
+    looks like a manifest is then reported as too large)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return bool(HAS_KIND.search(head))
+
+
+def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
+    """Project roots → the workflow/script files to check there (None: all in the root)."""
+    roots: dict[Path, list[Path] | None] = {}
+
+    def add(root: Path, files: list[Path] | None) -> None:
+        root = root.resolve()
+        if root in roots and roots[root] is None:
+            return
+        if files is None:
+            roots[root] = None
+        else:
+            roots.setdefault(root, [])
+            existing = roots[root] or []
+            roots[root] = existing + [f for f in files if f not in existing]
+
+    for path in paths:
+        claude = _claude_root(path)
+        if claude is not None:  # .claude/, .claude/agents/x.md, .mcp.json: their project, no workflow
+            add(claude, [])
+            continue
+        if path.is_file():
+            if path.name == SKILL_FILE:
+                continue  # a skill alone: see skill_targets
+            if path.parent.name in MANIFEST_DIRS:
+                add(path.parent.parent, [])
+            else:
+                add(path.parent, [path.resolve()])
+            continue
+        for folder in _walk_dirs(path):
+            if folder.name in MANIFEST_DIRS:
+                add(folder.parent, [])
+                continue
+            tops = [f.resolve() for f in sorted(folder.iterdir()) if f.is_file() and _is_yaml(f)]
+            tops = [f for f in tops if _looks_like_manifest(f)]
+            if (
+                tops
+                or any((folder / d).is_dir() for d in (*MANIFEST_DIRS, ".claude"))
+                or (folder / MCP_FILE).is_file()
+            ):
+                add(folder, tops)
+    return roots
+
+
+def _claude_root(path: Path) -> Path | None:
+    """The project a Claude Code path belongs to: the folder holding `.claude/` or `.mcp.json`."""
+    resolved = path.resolve()
+    if resolved.name == MCP_FILE and resolved.is_file():
+        return resolved.parent
+    parts = resolved.parts
+    if ".claude" not in parts:
+        return None
+    index = len(parts) - 1 - parts[::-1].index(".claude")
+    return Path(*parts[:index])
+
+
+def named_skills(paths: list[Path], roots: list[Path]) -> list[Path]:
+    """Skill folders the paths name (a SKILL.md, a skill folder, or a folder of skills) that are
+    not in a project root's own skill library (those are linted with their project)."""
+    found: list[Path] = []
+    for path in paths:
+        resolved = path.resolve()
+        if resolved.is_file() and resolved.name == SKILL_FILE:
+            found.append(resolved.parent)
+        elif (resolved / SKILL_FILE).is_file():
+            found.append(resolved)
+        elif resolved.is_dir():
+            found += sorted(p for p in resolved.iterdir() if (p / SKILL_FILE).is_file())
+    libraries = {lib for root in roots for lib in (root / "skills", root / ".claude" / "skills")}
+    return [p for p in dict.fromkeys(p.resolve() for p in found) if p.parent not in libraries]
+
+
+def _walk_dirs(top: Path) -> list[Path]:
+    out = [top]
+    for child in sorted(top.iterdir()):
+        if child.is_dir() and not child.name.startswith(".") and child.name not in SKIP_DIRS:
+            if child.name in MANIFEST_DIRS:
+                out.append(child)
+            else:
+                out.extend(_walk_dirs(child))
+    return out
+
+
+def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
+    """All diagnostics for the manifests under `paths`, and how many files were checked. Each
+    project folder's result (its skills included) comes from the check cache while none of the
+    files it reads changed."""
+    from flowrun.manifest.checks.checked import check_root
+
+    diagnostics: list[Diagnostic] = []
+    checked: set[str] = set()
+    for special in [p for p in paths if not p.is_file() and not p.is_dir()]:
+        # a FIFO, socket or device named on the command line: refused, never opened for reading
+        from flowrun.manifest.yaml_source import load_source
+
+        diagnostics += load_source(special, display_path(special))[1]
+        checked.add(os.path.abspath(special))
+    paths = [p for p in paths if p.is_file() or p.is_dir()]
+    roots = find_roots(paths)
+    for folder in named_skills(paths, list(roots)):
+        from flowrun.manifest.ecosystem.skill_lint import lint_skill
+
+        display = display_path(folder / SKILL_FILE)
+        diagnostics += [d for d in lint_skill(folder, display) if d not in diagnostics]
+        checked.add(os.path.abspath(display))
+    for root, files in roots.items():
+        found, files_checked = check_root(root, files)
+        diagnostics += [d for d in found if d not in diagnostics]
+        checked |= files_checked
+    diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
+    return diagnostics, len(checked)

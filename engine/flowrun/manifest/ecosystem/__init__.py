@@ -1,0 +1,1 @@
+"""Files users already have: Claude Code agents, Agent Skills, `.mcp.json`."""

@@ -1,0 +1,327 @@
+"""What an earlier attempt of a run recorded, so `resume` and `replay` re-use it instead of
+asking a model again or re-doing a tool call. Keys are deterministic: agent instance ids are paths
+built from tool-call ids, and each instance numbers its model calls."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from flowrun.errors import FlowrunError, ProviderError
+from flowrun.events import (
+    AgentEndEvent,
+    AgentPromptEvent,
+    AgentStartEvent,
+    ApprovalEvent,
+    CallBudgetExceededEvent,
+    ContextCompactedEvent,
+    ContextResetEvent,
+    ErrorEvent,
+    Event,
+    FanoutEndEvent,
+    FanoutStartEvent,
+    IterationEndEvent,
+    IterationStartEvent,
+    ModelFallbackEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    OutputInvalidEvent,
+    RunStartEvent,
+    StepConditionEvent,
+    ToolCallEvent,
+    ToolIntentEvent,
+    ToolResultEvent,
+    UserMessageEvent,
+)
+from flowrun.runtime.durable.event_log import read_events
+from flowrun.types import ModelResponse, ToolResult
+
+Mode = Literal["resume", "replay"]
+# tools whose recorded result is used on replay instead of running them again (network, humans)
+RECORDED_ONLY = frozenset({"web_search", "visit_url", "ask_user"})
+# events that repeat work already logged; a resumed run does not write them twice
+REPEATABLE: tuple[type[Event], ...] = (
+    RunStartEvent,
+    AgentStartEvent,
+    AgentEndEvent,
+    AgentPromptEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    ToolCallEvent,
+    ToolIntentEvent,
+    ToolResultEvent,
+    IterationStartEvent,
+    IterationEndEvent,
+    ContextResetEvent,
+    ContextCompactedEvent,
+    ApprovalEvent,
+    UserMessageEvent,
+    StepConditionEvent,
+    FanoutStartEvent,
+    FanoutEndEvent,
+    OutputInvalidEvent,
+    ModelFallbackEvent,
+    CallBudgetExceededEvent,
+)
+EventKey = tuple[object, ...]
+
+
+class Divergence(FlowrunError):
+    """A replayed run asked for something the recording does not have, or asked it differently.
+    `reason`: missing (no such call recorded), system (its system prompt differs), tools (its
+    tools or their schemas differ), model (another model is asked), history (the conversation
+    before it differs), unused (a recorded call the replay never made), condition (an `if:` or
+    `until` decided otherwise)."""
+
+    def __init__(
+        self, message: str, hint: str, *, agent: str = "", agent_id: str = "", step: int = 0, reason: str = ""
+    ) -> None:
+        super().__init__(message, hint)
+        self.agent = agent
+        self.agent_id = agent_id
+        self.step = step
+        self.reason = reason
+
+
+class RecordedFailure(ProviderError):
+    """A replay reached a model call that failed for good in the recording: it fails the same
+    way (so a cassette of a failed run replays to that failure)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPrint:
+    """What a model request was besides its history: digests of the system prompt and of the
+    tool schemas (None in logs written before they were recorded), and the tool names."""
+
+    system: str | None = None
+    tools: str | None = None
+    tool_names: tuple[str, ...] = ()
+    model: str | None = None  # `provider:model` of the model asked (None in older logs)
+
+
+def _local_date(t: float) -> str | None:
+    """The date a run written before `date` was recorded started on (local time, as `date`)."""
+    return time.strftime("%Y-%m-%d", time.localtime(t)) if t else None
+
+
+def _difference(recorded: RequestPrint | None, now: RequestPrint | None) -> str | None:
+    if recorded is None or now is None:
+        return None
+    if recorded.system and now.system and recorded.system != now.system:
+        return "system"
+    if recorded.tools and now.tools and recorded.tools != now.tools:
+        return "tools"
+    if recorded.model and now.model and recorded.model != now.model:
+        return "model"
+    return None
+
+
+def _what_differs(reason: str, recorded: RequestPrint | None, now: RequestPrint | None) -> str:
+    if reason == "system":
+        return "its system prompt differs from the recording"
+    if reason == "tools":
+        before, after = set(recorded.tool_names if recorded else ()), set(now.tool_names if now else ())
+        changes = [
+            f"{label}: {', '.join(sorted(names))}"
+            for label, names in (("added", after - before), ("removed", before - after))
+            if names
+        ]
+        return "its tools differ from the recording (" + ("; ".join(changes) or "their schemas changed") + ")"
+    if reason == "model":
+        then, later = (recorded.model if recorded else None), (now.model if now else None)
+        return f"its model differs from the recording ({then} → {later})"
+    return (
+        "the conversation before it differs from the recording "
+        "(a task, a tool result or an earlier answer changed)"
+    )
+
+
+def event_key(event: Event) -> EventKey:
+    return (
+        event.type,
+        getattr(event, "agent_id", None),
+        getattr(event, "step", None),
+        getattr(event, "call_id", None),
+        getattr(event, "loop", None),
+        getattr(event, "iteration", None),
+        getattr(event, "purpose", None),
+    )
+
+
+@dataclass
+class Ledger:
+    mode: Mode
+    responses: dict[tuple[str, int], tuple[str, ModelResponse]] = field(default_factory=dict)
+    requests: dict[tuple[str, int], str] = field(default_factory=dict)
+    tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
+    until: dict[tuple[str, int], bool] = field(default_factory=dict)
+    approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
+    user_messages: dict[tuple[str, int], str] = field(default_factory=dict)  # (agent id, step) -> text
+    tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
+    intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
+    conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
+    served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
+    prints: dict[tuple[str, int], RequestPrint] = field(default_factory=dict)
+    callers: dict[tuple[str, int], str] = field(default_factory=dict)  # recorded call -> its agent
+    failures: dict[tuple[str, int], str] = field(default_factory=dict)  # calls that failed for good
+    asked: dict[str, int] = field(default_factory=dict)  # agent id -> its last recorded model call
+    used: set[tuple[str, int]] = field(default_factory=set)  # recorded calls a replay answered
+    date: str | None = None  # the recorded run's `date`
+    run_id: str | None = None  # the recorded run's `run_id` (as its templates saw it)
+    divergence: Divergence | None = None  # where a replay first differed from the recording
+    recorded: Counter[EventKey] = field(default_factory=Counter)
+    emitted: Counter[EventKey] = field(default_factory=Counter)
+    diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
+
+    @classmethod
+    def from_events(cls, path: Path, mode: Mode) -> Ledger:
+        ledger = cls(mode)
+        for event in read_events(path, strict=True):
+            ledger.recorded[event_key(event)] += 1
+            if isinstance(event, ModelRequestEvent | ModelResponseEvent | RunStartEvent):
+                ledger._add_model_event(event)
+            elif isinstance(event, ToolResultEvent):
+                ledger.tool_results[(event.agent_id, event.call_id)] = event.result
+            elif isinstance(event, IterationEndEvent):
+                ledger.until[(event.loop, event.iteration)] = event.until_met
+            elif isinstance(event, ApprovalEvent):
+                ledger.approvals[(event.agent_id, event.call_id)] = event.approved
+            elif isinstance(event, UserMessageEvent):
+                ledger.user_messages[(event.agent_id, event.step)] = event.text
+            elif isinstance(event, AgentStartEvent):
+                ledger.tasks.setdefault(event.agent_id, event.task)
+            elif isinstance(event, ToolIntentEvent):
+                ledger.intents.add((event.agent_id, event.call_id))
+            elif isinstance(event, StepConditionEvent):
+                ledger.conditions[event.step] = event.met
+            elif isinstance(event, ErrorEvent) and event.where == "model" and event.agent_id:
+                step = ledger.asked.get(event.agent_id)
+                if step is not None:
+                    ledger.failures[(event.agent_id, step)] = event.message
+        return ledger
+
+    def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
+        if isinstance(event, RunStartEvent):
+            self.date = self.date or event.date or _local_date(event.t)
+            self.run_id = self.run_id or event.run_id
+            return
+        key = (event.agent_id, event.step)
+        if isinstance(event, ModelRequestEvent):
+            self.requests[key] = event.digest
+            self.asked[event.agent_id] = event.step
+            self.prints[key] = RequestPrint(
+                event.system_digest, event.tools_digest, tuple(event.tools), event.model_id
+            )
+            return
+        self.responses[key] = (self.requests.get(key, ""), event.response)
+        self.callers[key] = event.agent
+        if event.served_by:
+            self.served_by[key] = event.served_by
+
+    def response(
+        self, agent_id: str, step: int, digest: str, agent: str, now: RequestPrint | None = None
+    ) -> ModelResponse | None:
+        """The recorded answer to this model call, when the request is the one recorded (its
+        system prompt, tool schemas and history); None to go live (resume only). A replay of
+        a call that failed for good in the recording raises that failure (RecordedFailure)."""
+        if agent_id in self.diverged:
+            return None
+        found = self.responses.get((agent_id, step))
+        failure = self.failures.get((agent_id, step)) if found is None and self.mode == "replay" else None
+        if found is None and failure is None:
+            if self.mode == "replay":
+                raise self._diverged(
+                    agent,
+                    agent_id,
+                    step,
+                    "missing",
+                    f"first differing step: agent '{agent}' ({agent_id}) model call {step} "
+                    "is not in the recording",
+                )
+            return None
+        recorded_digest = found[0] if found is not None else self.requests.get((agent_id, step), "")
+        recorded = self.prints.get((agent_id, step))
+        reason = _difference(recorded, now)
+        if reason is None and recorded_digest and recorded_digest != digest:
+            reason = "history"
+        if reason is not None:
+            if self.mode == "replay":
+                what = _what_differs(reason, recorded, now)
+                message = f"first differing step: agent '{agent}' ({agent_id}) model call {step}: {what}"
+                raise self._diverged(agent, agent_id, step, reason, message)
+            self.diverged.add(agent_id)
+            return None
+        if found is None:
+            raise RecordedFailure(failure or "", agent=agent)
+        self.used.add((agent_id, step))
+        return ModelResponse.from_dict(found[1].to_dict())  # a fresh copy: the loop may edit it
+
+    def check_complete(self) -> None:
+        """At the end of a replay that went well: a recorded model call it never made (a step
+        removed, a lower `max_steps`, an agent that now stops sooner) is a divergence too."""
+        if self.mode != "replay" or self.divergence is not None:
+            return
+        left = [key for key in self.responses if key not in self.used]
+        if not left:
+            return
+        agent_id, step = left[0]
+        agent = self.callers.get((agent_id, step), agent_id)
+        message = (
+            f"first differing step: agent '{agent}' ({agent_id}) model call {step} is in the recording "
+            f"but the replay never made it ({len(left)} recorded call(s) unused)"
+        )
+        raise self._diverged(agent, agent_id, step, "unused", message)
+
+    def check_decision(self, where: str, condition: str, recorded: bool | None, met: bool) -> None:
+        """Replay: an `if:` or `until` condition decided otherwise than in the recording (the
+        condition was edited, or what it reads changed) is a divergence."""
+        if self.mode != "replay" or recorded is None or recorded == met:
+            return
+        state = {True: "met", False: "not met"}
+        message = (
+            f"first differing step: {where}: its condition `{condition}` is now {state[met]}; "
+            f"in the recording it was {state[recorded]}"
+        )
+        raise self._diverged("", where, 0, "condition", message)
+
+    def _diverged(self, agent: str, agent_id: str, step: int, reason: str, message: str) -> Divergence:
+        hint = (
+            "the configuration changed so the run took another path"
+            if reason in ("missing", "unused", "condition")
+            else "the configuration changed since the run was recorded; `flowrun replay --diff` shows how"
+        )
+        found = Divergence(message, hint, agent=agent, agent_id=agent_id, step=step, reason=reason)
+        if self.divergence is None:
+            self.divergence = found
+        return found
+
+    def tool_result(self, agent_id: str, call_id: str) -> ToolResult | None:
+        if agent_id in self.diverged:
+            return None
+        recorded = self.tool_results.get((agent_id, call_id))
+        return ToolResult.from_dict(recorded.to_dict()) if recorded is not None else None
+
+    def started_unfinished(self, agent_id: str, call_id: str) -> bool:
+        """True for a call not safe to repeat that an earlier attempt started and never
+        finished (resume only): its effect is unknown, so it is not run again."""
+        return (
+            self.mode == "resume"
+            and agent_id not in self.diverged
+            and (agent_id, call_id) in self.intents
+            and (agent_id, call_id) not in self.tool_results
+        )
+
+    def approval(self, agent_id: str, call_id: str) -> bool | None:
+        """The decision an earlier attempt recorded for this call (resume never asks again)."""
+        return self.approvals.get((agent_id, call_id))
+
+    def should_write(self, event: Event) -> bool:
+        """On resume, an event the log already holds is not written again."""
+        if self.mode != "resume" or not isinstance(event, REPEATABLE):
+            return True
+        key = event_key(event)
+        self.emitted[key] += 1
+        return self.emitted[key] > self.recorded[key]

@@ -1,0 +1,269 @@
+"""Who owns a run folder, and whether a new run may use it.
+
+One process at a time: `run`, `resume` and `replay` (and the Python API) hold an exclusive
+`flock` on `run.lock` in the folder from before they read or write anything there until they
+leave, however they leave. The file holds the owner's pid, so a second process is told which
+one to wait for. The kernel drops the lock when its process dies, so the lock of a killed run
+is simply taken over; the file is removed on release.
+
+A run id is a name, never a path. A new run may use a folder that is missing, empty, or was made
+by a run that was stopped before its first event (nothing ran in it yet)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from flowrun.errors import RunError, RunInUse, UsageError
+from flowrun.runtime.durable.settle import settle, settle_decided
+
+LOCK_NAME = "run.lock"
+ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
+# what an atomic write of run.json or usage.json leaves when the process dies in the middle
+ENGINE_TEMPS = frozenset({".run.json.tmp", ".usage.json.tmp"})
+# what no tool, shell or MCP server may write or delete in a run folder: the engine's files, the
+# lock and the recorded prompts (a name ending in "/" is a folder, protected with its contents)
+PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/"}
+MAX_RUN_ID = 200
+OWNER_READS = 20  # x 10 ms: how long a refused process waits to read the owner's pid
+
+
+def check_run_id(run_id: str) -> str:
+    """`run_id` when it names a folder directly under the runs folder; UsageError otherwise."""
+    hint = "a run id is a folder name: letters, digits, '-', '_' and '.', no '/' (use --runs-dir for where)"
+    if not run_id or not run_id.strip():
+        raise UsageError("the run id is empty", hint)
+    if "/" in run_id or "\\" in run_id or os.sep in run_id or (os.altsep and os.altsep in run_id):
+        raise UsageError(f"run id {run_id!r} contains a path separator", hint)
+    if run_id in (".", ".."):
+        raise UsageError(f"run id {run_id!r} is not a name", hint)
+    if any(ord(c) < 32 or ord(c) == 127 for c in run_id):
+        raise UsageError(f"run id {run_id!r} contains a control character", hint)
+    if len(run_id) > MAX_RUN_ID:
+        raise UsageError(f"the run id is {len(run_id)} characters long (at most {MAX_RUN_ID})", hint)
+    try:
+        run_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"run id {run_id!r} is not valid UTF-8", hint) from None
+    return run_id
+
+
+class RunFolderLock:
+    """`with RunFolderLock(run_dir):` makes the folder if needed and owns it until the block
+    ends. RunInUse when a live process holds it."""
+
+    def __init__(self, run_dir: Path, *, create: bool = True) -> None:
+        self.run_dir = run_dir
+        self.create = create
+        self.path = run_dir / LOCK_NAME
+        self._fd: int | None = None
+        self.previous_owner: int | None = None  # pid in a lock file we took over (it had died)
+
+    def __enter__(self) -> RunFolderLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+    async def __aenter__(self) -> RunFolderLock:
+        try:  # off the loop (settle.py); nothing happens in the folder before it returns
+            await settle(self.acquire)
+        except asyncio.CancelledError:
+            self.release()  # taken just as the caller was cancelled: given back at once
+            raise
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # unlink and close, off the loop (settle.py); a cancel meanwhile changes nothing: the
+        # block's outcome (a result, or its own error) is what the caller gets
+        await settle_decided(self.release)
+
+    def acquire(self) -> None:
+        if self.create:
+            make_folder(self.run_dir)
+        elif not self.run_dir.is_dir():
+            raise RunError(f"there is no run folder {self.run_dir}", "check the path (see `flowrun runs`)")
+        while True:
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = _owner_pid(fd)
+                os.close(fd)
+                who = f"pid {owner}" if owner else "another process"
+                raise RunInUse(
+                    f"run is in use by {who} ({self.run_dir})",
+                    "wait for it to end, or stop it (Ctrl-C, or `kill PID`) and resume",
+                ) from None
+            if self._still_the_file(fd):
+                break
+            os.close(fd)  # the owner removed it as we opened it: lock the new one
+        self.previous_owner = _read_pid(fd)
+        mine = f"{os.getpid()}\n".encode()
+        os.pwrite(fd, mine, 0)  # then cut: the file is never empty for a process reading the owner
+        os.ftruncate(fd, len(mine))
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self._fd)  # closing drops the flock
+        self._fd = None
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise UsageError(
+                f"cannot write in the run folder {self.run_dir}: {e.strerror or e}",
+                "choose a writable --runs-dir",
+            ) from None
+
+    def _still_the_file(self, fd: int) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            return False
+
+
+def _owner_pid(fd: int) -> int | None:
+    """The lock owner's pid; it may be about to write it (a lock taken a moment ago), so an
+    empty file is read again for a short while."""
+    for _ in range(OWNER_READS):
+        owner = _read_pid(fd)
+        if owner is not None:
+            return owner
+        time.sleep(0.01)
+    return None
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def make_folder(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(
+            f"cannot use {run_dir} as a run folder: a file of that name exists", "choose another --run-id"
+        ) from None
+    except OSError as e:
+        raise UsageError(
+            f"cannot create the run folder {run_dir}: {e.strerror or e}",
+            "choose a writable --runs-dir (or check the disk)",
+        ) from None
+
+
+def claim_new(run_dir: Path) -> None:
+    """Refuse a folder that holds anything but the traces of a run stopped before its first
+    event (then it is used again). Called with the lock held."""
+    entries = {p.name for p in run_dir.iterdir()} - {LOCK_NAME}
+    if not entries or never_started(run_dir):
+        return
+    raise UsageError(f"run folder {run_dir} already exists", "choose another --run-id, or resume it")
+
+
+def never_started(run_dir: Path) -> bool:
+    """True for a folder flowrun made (it holds one of the engine's files) whose log has no
+    `run_start` yet: the process was stopped between making the folder and its first event,
+    so no agent and no tool ran there."""
+    names = {p.name for p in run_dir.iterdir()}
+    if not names & (ENGINE_FILES | ENGINE_TEMPS):
+        return False
+    return not _has_run_start(run_dir / "events.jsonl")
+
+
+def _has_run_start(log: Path) -> bool:
+    """`run_start` is the first event of a run (after `run_resumed` on a resume): the first few
+    lines tell."""
+    if not log.is_file():
+        return False
+    with log.open("rb") as f:
+        for line in itertools.islice(f, 3):
+            with contextlib.suppress(ValueError):
+                raw = json.loads(line)
+                if isinstance(raw, dict) and raw.get("type") == "run_start":
+                    return True
+    return False
+
+
+def unwritable(run_dir: Path, e: OSError) -> UsageError:
+    """A run folder (or one of its engine files) that cannot be written when the run starts:
+    nothing was recorded, the folder is as it was."""
+    where = f" ({e.filename})" if e.filename else ""
+    return UsageError(
+        f"cannot write in the run folder {run_dir}: {e.strerror or e}{where}",
+        "check the permissions of the run folder and its files, and the free space",
+    )
+
+
+def not_a_run_folder(run_dir: Path) -> RunError:
+    return RunError(
+        f"{run_dir} is not a run folder (no events.jsonl or run.json)",
+        "pass a folder under runs/; a run stopped before it wrote anything is started again "
+        "with the same --run-id",
+    )
+
+
+def settled_meta(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """run.json as the log says it ended. The process writes the `run_end` event, then
+    usage.json and run.json: when it died in between, run.json still says `running`. Then the
+    status (and usage) of the last `run_end` are written to run.json (and usage.json), so the
+    run is what it reached and a resume does not start it again."""
+    if meta.get("status") != "running":
+        return meta
+    end = _last_event(run_dir / "events.jsonl")
+    if end is None or end.get("type") != "run_end" or not isinstance(end.get("status"), str):
+        return meta
+    settled = {**meta, "status": end["status"]}
+    with contextlib.suppress(OSError):  # a folder that cannot be written: still the log's status
+        if isinstance(end.get("usage"), dict):
+            _write_json(run_dir / "usage.json", end["usage"])
+        _write_json(run_dir / "run.json", settled)
+    return settled
+
+
+def _last_event(log: Path) -> dict[str, Any] | None:
+    """The log's last whole line as an event, read from the end (a log can be large)."""
+    try:
+        with log.open("rb") as f:
+            end = f.seek(0, 2)
+            start, tail = end, b""
+            while start > 0 and tail.count(b"\n") < 2:
+                start = max(0, start - 65536)
+                f.seek(start)
+                tail = f.read(end - start)
+    except OSError:
+        return None
+    lines = tail.rstrip(b"\n").split(b"\n") if tail.endswith(b"\n") else []
+    try:
+        event = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(value, indent=2, default=str), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,294 @@
+"""Running a step's tool calls: concurrently (a `sequential` tool alone), each checked first
+(unknown name, unreadable or invalid arguments), each answered from the ledger when a resumed
+run already has its result, and never raising into the loop: timeouts and exceptions become
+`status: error` results the model can correct."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import BudgetExceeded, FlowrunError
+from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
+from flowrun.redaction import Redactor
+from flowrun.runtime.durable.ledger import RECORDED_ONLY, Ledger
+from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.loop.approvals import Approvals
+from flowrun.runtime.loop.bound_tool import BoundTool, Invocation
+from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.sandboxes import SandboxPolicies
+from flowrun.runtime.loop.services import RunServices
+from flowrun.tools.base import ToolContext
+from flowrun.tools.sandbox import SandboxPolicy
+from flowrun.types import ToolCall, ToolError, ToolResult
+
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its context
+
+
+@dataclass
+class ToolEnvironment:
+    """What every tool call of a run shares."""
+
+    workspace: Path
+    run_dir: Path
+    search_path: list[Path]
+    interactive: bool = False
+    ask_user: Callable[[str], Awaitable[str]] | None = None
+    state: dict[str, Any] = field(default_factory=dict)  # run-scoped tool state (background jobs, ...)
+    sandboxes: SandboxPolicies | None = None  # None: the default policy (required, no network)
+    redactor: Redactor = field(default_factory=Redactor)  # applied to every result
+    approvals: Approvals | None = None  # None: no entry's `approve:` is honoured (tests)
+
+
+class ToolDispatcher:
+    def __init__(
+        self,
+        run: RunServices,
+        env: ToolEnvironment,
+        max_concurrency: int,
+        emit: Callable[[Event], None],
+        ledger: Ledger | None = None,
+    ) -> None:
+        self.run = run
+        self.env = env
+        self.max_concurrency = max_concurrency
+        self.emit = emit
+        self.ledger = ledger
+
+    async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
+        """Results come back in the order the model asked for them."""
+        # per step, not per run: a sub-agent's own calls must never wait on its caller's slot
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+        results: list[ToolResult | None] = [None] * len(calls)
+        serial = [
+            i for i, c in enumerate(calls) if (b := inst.tools.get(c.name)) is not None and b.sequential
+        ]
+
+        async def one(i: int) -> None:
+            async with semaphore:
+                results[i] = await self.call_tool(inst, calls[i])
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for i in range(len(calls)):
+                    if i not in serial:
+                        group.create_task(one(i))
+        except BaseExceptionGroup as failures:
+            # e.g. a budget crossed by one of several concurrent sub-agents: the group cancelled
+            # the others (what they did so far is in the log); the run stops on the first reason
+            raise run_stopper(failures) from None
+        for i in serial:
+            results[i] = await self.call_tool(inst, calls[i])
+        return [r for r in results if r is not None]
+
+    async def call_tool(self, inst: AgentInstance, call: ToolCall) -> ToolResult:
+        self.emit(
+            ToolCallEvent(
+                agent=inst.name, agent_id=inst.id, call_id=call.id, tool=call.name, arguments=call.arguments
+            )
+        )
+        bound = inst.tools.get(call.name)
+        if bound is None:
+            names = ", ".join(inst.tools) or "(none)"
+            result = ToolResult.fail(
+                "UNKNOWN_TOOL", f"there is no tool named '{call.name}'. Available tools: {names}."
+            )
+        else:
+            result = await self._checked_call(inst, bound, call)
+        # the protocol's context.cwd: where relative paths started, relative to the agents' root
+        if "cwd" not in result.context:
+            result.context["cwd"] = _relative_cwd(inst.cwd, self.env.workspace)
+        # what the model and the event log see: no secret, nor a shell-made form of one
+        result = self.env.redactor.result(result)
+        if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
+            inst.written.add(str(result.context["path_resolved"]))
+        self.emit(
+            ToolResultEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=call.name, result=result)
+        )
+        return result
+
+    async def _checked_call(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolResult:
+        problem = check_arguments(bound, call)
+        if problem is not None:
+            return problem
+        recorded = self._recorded_result(inst, bound, call)
+        if recorded is not None and self._skip_execution(call):
+            return recorded
+        if self.ledger is not None and self.ledger.started_unfinished(inst.id, call.id):
+            return effect_unknown(bound)
+        if self.env.approvals is not None:
+            refusal = await self.env.approvals.refusal(inst, bound, call)
+            if refusal is not None:
+                return refusal
+        arguments = declared_arguments(bound, call.arguments)
+        invocation = Invocation(self.tool_context(inst, bound, call), arguments, inst, call, self.run)
+        if not bound.repeat_safe(arguments):
+            self.emit(ToolIntentEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=bound.name))
+        result = await invoke(bound, invocation)
+        # on replay the model must see exactly what it saw then; the call ran for its files
+        return recorded or result
+
+    def _recorded_result(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolResult | None:
+        # a sub-agent always runs again (from its recorded model calls) to rebuild its state
+        if self.ledger is None or bound.kind.name == "agent":
+            return None
+        return self.ledger.tool_result(inst.id, call.id)
+
+    def _skip_execution(self, call: ToolCall) -> bool:
+        assert self.ledger is not None
+        return self.ledger.mode == "resume" or call.name in RECORDED_ONLY
+
+    def tool_context(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolContext:
+        env = self.env
+        base = env.workspace
+        if bound.config.get("base_dir"):
+            base = (env.workspace / bound.config["base_dir"]).resolve()
+        services: dict[str, Callable[..., Any]] = {"emit": self.emit}
+        if env.ask_user is not None:
+            services["ask_user"] = env.ask_user
+        return ToolContext(
+            workspace=env.workspace,
+            base_dir=base,
+            cwd=inst.cwd,
+            run_dir=env.run_dir,
+            agent_name=inst.name,
+            agent_id=inst.id,
+            call_id=call.id,
+            tool_name=bound.name,
+            config=dict(bound.config),
+            limits=dict(bound.limits),
+            search_path=list(env.search_path),
+            state=env.state,
+            services=services,
+            interactive=env.interactive,
+            protected=PROTECTED,
+            sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
+            write_within=inst.write_within,
+        )
+
+
+def effect_unknown(bound: BoundTool) -> ToolResult:
+    """What the model gets for a call not safe to repeat that a stopped attempt had started
+    but not finished: it is not run a second time."""
+    return ToolResult.fail(
+        "EFFECT_UNKNOWN",
+        f"this {bound.name} call was started, but the run was stopped (crash, kill or interrupt) "
+        "before it returned, so whether it took effect is unknown; it was not run again. Check "
+        "the current state (read the file, list the folder, run a read-only command) before "
+        "deciding whether to call it again.",
+    )
+
+
+def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception a group of concurrent calls stops the run with: a budget first (the run
+    ends `budget_exceeded`), then any other flowrun error, an interrupt, a run folder that
+    cannot be written; else the group itself (a bug)."""
+    leaves: list[BaseException] = []
+
+    def flatten(group: BaseExceptionGroup[BaseException]) -> None:
+        for exc in group.exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                flatten(exc)
+            else:
+                leaves.append(exc)
+
+    flatten(failures)
+    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt, OSError):
+        found = next((e for e in leaves if isinstance(e, wanted)), None)
+        if found is not None:
+            return found
+    return failures
+
+
+def _relative_cwd(cwd: Path, workspace: Path) -> str:
+    if cwd == workspace:  # the usual case, without resolving both (two realpath walks per call)
+        return "."
+    try:
+        return cwd.resolve().relative_to(workspace.resolve()).as_posix() or "."
+    except ValueError:
+        return str(cwd)
+
+
+def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
+    """An INVALID_PARAM result when the call's arguments are unusable, else None."""
+    if call.parse_error:
+        raw = (call.raw_arguments or "")[:200]
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"could not read the arguments of {call.name}: {call.parse_error}. Received: {raw!r}. "
+            "Send the arguments as one JSON object.",
+        )
+    broken = _lone_surrogate(call.arguments)
+    if broken is not None:
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"the arguments of {call.name} hold text that is not valid Unicode ({broken}): "
+            "a lone surrogate escape such as \\ud800. Send plain UTF-8 text.",
+        )
+    problems = []
+    for err in bound.validator().iter_errors(call.arguments):
+        where = "/".join(str(p) for p in err.absolute_path) or "arguments"
+        problems.append(f"{where}: {err.message}")
+    if problems:
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"invalid arguments for {call.name}: " + "; ".join(problems[:5]) + ". Fix them and call again.",
+        )
+    return None
+
+
+def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
+    """Where a string of the (JSON-decoded) arguments holds a lone surrogate, if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _lone_surrogate(key, f"{where} key") if isinstance(key, str) else None
+        found = found or _lone_surrogate(item, f"{where}/{key}")
+        if found:
+            return found
+    return None
+
+
+def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the schema declares, with each `default` of the manifest's `parameters`
+    filled in for one the model left out (so a default changed in a manifest is the one used)."""
+    props = bound.spec.parameters.get("properties")
+    if not isinstance(props, dict):
+        return dict(arguments)
+    given = {k: v for k, v in arguments.items() if k in props}
+    defaults = {k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p}
+    return {**defaults, **given}
+
+
+async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:
+    """Run one validated call through its kind; exceptions and timeouts become error results."""
+    started = time.perf_counter()
+    timeout = bound.limits.get("timeout_s")
+    try:
+        coro = bound.kind.invoke(bound, call)
+        result = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+    except TimeoutError:
+        result = ToolResult.fail("TIMEOUT", f"{bound.name} did not finish within {timeout} s")
+    except BudgetExceeded:
+        raise  # the run stops; not something the model can fix
+    except Exception as e:  # a tool never raises into the agent loop
+        detail = str(e) if len(str(e)) <= ERROR_DETAIL_CHARS else str(e)[:ERROR_DETAIL_CHARS] + "…"
+        message = f"{bound.name} failed: {type(e).__name__}: {detail}"
+        result = ToolResult("error", message, error=ToolError("INTERNAL", detail))
+    if not isinstance(result, ToolResult):
+        result = ToolResult.fail(
+            "INTERNAL", f"{bound.name} returned {type(result).__name__}, not a ToolResult"
+        )
+    result.stats.setdefault("time_ms", round((time.perf_counter() - started) * 1000, 2))
+    result.context.setdefault("params_input", call.arguments)
+    return result

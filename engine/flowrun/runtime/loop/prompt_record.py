@@ -1,0 +1,63 @@
+"""What each agent instance was told, kept with the run: an `agent_prompt` event (the source
+of truth: system prompt, tools and their schemas) and a readable copy in
+`prompts/<instance>.md` in the run folder (`flowrun show --prompts` prints them)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from flowrun.events import AgentPromptEvent
+from flowrun.runtime.loop.instance import AgentInstance
+
+PROMPTS_DIR = "prompts"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.@#=-]")
+
+
+def prompt_event(inst: AgentInstance) -> AgentPromptEvent:
+    tools = [
+        {"name": b.name, "description": b.spec.description, "parameters": b.spec.parameters}
+        for b in inst.tools.values()
+    ]
+    return AgentPromptEvent(
+        agent=inst.name, agent_id=inst.id, model=inst.model.name, system=inst.system, tools=tools
+    )
+
+
+def prompt_file_name(agent_id: str) -> str:
+    """`orchestrator/searcher@call_1` -> `orchestrator.searcher@call_1.md`."""
+    return _UNSAFE.sub("_", agent_id.replace("/", "."))[:200] + ".md"
+
+
+def prompt_markdown(event: AgentPromptEvent) -> str:
+    lines = [
+        f"# {event.agent_id}",
+        "",
+        f"agent: {event.agent} · model: {event.model}",
+        "",
+        "## System prompt",
+        "",
+    ]
+    lines += [event.system, "", f"## Tools ({len(event.tools)})", ""]
+    for tool in event.tools:
+        lines += [f"### {tool['name']}", "", str(tool.get("description", "")).strip(), ""]
+        schema = json.dumps(tool.get("parameters", {}), ensure_ascii=False)
+        lines += ["```json", _pretty(schema), "```", ""]
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=512)
+def _pretty(schema_json: str) -> str:
+    """A schema indented for people. Every instance of an agent shows the same tool schemas:
+    the indenting (the json module's slow path) is done once per schema."""
+    return json.dumps(json.loads(schema_json), indent=2, ensure_ascii=False)
+
+
+def write_prompt_file(run_dir: Path, event: AgentPromptEvent, redact: Callable[[str], str]) -> None:
+    folder = run_dir / PROMPTS_DIR
+    folder.mkdir(exist_ok=True)
+    text = redact(prompt_markdown(event))
+    (folder / prompt_file_name(event.agent_id)).write_text(text, encoding="utf-8")

@@ -1,0 +1,89 @@
+"""What templates see, and an agent's rendered system prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from flowrun.errors import ManifestError
+from flowrun.manifest.project import Loaded, Project, find_agent_prompt
+from flowrun.manifest.specs import AgentManifest, DashboardContext
+from flowrun.manifest.templates import render
+from flowrun.runtime.loop.bound_tool import BoundTool
+from flowrun.runtime.loop.workspace import WorkspaceView
+
+
+def team_of(tools: dict[str, BoundTool]) -> list[dict[str, str]]:
+    """The agents offered to an agent as tools, in its tools order: what a prompt that describes
+    the team lists, so a role added in YAML is described like the built-in ones."""
+    return [
+        {"name": b.name, "description": getattr(b.target, "tool_description", b.spec.description)}
+        for b in tools.values()
+        if b.kind.name == "agent"
+    ]
+
+
+class PromptRenderer:
+    def __init__(
+        self,
+        project: Project,
+        inputs: dict[str, Any],
+        workspace: Path,
+        run_id: str,
+        output: str | None,
+        iteration: Callable[[], int | None],
+        today: str | None = None,
+    ) -> None:
+        self.today = today  # a resumed or replayed run keeps its recorded date
+        self.project = project
+        self.inputs = inputs
+        self.workspace = workspace
+        self.run_id = run_id
+        self.output = output
+        self.iteration = iteration
+        self._view: WorkspaceView | None = None  # made on first use: it resolves the folder
+
+    def template_vars(self) -> dict[str, Any]:
+        """The variables of every template: prompts, the workflow's task, seeds, steps, until."""
+        return {
+            **self.inputs,
+            "inputs": dict(self.inputs),
+            "workspace": self._workspace_view(),
+            "date": self.today or date.today().isoformat(),
+            "iteration": self.iteration(),
+            "run_id": self.run_id,
+            "output": self.output,
+        }
+
+    def _workspace_view(self) -> WorkspaceView:
+        if self._view is None:
+            self._view = WorkspaceView(self.workspace)
+        return self._view
+
+    def system_prompt(self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str) -> str:
+        spec = loaded.spec
+        if spec.prompt is not None:
+            source, what = spec.prompt, f"the prompt of agent '{spec.name}'"
+        else:
+            path = find_agent_prompt(loaded, self.project)
+            if path is None:
+                raise ManifestError(f"prompt file '{spec.prompt_file}' of agent '{spec.name}' not found")
+            source, what = path.read_text(encoding="utf-8"), str(path)
+        context = spec.context
+        variables = {
+            **self.template_vars(),
+            **spec.vars,
+            "agent": {"name": spec.name, "description": spec.description or ""},
+            "tools": [
+                {"name": b.name, "description": b.spec.description, "kind": b.kind.name}
+                for b in tools.values()
+            ],
+            "team": team_of(tools),
+            "dashboards": dict(context.dashboards) if isinstance(context, DashboardContext) else {},
+            "model": model,
+        }
+        # a built-in agent's includes come from the built-ins, so a project cannot change it by accident
+        search = [loaded.root / "prompts"] if loaded.builtin else self.project.prompt_dirs()
+        return render(source, variables, search=search, what=what).strip()

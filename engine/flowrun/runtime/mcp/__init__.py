@@ -1,0 +1,1 @@
+"""MCP plumbing of a run: how a server starts, and `validate --connect`."""

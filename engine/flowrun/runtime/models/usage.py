@@ -1,0 +1,85 @@
+"""Token and cost accounting per agent and model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowrun.providers.base import ModelConfig
+from flowrun.runtime.models.subtrees import SubtreeBook
+from flowrun.types import Usage, as_plain
+
+
+def cost_of(usage: Usage, config: ModelConfig) -> float | None:
+    if config.price_input is None or config.price_output is None:
+        return None
+    cost = usage.input_tokens * config.price_input + usage.output_tokens * config.price_output
+    cost += usage.cache_read_tokens * (
+        config.price_cache_read if config.price_cache_read is not None else config.price_input
+    )
+    cost += usage.cache_write_tokens * (
+        config.price_cache_write if config.price_cache_write is not None else config.price_input
+    )
+    return cost / 1_000_000
+
+
+@dataclass
+class UsageLine:
+    agent: str
+    model: str
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+
+
+class UsageBook:
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str, str], UsageLine] = {}
+        self.subtrees = SubtreeBook()  # per agent and everything it called; per-call budgets
+        self.fallback_calls: dict[str, int] = {}  # model -> calls it served for another model
+
+    def add(self, agent: str, config: ModelConfig, usage: Usage, fallback: bool = False) -> None:
+        line = self.lines.setdefault((agent, config.name), UsageLine(agent, config.name))
+        line.calls += 1
+        line.usage = line.usage + usage
+        cost = cost_of(usage, config)
+        if cost is not None:
+            line.cost_usd = (line.cost_usd or 0.0) + cost
+        if fallback:
+            self.fallback_calls[config.name] = self.fallback_calls.get(config.name, 0) + 1
+
+    def by_model(self) -> dict[str, dict[str, Any]]:
+        """Calls, tokens and cost per model over all agents; `fallback_calls`: the calls it
+        answered in place of another model of a fallback chain."""
+        out: dict[str, dict[str, Any]] = {}
+        for line in self.lines.values():
+            entry = out.setdefault(
+                line.model, {"calls": 0, "tokens": 0, "cost_usd": None, "fallback_calls": 0}
+            )
+            entry["calls"] += line.calls
+            entry["tokens"] += line.usage.total
+            if line.cost_usd is not None:
+                entry["cost_usd"] = round((entry["cost_usd"] or 0.0) + line.cost_usd, 6)
+            entry["fallback_calls"] = self.fallback_calls.get(line.model, 0)
+        return out
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(line.usage.total for line in self.lines.values())
+
+    @property
+    def total_cost(self) -> float:
+        return sum(line.cost_usd or 0.0 for line in self.lines.values())
+
+    @property
+    def priced(self) -> bool:
+        return any(line.cost_usd is not None for line in self.lines.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total_tokens": self.total_tokens,
+            "total_cost_usd": round(self.total_cost, 6) if self.priced else None,
+            "by_agent_model": [as_plain(line) for line in self.lines.values()],
+            "by_model": self.by_model(),
+            "by_subtree": self.subtrees.to_list(),
+        }

@@ -1,0 +1,99 @@
+"""What `flowrun replay --diff` says about the first step that diverged: the lines of the system
+prompt that changed, the tools added, removed or changed, or the task, read from the recorded
+log and the replay's log (their `agent_prompt` and `agent_start` events). Logs written before
+prompts were kept have only digests; then it says so."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from flowrun.events import AgentPromptEvent, AgentStartEvent, Event, ModelResponseEvent
+from flowrun.runtime.durable.event_log import read_events
+from flowrun.runtime.durable.ledger import Divergence
+
+MAX_DIFF_LINES = 40
+
+
+def _first(events: list[Event], kind: type[Event], agent_id: str) -> Any:
+    return next((e for e in events if isinstance(e, kind) and getattr(e, "agent_id", None) == agent_id), None)
+
+
+def _text_diff(before: str, after: str, name: str) -> list[str]:
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), f"{name} (recorded)", f"{name} (now)", lineterm="", n=1
+        )
+    )
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [*lines[:MAX_DIFF_LINES], f"... ({len(lines) - MAX_DIFF_LINES} more lines)"]
+    return lines
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _tool_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    old = {str(t.get("name")): t for t in before}
+    new = {str(t.get("name")): t for t in after}
+    out = [f"tool added: {name}" for name in sorted(set(new) - set(old))]
+    out += [f"tool removed: {name}" for name in sorted(set(old) - set(new))]
+    for name in sorted(set(old) & set(new)):
+        parts = [
+            part
+            for part, key in (("description", "description"), ("argument schema", "parameters"))
+            if json.dumps(old[name].get(key), sort_keys=True)
+            != json.dumps(new[name].get(key), sort_keys=True)
+        ]
+        if parts:
+            out.append(f"tool changed: {name} ({' and '.join(parts)})")
+    return out or ["the tools are the same; the output schema changed"]
+
+
+def _unused_calls(recorded: list[Event], now: list[Event]) -> list[str]:
+    """The recorded model calls the replay did not make, per agent instance."""
+    made = {(e.agent_id, e.step) for e in now if isinstance(e, ModelResponseEvent)}
+    left: dict[tuple[str, str], list[int]] = {}
+    for e in recorded:
+        if isinstance(e, ModelResponseEvent) and (e.agent_id, e.step) not in made:
+            left.setdefault((e.agent, e.agent_id), []).append(e.step)
+    lines = [
+        f"not made: agent '{agent}' ({agent_id}) model call(s) {', '.join(map(str, steps))}"
+        for (agent, agent_id), steps in left.items()
+    ]
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [*lines[:MAX_DIFF_LINES], f"... ({len(lines) - MAX_DIFF_LINES} more agents)"]
+    return [*lines, "a step was removed, or an agent now stops sooner (max_steps, stop, a condition)"]
+
+
+def divergence_details(recorded_log: Path, replay_log: Path, point: Divergence) -> list[str]:
+    """Human lines on why the call `point` names differs from the recording."""
+    recorded, now = read_events(recorded_log), read_events(replay_log)
+    if point.reason == "unused":
+        return _unused_calls(recorded, now)
+    if point.reason == "condition":
+        return ["the condition was edited, or a file or input it reads differs from the recording"]
+    if point.reason == "model":
+        return ["the recorded answers came from the other model"]
+    then_prompt = _first(recorded, AgentPromptEvent, point.agent_id)
+    now_prompt = _first(now, AgentPromptEvent, point.agent_id)
+    if point.reason == "missing":
+        if _first(recorded, AgentStartEvent, point.agent_id) is None:
+            return [f"the recording has no agent {point.agent_id}: the run took another path before it"]
+        return [f"the recording has no model call {point.step} of {point.agent_id}: an earlier step changed"]
+    if point.reason in ("system", "tools") and (then_prompt is None or now_prompt is None):
+        return [
+            "the recording keeps only digests of prompts and tools (it was made before prompts were kept)"
+        ]
+    if point.reason == "system":
+        return _text_diff(then_prompt.system, now_prompt.system, "system prompt")
+    if point.reason == "tools":
+        return _tool_changes(then_prompt.tools, now_prompt.tools)
+    then_start = _first(recorded, AgentStartEvent, point.agent_id)
+    now_start = _first(now, AgentStartEvent, point.agent_id)
+    if then_start is not None and now_start is not None and then_start.task != now_start.task:
+        return _text_diff(then_start.task, now_start.task, "task")
+    return ["an earlier tool result or model answer in its conversation differs"]

@@ -1,0 +1,1 @@
+"""OpenTelemetry: events as GenAI spans, exported after a run or live."""
