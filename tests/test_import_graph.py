@@ -1,6 +1,7 @@
 """The package's shape, read from its source with `ast`: layers only point down, and no two
-modules import each other, directly or around a cycle (imports inside functions count; imports
-under `if TYPE_CHECKING:` do not)."""
+modules import each other, directly or around a cycle (imports inside functions and under
+`if TYPE_CHECKING:` count: a circle closed only by type hints is still a circle). Every folder
+says what it holds in a one-line docstring and keeps at most 25 modules."""
 
 from __future__ import annotations
 
@@ -40,23 +41,13 @@ def layer_of(module: str) -> int:
     raise AssertionError(f"{module} is in no layer: add it to LAYERS in {Path(__file__).name}")
 
 
-def _type_checking_block(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-    )
-
-
 def imports_of(path: Path, module: str) -> set[str]:
-    """flowrun modules `path` imports, at any depth, except under `if TYPE_CHECKING:`."""
+    """flowrun modules `path` imports, at any depth (`if TYPE_CHECKING:` blocks included)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if _type_checking_block(node):
-            return
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("flowrun"))
         elif isinstance(node, ast.ImportFrom):
@@ -115,12 +106,27 @@ def test_no_import_cycles() -> None:
     assert cycles == [], "\n".join(cycles)
 
 
-def test_the_checker_sees_function_level_imports(tmp_path: Path) -> None:
-    """A guard on the guard: an import inside a function is an edge; one under TYPE_CHECKING is not."""
+def test_the_checker_sees_function_level_and_type_only_imports(tmp_path: Path) -> None:
+    """A guard on the guard: an import inside a function is an edge, and so is one under
+    TYPE_CHECKING."""
     sample = tmp_path / "sample.py"
     sample.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from flowrun.api import Workflow\n"
         "def f():\n    from flowrun.cli import main\n"
     )
-    assert imports_of(sample, "flowrun.types") == {"flowrun.cli"}
+    assert imports_of(sample, "flowrun.types") == {"flowrun.cli", "flowrun.api"}
+
+
+def test_every_folder_says_what_it_holds_and_stays_small() -> None:
+    problems = []
+    for folder in sorted(p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"):
+        init = folder / "__init__.py"
+        rel = folder.relative_to(PACKAGE.parent)
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) if init.exists() else None
+        if not doc:
+            problems.append(f"{rel}: no docstring in __init__.py saying what the folder holds")
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > 25:
+            problems.append(f"{rel}: {len(modules)} modules (at most 25: split it into rooms)")
+    assert problems == [], "\n".join(problems)

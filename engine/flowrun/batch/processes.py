@@ -35,7 +35,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-import flowrun
 from flowrun.api import Workflow
 from flowrun.batch import protocol
 from flowrun.batch.folder import BatchFolder, ItemResult
@@ -388,7 +387,7 @@ def _environment() -> dict[str, str]:
     it was not installed but found on a path this process was given (PYTHONPATH leads the
     search, so an installed flowrun's site-packages is not put there ahead of the stdlib)."""
     env = dict(os.environ)
-    source = Path(flowrun.__file__).resolve().parent.parent
+    source = Path(__file__).resolve().parents[2]  # the folder that holds the flowrun package
     installed = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), *site.getsitepackages()}
     if str(source) not in {str(Path(p).resolve()) for p in installed if p}:
         rest = env.get("PYTHONPATH")

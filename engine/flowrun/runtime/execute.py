@@ -32,7 +32,7 @@ from flowrun.manifest.templates import render
 from flowrun.paths import copy_source
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.settle import settle, settle_decided
-from flowrun.runtime.loop.instance import Outcome
+from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
 from flowrun.runtime.steps import run_steps

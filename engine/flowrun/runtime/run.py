@@ -19,9 +19,8 @@ from flowrun.runtime.durable.event_log import EventLog, Subscriber
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.loop import dry_run
 from flowrun.runtime.loop.approvals import Approvals, Approver
-from flowrun.runtime.loop.bound_tool import BindRequest
+from flowrun.runtime.loop.contracts import AgentInstance, BindRequest
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
-from flowrun.runtime.loop.instance import AgentInstance
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.loop.prompts import PromptRenderer
 from flowrun.runtime.loop.sandboxes import SandboxPolicies

@@ -5,8 +5,7 @@ call, and a reset restarts the history from the opening message."""
 from __future__ import annotations
 
 from flowrun.events import ContextResetEvent
-from flowrun.runtime.loop.instance import AgentInstance
-from flowrun.runtime.loop.services import LoopServices
+from flowrun.runtime.loop.contracts import AgentInstance, LoopServices
 from flowrun.types import Message
 
 

@@ -9,8 +9,7 @@ from flowrun.errors import ProviderError
 from flowrun.events import ContextCompactedEvent
 from flowrun.manifest.specs import CompactContext
 from flowrun.runtime.context.base import ContextStrategy
-from flowrun.runtime.loop.instance import AgentInstance
-from flowrun.runtime.loop.services import LoopServices
+from flowrun.runtime.loop.contracts import AgentInstance, LoopServices
 from flowrun.types import Message
 
 SUMMARY_SYSTEM = (

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from flowrun.manifest.specs import DashboardContext
 from flowrun.runtime.context.base import ContextStrategy
-from flowrun.runtime.loop.instance import AgentInstance
-from flowrun.runtime.loop.services import LoopServices
+from flowrun.runtime.loop.contracts import AgentInstance, LoopServices
 from flowrun.runtime.loop.workspace import WorkspaceView
 
 

@@ -11,8 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from flowrun.runtime.context import strategy_for
 from flowrun.runtime.context.base import ContextStrategy
-from flowrun.runtime.loop.instance import AgentInstance, Outcome
-from flowrun.runtime.loop.services import LoopServices
+from flowrun.runtime.loop.contracts import AgentInstance, LoopServices, Outcome
 from flowrun.runtime.loop.structured import accept_final
 from flowrun.types import Control, Finish, Message, ModelResponse, ResetContext, ToolCall, ToolResult
 

@@ -14,8 +14,7 @@ from typing import Any
 
 from flowrun.events import ApprovalEvent, Event
 from flowrun.runtime.durable.ledger import Ledger
-from flowrun.runtime.loop.bound_tool import BoundTool
-from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.contracts import AgentInstance, BoundTool
 from flowrun.types import ToolCall, ToolResult
 
 

@@ -18,10 +18,8 @@ from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import RECORDED_ONLY, Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.loop.approvals import Approvals
-from flowrun.runtime.loop.bound_tool import BoundTool, Invocation
-from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
-from flowrun.runtime.loop.services import RunServices
 from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult

@@ -11,8 +11,7 @@ from typing import Any
 from flowrun.manifest.project import Project
 from flowrun.paths import builtin_corpus
 from flowrun.runtime.durable.run_folder import PROTECTED
-from flowrun.runtime.loop.bound_tool import BoundTool
-from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.contracts import AgentInstance, BoundTool
 
 # built-in tools that change the file they are given: never pointed at a file that already exists
 WRITERS = frozenset({"write_file", "edit_file", "delete_file", "create_directory"})

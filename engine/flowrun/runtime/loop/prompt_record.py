@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from flowrun.events import AgentPromptEvent
-from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.contracts import AgentInstance
 
 PROMPTS_DIR = "prompts"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.@#=-]")

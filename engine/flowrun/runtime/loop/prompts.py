@@ -11,7 +11,7 @@ from flowrun.errors import ManifestError
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.specs import AgentManifest, DashboardContext
 from flowrun.manifest.templates import render
-from flowrun.runtime.loop.bound_tool import BoundTool
+from flowrun.runtime.loop.contracts import BoundTool
 from flowrun.runtime.loop.workspace import WorkspaceView
 
 

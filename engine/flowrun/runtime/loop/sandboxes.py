@@ -14,7 +14,7 @@ from flowrun.errors import SandboxError
 from flowrun.manifest.project import Project
 from flowrun.manifest.sandboxing import effective_policy, process_policies
 from flowrun.manifest.specs import AgentManifest, WorkflowManifest
-from flowrun.runtime.loop.bound_tool import BoundTool
+from flowrun.runtime.loop.contracts import BoundTool
 from flowrun.tools import sandbox
 from flowrun.tools.sandbox import Mode, SandboxPolicy
 

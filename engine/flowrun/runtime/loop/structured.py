@@ -12,8 +12,7 @@ from typing import Any
 
 from flowrun.errors import OutputInvalid
 from flowrun.events import OutputInvalidEvent
-from flowrun.runtime.loop.instance import AgentInstance, Outcome
-from flowrun.runtime.loop.services import LoopServices
+from flowrun.runtime.loop.contracts import AgentInstance, LoopServices, Outcome
 from flowrun.types import Message
 
 FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)

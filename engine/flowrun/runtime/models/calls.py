@@ -21,7 +21,7 @@ from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.registry import make_provider
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import Ledger, RecordedFailure, RequestPrint
-from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.contracts import AgentInstance
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.fallback import FallbackChains
 from flowrun.runtime.models.rate_limits import rate_limited

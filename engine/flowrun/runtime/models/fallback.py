@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from flowrun.errors import ProviderError
 from flowrun.events import Event, ModelFallbackEvent
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
-from flowrun.runtime.loop.instance import AgentInstance
+from flowrun.runtime.loop.contracts import AgentInstance
 from flowrun.types import ModelResponse
 
 Resolve = Callable[[str, str], ModelConfig]  # (model reference, agent) -> config

@@ -5,7 +5,7 @@ union of manifest/specs.py."""
 from __future__ import annotations
 
 from flowrun.manifest.specs import Step
-from flowrun.runtime.loop.instance import Outcome
+from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.steps import agent, foreach, loop, parallel
 from flowrun.runtime.steps.base import StepContext, StepKind
 

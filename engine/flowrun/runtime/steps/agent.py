@@ -4,7 +4,7 @@ NAME; with `output`, its final answer is written to that file of the run folder.
 from __future__ import annotations
 
 from flowrun.manifest.specs import AgentStep
-from flowrun.runtime.loop.instance import Outcome
+from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.steps.base import StepContext, confined, top_agent
 
 

@@ -13,8 +13,7 @@ from flowrun.events import AgentEndEvent, AgentStartEvent, StepConditionEvent
 from flowrun.manifest.specs import Step
 from flowrun.manifest.templates import evaluate, render
 from flowrun.runtime.loop.agent import run_agent
-from flowrun.runtime.loop.instance import Outcome
-from flowrun.runtime.loop.services import RunServices
+from flowrun.runtime.loop.contracts import Outcome, RunServices
 
 RunSteps = Callable[[list[Step], str], Awaitable[Outcome]]
 # template names a step adds for the steps inside it (a foreach item and its index); a context

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from flowrun.runtime.loop.instance import Outcome, OutcomeStatus
+from flowrun.runtime.loop.contracts import Outcome, OutcomeStatus
 
 T = TypeVar("T")
 

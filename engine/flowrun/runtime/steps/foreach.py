@@ -13,7 +13,7 @@ from typing import Any
 from flowrun.errors import RunError
 from flowrun.events import FanoutEndEvent, FanoutStartEvent
 from flowrun.manifest.specs import ForeachBody, ForeachStep
-from flowrun.runtime.loop.instance import Outcome
+from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.steps import agent
 from flowrun.runtime.steps.base import STEP_VARS, StepContext, confined
 from flowrun.runtime.steps.fanout import combined, run_branches, statuses

@@ -7,8 +7,7 @@ from flowrun.errors import ManifestError
 from flowrun.events import IterationEndEvent, IterationStartEvent, UntilErrorEvent
 from flowrun.manifest.specs import LoopStep
 from flowrun.manifest.templates import evaluate
-from flowrun.runtime.loop.instance import Outcome
-from flowrun.runtime.loop.services import RunServices
+from flowrun.runtime.loop.contracts import Outcome, RunServices
 from flowrun.runtime.steps.base import StepContext
 
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from flowrun.events import FanoutEndEvent, FanoutStartEvent
 from flowrun.manifest.specs import AgentStep, ParallelStep
-from flowrun.runtime.loop.instance import Outcome
+from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.steps import agent
 from flowrun.runtime.steps.base import StepContext
 from flowrun.runtime.steps.fanout import combined, run_branches, statuses

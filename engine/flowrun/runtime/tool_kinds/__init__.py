@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from flowrun.manifest.project import Project
 from flowrun.manifest.sandboxing import split_entry, tool_layers
-from flowrun.runtime.loop.bound_tool import BindRequest, BoundTool, ToolKind
-from flowrun.runtime.loop.instance import AgentInstance
-from flowrun.runtime.loop.services import RunServices
+from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, BoundTool, RunServices, ToolKind
 from flowrun.runtime.tool_kinds import agent, command, mcp, python
 
 TOOL_KINDS: dict[str, ToolKind] = {

@@ -13,9 +13,14 @@ from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEve
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
 from flowrun.runtime.loop.agent import run_agent
-from flowrun.runtime.loop.bound_tool import BindRequest, BoundTool, Invocation
-from flowrun.runtime.loop.instance import AgentInstance, Outcome
-from flowrun.runtime.loop.services import RunServices
+from flowrun.runtime.loop.contracts import (
+    AgentInstance,
+    BindRequest,
+    BoundTool,
+    Invocation,
+    Outcome,
+    RunServices,
+)
 from flowrun.runtime.models.subtrees import SubtreeBudgetExceeded
 from flowrun.types import Status, ToolCall, ToolResult, ToolSpec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import CommandImplementation
-from flowrun.runtime.loop.bound_tool import BindRequest, BoundTool, Invocation
+from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation
 from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
 from flowrun.tools.command import run_command
 from flowrun.types import ToolResult, ToolSpec

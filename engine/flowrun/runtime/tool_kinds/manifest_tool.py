@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowrun.manifest.specs import DashboardContext, ToolManifest
-from flowrun.runtime.loop.bound_tool import BindRequest
+from flowrun.runtime.loop.contracts import BindRequest
 
 
 def merged_config(manifest: ToolManifest, request: BindRequest) -> dict[str, Any]:

@@ -20,9 +20,7 @@ from flowrun.errors import RunError
 from flowrun.manifest.ecosystem.mcp_refs import McpRef, mcp_ref
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import McpServerSpec
-from flowrun.runtime.loop.bound_tool import BindRequest, BoundTool, Invocation
-from flowrun.runtime.loop.instance import AgentInstance
-from flowrun.runtime.loop.services import RunServices
+from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, BoundTool, Invocation, RunServices
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
 from flowrun.types import ToolResult, ToolSpec

@@ -12,7 +12,7 @@ from pathlib import Path
 from flowrun.errors import ManifestError
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import PythonImplementation
-from flowrun.runtime.loop.bound_tool import BindRequest, BoundTool, Invocation
+from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation
 from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
 from flowrun.tools.base import ToolFunction
 from flowrun.types import ToolResult, ToolSpec

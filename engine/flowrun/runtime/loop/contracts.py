@@ -1,0 +1,210 @@
+"""What the loop, the tool kinds, the step kinds and the context strategies see of a run and of
+each other. One module because these types refer to each other in a circle (a bound tool's kind is
+invoked with the calling instance and the run; an instance holds its bound tools): split, they
+would import each other.
+
+The loop and context strategies see `LoopServices`; tool kinds and step kinds see `RunServices`.
+`runtime.run.Run` implements both; tests can drive a loop with anything that does."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from flowrun.events import Event
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
+from flowrun.providers.base import ModelConfig, Provider
+from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
+from flowrun.tools.base import ToolContext
+from flowrun.tools.sandbox import Mode, SandboxPolicy
+from flowrun.types import Message, ModelResponse, ToolCall, ToolResult, ToolSpec
+
+# ---------------------------------------------------------------- an agent and its outcome
+
+OutcomeStatus = Literal["completed", "finished", "stopped", "max_steps"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: OutcomeStatus
+    text: str
+    steps: int
+    data: Any = None  # the parsed final answer of an agent with an `output_schema`
+    agent_id: str = ""  # the instance that produced it (steps)
+    output: str | None = None  # the file a step wrote the answer to, relative to the run folder
+
+    def answer(self) -> str:
+        """The final answer as a file holds it: the JSON of a structured answer, else the text."""
+        if self.data is not None:
+            return json.dumps(self.data, indent=2, ensure_ascii=False) + "\n"
+        return self.text
+
+
+@dataclass
+class AgentInstance:
+    """A persistent sub-agent keeps one instance (and so its messages) across calls."""
+
+    id: str  # deterministic path, e.g. "orchestrator/searcher@call_1_0"
+    name: str
+    spec: AgentManifest  # the effective manifest (extends resolved)
+    model: ModelConfig
+    provider: Provider
+    tools: dict[str, BoundTool]
+    system: str
+    depth: int
+    cwd: Path
+    messages: list[Message] = field(default_factory=list)
+    model_calls: int = 0  # over the instance's life: the index of its next model call
+    written: set[str] = field(default_factory=set)  # workspace files its write tools touched
+    calls_made: dict[str, int] = field(default_factory=dict)  # sub-agent name -> calls
+    side_calls: dict[str, int] = field(default_factory=dict)  # purpose -> tool-less calls (compaction)
+    task: str = ""
+    output_schema: dict[str, Any] | None = None  # the spec's `output_schema`, resolved
+    tree: Subtree | None = None  # its usage with everything it calls, and any per-call budget
+    last_text: str = ""  # the latest non-empty text the model wrote
+    prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
+    write_within: Path | None = None  # writes confined here (called with `output_dir`)
+
+    def stop_pattern(self) -> re.Pattern[str] | None:
+        pattern = self.spec.stop.pattern
+        return re.compile(pattern) if pattern else None
+
+
+# ---------------------------------------------------------------- tools as an agent calls them
+
+
+@dataclass(slots=True)
+class BindRequest:
+    """One entry of an agent's `tools` list, to be made callable."""
+
+    name: str
+    config: dict[str, Any]  # the agent's per-tool config (may be empty)
+    agent: AgentManifest  # the agent the tool is bound for
+    project: Project
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One validated call of a bound tool."""
+
+    ctx: ToolContext
+    arguments: dict[str, Any]
+    caller: AgentInstance
+    call: ToolCall
+    run: RunServices
+
+
+class ToolKind(Protocol):
+    """How a kind of tool is bound and run (python function, command line, agent, ...).
+    Kinds are listed in runtime/tool_kinds/__init__.py; the first that claims a name binds it."""
+
+    name: str
+
+    def claims(self, name: str, project: Project) -> bool: ...
+
+    def bind(self, request: BindRequest) -> list[BoundTool]: ...
+
+    async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult: ...
+
+
+@dataclass(slots=True)
+class BoundTool:
+    name: str
+    spec: ToolSpec
+    kind: ToolKind
+    config: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
+    sequential: bool = False
+    target: Any = None  # what the kind needs to run it: a function, a command, an agent spec
+    approve: str = "always"  # the entry's `approve:` (see runtime/loop/approvals.py)
+    sandbox_layers: tuple[SandboxSpec | None, ...] = ()  # the tool manifest's and the entry's `sandbox:`
+    # whether running a call twice does no more than running it once: a flag, or a rule on the
+    # call's arguments (write_file: all modes but append). A call that is not is recorded
+    # (`tool_intent`) before it runs, and not run again by a resume that finds no result.
+    idempotent: bool | Callable[[dict[str, Any]], bool] = True
+    _validator: Any = None
+
+    def repeat_safe(self, arguments: dict[str, Any]) -> bool:
+        rule = self.idempotent
+        return bool(rule(arguments)) if callable(rule) else rule
+
+    def validator(self) -> Any:
+        if self._validator is None:
+            self._validator = parameters_validator(json.dumps(self.spec.parameters, sort_keys=True))
+        return self._validator
+
+
+@lru_cache(maxsize=512)
+def parameters_validator(schema_json: str) -> Any:
+    """The validator of one parameters schema (as canonical JSON), built once per process:
+    every agent instance binds its tools afresh, and a batch makes thousands of instances."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(schema_json))
+
+
+# ---------------------------------------------------------------- what a run offers
+
+
+class SandboxBook(Protocol):
+    """Each bound tool's sandbox policy (runtime/loop/sandboxes.py keeps it)."""
+
+    @property
+    def override(self) -> Mode | None:  # --sandbox MODE, over every `sandbox:` mode
+        ...
+
+    def policy(self, agent: AgentManifest, bound: BoundTool) -> SandboxPolicy: ...
+
+
+class LoopServices(Protocol):
+    workspace: Path
+
+    def emit(self, event: Event) -> None: ...
+
+    async def model_call(self, inst: AgentInstance) -> ModelResponse: ...
+
+    async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str: ...
+
+    async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]: ...
+
+
+class RunServices(LoopServices, Protocol):
+    project: Project
+    limits: Limits
+    persistent: dict[str, AgentInstance]  # persistent sub-agents by "caller id/name"
+    iteration: int | None  # the current loop iteration (1-based), for templates
+    spec: WorkflowManifest  # the workflow being run
+
+    @property
+    def sandboxes(self) -> SandboxBook:  # how tool processes are confined (with --sandbox applied)
+        ...
+
+    subtrees: SubtreeBook  # usage per sub-tree of agents, per-call budgets
+
+    def new_instance(
+        self,
+        name: str,
+        instance_id: str,
+        depth: int,
+        cwd: Path | None = None,
+        model_ref: str | None = None,
+    ) -> AgentInstance: ...
+
+    def use_model(self, inst: AgentInstance, ref: str) -> None: ...
+
+    def template_vars(self) -> dict[str, Any]: ...
+
+    def recorded_until(self, loop: str, iteration: int) -> bool | None: ...
+
+    def recorded_condition(self, step: str) -> bool | None: ...
+
+    # a replay compares a decision it made again with the recorded one (a divergence if not)
+    def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None: ...
+
+    def confirm_condition(self, step: str, condition: str, met: bool) -> None: ...
