@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 BUILTIN_DIRS = ("agents.d", "tools.d", "prompts", "schema")
 MANIFEST_DIRS = ("agents.d", "tools.d", "models.d")  # folders of manifests on every search-path root
@@ -65,3 +65,10 @@ def display_path(path: Path) -> str:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
+
+
+def safe_relative(path: str) -> bool:
+    """A manifest path that stays inside the folder it is relative to: not empty, not
+    absolute, no `..`."""
+    p = PurePosixPath(path.replace("\\", "/"))
+    return not p.is_absolute() and ".." not in p.parts and bool(path.strip())

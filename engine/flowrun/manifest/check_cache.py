@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flowrun._version import __version__
+from flowrun.manifest import unions
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.paths import builtin_root
 
@@ -60,8 +61,9 @@ _SAFE_GLOBALS = {
 
 
 def cache_dir() -> Path | None:
-    """The cache folder, or None when the cache is off."""
-    if os.environ.get("FLOWRUN_NO_CACHE", "").lower() in ("1", "true", "yes"):
+    """The cache folder, or None when the cache is off (also while a kind beyond the built-in
+    ones is registered: what its code decides is not in any key)."""
+    if os.environ.get("FLOWRUN_NO_CACHE", "").lower() in ("1", "true", "yes") or unions.extended():
         return None
     configured = os.environ.get("FLOWRUN_CACHE_DIR")
     if configured:

@@ -1,26 +1,17 @@
 """Who calls whom in a project: an agent's tool entries, the agents it may call as tools, the
-agents a workflow starts, and everything reachable from them. `validate` and the runtime ask
-these questions here, so both always agree."""
+steps of a workflow wherever they are nested, the agents a workflow starts, and everything
+reachable from them. `validate` and the runtime ask these questions here, so both always agree;
+what a kind contributes (a step's nested steps, the agent an entry calls) comes from the kind."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from flowrun.manifest.specs import (
-    AgentManifest,
-    AgentStep,
-    ForeachStep,
-    LoopStep,
-    ParallelStep,
-    Step,
-    WorkflowManifest,
-)
-
-if TYPE_CHECKING:
-    from flowrun.manifest.project import Project
-
-YamlPath = tuple[str | int, ...]
+from flowrun.manifest.kinds import StepAt, step_kind, tool_kind_for
+from flowrun.manifest.kinds import YamlPath as YamlPath  # (re-exported: checks import it from here)
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import AgentManifest, StepSpec, WorkflowManifest
 
 
 def tool_entries(spec: AgentManifest) -> Iterator[tuple[int, str, dict[str, Any]]]:
@@ -38,7 +29,12 @@ def agent_callees(project: Project, name: str) -> list[str]:
     loaded = project.agents.get(name)
     if loaded is None:
         return []
-    return [n for _, n, _ in tool_entries(loaded.spec) if n in project.agents and n not in project.tools]
+    found: list[str] = []
+    for _, entry, _ in tool_entries(loaded.spec):
+        kind = tool_kind_for(entry, project)
+        if kind is not None:
+            found += kind.agents_called(entry, project)
+    return found
 
 
 def reachable_agents(starts: list[str], project: Project) -> set[str]:
@@ -53,27 +49,26 @@ def reachable_agents(starts: list[str], project: Project) -> set[str]:
     return seen
 
 
-def iter_steps(steps: list[Step] | None, parts: YamlPath) -> Iterator[tuple[Step, YamlPath]]:
-    """Every step of a workflow, with its YAML path: loops' bodies, parallel branches and
-    foreach bodies included."""
+def walk_steps(
+    steps: list[StepSpec] | None, parts: YamlPath = ("steps",), names: frozenset[str] = frozenset()
+) -> Iterator[StepAt]:
+    """Every step of a workflow, with its YAML path: nested ones (a loop's body, parallel
+    branches, a foreach's step) right after the step that holds them."""
     for i, step in enumerate(steps or []):
-        here = (*parts, i)
-        yield step, here
-        if isinstance(step, LoopStep):
-            yield from iter_steps(step.loop.steps, (*here, "loop", "steps"))
-        elif isinstance(step, ParallelStep):
-            for j, branch in enumerate(step.parallel):
-                yield branch, (*here, "parallel", j)
-        elif isinstance(step, ForeachStep):
-            yield step.foreach.step, (*here, "foreach", "step")
+        yield from _walk(StepAt(step, (*parts, i), names))
+
+
+def _walk(at: StepAt) -> Iterator[StepAt]:
+    yield at
+    for nested in step_kind(at.step).children(at.step):
+        yield from _walk(StepAt(nested.step, (*at.parts, *nested.parts), at.names | nested.names))
 
 
 def workflow_agents(spec: WorkflowManifest) -> list[tuple[str, YamlPath]]:
     """(agent name, YAML path) of the entry agent and every step's agent."""
     starts: list[tuple[str, YamlPath]] = [(spec.entry, ("entry",))] if spec.entry else []
-    for step, parts in iter_steps(spec.steps, ("steps",)):
-        if isinstance(step, AgentStep):
-            starts.append((step.agent, (*parts, "agent")))
+    for at in walk_steps(spec.steps):
+        starts += [(name, (*at.parts, *rel)) for name, rel in step_kind(at.step).agents(at.step)]
     return starts
 
 

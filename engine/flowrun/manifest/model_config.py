@@ -13,7 +13,7 @@ from flowrun.manifest.project import parse_manifest
 from flowrun.manifest.specs import ModelSpec, ScriptManifest, Thinking
 from flowrun.providers.base import ModelConfig
 from flowrun.providers.presets import PRESETS
-from flowrun.providers.registry import PROVIDERS
+from flowrun.providers.registry import PROVIDERS, provider_class
 
 # `provider:model` shorthand: the provider types a model id alone is enough for, and the presets
 SHORTHAND_PROVIDERS = ("anthropic", "openai", "test", "scripted", *PRESETS)
@@ -56,8 +56,8 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         path = (base_dir / spec.script).resolve()
         options["script_path"] = str(path)
         options["script"] = load_script(path)
-    entry = PROVIDERS.get(provider)
-    default_env = None if compatible or entry is None else entry.key_env
+    entry = provider_class(spec.provider or provider) if (spec.provider or provider) in PROVIDERS else None
+    default_env = None if entry is None else entry.key_env
     # the SDK's own fallback: its default key variable unset, its default token variable is used
     default_key = entry is not None and spec.api_key_env in (None, entry.key_env) and not spec.auth_token_env
     thinking_off = (

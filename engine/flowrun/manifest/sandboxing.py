@@ -13,15 +13,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.ecosystem.mcp_config import server_policy
 from flowrun.manifest.graph import run_agents, tool_entries
-from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.kinds import SandboxQuery, tool_kind_for
+from flowrun.manifest.project import Project
 from flowrun.manifest.specs import (
     ENTRY_KEYS,
     AgentManifest,
     Approve,
-    CommandImplementation,
-    McpServerSpec,
     SandboxMode,
     SandboxSpec,
     WorkflowManifest,
@@ -67,13 +65,6 @@ def secret_env_names(spec: SandboxSpec | None) -> list[str]:
     return [name for name in (spec.env if spec else []) if is_secret_name(name)]
 
 
-def starts_processes(project: Project, name: str) -> bool:
-    loaded = project.tools.get(name)
-    if loaded is None:
-        return False
-    return loaded.spec.processes or isinstance(loaded.spec.implementation, CommandImplementation)
-
-
 def effective_policy(
     workflow: WorkflowManifest,
     agent: AgentManifest,
@@ -106,6 +97,13 @@ def tool_layers(project: Project, entry: Entry) -> tuple[SandboxSpec | None, ...
     return (sandbox_spec(loaded.spec.sandbox) if loaded else None, entry.sandbox)
 
 
+def entry_policy(name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy:
+    """The sandbox of a declared tool's processes as `where.agent` lists it (`config`: the entry's)."""
+    entry = split_entry(name, config)
+    layers = tool_layers(where.project, entry)
+    return effective_policy(where.workflow, where.agent, layers, where.base, where.override)
+
+
 def process_policies(
     project: Project, workflow: WorkflowManifest, base: Path, override: Mode | None = None
 ) -> list[tuple[str, str, SandboxPolicy]]:
@@ -116,26 +114,13 @@ def process_policies(
         loaded = project.agents.get(name)
         if loaded is None:
             continue
+        where = SandboxQuery(project, workflow, loaded.spec, base, override)
         for _, tool, config in tool_entries(loaded.spec):
-            if starts_processes(project, tool):
-                entry = split_entry(tool, config)
-                layers = tool_layers(project, entry)
-                found.append((name, tool, effective_policy(workflow, loaded.spec, layers, base, override)))
-            elif (server := stdio_server(project, tool)) is not None:
-                declared = server.source.path.parent.resolve()
-                found.append((name, tool, server_policy(workflow, server.spec, declared, override)))
+            kind = tool_kind_for(tool, project)
+            policy = kind.process_policy(tool, config, where) if kind is not None else None
+            if policy is not None:
+                found.append((name, tool, policy))
     return found
-
-
-def stdio_server(project: Project, name: str) -> Loaded[McpServerSpec] | None:
-    """The stdio MCP server an entry (`SERVER` or `SERVER.TOOL`) names: it starts a process."""
-    from flowrun.manifest.ecosystem.mcp_refs import mcp_ref
-
-    ref = mcp_ref(name, project)
-    if ref is None:
-        return None
-    server = project.mcp_servers[ref.server]
-    return server if server.spec.transport == "stdio" else None
 
 
 def explain(
@@ -178,9 +163,7 @@ def check_setting(
     ]
 
 
-def check_entry_keys(
-    src: Any, index: int, name: str, config: dict[str, Any], project: Project
-) -> list[Diagnostic]:
+def check_entry_keys(src: Any, index: int, name: str, config: dict[str, Any]) -> list[Diagnostic]:
     """`approve` and `sandbox` of one tool entry."""
     from pydantic import ValidationError
 
@@ -190,12 +173,6 @@ def check_entry_keys(
         message = f"approve must be ask, always or never, not {config['approve']!r}"
         out.append(src.diag((*where, "approve"), message, "", "bad-config"))
     if "sandbox" not in config:
-        return out
-    if name not in project.tools:
-        message = f"'{name}' is an agent: its tools are confined by its own `sandbox:`"
-        out.append(
-            src.diag((*where, "sandbox"), message, f"set `sandbox:` in {name}'s manifest", "bad-config")
-        )
         return out
     try:
         spec = parse_setting(config["sandbox"])

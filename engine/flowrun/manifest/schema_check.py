@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from flowrun.manifest import unions
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
@@ -28,9 +29,22 @@ JSON_TYPES = {
 }
 
 
-@cache
 def load_schema(kind: str) -> dict[str, Any]:
-    """The committed JSON Schema of a manifest kind (generated from specs.py)."""
+    """The JSON Schema of a manifest kind: the committed file (generated from the specs), or,
+    once a kind beyond the built-in ones is registered, one generated from the specs now."""
+    return _schema(kind, unions.generation() if unions.extended() else 0)
+
+
+def validator_for(kind: str) -> Any:
+    return _validator(kind, unions.generation() if unions.extended() else 0)
+
+
+@cache
+def _schema(kind: str, generation: int) -> dict[str, Any]:
+    if generation:
+        from flowrun.manifest.schema_export import kind_schema
+
+        return kind_schema(kind)
     schema: dict[str, Any] = json.loads(
         (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")
     )
@@ -38,10 +52,10 @@ def load_schema(kind: str) -> dict[str, Any]:
 
 
 @cache
-def validator_for(kind: str) -> Any:
+def _validator(kind: str, generation: int) -> Any:
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(load_schema(kind))
+    return Draft202012Validator(_schema(kind, generation))
 
 
 def did_you_mean(word: str, options: Iterable[str]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.mcp_config import server_problems
 from flowrun.manifest.yaml_source import Source
+from flowrun.providers.registry import PROVIDERS, provider_class
 
 
 def problems(kind: str, src: Source) -> list[Diagnostic]:
@@ -35,16 +36,16 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
 
 
 def _model_problems(src: Source, parts: tuple[Any, ...], model: dict[str, Any]) -> list[Diagnostic]:
-    if model.get("provider") is None and model.get("preset") is None:
+    provider = model.get("provider")
+    if provider is None and model.get("preset") is None:
         return [
             src.diag(parts, "a model needs `provider` or `preset`", "e.g. provider: anthropic", "invalid")
         ]
-    if model.get("provider") == "openai-compatible" and not model.get("base_url"):
-        hint = "set base_url (e.g. http://localhost:8000/v1) or use a `preset`"
-        return [src.diag(parts, "provider openai-compatible needs `base_url`", hint, "invalid")]
-    if model.get("provider") == "scripted" and not model.get("script"):
-        hint = "name a `kind: script` file relative to the workflow"
-        return [src.diag(parts, "provider scripted needs `script:`", hint, "invalid")]
+    if provider not in PROVIDERS:  # a preset (or a provider the schema has already refused)
+        return []
+    for key, hint in provider_class(provider).requires.items():  # what the provider type declares
+        if not model.get(key):
+            return [src.diag(parts, f"provider {provider} needs `{key}`", hint, "invalid")]
     return []
 
 

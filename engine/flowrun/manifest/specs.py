@@ -4,17 +4,21 @@ and for every default, which the runtime reads from these models.
 
 Every model forbids unknown keys. A manifest is first checked against the generated schema
 (for diagnostics with file:line:column), then against the cross-key rules in `semantics.py`,
-then validated into these models. Unions are tagged: a step by its key (`agent:`, `loop:`,
-`parallel:` or `foreach:`), a tool implementation by its key (`python:` or `command:`), a
-context by `strategy`.
+then validated into these models. The unions whose members are kinds - a tool implementation
+(told apart by its key: `python:`, `command:`), a step (by its key: `agent:`, `loop:`, ...) and a
+context (by `strategy`) - are built from the kinds registered in manifest/kinds.py: each kind's
+spec model lives in the kind's own module (runtime/tool_kinds/, runtime/steps/,
+runtime/context/), next to what it does at run time.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from flowrun.manifest import unions
+from flowrun.manifest.unions import KindUnion, key_tagger
 from flowrun.providers.presets import PRESETS as PRESET_TABLE
 from flowrun.providers.registry import PROVIDERS as PROVIDER_TABLE
 
@@ -31,18 +35,6 @@ EnvName = Annotated[
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True, frozen=True)
-
-
-def key_tag(*keys: str) -> Any:
-    """A discriminator for a union whose members are told apart by which key they have."""
-
-    def tag(value: Any) -> str | None:
-        for key in keys:
-            if (isinstance(value, dict) and key in value) or getattr(value, key, None) is not None:
-                return key
-        return None
-
-    return Discriminator(tag)
 
 
 # ---------------------------------------------------------------- sandbox and approvals
@@ -238,31 +230,17 @@ class ModelsManifest(Strict):
 # ---------------------------------------------------------------- tools
 
 
-class PythonImplementation(Strict):
-    kind: ClassVar[str] = "python"
-    python: str = Field(
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
-        description="`package.module:function`, an async function (ctx, **arguments) -> ToolResult.",
-    )
+class ImplementationSpec(Strict):
+    """An `implementation:` of a `tools.d` manifest. Each tool kind that runs declared tools has
+    one (runtime/tool_kinds/python.py, command.py), tagged by its only key, which is the kind's
+    name."""
 
-
-class CommandImplementation(Strict):
-    kind: ClassVar[str] = "command"
-    command: list[str] = Field(
-        min_length=1,
-        description="argv list run without a shell; each item a Jinja2 template over the arguments.",
-    )
-    cwd: str | None = Field(
-        None, description="Working folder, relative to the workspace (default: the agent's)."
-    )
-    env: dict[str, str] = Field(
-        default_factory=dict, description="Extra environment variables (not secrets)."
-    )
+    kind: ClassVar[str]
 
 
 Implementation = Annotated[
-    Annotated[PythonImplementation, Tag("python")] | Annotated[CommandImplementation, Tag("command")],
-    key_tag("python", "command"),
+    ImplementationSpec,
+    KindUnion("implementation", key_tagger(lambda: list(unions.members("implementation")))),
 ]
 
 
@@ -349,28 +327,11 @@ class ModelsPatch(Strict):
     remove: list[ModelRef] = Field(default_factory=list, description="Models of the parent's list to drop.")
 
 
-class FullContext(Strict):
-    """Keep every turn."""
+class StrategySpec(Strict):
+    """An agent's `context:`: the settings of one context strategy (runtime/context/), tagged by
+    `strategy` (default `full`)."""
 
-    strategy: Literal["full"] = "full"
-
-
-class DashboardContext(Strict):
-    """After a successful update_dashboard, the history restarts from the system prompt and
-    the dashboards (the compressed history)."""
-
-    strategy: Literal["dashboard"]
-    dashboards: dict[Name, str] = Field(
-        min_length=1, description="Dashboard name -> file in the workspace, e.g. {overall: overall.md}."
-    )
-
-
-class CompactContext(Strict):
-    """Near the context limit, older turns are summarised and moved to a file."""
-
-    strategy: Literal["compact"]
-    compact_at: float = Field(0.75, gt=0, lt=1, description="Share of the context window that triggers it.")
-    keep_recent: int = Field(6, ge=1, description="Recent turns kept verbatim.")
+    strategy: str
 
 
 def _strategy(value: Any) -> str:
@@ -378,12 +339,12 @@ def _strategy(value: Any) -> str:
     return str(found)
 
 
-ContextSpec = Annotated[
-    Annotated[FullContext, Tag("full")]
-    | Annotated[DashboardContext, Tag("dashboard")]
-    | Annotated[CompactContext, Tag("compact")],
-    Discriminator(_strategy),
-]
+ContextSpec = Annotated[StrategySpec, KindUnion("context", _strategy)]
+
+
+def default_context() -> StrategySpec:
+    """`context:` left out: the `full` strategy."""
+    return unions.members("context")["full"].model_validate({})  # type: ignore[return-value]
 
 
 class StopSpec(Strict):
@@ -417,7 +378,7 @@ class AgentManifest(Strict):
         description="The allowlist: tools and agents it may call. With `extends`, either a list (it "
         "replaces the parent's) or {add: [...], remove: [...]} (changes to the parent's list).",
     )
-    context: ContextSpec = Field(default_factory=lambda: FullContext())
+    context: ContextSpec = Field(default_factory=default_context)
     stop: StopSpec = Field(default_factory=lambda: StopSpec())
     session: Literal["fresh", "persistent"] = Field(
         "fresh",
@@ -540,81 +501,20 @@ IF_DESCRIPTION = (
 )
 
 
-class AgentStep(Strict):
-    kind: ClassVar[str] = "agent"
-    agent: Name = Field(description="The agent this step runs.")
-    task: str | None = Field(None, description="Jinja2: the first user message (default: the workflow task).")
-    workdir: str | None = Field(
-        None,
-        description="Jinja2: working folder under the workspace, "
-        "e.g. execution_outputs/iteration_{{ iteration }}.",
-    )
-    output: str | None = Field(
-        None,
-        description="Jinja2: a file in the run folder the agent's final answer is written to "
-        "(its JSON when the agent has an output_schema), e.g. answers/{{ index }}.md.",
-    )
+class StepSpec(Strict):
+    """A step of a workflow's `steps:`. Each step kind (runtime/steps/) has one, tagged by the key
+    that names the kind (`agent:`, `loop:`, `parallel:`, `foreach:`); every step takes `if:`."""
+
+    kind: ClassVar[str]
     if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
 
 
-class LoopBody(Strict):
-    steps: list[Step] = Field(min_length=1)
-    until: str | None = Field(
-        None,
-        description="Jinja2 expression checked after each iteration, e.g. "
-        "\"workspace.json('eval.json').success_rate >= 0.9\"; workspace.read/json/exists read files.",
-    )
-    max_iterations: int = Field(ge=1, le=1000)
+def _step_keys() -> list[str]:
+    # the kinds that wrap other steps are tried first: `agent` is the key most steps share
+    return list(reversed(list(unions.members("step"))))
 
 
-class LoopStep(Strict):
-    kind: ClassVar[str] = "loop"
-    loop: LoopBody
-    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
-
-
-class ParallelStep(Strict):
-    """Agent steps run at the same time, each best with its own `workdir` or `output`."""
-
-    kind: ClassVar[str] = "parallel"
-    parallel: list[AgentStep] = Field(min_length=1, description="The agent steps to run at the same time.")
-    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
-
-
-class ForeachBody(Strict):
-    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
-    file: str | None = Field(
-        None,
-        description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
-        "JSON Lines (one value per line) when it ends in .jsonl.",
-    )
-    as_: Name = Field(
-        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
-    )
-    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
-    collect: str = Field(
-        description="Jinja2: the JSON file the results are collected into, one entry per item in "
-        "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."
-    )
-    step: AgentStep = Field(description="The agent step run once per item.")
-
-
-class ForeachStep(Strict):
-    """One agent step per item of a list, `concurrency` at a time."""
-
-    kind: ClassVar[str] = "foreach"
-    foreach: ForeachBody
-    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
-
-
-Step = Annotated[
-    Annotated[AgentStep, Tag("agent")]
-    | Annotated[LoopStep, Tag("loop")]
-    | Annotated[ParallelStep, Tag("parallel")]
-    | Annotated[ForeachStep, Tag("foreach")],
-    key_tag("loop", "parallel", "foreach", "agent"),
-]
-LoopBody.model_rebuild()
+Step = Annotated[StepSpec, KindUnion("step", key_tagger(_step_keys))]
 
 
 class WorkspaceSpec(Strict):

@@ -297,6 +297,9 @@ class StreamAssembler:
 class AnthropicProvider(Provider):
     """Calls the Messages API through the `anthropic` SDK (imported on first use)."""
 
+    key_env = "ANTHROPIC_API_KEY"
+    token_env = "ANTHROPIC_AUTH_TOKEN"
+
     def __init__(self, config: ModelConfig) -> None:
         if not config.api_key_env and not config.auth_token_env:
             config = replace(config, api_key_env=DEFAULT_KEY_ENV)  # the variable the SDK would read

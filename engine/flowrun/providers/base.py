@@ -6,7 +6,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from flowrun.errors import MissingCredentials
 from flowrun.types import Message, ModelResponse, ToolSpec
@@ -123,7 +123,18 @@ RetryHook = Callable[[int, float, str], None]  # (retry number, delay in s, reas
 class Provider(ABC):
     """Turns a ModelRequest into a ModelResponse. Wire formats are converted only inside the
     provider's module; retries on 429/5xx/timeouts happen inside `complete`, and each one is
-    reported to `on_retry` when the runtime set it."""
+    reported to `on_retry` when the runtime set it.
+
+    Its manifest side are the class attributes below: what a model of this provider type needs
+    (`validate` and the credential check ask them)."""
+
+    # the variable a model reads its key from when its manifest names none
+    key_env: ClassVar[str | None] = None
+    # a bearer token used when the model names no key and `key_env` is unset
+    token_env: ClassVar[str | None] = None
+    needs_key: ClassVar[bool] = True  # False: it never calls a service (test, scripted)
+    # model keys a manifest must set for this provider type -> the hint when one is missing
+    requires: ClassVar[dict[str, str]] = {}
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config

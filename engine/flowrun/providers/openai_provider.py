@@ -29,7 +29,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import cache
-from typing import Any
+from typing import Any, ClassVar
 
 from flowrun.providers.answers import (
     WRONG_FORMAT,
@@ -325,6 +325,8 @@ class StreamAssembler:
 class OpenAIProvider(Provider):
     """Calls Chat Completions through the `openai` SDK (imported on first use)."""
 
+    key_env: ClassVar[str | None] = DEFAULT_KEY_ENV
+
     def __init__(self, config: ModelConfig) -> None:
         if not config.api_key_env and not config.auth_token_env and not config.base_url:
             config = replace(config, api_key_env=DEFAULT_KEY_ENV)  # the variable the SDK would read
@@ -398,3 +400,13 @@ class OpenAIProvider(Provider):
 
     async def aclose(self) -> None:
         self._client = None  # shared by the runs of this event loop; closed when the loop shuts down
+
+
+class OpenAICompatibleProvider(OpenAIProvider):
+    """Any server speaking Chat Completions at the model's `base_url` (its resolved models name
+    the `openai` provider; this type only says what such a model needs)."""
+
+    key_env = None
+    requires: ClassVar[dict[str, str]] = {
+        "base_url": "set base_url (e.g. http://localhost:8000/v1) or use a `preset`"
+    }

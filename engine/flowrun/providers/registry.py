@@ -1,50 +1,30 @@
 """Every provider type flowrun knows, in one table. A provider is one module with a `Provider`
-subclass plus one line here; the module is imported only when a run first uses it, and the
-manifest schema's `provider` choices come from this table.
-
-`key_env` is the variable a model reads its key from when its manifest names none;
-`needs_key` is False for providers that never call a service (test, scripted)."""
+subclass plus one line here; the module is imported only when it is first needed (its SDK only
+when a run first calls it), and the manifest schema's `provider` choices come from this table.
+What a model of each type needs (its key variable, required keys) is declared on the class."""
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
 from flowrun.errors import ProviderError
 from flowrun.providers.base import ModelConfig, Provider, RetryHook
 
-
-@dataclass(frozen=True, slots=True)
-class ProviderEntry:
-    target: str  # "module:Class"
-    key_env: str | None = None
-    needs_key: bool = True
-    needs_base_url: bool = False
-    token_env: str | None = None  # a bearer token used when the model names no key and key_env is unset
-
-
-PROVIDERS: dict[str, ProviderEntry] = {
-    "anthropic": ProviderEntry(
-        "flowrun.providers.anthropic_provider:AnthropicProvider",
-        "ANTHROPIC_API_KEY",
-        token_env="ANTHROPIC_AUTH_TOKEN",
-    ),
-    "openai": ProviderEntry("flowrun.providers.openai_provider:OpenAIProvider", "OPENAI_API_KEY"),
-    # any server speaking Chat Completions at `base_url`; resolved models name it `openai`
-    "openai-compatible": ProviderEntry(
-        "flowrun.providers.openai_provider:OpenAIProvider", needs_base_url=True
-    ),
-    "test": ProviderEntry("flowrun.providers.test_provider:TestProvider", needs_key=False),
-    "scripted": ProviderEntry("flowrun.providers.scripted_provider:ScriptedProvider", needs_key=False),
+PROVIDERS: dict[str, str] = {  # provider type -> "module:Class"
+    "anthropic": "flowrun.providers.anthropic_provider:AnthropicProvider",
+    "openai": "flowrun.providers.openai_provider:OpenAIProvider",
+    "openai-compatible": "flowrun.providers.openai_provider:OpenAICompatibleProvider",
+    "test": "flowrun.providers.test_provider:TestProvider",
+    "scripted": "flowrun.providers.scripted_provider:ScriptedProvider",
 }
 
 
 def provider_class(name: str) -> type[Provider]:
-    entry = PROVIDERS.get(name)
-    if entry is None:
+    target = PROVIDERS.get(name)
+    if target is None:
         known = ", ".join(PROVIDERS)
         raise ProviderError(f"unknown provider '{name}'", f"use one of: {known}")
-    module_name, _, class_name = entry.target.partition(":")
+    module_name, _, class_name = target.partition(":")
     cls: type[Provider] = getattr(importlib.import_module(module_name), class_name)
     return cls
 

@@ -4,7 +4,7 @@ deterministic tests of a user's own workflow. An agent's k-th model call gets it
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from flowrun.errors import ProviderError
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider, call_index
@@ -16,6 +16,9 @@ Replies = dict[str, list[dict[str, Any]]]  # agent name -> [{text, tool_calls}, 
 class ScriptedProvider(Provider):
     """`config.options` holds `script` (the replies, read and checked by the manifest layer)
     and `script_path` (for messages)."""
+
+    needs_key = False
+    requires: ClassVar[dict[str, str]] = {"script": "name a `kind: script` file relative to the workflow"}
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)

@@ -100,6 +100,8 @@ def callable_plan(
 
 
 class TestProvider(Provider):
+    needs_key = False  # offline: the dry run's answers
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         step = call_index(request)
         hints = {**request.hints, "agent": request.agent, "handles": handles(request.messages)}

@@ -32,10 +32,10 @@ from flowrun.manifest.templates import render
 from flowrun.paths import copy_source
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.settle import settle, settle_decided
+from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
-from flowrun.runtime.steps import run_steps
 from flowrun.runtime.steps.base import StepContext, top_agent
 
 EXIT_CODES = {"completed": 0, "failed": 1, "max_steps": 3, "budget_exceeded": 4, "interrupted": 130}

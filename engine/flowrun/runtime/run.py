@@ -1,6 +1,7 @@
 """A Run: one execution of a workflow in its run folder. It wires the parts that do the work
-(models.py: model calls; dispatch.py: tool calls; prompts.py: templates; budgets.py; the event
-log) and offers them to the loop, tool kinds and step kinds through `services.RunServices`."""
+(models/calls.py: model calls; loop/dispatch.py: tool calls; loop/prompts.py: templates; the
+budgets; the event log) and offers them to the loop, tool kinds and step kinds through
+`loop/contracts.RunServices`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.event_log import EventLog, Subscriber
 from flowrun.runtime.durable.ledger import Ledger
+from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strategy_for
 from flowrun.runtime.loop import dry_run
 from flowrun.runtime.loop.approvals import Approvals, Approver
 from flowrun.runtime.loop.contracts import AgentInstance, BindRequest
@@ -27,7 +29,6 @@ from flowrun.runtime.loop.sandboxes import SandboxPolicies
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
-from flowrun.runtime.tool_kinds import bind_tools, close_tools, prepare_tools
 from flowrun.tools.sandbox import Mode
 from flowrun.types import ModelResponse, ToolCall, ToolResult
 
@@ -205,6 +206,7 @@ class Run:
             system=self.prompts.system_prompt(loaded, tools, config.name),
             depth=depth,
             cwd=cwd or self.workspace,
+            strategy=strategy_for(spec.context),
             output_schema=resolve_output_schema(loaded, self.project),
         )
         self.record_prompt(inst)

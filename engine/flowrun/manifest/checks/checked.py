@@ -136,13 +136,12 @@ def _restore_cross(entry: Any) -> list[Diagnostic] | None:
 def python_probes(project: Project) -> list[Probe]:
     """What each Python tool's module resolves to now: a check that found (or missed) it holds
     only while that stays the same, wherever the module lives."""
-    from flowrun.manifest.specs import PythonImplementation
+    from flowrun.manifest.kinds import tool_kind_for
 
     probes: set[Probe] = set()
-    for tool in project.tools.values():
-        impl = tool.spec.implementation
-        if isinstance(impl, PythonImplementation):
-            module = impl.python.split(":")[0]
+    for name, tool in project.tools.items():
+        kind = tool_kind_for(name, project)
+        for module in kind.imports(tool) if kind is not None else []:
             probes.add((module, str(tool.root), module_state(module, tool.root)))
     for wf in project.workflows:  # `workspace.copy` names paths next to the workflow
         for rel in wf.spec.workspace.copy_paths:

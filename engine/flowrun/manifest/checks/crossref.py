@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from flowrun.manifest.checks.python_tools import check_python_tools
 from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.checks.test_files import check_test_files
-from flowrun.manifest.checks.tool_configs import AGENT_TOOL_CONFIG_SCHEMA, COMMAND_TOOL_CONFIG_SCHEMA
+from flowrun.manifest.checks.tools import schema_problems, unknown_entry
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.ecosystem.mcp_refs import check_entry as check_mcp_entry
-from flowrun.manifest.ecosystem.mcp_refs import mcp_ref
-from flowrun.manifest.ecosystem.skill_refs import check_skill_entry
 from flowrun.manifest.graph import (
     YamlPath,
     agent_callees,
@@ -23,24 +19,15 @@ from flowrun.manifest.graph import (
     tool_entries,
     workflow_agents,
 )
+from flowrun.manifest.kinds import EntryRef, context_kind, tool_kind_for, tool_kinds
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
-from flowrun.manifest.sandboxing import check_entry_keys, check_setting
+from flowrun.manifest.sandboxing import check_setting
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import (
-    ENTRY_KEYS,
-    AgentManifest,
-    CommandImplementation,
-    DashboardContext,
-    ModelSpec,
-    PythonImplementation,
-    ToolManifest,
-    WorkflowManifest,
-)
+from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
-from flowrun.manifest.yaml_source import Source
-from flowrun.paths import copy_source, display_path
+from flowrun.paths import copy_source, display_path, safe_relative
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
@@ -48,9 +35,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     are re-checked only when asked (validating the built-in folders)."""
     out: list[Diagnostic] = []
     checked = [tool for tool in project.tools.values() if include_builtins or not tool.builtin]
-    for tool in checked:
-        out += _check_tool(tool, project)
-    out += _check_python_tools(checked)
+    out += _check_tools(checked, project)
     for agent in project.agents.values():
         if include_builtins or not agent.builtin:
             out += _check_agent(agent, project)
@@ -77,64 +62,15 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
 # ---------------------------------------------------------------- tools
 
 
-def _check_tool(loaded: Loaded[ToolManifest], project: Project) -> list[Diagnostic]:
-    out = _check_tool_schemas(loaded) + check_setting(loaded.source, ("sandbox",), loaded.spec.sandbox)
-    if isinstance(loaded.spec.implementation, CommandImplementation):
-        out += _check_command(loaded)
-    return out
-
-
-def _check_python_tools(tools: list[Loaded[ToolManifest]]) -> list[Diagnostic]:
-    """Import each folder's Python tools (in a child process) and compare their signatures
-    with the manifests; a tool whose schemas are already broken is left out."""
-    by_root: dict[Path, list[tuple[ToolManifest, Any]]] = {}
+def _check_tools(tools: list[Loaded[ToolManifest]], project: Project) -> list[Diagnostic]:
+    """What every tools.d manifest gets, then what its kind adds."""
+    out: list[Diagnostic] = []
     for tool in tools:
-        if isinstance(tool.spec.implementation, PythonImplementation) and not _check_tool_schemas(tool):
-            by_root.setdefault(tool.root, []).append((tool.spec, tool.source))
-    out: list[Diagnostic] = []
-    for root, found in by_root.items():
-        out += check_python_tools(found, root)
-    return out
-
-
-def _check_tool_schemas(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    spec, src = loaded.spec, loaded.source
-    out: list[Diagnostic] = []
-    for key in ("parameters", "config"):
-        schema = getattr(spec, key)
-        if schema is None:
-            continue
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as e:
-            out.append(src.diag((key, *e.path), f"invalid JSON Schema: {e.message}", "", "bad-schema"))
-    if spec.parameters.get("type") != "object":
-        message = "`parameters` must be a JSON Schema with `type: object`"
-        out.append(src.diag(("parameters",), message, "", "bad-schema"))
-    if spec.config and spec.defaults and not out:
-        for err in Draft202012Validator(spec.config).iter_errors(spec.defaults):
-            out.append(src.diag(("defaults", *err.path), f"default config: {err.message}", "", "bad-default"))
-    return out
-
-
-def _check_command(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
-    spec, src = loaded.spec, loaded.source
-    params = set(spec.parameters.get("properties", {}))
-    out: list[Diagnostic] = []
-    assert isinstance(spec.implementation, CommandImplementation)
-    for i, item in enumerate(spec.implementation.command):
-        where = ("implementation", "command", i)
-        info = analyse(item)
-        if info.error:
-            out.append(src.diag(where, f"Jinja2 syntax error: {info.error}", "", "template-syntax"))
-        for var in info.variables:
-            if var not in params:
-                hint = did_you_mean(var, params) or f"declare '{var}' under parameters.properties"
-                message = f"command uses '{var}', not a parameter"
-                out.append(src.diag(where, message, hint, "undefined-variable"))
+        out += schema_problems(tool) + check_setting(tool.source, ("sandbox",), tool.spec.sandbox)
+    for kind in tool_kinds():
+        own = [tool for tool in tools if tool.spec.implementation.kind == kind.name]
+        if own:
+            out += kind.check_tools(own, project)
     return out
 
 
@@ -158,19 +94,15 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
         except re.error as e:
             hint = "quote the pattern with single quotes in YAML so backslashes stay"
             out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))
-    if isinstance(spec.context, DashboardContext):
-        if "update_dashboard" not in {name for _, name, _ in tool_entries(spec)}:
-            message = "dashboard strategy without the update_dashboard tool"
-            hint = "add update_dashboard to tools"
-            out.append(src.diag(("tools",), message, hint, "no-dashboard-tool", severity="warning"))
+    out += context_kind(spec.context).check(loaded, project)
     return out
 
 
 def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
+    """Each entry of the agent's `tools`: listed once, and checked by the kind that claims it."""
     src = loaded.source
     out: list[Diagnostic] = []
     seen: set[str] = set()
-    names = set(project.tools) | set(project.agents)
     for i, name, config in tool_entries(loaded.spec):
         if name in seen:
             out.append(
@@ -179,74 +111,11 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
         seen.add(name)
         if name in project.broken:
             continue
-        ref = mcp_ref(name, project)
-        if ref is not None:
-            out += check_mcp_entry(src, i, name, ref, config, project)
-            continue
-        if name not in names:
-            out.append(_unknown_entry(src, i, name, names, project))
-            continue
-        schema = _config_schema(project, name)
-        out += check_entry_keys(src, i, name, config, project)
-        own = {k: v for k, v in config.items() if k not in ENTRY_KEYS}
-        if own:
-            found = _check_tool_config(src, i, name, own, schema)
-            out += found
-            if found:
-                continue
-        out += check_skill_entry(src, i, name, own, project)
-    return out
-
-
-def _unknown_entry(src: Source, index: int, name: str, names: set[str], project: Project) -> Diagnostic:
-    server, dot, _ = name.partition(".")
-    if dot:
-        servers = set(project.mcp_servers)
-        hint = did_you_mean(server, servers) or (
-            "declare it under the workflow's `mcp_servers:` or in .mcp.json"
-            if not servers
-            else "declared MCP servers: " + ", ".join(sorted(servers))
-        )
-        return src.diag(("tools", index), f"unknown MCP server '{server}' in '{name}'", hint, "unknown-tool")
-    hint = did_you_mean(name, names | set(project.mcp_servers)) or "known tools: " + ", ".join(
-        sorted(project.tools)
-    )
-    return src.diag(("tools", index), f"unknown tool or agent '{name}'", hint, "unknown-tool")
-
-
-def _config_schema(project: Project, name: str) -> dict[str, Any] | None:
-    if name not in project.tools:
-        return AGENT_TOOL_CONFIG_SCHEMA
-    manifest = project.tools[name].spec
-    if manifest.config is None and isinstance(manifest.implementation, CommandImplementation):
-        return COMMAND_TOOL_CONFIG_SCHEMA
-    return manifest.config
-
-
-def _check_tool_config(
-    src: Any, index: int, name: str, config: dict[str, Any], schema: dict[str, Any] | None
-) -> list[Diagnostic]:
-    from jsonschema import Draft202012Validator
-
-    if schema is None:
-        return [
-            src.diag(
-                ("tools", index, name), f"tool '{name}' takes no config", "remove the config", "bad-config"
-            )
-        ]
-    out: list[Diagnostic] = []
-    for err in Draft202012Validator(schema).iter_errors(config):
-        where = ("tools", index, name, *err.path)
-        if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
-            out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
-            continue
-        # the keys of the (sub)schema that refused them: a nested map such as `budget` has its own
-        allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
-        for key in sorted(set(err.instance) - allowed):
-            hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
-            out.append(
-                src.diag((*where, key), f"'{name}' has no config key '{key}'", hint, "bad-config", key=True)
-            )
+        kind = tool_kind_for(name, project)
+        if kind is None:
+            out.append(unknown_entry(src, i, name, project))
+        else:
+            out += kind.check_entry(EntryRef(src, i, name, config, project))
     return out
 
 
@@ -387,7 +256,7 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     if spec.output:
         paths.append((("output",), spec.output, False))
     for parts, path, key in paths:
-        if not _safe_relative(path):
+        if not safe_relative(path):
             message = f"'{path}' leaves the workspace"
             out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
     out += _check_copy_paths(wf)
@@ -513,8 +382,3 @@ def _check_agent_in_workflow(
                 src.diag(("selectable_models", i), problem, did_you_mean(ref, models), "unknown-model")
             )
     return out
-
-
-def _safe_relative(path: str) -> bool:
-    p = PurePosixPath(path.replace("\\", "/"))
-    return not p.is_absolute() and ".." not in p.parts and bool(path.strip())

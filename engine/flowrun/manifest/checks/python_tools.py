@@ -16,7 +16,7 @@ from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import PythonImplementation, ToolManifest
+from flowrun.manifest.specs import ToolManifest
 
 IMPORT_TIMEOUT_S = 20.0
 
@@ -60,24 +60,19 @@ sys.stdout.write("\n" + json.dumps(out))
 """
 
 
-def check_python_tools(tools: list[tuple[ToolManifest, Any]], root: Path) -> list[Diagnostic]:
-    """Diagnostics for the Python tools of one project folder; `tools` pairs each manifest
-    with its `Source` (for file:line:column)."""
-    targets = sorted(
-        {m.implementation.python for m, _ in tools if isinstance(m.implementation, PythonImplementation)}
-    )
+def check_python_tools(tools: list[tuple[str, ToolManifest, Any]], root: Path) -> list[Diagnostic]:
+    """Diagnostics for the Python tools of one project folder; `tools` are (`module:function`,
+    the manifest, its `Source` for file:line:column)."""
+    targets = sorted({target for target, _, _ in tools})
     if not targets:
         return []
     reports, problem = _probe(root, targets)
     out: list[Diagnostic] = []
-    for manifest, src in tools:
-        impl = manifest.implementation
-        if not isinstance(impl, PythonImplementation):
-            continue
+    for target, manifest, src in tools:
         if problem is not None:
             out.append(src.diag(("implementation", "python"), problem, "", "import-failed"))
             continue
-        out += _check_one(manifest, impl.python, reports.get(impl.python, {}), src)
+        out += _check_one(manifest, target, reports.get(target, {}), src)
     return out
 
 

@@ -12,7 +12,6 @@ from typing import Any
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Project
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import PythonImplementation
 from flowrun.manifest.yaml_source import Source
 
 SKILL_TOOLS = {
@@ -26,12 +25,12 @@ HINTS = {
 
 
 def check_skill_entry(
-    src: Source, i: int, name: str, config: dict[str, Any], project: Project
+    src: Source, i: int, name: str, config: dict[str, Any], project: Project, target: str
 ) -> list[Diagnostic]:
-    """Problems of one tools entry `name` (index `i`) of an agent, when it is a skill tool."""
+    """Problems of one tools entry `name` (index `i`) of an agent whose python tool runs
+    `target` (`module:function`), when it is a skill tool."""
     tool = project.tools.get(name)
-    impl = tool.spec.implementation if tool is not None else None
-    if tool is None or not isinstance(impl, PythonImplementation) or impl.python not in SKILL_TOOLS:
+    if tool is None or target not in SKILL_TOOLS:
         return []
     from flowrun.tools.skill_scripts import scripts_of
     from flowrun.tools.skills import find_skills
@@ -48,11 +47,9 @@ def check_skill_entry(
                 where = ("tools", i, name, "skills", j)
                 out.append(src.diag(where, message, hint, "unknown-skill", severity="warning"))
         every = {k: v for k, v in every.items() if k in wanted}
-    offered = (
-        every if SKILL_TOOLS[impl.python] == "skills" else {k: s for k, s in every.items() if scripts_of(s)}
-    )
+    offered = every if SKILL_TOOLS[target] == "skills" else {k: s for k, s in every.items() if scripts_of(s)}
     if not offered and not out:
-        what = SKILL_TOOLS[impl.python]
+        what = SKILL_TOOLS[target]
         message = f"{name} has no {what} to offer: every call of it would fail"
         out.append(src.diag(("tools", i), message, HINTS[what], "no-skills", severity="warning"))
     return out

@@ -4,12 +4,14 @@ window, older turns are written to a workspace file and replaced by a summary an
 from __future__ import annotations
 
 import json
+from typing import Literal
+
+from pydantic import Field
 
 from flowrun.errors import ProviderError
 from flowrun.events import ContextCompactedEvent
-from flowrun.manifest.specs import CompactContext
-from flowrun.runtime.context.base import ContextStrategy
-from flowrun.runtime.loop.contracts import AgentInstance, LoopServices
+from flowrun.manifest.specs import StrategySpec
+from flowrun.runtime.loop.contracts import AgentInstance, ContextStrategy, LoopServices
 from flowrun.types import Message
 
 SUMMARY_SYSTEM = (
@@ -17,6 +19,14 @@ SUMMARY_SYSTEM = (
     "(at most 300 words) of what was asked, what was done, what was found, which files were written "
     "or read, and what is still open. Facts and file paths only; no preamble."
 )
+
+
+class CompactContext(StrategySpec):
+    """Near the context limit, older turns are summarised and moved to a file."""
+
+    strategy: Literal["compact"]
+    compact_at: float = Field(0.75, gt=0, lt=1, description="Share of the context window that triggers it.")
+    keep_recent: int = Field(6, ge=1, description="Recent turns kept verbatim.")
 
 
 def estimate_tokens(inst: AgentInstance) -> int:
@@ -91,6 +101,7 @@ async def compact(services: LoopServices, inst: AgentInstance, ctx: CompactConte
 
 class CompactStrategy(ContextStrategy):
     name = "compact"
+    spec = CompactContext
 
     async def before_call(self, inst: AgentInstance, services: LoopServices) -> None:
         ctx = inst.spec.context

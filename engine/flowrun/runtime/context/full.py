@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
-from flowrun.runtime.context.base import ContextStrategy
+from typing import Literal
 
-STRATEGY = ContextStrategy()
+from flowrun.manifest.specs import StrategySpec
+from flowrun.runtime.loop.contracts import ContextStrategy
+
+
+class FullContext(StrategySpec):
+    """Keep every turn."""
+
+    strategy: Literal["full"] = "full"
+
+
+class FullStrategy(ContextStrategy):
+    name = "full"
+    spec = FullContext
+
+
+STRATEGY = FullStrategy()

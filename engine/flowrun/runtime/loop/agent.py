@@ -9,9 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 
-from flowrun.runtime.context import strategy_for
-from flowrun.runtime.context.base import ContextStrategy
-from flowrun.runtime.loop.contracts import AgentInstance, LoopServices, Outcome
+from flowrun.runtime.loop.contracts import AgentInstance, ContextStrategy, LoopServices, Outcome
 from flowrun.runtime.loop.structured import accept_final
 from flowrun.types import Control, Finish, Message, ModelResponse, ResetContext, ToolCall, ToolResult
 
@@ -26,12 +24,12 @@ async def run_agent(
     """Give `inst` a task and loop until it is done. A user message (a chat turn, or the
     `--message` of a resumed run) may arrive before a model call or after a final answer; then
     the conversation goes on, with a fresh `max_steps` budget."""
-    strategy = strategy_for(inst.spec.context.strategy)
+    strategy = inst.strategy
     inst.task = task
     inst.messages.append(Message("user", strategy.opening(inst, task, services)))
     limit = max_steps or inst.spec.max_steps
     pattern = inst.stop_pattern()
-    user_turn: UserTurn | None = getattr(services, "user_turn", None)
+    user_turn: UserTurn = services.user_turn
     step = repairs = base = 0
     while step < base + limit + repairs:
         step += 1
@@ -49,10 +47,8 @@ async def run_agent(
     return Outcome("max_steps", inst.last_text, step)
 
 
-async def _user_message(user_turn: UserTurn | None, inst: AgentInstance, answer: str | None) -> bool:
+async def _user_message(user_turn: UserTurn, inst: AgentInstance, answer: str | None) -> bool:
     """Append the user's message for `inst` at this point, if there is one."""
-    if user_turn is None:
-        return False
     message = await user_turn(inst, answer)
     if message is None:
         return False

@@ -16,7 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from flowrun.events import Event
+from flowrun.events import ContextResetEvent, Event
+from flowrun.manifest.kinds import ContextSide, ToolKindSide
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
 from flowrun.providers.base import ModelConfig, Provider
@@ -59,6 +60,7 @@ class AgentInstance:
     system: str
     depth: int
     cwd: Path
+    strategy: ContextStrategy  # what its `context:` does to its conversation
     messages: list[Message] = field(default_factory=list)
     model_calls: int = 0  # over the instance's life: the index of its next model call
     written: set[str] = field(default_factory=set)  # workspace files its write tools touched
@@ -74,6 +76,28 @@ class AgentInstance:
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern
         return re.compile(pattern) if pattern else None
+
+
+class ContextStrategy(ContextSide, Protocol):
+    """An agent's `context:` strategy: its manifest side (manifest/kinds.py) and what it does to
+    the conversation. The defaults keep every turn: the opening message is the task, nothing
+    happens before a model call, and a reset restarts the history from the opening message."""
+
+    def opening(self, inst: AgentInstance, task: str, services: LoopServices) -> str:
+        """The first user turn of a conversation (and of a reset one)."""
+        return task
+
+    async def before_call(self, inst: AgentInstance, services: LoopServices) -> None:
+        """A chance to shrink the history before each model call."""
+        return None
+
+    def reset(self, inst: AgentInstance, services: LoopServices) -> None:
+        """Restart the history from the opening message (a tool asked for it)."""
+        before = len(inst.messages)
+        inst.messages = [Message("user", self.opening(inst, inst.task, services))]
+        services.emit(
+            ContextResetEvent(agent=inst.name, agent_id=inst.id, messages_before=before, messages_after=1)
+        )
 
 
 # ---------------------------------------------------------------- tools as an agent calls them
@@ -100,17 +124,23 @@ class Invocation:
     run: RunServices
 
 
-class ToolKind(Protocol):
-    """How a kind of tool is bound and run (python function, command line, agent, ...).
-    Kinds are listed in runtime/tool_kinds/__init__.py; the first that claims a name binds it."""
-
-    name: str
-
-    def claims(self, name: str, project: Project) -> bool: ...
+class ToolKind(ToolKindSide, Protocol):
+    """A kind of tool (python function, command line, agent, MCP server): its manifest side
+    (manifest/kinds.py) and how its tools are bound and run. Kinds are registered in
+    runtime/kinds.py; the first that claims a name binds it."""
 
     def bind(self, request: BindRequest) -> list[BoundTool]: ...
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult: ...
+
+    async def prepare(self, inst: AgentInstance, run: RunServices) -> bool:
+        """Before an agent's model call: finish binding its tools (MCP starts its servers and
+        lists their tools here). True when the agent's tools changed."""
+        return False
+
+    async def aclose(self, run: RunServices) -> None:
+        """At the end of a run: release what the kind holds for it."""
+        return None
 
 
 @dataclass(slots=True)
@@ -172,6 +202,11 @@ class LoopServices(Protocol):
     async def side_call(self, inst: AgentInstance, system: str, text: str, purpose: str) -> str: ...
 
     async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]: ...
+
+    async def user_turn(self, inst: AgentInstance, answer: str | None) -> str | None:
+        """A user message for `inst` now (before a model call, with `answer` None, or after an
+        answer that would end it), or None: the conversation goes on without one."""
+        return None
 
 
 class RunServices(LoopServices, Protocol):

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import ManifestError
+from flowrun.manifest.kinds import context_kind
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
-from flowrun.manifest.specs import AgentManifest, DashboardContext
+from flowrun.manifest.specs import AgentManifest
 from flowrun.manifest.templates import render
 from flowrun.runtime.loop.contracts import BoundTool
 from flowrun.runtime.loop.workspace import WorkspaceView
@@ -81,8 +82,9 @@ class PromptRenderer:
                 for b in tools.values()
             ],
             "team": team_of(tools),
-            "dashboards": dict(context.dashboards) if isinstance(context, DashboardContext) else {},
+            "dashboards": {},  # a `dashboard` context's, below
             "model": model,
+            **context_kind(context).template_vars(context),
         }
         # a built-in agent's includes come from the built-ins, so a project cannot change it by accident
         search = [loaded.root / "prompts"] if loaded.builtin else self.project.prompt_dirs()

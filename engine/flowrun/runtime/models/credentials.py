@@ -6,7 +6,7 @@ from flowrun.manifest.graph import run_agents
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.providers.base import ModelConfig
-from flowrun.providers.registry import PROVIDERS
+from flowrun.providers.registry import PROVIDERS, provider_class
 from flowrun.runtime.models.calls import ModelChoice
 
 
@@ -30,7 +30,7 @@ def missing_credentials(
 
 def missing_key(config: ModelConfig) -> str | None:
     """The variable (or variables) a model needs and lacks, or None."""
-    entry = PROVIDERS.get(config.provider)
+    entry = provider_class(config.provider) if config.provider in PROVIDERS else None
     if (entry is not None and not entry.needs_key) or config.options.get("key_optional"):
         return None
     if any(config.secret(env) for env in (config.api_key_env, config.auth_token_env, config.token_env)):

@@ -10,12 +10,13 @@ from typing import Any, Protocol
 
 from flowrun.errors import ManifestError
 from flowrun.events import AgentEndEvent, AgentStartEvent, StepConditionEvent
-from flowrun.manifest.specs import Step
+from flowrun.manifest.kinds import StepKindSide
+from flowrun.manifest.specs import StepSpec
 from flowrun.manifest.templates import evaluate, render
 from flowrun.runtime.loop.agent import run_agent
 from flowrun.runtime.loop.contracts import Outcome, RunServices
 
-RunSteps = Callable[[list[Step], str], Awaitable[Outcome]]
+RunSteps = Callable[[list[StepSpec], str], Awaitable[Outcome]]
 # template names a step adds for the steps inside it (a foreach item and its index); a context
 # variable, so the branches of a foreach, running as separate tasks, each see their own item
 STEP_VARS: ContextVar[dict[str, Any] | None] = ContextVar("flowrun_step_vars", default=None)
@@ -33,11 +34,11 @@ class StepContext:
     def render(self, template: str, what: str) -> str:
         return render(template, self.variables(), what=what)
 
-    def condition_met(self, step: Any, step_id: str) -> bool:
+    def condition_met(self, step: StepSpec, step_id: str) -> bool:
         """A step without `if:` runs; otherwise its condition decides, and the decision is an
         event (a resumed run uses the recorded one; a replay decides again, and a different
         decision is a divergence). A condition that cannot be evaluated is not met, and says why."""
-        condition: str | None = getattr(step, "if_", None)
+        condition = step.if_
         if not condition:
             return True
         recorded = self.run.recorded_condition(step_id)
@@ -54,8 +55,8 @@ class StepContext:
         return met
 
 
-class StepKind(Protocol):
-    name: str
+class StepKind(StepKindSide, Protocol):
+    """A step kind: its manifest side (manifest/kinds.py) and how it runs."""
 
     async def run(self, step: Any, index: int, prefix: str, ctx: StepContext) -> Outcome: ...
 

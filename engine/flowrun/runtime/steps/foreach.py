@@ -7,20 +7,67 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from flowrun.errors import RunError
 from flowrun.events import FanoutEndEvent, FanoutStartEvent
-from flowrun.manifest.specs import ForeachBody, ForeachStep
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.kinds import Nested, StepAt, Template, YamlPath
+from flowrun.manifest.project import Loaded
+from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.specs import Name, StepSpec, Strict, WorkflowManifest
+from flowrun.manifest.templates import WORKFLOW_BUILTINS, analyse
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.steps import agent
-from flowrun.runtime.steps.base import STEP_VARS, StepContext, confined
+from flowrun.runtime.steps.agent import AgentStep
+from flowrun.runtime.steps.base import STEP_VARS, StepContext, StepKind, confined
 from flowrun.runtime.steps.fanout import combined, run_branches, statuses
 
 
-class ForeachStepKind:
+class ForeachBody(Strict):
+    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
+    file: str | None = Field(
+        None,
+        description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
+        "JSON Lines (one value per line) when it ends in .jsonl.",
+    )
+    as_: Name = Field(
+        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
+    )
+    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
+    collect: str = Field(
+        description="Jinja2: the JSON file the results are collected into, one entry per item in "
+        "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."
+    )
+    step: AgentStep = Field(description="The agent step run once per item.")
+
+
+class ForeachStep(StepSpec):
+    """One agent step per item of a list, `concurrency` at a time."""
+
+    kind: ClassVar[str] = "foreach"
+    foreach: ForeachBody
+
+
+class ForeachStepKind(StepKind):
     name = "foreach"
+    spec = ForeachStep
+
+    def children(self, step: ForeachStep) -> Iterator[Nested]:
+        body = step.foreach
+        yield Nested(body.step, ("foreach", "step"), frozenset({body.as_, "index"}))
+
+    def templates(self, step: ForeachStep) -> Iterator[Template]:
+        for key in ("file", "collect"):
+            if text := getattr(step.foreach, key):
+                yield Template(text, ("foreach", key), path=True)
+
+    def check(self, step: ForeachStep, at: StepAt, wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
+        where = (*at.parts, "foreach")
+        return _item_name(wf, step, where) + _shared_paths(wf, step, where) + _list_source(wf, step, where)
 
     async def run(self, step: ForeachStep, index: int, prefix: str, ctx: StepContext) -> Outcome:
         body, step_id = step.foreach, f"{prefix}foreach{index}"
@@ -107,6 +154,58 @@ def write_collected(target: Any, items: list[Any], outcomes: list[Outcome | None
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(json.dumps(entries, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, target)
+
+
+# ---------------------------------------------------------------- checks
+
+
+def _item_name(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPath) -> list[Diagnostic]:
+    """`as:` must not hide `index` or a name the engine gives every template."""
+    name = step.foreach.as_
+    if name != "index" and name not in WORKFLOW_BUILTINS:
+        return []
+    message = f"foreach `as: {name}` hides the template variable '{name}'"
+    hint = "name the item something else, e.g. `as: item`"
+    return [wf.source.diag((*where, "as"), message, hint, "invalid")]
+
+
+def _shared_paths(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPath) -> list[Diagnostic]:
+    """A body `workdir`/`output` that names neither the item nor `index` is the same folder or
+    file for every item: the items would overwrite each other's work."""
+    body, out = step.foreach, []
+    for key in agent.PATH_KEYS:
+        text = getattr(body.step, key)
+        if not text:
+            continue
+        info = analyse(text)
+        if info.error is None and not {body.as_, "index"} & set(info.variables):
+            message = f"every item of this foreach gets the same {key} '{text}'"
+            hint = "put {{ index }} (or the item) in it, e.g. answers/{{ index }}.md"
+            out.append(
+                wf.source.diag((*where, "step", key), message, hint, "shared-path", severity="warning")
+            )
+    return out
+
+
+def _list_source(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPath) -> list[Diagnostic]:
+    body, src = step.foreach, wf.source
+    if (body.input is None) == (body.file is None):
+        hint = "name an input of type list (`input:`) or a JSON/JSONL file an earlier step writes (`file:`)"
+        return [src.diag(where, "a foreach needs exactly one of `input` or `file`", hint, "invalid")]
+    if body.input is None:
+        return []
+    declared = wf.spec.inputs.get(body.input)
+    if declared is None:
+        hint = did_you_mean(body.input, set(wf.spec.inputs)) or "declare it under `inputs:` with `type: list`"
+        return [
+            src.diag(
+                (*where, "input"), f"foreach input '{body.input}' is not declared", hint, "unknown-input"
+            )
+        ]
+    if declared.type != "list":
+        message = f"foreach input '{body.input}' has type {declared.type}, not list"
+        return [src.diag((*where, "input"), message, f"set `type: list` on input '{body.input}'", "invalid")]
+    return []
 
 
 KIND = ForeachStepKind()

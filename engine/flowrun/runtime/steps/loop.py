@@ -3,16 +3,46 @@ condition holds after an iteration, or `max_iterations` pass."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import ClassVar
+
+from pydantic import Field
+
 from flowrun.errors import ManifestError
 from flowrun.events import IterationEndEvent, IterationStartEvent, UntilErrorEvent
-from flowrun.manifest.specs import LoopStep
+from flowrun.manifest.kinds import Nested, Template
+from flowrun.manifest.specs import Step, StepSpec, Strict
 from flowrun.manifest.templates import evaluate
 from flowrun.runtime.loop.contracts import Outcome, RunServices
-from flowrun.runtime.steps.base import StepContext
+from flowrun.runtime.steps.base import StepContext, StepKind
 
 
-class LoopStepKind:
+class LoopBody(Strict):
+    steps: list[Step] = Field(min_length=1)
+    until: str | None = Field(
+        None,
+        description="Jinja2 expression checked after each iteration, e.g. "
+        "\"workspace.json('eval.json').success_rate >= 0.9\"; workspace.read/json/exists read files.",
+    )
+    max_iterations: int = Field(ge=1, le=1000)
+
+
+class LoopStep(StepSpec):
+    kind: ClassVar[str] = "loop"
+    loop: LoopBody
+
+
+class LoopStepKind(StepKind):
     name = "loop"
+    spec = LoopStep
+
+    def children(self, step: LoopStep) -> Iterator[Nested]:
+        for i, nested in enumerate(step.loop.steps):
+            yield Nested(nested, ("loop", "steps", i))
+
+    def templates(self, step: LoopStep) -> Iterator[Template]:
+        if step.loop.until:
+            yield Template(step.loop.until, ("loop", "until"), expression=True)
 
     async def run(self, step: LoopStep, index: int, prefix: str, ctx: StepContext) -> Outcome:
         body, run, loop = step.loop, ctx.run, f"{prefix}loop{index}"

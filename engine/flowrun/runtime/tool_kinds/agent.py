@@ -5,11 +5,15 @@ its caller a short summary, the files it wrote, its step count and its instance 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from flowrun.errors import OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
+from flowrun.manifest.checks.tools import config_problems, entry_key_problems
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.kinds import EntryRef
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
 from flowrun.runtime.loop.agent import run_agent
@@ -20,6 +24,7 @@ from flowrun.runtime.loop.contracts import (
     Invocation,
     Outcome,
     RunServices,
+    ToolKind,
 )
 from flowrun.runtime.models.subtrees import SubtreeBudgetExceeded
 from flowrun.types import Status, ToolCall, ToolResult, ToolSpec
@@ -58,11 +63,50 @@ def agent_tool_parameters(selectable: list[str], max_steps: int = 10_000) -> dic
     return {"type": "object", "properties": props, "required": ["task"], "additionalProperties": False}
 
 
-class AgentKind:
+# the per-agent config of an entry that names an agent
+CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "session": {"enum": ["fresh", "persistent"], "description": "Override the sub-agent's session mode."},
+        "max_calls": {"type": "integer", "minimum": 1, "description": "Calls allowed (a round limit)."},
+        "max_steps": {"type": "integer", "minimum": 1, "description": "Override the sub-agent's max_steps."},
+        "selectable_models": {"type": "array", "items": {"type": "string"}},
+        "budget": {
+            "type": "object",
+            "additionalProperties": False,
+            "minProperties": 1,
+            "description": "A budget for each call of this agent and every agent it calls, capped at "
+            "what the caller's own budget has left; used up, the call returns partial.",
+            "properties": {
+                "max_cost_usd": {"type": "number", "exclusiveMinimum": 0},
+                "max_tokens": {"type": "integer", "minimum": 1},
+                "max_steps": {"type": "integer", "minimum": 1, "description": "Model calls of the sub-tree."},
+            },
+        },
+    },
+}
+
+
+class AgentKind(ToolKind):
     name = "agent"
+    implementation = None  # agents are declared in agents.d, not tools.d
 
     def claims(self, name: str, project: Project) -> bool:
         return name in project.agents and name not in project.tools
+
+    def check_entry(self, entry: EntryRef) -> list[Diagnostic]:
+        out = entry_key_problems(
+            replace(entry, config={k: v for k, v in entry.config.items() if k != "sandbox"})
+        )
+        if "sandbox" in entry.config:
+            message = f"'{entry.name}' is an agent: its tools are confined by its own `sandbox:`"
+            hint = f"set `sandbox:` in {entry.name}'s manifest"
+            out.append(entry.src.diag(entry.where("sandbox"), message, hint, "bad-config"))
+        return out + config_problems(entry, CONFIG_SCHEMA)
+
+    def agents_called(self, name: str, project: Project) -> list[str]:
+        return [name]
 
     def bind(self, request: BindRequest) -> list[BoundTool]:
         callee = request.project.agents[request.name].spec

@@ -15,14 +15,26 @@ import hashlib
 import re
 import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from flowrun.errors import RunError
-from flowrun.manifest.ecosystem.mcp_refs import McpRef, mcp_ref
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem.mcp_config import server_policy
+from flowrun.manifest.ecosystem.mcp_refs import McpRef, check_entry, mcp_ref
+from flowrun.manifest.kinds import EntryRef, SandboxQuery
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import McpServerSpec
-from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, BoundTool, Invocation, RunServices
+from flowrun.runtime.loop.contracts import (
+    AgentInstance,
+    BindRequest,
+    BoundTool,
+    Invocation,
+    RunServices,
+    ToolKind,
+)
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
+from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
 
 CALL_GRACE_S = 5.0  # the runtime's own deadline, past the server's timeout_s
@@ -114,11 +126,27 @@ def pool_of(run: RunServices) -> McpPool:
     return found
 
 
-class McpKind:
+class McpKind(ToolKind):
     name = "mcp"
+    implementation = None  # servers are declared in `mcp_servers:` or .mcp.json, not tools.d
 
     def claims(self, name: str, project: Project) -> bool:
         return mcp_ref(name, project) is not None
+
+    def check_entry(self, entry: EntryRef) -> list[Diagnostic]:
+        ref = mcp_ref(entry.name, entry.project)
+        assert ref is not None  # claimed
+        return check_entry(entry.src, entry.index, entry.name, ref, entry.config, entry.project)
+
+    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+        """A stdio server is a process: its own sandbox (the workflow's with the server's over it)."""
+        ref = mcp_ref(name, where.project)
+        assert ref is not None  # claimed
+        server = where.project.mcp_servers[ref.server]
+        if server.spec.transport != "stdio":
+            return None
+        declared = server.source.path.parent.resolve()
+        return server_policy(where.workflow, server.spec, declared, where.override)
 
     def bind(self, request: BindRequest) -> list[BoundTool]:
         ref = mcp_ref(request.name, request.project)

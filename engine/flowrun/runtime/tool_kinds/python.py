@@ -8,14 +8,33 @@ import importlib
 import sys
 import threading
 from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from flowrun.errors import ManifestError
-from flowrun.manifest.project import Project
-from flowrun.manifest.specs import PythonImplementation
-from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation
+from flowrun.manifest.checks.python_tools import check_python_tools
+from flowrun.manifest.checks.tools import config_problems, entry_key_problems, schema_problems
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem.skill_refs import check_skill_entry
+from flowrun.manifest.kinds import EntryRef, SandboxQuery
+from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.sandboxing import entry_policy
+from flowrun.manifest.specs import ENTRY_KEYS, ImplementationSpec, ToolManifest
+from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation, ToolKind
 from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
 from flowrun.tools.base import ToolFunction
+from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
+
+
+class PythonImplementation(ImplementationSpec):
+    kind: ClassVar[str] = "python"
+    python: str = Field(
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="`package.module:function`, an async function (ctx, **arguments) -> ToolResult.",
+    )
+
 
 _import_lock = threading.Lock()
 
@@ -47,19 +66,45 @@ def import_function(dotted: str, root: Path) -> ToolFunction:
     return func  # type: ignore[no-any-return]
 
 
-class PythonKind:
+class PythonKind(ToolKind):
     name = "python"
+    implementation = PythonImplementation
 
-    def claims(self, name: str, project: Project) -> bool:
-        tool = project.tools.get(name)
-        return tool is not None and isinstance(tool.spec.implementation, PythonImplementation)
+    def check_tools(self, tools: list[Loaded[ToolManifest]], project: Project) -> list[Diagnostic]:
+        """Import each folder's Python tools (in a child process) and compare their signatures
+        with the manifests; a tool whose schemas are already broken is left out."""
+        by_root: dict[Path, list[tuple[str, ToolManifest, Any]]] = {}
+        for tool in tools:
+            if not schema_problems(tool):
+                by_root.setdefault(tool.root, []).append((_target(tool.spec), tool.spec, tool.source))
+        out: list[Diagnostic] = []
+        for root, found in by_root.items():
+            out += check_python_tools(found, root)
+        return out
+
+    def check_entry(self, entry: EntryRef) -> list[Diagnostic]:
+        tool = entry.project.tools[entry.name]
+        found = config_problems(entry, tool.spec.config)
+        out = entry_key_problems(entry) + found
+        if not found:  # a skill tool's entry names skills that must exist
+            own = {k: v for k, v in entry.config.items() if k not in ENTRY_KEYS}
+            out += check_skill_entry(
+                entry.src, entry.index, entry.name, own, entry.project, _target(tool.spec)
+            )
+        return out
+
+    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+        # a python tool runs in flowrun's process; one that starts processes says so
+        return entry_policy(name, config, where) if where.project.tools[name].spec.processes else None
+
+    def imports(self, tool: Loaded[ToolManifest]) -> list[str]:
+        return [_target(tool.spec).partition(":")[0]]
 
     def bind(self, request: BindRequest) -> list[BoundTool]:
         loaded = request.project.tools[request.name]
         manifest = loaded.spec
-        assert isinstance(manifest.implementation, PythonImplementation)
         config = merged_config(manifest, request)
-        func = import_function(manifest.implementation.python, request.project.roots[0])
+        func = import_function(_target(manifest), request.project.roots[0])
         parameters = manifest.parameters
         dynamic = getattr(func, "dynamic_parameters", None)
         if dynamic is not None:  # e.g. use_skill lists the skills it can load
@@ -79,6 +124,13 @@ class PythonKind:
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         func: ToolFunction = bound.target
         return await func(call.ctx, **call.arguments)
+
+
+def _target(manifest: ToolManifest) -> str:
+    """`module:function` of a manifest this kind claimed."""
+    impl = manifest.implementation
+    assert isinstance(impl, PythonImplementation)  # claimed by its `python:` key
+    return impl.python
 
 
 KIND = PythonKind()

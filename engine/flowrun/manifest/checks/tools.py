@@ -1,0 +1,91 @@
+"""The checks every tool manifest and every agent's tool entry get, whatever the tool's kind:
+the JSON Schemas a manifest declares, the entry keys every entry takes (`approve`, `sandbox`),
+the entry's own config against the schema its kind names, and an entry nothing claims. The
+checks a kind adds live in the kind's module (runtime/tool_kinds/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.kinds import EntryRef
+from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.sandboxing import check_entry_keys
+from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.specs import ENTRY_KEYS, ToolManifest
+from flowrun.manifest.yaml_source import Source
+
+
+def schema_problems(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
+    """A tools.d manifest's `parameters` and `config` are JSON Schemas, `parameters` of an
+    object, and its `defaults` fit its `config`."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    spec, src = loaded.spec, loaded.source
+    out: list[Diagnostic] = []
+    for key in ("parameters", "config"):
+        schema = getattr(spec, key)
+        if schema is None:
+            continue
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            out.append(src.diag((key, *e.path), f"invalid JSON Schema: {e.message}", "", "bad-schema"))
+    if spec.parameters.get("type") != "object":
+        message = "`parameters` must be a JSON Schema with `type: object`"
+        out.append(src.diag(("parameters",), message, "", "bad-schema"))
+    if spec.config and spec.defaults and not out:
+        for err in Draft202012Validator(spec.config).iter_errors(spec.defaults):
+            out.append(src.diag(("defaults", *err.path), f"default config: {err.message}", "", "bad-default"))
+    return out
+
+
+def entry_key_problems(entry: EntryRef) -> list[Diagnostic]:
+    """`approve` and `sandbox` of the entry."""
+    return check_entry_keys(entry.src, entry.index, entry.name, entry.config)
+
+
+def config_problems(entry: EntryRef, schema: dict[str, Any] | None) -> list[Diagnostic]:
+    """The entry's own config (its keys but `approve` and `sandbox`) against `schema`; None:
+    the tool takes no config."""
+    from jsonschema import Draft202012Validator
+
+    config = {k: v for k, v in entry.config.items() if k not in ENTRY_KEYS}
+    if not config:
+        return []
+    src, name = entry.src, entry.name
+    if schema is None:
+        return [src.diag(entry.where(), f"tool '{name}' takes no config", "remove the config", "bad-config")]
+    out: list[Diagnostic] = []
+    for err in Draft202012Validator(schema).iter_errors(config):
+        where = entry.where(*err.path)
+        if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
+            out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))
+            continue
+        # the keys of the (sub)schema that refused them: a nested map such as `budget` has its own
+        allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
+        for key in sorted(set(err.instance) - allowed):
+            hint = did_you_mean(key, allowed) or "allowed: " + ", ".join(sorted(allowed))
+            out.append(
+                src.diag((*where, key), f"'{name}' has no config key '{key}'", hint, "bad-config", key=True)
+            )
+    return out
+
+
+def unknown_entry(src: Source, index: int, name: str, project: Project) -> Diagnostic:
+    """An entry no kind claims: no tool, agent or MCP server has the name."""
+    names = set(project.tools) | set(project.agents)
+    server, dot, _ = name.partition(".")
+    if dot:
+        servers = set(project.mcp_servers)
+        hint = did_you_mean(server, servers) or (
+            "declare it under the workflow's `mcp_servers:` or in .mcp.json"
+            if not servers
+            else "declared MCP servers: " + ", ".join(sorted(servers))
+        )
+        return src.diag(("tools", index), f"unknown MCP server '{server}' in '{name}'", hint, "unknown-tool")
+    hint = did_you_mean(name, names | set(project.mcp_servers)) or "known tools: " + ", ".join(
+        sorted(project.tools)
+    )
+    return src.diag(("tools", index), f"unknown tool or agent '{name}'", hint, "unknown-tool")

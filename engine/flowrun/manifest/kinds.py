@@ -1,0 +1,274 @@
+"""The kinds as manifests see them, and their registry. A tool kind, a step kind and a context
+strategy is each one module (runtime/tool_kinds/, runtime/steps/, runtime/context/) carrying both
+its runtime behaviour and its manifest side: its spec model (the schema part), its checks, what
+it needs from the sandbox and how the step graph walks it. runtime/kinds.py registers the
+built-in ones here; `validate`, the step graph and the sandbox ask this registry instead of
+testing types.
+
+The Protocols below are the manifest side; each method with a body is optional (a kind that
+subclasses the Protocol inherits the default). The runtime side extends them
+(runtime/loop/contracts.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from flowrun.manifest import unions
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.specs import (
+    AgentManifest,
+    ImplementationSpec,
+    StepSpec,
+    StrategySpec,
+    Strict,
+    ToolManifest,
+    WorkflowManifest,
+)
+from flowrun.manifest.yaml_source import PathKey, Source
+from flowrun.tools.sandbox import Mode, SandboxPolicy
+
+YamlPath = tuple[str | int, ...]
+
+
+# ---------------------------------------------------------------- tool kinds
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRef:
+    """One entry of an agent's `tools` list, as a check sees it."""
+
+    src: Source  # the agent's manifest
+    index: int
+    name: str
+    config: dict[str, Any]  # as written, `approve` and `sandbox` included
+    project: Project
+
+    def where(self, *more: str | int) -> PathKey:
+        return ("tools", self.index, self.name, *more)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxQuery:
+    """Where an agent's tools would start processes: the run's workflow, the agent, the folder
+    relative binds start at, and `--sandbox MODE`."""
+
+    project: Project
+    workflow: WorkflowManifest
+    agent: AgentManifest
+    base: Path
+    override: Mode | None
+
+
+class ToolKindSide(Protocol):
+    """A kind of tool: python functions, command lines, agents as tools, MCP servers' tools."""
+
+    name: str
+    # the `implementation: {NAME: ...}` model of the tools.d manifests this kind runs (its key is
+    # the kind's name); None for a kind whose tools are not declared in tools.d
+    implementation: type[ImplementationSpec] | None
+
+    def claims(self, name: str, project: Project) -> bool:
+        """Whether an agent's tool entry `name` is this kind's (the first kind that claims it
+        binds it). By default: a tools.d manifest whose implementation is this kind's."""
+        tool = project.tools.get(name)
+        return tool is not None and tool.spec.implementation.kind == self.name
+
+    def check_tools(self, tools: list[Loaded[ToolManifest]], project: Project) -> list[Diagnostic]:
+        """Problems of this kind's tools.d manifests (the checks every tool gets ran already)."""
+        return []
+
+    def check_entry(self, entry: EntryRef) -> list[Diagnostic]:
+        """Problems of an agent's entry for a tool of this kind: its config and entry keys."""
+        ...
+
+    def agents_called(self, name: str, project: Project) -> list[str]:
+        """The agents a call of the entry `name` runs (the step graph and cycle checks)."""
+        return []
+
+    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+        """The sandbox the processes of this entry's tool run under; None: it starts none."""
+        return None
+
+    def imports(self, tool: Loaded[ToolManifest]) -> list[str]:
+        """Python modules a check of this tool imports (the check cache watches them)."""
+        return []
+
+
+# ---------------------------------------------------------------- step kinds
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A Jinja2 template a step holds, at `parts` below the step."""
+
+    text: str
+    parts: YamlPath
+    expression: bool = False  # a bare expression (`until`), not a template
+    path: bool = False  # renders to a path in the run folder (workdir, output, file, collect)
+
+
+@dataclass(frozen=True, slots=True)
+class Nested:
+    """A step inside another (a loop's body, a parallel branch, a foreach's step)."""
+
+    step: StepSpec
+    parts: YamlPath  # below the enclosing step
+    names: frozenset[str] = frozenset()  # template names it adds for the nested step
+
+
+@dataclass(frozen=True, slots=True)
+class StepAt:
+    """A step of a workflow, wherever it is nested, with its YAML path and the template names
+    the steps around it add."""
+
+    step: StepSpec
+    parts: YamlPath
+    names: frozenset[str]
+
+
+class StepKindSide(Protocol):
+    """A kind of workflow step, tagged by its key (`agent:`, `loop:`, ...)."""
+
+    name: str  # the key that tags the step
+    spec: type[StepSpec]
+
+    def children(self, step: Any) -> Iterator[Nested]:
+        """The steps nested in this one."""
+        return iter(())
+
+    def agents(self, step: Any) -> Iterator[tuple[str, YamlPath]]:
+        """The agents this step itself runs, with the path of the key that names each."""
+        return iter(())
+
+    def templates(self, step: Any) -> Iterator[Template]:
+        """This step's own templates (not those of nested steps; `if:` is everyone's)."""
+        return iter(())
+
+    def check(self, step: Any, at: StepAt, wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
+        """Problems the schema cannot see (a foreach's list source, branches sharing a folder)."""
+        return []
+
+
+# ---------------------------------------------------------------- context strategies
+
+
+class ContextSide(Protocol):
+    """An agent's `context:` strategy, tagged by `strategy`."""
+
+    name: str
+    spec: type[StrategySpec]
+
+    def check(self, agent: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
+        return []
+
+    def tool_defaults(self, spec: Any) -> dict[str, Any]:
+        """Config every tool of such an agent gets where its own config leaves the key unset
+        (the dashboards, for update_dashboard)."""
+        return {}
+
+    def template_vars(self, spec: Any) -> dict[str, Any]:
+        """Names the agent's prompt template gets."""
+        return {}
+
+
+# ---------------------------------------------------------------- the registry
+
+_TOOLS: dict[str, ToolKindSide] = {}
+_STEPS: dict[str, StepKindSide] = {}
+_CONTEXTS: dict[str, ContextSide] = {}
+_BUILTIN: set[tuple[str, str]] = set()
+
+
+def install(
+    tools: Iterable[ToolKindSide],
+    steps: Iterable[StepKindSide],
+    contexts: Iterable[ContextSide],
+    builtin: bool = False,
+) -> None:
+    """Register kinds (runtime/kinds.py does it for the built-in ones, at import). A kind of a
+    name already registered replaces it."""
+    for kind in tools:
+        _TOOLS[kind.name] = kind
+    for step in steps:
+        _STEPS[step.name] = step
+    for context in contexts:
+        _CONTEXTS[context.name] = context
+    if builtin:
+        _BUILTIN.update(_names())
+    _sync()
+
+
+def uninstall(family: str, name: str) -> None:
+    """Take a kind out again (a test's throw-away kind)."""
+    tables: dict[str, dict[str, Any]] = {"tool": _TOOLS, "step": _STEPS, "context": _CONTEXTS}
+    tables[family].pop(name, None)
+    _sync()
+
+
+def _names() -> set[tuple[str, str]]:
+    return {("tool", n) for n in _TOOLS} | {("step", n) for n in _STEPS} | {("context", n) for n in _CONTEXTS}
+
+
+def _sync() -> None:
+    """The manifest unions follow the registry; models already built are built again."""
+    extension = bool(_names() - _BUILTIN)
+    before = unions.generation()
+    implementations = {k.name: k.implementation for k in _TOOLS.values() if k.implementation is not None}
+    unions.set_members("implementation", implementations, extension)
+    unions.set_members("step", {k.name: k.spec for k in _STEPS.values()}, extension)
+    unions.set_members("context", {k.name: k.spec for k in _CONTEXTS.values()}, extension)
+    if unions.generation() != before and any(_built(m) for m in _models()):
+        models = _models()
+        unions.rebuild(models)
+        unions.rebuild(models)  # a model holds the schemas of those inside it: twice settles all
+
+
+def _models() -> list[type[BaseModel]]:
+    found: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [Strict]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.append(sub)
+                todo.append(sub)
+    return found
+
+
+def _built(model: type[BaseModel]) -> bool:
+    return bool(model.__dict__.get("__pydantic_complete__", False))
+
+
+def tool_kinds() -> list[ToolKindSide]:
+    """In the order they are asked to claim a tool name."""
+    unions.ensure()
+    return list(_TOOLS.values())
+
+
+def step_kinds() -> list[StepKindSide]:
+    unions.ensure()
+    return list(_STEPS.values())
+
+
+def context_kinds() -> list[ContextSide]:
+    unions.ensure()
+    return list(_CONTEXTS.values())
+
+
+def tool_kind_for(name: str, project: Project) -> ToolKindSide | None:
+    """The kind that binds an agent's tool entry `name`; None: no tool, agent or MCP server has
+    that name."""
+    return next((kind for kind in tool_kinds() if kind.claims(name, project)), None)
+
+
+def step_kind(step: StepSpec) -> StepKindSide:
+    return _STEPS[step.kind]  # a parsed step: its kind is registered
+
+
+def context_kind(spec: StrategySpec) -> ContextSide:
+    return _CONTEXTS[spec.strategy]

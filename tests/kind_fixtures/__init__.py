@@ -1,0 +1,1 @@
+"""Kinds made only for tests: each module is a whole kind, registered by a test with one line."""
