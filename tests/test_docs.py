@@ -40,7 +40,9 @@ import yaml
 from conftest import REPO, run_cli
 
 PAGES = sorted([REPO / "README.md", *(p for p in (REPO / "docs").rglob("*.md") if "_hooks" not in p.parts)])
-FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.S | re.M
+)
 FILE_COMMENT = re.compile(r"^#\s+([\w.][\w./-]*\.(?:ya?ml|json))(?=$|[:,\s])")
 FRAGMENT = re.compile(r"^#\s*fragment:\s*(\w+)\s*$")
 RUNNABLE = "<!-- runnable -->"
@@ -147,7 +149,9 @@ def target_path(block: Block, data: dict[str, Any], kind: str, index: int) -> st
 
 
 def copy_examples(target: Path) -> None:
-    shutil.copytree(REPO / "examples", target, ignore=shutil.ignore_patterns("corpus"), dirs_exist_ok=True)
+    """examples/ without what no page's block needs (the corpus ships with flowrun anyway)."""
+    skipped = shutil.ignore_patterns("corpus", "claude_code", "ci")
+    shutil.copytree(REPO / "examples", target, ignore=skipped, dirs_exist_ok=True)
 
 
 def write_named_files(page_blocks: list[Block], root: Path, skip: tuple[str, ...] = ()) -> dict[str, Block]:
@@ -203,7 +207,7 @@ def test_every_block_is_checked(page: Path, tmp_path: Path) -> None:
                 assert not errors, f"{block.where}: {errors}"
             assert found is not None or block.file is not None, (
                 f"{block.where}: a YAML block must be a manifest (kind:), a named file "
-                "(title=\"PATH\" or a first line `# PATH`) or a fragment (a first line `# fragment: KIND`)"
+                '(title="PATH" or a first line `# PATH`) or a fragment (a first line `# fragment: KIND`)'
             )
     copy_examples(tmp_path / "project")
     # over the examples' own files; a test file names a recorded run: its schema was checked above
@@ -318,7 +322,8 @@ def test_manifest_reference_has_every_key(hook: Any) -> None:
         assert f"## `kind: {kind}`" in text
         for key in kind_schema(kind)["properties"]:
             assert f"| `{key}` |" in text, (kind, key)
-    for key in ("limits.max_cost_usd", "models.NAME.fallback", "steps[].foreach.collect", "context.compact_at"):
+    nested = ("limits.max_cost_usd", "models.NAME.fallback", "steps[].foreach.collect", "context.compact_at")
+    for key in nested:
         assert f"| `{key}` |" in text, key
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert all(not row.endswith("|  |") for row in rows), "a key without an example value"
