@@ -54,7 +54,7 @@ def cell(text: str) -> str:
     out = []
     for part in parts:
         if part.startswith("`") and part.endswith("`") and len(part) > 1:
-            out.append(part.replace("|", "\\|"))
+            out.append(part)  # Python-Markdown splits no cell at a pipe inside a code span
         else:
             out.append(part.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;"))
     return "".join(out)
