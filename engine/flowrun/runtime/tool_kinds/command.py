@@ -6,7 +6,8 @@ from __future__ import annotations
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import CommandImplementation
 from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation
-from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
+from flowrun.runtime.tool_kinds.manifest_tool import declare, limits_of, merged_config
+from flowrun.tools.base import ToolProperties
 from flowrun.tools.command import run_command
 from flowrun.types import ToolResult, ToolSpec
 
@@ -23,9 +24,9 @@ class CommandKind:
         config = merged_config(manifest, request)
         spec = ToolSpec(manifest.name, manifest.description.strip(), manifest.parameters)
         impl = manifest.implementation
-        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, impl)
-        bound.idempotent = bool(manifest.idempotent)  # a command may do anything: not unless declared
-        return [bound]
+        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), target=impl)
+        # everything from the manifest; a command may do anything: not idempotent unless declared
+        return [declare(bound, manifest, ToolProperties(), idempotent=False)]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         impl: CommandImplementation = bound.target
