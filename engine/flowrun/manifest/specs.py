@@ -327,6 +327,13 @@ class ToolManifest(Strict):
         "those it derives from `parameters`. In string values, {path} is a file the agent may "
         "write, {dir} a scratch folder it may create, {text} a line of dry-run text.",
     )
+    dry_run_order: Literal["first", "late", "last", "never"] | None = Field(
+        None,
+        description="When the offline test provider (--dry-run) calls this tool among the agent's "
+        "others (default: in the agent's tools order). first: it makes what others use (a file, "
+        "a folder). late: it deletes. last: it ends the agent (its `result` argument gets the "
+        "agent's answer). never: it needs a person.",
+    )
 
 
 # ---------------------------------------------------------------- agents

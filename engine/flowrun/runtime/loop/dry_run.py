@@ -1,7 +1,7 @@
 """What the offline test provider (--dry-run) is told so its calls show real wiring and succeed:
 a file each tool may write, a scratch folder, a page it can visit without a network, a query
-from the inputs, and each tool manifest's `dry_run` arguments. Which file a tool gets follows
-what it declares (`files:` read, write or change), never its name."""
+from the inputs, each tool manifest's `dry_run` arguments and `dry_run_order`. Which file a tool
+gets follows what it declares (`files:` read, write or change), never its name."""
 
 from __future__ import annotations
 
@@ -56,6 +56,11 @@ def hints(
         name: dict(loaded.spec.dry_run)
         for name in inst.tools
         if (loaded := project.tools.get(name)) is not None and loaded.spec.dry_run
+    }
+    found["order"] = {
+        name: loaded.spec.dry_run_order
+        for name in inst.tools
+        if (loaded := project.tools.get(name)) is not None and loaded.spec.dry_run_order
     }
     if url := corpus_page(tuple(project.roots)):
         found["url"] = url
