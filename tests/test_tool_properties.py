@@ -32,6 +32,7 @@ output: out.md
 
 # every call appends the tool's name to calls.log next to the module (outside any run folder)
 MODULE = """\
+from dataclasses import dataclass
 from pathlib import Path
 
 from flowrun.tools.base import ToolContext, tool
@@ -102,6 +103,23 @@ async def glance(ctx: ToolContext, *, path: str) -> ToolResult:
 
 async def skim(ctx: ToolContext, *, path: str) -> ToolResult:
     return _read(ctx, "skim", path)
+
+
+@dataclass
+class Tally:  # this module's run-scoped state: ctx.state.of(Tally), closed when the run ends
+
+    count: int = 0
+
+    async def aclose(self) -> None:
+        (Path(__file__).parent / "closed.log").write_text(f"closed at {self.count}\\n")
+
+
+@tool(sequential=True)
+async def tally(ctx: ToolContext, *, text: str) -> ToolResult:
+    _count("tally")
+    state = ctx.state.of(Tally)
+    state.count += 1
+    return ToolResult.ok(f"tally {state.count}")
 """
 
 
@@ -135,6 +153,7 @@ TOOLS = {
     "peek": tool_manifest("peek", PATH),
     "glance": tool_manifest("glance", PATH, files="read"),
     "skim": tool_manifest("skim", PATH),
+    "tally": tool_manifest("tally", TEXT),
 }
 
 
@@ -255,6 +274,29 @@ def test_declared_readers_get_an_existing_file_in_a_dry_run(tmp_path: Path) -> N
     texts = {e["tool"]: e["result"]["text"] for e in found if e["type"] == "tool_result"}
     assert texts["peek"] == texts["glance"] == "mine\n"
     assert (work / "notes.md").read_text() == "mine\n"
+
+
+def test_user_tools_keep_typed_run_state_and_declare_sequential(tmp_path: Path) -> None:
+    """tally keeps a count in `ctx.state.of(Tally)` across calls and agents of one run; the
+    run's end closes it. It declares @tool(sequential=True), so it runs after the other calls of
+    its step although the model asked for it first."""
+    step = [{"name": "tally", "arguments": {"text": "x"}}, {"name": "tick", "arguments": {"text": "x"}}]
+    script = {
+        "boss": [
+            {"tool_calls": step},
+            {"tool_calls": [{"name": "helper", "arguments": {"task": "tally once"}}]},
+            {"text": "ok"},
+        ],
+        "helper": [{"tool_calls": [{"name": "tally", "arguments": {"text": "y"}}]}, {"text": "done"}],
+    }
+    project(tmp_path, {"boss": ["tally", "tick", "helper"], "helper": ["tally"]}, script)
+    run_dir = run(tmp_path)
+    assert calls(tmp_path) == ["tick", "tally", "tally"]
+    tallies = [
+        e["result"]["text"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == "tally"
+    ]
+    assert tallies == ["tally 1", "tally 2"]
+    assert (tmp_path / "closed.log").read_text() == "closed at 2\n"
 
 
 def test_a_bad_declaration_is_a_one_line_error(tmp_path: Path) -> None:
