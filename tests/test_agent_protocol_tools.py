@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from flowrun.tools.agent_protocol import all_finished, ask_user, finish, update_dashboard, write_atomic
-from flowrun.tools.base import ToolContext
+from flowrun.tools.base import ToolContext, ToolServices
 from flowrun.types import Finish, ResetContext
 
 DASHBOARDS = {"overall": "dashboards/overall.md", "current": "current_dashboard.md"}
@@ -105,7 +105,7 @@ async def test_ask_user_not_interactive(tmp_path: Path) -> None:
         return "yes"
 
     ctx = make_ctx(tmp_path)
-    ctx.services["ask_user"] = answer
+    ctx.services = ToolServices(ask_user=answer)
     result = await ask_user(ctx, question="Which format?")
     assert result.status == "error"
     assert result.error is not None and result.error.code == "NOT_INTERACTIVE"
@@ -122,7 +122,7 @@ async def test_ask_user_interactive_returns_the_answer(tmp_path: Path) -> None:
         return "Use markdown."
 
     ctx = make_ctx(tmp_path, interactive=True)
-    ctx.services["ask_user"] = answer
+    ctx.services = ToolServices(ask_user=answer)
     result = await ask_user(ctx, question="Which format?")
     assert result.status == "success"
     assert result.text == "Use markdown."
@@ -136,7 +136,7 @@ async def test_ask_user_edge_cases(tmp_path: Path) -> None:
     missing = await ask_user(ctx, question="?")
     assert missing.error is not None and missing.error.code == "UNAVAILABLE"
 
-    ctx.services["ask_user"] = lambda q: ""  # a plain function works too
+    ctx.services = ToolServices(ask_user=lambda q: "")  # a plain function works too
     empty = await ask_user(ctx, question="?")
     assert empty.status == "success"
     assert empty.data["answer"] == ""
@@ -145,7 +145,7 @@ async def test_ask_user_edge_cases(tmp_path: Path) -> None:
     async def closed(question: str) -> str:
         raise EOFError
 
-    ctx.services["ask_user"] = closed
+    ctx.services = ToolServices(ask_user=closed)
     eof = await ask_user(ctx, question="?")
     assert eof.error is not None and eof.error.code == "UNAVAILABLE"
 

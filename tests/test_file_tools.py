@@ -10,7 +10,7 @@ import pytest
 from flowrun.tools.base import ToolContext
 from flowrun.tools.file_edit import edit_file
 from flowrun.tools.file_search import glob, grep, list_directory
-from flowrun.tools.file_stream import continue_stream_read, stream_read_file
+from flowrun.tools.file_stream import FileStreams, continue_stream_read, stream_read_file
 from flowrun.tools.files import create_directory, delete_file, read_file, write_file
 from flowrun.types import ToolResult
 
@@ -371,7 +371,7 @@ async def test_stream_read_walks_the_file_in_chunks(ws: Path) -> None:
     first = await stream_read_file(ctx, path="big.log", chunk_lines=3)
     assert first.data["content"] == "row 1\nrow 2\nrow 3" and first.data["done"] is False
     stream_id = first.data["stream_id"]
-    assert stream_id in ctx.state["file_streams"] and stream_id in first.text
+    assert stream_id in ctx.state.of(FileStreams).cursors and stream_id in first.text
     second = await continue_stream_read(ctx, stream_id=stream_id)
     assert (second.data["start_line"], second.data["end_line"]) == (4, 6)
     last = await continue_stream_read(ctx, stream_id=stream_id)

@@ -20,9 +20,9 @@ import pytest
 from proc_helpers import DEADLINE_S, pids_with, wait_for
 
 from flowrun.tools import sandbox
-from flowrun.tools.base import ToolContext
+from flowrun.tools.base import RunState, ToolContext
 from flowrun.tools.sandbox import SandboxPolicy
-from flowrun.tools.shell import close_jobs, execute_shell
+from flowrun.tools.shell import execute_shell
 from flowrun.types import ToolResult
 
 ENGINE_FILES = frozenset({"events.jsonl", "run.json", "usage.json", "flowrun.log"})
@@ -34,7 +34,7 @@ FAKE_KEYS = {
     "MY_SERVICE_TOKEN": "token-fake-0123456789abcdef",
     "DB_PASSWORD": "password-fake-0123456789",
 }
-_states: list[dict[str, object]] = []
+_states: list[RunState] = []
 
 
 def make_ctx(ws: Path, policy: SandboxPolicy | None = None, **config: object) -> ToolContext:
@@ -67,7 +67,7 @@ async def ws(tmp_path: Path) -> AsyncIterator[Path]:
     (tmp_path / "neighbour.txt").write_text("next to the run folder\n")
     yield run
     for state in _states:
-        await close_jobs(state)
+        await state.aclose()
     _states.clear()
 
 
@@ -261,7 +261,7 @@ async def test_background_jobs_end_with_the_run(ws: Path) -> None:
     started = await sh(ctx, orphan_command(token), run_in_background=True)
     assert started.status == "success"
     assert await asyncio.to_thread(wait_for, lambda: len(pids_with(token)) == 2)
-    await close_jobs(ctx.state)
+    await ctx.state.aclose()
     assert await asyncio.to_thread(wait_for, lambda: not pids_with(token))
 
 

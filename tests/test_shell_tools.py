@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from proc_helpers import pids_with, wait_for
 
-from flowrun.tools.base import ToolContext
+from flowrun.tools.base import RunState, ToolContext
 from flowrun.tools.command_policy import check_command, describe
-from flowrun.tools.shell import close_jobs, execute_shell, get_shell_output, kill_shell
+from flowrun.tools.shell import ShellJobs, execute_shell, get_shell_output, kill_shell
 from flowrun.types import ToolResult
 
 GONE_DEADLINE_S = 20.0
-_states: list[dict[str, object]] = []  # every context's state, so jobs of a failed test get killed
+_states: list[RunState] = []  # every context's state, so jobs of a failed test get killed
 
 
 def make_ctx(ws: Path, **config: object) -> ToolContext:
@@ -48,7 +48,7 @@ async def group_gone(pgid: int, deadline_s: float = GONE_DEADLINE_S) -> bool:
 async def ws(tmp_path: Path) -> AsyncIterator[Path]:
     yield tmp_path
     for state in _states:
-        await close_jobs(state)
+        await state.aclose()
     _states.clear()
 
 
@@ -153,7 +153,7 @@ async def test_background_output_is_read_incrementally(ws: Path) -> None:
     started = await execute_shell(ctx, command="echo one; sleep 0.3; echo two >&2", run_in_background=True)
     assert started.status == "success"
     bash_id = started.data["bash_id"]
-    assert bash_id in ctx.state["shell_jobs"]
+    assert bash_id in ctx.state.of(ShellJobs).jobs
     done = await get_shell_output(ctx, bash_id=bash_id, block=True, timeout=20)
     assert done.data["running"] is False and done.data["exit_code"] == 0
     assert done.data["output"] == "one\ntwo\n"
@@ -162,7 +162,7 @@ async def test_background_output_is_read_incrementally(ws: Path) -> None:
     failing = await execute_shell(ctx, command="exit 4", run_in_background=True)
     failed = await get_shell_output(ctx, bash_id=failing.data["bash_id"], timeout=20)
     assert code(failed) == "COMMAND_FAILED" and failed.data["exit_code"] == 4
-    await close_jobs(ctx.state)
+    await ctx.state.aclose()
 
 
 async def test_kill_shell_stops_the_job_and_its_children(ws: Path) -> None:
@@ -191,8 +191,8 @@ async def test_close_jobs_kills_everything(ws: Path) -> None:
     for _ in range(2):
         started = await execute_shell(ctx, command="sleep 60 & sleep 60", run_in_background=True)
         pgids.append(started.data["pid"])
-    await close_jobs(ctx.state)
-    assert ctx.state["shell_jobs"] == {}
+    await ctx.state.aclose()
+    assert ctx.state.of(ShellJobs).jobs == {}
     for pgid in pgids:
         assert await group_gone(pgid)
 
@@ -202,13 +202,13 @@ async def test_background_job_limit(ws: Path) -> None:
     await execute_shell(ctx, command="sleep 60", run_in_background=True)
     second = await execute_shell(ctx, command="sleep 60", run_in_background=True)
     assert code(second) == "UNAVAILABLE" and "bash_1" in second.text
-    await close_jobs(ctx.state)
+    await ctx.state.aclose()
 
 
 async def test_background_commands_are_checked_too(ws: Path) -> None:
     ctx = make_ctx(ws, deny=["curl *"])
     result = await execute_shell(ctx, command="sleep 1; curl http://127.0.0.1:9", run_in_background=True)
-    assert code(result) == "PERMISSION_DENIED" and "shell_jobs" not in ctx.state
+    assert code(result) == "PERMISSION_DENIED" and ctx.state.find(ShellJobs) is None
 
 
 # ---------------------------------------------------------------- command policy

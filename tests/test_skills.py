@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from flowrun.tools.base import ToolContext
+from flowrun.tools.base import ToolContext, tool_properties
 from flowrun.tools.skills import parse_front_matter, skill_parameters, use_skill
 
 
@@ -169,7 +169,7 @@ async def test_project_skill_overrides_builtin_and_skills_dir_comes_first(
 
 
 def test_dynamic_parameters_offer_an_enum(tmp_path: Path, project: Path) -> None:
-    assert use_skill.dynamic_parameters is skill_parameters  # type: ignore[attr-defined]
+    assert tool_properties(use_skill).parameters is skill_parameters
     schema = skill_parameters([project], {})
     jsonschema.Draft202012Validator.check_schema(schema)
     skill = schema["properties"]["skill"]

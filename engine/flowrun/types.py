@@ -12,6 +12,10 @@ from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 Status = Literal["success", "partial", "error"]
+# what a tool declares it does with the path it is given (tool manifests' `files:`, @tool(files=))
+FileUse = Literal["read", "write", "change"]
+# what a replay does with a recorded call of the tool (`replay:`): run it again, or use the record
+ReplayUse = Literal["run", "recorded"]
 
 _ATOMS = (str, int, float, bool, type(None))
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

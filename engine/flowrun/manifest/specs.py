@@ -21,6 +21,7 @@ from flowrun.manifest import unions
 from flowrun.manifest.unions import KindUnion, key_tagger
 from flowrun.providers.presets import PRESETS as PRESET_TABLE
 from flowrun.providers.registry import PROVIDERS as PROVIDER_TABLE
+from flowrun.types import FileUse, ReplayUse
 
 NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -263,8 +264,10 @@ class ToolManifest(Strict):
     )
     defaults: dict[str, Any] = Field(default_factory=dict, description="Default config values.")
     limits: ToolLimits = Field(default_factory=lambda: ToolLimits())
-    sequential: bool = Field(
-        False, description="true: never run concurrently with the other tool calls of a step."
+    sequential: bool | None = Field(
+        None,
+        description="true: never run concurrently with the other tool calls of a step. Default: "
+        "what the python function declares (@tool(sequential=...)), else false.",
     )
     processes: bool = Field(
         False,
@@ -278,13 +281,36 @@ class ToolManifest(Strict):
         description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
         "resume that finds it started but unfinished tells the agent its effect is unknown "
         "instead of running it again. Default: true for python tools (or the function's own "
-        "rule; false when they start processes), false for command tools.",
+        "declared rule, @tool(idempotent=...); false when they start processes), false for "
+        "command tools.",
+    )
+    files: FileUse | None = Field(
+        None,
+        description="What the tool does with the path it is given. read: a dry run gives it a "
+        "file that exists. write: each result's `context.path_resolved` counts as a file the agent "
+        "wrote (an agent-as-tool lists it to its caller). change: it deletes or makes folders: a "
+        "dry run gives it only the agent's own path. Default: what the python function declares "
+        "(@tool(files=...)), else none of these.",
+    )
+    replay: ReplayUse | None = Field(
+        None,
+        description="What `flowrun replay` and `flowrun test` do with a recorded call. run: run "
+        "the tool again (for its files; the model still sees the recorded result). recorded: use "
+        "the recorded result without running it (the network, a person). Default: what the python "
+        "function declares (@tool(replay=...)), else run.",
     )
     dry_run: dict[str, Any] | None = Field(
         None,
         description="Arguments the offline test provider (--dry-run) calls this tool with, over "
         "those it derives from `parameters`. In string values, {path} is a file the agent may "
         "write, {dir} a scratch folder it may create, {text} a line of dry-run text.",
+    )
+    dry_run_order: Literal["first", "late", "last", "never"] | None = Field(
+        None,
+        description="When the offline test provider (--dry-run) calls this tool among the agent's "
+        "others (default: in the agent's tools order). first: it makes what others use (a file, "
+        "a folder). late: it deletes. last: it ends the agent (its `result` argument gets the "
+        "agent's answer). never: it needs a person.",
     )
 
 

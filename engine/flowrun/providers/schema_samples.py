@@ -179,7 +179,7 @@ def sample_string(name: str, hints: dict[str, Any]) -> str:
     if name in ("command",):
         return "echo dry-run"
     if name in ("pattern",):
-        return "*.md" if "glob" in hints.get("tool", "") else "dry"
+        return "dry"
     if name == "url":
         return str(hints.get("url", "https://example.invalid/"))
     if name.endswith("_id"):

@@ -1,10 +1,12 @@
 """The `test` provider (used by --dry-run): no network. On its k-th call an agent gets a call of
-its k-th tool with arguments valid for that tool: derived from the tool's JSON Schema, filled in
-from the runtime's hints (a file it may write, a page to visit, a query) and the tool manifest's
-`dry_run` arguments, and, for a handle such as `stream_id` or `bash_id`, taken from an earlier
-result that names it (`continue_stream_read(stream_id='ab12')`). A tool whose arguments cannot be
-made (no handle yet, no folder it may create) is left out. After the last tool it answers with
-plain text. Answers depend only on the request, so a resumed run gets the same."""
+its k-th tool (in the order the tool manifests' `dry_run_order` gives: makers first, deleters
+late, finishers last, tools that need a person never) with arguments valid for that tool:
+derived from the tool's JSON Schema, filled in from the runtime's hints (a file it may write, a
+page to visit, a query) and the tool manifest's `dry_run` arguments, and, for a handle such as
+`stream_id` or `bash_id`, taken from an earlier result that names it
+(`continue_stream_read(stream_id='ab12')`). A tool whose arguments cannot be made (no handle
+yet, no folder it may create) is left out. After the last tool it answers with plain text.
+Answers depend only on the request, so a resumed run gets the same."""
 
 from __future__ import annotations
 
@@ -16,12 +18,8 @@ from flowrun.providers.base import ModelRequest, Provider, call_index
 from flowrun.providers.schema_samples import Unavailable, sample_object, sample_value
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage
 
-# tools that end an agent or ask a human: called last, or never
-LAST = ("finish", "all_finished")
-NEVER = ("ask_user",)
-# tools that make what others use (a file, a folder) first; a deleting one last
-FIRST = ("write_file", "create_directory")
-LATE = ("delete_file",)
+# where a tool's `dry_run_order` puts it among the middle ones ("last" and "never" are apart)
+RANK = {"first": 0, "late": 2}
 PLACEHOLDER = re.compile(r"\{(path|dir|text)\}")
 
 
@@ -78,12 +76,12 @@ def handles(messages: list[Message]) -> dict[str, str]:
     return found
 
 
-def plan(tools: list[ToolSpec]) -> list[ToolSpec]:
+def plan(tools: list[ToolSpec], order: dict[str, str]) -> list[ToolSpec]:
     """Makers first (so later calls find a file and a folder), a deleter late, finishers last,
-    ask_user never."""
-    middle = [t for t in tools if t.name not in LAST and t.name not in NEVER]
-    middle.sort(key=lambda t: 0 if t.name in FIRST else (2 if t.name in LATE else 1))
-    return middle + [t for t in tools if t.name in LAST]
+    a tool that needs a person never: as each manifest's `dry_run_order` says."""
+    middle = [t for t in tools if order.get(t.name) not in ("last", "never")]
+    middle.sort(key=lambda t: RANK.get(order.get(t.name, ""), 1))
+    return middle + [t for t in tools if order.get(t.name) == "last"]
 
 
 def callable_plan(
@@ -91,7 +89,7 @@ def callable_plan(
 ) -> tuple[list[tuple[ToolSpec, dict[str, Any]]], list[str]]:
     """(each tool that can be called now with its arguments, the names of those that cannot)."""
     out, left_out = [], []
-    for tool in plan(tools):
+    for tool in plan(tools, hints.get("order") or {}):
         try:
             out.append((tool, arguments(tool, hints)))
         except Unavailable:
@@ -109,8 +107,8 @@ class TestProvider(Provider):
         usage = Usage(input_tokens=len(request.system) // 4 + 10 * len(request.messages), output_tokens=20)
         if step < len(order):
             tool, args = order[step]
-            if tool.name in LAST:
-                args = {"result": self._final_text(request, f"dry run of {request.agent} finished")}
+            if "result" in args and (hints.get("order") or {}).get(tool.name) == "last":
+                args["result"] = self._final_text(request, f"dry run of {request.agent} finished")
             call = ToolCall(id=f"dry_{request.agent}_{step}", name=tool.name, arguments=args)
             return ModelResponse(
                 text="", tool_calls=[call], usage=usage, stop_reason="tool_use", model="test"

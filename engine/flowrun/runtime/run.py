@@ -246,8 +246,6 @@ class Run:
         return dry_run.hints(inst, self.spec.output, self.inputs, self.project, self.run_dir)
 
     async def aclose(self) -> None:
-        from flowrun.tools.shell import close_jobs
-
-        await close_jobs(self.tools.env.state)
+        await self.tools.env.state.aclose()  # background jobs are killed
         await close_tools(self)
         await self.models.aclose()

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.types import Finish, ResetContext, ToolResult
 
 
@@ -32,6 +32,32 @@ async def all_finished(ctx: ToolContext, result: str) -> ToolResult:
     return finish_result(out, {"result": result}, started)
 
 
+def dashboard_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any] | None:
+    """`update_dashboard`'s parameters with `name` as an enum of the agent's dashboards, so the
+    model (and a dry run) picks a real one; None (the manifest's) when none is configured."""
+    dashboards = config.get("dashboards")
+    if not isinstance(dashboards, dict) or not dashboards:
+        return None
+    described = ", ".join(f"{name} ({path})" for name, path in dashboards.items())
+    return {
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "enum": list(dashboards),
+                "description": f"Which dashboard: {described}.",
+            },
+            "content": {
+                "type": "string",
+                "description": "The complete new content of the dashboard (markdown).",
+            },
+        },
+        "required": ["name", "content"],
+        "additionalProperties": False,
+    }
+
+
+@tool(parameters=dashboard_parameters)
 async def update_dashboard(ctx: ToolContext, name: str, content: str) -> ToolResult:
     """Replace a dashboard file's content, then ask the runtime to restart the conversation
     from the system prompt and the dashboards (the dashboard is the compressed history)."""
@@ -81,6 +107,7 @@ def write_atomic(target: Path, content: str) -> None:
         raise
 
 
+@tool(replay="recorded")  # a person: a replay gives the answer they gave
 async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
     """Ask the person running the workflow; only in interactive runs."""
     started = time.perf_counter()
@@ -91,7 +118,7 @@ async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
             "and state your assumption"
         )
         return finish_result(error("NOT_INTERACTIVE", message), params, started)
-    service = ctx.services.get("ask_user")
+    service = ctx.services.ask_user
     if service is None:
         return finish_result(error("UNAVAILABLE", "no way to reach the user in this run"), params, started)
     try:
@@ -105,31 +132,3 @@ async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
     answer = "" if answer is None else str(answer)
     text = answer if answer.strip() else "(the user gave an empty answer)"
     return finish_result(ToolResult.ok(text, answer=answer), params, started)
-
-
-def dashboard_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any] | None:
-    """`update_dashboard`'s parameters with `name` as an enum of the agent's dashboards, so the
-    model (and a dry run) picks a real one; None (the manifest's) when none is configured."""
-    dashboards = config.get("dashboards")
-    if not isinstance(dashboards, dict) or not dashboards:
-        return None
-    described = ", ".join(f"{name} ({path})" for name, path in dashboards.items())
-    return {
-        "type": "object",
-        "properties": {
-            "name": {
-                "type": "string",
-                "enum": list(dashboards),
-                "description": f"Which dashboard: {described}.",
-            },
-            "content": {
-                "type": "string",
-                "description": "The complete new content of the dashboard (markdown).",
-            },
-        },
-        "required": ["name", "content"],
-        "additionalProperties": False,
-    }
-
-
-update_dashboard.dynamic_parameters = dashboard_parameters  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error
+from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import (
     atomic_write,
     encode_text,
@@ -25,6 +25,16 @@ SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
 
 
+def _edit_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """Only a replacement whose new text does not contain the old one: run again, it finds
+    nothing to replace. A line-range edit (or any other mode) run again edits the new lines."""
+    old, new = arguments.get("old_string"), arguments.get("new_string")
+    if not isinstance(old, str) or not old or arguments.get("start_line") is not None:
+        return False
+    return old not in (new if isinstance(new, str) else "")
+
+
+@tool(files="write", idempotent=_edit_repeat_safe)
 async def edit_file(
     ctx: ToolContext,
     *,
@@ -81,18 +91,6 @@ async def edit_file(
         return result
 
     return await run_path_tool(ctx, params, path, work, write=True)
-
-
-def _edit_repeat_safe(arguments: dict[str, Any]) -> bool:
-    """Only a replacement whose new text does not contain the old one: run again, it finds
-    nothing to replace. A line-range edit (or any other mode) run again edits the new lines."""
-    old, new = arguments.get("old_string"), arguments.get("new_string")
-    if not isinstance(old, str) or not old or arguments.get("start_line") is not None:
-        return False
-    return old not in (new if isinstance(new, str) else "")
-
-
-edit_file.idempotent = _edit_repeat_safe  # type: ignore[attr-defined]
 
 
 def _mode_problem(

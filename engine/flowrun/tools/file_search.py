@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error
+from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import human_size, looks_binary, run_path_tool
 from flowrun.tools.paths import display_path, glob_matches, path_allowed
 from flowrun.types import ToolResult
@@ -62,6 +62,7 @@ def _entry_line(entry: dict[str, Any]) -> str:
     return f"{entry['path']}  ({entry['type']})"
 
 
+@tool(files="read")
 async def list_directory(
     ctx: ToolContext, *, path: str = ".", recursive: bool = False, max_entries: int | None = None
 ) -> ToolResult:
@@ -94,6 +95,7 @@ async def list_directory(
     return await run_path_tool(ctx, params, path, work, enforce_paths=False)
 
 
+@tool(files="read")
 async def glob(ctx: ToolContext, *, pattern: str, path: str = ".") -> ToolResult:
     params: dict[str, Any] = {"pattern": pattern, "path": path}
     if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
@@ -122,6 +124,7 @@ async def glob(ctx: ToolContext, *, pattern: str, path: str = ".") -> ToolResult
     return await run_path_tool(ctx, params, path, work, enforce_paths=False)
 
 
+@tool(files="read")
 async def grep(
     ctx: ToolContext,
     *,

@@ -1,28 +1,27 @@
 """Reading a large file in chunks: stream_read_file returns the first chunk and a stream_id,
 continue_stream_read returns the next one until the file is done. Cursors (byte offset, line
-number, file size and mtime to notice changes) live in ctx.state["file_streams"]."""
+number, file size and mtime to notice changes) live in the run's `FileStreams` (ctx.state)."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.file_io import check_text, numbered, run_path_tool
 from flowrun.tools.paths import display_path
 from flowrun.types import ToolResult
 
-STATE_KEY = "file_streams"
 DEFAULT_MAX_CHUNK_LINES = 2000
 DEFAULT_MAX_BYTES = 100_000
 
 
 @dataclass(slots=True)
-class _Cursor:
+class StreamCursor:
     path: Path
     shown: str
     offset: int  # byte offset of the next line
@@ -33,6 +32,14 @@ class _Cursor:
     mtime_ns: int
 
 
+@dataclass
+class FileStreams:
+    """A run's open streams by stream_id (`ctx.state.of(FileStreams)`)."""
+
+    cursors: dict[str, StreamCursor] = field(default_factory=dict)
+
+
+@tool(files="read")
 async def stream_read_file(ctx: ToolContext, *, path: str, chunk_lines: int = 1000) -> ToolResult:
     params: dict[str, Any] = {"path": path, "chunk_lines": chunk_lines}
     lines = max(1, min(chunk_lines, int(ctx.config.get("max_chunk_lines", DEFAULT_MAX_CHUNK_LINES))))
@@ -45,7 +52,7 @@ async def stream_read_file(ctx: ToolContext, *, path: str, chunk_lines: int = 10
         info = resolved.stat()
         with resolved.open("rb") as f:
             check_text(f, shown, info.st_size)
-        cursor = _Cursor(resolved, shown, 0, 1, lines, max_bytes, info.st_size, info.st_mtime_ns)
+        cursor = StreamCursor(resolved, shown, 0, 1, lines, max_bytes, info.st_size, info.st_mtime_ns)
         return _next_chunk(ctx, secrets.token_hex(4), cursor)
 
     return await run_path_tool(ctx, params, path, work)
@@ -73,12 +80,11 @@ async def continue_stream_read(ctx: ToolContext, *, stream_id: str) -> ToolResul
     return finish_result(result, params, started, ctx.relative(cursor.path))
 
 
-def _streams(ctx: ToolContext) -> dict[str, _Cursor]:
-    streams: dict[str, _Cursor] = ctx.state.setdefault(STATE_KEY, {})
-    return streams
+def _streams(ctx: ToolContext) -> dict[str, StreamCursor]:
+    return ctx.state.of(FileStreams).cursors
 
 
-def _next_chunk(ctx: ToolContext, stream_id: str, cursor: _Cursor) -> ToolResult:
+def _next_chunk(ctx: ToolContext, stream_id: str, cursor: StreamCursor) -> ToolResult:
     info = cursor.path.stat()
     if (info.st_size, info.st_mtime_ns) != (cursor.size, cursor.mtime_ns):
         _streams(ctx).pop(stream_id, None)
@@ -114,7 +120,7 @@ def _next_chunk(ctx: ToolContext, stream_id: str, cursor: _Cursor) -> ToolResult
     return ToolResult.ok(f"{header}\n{numbered(lines, first)}\n{tail}", **data)
 
 
-def _read_lines(cursor: _Cursor) -> tuple[list[str], int]:
+def _read_lines(cursor: StreamCursor) -> tuple[list[str], int]:
     """Up to chunk_lines lines (and about max_bytes) from the cursor's offset; a single line
     longer than max_bytes comes as consecutive pieces, each counted as a line."""
     lines: list[str] = []

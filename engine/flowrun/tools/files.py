@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error
+from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import (
     atomic_write,
     check_text,
@@ -35,6 +35,7 @@ DEFAULT_MAX_WRITE_BYTES = 10_000_000
 WRITE_MODES = ("create", "overwrite", "append")
 
 
+@tool(files="read")
 async def read_file(
     ctx: ToolContext,
     *,
@@ -168,6 +169,12 @@ def _collect(
     return out, lineno, next_start, long_line
 
 
+def _write_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """create and overwrite leave the same file when run twice; append adds the text twice."""
+    return bool(arguments.get("mode", "create") != "append")
+
+
+@tool(files="write", idempotent=_write_repeat_safe)
 async def write_file(
     ctx: ToolContext, *, path: str, content: str, mode: str = "create", encoding: str = "utf-8"
 ) -> ToolResult:
@@ -191,14 +198,6 @@ async def write_file(
             return _write(resolved, display_path(ctx, resolved), data, mode, encoding, content)
 
     return await run_path_tool(ctx, params, path, work, write=True)
-
-
-def _write_repeat_safe(arguments: dict[str, Any]) -> bool:
-    """create and overwrite leave the same file when run twice; append adds the text twice."""
-    return bool(arguments.get("mode", "create") != "append")
-
-
-write_file.idempotent = _write_repeat_safe  # type: ignore[attr-defined]
 
 
 def _write(
@@ -245,6 +244,7 @@ def _write(
     )
 
 
+@tool(files="change")
 async def delete_file(ctx: ToolContext, *, path: str) -> ToolResult:
     """Delete a file, a symlink (the link, never its target) or an empty folder."""
     params: dict[str, Any] = {"path": path}
@@ -279,6 +279,7 @@ def _delete(ctx: ToolContext, resolved: Path) -> ToolResult:
     return ToolResult.ok(f"Deleted {shown} ({human_size(size)}).", applied=True, path=shown, type="file")
 
 
+@tool(files="change")
 async def create_directory(ctx: ToolContext, *, path: str) -> ToolResult:
     params: dict[str, Any] = {"path": path}
 

@@ -18,7 +18,7 @@ import shlex
 import time
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.process import exec_failure, launch, outcome_result, output_cap, run_process, unavailable
 from flowrun.tools.sandbox import SandboxUnavailable
 from flowrun.types import ToolResult
@@ -64,6 +64,22 @@ NO_PROGRAMS = {
 }
 
 
+READ_ONLY = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep"})
+BRANCH_LISTING = frozenset({"-a", "--all", "-r", "--remotes", "-l", "--list", "-v", "-vv", "--show-current"})
+
+
+def _git_repeat_safe(arguments: dict[str, Any]) -> bool:
+    """Reading subcommands are safe to run again; anything that may write (commit, add, tag,
+    branch with a name, push, ...) is not."""
+    argv, problem = _parse(arguments.get("args", []))
+    if problem is not None or not argv:
+        return True  # refused before git runs
+    if argv[0] == "branch":
+        return all(a in BRANCH_LISTING for a in argv[1:])
+    return argv[0] in READ_ONLY
+
+
+@tool(idempotent=_git_repeat_safe)
 async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     params: dict[str, Any] = {"args": args}
     started = time.perf_counter()
@@ -95,24 +111,6 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     result = outcome_result(outcome, f"git {argv[0]}", timeout)
     result.data["argv"] = ["git", *argv]
     return finish_result(result, params, started)
-
-
-READ_ONLY = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep"})
-BRANCH_LISTING = frozenset({"-a", "--all", "-r", "--remotes", "-l", "--list", "-v", "-vv", "--show-current"})
-
-
-def _git_repeat_safe(arguments: dict[str, Any]) -> bool:
-    """Reading subcommands are safe to run again; anything that may write (commit, add, tag,
-    branch with a name, push, ...) is not."""
-    argv, problem = _parse(arguments.get("args", []))
-    if problem is not None or not argv:
-        return True  # refused before git runs
-    if argv[0] == "branch":
-        return all(a in BRANCH_LISTING for a in argv[1:])
-    return argv[0] in READ_ONLY
-
-
-git.idempotent = _git_repeat_safe  # type: ignore[attr-defined]
 
 
 def _parse(args: list[str] | str) -> tuple[list[str], ToolResult | None]:

@@ -2,8 +2,8 @@
 
 Commands run with `bash -c` in ctx.cwd inside the tool's sandbox (see sandbox.py), each in its
 own process group (in the sandbox: its own PID namespace) so a timeout or a kill reaches every
-child. Background jobs live in ctx.state["shell_jobs"]; the runtime calls `close_jobs(state)`
-when the run ends so nothing outlives it. Per-agent config: `allow` /
+child. Background jobs live in the run's `ShellJobs` (ctx.state); the runtime closes it when the
+run ends, so nothing outlives it. Per-agent config: `allow` /
 `deny` command patterns (see command_policy), `timeout` (the most a call may ask for), `env`,
 `max_output_bytes`, `max_background_jobs`.
 """
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.command_policy import check_command, config_patterns, describe
 from flowrun.tools.process import (
     EOF_GRACE_S,
@@ -35,8 +35,6 @@ from flowrun.tools.process import (
 from flowrun.tools.sandbox import SandboxUnavailable
 from flowrun.types import ToolError, ToolResult
 
-STATE_KEY = "shell_jobs"
-SEQ_KEY = "shell_jobs_seq"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_TIMEOUT_S = 600.0
 DEFAULT_WAIT_S = 30.0
@@ -57,6 +55,24 @@ class ShellJob:
         return self.proc.returncode is None
 
 
+@dataclass
+class ShellJobs:
+    """A run's background jobs by id (`ctx.state.of(ShellJobs)`), ids numbered per run."""
+
+    jobs: dict[str, ShellJob] = field(default_factory=dict)
+    started: int = 0  # jobs started so far: the next id is bash_{started + 1}
+
+    def new_id(self) -> str:
+        self.started += 1
+        return f"bash_{self.started}"
+
+    async def aclose(self) -> None:
+        """Kill every job (the runtime calls this when the run ends)."""
+        await asyncio.gather(*(_stop(job) for job in self.jobs.values()), return_exceptions=True)
+        self.jobs.clear()
+
+
+@tool(idempotent=False)  # a command line may do anything
 async def execute_shell(
     ctx: ToolContext,
     *,
@@ -82,9 +98,6 @@ async def execute_shell(
         limit = capped(timeout, DEFAULT_TIMEOUT_S, ctx.config.get("timeout", DEFAULT_MAX_TIMEOUT_S))
         result = await run_confined(ctx, ["bash", "-c", command], limit, "the command")
     return finish_result(result, params, started)
-
-
-execute_shell.idempotent = False  # type: ignore[attr-defined]  # a command line may do anything
 
 
 async def get_shell_output(
@@ -123,16 +136,8 @@ async def kill_shell(ctx: ToolContext, *, bash_id: str) -> ToolResult:
     return finish_result(result, params, started)
 
 
-async def close_jobs(state: dict[str, Any]) -> None:
-    """Kill every background job of a run (the runtime calls this when the run ends)."""
-    jobs: dict[str, ShellJob] = state.get(STATE_KEY, {})
-    await asyncio.gather(*(_stop(job) for job in jobs.values()), return_exceptions=True)
-    jobs.clear()
-
-
 def _jobs(ctx: ToolContext) -> dict[str, ShellJob]:
-    jobs: dict[str, ShellJob] = ctx.state.setdefault(STATE_KEY, {})
-    return jobs
+    return ctx.state.of(ShellJobs).jobs
 
 
 async def _start_job(ctx: ToolContext, command: str) -> ToolResult:
@@ -151,8 +156,7 @@ async def _start_job(ctx: ToolContext, command: str) -> ToolResult:
         return unavailable(e)
     except OSError as e:
         return error("UNAVAILABLE", f"cannot start bash: {e}")
-    ctx.state[SEQ_KEY] = ctx.state.get(SEQ_KEY, 0) + 1
-    bash_id = f"bash_{ctx.state[SEQ_KEY]}"
+    bash_id = ctx.state.of(ShellJobs).new_id()
     job = ShellJob(bash_id, command, proc, CappedOutput(output_cap(ctx)))
     assert proc.stdout is not None
     job.reader = asyncio.create_task(pump(proc.stdout, job.unread))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.process import capped, run_confined
 from flowrun.tools.skills import Skill, find_skills, skill_parameters
 from flowrun.types import ToolResult
@@ -70,6 +70,7 @@ def script_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[s
     return params
 
 
+@tool(parameters=script_parameters)
 async def run_skill_script(
     ctx: ToolContext,
     *,
@@ -113,6 +114,3 @@ async def run_skill_script(
     confined = dataclasses.replace(ctx, sandbox=policy)
     result = await run_confined(confined, argv, limit, f"{skill}/{script}")
     return finish_result(result, params, started)
-
-
-run_skill_script.dynamic_parameters = script_parameters  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.types import ToolResult
 from flowrun.yaml_limits import Loader, scan_events
 
@@ -177,6 +177,7 @@ def skill_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[st
     }
 
 
+@tool(parameters=skill_parameters)
 async def use_skill(ctx: ToolContext, skill: str, file: str | None = None) -> ToolResult:
     started = time.perf_counter()
     params: dict[str, Any] = {"skill": skill, "file": file}
@@ -279,6 +280,3 @@ def _read_skill_file(ctx: ToolContext, skill: Skill, file: str) -> ToolResult:
 def _is_text(path: Path) -> bool:
     with path.open("rb") as f:
         return b"\x00" not in f.read(2048)
-
-
-use_skill.dynamic_parameters = skill_parameters  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir
 from flowrun.tools.net_guard import AddressRefused, NetPolicy
 from flowrun.types import ToolResult
@@ -63,6 +63,7 @@ class Fetched:
     truncated: bool  # stopped reading at max_bytes
 
 
+@tool(replay="recorded")  # the network: a replay shows the page as it was then
 async def visit_url(
     ctx: ToolContext, url: str, max_chars: int | None = None, start_char: int = 0
 ) -> ToolResult:

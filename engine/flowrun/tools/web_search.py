@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flowrun.tools.base import ToolContext, error, finish_result
+from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir, search_corpus
 from flowrun.tools.net_guard import AddressRefused, NetPolicy
 from flowrun.types import ToolResult
@@ -24,6 +24,7 @@ SNIPPET_CHARS = 500
 DEPTHS = ("basic", "advanced")
 
 
+@tool(replay="recorded")  # the network: a replay shows what the search found then
 async def web_search(
     ctx: ToolContext, query: str, max_results: int = 5, search_depth: str = "basic"
 ) -> ToolResult:

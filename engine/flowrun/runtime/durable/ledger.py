@@ -40,8 +40,6 @@ from flowrun.runtime.durable.event_log import read_events
 from flowrun.types import ModelResponse, ToolResult
 
 Mode = Literal["resume", "replay"]
-# tools whose recorded result is used on replay instead of running them again (network, humans)
-RECORDED_ONLY = frozenset({"web_search", "visit_url", "ask_user"})
 # events that repeat work already logged; a resumed run does not write them twice
 REPEATABLE: tuple[type[Event], ...] = (
     RunStartEvent,

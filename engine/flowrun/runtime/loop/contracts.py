@@ -24,7 +24,7 @@ from flowrun.providers.base import ModelConfig, Provider
 from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import Mode, SandboxPolicy
-from flowrun.types import Message, ModelResponse, ToolCall, ToolResult, ToolSpec
+from flowrun.types import FileUse, Message, ModelResponse, ReplayUse, ToolCall, ToolResult, ToolSpec
 
 # ---------------------------------------------------------------- an agent and its outcome
 
@@ -158,6 +158,15 @@ class BoundTool:
     # call's arguments (write_file: all modes but append). A call that is not is recorded
     # (`tool_intent`) before it runs, and not run again by a resume that finds no result.
     idempotent: bool | Callable[[dict[str, Any]], bool] = True
+    # what it does with the path it is given: read (a dry run gives it a file that exists), write
+    # (a result's `path_resolved` joins the agent's written files), change (deletes, makes folders)
+    files: FileUse | None = None
+    # what a replay does with a recorded call: run it again, or give the recorded result (the
+    # network, a person)
+    replay: ReplayUse = "run"
+    # an agent offered as a tool: it runs again on replay and resume (from its recorded model
+    # calls, to rebuild its state), and a prompt's `team` lists it
+    delegates: bool = False
     _validator: Any = None
 
     def repeat_safe(self, arguments: dict[str, Any]) -> bool:

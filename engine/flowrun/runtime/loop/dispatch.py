@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,16 +15,15 @@ from typing import Any
 from flowrun.errors import BudgetExceeded, FlowrunError
 from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
 from flowrun.redaction import Redactor
-from flowrun.runtime.durable.ledger import RECORDED_ONLY, Ledger
+from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
-from flowrun.tools.base import ToolContext
+from flowrun.tools.base import AskUser, RunState, ToolContext, ToolServices
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult
 
-WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its context
 
 
@@ -36,8 +35,8 @@ class ToolEnvironment:
     run_dir: Path
     search_path: list[Path]
     interactive: bool = False
-    ask_user: Callable[[str], Awaitable[str]] | None = None
-    state: dict[str, Any] = field(default_factory=dict)  # run-scoped tool state (background jobs, ...)
+    ask_user: AskUser | None = None
+    state: RunState = field(default_factory=RunState)  # run-scoped tool state (background jobs, ...)
     sandboxes: SandboxPolicies | None = None  # None: the default policy (required, no network)
     redactor: Redactor = field(default_factory=Redactor)  # applied to every result
     approvals: Approvals | None = None  # None: no entry's `approve:` is honoured (tests)
@@ -57,6 +56,7 @@ class ToolDispatcher:
         self.max_concurrency = max_concurrency
         self.emit = emit
         self.ledger = ledger
+        self.services = ToolServices(ask_user=env.ask_user, emit=emit)
 
     async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
         """Results come back in the order the model asked for them."""
@@ -103,8 +103,9 @@ class ToolDispatcher:
             result.context["cwd"] = _relative_cwd(inst.cwd, self.env.workspace)
         # what the model and the event log see: no secret, nor a shell-made form of one
         result = self.env.redactor.result(result)
-        if call.name in WRITE_TOOLS and result.status != "error" and result.context.get("path_resolved"):
-            inst.written.add(str(result.context["path_resolved"]))
+        written = result.context.get("path_resolved")
+        if bound is not None and bound.files == "write" and result.status != "error" and written:
+            inst.written.add(str(written))
         self.emit(
             ToolResultEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=call.name, result=result)
         )
@@ -115,7 +116,7 @@ class ToolDispatcher:
         if problem is not None:
             return problem
         recorded = self._recorded_result(inst, bound, call)
-        if recorded is not None and self._skip_execution(call):
+        if recorded is not None and self._skip_execution(bound):
             return recorded
         if self.ledger is not None and self.ledger.started_unfinished(inst.id, call.id):
             return effect_unknown(bound)
@@ -133,22 +134,21 @@ class ToolDispatcher:
 
     def _recorded_result(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolResult | None:
         # a sub-agent always runs again (from its recorded model calls) to rebuild its state
-        if self.ledger is None or bound.kind.name == "agent":
+        if self.ledger is None or bound.delegates:
             return None
         return self.ledger.tool_result(inst.id, call.id)
 
-    def _skip_execution(self, call: ToolCall) -> bool:
+    def _skip_execution(self, bound: BoundTool) -> bool:
+        """A resume re-uses every recorded result; a replay only those of `replay: recorded`
+        tools (the network, a person), and runs the others again for their files."""
         assert self.ledger is not None
-        return self.ledger.mode == "resume" or call.name in RECORDED_ONLY
+        return self.ledger.mode == "resume" or bound.replay == "recorded"
 
     def tool_context(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolContext:
         env = self.env
         base = env.workspace
         if bound.config.get("base_dir"):
             base = (env.workspace / bound.config["base_dir"]).resolve()
-        services: dict[str, Callable[..., Any]] = {"emit": self.emit}
-        if env.ask_user is not None:
-            services["ask_user"] = env.ask_user
         return ToolContext(
             workspace=env.workspace,
             base_dir=base,
@@ -162,7 +162,7 @@ class ToolDispatcher:
             limits=dict(bound.limits),
             search_path=list(env.search_path),
             state=env.state,
-            services=services,
+            services=self.services,
             interactive=env.interactive,
             protected=PROTECTED,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),

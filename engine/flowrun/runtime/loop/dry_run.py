@@ -1,6 +1,7 @@
 """What the offline test provider (--dry-run) is told so its calls show real wiring and succeed:
 a file each tool may write, a scratch folder, a page it can visit without a network, a query
-from the inputs, and each tool manifest's `dry_run` arguments."""
+from the inputs, each tool manifest's `dry_run` arguments and `dry_run_order`. Which file a tool
+gets follows what it declares (`files:` read, write or change), never its name."""
 
 from __future__ import annotations
 
@@ -12,11 +13,8 @@ from flowrun.manifest.project import Project
 from flowrun.paths import builtin_corpus
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.loop.contracts import AgentInstance, BoundTool
+from flowrun.types import FileUse
 
-# built-in tools that change the file they are given: never pointed at a file that already exists
-WRITERS = frozenset({"write_file", "edit_file", "delete_file", "create_directory"})
-# built-in tools that only read: pointed at an existing file anywhere (also in a --workdir)
-READERS = frozenset({"read_file", "stream_read_file", "grep", "glob", "list_directory"})
 TEXT_SUFFIXES = frozenset({".md", ".txt", ".json", ".jsonl", ".yaml", ".yml", ".py", ".csv", ".rst", ".toml"})
 SKIPPED = frozenset({name.rstrip("/") for name in PROTECTED} | {"runs", "node_modules", "__pycache__"})
 MAX_DEPTH = 3  # folders below the agent's folder looked into for a file to read
@@ -44,20 +42,25 @@ def hints(
     project: Project,
     run_dir: Path | None = None,
 ) -> dict[str, Any]:
-    write = inst.tools.get("write_file")
-    allowed = _write_globs(write)
+    allowed = _write_globs(_first_with(inst, "write"))
     target = output if (output and (not allowed or output in allowed)) else None
     path = target or sample_path(allowed, inst.name)
     found: dict[str, Any] = {"write_path": path, "text": f"dry run by {inst.name}: wiring checked"}
     in_run = run_dir is None or inst.cwd.resolve().is_relative_to(run_dir.resolve())
     found["paths"] = _tool_paths(inst, path, output, in_run)
-    scratch = sample_dir(_write_globs(inst.tools.get("create_directory")), inst.name)
-    if scratch is not None and "create_directory" in inst.tools:
+    maker = _first_with(inst, "change")
+    scratch = sample_dir(_write_globs(maker), inst.name)
+    if scratch is not None and maker is not None:
         found["dir"] = scratch
     found["dry_run"] = {
         name: dict(loaded.spec.dry_run)
         for name in inst.tools
         if (loaded := project.tools.get(name)) is not None and loaded.spec.dry_run
+    }
+    found["order"] = {
+        name: loaded.spec.dry_run_order
+        for name in inst.tools
+        if (loaded := project.tools.get(name)) is not None and loaded.spec.dry_run_order
     }
     if url := corpus_page(tuple(project.roots)):
         found["url"] = url
@@ -67,20 +70,26 @@ def hints(
     return found
 
 
+def _first_with(inst: AgentInstance, files: FileUse) -> BoundTool | None:
+    """The agent's first tool (in its tools order) that declares `files: <files>`."""
+    return next((b for b in inst.tools.values() if b.files == files), None)
+
+
 def _tool_paths(inst: AgentInstance, path: str | None, output: str | None, in_run: bool) -> dict[str, Any]:
-    """The file each tool is called on. The agent's own file (the one write_file writes) when it
-    exists or the tool writes; otherwise, so that an agent without write_file (a reviewer) reads
-    something, a file that exists: any text file of the agent's folder for a built-in reader, and
-    for another tool too in the run folder; outside it (--workdir), where a tool of unknown effect
-    must not touch the user's files, a sample file the dry run makes."""
+    """The file each tool is called on. The agent's own file (the one its first `files: write`
+    tool writes) when it exists or the tool writes or changes files; otherwise, so that an agent
+    without a writer (a reviewer) reads something, a file that exists: any text file of the
+    agent's folder for a `files: read` tool, and for another tool too in the run folder; outside
+    it (--workdir), where a tool of unknown effect must not touch the user's files, a sample file
+    the dry run makes."""
     found: dict[str, Any] = {}
     existing: list[str | None] = []  # looked up once, when first needed
     for name, bound in inst.tools.items():
         own = tool_path(bound, path, inst.name)
-        if name in WRITERS or (own is not None and (inst.cwd / own).exists()):
+        if bound.files in ("write", "change") or (own is not None and (inst.cwd / own).exists()):
             found[name] = own
             continue
-        if name in READERS or in_run:
+        if bound.files == "read" or in_run:
             if not existing:
                 existing.append(existing_file(inst.cwd, [path, output]) or _sample_file(inst))
             other = existing[0]
@@ -133,8 +142,8 @@ def _write_globs(bound: BoundTool | None) -> list[str]:
 
 
 def tool_path(bound: BoundTool, default: str | None, agent: str) -> str | None:
-    """The file a tool works on: the one write_file writes, unless the tool's own path policy
-    rules it out (then a file its policy allows)."""
+    """The file a tool works on: the agent's own file (its writer's), unless the tool's own
+    path policy rules it out (then a file its policy allows)."""
     globs = _write_globs(bound)
     if not globs or default is None:
         return default

@@ -22,7 +22,7 @@ def team_of(tools: dict[str, BoundTool]) -> list[dict[str, str]]:
     return [
         {"name": b.name, "description": getattr(b.target, "tool_description", b.spec.description)}
         for b in tools.values()
-        if b.kind.name == "agent"
+        if b.delegates
     ]
 
 

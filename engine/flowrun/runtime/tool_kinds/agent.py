@@ -114,7 +114,7 @@ class AgentKind(ToolKind):
         description = callee.tool_description + AGENT_TOOL_SUFFIX
         cap = int(request.config.get("max_steps") or callee.max_steps)
         spec = ToolSpec(request.name, description, agent_tool_parameters(selectable, cap))
-        return [BoundTool(request.name, spec, self, dict(request.config), target=callee)]
+        return [BoundTool(request.name, spec, self, dict(request.config), target=callee, delegates=True)]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         return await call_agent(call.run, call.caller, bound, call.arguments, call.call)

@@ -17,7 +17,8 @@ from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import ImplementationSpec, ToolManifest
 from flowrun.manifest.templates import analyse
 from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation, ToolKind
-from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
+from flowrun.runtime.tool_kinds.manifest_tool import declare, limits_of, merged_config
+from flowrun.tools.base import ToolProperties
 from flowrun.tools.command import run_command
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
@@ -91,10 +92,9 @@ class CommandKind(ToolKind):
         manifest = request.project.tools[request.name].spec
         config = merged_config(manifest, request)
         spec = ToolSpec(manifest.name, manifest.description.strip(), manifest.parameters)
-        impl = _impl(manifest)
-        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, impl)
-        bound.idempotent = bool(manifest.idempotent)  # a command may do anything: not unless declared
-        return [bound]
+        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), target=_impl(manifest))
+        # everything from the manifest; a command may do anything: not idempotent unless declared
+        return [declare(bound, manifest, ToolProperties(), idempotent=False)]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         impl: CommandImplementation = bound.target

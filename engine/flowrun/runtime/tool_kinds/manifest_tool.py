@@ -1,5 +1,6 @@
 """What python and command tools share: a `tools.d` manifest whose defaults, limits and the
-agent's per-tool config become the bound tool's config."""
+agent's per-tool config become the bound tool's config, and whose declared properties (over the
+function's own, for python tools) become the bound tool's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 from flowrun.manifest.kinds import context_kind
 from flowrun.manifest.specs import ToolManifest
-from flowrun.runtime.loop.contracts import BindRequest
+from flowrun.runtime.loop.contracts import BindRequest, BoundTool
+from flowrun.tools.base import ToolProperties
 
 
 def merged_config(manifest: ToolManifest, request: BindRequest) -> dict[str, Any]:
@@ -28,3 +30,17 @@ def merged_config(manifest: ToolManifest, request: BindRequest) -> dict[str, Any
 
 def limits_of(manifest: ToolManifest) -> dict[str, Any]:
     return manifest.limits.model_dump(exclude_none=True)
+
+
+def declare(bound: BoundTool, manifest: ToolManifest, own: ToolProperties, idempotent: bool) -> BoundTool:
+    """`bound` with the properties the manifest declares, else those its function declares
+    (`own`, from @tool), else the defaults: not sequential, no file use, run again on replay,
+    and `idempotent` as the kind decides."""
+    bound.sequential = bool(manifest.sequential if manifest.sequential is not None else own.sequential)
+    bound.files = manifest.files or own.files
+    bound.replay = manifest.replay or own.replay or "run"
+    if manifest.idempotent is not None:
+        bound.idempotent = manifest.idempotent
+    else:
+        bound.idempotent = own.idempotent if own.idempotent is not None else idempotent
+    return bound

@@ -22,8 +22,8 @@ from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.sandboxing import entry_policy
 from flowrun.manifest.specs import ENTRY_KEYS, ImplementationSpec, ToolManifest
 from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation, ToolKind
-from flowrun.runtime.tool_kinds.manifest_tool import limits_of, merged_config
-from flowrun.tools.base import ToolFunction
+from flowrun.runtime.tool_kinds.manifest_tool import declare, limits_of, merged_config
+from flowrun.tools.base import ToolFunction, tool_properties
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
 
@@ -105,21 +105,16 @@ class PythonKind(ToolKind):
         manifest = loaded.spec
         config = merged_config(manifest, request)
         func = import_function(_target(manifest), request.project.roots[0])
+        own = tool_properties(func)  # what @tool declared on the function
         parameters = manifest.parameters
-        dynamic = getattr(func, "dynamic_parameters", None)
-        if dynamic is not None:  # e.g. use_skill lists the skills it can load
-            parameters = dynamic(request.project.roots, config) or parameters
+        if own.parameters is not None:  # e.g. use_skill lists the skills it can load
+            parameters = own.parameters(request.project.roots, config) or parameters
         spec = ToolSpec(manifest.name, manifest.description.strip(), parameters)
-        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), manifest.sequential, func)
-        # the manifest's `idempotent:` wins; else the function's own rule (write_file: not in
-        # append mode); else a python tool is taken to be safe to repeat, unless it starts
-        # processes (`processes: true`: a skill's script, a command may do anything)
-        bound.idempotent = (
-            manifest.idempotent
-            if manifest.idempotent is not None
-            else getattr(func, "idempotent", not manifest.processes)
-        )
-        return [bound]
+        bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), target=func)
+        # the manifest's keys win, then the function's (write_file: idempotent but in append
+        # mode); else a python tool is taken to be safe to repeat, unless it starts processes
+        # (`processes: true`: a skill's script, a command may do anything)
+        return [declare(bound, manifest, own, idempotent=not manifest.processes)]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         func: ToolFunction = bound.target
