@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from flowrun.manifest import unions
+
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+# tests read manifests in-process as the CLI does: the kinds are registered on first use
+unions.on_first_use(lambda: __import__("flowrun.runtime.kinds"))
 
 SECRET_VARS = (
     "ANTHROPIC_API_KEY",

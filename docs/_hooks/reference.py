@@ -87,6 +87,7 @@ class KindPage:
     """The sections of one kind: an object schema per section, reached at a key path."""
 
     def __init__(self, kind: str) -> None:
+        import flowrun.runtime.kinds  # noqa: F401  (registers the kinds whose specs the schema holds)
         from flowrun.manifest.schema_export import kind_schema
 
         self.kind = kind
