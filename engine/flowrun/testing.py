@@ -289,6 +289,6 @@ def draft_test_file(
     header = (
         f"# Recorded by `flowrun record` from a run of {workflow}.\n"
         "# `flowrun test` replays the cassette offline and checks `expect`: add what matters\n"
-        "# (output.contains / matches, tool call arguments, files, a budget); see the README.\n"
+        "# (output.contains / matches, tool call arguments, files, a budget); see the docs: how-to/testing.md.\n"
     )
     return header + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)

@@ -16,7 +16,7 @@ from flowrun.manifest.specs import AgentManifest
 from flowrun.manifest.yaml_source import load_source
 
 SCHEMAS_DIR = "schemas"
-HINT = "see `output_schema` in the README: an object schema, inline or a file under schemas/"
+HINT = "an object schema, inline or a file under schemas/ (docs: how-to/structured-output.md)"
 
 
 def schema_file(loaded: Loaded[AgentManifest], project: Project) -> Path | None:

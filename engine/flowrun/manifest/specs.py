@@ -114,7 +114,7 @@ class Thinking(Strict):
 
 class RateLimit(Strict):
     """A model's rate limits, shared by every run of the process (and of a batch, on Ray too):
-    requests are spread evenly, tokens come from a bucket of ten seconds' worth."""
+    requests are spread evenly, tokens come from a bucket of one second's worth."""
 
     requests_per_minute: int | None = Field(None, ge=1, description="Requests started per minute, at most.")
     tokens_per_minute: int | None = Field(

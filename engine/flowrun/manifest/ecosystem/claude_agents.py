@@ -235,7 +235,7 @@ def _tool(item: str, out: Converted, where: PathKey) -> None:
     if not names:
         hint = (
             did_you_mean(base, TOOL_MAP)
-            or "see 'Using Claude Code agents and skills' in flowrun's README for the tools it maps"
+            or "the tools flowrun maps are listed in its docs: how-to/claude-code.md"
         )
         message = f"Claude Code tool '{base}' has no flowrun equivalent; it is ignored"
         out.problem(where, message, hint, "ignored-tool", severity="warning")
