@@ -575,17 +575,21 @@ def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:
     except (OSError, ValueError):  # missing, not JSON, not UTF-8
         meta = None
     if not isinstance(meta, dict) or not isinstance(meta.get("workflow_file"), str):
-        start = next((e for e in read_lines(run_dir / "events.jsonl") if e.get("type") == "run_start"), None)
+        lines = read_lines(run_dir / "events.jsonl")
+        start = next((e for e in lines if e.get("type") == "run_start"), None)
         if start is None or not isinstance(start.get("workflow_file"), str):
             raise RunError(
                 f"{run_dir} has no run.json and no run_start event",
                 "the run never started: run it again with the same --run-id",
             )
-        meta = {**start, "status": "incomplete"}
+        # the options of its last start: a resume may have changed some
+        starts = [e for e in lines if e.get("type") in ("run_start", "run_resumed") and e.get("options")]
+        latest = [e["options"] for e in starts]
+        meta = {**start, **({"options": latest[-1]} if latest else {}), "status": "incomplete"}
     workflow = Path(meta["workflow_file"]).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
-    return meta, load(workflow, [str(o) for o in meta.get("overrides") or []])
+    return meta, load(workflow, list(RunOptions.from_record(meta).overrides))
 
 
 def _recorded_result(run_dir: Path, meta: dict[str, Any]) -> RunResult:

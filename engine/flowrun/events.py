@@ -100,6 +100,7 @@ class RunStartEvent(Event):
 @dataclass(kw_only=True, slots=True)
 class RunResumedEvent(Event):
     recorded_model_calls: int
+    options: dict[str, Any] | None = None  # the options the run goes on with (a resume may change some)
 
 
 @event_type("agent_start")

@@ -129,7 +129,7 @@ def resume(
                 message=message,
                 read=chat_reader(progress) if chatting else None,
                 # what is not given stays as the run recorded it
-                verbosity=level if quiet or verbose else None,
+                verbosity=1 if verbose else None,
                 sandbox=sandbox,
                 yes=True if yes else None,
             ),
@@ -168,7 +168,7 @@ def replay(
                 run_dir,
                 into=into,
                 on_event=on_event,
-                verbosity=level,
+                verbosity=1 if verbose else 0,
                 sandbox=sandbox,
                 diff=diff,
             ),

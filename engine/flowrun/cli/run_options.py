@@ -115,6 +115,7 @@ class RunArgs:
 
     @property
     def verbosity(self) -> int:
+        """The terminal's: -1 (-q), 0 or 1 (-v)."""
         return verbosity(self.quiet, self.verbose)
 
     def options(self) -> RunOptions:
@@ -131,7 +132,7 @@ class RunArgs:
             yes=self.yes,
             no_thinking=self.no_thinking,
             workdir=self.workdir,
-            verbosity=self.verbosity,
+            verbosity=1 if self.verbose else 0,  # -q is about the terminal, not flowrun.log
             overrides=self.overrides,
         )
 

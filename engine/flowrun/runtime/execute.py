@@ -142,7 +142,8 @@ def _package_version(name: str) -> str:
 def _emit_start(run: Run, resume: bool) -> None:
     """The events a run (or a resume of it) starts with."""
     if resume:
-        run.emit(RunResumedEvent(recorded_model_calls=len(run.ledger.responses) if run.ledger else 0))
+        calls = len(run.ledger.responses) if run.ledger else 0
+        run.emit(RunResumedEvent(recorded_model_calls=calls, options=run.options.to_dict()))
     run.emit(
         RunStartEvent(
             workflow=run.spec.name,

@@ -45,7 +45,7 @@ class RunOptions:
     yes: bool = False  # -y/--yes: approve every call of an `approve: ask` tool
     no_thinking: bool = False  # --no-thinking: every model's thinking off
     workdir: Path | None = None  # --workdir (or workspace.dir): the agents' folder, absolute once run
-    verbosity: int = 0  # -q (-1) / -v (1): flowrun.log at DEBUG when above 0
+    verbosity: int = 0  # -v (1): flowrun.log at DEBUG when above 0
     limits: dict[str, Any] = field(default_factory=dict)  # tighter `limits:` for this run
     overrides: tuple[str, ...] = ()  # --set PATH=VALUE: the texts the manifests were changed with
 
