@@ -5,6 +5,8 @@
     wf = flowrun.load("examples/research.yaml")           # ManifestInvalid lists every problem
     result = await wf.run({"question": "..."}, dry_run=True)
     print(result.status, result.output, result.usage["total_tokens"])
+    options = flowrun.RunOptions(model="openai:gpt-4o", sandbox="off")   # as run.json records them
+    result = await wf.run({"question": "..."}, options, on_event=print)  # the callbacks: keyword arguments
 
     async with wf.stream({"question": "..."}, dry_run=True) as events:   # typed events as they happen
         async for event in events:
