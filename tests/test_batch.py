@@ -432,7 +432,7 @@ def test_set_changes_every_item_in_this_process_or_in_workers(
     meta = json.loads((out / "batch.json").read_text())
     assert meta["options"]["overrides"] == ["models.m.max_tokens=123"]
     for line in results(out):
-        assert json.loads((out / line["run_dir"] / "run.json").read_text())["overrides"] == [
+        assert json.loads((out / line["run_dir"] / "run.json").read_text())["options"]["overrides"] == [
             "models.m.max_tokens=123"
         ]
 

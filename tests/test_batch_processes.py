@@ -297,7 +297,9 @@ def test_the_workers_load_the_workflow_with_its_overrides(tmp_path: Path, overri
         assert summary.ok and summary.processes == 2
         for line in results(out):
             meta = json.loads((out / line["run_dir"] / "run.json").read_text())
-            assert meta["overrides"] == [o.text for o in wf.overrides]  # as an in-process run records them
+            assert meta["options"]["overrides"] == [
+                o.text for o in wf.overrides
+            ]  # as an in-process run records them
         assert {r.body["model"] for r in server.requests} == {"other-model"}
         assert len(server.requests) == 8
         if "task" in overrides:

@@ -106,3 +106,27 @@ def test_the_command_line_joins_a_cluster_by_address(ray_cluster: str, tmp_path:
     assert "2 items: 2 completed, 0 failed" in proc.stdout
     assert sorted(question_of(r) for r in server.requests) == ["x", "x", "y", "y"]
     assert {r.body["max_tokens"] for r in server.requests} == {77}
+
+
+def test_ray_workers_run_items_with_the_batch_options(ray_cluster: str, tmp_path: Path) -> None:
+    """Each Ray task runs its item with the options an in-process batch gives it (run.json)."""
+    with WireServer(answerer()) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", ["x", "y"])
+        options = flowrun.RunOptions(
+            dry_run=True, sandbox="off", yes=True, overrides=["models.m.max_tokens=77"]
+        )
+        seen = {}
+        for backend in ("local", "ray"):
+            out = tmp_path / backend
+            summary = asyncio.run(
+                flowrun.run_batch(
+                    workflow, items, options, out=out, backend=backend, processes=None, stream=False
+                )
+            )
+            assert summary.ok, summary
+            seen[backend] = [
+                json.loads((out / r["run_dir"] / "run.json").read_text())["options"] for r in results(out)
+            ]
+    expected = {**options.to_dict(), "stream": False, "overrides": ["models.m.max_tokens=77"]}
+    assert seen["ray"] == seen["local"] == [expected] * 2

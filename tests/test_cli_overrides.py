@@ -69,16 +69,16 @@ def test_set_changes_an_agents_limits_and_resume_keeps_it(tmp_path: Path) -> Non
     ended = [e for e in events(run_dir) if e["type"] == "agent_end" and e["agent"] == "searcher"]
     assert [(e["status"], e["steps"]) for e in ended] == [("max_steps", 2)]
     meta = json.loads((run_dir / "run.json").read_text())
-    assert meta["overrides"] == ["agents.searcher.max_steps=2", "limits.max_total_steps=50"]
+    assert meta["options"]["overrides"] == ["agents.searcher.max_steps=2", "limits.max_total_steps=50"]
     start = events(run_dir)[0]
-    assert start["type"] == "run_start" and start["overrides"] == meta["overrides"]
+    assert start["type"] == "run_start" and start["options"] == meta["options"]
     # make it look crashed before its end; resume loads the workflow with the same --set
     lines = (run_dir / "events.jsonl").read_text().splitlines()
     (run_dir / "events.jsonl").write_text("\n".join(lines[:-1]) + "\n")
     (run_dir / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     proc = run_cli(["resume", str(run_dir), "-q"])
     assert proc.returncode == 0, proc.stderr
-    assert json.loads((run_dir / "run.json").read_text())["overrides"] == meta["overrides"]
+    assert json.loads((run_dir / "run.json").read_text())["options"] == meta["options"]
 
 
 def test_set_model_and_per_agent_model_reach_the_wire(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_set_model_and_per_agent_model_reach_the_wire(tmp_path: Path) -> None:
     others = [r for r in requests if "You are the writer" not in r.system]
     assert others and all(r.api == "anthropic" for r in others)
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
-    assert meta["agent_models"] == {"writer": "openai:gpt-test"}
+    assert meta["options"]["agent_models"] == {"writer": "openai:gpt-test"}
 
 
 def test_python_api_overrides_and_models(tmp_path: Path) -> None:
@@ -132,6 +132,6 @@ def test_api_overrides_are_recorded_as_texts_that_read_back_the_same(tmp_path: P
     }
     result = flowrun.load(RESEARCH, given).run_sync({"question": "q"}, runs_dir=tmp_path, dry_run=True)
     assert result.ok, result.message
-    texts = json.loads((result.run_dir / "run.json").read_text())["overrides"]
+    texts = json.loads((result.run_dir / "run.json").read_text())["options"]["overrides"]
     again = flowrun.load(RESEARCH, texts)
     assert {".".join(o.path): o.value for o in again.overrides} == given

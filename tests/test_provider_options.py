@@ -102,7 +102,7 @@ def test_thinking_body_only_when_thinking_is_switched_off_or_on(tmp_path: Path) 
     kwargs = [r.body.get("chat_template_kwargs") for r in requests]
     off_body, on_body = {"enable_thinking": False}, {"enable_thinking": True}
     assert kwargs == [None] * 2 + [off_body] * 4 + [on_body] * 2 + [off_body] * 2
-    assert json.loads((tmp_path / "runs" / "b" / "run.json").read_text())["no_thinking"] is True
+    assert json.loads((tmp_path / "runs" / "b" / "run.json").read_text())["options"]["no_thinking"] is True
 
 
 def test_no_thinking_turns_anthropic_thinking_off(tmp_path: Path) -> None:

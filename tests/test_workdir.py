@@ -82,7 +82,7 @@ def test_workdir_runs_the_agents_in_the_users_folder(tmp_path: Path) -> None:
     assert not (run_dir / "workspace").exists() and not (run_dir / "TASK.md").exists()
     assert {p.name for p in proj.iterdir()} == {"src", "NOTES.md", "TASK.md", "made-by-shell.txt"}
     meta = json.loads((run_dir / "run.json").read_text())
-    assert meta["workdir"] == str(proj.resolve())
+    assert meta["options"]["workdir"] == str(proj.resolve())
     # the folder is kept: a second run sees (and adds to) what the first left
     proc = run_cli([*args, "--run-id", "r2"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -4,7 +4,7 @@ The public API (see flowrun.api) is imported on first use, so `import flowrun` s
 
     import flowrun
     wf = flowrun.load("examples/research.yaml")
-    result = wf.run_sync({"question": "..."}, dry_run=True)
+    result = wf.run_sync({"question": "..."}, dry_run=True)  # or flowrun.RunOptions(dry_run=True)
     summary = asyncio.run(flowrun.run_batch(wf, "questions.jsonl", concurrency=20))
 """
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     )
     from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
     from flowrun.runtime.loop.approvals import ApprovalRequest
+    from flowrun.runtime.options import RunOptions
 
 _EXPORTS = {
     "load": "flowrun.api",
@@ -52,6 +53,7 @@ _EXPORTS = {
     "BudgetExceeded": "flowrun.errors",
     "SandboxError": "flowrun.errors",
     "ApprovalRequest": "flowrun.runtime.loop.approvals",
+    "RunOptions": "flowrun.runtime.options",
     "ManifestInvalid": "flowrun.manifest.diagnostics",
     "Diagnostic": "flowrun.manifest.diagnostics",
 }
@@ -71,6 +73,7 @@ __all__ = [
     "ReplayResult",
     "RunError",
     "RunInUse",
+    "RunOptions",
     "RunResult",
     "SandboxError",
     "UsageError",

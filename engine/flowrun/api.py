@@ -5,6 +5,8 @@
     wf = flowrun.load("examples/research.yaml")           # ManifestInvalid lists every problem
     result = await wf.run({"question": "..."}, dry_run=True)
     print(result.status, result.output, result.usage["total_tokens"])
+    options = flowrun.RunOptions(model="openai:gpt-4o", sandbox="off")   # as run.json records them
+    result = await wf.run({"question": "..."}, options, on_event=print)  # the callbacks: keyword arguments
 
     async with wf.stream({"question": "..."}, dry_run=True) as events:   # typed events as they happen
         async for event in events:
@@ -18,12 +20,13 @@ Cancelling the task that awaits `run()` stops the run the way Ctrl-C does: the f
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,14 +61,25 @@ from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.loop.approvals import Approver
 from flowrun.runtime.loop.sandboxes import startup_check
 from flowrun.runtime.models.credentials import missing_credentials
+from flowrun.runtime.options import (
+    FIELDS,
+    AskUser,
+    Conversation,
+    OnEvent,
+    ReadMessage,
+    RunHooks,
+    RunOptions,
+    unknown_option,
+)
 from flowrun.runtime.replay.diff import divergence_details
-from flowrun.runtime.run import Conversation, Run, RunOptions
+from flowrun.runtime.run import Run
 from flowrun.runtime.telemetry.live import live_export
-from flowrun.tools.sandbox import Mode
 
-OnEvent = Callable[[Event], None]
-AskUser = Callable[[str], Awaitable[str]]
-ReadMessage = Callable[[str | None], Awaitable[str | None]]  # (the agent's answer) -> next message
+# the keyword arguments of Workflow.run besides the options (for the did-you-mean of a typo)
+RUN_KEYWORDS = ("options", "run_dir", "runs_dir", "run_id", "on_event", "ask_user", "approve", "conversation")
+# what a resumed run keeps from its recording (the rest may change: sandbox, yes, verbosity, ...)
+RECORDED_FOR_GOOD = ("model", "agent_models", "dry_run", "no_thinking", "workdir", "overrides")
+REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
 
 
 @dataclass
@@ -96,26 +110,6 @@ class ReplayResult(RunResult):
     # (reason: missing, system, tools or history); None when every call matched
     divergence: dict[str, Any] | None = None
     differences: list[str] = field(default_factory=list)  # what differed there, for people
-
-
-@dataclass
-class RunSettings:
-    """How to run: the same knobs as the CLI's options."""
-
-    model: str | None = None  # a workflow model name or provider:model, for every agent
-    dry_run: bool = False
-    stream: bool | None = None
-    on_event: OnEvent | None = None
-    ask_user: AskUser | None = None  # answers ask_user; None: the run is not interactive
-    verbosity: int = 0  # flowrun.log: DEBUG when > 0
-    sandbox: Mode | None = None  # overrides every `sandbox:` mode
-    approve: Approver | None = None  # decides `approve: ask` calls; None: they are refused
-    yes: bool = False  # approve every `approve: ask` call
-    agent_models: dict[str, str] = field(default_factory=dict)  # agent -> model ref, over `model`
-    no_thinking: bool = False  # every model's thinking off
-    workdir: Path | None = None  # the agents' folder instead of the run folder
-    conversation: Conversation | None = None  # chat turns, or a resumed run's --message
-    limits: dict[str, Any] | None = None  # tighter `limits:` for this run (a batch's per-item budget)
 
 
 ModelChoiceArg = str | Mapping[str, str] | None
@@ -153,64 +147,73 @@ class Workflow:
     async def run(
         self,
         inputs: dict[str, Any] | None = None,
+        options: RunOptions | None = None,
         *,
         run_dir: str | Path | None = None,
         runs_dir: str | Path = "runs",
         run_id: str | None = None,
-        model: ModelChoiceArg = None,
-        dry_run: bool = False,
-        stream: bool | None = None,
         on_event: OnEvent | None = None,
         ask_user: AskUser | None = None,
-        verbosity: int = 0,
-        sandbox: Mode | None = None,
         approve: Approver | None = None,
-        yes: bool = False,
-        no_thinking: bool = False,
-        workdir: str | Path | None = None,
         conversation: Conversation | None = None,
-        limits: dict[str, Any] | None = None,
+        **changes: Any,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
-        `runs_dir/<timestamp>-<name>-<hex>`). `model` is a model for every agent, or a mapping
-        of agent name to model (key "*": every other agent). `sandbox` overrides every
-        `sandbox:` mode (required, auto, off); `approve` is awaited with an ApprovalRequest for
-        each call of an `approve: ask` tool and returns True to let it run; `yes` approves them all.
-        `no_thinking` switches every model's thinking off (Anthropic thinking; the `thinking_off`
-        request body of OpenAI-compatible models). `workdir` is a folder the agents work in
-        instead of the run folder (over the workflow's `workspace.dir`); the run folder keeps
-        the engine's files. `limits` ({"max_cost_usd": 0.5, ...}) tightens the workflow's
-        `limits:` for this run: each one given applies where it is lower than the workflow's own."""
-        every, per_agent = self.model_choice(model)
-        settings = RunSettings(
-            every, dry_run, stream, on_event, ask_user, verbosity, _mode(sandbox), approve, yes, per_agent
+        `runs_dir/<timestamp>-<name>-<hex>`). How it runs is `options` (a flowrun.RunOptions)
+        with `changes` over it: any of its fields as keyword arguments (`dry_run=True`,
+        `model="openai:gpt-4o"`, `sandbox="off"`, ...; see runtime/options.py), an unknown name
+        being a UsageError. `model` may also map agent names to models (key "*": every other
+        agent); `workdir` is relative to the current folder (over the workflow's
+        `workspace.dir`); `overrides` (`--set` texts) are applied on top of those the workflow
+        was loaded with; `limits` ({"max_cost_usd": 0.5, ...}) tightens the workflow's
+        `limits:` where it is lower. The callbacks are not options (run.json records the
+        options, not them): `on_event(event)` gets each typed event; `ask_user` answers the
+        agents' questions (without it the run is not interactive); `approve` is awaited with
+        an ApprovalRequest for each call of an `approve: ask` tool and returns True to let it
+        run (without it, such calls are refused unless `yes`)."""
+        opts = RunOptions.given(options, changes, RUN_KEYWORDS)
+        hooks = RunHooks(on_event, ask_user, approve, conversation)
+        return await self.with_overrides(opts.overrides)._run_new(
+            inputs, opts, hooks, run_dir, runs_dir, run_id
         )
-        settings.no_thinking = no_thinking
+
+    async def _run_new(
+        self,
+        inputs: dict[str, Any] | None,
+        options: RunOptions,
+        hooks: RunHooks,
+        run_dir: str | Path | None,
+        runs_dir: str | Path,
+        run_id: str | None,
+    ) -> RunResult:
+        self.check_models(options)
         values = resolve_inputs(self.spec.inputs, dict(inputs or {}), self.name)
-        settings.workdir = self.agents_folder(values, workdir)
-        settings.conversation = conversation
-        settings.limits = limits
+        options = dataclasses.replace(
+            options, workdir=self.agents_folder(values, options.workdir), overrides=self.override_texts
+        )
         name = check_run_id(run_id) if run_id is not None else new_run_id(self.name)
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
-        run = self._new_run(values, target, settings)
+        run = self._new_run(values, target, options, hooks)
         _check_credentials(run)
-        _probe_sandbox(run, settings)  # before the folder exists: `required` fails closed here
+        _probe_sandbox(run)  # before the folder exists: `required` fails closed here
         async with RunFolderLock(target):
             claim_new(target)
-            return await _execute(run, settings)
+            return await _execute(run)
 
-    def run_sync(self, inputs: dict[str, Any] | None = None, **options: Any) -> RunResult:
+    def run_sync(
+        self, inputs: dict[str, Any] | None = None, options: RunOptions | None = None, **changes: Any
+    ) -> RunResult:
         """`run()` for scripts without an event loop."""
-        return asyncio.run(self.run(inputs, **options))
+        return asyncio.run(self.run(inputs, options, **changes))
 
     @asynccontextmanager
     async def stream(
-        self, inputs: dict[str, Any] | None = None, **options: Any
+        self, inputs: dict[str, Any] | None = None, options: RunOptions | None = None, **changes: Any
     ) -> AsyncIterator[EventStream]:
         """Run in the background and iterate over its events; leaving the block early cancels
-        the run (it stays resumable)."""
+        the run (it stays resumable). The arguments are `run()`'s, but `on_event`."""
         events = EventStream()
-        task = asyncio.create_task(self.run(inputs, on_event=events.put, **options))
+        task = asyncio.create_task(self.run(inputs, options, on_event=events.put, **changes))
         events.attach(task)
         try:
             yield events
@@ -218,6 +221,22 @@ class Workflow:
             if not task.done():
                 task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+    @property
+    def override_texts(self) -> tuple[str, ...]:
+        """The `--set` texts this workflow was loaded with (as run.json records them)."""
+        return tuple(o.text for o in self.overrides)
+
+    def with_overrides(self, texts: Iterable[str]) -> Workflow:
+        """This workflow with more `--set` texts applied (loaded again with its own and them),
+        or itself when it has them all already."""
+        own = self.override_texts
+        more = [text for text in texts if text not in own]
+        return load(self.path, [*own, *more]) if more else self
+
+    def check_models(self, options: RunOptions) -> None:
+        """The options' models exist (checked also for a dry run, which does not use them)."""
+        self.model_choice({**({"*": options.model} if options.model else {}), **options.agent_models})
 
     def model_choice(self, model: ModelChoiceArg) -> tuple[str | None, dict[str, str]]:
         """(the model for every agent, the models of single agents), each checked (also for a
@@ -246,15 +265,16 @@ class Workflow:
         self,
         read: ReadMessage,
         inputs: dict[str, Any] | None = None,
+        options: RunOptions | None = None,
         *,
         agent: str | None = None,
-        **options: Any,
+        **changes: Any,
     ) -> RunResult:
         """A conversation with one agent and its tools, saved as a run folder that `resume`
         continues. `read(answer)` is awaited for each user message: first with None (the first
         message, which is the agent's task), then with the agent's last answer; it returns the
         next message, or None to end. `agent` defaults to the workflow's entry (or first step's)
-        agent; `options` are `run()`'s."""
+        agent; `options` and the keyword arguments are `run()`'s."""
         name = agent or self.spec.entry or next((n for n, _ in workflow_agents(self.spec)), None)
         if name is None or name not in self.project.agents:
             known = set(self.project.agents)
@@ -264,7 +284,7 @@ class Workflow:
             errors := blocking(self.project, [name], self.diagnostics)
         ):
             raise ManifestInvalid(str(self.path), errors)
-        return await self.run(inputs, conversation=Conversation(name, read, chat=True), **options)
+        return await self.run(inputs, options, conversation=Conversation(name, read, chat=True), **changes)
 
     def agents_folder(self, inputs: dict[str, Any], workdir: str | Path | None) -> Path | None:
         """The folder the agents work in when it is not the run folder: `workdir` (relative to
@@ -289,25 +309,15 @@ class Workflow:
         return folder
 
     def _new_run(
-        self, inputs: dict[str, Any], run_dir: Path, settings: RunSettings, ledger: Ledger | None = None
+        self,
+        inputs: dict[str, Any],
+        run_dir: Path,
+        options: RunOptions,
+        hooks: RunHooks,
+        ledger: Ledger | None = None,
     ) -> Run:
-        options = RunOptions(
-            dry_run=settings.dry_run,
-            model_override=settings.model,
-            stream=settings.stream,
-            interactive=settings.ask_user is not None,
-            ask_user=settings.ask_user,
-            sandbox=settings.sandbox,
-            approver=settings.approve,
-            approve_all=settings.yes,
-            agent_models=dict(settings.agent_models),
-            overrides=[o.text for o in self.overrides],
-            no_thinking=settings.no_thinking,
-            workdir=settings.workdir,
-            conversation=settings.conversation,
-        )
-        loaded = self.loaded if not settings.limits else tightened(self.loaded, settings.limits)
-        return Run(self.project, loaded, inputs, run_dir, options, ledger)
+        loaded = self.loaded if not options.limits else tightened(self.loaded, options.limits)
+        return Run(self.project, loaded, inputs, run_dir, options, ledger, hooks)
 
 
 class EventStream:
@@ -379,70 +389,61 @@ async def resume(
     *,
     on_event: OnEvent | None = None,
     ask_user: AskUser | None = None,
-    verbosity: int = 0,
-    sandbox: Mode | None = None,
     approve: Approver | None = None,
-    yes: bool = False,
     message: str | None = None,
     read: ReadMessage | None = None,
-    limits: dict[str, Any] | None = None,
+    **changes: Any,
 ) -> RunResult:
     """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
     model answers, tool results and approval decisions are used again, then the run goes live
-    where the log ends. `message` is an instruction from the user to the entry agent (or the
-    chat's agent) where the recorded run ends: a finished run continues with it. A chat goes on
-    with `read` (as in `Workflow.chat`) when given. `limits` tightens the workflow's `limits:`
-    as in `Workflow.run`."""
+    where the log ends. It runs with the options it recorded (its models, dry run, `--set`s,
+    workdir, sandbox, limits ...); `changes` (RunOptions field names: `sandbox`, `yes`,
+    `verbosity`, `limits`, `stream`) change them from here on, a None value keeping the
+    recorded one. `message` is an instruction from the user to the entry agent (or the chat's
+    agent) where the recorded run ends: a finished run continues with it. A chat goes on with
+    `read` (as in `Workflow.chat`) when given. The callbacks are `Workflow.run`'s."""
     run_dir = Path(run_dir)
+    changes = _changes(changes, RECORDED_FOR_GOOD, "a resumed run keeps its recorded {name}", RESUME_KEYWORDS)
     async with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
         meta, workflow = recorded_run(run_dir)
         meta = settled_meta(run_dir, meta)  # died after its run_end: it ended
         talk = _resumed_conversation(meta, workflow, message, read)
         if meta.get("status") == "completed" and talk is None:
             return _recorded_result(run_dir, meta)
-        settings = RunSettings(
-            meta.get("model_override"),
-            bool(meta.get("dry_run")),
-            None,
-            on_event,
-            ask_user,
-            verbosity,
-            _mode(sandbox),
-            approve,
-            yes,
-            dict(meta.get("agent_models") or {}),
-            bool(meta.get("no_thinking")),
-            Path(meta["workdir"]) if meta.get("workdir") else None,
-            talk,
-            limits,
-        )
+        options = RunOptions.from_record(meta).changed(RESUME_KEYWORDS, **changes)
+        hooks = RunHooks(on_event, ask_user, approve, talk)
         inputs = dict(meta.get("inputs") or {})
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
-            run = workflow._new_run(inputs, run_dir, settings)
-            _probe_sandbox(run, settings)
-            return await _execute(run, settings)
+            run = workflow._new_run(inputs, run_dir, options, hooks)
+            _probe_sandbox(run)
+            return await _execute(run)
         ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
-        run = workflow._new_run(inputs, run_dir, settings, ledger)
-        _probe_sandbox(run, settings)
-        return await _execute(run, settings, resume=True)
+        run = workflow._new_run(inputs, run_dir, options, hooks, ledger)
+        _probe_sandbox(run)
+        return await _execute(run, resume=True)
+
+
+RESUME_KEYWORDS = ("on_event", "ask_user", "approve", "message", "read")
 
 
 async def replay(
     run_dir: str | Path,
     *,
     into: str | Path | None = None,
-    on_event: OnEvent | None = None,
-    verbosity: int = 0,
-    sandbox: Mode | None = None,
     diff: bool = False,
+    on_event: OnEvent | None = None,
+    **changes: Any,
 ) -> ReplayResult:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
     local tools run again to rebuild the files, and the output is compared with the original.
-    A call the recording cannot answer, or one whose system prompt, tools or history differ,
-    ends the replay `failed` at the first differing step (`divergence`, `differences`). With
-    `diff` and no `into`, the replay goes to a temporary folder that is removed afterwards."""
+    It runs with the recorded options (but the workdir: it replays into its own folder);
+    `sandbox` and `verbosity` may be changed (a None value keeps the recorded one). A call the
+    recording cannot answer, or one whose system prompt, tools or history differ, ends the
+    replay `failed` at the first differing step (`divergence`, `differences`). With `diff` and
+    no `into`, the replay goes to a temporary folder that is removed afterwards."""
     run_dir = Path(run_dir)
     meta, workflow = recorded_run(run_dir)
+    options = replay_options(meta, **changes)
     temporary = diff and into is None
     target = (
         Path(tempfile.mkdtemp(prefix="flowrun-replay-"))
@@ -455,11 +456,7 @@ async def replay(
         raise UsageError(f"{target} already exists", "choose another --into folder")
     try:
         result, ledger = await replay_events(
-            workflow,
-            run_dir / "events.jsonl",
-            meta,
-            target,
-            replay_settings(meta, on_event, verbosity, sandbox),
+            workflow, run_dir / "events.jsonl", meta, target, options, RunHooks(on_event)
         )
         return _compared(result, run_dir, meta, ledger)
     finally:
@@ -467,35 +464,45 @@ async def replay(
             shutil.rmtree(target, ignore_errors=True)
 
 
-def replay_settings(
-    meta: Mapping[str, Any], on_event: OnEvent | None = None, verbosity: int = 0, sandbox: Mode | None = None
-) -> RunSettings:
-    """The settings a recorded run ran with (its model choices, dry run), for replaying it."""
-    return RunSettings(
-        meta.get("model_override"),
-        bool(meta.get("dry_run")),
-        None,
-        on_event,
-        None,
-        verbosity,
-        _mode(sandbox),
-        agent_models=dict(meta.get("agent_models") or {}),
-        no_thinking=bool(meta.get("no_thinking")),
-    )
+def replay_options(record: Mapping[str, Any], **changes: Any) -> RunOptions:
+    """The options a recorded run (its run.json, or its run_start event) ran with, for replaying
+    it: the agents work in the replay's own folder; only `sandbox` and `verbosity` change."""
+    fixed = tuple(name for name in FIELDS if name not in REPLAY_CHANGES)
+    changes = _changes(changes, fixed, "a replay keeps the recorded {name}", ("into", "diff", "on_event"))
+    recorded = RunOptions.from_record(record)
+    return dataclasses.replace(recorded, workdir=None).changed(("into", "diff", "on_event"), **changes)
 
 
 async def replay_events(
-    workflow: Workflow, events: Path, meta: Mapping[str, Any], target: Path, settings: RunSettings
+    workflow: Workflow,
+    events: Path,
+    meta: Mapping[str, Any],
+    target: Path,
+    options: RunOptions,
+    hooks: RunHooks | None = None,
 ) -> tuple[RunResult, Ledger]:
     """Replay a recorded event log with `workflow` (as it is now) into `target`; the ledger
     says where it first diverged."""
     ledger = Ledger.from_events(events, "replay")
-    run = workflow._new_run(dict(meta.get("inputs") or {}), target, settings, ledger)
-    _probe_sandbox(run, settings)
+    run = workflow._new_run(dict(meta.get("inputs") or {}), target, options, hooks or RunHooks(), ledger)
+    _probe_sandbox(run)
     async with RunFolderLock(target):
         claim_new(target)
-        result = await _execute(run, settings)
+        result = await _execute(run)
     return result, ledger
+
+
+def _changes(
+    changes: dict[str, Any], fixed: Iterable[str], refusal: str, known: Iterable[str]
+) -> dict[str, Any]:
+    """The option changes a resume or replay was given (None: keep the recorded value); one it
+    cannot make is a UsageError, an unknown name one with a did-you-mean."""
+    for name in changes:
+        if name not in FIELDS:
+            raise unknown_option(name, [*FIELDS, *known])
+        if name in fixed and changes[name] is not None:
+            raise UsageError(refusal.format(name=name), "start a new run to change it")
+    return {name: value for name, value in changes.items() if value is not None}
 
 
 def _compared(result: RunResult, run_dir: Path, meta: Mapping[str, Any], ledger: Ledger) -> ReplayResult:
@@ -570,17 +577,21 @@ def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:
     except (OSError, ValueError):  # missing, not JSON, not UTF-8
         meta = None
     if not isinstance(meta, dict) or not isinstance(meta.get("workflow_file"), str):
-        start = next((e for e in read_lines(run_dir / "events.jsonl") if e.get("type") == "run_start"), None)
+        lines = read_lines(run_dir / "events.jsonl")
+        start = next((e for e in lines if e.get("type") == "run_start"), None)
         if start is None or not isinstance(start.get("workflow_file"), str):
             raise RunError(
                 f"{run_dir} has no run.json and no run_start event",
                 "the run never started: run it again with the same --run-id",
             )
-        meta = {**start, "status": "incomplete"}
+        # the options of its last start: a resume may have changed some
+        starts = [e for e in lines if e.get("type") in ("run_start", "run_resumed") and e.get("options")]
+        latest = [e["options"] for e in starts]
+        meta = {**start, **({"options": latest[-1]} if latest else {}), "status": "incomplete"}
     workflow = Path(meta["workflow_file"]).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
-    return meta, load(workflow, [str(o) for o in meta.get("overrides") or []])
+    return meta, load(workflow, list(RunOptions.from_record(meta).overrides))
 
 
 def _recorded_result(run_dir: Path, meta: dict[str, Any]) -> RunResult:
@@ -644,26 +655,20 @@ def _check_credentials(run: Run) -> None:
         )
 
 
-def _mode(value: str | None) -> Mode | None:
-    if value is None or value in ("required", "auto", "off"):
-        return value  # type: ignore[return-value]
-    raise UsageError(f"unknown sandbox mode {value!r}", "use required, auto or off")
-
-
-def _probe_sandbox(run: Run, settings: RunSettings) -> None:
+def _probe_sandbox(run: Run) -> None:
     """Before the log or any model request: `required` fails closed here (SandboxError)."""
-    run.sandbox_warning = startup_check(run.project, run.spec, run.sandboxes, settings.dry_run)
+    run.sandbox_warning = startup_check(run.project, run.spec, run.sandboxes, run.options.dry_run)
 
 
-async def _execute(run: Run, settings: RunSettings, resume: bool = False) -> RunResult:
+async def _execute(run: Run, resume: bool = False) -> RunResult:
     """Run with the folder's lock held by the caller."""
     try:
-        log = RunLog(run.run_dir, settings.verbosity, run.redactor.text)
+        log = RunLog(run.run_dir, run.options.verbosity, run.redactor.text)
     except OSError as e:  # flowrun.log cannot be opened: nothing was recorded
         raise unwritable(run.run_dir, e) from None
     run.subscribers.append(log.on_event)
-    if settings.on_event is not None:
-        run.subscribers.append(settings.on_event)
+    if run.hooks.on_event is not None:
+        run.subscribers.append(run.hooks.on_event)
     live = live_export(run)  # OpenTelemetry spans as they happen, when an OTLP endpoint is set
     if live is not None:
         run.subscribers.append(live.on_event)

@@ -83,21 +83,24 @@ class RunStartEvent(Event):
     inputs: dict[str, Any]
     flowrun_version: str
     sdk_versions: dict[str, str] = field(default_factory=dict)
-    dry_run: bool = False
-    model_override: str | None = nullable()
+    options: dict[str, Any] | None = None  # the run's options, as run.json's (RunOptions.to_dict)
     output: str | None = nullable()
-    agent_models: dict[str, str] | None = None  # --model AGENT=REF
-    overrides: list[str] | None = None  # --set PATH=VALUE
-    workdir: str | None = None  # the agents' folder, when not the run folder
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
     run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
+    # the options as earlier versions wrote them (read by RunOptions.from_record, never written)
+    dry_run: bool | None = None
+    model_override: str | None = None
+    agent_models: dict[str, str] | None = None
+    overrides: list[str] | None = None
+    workdir: str | None = None
 
 
 @event_type("run_resumed")
 @dataclass(kw_only=True, slots=True)
 class RunResumedEvent(Event):
     recorded_model_calls: int
+    options: dict[str, Any] | None = None  # the options the run goes on with (a resume may change some)
 
 
 @event_type("agent_start")

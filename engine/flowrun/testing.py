@@ -36,6 +36,7 @@ from flowrun.manifest.project import display_path, parse_manifest
 from flowrun.manifest.specs import NAME, FlowTestManifest
 from flowrun.manifest.yaml_source import Source
 from flowrun.runtime.durable.event_log import read_events, read_lines
+from flowrun.runtime.options import RunOptions
 from flowrun.runtime.replay.expectations import Check, Replayed, check_all
 from flowrun.tools.sandbox import Mode
 
@@ -136,16 +137,16 @@ async def _replayed_checks(
             f"{path.name}: cassette '{spec.cassette}' not found", "record it with `flowrun record`"
         )
     meta = cassette_meta(events)
-    workflow = api.load(here / spec.workflow, [str(o) for o in meta.get("overrides") or []])
+    options = api.replay_options(meta, sandbox=sandbox or spec.sandbox)
+    workflow = api.load(here / spec.workflow, list(options.overrides))
     given = spec.inputs if spec.inputs is not None else dict(meta.get("inputs") or {})
     inputs = resolve_inputs(workflow.spec.inputs, given, workflow.name)
     target = keep / spec.name if keep is not None else Path(tempfile.mkdtemp(prefix="flowrun-test-"))
     if keep is not None:
         shutil.rmtree(target, ignore_errors=True)
-    settings = api.replay_settings(meta, sandbox=sandbox or spec.sandbox)
     try:
         result, ledger = await api.replay_events(
-            workflow, events, {**meta, "inputs": inputs}, target, settings
+            workflow, events, {**meta, "inputs": inputs}, target, options
         )
         calls = sum(1 for _ in ledger.responses)
         if ledger.divergence is not None:
@@ -205,13 +206,15 @@ async def record_cassette(
     test_file: str | Path,
     workflow: str | Path | None = None,
     inputs: dict[str, Any] | None = None,
-    **run_options: Any,
+    options: RunOptions | None = None,
+    **changes: Any,
 ) -> Recording:
     """Run a workflow live and keep the run as a test file's cassette (`flowrun record`). An
     existing test file names the workflow, its inputs (unless `inputs` are given) and the
     cassette, which is replaced, its expectations kept. A new one needs `workflow`: the
     cassette goes to cassettes/NAME/ next to it and the test file is drafted from the run.
-    `run_options` go to `Workflow.run` (model, dry_run, stream, on_event, sandbox, ...)."""
+    `options` and the keyword arguments are `Workflow.run`'s (model, dry_run, stream,
+    sandbox, ..., on_event, approve)."""
     test_file = Path(test_file)
     exists = test_file.exists()
     name, wf, cassette_rel = recording_target(test_file, workflow)
@@ -220,7 +223,7 @@ async def record_cassette(
     values = dict(inputs or {})
     scratch = Path(tempfile.mkdtemp(prefix="flowrun-record-"))
     try:
-        result = await wf.run(values, run_dir=scratch / name, **run_options)
+        result = await wf.run(values, options, run_dir=scratch / name, **changes)
         cassette = test_file.parent / cassette_rel
         save_cassette(result.run_dir, cassette, wf.spec.output)
         if not exists:
@@ -289,6 +292,7 @@ def draft_test_file(
     header = (
         f"# Recorded by `flowrun record` from a run of {workflow}.\n"
         "# `flowrun test` replays the cassette offline and checks `expect`: add what matters\n"
-        "# (output.contains / matches, tool call arguments, files, a budget); see the docs: how-to/testing.md.\n"
+        "# (output.contains / matches, tool call arguments, files, a budget);\n"
+        "# see the docs: how-to/testing.md.\n"
     )
     return header + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)

@@ -13,13 +13,14 @@ items, resumes interrupted ones and, with `retry_failed`, resumes failed ones.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from flowrun.api import Workflow, load
 from flowrun.batch.folder import BatchFolder, ItemResult
 from flowrun.batch.items import Item, read_items
-from flowrun.batch.jobs import ItemOptions, portable_overrides
+from flowrun.batch.jobs import portable_overrides
 from flowrun.batch.runner import (
     Backend,
     BatchProgress,
@@ -30,7 +31,7 @@ from flowrun.batch.runner import (
     options_record,
 )
 from flowrun.errors import UsageError
-from flowrun.tools.sandbox import Mode
+from flowrun.runtime.options import RunOptions
 
 __all__ = ["BatchProgress", "BatchSummary", "Item", "ItemResult", "default_folder", "read_items", "run_batch"]
 
@@ -44,6 +45,7 @@ PROCESSES_HINT = (
 async def run_batch(
     workflow: str | Path | Workflow,
     items: str | Path,
+    options: RunOptions | None = None,
     *,
     out: str | Path | None = None,
     concurrency: int = 4,
@@ -55,36 +57,37 @@ async def run_batch(
     ray_cpus: float = 1.0,
     ship_runs: bool | None = None,
     processes: int | Literal["auto"] | None = None,
-    model: str | dict[str, str] | None = None,
-    dry_run: bool = False,
-    stream: bool | None = None,
-    sandbox: Mode | None = None,
-    yes: bool = False,
     on_progress: OnProgress | None = None,
+    **changes: Any,
 ) -> BatchSummary:
     """Run `workflow` once per item of `items` into the batch folder `out` (default:
-    batches/<workflow>-<items file name>); see the module docstring. A user's mistake (a bad item,
-    an option out of range, a batch folder of another workflow) raises UsageError before anything
-    runs; an item that fails is that item's result. `processes` (local backend): worker
-    processes to spread the items over, or "auto" (None: the default, one per 16 of
-    `concurrency`, at most one per CPU; 1 runs every item in this process)."""
-    wf = workflow if isinstance(workflow, Workflow) else load(workflow)
+    batches/<workflow>-<items file name>); see the module docstring. Every item runs with
+    `options` (a flowrun.RunOptions) and `changes` over it, as `Workflow.run` takes them
+    (`model=...`, `dry_run=True`, `sandbox=...`, `overrides=[...]`); `max_cost_usd_per_item`
+    becomes each run's `limits.max_cost_usd`. A user's mistake (a bad item, an option out of
+    range, a batch folder of another workflow) raises UsageError before anything runs; an item
+    that fails is that item's result. `processes` (local backend): worker processes to spread
+    the items over, or "auto" (None: the default, one per 16 of `concurrency`, at most one per
+    CPU; 1 runs every item in this process)."""
+    opts = RunOptions.given(options, changes, BATCH_KEYWORDS)
+    wf = workflow if isinstance(workflow, Workflow) else load(workflow, list(opts.overrides))
+    wf = wf.with_overrides(opts.overrides)
     items_path = Path(items)
     _check_options(concurrency, max_cost_usd_per_item, max_cost_usd, backend, ray_cpus)
     workers = _processes(processes, backend, concurrency)
-    options = ItemOptions(model, dry_run, stream, sandbox, yes, max_cost_usd_per_item)
+    opts = item_options(opts, wf, max_cost_usd_per_item)
     if max_cost_usd is not None or max_cost_usd_per_item is not None:
-        check_prices(wf, options)
+        check_prices(wf, opts)
     listed = read_items(items_path, wf.spec.inputs, wf.name)
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
     given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
     record = options_record(
-        options,
+        opts,
+        max_cost_usd_per_item=max_cost_usd_per_item,
         concurrency=concurrency,
         max_cost_usd=max_cost_usd,
         backend=backend,
         processes=given,
-        overrides=[o.text for o in wf.overrides],
     )
     folder.open(wf.path, items_path, record)
     runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf)
@@ -95,7 +98,7 @@ async def run_batch(
             listed,
             folder,
             runner,
-            options=options,
+            options=opts,
             retry_failed=retry_failed,
             max_cost_usd=max_cost_usd,
             on_progress=on_progress,
@@ -105,6 +108,32 @@ async def run_batch(
         folder.write_meta(wf.path, items_path, record, status)
     summary.processes = workers
     return summary
+
+
+BATCH_KEYWORDS = (
+    "options",
+    "out",
+    "concurrency",
+    "max_cost_usd_per_item",
+    "max_cost_usd",
+    "retry_failed",
+    "backend",
+    "address",
+    "ray_cpus",
+    "ship_runs",
+    "processes",
+    "on_progress",
+)
+
+
+def item_options(options: RunOptions, wf: Workflow, max_cost_usd_per_item: float | None) -> RunOptions:
+    """What each item's run gets: the batch's options with the workflow's `--set` texts and the
+    per-item budget (under a tighter `limits.max_cost_usd` the options already have)."""
+    limits = dict(options.limits)
+    if max_cost_usd_per_item is not None:
+        given = limits.get("max_cost_usd")
+        limits["max_cost_usd"] = max_cost_usd_per_item if given is None else min(given, max_cost_usd_per_item)
+    return replace(options, overrides=wf.override_texts, limits=limits)
 
 
 def default_folder(wf: Workflow, items: Path) -> Path:

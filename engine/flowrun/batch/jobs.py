@@ -18,19 +18,7 @@ from flowrun.batch.folder import ItemResult
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.events import Event, ModelResponseEvent
 from flowrun.manifest.overrides import parse_override
-from flowrun.tools.sandbox import Mode
-
-
-@dataclass(frozen=True, slots=True)
-class ItemOptions:
-    """How every item runs (the batch command's run options)."""
-
-    model: str | dict[str, str] | None = None  # for every agent, or per agent ("*": the others)
-    dry_run: bool = False
-    stream: bool | None = None
-    sandbox: Mode | None = None
-    yes: bool = False
-    max_cost_usd_per_item: float | None = None
+from flowrun.runtime.options import RunOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +30,7 @@ class Job:
     batch_dir: str  # absolute path of the batch folder
     run_dir: str  # absolute path of the item's run folder
     resume: bool  # continue the run already in run_dir
-    options: ItemOptions = field(default_factory=ItemOptions)
+    options: RunOptions = field(default_factory=RunOptions)  # the batch's, per-item budget in `limits`
     # the workflow's overrides (`--set`), for a process that loads it again (portable_overrides)
     overrides: list[str] | dict[str, Any] = field(default_factory=list)
 
@@ -54,28 +42,12 @@ async def run_job(
     stops the run resumably (status interrupted) and propagates. `workflow`: the batch's loaded
     workflow, when the caller has it (else it is loaded, as a Ray worker does)."""
     started = time.monotonic()
-    limits = _limits(job)
     try:
-        if job.resume:
-            result = await resume(
-                job.run_dir,
-                on_event=on_event,
-                sandbox=job.options.sandbox,
-                yes=job.options.yes,
-                limits=limits,
-            )
+        if job.resume:  # with the batch's options where a resume may change them
+            result = await resume(job.run_dir, on_event=on_event, **resumable(job.options))
         else:
-            result = await (workflow or load(job.workflow, job.overrides)).run(
-                job.inputs,
-                run_dir=job.run_dir,
-                model=job.options.model,
-                dry_run=job.options.dry_run,
-                stream=job.options.stream,
-                on_event=on_event,
-                sandbox=job.options.sandbox,
-                yes=job.options.yes,
-                limits=limits,
-            )
+            wf = workflow or load(job.workflow, job.overrides)
+            result = await wf.run(job.inputs, job.options, run_dir=job.run_dir, on_event=on_event)
     except FlowrunError as e:
         return _failed(job, started, str(e))
     except (asyncio.CancelledError, KeyboardInterrupt):
@@ -117,9 +89,15 @@ def portable_overrides(workflow: Workflow) -> list[str] | dict[str, Any]:
     )
 
 
-def _limits(job: Job) -> dict[str, Any] | None:
-    per_item = job.options.max_cost_usd_per_item
-    return None if per_item is None else {"max_cost_usd": per_item}
+def resumable(options: RunOptions) -> dict[str, Any]:
+    """What a resumed item takes from the batch's options (the rest is what its run recorded)."""
+    return {
+        "sandbox": options.sandbox,
+        "yes": options.yes,
+        "stream": options.stream,
+        "verbosity": options.verbosity,
+        "limits": options.limits,
+    }
 
 
 def item_result(job: Job, result: RunResult, duration: float) -> ItemResult:

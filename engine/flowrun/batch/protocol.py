@@ -15,8 +15,9 @@ batch/worker.py): one JSON object a line, each with an `op`.
       {"op": "spent", "item": ID, "usd": X}           a model call's cost, as it is spent
       {"op": "ended", "result": ItemResult}           an item ended (however it ended)
 
-Jobs, results and limits are dataclasses of plain data; JSON is written ASCII-only, so any
-string an item holds (even a lone surrogate) crosses the pipe unchanged."""
+Jobs (their RunOptions as run.json records them), results and limits are plain data; JSON is
+written ASCII-only, so any string an item holds (even a lone surrogate) crosses the pipe
+unchanged."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ from dataclasses import asdict
 from typing import Any
 
 from flowrun.batch.folder import ItemResult
-from flowrun.batch.jobs import ItemOptions, Job
+from flowrun.batch.jobs import Job
 from flowrun.runtime.models.rate_limits import Limit
+from flowrun.runtime.options import RunOptions
 from flowrun.types import as_plain
 
 LINE_LIMIT = 1 << 30  # a job carries its item's inputs: a line may be as long as an item
@@ -46,11 +48,11 @@ def decode(line: bytes) -> dict[str, Any] | None:
 
 
 def job_message(job: Job) -> dict[str, Any]:
-    return {"op": "job", "job": as_plain(job)}
+    return {"op": "job", "job": {**as_plain(job), "options": job.options.to_dict()}}
 
 
 def job_of(raw: dict[str, Any]) -> Job:
-    return Job(**{**raw, "options": ItemOptions(**raw["options"])})
+    return Job(**{**raw, "options": RunOptions.from_dict(raw["options"])})
 
 
 def result_message(result: ItemResult) -> dict[str, Any]:

@@ -14,13 +14,14 @@ from typing import Any, Protocol
 from flowrun.api import Workflow
 from flowrun.batch.folder import FINAL, BatchFolder, ItemResult
 from flowrun.batch.items import Item
-from flowrun.batch.jobs import ItemOptions, Job, cost_listener
+from flowrun.batch.jobs import Job, cost_listener
 from flowrun.errors import UsageError
 from flowrun.events import Event
 from flowrun.manifest.graph import run_agents
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import never_started
 from flowrun.runtime.models.calls import ModelChoice
+from flowrun.runtime.options import RunOptions
 
 EXIT_CODES = {"completed": 0, "failed": 1, "budget_exceeded": 4, "interrupted": 130}
 
@@ -191,7 +192,7 @@ class Plan:
 
 
 def plan(
-    wf: Workflow, items: list[Item], folder: BatchFolder, options: ItemOptions, retry_failed: bool
+    wf: Workflow, items: list[Item], folder: BatchFolder, options: RunOptions, retry_failed: bool
 ) -> Plan:
     """What each item needs: nothing (completed; or ended otherwise, without --retry-failed),
     resuming (its run folder holds an interrupted run, or a failed one to retry), or a new run."""
@@ -231,18 +232,18 @@ def _recorded_cost(run_dir: Path) -> float:
     )
 
 
-def check_prices(wf: Workflow, options: ItemOptions) -> None:
+def check_prices(wf: Workflow, options: RunOptions) -> None:
     """A cost budget needs a price for every model the runs may call."""
     if options.dry_run:
         raise UsageError("a cost budget has nothing to count in a dry run", "drop --dry-run or the budget")
-    every, per_agent = wf.model_choice(options.model)
+    wf.check_models(options)
     choice = ModelChoice(
         wf.project,
         dict(wf.spec.models),
         wf.spec.default_model,
         wf.path.parent.resolve(),
-        override=every,
-        per_agent=per_agent,
+        override=options.model,
+        per_agent=dict(options.agent_models),
     )
     for name in sorted(run_agents(wf.spec, wf.project)):
         agent = wf.project.agents[name].spec
@@ -264,7 +265,7 @@ async def execute(
     folder: BatchFolder,
     backend: Backend,
     *,
-    options: ItemOptions,
+    options: RunOptions,
     retry_failed: bool,
     max_cost_usd: float | None,
     on_progress: OnProgress | None,
@@ -312,14 +313,7 @@ def _summary(folder: BatchFolder, tally: Tally, status: str, planned: int) -> Ba
     )
 
 
-def options_record(options: ItemOptions, **extra: Any) -> dict[str, Any]:
-    """The options as batch.json records them."""
-    return {
-        "model": options.model,
-        "dry_run": options.dry_run,
-        "stream": options.stream,
-        "sandbox": options.sandbox,
-        "yes": options.yes,
-        "max_cost_usd_per_item": options.max_cost_usd_per_item,
-        **extra,
-    }
+def options_record(options: RunOptions, **extra: Any) -> dict[str, Any]:
+    """The options as batch.json records them: each item's run options (as its run.json's
+    `options`), then the batch's own."""
+    return {**options.to_dict(), **extra}

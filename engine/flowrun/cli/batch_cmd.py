@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flowrun.cli.common import reported, verbosity
-from flowrun.cli.run_cmd import model_argument, sandbox_option, yes_option
+from flowrun.cli.common import reported
+from flowrun.cli.run_options import RunArgs, run_options
 
 if TYPE_CHECKING:
     from flowrun.batch import BatchSummary
@@ -53,26 +53,23 @@ RESUME_HINT = "the batch folder is kept: run the same command again to resume it
     default=None,
     help="Ray: workers send run folders back (default: only workers that cannot see the batch folder).",
 )
-@click.option("--dry-run", is_flag=True, help="Use the offline test provider for every item.")
-@click.option(
-    "--model",
-    "model_override",
-    metavar="[AGENT=]MODEL",
-    multiple=True,
-    help="Use this model for every agent, or with AGENT= for one agent; repeatable.",
-)
-@click.option(
-    "--set",
+@run_options(
+    "dry_run",
+    "model",
     "overrides",
-    metavar="PATH=VALUE",
-    multiple=True,
-    help="Change a manifest value for every item, as for `run` (repeatable).",
+    "stream",
+    "quiet",
+    "verbose",
+    "sandbox",
+    "yes",
+    help={
+        "dry_run": "Use the offline test provider for every item.",
+        "model": "Use this model for every agent, or with AGENT= for one agent; repeatable.",
+        "overrides": "Change a manifest value for every item, as for `run` (repeatable).",
+        "quiet": "Print only the summary.",
+        "verbose": "Also print a line for every item that ends.",
+    },
 )
-@click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
-@click.option("-v", "--verbose", is_flag=True, help="Also print a line for every item that ends.")
-@sandbox_option
-@yes_option
 def batch(
     workflow: Path,
     items: Path,
@@ -86,32 +83,26 @@ def batch(
     address: str | None,
     ray_cpus: float,
     ship_runs: bool | None,
-    dry_run: bool,
-    model_override: tuple[str, ...],
-    overrides: tuple[str, ...],
-    stream: bool | None,
-    quiet: bool,
-    verbose: bool,
-    sandbox: str | None,
-    yes: bool,
+    run_args: RunArgs,
 ) -> None:
     """Run WORKFLOW.yaml once per item of ITEMS (JSONL or CSV), resumably."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # like Ctrl-C: resumable
-    with reported(verbose, RESUME_HINT):
+    with reported(run_args.verbose, RESUME_HINT):
         import asyncio
+        from dataclasses import replace
 
-        from flowrun.api import load
         from flowrun.batch import run_batch
         from flowrun.cli.batch_progress import make_display
 
-        loaded = load(workflow, list(overrides)) if overrides else workflow
-
-        display = make_display(verbosity(quiet, verbose))
+        # -q and -v are about this display: the items' flowrun.log keep their default level
+        options = replace(run_args.options(), verbosity=0)
+        display = make_display(run_args.verbosity)
         try:
             summary = asyncio.run(
                 run_batch(
-                    loaded,
+                    workflow,
                     items,
+                    options,
                     out=out,
                     concurrency=concurrency,
                     max_cost_usd_per_item=max_cost_usd_per_item,
@@ -122,11 +113,6 @@ def batch(
                     ray_cpus=ray_cpus,
                     ship_runs=ship_runs,
                     processes=processes,  # type: ignore[arg-type]  # checked by run_batch
-                    model=model_argument(model_override),
-                    dry_run=dry_run,
-                    stream=stream,
-                    sandbox=sandbox,  # type: ignore[arg-type]
-                    yes=yes,
                     on_progress=display.update if display is not None else None,
                 )
             )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from flowrun.cli.common import Terminated, read_in_background, reported, verbosity
+from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -23,90 +24,36 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 RESUME_HINT = "the run folder is kept: continue with `flowrun resume RUN_DIR`"
-SANDBOX_MODES = click.Choice(["required", "auto", "off"])
-sandbox_option = click.option(
-    "--sandbox",
-    "sandbox",
-    type=SANDBOX_MODES,
-    default=None,
-    help="Override every `sandbox:` mode: required, auto (unconfined with a warning when the "
-    "sandbox cannot start) or off (tools run unconfined).",
-)
-yes_option = click.option(
-    "-y", "--yes", is_flag=True, help="Approve every call of an `approve: ask` tool without asking."
-)
+# resume and replay change a recorded run: their flags are their own
+sandbox_option = click.option("--sandbox", "sandbox", type=SANDBOX_MODES, default=None, help=SANDBOX_HELP)
+yes_option = click.option("-y", "--yes", is_flag=True, help=YES_HELP)
 
 
 @click.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 )
 @click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--dry-run", is_flag=True, help="Use the offline test provider: checks wiring, costs nothing.")
-@click.option(
-    "--model",
-    "model_override",
-    metavar="[AGENT=]MODEL",
-    multiple=True,
-    help="Use this model (a workflow model name or provider:model) for every agent, or with "
-    "AGENT= for one agent; repeatable.",
-)
-@click.option(
-    "--set",
+@run_options(
+    "dry_run",
+    "model",
     "overrides",
-    metavar="PATH=VALUE",
-    multiple=True,
-    help="Change a manifest value for this run, e.g. agents.worker.max_steps=5 (VALUE is YAML); repeatable.",
-)
-@click.option(
-    "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
-)
-@click.option("--run-id", help="Name of the run folder (default: timestamp + workflow name).")
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Run the agents in this folder (made if missing, kept), confined to it; the run folder "
-    "keeps the engine's files.",
-)
-@click.option(
-    "--inputs",
+    "runs_dir",
+    "run_id",
+    "workdir",
     "inputs_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A YAML or JSON file of input values ({name: value}); --NAME options override it.",
+    "stream",
+    "no_thinking",
+    "quiet",
+    "verbose",
+    "sandbox",
+    "yes",
 )
-@click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
-@click.option(
-    "--no-thinking",
-    is_flag=True,
-    help="Switch every model's thinking off (for proxies without it; OpenAI-compatible models send "
-    "their `thinking_off` body).",
-)
-@click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
-@click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
-@sandbox_option
-@yes_option
 @click.option("-h", "--help", "show_help", is_flag=True, help="Show this message and the workflow's inputs.")
 @click.pass_context
-def run(
-    ctx: click.Context,
-    workflow: Path | None,
-    dry_run: bool,
-    model_override: tuple[str, ...],
-    overrides: tuple[str, ...],
-    runs_dir: Path,
-    run_id: str | None,
-    workdir: Path | None,
-    inputs_file: Path | None,
-    stream: bool | None,
-    no_thinking: bool,
-    quiet: bool,
-    verbose: bool,
-    sandbox: str | None,
-    yes: bool,
-    show_help: bool,
-) -> None:
+def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: RunArgs) -> None:
     """Run WORKFLOW.yaml; each of its inputs is an option (--question "...", --question @FILE)."""
     folder: list[Path] = []  # the run folder, once it is known
-    with reported(verbose, lambda: interrupted_hint(folder)):
+    with reported(run_args.verbose, lambda: interrupted_hint(folder)):
         if show_help or workflow is None:
             click.echo(ctx.get_help())
             if workflow is not None and workflow.is_file():
@@ -115,29 +62,22 @@ def run(
         from flowrun.api import load, new_run_id
         from flowrun.runtime.durable.run_folder import check_run_id
 
-        wf = load(workflow, list(overrides))
-        inputs = parse_input_args(wf, list(ctx.args), inputs_file)
-        model = model_argument(model_override)
-        run_id = check_run_id(run_id) if run_id is not None else new_run_id(wf.name)
-        folder.append(runs_dir / run_id)
-        level = verbosity(quiet, verbose)
+        options = run_args.options()
+        wf = load(workflow, list(options.overrides))
+        inputs = parse_input_args(wf, list(ctx.args), run_args.inputs_file)
+        run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
+        folder.append(run_args.runs_dir / run_id)
+        level = run_args.verbosity
         result = _with_progress(
             level,
             lambda on_event, progress: wf.run(
                 inputs,
-                runs_dir=runs_dir,
+                options,
+                runs_dir=run_args.runs_dir,
                 run_id=run_id,
-                model=model,
-                dry_run=dry_run,
-                stream=stream,
                 on_event=on_event,
                 ask_user=ask_on_terminal if sys.stdin.isatty() else None,
-                verbosity=level,
-                sandbox=sandbox,  # type: ignore[arg-type]
                 approve=terminal_approver(progress),
-                yes=yes,
-                no_thinking=no_thinking,
-                workdir=workdir,
             ),
         )
         print_summary(result, level, wf.spec.output)
@@ -185,12 +125,13 @@ def resume(
                 run_dir,
                 on_event=on_event,
                 ask_user=ask,
-                verbosity=level,
-                sandbox=sandbox,  # type: ignore[arg-type]
                 approve=terminal_approver(progress),
-                yes=yes,
                 message=message,
                 read=chat_reader(progress) if chatting else None,
+                # what is not given stays as the run recorded it
+                verbosity=1 if verbose else None,
+                sandbox=sandbox,
+                yes=True if yes else None,
             ),
             live=not chatting,
         )
@@ -227,8 +168,8 @@ def replay(
                 run_dir,
                 into=into,
                 on_event=on_event,
-                verbosity=level,
-                sandbox=sandbox,  # type: ignore[arg-type]
+                verbosity=1 if verbose else 0,
+                sandbox=sandbox,
                 diff=diff,
             ),
         )
@@ -400,30 +341,6 @@ def usage_table(usage: dict[str, Any]) -> str:
     total = f"{total_cost:.4f}" if total_cost is not None else "-"
     rows.append(f"total tokens {usage.get('total_tokens', 0)}, cost ${total}")
     return "\n".join(rows)
-
-
-def model_argument(values: tuple[str, ...]) -> str | dict[str, str] | None:
-    """`--model REF` (every agent) and `--model AGENT=REF` (one agent), each at most once."""
-    from flowrun.errors import UsageError
-
-    every: str | None = None
-    per_agent: dict[str, str] = {}
-    for value in values:
-        agent, eq, ref = value.partition("=")
-        if eq and ":" not in agent and agent.strip():
-            if agent in per_agent:
-                raise UsageError(f"--model {agent}=... is given twice", "give each agent's model once")
-            per_agent[agent.strip()] = ref.strip()
-        elif every is not None:
-            raise UsageError(
-                f"--model is given twice ({every} and {value})",
-                "give one model for every agent, and AGENT=MODEL for single agents",
-            )
-        else:
-            every = value
-    if not per_agent:
-        return every
-    return {**({"*": every} if every else {}), **per_agent}
 
 
 def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, Any]:

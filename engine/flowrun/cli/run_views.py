@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from flowrun.errors import RunError
+from flowrun.errors import FlowrunError, RunError
 from flowrun.events import (
     AgentEndEvent,
     AgentPromptEvent,
@@ -43,6 +43,7 @@ from flowrun.events import (
     ToolResultEvent,
 )
 from flowrun.runtime.durable.event_log import read_events
+from flowrun.runtime.options import RunOptions
 
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
 
@@ -58,8 +59,12 @@ class RunRow:
     cost_usd: float | None  # None when the run's models have no prices or the run never ended
     duration_s: float | None  # first to last event
     started: float | None  # epoch seconds of the first event
-    dry_run: bool = False
+    options: RunOptions = field(default_factory=RunOptions)  # as run.json (or run_start) records them
     inputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dry_run(self) -> bool:
+        return self.options.dry_run
 
 
 # ------------------------------------------------------------------ reading a run folder
@@ -124,9 +129,19 @@ def _row(run_dir: Path, meta: dict[str, Any], events: list[Event]) -> RunRow:
         cost_usd=_run_cost(run_dir, events),
         duration_s=duration,
         started=started if started is not None else meta.get("updated"),
-        dry_run=bool(meta.get("dry_run", start.dry_run if start else False)),
+        options=recorded_options(meta, start),
         inputs=dict(meta.get("inputs") or (start.inputs if start else {}) or {}),
     )
+
+
+def recorded_options(meta: dict[str, Any], start: RunStartEvent | None) -> RunOptions:
+    """The run's options from run.json, else from its run_start event (any layout); the
+    defaults when neither can be read."""
+    record = meta if "options" in meta or "dry_run" in meta else start.to_dict() if start else {}
+    try:
+        return RunOptions.from_record(record)
+    except (FlowrunError, TypeError, ValueError):  # a damaged or hand-edited record
+        return RunOptions()
 
 
 def list_runs(runs_dir: Path) -> list[RunRow]:
@@ -551,6 +566,8 @@ def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
         f"cost {format_cost(row.cost_usd)}" + (f" · {tree.retries} model retries" if tree.retries else ""),
         f"tool calls: {tree.calls} ({tree.call_errors} errors)",
     ]
+    if options := row.options.summary():
+        lines.append(f"options: {options}")
     if meta.get("output"):
         written = (run_dir / meta["output"]).exists()
         lines.append(f"output: {meta['output']}" + ("" if written else " (not written)"))

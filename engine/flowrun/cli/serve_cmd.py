@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from flowrun.cli.common import fail, reported
+from flowrun.cli.run_options import RunArgs, run_options
 
 
 @click.group()
@@ -24,27 +25,20 @@ def serve() -> None:
     help="Serve streamable HTTP on this port (0: any free one).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --http: the address to listen on.")
-@click.option(
-    "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
+@run_options(
+    "runs_dir",
+    "dry_run",
+    "model",
+    "sandbox",
+    "yes",
+    help={
+        "dry_run": "Every call uses the offline test provider.",
+        "model": "Use this model for every agent of every call.",
+        "sandbox": "Override every `sandbox:` mode.",
+        "yes": "Approve every call of an `approve: ask` tool (nobody can answer).",
+    },
 )
-@click.option("--dry-run", is_flag=True, help="Every call uses the offline test provider.")
-@click.option("--model", help="Use this model for every agent of every call.")
-@click.option(
-    "--sandbox", type=click.Choice(["required", "auto", "off"]), help="Override every `sandbox:` mode."
-)
-@click.option(
-    "-y", "--yes", is_flag=True, help="Approve every call of an `approve: ask` tool (nobody can answer)."
-)
-def mcp(
-    workflows: tuple[Path, ...],
-    port: int | None,
-    host: str,
-    runs_dir: Path,
-    dry_run: bool,
-    model: str | None,
-    sandbox: str | None,
-    yes: bool,
-) -> None:
+def mcp(workflows: tuple[Path, ...], port: int | None, host: str, run_args: RunArgs) -> None:
     """Serve WORKFLOWS as MCP tools: one tool per workflow, its inputs as parameters."""
     import asyncio
     import importlib.util
@@ -52,15 +46,15 @@ def mcp(
     if importlib.util.find_spec("mcp") is None:
         fail("`flowrun serve mcp` needs the `mcp` package", "pip install 'flowrun[mcp]'")
     from flowrun.api import load
-    from flowrun.serve.mcp_server import ServeOptions, WorkflowServer, bind, serve_http, serve_stdio
+    from flowrun.serve.mcp_server import WorkflowServer, bind, serve_http, serve_stdio
 
     with reported(False):
+        options = run_args.options()
         loaded = [load(path) for path in workflows]
         names = [wf.name for wf in loaded]
         if len(set(names)) != len(names):
             fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
-        options = ServeOptions(runs_dir, dry_run, model, sandbox, yes)  # type: ignore[arg-type]
-        server = WorkflowServer(loaded, options)
+        server = WorkflowServer(loaded, options, run_args.runs_dir)
         try:
             if port is None:
                 asyncio.run(serve_stdio(server))

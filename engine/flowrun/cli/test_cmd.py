@@ -9,17 +9,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flowrun.cli.common import reported, verbosity
+from flowrun.cli.common import reported
 from flowrun.cli.run_cmd import (
     _with_progress,
     ask_on_terminal,
-    model_argument,
     parse_input_args,
     sandbox_option,
     terminal_approver,
     usage_table,
-    yes_option,
 )
+from flowrun.cli.run_options import RunArgs, run_options
 
 if TYPE_CHECKING:
     from flowrun.testing import CaseReport
@@ -175,35 +174,25 @@ def junit_report(reports: list[CaseReport], verbose: bool) -> str:
 @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("test_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("workflow", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--dry-run", is_flag=True, help="Record a run of the offline test provider.")
-@click.option(
-    "--model", "model_override", metavar="[AGENT=]MODEL", multiple=True, help="As for `flowrun run`."
+@run_options(
+    "dry_run",
+    "model",
+    "stream",
+    "quiet",
+    "verbose",
+    "sandbox",
+    "yes",
+    help={"dry_run": "Record a run of the offline test provider.", "model": "As for `flowrun run`."},
 )
-@click.option("--stream/--no-stream", default=None, help="Force streaming on or off for every model.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only the final summary.")
-@click.option("-v", "--verbose", is_flag=True, help="Print every model call and tool call.")
-@sandbox_option
-@yes_option
 @click.pass_context
-def record(
-    ctx: click.Context,
-    test_file: Path,
-    workflow: Path | None,
-    dry_run: bool,
-    model_override: tuple[str, ...],
-    stream: bool | None,
-    quiet: bool,
-    verbose: bool,
-    sandbox: str | None,
-    yes: bool,
-) -> None:
+def record(ctx: click.Context, test_file: Path, workflow: Path | None, run_args: RunArgs) -> None:
     """Run a workflow live and keep the run as the cassette of TEST_FILE.
 
     An existing TEST_FILE names the workflow, inputs and cassette: the cassette is recorded
     again and the expectations are kept. A new one needs WORKFLOW and its inputs
     (--INPUT VALUE): the cassette goes to cassettes/NAME/ next to it, and the test file is
     written with expectations drawn from the run (status, tools called, output file)."""
-    with reported(verbose):
+    with reported(run_args.verbose):
         from flowrun.testing import read_test_file, record_cassette, recording_target
 
         _, wf, _ = recording_target(test_file, workflow)
@@ -211,22 +200,18 @@ def record(
             inputs = parse_input_args(wf, list(ctx.args))
         else:
             inputs = dict(read_test_file(test_file)[0].inputs or {})
-        level = verbosity(quiet, verbose)
+        level = run_args.verbosity
+        options = run_args.options()
         recording = _with_progress(
             level,
             lambda on_event, progress: record_cassette(
                 test_file,
                 workflow,
                 inputs,
-                model=model_argument(model_override),
-                dry_run=dry_run,
-                stream=stream,
+                options,
                 on_event=on_event,
                 ask_user=ask_on_terminal if sys.stdin.isatty() else None,
-                verbosity=level,
-                sandbox=sandbox,
                 approve=terminal_approver(progress),
-                yes=yes,
             ),
         )
         result = recording.result

@@ -142,7 +142,8 @@ def _package_version(name: str) -> str:
 def _emit_start(run: Run, resume: bool) -> None:
     """The events a run (or a resume of it) starts with."""
     if resume:
-        run.emit(RunResumedEvent(recorded_model_calls=len(run.ledger.responses) if run.ledger else 0))
+        calls = len(run.ledger.responses) if run.ledger else 0
+        run.emit(RunResumedEvent(recorded_model_calls=calls, options=run.options.to_dict()))
     run.emit(
         RunStartEvent(
             workflow=run.spec.name,
@@ -150,12 +151,8 @@ def _emit_start(run: Run, resume: bool) -> None:
             inputs=run.inputs,
             flowrun_version=__version__,
             sdk_versions=sdk_versions(),
-            dry_run=run.options.dry_run,
-            model_override=run.options.model_override,
+            options=run.options.to_dict(),
             output=run.spec.output,
-            agent_models=dict(run.options.agent_models) or None,
-            overrides=list(run.options.overrides) or None,
-            workdir=str(run.options.workdir) if run.options.workdir else None,
             chat=_chat_agent(run),
             date=run.template_vars()["date"],
             run_id=run.template_vars()["run_id"],
@@ -258,12 +255,7 @@ def _write_meta(run: Run, status: str) -> None:
         "workflow_file": str(run.workflow_file),
         "inputs": run.inputs,
         "status": status,
-        "dry_run": run.options.dry_run,
-        "model_override": run.options.model_override,
-        "agent_models": dict(run.options.agent_models),
-        "overrides": list(run.options.overrides),
-        "no_thinking": run.options.no_thinking,
-        "workdir": str(run.options.workdir) if run.options.workdir else None,
+        "options": run.options.to_dict(),  # read back by RunOptions.from_record
         "chat": _chat_agent(run),
         "output": run.spec.output,
         "updated": time.time(),
@@ -272,7 +264,7 @@ def _write_meta(run: Run, status: str) -> None:
 
 
 def _chat_agent(run: Run) -> str | None:
-    talk = run.options.conversation
+    talk = run.hooks.conversation
     return talk.agent if talk is not None and talk.chat else None
 
 
@@ -285,7 +277,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 async def _run_body(run: Run) -> Outcome:
     spec = run.spec
-    talk = run.options.conversation
+    talk = run.hooks.conversation
     if talk is not None and talk.chat:
         # a chat: the user's first message is the task (the recorded one on resume)
         task = (run.ledger.tasks.get(talk.agent) if run.ledger else None) or await talk.read(None)

@@ -5,8 +5,6 @@ budgets; the event log) and offers them to the loop, tool kinds and step kinds t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from flowrun.runtime.durable.event_log import EventLog, Subscriber
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strategy_for
 from flowrun.runtime.loop import dry_run
-from flowrun.runtime.loop.approvals import Approvals, Approver
+from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BindRequest
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
@@ -29,35 +27,8 @@ from flowrun.runtime.loop.sandboxes import SandboxPolicies
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
-from flowrun.tools.sandbox import Mode
+from flowrun.runtime.options import RunHooks, RunOptions
 from flowrun.types import ModelResponse, ToolCall, ToolResult
-
-
-@dataclass
-class Conversation:
-    """Someone talking to the run's top agent: `flowrun chat` (a turn after each answer) or the
-    `--message` of a resumed run (once, where the recorded run ends)."""
-
-    agent: str  # the top agent (depth 0) the messages go to
-    read: Callable[[str | None], Awaitable[str | None]]  # (its answer, or None) -> a message, or None
-    chat: bool = False  # a chat: asked only after an answer, and its first message is the task
-
-
-@dataclass
-class RunOptions:
-    dry_run: bool = False
-    model_override: str | None = None
-    stream: bool | None = None  # None: each model's own setting
-    interactive: bool = False  # someone can answer ask_user
-    ask_user: Callable[[str], Awaitable[str]] | None = None
-    sandbox: Mode | None = None  # overrides every `sandbox:` mode (the CLI's --sandbox)
-    approver: Approver | None = None  # decides `approve: ask` calls; None: nobody can
-    approve_all: bool = False  # --yes: every `approve: ask` call is approved
-    agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=REF
-    overrides: list[str] = field(default_factory=list)  # the --set PATH=VALUE the manifests got (recorded)
-    no_thinking: bool = False  # --no-thinking: every model's thinking off
-    workdir: Path | None = None  # the agents' folder when it is not the run folder (--workdir, workspace.dir)
-    conversation: Conversation | None = None  # chat turns, or a resumed run's --message
 
 
 class Run:
@@ -69,13 +40,15 @@ class Run:
         run_dir: Path,
         options: RunOptions | None = None,
         ledger: Ledger | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
         self.project = project
         self.workflow = workflow
         self.spec = workflow.spec
         self.inputs = inputs
         self.run_dir = run_dir
-        self.options = options or RunOptions()
+        self.options = options or RunOptions()  # recorded in run.json
+        self.hooks = hooks or RunHooks()  # the caller's callbacks, never recorded
         self.ledger = ledger
         self.workflow_dir = workflow.source.path.parent.resolve()
         self.workflow_file = workflow.source.path.resolve()  # as run.json records it (written 2-3 times)
@@ -108,7 +81,7 @@ class Run:
             self.spec.default_model,
             self.workflow_dir,
             dry_run=self.options.dry_run,
-            override=self.options.model_override,
+            override=self.options.model,
             stream=self.options.stream,
             per_agent=dict(self.options.agent_models),
             no_thinking=self.options.no_thinking,
@@ -123,11 +96,11 @@ class Run:
             self.workspace,
             run_dir,
             list(project.roots),
-            interactive=self.options.interactive,
-            ask_user=self.options.ask_user,
+            interactive=self.hooks.ask_user is not None,
+            ask_user=self.hooks.ask_user,
             sandboxes=self.sandboxes,
             redactor=self.redactor,
-            approvals=Approvals(self.options.approver, self.options.approve_all, self.emit, ledger),
+            approvals=Approvals(self.hooks.approve, self.options.yes, self.emit, ledger),
         )
         self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, ledger)
 
@@ -226,7 +199,7 @@ class Run:
         key = (inst.id, inst.model_calls)
         if self.ledger is not None and key in self.ledger.user_messages:
             return self._user_message(inst, self.ledger.user_messages.pop(key))
-        talk = self.options.conversation
+        talk = self.hooks.conversation
         if talk is None or inst.depth != 0 or inst.name != talk.agent or (talk.chat and answer is None):
             return None
         if self.ledger is not None and (inst.id, inst.model_calls + 1) in self.ledger.responses:

@@ -11,7 +11,6 @@ code, run folder and output path. A run that does not complete is an `isError` r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +18,11 @@ from flowrun.api import Workflow
 from flowrun.errors import FlowrunError
 from flowrun.events import AgentEndEvent, AgentStartEvent, Event, ToolCallEvent
 from flowrun.manifest.specs import InputSpec
-from flowrun.tools.sandbox import Mode
+from flowrun.runtime.options import RunOptions
 
 JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
 MAX_RESULT_CHARS = 200_000
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-@dataclass
-class ServeOptions:
-    runs_dir: Path = Path("runs")
-    dry_run: bool = False
-    model: str | None = None
-    sandbox: Mode | None = None
-    yes: bool = False  # approve every `approve: ask` call (no one can answer otherwise)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def input_schema(inputs: dict[str, InputSpec]) -> dict[str, Any]:
@@ -76,9 +65,12 @@ def progress_line(event: Event) -> str | None:
 class WorkflowServer:
     """The MCP server for a set of workflows."""
 
-    def __init__(self, workflows: list[Workflow], options: ServeOptions) -> None:
+    def __init__(
+        self, workflows: list[Workflow], options: RunOptions | None = None, runs_dir: Path = Path("runs")
+    ) -> None:
         self.workflows = {tool_name(wf): wf for wf in workflows}
-        self.options = options
+        self.options = options or RunOptions()  # every call's run options
+        self.runs_dir = runs_dir
 
     def build(self) -> Any:
         from mcp.server.lowlevel import Server
@@ -117,16 +109,8 @@ class WorkflowServer:
     async def _run(
         self, ctx: Any, workflow: Workflow, arguments: dict[str, Any]
     ) -> tuple[str, dict[str, Any], bool]:
-        options = self.options
-        settings: dict[str, Any] = {
-            "runs_dir": options.runs_dir,
-            "dry_run": options.dry_run,
-            "model": options.model,
-            "sandbox": options.sandbox,
-            "yes": options.yes,
-        }
         steps = 0
-        async with workflow.stream(arguments, **settings) as events:
+        async with workflow.stream(arguments, self.options, runs_dir=self.runs_dir) as events:
             async for event in events:
                 line = progress_line(event)
                 if line is not None:

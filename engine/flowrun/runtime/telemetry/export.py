@@ -65,6 +65,7 @@ def _choice(start: dict[str, Any]) -> Any:
     from flowrun.errors import FlowrunError
     from flowrun.manifest.project import load_project
     from flowrun.runtime.models.calls import ModelChoice
+    from flowrun.runtime.options import RunOptions
 
     path = Path(str(start.get("workflow_file") or ""))
     if not path.is_file():
@@ -76,13 +77,18 @@ def _choice(start: dict[str, Any]) -> Any:
     if not project.workflows:
         return None
     spec = project.workflows[0].spec
+    try:
+        options = RunOptions.from_record(start)
+    except FlowrunError:
+        options = RunOptions()
     return ModelChoice(
         project,
         dict(spec.models),
         spec.default_model,
         path.parent,
-        dry_run=bool(start.get("dry_run")),
-        override=start.get("model_override"),
+        dry_run=options.dry_run,
+        override=options.model,
+        per_agent=dict(options.agent_models),
     )
 
 

@@ -1,0 +1,222 @@
+"""How a run runs: one `RunOptions` object from the command line's flags to run.json, and the
+`RunHooks` (callbacks) that go with it but are not recorded.
+
+    options = flowrun.RunOptions(model="openai:gpt-4o", agent_models={"writer": "claude"}, dry_run=True)
+    result = await wf.run({"question": "..."}, options, on_event=print)
+    await wf.run({"question": "..."}, dry_run=True)           # the same fields as keyword arguments
+
+One value has one name everywhere: the field name is the Python keyword, the key in run.json's
+`options` (and in the `run_start` event's) and, with `-` for `_`, the CLI flag (`--model M` is
+`model`, `--model AGENT=M` is `agent_models`, `--set` is `overrides`, `-q`/`-v` are
+`verbosity`). `from_record` reads the options back from a run.json or a `run_start` event of any
+version (earlier ones kept them as flat keys: `model_override`, `agent_models`, `dry_run`, ...).
+
+RunOptions is a frozen dataclass rather than a pydantic model: it is plain data that pickles as
+it is (the Ray backend ships it in each job) and crosses the batch workers' pipes and run.json
+as `to_dict()`; it is made for every run and read back on every resume, and its few checks
+give flowrun's own one-line UsageError (with a did-you-mean for a misspelt name)."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from flowrun.errors import UsageError
+from flowrun.events import Event
+from flowrun.tools.sandbox import MODES, Mode
+
+if TYPE_CHECKING:
+    from flowrun.runtime.loop.approvals import Approver
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Every knob of a run that run.json records (all optional; the defaults are a plain run)."""
+
+    model: str | None = None  # --model M: every agent's model (a workflow model name or provider:model)
+    agent_models: dict[str, str] = field(default_factory=dict)  # --model AGENT=M, over `model`
+    dry_run: bool = False  # --dry-run: the offline test provider
+    stream: bool | None = None  # --stream/--no-stream; None: each model's own setting
+    sandbox: Mode | None = None  # --sandbox: overrides every `sandbox:` mode
+    yes: bool = False  # -y/--yes: approve every call of an `approve: ask` tool
+    no_thinking: bool = False  # --no-thinking: every model's thinking off
+    workdir: Path | None = None  # --workdir (or workspace.dir): the agents' folder, absolute once run
+    verbosity: int = 0  # -v (1): flowrun.log at DEBUG when above 0
+    limits: dict[str, Any] = field(default_factory=dict)  # tighter `limits:` for this run
+    overrides: tuple[str, ...] = ()  # --set PATH=VALUE: the texts the manifests were changed with
+
+    def __post_init__(self) -> None:
+        # normalised once, so two options that mean the same compare (and record) the same
+        set_ = object.__setattr__
+        if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
+            raise UsageError(f"model {self.model!r} is not a model name", MODEL_HINT)
+        if not isinstance(self.agent_models, Mapping):
+            raise UsageError("agent_models must map agent names to models", MODEL_HINT)
+        set_(self, "agent_models", {str(k): str(v) for k, v in self.agent_models.items()})
+        if self.sandbox is not None and self.sandbox not in MODES:
+            raise UsageError(f"unknown sandbox mode {self.sandbox!r}", "use required, auto or off")
+        if self.workdir is not None:
+            set_(self, "workdir", Path(self.workdir))
+        if not isinstance(self.limits, Mapping):
+            raise UsageError("limits must map `limits:` keys to values", 'e.g. {"max_cost_usd": 0.5}')
+        set_(self, "limits", dict(self.limits))
+        set_(self, "overrides", _override_texts(self.overrides))
+        set_(self, "verbosity", int(self.verbosity))
+        for name in ("dry_run", "yes", "no_thinking"):
+            set_(self, name, bool(getattr(self, name)))
+
+    # ------------------------------------------------------------ changing
+
+    def changed(self, _known: Iterable[str] = (), **changes: Any) -> RunOptions:
+        """A copy with `changes` (field names) applied. `model` may also be a mapping of agent
+        name to model (key "*": every other agent), as `Workflow.run` has always taken it. An
+        unknown name is a UsageError with a did-you-mean (over the fields and `_known`, the
+        caller's other keyword arguments)."""
+        if not changes:
+            return self
+        for name in changes:
+            if name not in FIELDS:
+                raise unknown_option(name, [*FIELDS, *_known])
+        model = changes.get("model")
+        if isinstance(model, Mapping):
+            per_agent = {str(k): str(v) for k, v in model.items()}
+            changes["model"] = per_agent.pop("*", None)
+            changes["agent_models"] = {**dict(changes.get("agent_models") or {}), **per_agent}
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def given(
+        cls, options: RunOptions | None, changes: Mapping[str, Any], known: Iterable[str] = ()
+    ) -> RunOptions:
+        """`options` (or the defaults) with keyword `changes` over them: what an API function
+        taking `options=None, **changes` runs with."""
+        if options is not None and not isinstance(options, RunOptions):
+            raise UsageError(
+                f"options must be a flowrun.RunOptions, not {type(options).__name__}",
+                "pass RunOptions(...) or the options as keyword arguments",
+            )
+        return (options or cls()).changed(known, **changes)
+
+    # ------------------------------------------------------------ recording
+
+    def to_dict(self) -> dict[str, Any]:
+        """As run.json's `options` records them (plain JSON)."""
+        return {
+            "model": self.model,
+            "agent_models": dict(self.agent_models),
+            "dry_run": self.dry_run,
+            "stream": self.stream,
+            "sandbox": self.sandbox,
+            "yes": self.yes,
+            "no_thinking": self.no_thinking,
+            "workdir": str(self.workdir) if self.workdir is not None else None,
+            "verbosity": self.verbosity,
+            "limits": dict(self.limits),
+            "overrides": list(self.overrides),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], strict: bool = True) -> RunOptions:
+        """Options from `to_dict()`'s shape. `strict`: an unknown key is a UsageError (a
+        caller's mistake); otherwise it is skipped (a record written by a later version)."""
+        if strict:
+            for name in data:
+                if name not in FIELDS:
+                    raise unknown_option(str(name), FIELDS)
+        values = {k: v for k, v in data.items() if k in FIELDS}
+        for name in ("agent_models", "limits"):
+            if values.get(name) is None:
+                values.pop(name, None)
+        values["overrides"] = values.get("overrides") or ()
+        return cls(**values)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RunOptions:
+        """The options a run recorded, from its run.json or its `run_start` event (as a dict):
+        the `options` object, or the flat keys of the layouts before it (`model_override`,
+        `agent_models`, `dry_run`, `no_thinking`, `workdir`, `overrides`; 0.1.0 had only the
+        first and `dry_run`), the knobs they did not record at their defaults."""
+        recorded = record.get("options")
+        if isinstance(recorded, Mapping):
+            return cls.from_dict(recorded, strict=False)
+        return cls(
+            model=record.get("model_override") or None,
+            agent_models=dict(record.get("agent_models") or {}),
+            dry_run=bool(record.get("dry_run")),
+            no_thinking=bool(record.get("no_thinking")),
+            workdir=record.get("workdir") or None,
+            overrides=tuple(str(o) for o in record.get("overrides") or ()),
+        )
+
+    def summary(self) -> str:
+        """The options that differ from the defaults, for people (`flowrun show`)."""
+        parts: list[str] = []
+        if self.dry_run:
+            parts.append("--dry-run")
+        if self.model:
+            parts.append(f"--model {self.model}")
+        parts += [f"--model {agent}={ref}" for agent, ref in self.agent_models.items()]
+        parts += [f"--set {text}" for text in self.overrides]
+        if self.stream is not None:
+            parts.append("--stream" if self.stream else "--no-stream")
+        if self.no_thinking:
+            parts.append("--no-thinking")
+        if self.sandbox:
+            parts.append(f"--sandbox {self.sandbox}")
+        if self.yes:
+            parts.append("--yes")
+        if self.workdir is not None:
+            parts.append(f"--workdir {self.workdir}")
+        parts += [f"limits.{key}={value}" for key, value in self.limits.items()]
+        return " ".join(parts)
+
+
+FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunOptions))
+MODEL_HINT = "a workflow model name or provider:model, e.g. openai:gpt-4o"
+
+OnEvent = Callable[[Event], None]
+AskUser = Callable[[str], Awaitable[str]]
+ReadMessage = Callable[[str | None], Awaitable[str | None]]  # (the agent's answer) -> next message
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """Someone talking to the run's top agent: `flowrun chat` (a turn after each answer) or the
+    `--message` of a resumed run (once, where the recorded run ends)."""
+
+    agent: str  # the top agent (depth 0) the messages go to
+    read: ReadMessage  # (its answer, or None) -> a message, or None
+    chat: bool = False  # a chat: asked only after an answer, and its first message is the task
+
+
+@dataclass(frozen=True, slots=True)
+class RunHooks:
+    """The callbacks of a run: given to each call (keyword arguments of the API), never recorded.
+    A resumed run gets new ones from its caller."""
+
+    on_event: OnEvent | None = None  # each typed event, after it is written
+    ask_user: AskUser | None = None  # answers ask_user; None: the run is not interactive
+    approve: Approver | None = None  # decides `approve: ask` calls; None: they are refused (unless yes)
+    conversation: Conversation | None = None  # chat turns, or a resumed run's --message
+
+
+def unknown_option(name: str, known: Iterable[str]) -> UsageError:
+    close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'?" if close else "the options: " + ", ".join(FIELDS)
+    return UsageError(f"unknown run option '{name}'", hint)
+
+
+def _override_texts(given: object) -> tuple[str, ...]:
+    """`--set` texts: a list of PATH=VALUE strings, or a mapping of path to value (made into the
+    texts that read back as the same values, as flowrun.load records them)."""
+    if isinstance(given, str):
+        raise UsageError(f"overrides {given!r} is one string", 'give a list: ["PATH=VALUE", ...]')
+    if isinstance(given, Mapping):
+        from flowrun.manifest.overrides import parse_overrides
+
+        return tuple(o.text for o in parse_overrides(cast(Mapping[str, Any], given)))
+    return tuple(str(text) for text in cast(Iterable[object], given or ()))
