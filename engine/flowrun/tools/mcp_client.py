@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class ServerLaunch:
     headers: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 60.0
     startup_timeout_s: float = 30.0
+    hint: str = ""  # what to try when it does not start (added to the reason)
 
 
 class McpConnection:
@@ -82,17 +84,22 @@ class McpConnection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.launch.startup_timeout_s)
         except TimeoutError:
+            tail = self._stderr_tail()
             await self.close()
             raise McpServerDown(
                 f"did not answer within startup_timeout_s={self.launch.startup_timeout_s:g}"
-                + self._stderr_tail()
+                + tail
+                + self._hint()
             ) from None
         if self.client is None:
             reason = _reason(self._error) if self._error else "it stopped while starting"
             tail = self._stderr_tail()
             await self.close()
-            raise McpServerDown(reason + tail)
+            raise McpServerDown(reason + tail + self._hint())
         return self.tools
+
+    def _hint(self) -> str:
+        return f"; {self.launch.hint}" if self.launch.hint else ""
 
     async def _own(self) -> None:
         try:
@@ -145,10 +152,10 @@ class McpConnection:
             text = self._errlog.read()
         except (OSError, ValueError):
             return ""
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if not lines:
+        line = telling_line(text)
+        if not line:
             return ""
-        tail = lines[-1] if len(lines[-1]) <= STDERR_TAIL_CHARS else lines[-1][-STDERR_TAIL_CHARS:]
+        tail = line if len(line) <= STDERR_TAIL_CHARS else line[-STDERR_TAIL_CHARS:]
         return f"; its stderr ends: {tail}"
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
@@ -186,6 +193,28 @@ class McpConnection:
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
+
+
+# lines of a crash report that say nothing about why: node's version trailer and stack frames,
+# Python's traceback frames, closing brackets, a caret under a source line, npm's epilogue
+NOISE = re.compile(
+    r"^(Node\.js v\d.*|at .*|File \".*|\^+|[\]})]+,?|Traceback .*"
+    r"|npm (error|ERR!) (You can rerun|Log files were not written|A complete log"
+    r"|\S+ This is related|\S*$).*)$"
+)
+ERROR_LINE = re.compile(
+    r"^[\w.]*(Error|Exception)\b.*:|^bwrap: |^error:|^Error |(?-i:\bE[A-Z]{2,}: )", re.IGNORECASE
+)
+
+
+def telling_line(text: str) -> str:
+    """The line of a server's stderr that says why it stopped: the last error line (a Python
+    exception, node's `Error: ...`, bwrap's message), else the last line that is not noise."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    meaningful = [line for line in lines if not NOISE.match(line)]
+    errors = [line for line in meaningful if ERROR_LINE.search(line)]
+    found = errors or meaningful or lines
+    return found[-1] if found else ""
 
 
 def _repeat_safe(tool: Any) -> bool:
