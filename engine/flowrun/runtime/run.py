@@ -128,6 +128,7 @@ class Run:
             sandboxes=self.sandboxes,
             redactor=self.redactor,
             approvals=Approvals(self.options.approver, self.options.approve_all, self.emit, ledger),
+            dry_run=self.options.dry_run,
         )
         self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, ledger)
 

@@ -39,6 +39,8 @@ class RemoteTool:
     description: str
     parameters: dict[str, Any]
     idempotent: bool = False  # readOnlyHint or idempotentHint: a resume may run it again
+    read_only: bool = False  # readOnlyHint: a dry run may call it
+    output_schema: dict[str, Any] | None = None  # its structured result, when it declares one
 
 
 @dataclass(slots=True)
@@ -221,7 +223,12 @@ def _repeat_safe(tool: Any) -> bool:
     """The server's own word (its annotations) that calling the tool twice does no more than
     once; without it a remote tool is taken to be unsafe to repeat."""
     hints = getattr(tool, "annotations", None)
-    return bool(getattr(hints, "read_only_hint", False) or getattr(hints, "idempotent_hint", False))
+    return _read_only(tool) or bool(getattr(hints, "idempotent_hint", False))
+
+
+def _read_only(tool: Any) -> bool:
+    """The server's word that the tool changes nothing (`readOnlyHint`); absent, it may."""
+    return getattr(getattr(tool, "annotations", None), "read_only_hint", None) is True
 
 
 async def _list_tools(client: Any) -> list[RemoteTool]:
@@ -232,7 +239,17 @@ async def _list_tools(client: Any) -> list[RemoteTool]:
         for tool in page.tools:
             schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
             schema.setdefault("type", "object")
-            found.append(RemoteTool(tool.name, (tool.description or "").strip(), schema, _repeat_safe(tool)))
+            output = getattr(tool, "output_schema", None)
+            found.append(
+                RemoteTool(
+                    tool.name,
+                    (tool.description or "").strip(),
+                    schema,
+                    _repeat_safe(tool),
+                    _read_only(tool),
+                    dict(output) if isinstance(output, dict) else None,
+                )
+            )
         cursor = page.next_cursor
         if not cursor:
             break
