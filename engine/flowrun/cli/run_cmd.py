@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flowrun.cli.common import Terminated, read_in_background, reported, verbosity
+from flowrun.cli.common import Terminated, read_in_background, reported, verbosity, warn_skipped
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -116,6 +116,7 @@ def run(
         from flowrun.runtime.durable.run_folder import check_run_id
 
         wf = load(workflow, list(overrides))
+        warn_skipped(wf.diagnostics)
         inputs = parse_input_args(wf, list(ctx.args), inputs_file)
         model = model_argument(model_override)
         run_id = check_run_id(run_id) if run_id is not None else new_run_id(wf.name)
