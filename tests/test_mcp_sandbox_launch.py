@@ -144,11 +144,19 @@ def test_venv_server_answers_in_the_sandbox(tmp_path: Path, provider: str, serve
 
 
 def test_local_bin_and_pyenv_shim_are_found(tmp_path: Path, server_venv: Path) -> None:
-    """`~/.local/bin/NAME` linking into a venv (pipx, uv tool) and `python3` through a pyenv
-    shim whose version is a virtualenv (pyenv-virtualenv): both start with nothing declared."""
+    """`~/.local/bin/NAME` linking into a venv (pipx, uv tool), a script there with its packages
+    in the user site (pip install --user), and `python3` through a pyenv shim whose version is
+    a virtualenv (pyenv-virtualenv): all start with nothing declared."""
     home = tmp_path / "home"
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "mcp-test-server").symlink_to(server_venv / "bin" / "mcp-test-server")
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    user_site = home / ".local" / "lib" / version / "site-packages"
+    shutil.copytree(next((server_venv / "lib").glob("python3*/site-packages")), user_site)
+    base = Path(sys.base_prefix) / "bin" / version
+    user_script = home / ".local" / "bin" / "mcp-user-server"
+    user_script.write_text(f"#!{base}\nimport sys\nfrom mcp_test_server import main\nmain(sys.argv[1:])\n")
+    user_script.chmod(0o755)
     pyenv = tmp_path / "pyenv"
     (pyenv / "shims").mkdir(parents=True)
     (pyenv / "versions").mkdir()
@@ -163,9 +171,10 @@ def test_local_bin_and_pyenv_shim_are_found(tmp_path: Path, server_venv: Path) -
     project.mkdir()
     servers = {
         "local": {"command": "mcp-test-server"},
+        "user": {"command": "mcp-user-server"},
         "shimmed": {"command": "python3", "args": ["-m", "mcp_test_server"]},
     }
-    write_project(project, servers, ["local.add", "shimmed.lookup"])
+    write_project(project, servers, ["local.add", "user.echo", "shimmed.lookup"])
     env = {"HOME": str(home), **on_path(home / ".local" / "bin", pyenv / "shims")}
     code, out = validate_connect(project, env)
     assert code == 0, out
