@@ -146,7 +146,8 @@ def test_venv_server_answers_in_the_sandbox(tmp_path: Path, provider: str, serve
 def test_local_bin_and_pyenv_shim_are_found(tmp_path: Path, server_venv: Path) -> None:
     """`~/.local/bin/NAME` linking into a venv (pipx, uv tool), a script there with its packages
     in the user site (pip install --user), and `python3` through a pyenv shim whose version is
-    a virtualenv (pyenv-virtualenv): all start with nothing declared."""
+    a virtualenv (pyenv-virtualenv), as the command and as a script's `#!/usr/bin/env python3`:
+    all start with nothing declared."""
     home = tmp_path / "home"
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "mcp-test-server").symlink_to(server_venv / "bin" / "mcp-test-server")
@@ -169,12 +170,15 @@ def test_local_bin_and_pyenv_shim_are_found(tmp_path: Path, server_venv: Path) -
     shim.chmod(0o755)
     project = tmp_path / "project"
     project.mkdir()
+    (project / "serve.py").write_text("#!/usr/bin/env python3\nfrom mcp_test_server import main\nmain([])\n")
+    (project / "serve.py").chmod(0o755)
     servers = {
         "local": {"command": "mcp-test-server"},
         "user": {"command": "mcp-user-server"},
         "shimmed": {"command": "python3", "args": ["-m", "mcp_test_server"]},
+        "script": {"command": "./serve.py"},
     }
-    write_project(project, servers, ["local.add", "user.echo", "shimmed.lookup"])
+    write_project(project, servers, ["local.add", "user.echo", "shimmed.lookup", "script.add"])
     env = {"HOME": str(home), **on_path(home / ".local" / "bin", pyenv / "shims")}
     code, out = validate_connect(project, env)
     assert code == 0, out

@@ -86,10 +86,9 @@ class Where:
 
 def program_needs(argv: list[str], where: Where) -> Needs:
     """The binds, environment and command for `argv` (ProgramNotShown when it cannot start)."""
-    command = argv[0]
-    found = locate(command, where)
-    found = _unshimmed(found, where)
-    needs = Needs([str(found), *argv[1:]])
+    needs = Needs([])
+    found = _unshimmed(locate(argv[0], where), where, needs)
+    needs.argv = [str(found), *argv[1:]]
     _program(found, where, needs, 0)
     if found.name == "npx" or found.resolve().name == "npx-cli.js":
         _npx(argv[1:], where, needs)
@@ -120,11 +119,12 @@ def locate(command: str, where: Where) -> Path:
 # ---------------------------------------------------------------- pyenv shims
 
 
-def _unshimmed(path: Path, where: Where, depth: int = 0) -> Path:
+def _unshimmed(path: Path, where: Where, needs: Needs) -> Path:
     """A pyenv shim as the program of the version pyenv selects (the shim itself needs pyenv,
-    its root and HOME: the program does not)."""
+    its root and HOME: the program does not). That program's folder goes first on the
+    sandbox's PATH, so what it starts by name (`python3`) is found there, not as the shim."""
     root = path.parent.parent
-    if path.parent.name != "shims" or not (root / "versions").is_dir() or depth > 2:
+    if path.parent.name != "shims" or not (root / "versions").is_dir():
         return path
     try:
         if b"pyenv" not in path.read_bytes()[:2000]:
@@ -142,6 +142,8 @@ def _unshimmed(path: Path, where: Where, depth: int = 0) -> Path:
                 continue
         candidate = root / "versions" / version / "bin" / path.name
         if candidate.is_file():
+            folders = needs.env.get("PATH", where.path).split(os.pathsep)
+            needs.env["PATH"] = os.pathsep.join(dict.fromkeys([str(candidate.parent), *folders]))
             return Path(os.path.normpath(candidate))
     chosen = ", ".join(versions) or "none"
     raise ProgramNotShown(
@@ -181,7 +183,7 @@ def _program(path: Path, where: Where, needs: Needs, depth: int) -> None:
     venv = _venv_of(path) or _venv_of(real)
     if venv is not None:
         _base_of(venv, where, needs, depth)
-    interpreter = _shebang(real, where)
+    interpreter = _shebang(real, where, needs)
     if interpreter is not None:
         _program(interpreter, where, needs, depth + 1)
         _user_site(path, interpreter, where, needs)
@@ -254,7 +256,7 @@ def _base_of(venv: Path, where: Where, needs: Needs, depth: int) -> None:
         _program(base, where, needs, depth + 1)
 
 
-def _shebang(path: Path, where: Where) -> Path | None:
+def _shebang(path: Path, where: Where, needs: Needs) -> Path | None:
     """The interpreter a script's `#!` line names (`env NAME` looked up on PATH)."""
     try:
         with path.open("rb") as f:
@@ -272,9 +274,10 @@ def _shebang(path: Path, where: Where) -> Path | None:
         if not names:
             return None
         try:
-            return locate(names[0], where)
+            found = locate(names[0], where)
         except ProgramNotShown:
             raise ProgramNotShown(f"{path} runs `{names[0]}` (its #! line), which is not on PATH") from None
+        return _unshimmed(found, where, needs)
     if not interpreter.is_file():
         raise ProgramNotShown(f"{path} runs {interpreter} (its #! line), which does not exist")
     return interpreter
