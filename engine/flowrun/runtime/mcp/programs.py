@@ -53,16 +53,14 @@ class Needs:
     ro_binds: list[str] = field(default_factory=list)  # folders and files, read-only
     overlays: list[str] = field(default_factory=list)  # shown over a scratch layer (npm's cache)
     env: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # "FOLDER (why)", for messages
     hint: str = ""  # what to try when the server does not start anyway
 
-    def bind(self, path: Path, why: str) -> None:
+    def bind(self, path: Path) -> None:
         text = str(path)
         if any(text == b or text.startswith(b.rstrip("/") + "/") for b in self.ro_binds):
             return
         self.ro_binds = [b for b in self.ro_binds if not b.startswith(text.rstrip("/") + "/")]
         self.ro_binds.append(text)
-        self.notes.append(f"{text} ({why})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,14 +207,14 @@ def _show(path: Path, where: Where, needs: Needs) -> None:
         return
     home = where.home
     if home is not None and path.parent == home / ".local" / "bin":
-        needs.bind(path, "a program in ~/.local/bin")
+        needs.bind(path)
         return
     root = install_root(path, home)
     if root is None:
         raise ProgramNotShown(
             f"its program {path} is in a folder the sandbox does not show", {"ro_binds": [str(path.parent)]}
         )
-    needs.bind(root, "a virtual environment" if (root / "pyvenv.cfg").is_file() else "its install folder")
+    needs.bind(root)
 
 
 def install_root(path: Path, home: Path | None) -> Path | None:
@@ -294,7 +292,7 @@ def _user_site(script: Path, interpreter: Path, where: Where, needs: Needs) -> N
         return
     site = home / ".local" / "lib" / f"python{version.group(1)}"
     if site.is_dir() and not where.shown(site):
-        needs.bind(site, "the user site of its Python")
+        needs.bind(site)
         needs.env["PYTHONUSERBASE"] = str(home / ".local")
 
 
@@ -371,7 +369,6 @@ def _npx(args: list[str], where: Where, needs: Needs) -> None:
     usable = cache is not None and where.overlay_ok()
     if usable and cache is not None:  # npm writes to its cache even when all it needs is there
         needs.overlays.append(str(cache))
-        needs.notes.append(f"{cache} (npm's cache, over a scratch layer)")
         needs.env |= {
             "npm_config_cache": str(cache),
             "npm_config_prefer_offline": "true",
