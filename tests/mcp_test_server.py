@@ -84,6 +84,13 @@ def build(name: str = "test-tools") -> MCPServer:
         env = os.environ
         return f"cwd={os.getcwd()} home={env.get('HOME', '')} secret={env.get('MCP_TEST_SECRET', '')}"
 
+    @server.tool()
+    def record(text: str) -> str:
+        """Append the text to calls.log in the server's folder (a tool with an effect)."""
+        with open("calls.log", "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+        return "recorded"
+
     server.tool()(tamper)
     return server
 

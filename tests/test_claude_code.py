@@ -259,3 +259,53 @@ def test_model_alias_names_a_workflow_model_of_that_name(tmp_path: Path) -> None
     )
     spec = flowrun.load(tmp_path / "w.yaml").project.agents["helper"].spec
     assert spec.model == "opus"
+
+
+BROKEN = (
+    "---\nname: broken\n"
+    "description: Use this agent when: the user asks. Examples: <example>x</example>\n---\nBroken.\n"
+)
+TYPO = "---\nname: typo\ndescription: Has a typo.\nmax_turns: 3\n---\nTypo.\n"
+
+
+def test_a_broken_agent_file_is_skipped_unless_used(tmp_path: Path) -> None:
+    """Public collections hold files flowrun cannot read (an unquoted ': ' in a description):
+    each is a warning and skipped, and fails only the workflow or agent that uses it."""
+    agents = tmp_path / ".claude" / "agents"
+    write_agent(agents, "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n")
+    write_agent(agents, BROKEN, "broken")
+    write_agent(agents, TYPO, "typo")
+    (tmp_path / "w.yaml").write_text(WORKFLOW)
+
+    proc = run_cli(["validate", str(tmp_path)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    assert (
+        ".claude/agents/broken.md:3:33: warning[skipped-agent]: Claude Code agent 'broken' skipped: "
+        in proc.stdout
+    )
+    assert (
+        ".claude/agents/typo.md:4:1: warning[skipped-agent]: Claude Code agent 'typo' skipped: "
+        in proc.stdout
+    )
+    args = [str(tmp_path / "w.yaml"), "--dry-run", "--runs-dir", str(tmp_path / "runs"), "--run-id", "d"]
+    proc = run_cli(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 2 and "broken.md:3:33" in warnings[0] and "typo.md:4:1" in warnings[1], (
+        proc.stderr
+    )
+
+    # used as the entry: its problems are errors again, and the run stops on them
+    (tmp_path / "w.yaml").write_text(WORKFLOW.replace("entry: helper", "entry: typo"))
+    proc = run_cli([*args[:-1], "d2"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ".claude/agents/typo.md:4:1: error[unknown-key]: unknown key 'max_turns'" in proc.stderr
+    assert "broken.md" not in proc.stderr  # the other one still fails alone
+    # used by an agent (Task(NAME)): the same
+    (tmp_path / "w.yaml").write_text(WORKFLOW)
+    write_agent(agents, "---\nname: helper\ndescription: Helps.\ntools: Read, Task(broken)\n---\nHelp.\n")
+    proc = run_cli(["validate", str(tmp_path)], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout
+    assert ".claude/agents/broken.md:3:33: error[" in proc.stdout, proc.stdout
+    assert "warning[skipped-agent]: Claude Code agent 'typo' skipped" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr

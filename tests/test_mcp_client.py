@@ -58,7 +58,7 @@ def write_project(tmp_path: Path, servers: dict[str, Any], tools: list[Any]) -> 
         "max_steps": 8,
         "tools": tools,
     }
-    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d").mkdir(exist_ok=True)
     (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
     path = tmp_path / "mcp_demo.yaml"
     path.write_text(yaml.safe_dump(workflow, sort_keys=False))
@@ -256,3 +256,24 @@ def test_validate_connect_starts_the_servers(tmp_path: Path, http_server: HttpSe
     assert "MCP server 'web' has no tool 'ech'" in out and "did you mean 'echo'?" in out
     assert "MCP server 'broken' did not start" in out and "tools.toml" in out
     assert "'add'" not in out
+
+
+def test_server_named_like_a_tool_or_an_agent_is_never_silently_shadowed(tmp_path: Path) -> None:
+    servers = {"git": stdio_server("x"), "worker": stdio_server("y")}
+    write_project(tmp_path, servers, ["git", "read_file"])
+    code, out = validate(tmp_path)
+    assert code == 1, out
+    assert (
+        "agents.d/worker.yaml:6:3: error[ambiguous-name]: 'git' names both the built-in tool 'git' and "
+        "the MCP server 'git' (mcp_demo.yaml)" in out
+    )
+    assert "mcp_demo.yaml:" in out and (
+        "warning[ambiguous-name]: MCP server 'git' has the name of the built-in tool 'git', which an "
+        "agent's `git` entry means" in out
+    )
+    assert "MCP server 'worker' has the name of the agent 'worker' (agents.d/worker.yaml)" in out
+    # a tool of the server named with its server is not ambiguous
+    write_project(tmp_path, servers, ["git.add", "read_file"])
+    code, out = validate(tmp_path)
+    assert code == 0, out
+    assert "error" not in out.replace("0 error(s)", "")

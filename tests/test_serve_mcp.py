@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import SECRET_VARS, flowrun_cmd
+from conftest import REPO, SECRET_VARS, flowrun_cmd
 from mcp import Client, StdioServerParameters
 
 WORKFLOW = """version: 1
@@ -36,7 +36,7 @@ tools: [write_file, read_file]
 
 
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d").mkdir(exist_ok=True)
     (tmp_path / "agents.d" / "writer.yaml").write_text(WRITER)
     path = tmp_path / "summarize.yaml"
     path.write_text(WORKFLOW)
@@ -159,3 +159,141 @@ def test_serve_reports_a_broken_workflow_in_one_line(tmp_path: Path) -> None:
     assert "unknown agent 'nobody'" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+# ---------------------------------------------------------------- list inputs, tokens, Host checks
+
+TOKEN = "t0ken-for-the-serve-tests-0123456789"
+
+
+def test_serve_lists_a_workflow_with_a_list_input(tmp_path: Path) -> None:
+    """A `type: list` input is an array parameter, and one such workflow does not break the
+    listing of the others (examples/research_foreach.yaml, served as shipped)."""
+    workflow = project(tmp_path)
+    runs = tmp_path / "runs"
+    command, *args = flowrun_cmd()
+    foreach = REPO / "examples" / "research_foreach.yaml"
+    params = StdioServerParameters(
+        command=command,
+        args=[*args, "serve", "mcp", str(workflow), str(foreach), "--dry-run", "--runs-dir", str(runs)],
+        env=env(),
+        cwd=tmp_path,
+    )
+
+    async def main() -> tuple[Any, Any]:
+        async with Client(params) as client:
+            listed = await client.list_tools()
+            result = await client.call_tool(
+                "research_foreach", {"questions": ["What is a key?", "Why sort?"]}
+            )
+            return listed, result
+
+    listed, result = asyncio.run(asyncio.wait_for(main(), 180))
+    tools = {tool.name: tool for tool in listed.tools}
+    assert set(tools) == {"summarize", "research_foreach"}
+    questions = tools["research_foreach"].input_schema["properties"]["questions"]
+    assert questions["type"] == "array" and "JSON array" in questions["description"]
+    assert not result.is_error, result.content[0].text
+    meta = json.loads((Path(result.structured_content["run_dir"]) / "run.json").read_text())
+    assert meta["inputs"]["questions"] == ["What is a key?", "Why sort?"]
+
+
+def serve(tmp_path: Path, *options: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    workflow = project(tmp_path)
+    command = [*flowrun_cmd(), "serve", "mcp", str(workflow), "--http", "0", "--dry-run", *options]
+    return subprocess.Popen(
+        [*command, "--runs-dir", str(tmp_path / "runs")],
+        cwd=tmp_path,
+        env={**env(), **(extra_env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_serve_elsewhere_than_loopback_needs_a_token(tmp_path: Path) -> None:
+    with serve(tmp_path, "--host", "0.0.0.0") as proc:
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert err.startswith("error: --host 0.0.0.0 would serve these workflows, and the tools of their agents")
+    assert "FLOWRUN_MCP_TOKEN" in err and "--token-file" in err and "Traceback" not in err
+    (tmp_path / "short").write_text("abc\n")
+    with serve(tmp_path, "--host", "0.0.0.0", "--token-file", str(tmp_path / "short")) as proc:
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "shorter than 16 characters" in err, err
+
+
+def test_serve_with_a_token_checks_it_and_the_host_on_every_request(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    with serve(tmp_path, "--host", "0.0.0.0", extra_env={"FLOWRUN_MCP_TOKEN": TOKEN}) as proc:
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            assert line.startswith("serving MCP at http://0.0.0.0:"), line
+            port = int(line.rsplit(":", 1)[1].split("/")[0])
+            url = f"http://127.0.0.1:{port}/mcp"
+
+            async def main() -> dict[str, Any]:
+                import httpx2
+                from mcp.client.streamable_http import streamable_http_client
+
+                headers = {"Authorization": f"Bearer {TOKEN}"}
+                async with (
+                    httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                    Client(streamable_http_client(url, http_client=http)) as client,
+                ):
+                    return await exercise(client)
+
+            check(asyncio.run(asyncio.wait_for(main(), 120)), runs)
+            statuses = raw_statuses(url, port)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert statuses == {"no token": 401, "wrong token": 401, "evil host": 421, "evil origin": 403, "ok": 200}
+
+
+def raw_statuses(url: str, port: int) -> dict[str, int]:
+    """The status of an `initialize` POST without the token, with a wrong one, from a page of
+    another site (its Host, its Origin), and as a client should send it."""
+    import httpx
+
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    good = {**base, "Authorization": f"Bearer {TOKEN}"}
+    cases = {
+        "no token": base,
+        "wrong token": {**base, "Authorization": "Bearer not-the-token-at-all-000000"},
+        "evil host": {**good, "Host": "evil.example"},
+        "evil origin": {**good, "Origin": "http://evil.example"},
+        "ok": good,
+    }
+    with httpx.Client(timeout=30) as http:
+        return {
+            name: http.post(url, json=body, headers=headers).status_code for name, headers in cases.items()
+        }
+
+
+def test_loopback_server_refuses_another_host(tmp_path: Path) -> None:
+    with serve(tmp_path) as proc:
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            url = line.split()[-1]
+            import httpx
+
+            headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+            with httpx.Client(timeout=30) as http:
+                evil = http.post(url, json={}, headers={**headers, "Host": "evil.example"})
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert evil.status_code == 421

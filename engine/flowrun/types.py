@@ -16,6 +16,9 @@ Status = Literal["success", "partial", "error"]
 FileUse = Literal["read", "write", "change"]
 # what a replay does with a recorded call of the tool (`replay:`): run it again, or use the record
 ReplayUse = Literal["run", "recorded"]
+# what a dry run does with a call of the tool: run it, or answer it from the tool's schemas
+# without running it (it may change something outside the run folder)
+DryRunUse = Literal["run", "simulate"]
 
 _ATOMS = (str, int, float, bool, type(None))
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

@@ -7,12 +7,15 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
 from flowrun.errors import FlowrunError
 from flowrun.redaction import redact
+
+if TYPE_CHECKING:
+    from flowrun.manifest.diagnostics import Diagnostic
 
 INTERNAL_ERROR = 70
 INTERRUPTED = 130
@@ -32,6 +35,13 @@ def fail(message: str, hint: str | None = None, code: int = 1) -> NoReturn:
     if hint:
         click.echo(redact(f"  hint: {hint}"), err=True)
     sys.exit(code)
+
+
+def warn_skipped(diagnostics: list[Diagnostic]) -> None:
+    """One line per Claude Code agent file a run skips because it does not load."""
+    for d in diagnostics:
+        if d.code == "skipped-agent":
+            click.echo(redact(f"warning: {d.location}: {d.message}"), err=True)
 
 
 def _hint_text(hint: Hint) -> str:

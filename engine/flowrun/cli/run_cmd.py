@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flowrun.cli.common import Terminated, read_in_background, reported, verbosity
+from flowrun.cli.common import Terminated, read_in_background, reported, verbosity, warn_skipped
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
 
         options = run_args.options()
         wf = load(workflow, list(options.overrides))
+        warn_skipped(wf.diagnostics)
         inputs = parse_input_args(wf, list(ctx.args), run_args.inputs_file)
         run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
         folder.append(run_args.runs_dir / run_id)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
 if TYPE_CHECKING:
     from flowrun.manifest.diagnostics import Diagnostic
+    from flowrun.tools.sandbox import Mode
 
 USAGE_EXIT = 2
 
@@ -74,7 +75,15 @@ def usage_report(message: str, hint: str = "") -> str:
     is_flag=True,
     help="Also start each MCP server (stdio ones in the sandbox) and check the tools named exist.",
 )
-def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, connect: bool) -> None:
+@click.option(
+    "--sandbox",
+    type=click.Choice(["required", "auto", "off"]),
+    default=None,
+    help="With --connect: start the stdio servers under this sandbox mode, as `flowrun run --sandbox` would.",
+)
+def validate(
+    paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, connect: bool, sandbox: str | None
+) -> None:
     """Check manifests: YAML, schema, and cross-references (files or folders; default: .)."""
     from flowrun.manifest.checks.validate import validate_paths
     from flowrun.manifest.diagnostics import render
@@ -91,8 +100,11 @@ def validate(paths: tuple[Path, ...], fmt: str, strict: bool, explain: bool, con
             "point validate at a workflow file or a folder holding one, agents.d/, tools.d/, models.d/, "
             ".claude/, .mcp.json or a skill folder (a top-level YAML file counts when it has a `kind:` line)",
         )
+    if sandbox is not None and not connect:
+        usage_error(fmt, "--sandbox goes with --connect", "add --connect to start the MCP servers")
     if connect:
-        diagnostics = sorted(diagnostics + connected(targets), key=lambda d: (d.file, d.line, d.column))
+        found = connected(targets, sandbox)
+        diagnostics = sorted(diagnostics + found, key=lambda d: (d.file, d.line, d.column))
     output = render(diagnostics, fmt, checked)
     if output:
         click.echo(output)
@@ -132,7 +144,7 @@ def explanation(paths: list[Path]) -> list[str]:
     return lines
 
 
-def connected(paths: list[Path]) -> list[Diagnostic]:
+def connected(paths: list[Path], sandbox: str | None = None) -> list[Diagnostic]:
     """`--connect`: the MCP servers of every project under `paths`, started and asked."""
     import asyncio
 
@@ -142,5 +154,5 @@ def connected(paths: list[Path]) -> list[Diagnostic]:
 
     out: list[Diagnostic] = []
     for root, files in find_roots(paths).items():
-        out += asyncio.run(check_servers(load_project(root, files)))
+        out += asyncio.run(check_servers(load_project(root, files), cast("Mode | None", sandbox)))
     return out

@@ -138,6 +138,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
     project = Project(roots=search_roots(project_root))
     builtin = builtin_root().resolve()
     checking_builtins = project_root.resolve() == builtin
+    failed: list[tuple[str, list[Diagnostic]]] = []  # Claude Code agent files that did not load
     # built-ins first so a project's manifest of the same name overrides them
     for root in reversed(project.roots):
         is_builtin = root.resolve() == builtin
@@ -147,7 +148,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
                 trusted = is_builtin and not checking_builtins
                 _add_manifest(project, path, folder, root, is_builtin, seen, trusted)
         if not is_builtin:
-            _add_claude_agents(project, root)
+            _add_claude_agents(project, root, failed)
     if workflow_files is None:
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
@@ -161,6 +162,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         elif isinstance(spec, FlowTestManifest):
             project.tests.append(Loaded(spec, src, project_root, False))
     _add_mcp_servers(project, project_root)
+    _settle_skipped_agents(project, failed)
     _claude_model_names(project)
     _resolve_extends(project)
     return project
@@ -175,18 +177,19 @@ def claude_agent_files(root: Path) -> list[Path]:
     return found
 
 
-def _add_claude_agents(project: Project, root: Path) -> None:
+def _add_claude_agents(project: Project, root: Path, failed: list[tuple[str, list[Diagnostic]]]) -> None:
+    """The Claude Code agent files of `root`; those that do not load go to `failed`."""
     from flowrun.manifest.ecosystem.claude_agents import load_claude_agent
 
     for path in claude_agent_files(root):
         spec, src, servers, diags = load_claude_agent(path, display_path(path))
         if any(d.code == "no-front-matter" for d in diags) and path.name.upper().startswith("README"):
             continue  # a folder's README is not an agent
-        project.diagnostics += diags
         if spec is None:
             name = src.data.get("name") if isinstance(src.data, dict) else None
-            project.broken.add(name if isinstance(name, str) else path.stem)
+            failed.append((name if isinstance(name, str) else path.stem, diags))
             continue
+        project.diagnostics += diags
         layers = project.agent_layers.get(spec.name, [])
         if layers and not layers[0].builtin:
             other = layers[0].source.display
@@ -196,6 +199,52 @@ def _add_claude_agents(project: Project, root: Path) -> None:
         project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, False))
         for name, server in servers.items():
             project.mcp_servers.setdefault(name, Loaded(server, src, root, False))
+
+
+def _settle_skipped_agents(project: Project, failed: list[tuple[str, list[Diagnostic]]]) -> None:
+    """Claude Code agent files that did not load (collections hold such files): next to a
+    workflow, the errors of one that no workflow or agent here names become warnings and the
+    agent is skipped; the others' (and all of them where no workflow is loaded: `validate` of
+    Claude Code files alone) stay errors."""
+    used = _named_agents(project)
+    for name, diags in failed:
+        project.broken.add(name)
+        errors = [d for d in diags if d.severity == "error"]
+        if name in used or not errors or not project.workflows:
+            project.diagnostics += diags
+            continue
+        project.diagnostics += [d for d in diags if d.severity != "error"] + [
+            dataclasses.replace(
+                d,
+                severity="warning",
+                code="skipped-agent",
+                message=f"Claude Code agent '{name}' skipped: {d.message}",
+                hint="; ".join(filter(None, [d.hint, "flowrun skips it: nothing here uses it"])),
+            )
+            for d in errors
+        ]
+
+
+def _named_agents(project: Project) -> set[str]:
+    """Every name a workflow's `entry` or steps (`agent:` at any depth) or an agent's tools
+    list: what may be an agent a run uses."""
+    found: set[str] = set()
+    for wf in project.workflows:
+        found |= {wf.spec.entry} if wf.spec.entry else set()
+        found |= _agent_values(wf.source.data.get("steps") if isinstance(wf.source.data, dict) else None)
+    for layers in project.agent_layers.values():
+        for loaded in layers:
+            found |= {e if isinstance(e, str) else next(iter(e)) for e in loaded.spec.tool_list}
+    return found
+
+
+def _agent_values(data: Any) -> set[str]:
+    if isinstance(data, list):
+        return set().union(*(_agent_values(item) for item in data))
+    if not isinstance(data, dict):
+        return set()
+    own = {data["agent"]} if isinstance(data.get("agent"), str) else set()
+    return own.union(*(_agent_values(value) for value in data.values()))
 
 
 def _claude_model_names(project: Project) -> None:

@@ -101,6 +101,7 @@ class Run:
             sandboxes=self.sandboxes,
             redactor=self.redactor,
             approvals=Approvals(self.hooks.approve, self.options.yes, self.emit, ledger),
+            dry_run=self.options.dry_run,
         )
         self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, ledger)
 

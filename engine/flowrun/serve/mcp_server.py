@@ -6,7 +6,13 @@ descriptions, choices, defaults and required from the input declarations). A cal
 run in its own run folder under `runs_dir` (resumable with `flowrun resume`); while it runs,
 progress notifications say what the agents do; the result is the declared output's content
 (or the final answer), the run folder's path, and in the structured content the status, exit
-code, run folder and output path. A run that does not complete is an `isError` result."""
+code, run folder and output path. A run that does not complete is an `isError` result.
+
+Over HTTP the server always checks the Host and Origin headers (DNS-rebinding protection):
+loopback names, the address it listens on, this machine's names and `allowed_hosts`. With a
+token, every request must carry `Authorization: Bearer TOKEN` (401 otherwise); the CLI
+refuses an address other than loopback without one, since the agents behind the tools may
+have a shell."""
 
 from __future__ import annotations
 
@@ -20,7 +26,15 @@ from flowrun.events import AgentEndEvent, AgentStartEvent, Event, ToolCallEvent
 from flowrun.manifest.specs import InputSpec
 from flowrun.runtime.options import RunOptions
 
-JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+JSON_TYPES = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "list": "array",
+}
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+MIN_TOKEN_CHARS = 16
 MAX_RESULT_CHARS = 200_000
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -32,7 +46,9 @@ def input_schema(inputs: dict[str, InputSpec]) -> dict[str, Any]:
         prop: dict[str, Any] = {"type": JSON_TYPES[spec.type]}
         if spec.description:
             prop["description"] = spec.description
-        if spec.choices:
+        if spec.choices and spec.type == "list":
+            prop["items"] = {"enum": list(spec.choices)}
+        elif spec.choices:
             prop["enum"] = list(spec.choices)
         if spec.default is not None:
             prop["default"] = spec.default
@@ -157,10 +173,86 @@ def bind(host: str, port: int) -> Any:
     return sock
 
 
-async def serve_http(server: WorkflowServer, sock: Any, host: str) -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp on `sock` until cancelled."""
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def accepted_hosts(host: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The Host header values the server answers: loopback names, the address it listens on
+    (for 0.0.0.0 or ::, this machine's name and addresses) and `extra`."""
+    import socket
+
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    if host in ("0.0.0.0", "::", ""):
+        machine = socket.gethostname()
+        names += [machine, socket.getfqdn()]
+        try:
+            names += [str(info[4][0]) for info in socket.getaddrinfo(machine, None)]
+        except OSError:
+            pass
+    else:
+        names.append(host)
+    names += list(extra)
+    shown = [f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names]
+    return list(dict.fromkeys(v for n in shown for v in (n, f"{n}:*")))
+
+
+def security(host: str, extra: tuple[str, ...] = ()) -> Any:
+    """The transport's DNS-rebinding protection: on, whatever the address."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = accepted_hosts(host, extra)
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class BearerToken:
+    """ASGI: every HTTP request must carry `Authorization: Bearer TOKEN` (401 otherwise)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import hmac
+
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b"a valid token is required: send Authorization: Bearer TOKEN"
+                headers = [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode()),
+                ]
+                await send({"type": "http.response.start", "status": 401, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+async def serve_http(
+    server: WorkflowServer,
+    sock: Any,
+    host: str,
+    token: str | None = None,
+    allowed_hosts: tuple[str, ...] = (),
+) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp on `sock` until cancelled: Host and Origin
+    checked always, the token (when given) on every request."""
     import uvicorn
 
-    app = server.build().streamable_http_app(host=host)
+    app: Any = server.build().streamable_http_app(host=host, transport_security=security(host, allowed_hosts))
+    if token is not None:
+        app = BearerToken(app, token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ class RemoteTool:
     description: str
     parameters: dict[str, Any]
     idempotent: bool = False  # readOnlyHint or idempotentHint: a resume may run it again
+    read_only: bool = False  # readOnlyHint: a dry run may call it
+    output_schema: dict[str, Any] | None = None  # its structured result, when it declares one
 
 
 @dataclass(slots=True)
@@ -54,6 +57,7 @@ class ServerLaunch:
     headers: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 60.0
     startup_timeout_s: float = 30.0
+    hint: str = ""  # what to try when it does not start (added to the reason)
 
 
 class McpConnection:
@@ -82,17 +86,22 @@ class McpConnection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.launch.startup_timeout_s)
         except TimeoutError:
+            tail = self._stderr_tail()
             await self.close()
             raise McpServerDown(
                 f"did not answer within startup_timeout_s={self.launch.startup_timeout_s:g}"
-                + self._stderr_tail()
+                + tail
+                + self._hint()
             ) from None
         if self.client is None:
             reason = _reason(self._error) if self._error else "it stopped while starting"
             tail = self._stderr_tail()
             await self.close()
-            raise McpServerDown(reason + tail)
+            raise McpServerDown(reason + tail + self._hint())
         return self.tools
+
+    def _hint(self) -> str:
+        return f"; {self.launch.hint}" if self.launch.hint else ""
 
     async def _own(self) -> None:
         try:
@@ -145,10 +154,10 @@ class McpConnection:
             text = self._errlog.read()
         except (OSError, ValueError):
             return ""
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if not lines:
+        line = telling_line(text)
+        if not line:
             return ""
-        tail = lines[-1] if len(lines[-1]) <= STDERR_TAIL_CHARS else lines[-1][-STDERR_TAIL_CHARS:]
+        tail = line if len(line) <= STDERR_TAIL_CHARS else line[-STDERR_TAIL_CHARS:]
         return f"; its stderr ends: {tail}"
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
@@ -188,11 +197,38 @@ class McpConnection:
             self._errlog = None
 
 
+# lines of a crash report that say nothing about why: node's version trailer and stack frames,
+# Python's traceback frames, closing brackets, a caret under a source line, npm's epilogue
+NOISE = re.compile(
+    r"^(Node\.js v\d.*|at .*|File \".*|\^+|[\]})]+,?|Traceback .*"
+    r"|npm (error|ERR!) (You can rerun|Log files were not written|A complete log"
+    r"|\S+ This is related|\S*$).*)$"
+)
+ERROR_LINE = re.compile(
+    r"^[\w.]*(Error|Exception)\b.*:|^bwrap: |^error:|^Error |(?-i:\bE[A-Z]{2,}: )", re.IGNORECASE
+)
+
+
+def telling_line(text: str) -> str:
+    """The line of a server's stderr that says why it stopped: the last error line (a Python
+    exception, node's `Error: ...`, bwrap's message), else the last line that is not noise."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    meaningful = [line for line in lines if not NOISE.match(line)]
+    errors = [line for line in meaningful if ERROR_LINE.search(line)]
+    found = errors or meaningful or lines
+    return found[-1] if found else ""
+
+
 def _repeat_safe(tool: Any) -> bool:
     """The server's own word (its annotations) that calling the tool twice does no more than
     once; without it a remote tool is taken to be unsafe to repeat."""
     hints = getattr(tool, "annotations", None)
-    return bool(getattr(hints, "read_only_hint", False) or getattr(hints, "idempotent_hint", False))
+    return _read_only(tool) or bool(getattr(hints, "idempotent_hint", False))
+
+
+def _read_only(tool: Any) -> bool:
+    """The server's word that the tool changes nothing (`readOnlyHint`); absent, it may."""
+    return getattr(getattr(tool, "annotations", None), "read_only_hint", None) is True
 
 
 async def _list_tools(client: Any) -> list[RemoteTool]:
@@ -203,7 +239,17 @@ async def _list_tools(client: Any) -> list[RemoteTool]:
         for tool in page.tools:
             schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
             schema.setdefault("type", "object")
-            found.append(RemoteTool(tool.name, (tool.description or "").strip(), schema, _repeat_safe(tool)))
+            output = getattr(tool, "output_schema", None)
+            found.append(
+                RemoteTool(
+                    tool.name,
+                    (tool.description or "").strip(),
+                    schema,
+                    _repeat_safe(tool),
+                    _read_only(tool),
+                    dict(output) if isinstance(output, dict) else None,
+                )
+            )
         cursor = page.next_cursor
         if not cursor:
             break

@@ -119,6 +119,9 @@ class Layout:
     # when set, the root is read-only and only these folders (and HOME) are writable
     writable: tuple[Path, ...] | None = None
     home: Path | None = None  # HOME when not root/.home (the run folder's, for a --workdir)
+    # shown over a scratch layer of their own: readable as they are, writes dropped at the end
+    # (npm's cache for npx); needs overlay support (overlay_supported())
+    overlays: tuple[Path, ...] = ()
 
     @property
     def home_dir(self) -> Path:
@@ -289,6 +292,8 @@ def bwrap_argv(
     # after the root, so they cover what it shows: engine files become read-only
     for path in (*layout.read_only, *layout.protected):
         out += ["--ro-bind", str(path), str(path)]
+    for path in layout.overlays:
+        out += ["--overlay-src", str(path), "--tmp-overlay", str(path)]
     out += ["--chdir", str(layout.cwd), "--", *argv]
     return out
 
@@ -316,6 +321,42 @@ def visible(path: Path, policy: SandboxPolicy, layout: Layout) -> bool:
     """Whether `path` exists inside the sandbox (under the root or a bind)."""
     roots = [layout.root, *(Path(p) for p in (*policy.ro_binds, *policy.rw_binds)), *layout.read_only]
     return any(path == r or path.is_relative_to(r) for r in roots)
+
+
+def system_path(path: Path) -> bool:
+    """Whether `path` is under the system folders every sandbox shows (/usr, /etc, ...), and
+    not one of the secret files hidden there."""
+    if str(path) in SECRET_FILES or any(path.is_relative_to(d) for d in SECRET_DIRS):
+        return False
+    return any(path.is_relative_to(p) for p in SYSTEM_PATHS if os.path.exists(p))
+
+
+_overlays: dict[str, bool] = {}
+
+
+def overlay_supported(binary: str) -> bool:
+    """Whether this bwrap can show a folder over a scratch layer here (overlayfs in a user
+    namespace: Linux 5.11 or later, bubblewrap 0.9 or later); probed once per binary."""
+    if binary not in _overlays:
+        _overlays[binary] = _overlay_probe(binary)
+    return _overlays[binary]
+
+
+def _overlay_probe(binary: str) -> bool:
+    with tempfile.TemporaryDirectory(prefix="flowrun-probe-") as folder:
+        root = Path(folder).resolve()
+        (root / "lower").mkdir()
+        layout = Layout(root, root, overlays=(root / "lower",))
+        argv = bwrap_argv(
+            binary, ["sh", "-c", f"echo x > {root}/lower/x"], SandboxPolicy(), layout, {"PATH": DEFAULT_PATH}
+        )
+        try:
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S, env={}
+            )
+        except (subprocess.TimeoutExpired, OSError):
+            return False
+        return done.returncode == 0 and not (root / "lower" / "x").exists()
 
 
 # ---------------------------------------------------------------- environment

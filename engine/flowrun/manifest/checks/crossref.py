@@ -40,6 +40,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
         if include_builtins or not agent.builtin:
             out += _check_agent(agent, project)
     out += _check_cycles(project)
+    out += _check_server_names(project)
     out += check_test_files(project)
     reachable: set[str] = set()
     for wf in project.workflows:
@@ -98,6 +99,34 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
     return out
 
 
+def shadowed_by_server(name: str, project: Project) -> str | None:
+    """What else an MCP server's name names (a tool or an agent, which an agent's entry of that
+    name means), or None."""
+    if name not in project.mcp_servers:
+        return None
+    found = project.tools.get(name) or project.agents.get(name)
+    if found is None:
+        return None
+    what = "tool" if name in project.tools else "agent"
+    where = "" if found.builtin else f" ({found.source.display})"
+    return f"{'built-in ' if found.builtin else ''}{what} '{name}'{where}"
+
+
+def _check_server_names(project: Project) -> list[Diagnostic]:
+    """An MCP server named like a tool or an agent: an agent's entry of that name means the tool
+    or agent, never the server (a use is an error at the entry)."""
+    out = []
+    for name, loaded in project.mcp_servers.items():
+        if (other := shadowed_by_server(name, project)) is not None:
+            key = "mcpServers" if loaded.source.path.suffix in (".json", ".md") else "mcp_servers"
+            message = (
+                f"MCP server '{name}' has the name of the {other}, which an agent's `{name}` entry means"
+            )
+            hint = f"rename the server (e.g. {name}-mcp), or name its tools `{name}.TOOL`"
+            out.append(loaded.source.diag((key, name), message, hint, "ambiguous-name", severity="warning"))
+    return out
+
+
 def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
     """Each entry of the agent's `tools`: listed once, and checked by the kind that claims it."""
     src = loaded.source
@@ -109,6 +138,12 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
                 src.diag(("tools", i), f"tool '{name}' is listed twice", "keep one entry", "duplicate-tool")
             )
         seen.add(name)
+        if (other := shadowed_by_server(name, project)) is not None:
+            server = project.mcp_servers[name].source.display
+            message = f"'{name}' names both the {other} and the MCP server '{name}' ({server})"
+            hint = f"rename the MCP server (e.g. {name}-mcp); `{name}.TOOL` names one tool of the server"
+            out.append(src.diag(("tools", i), message, hint, "ambiguous-name"))
+            continue
         if name in project.broken:
             continue
         kind = tool_kind_for(name, project)

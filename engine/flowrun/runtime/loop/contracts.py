@@ -24,7 +24,16 @@ from flowrun.providers.base import ModelConfig, Provider
 from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import Mode, SandboxPolicy
-from flowrun.types import FileUse, Message, ModelResponse, ReplayUse, ToolCall, ToolResult, ToolSpec
+from flowrun.types import (
+    DryRunUse,
+    FileUse,
+    Message,
+    ModelResponse,
+    ReplayUse,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
 
 # ---------------------------------------------------------------- an agent and its outcome
 
@@ -167,6 +176,11 @@ class BoundTool:
     # an agent offered as a tool: it runs again on replay and resume (from its recorded model
     # calls, to rebuild its state), and a prompt's `team` lists it
     delegates: bool = False
+    # what a dry run does with a call: run it, or answer it without running it, from
+    # `result_schema` (a tool whose effects reach outside the run and are not known to be
+    # read-only: an MCP tool its server does not annotate `readOnlyHint`, a remote agent)
+    in_dry_run: DryRunUse = "run"
+    result_schema: dict[str, Any] | None = None  # what a call returns, when the tool declares it
     _validator: Any = None
 
     def repeat_safe(self, arguments: dict[str, Any]) -> bool:

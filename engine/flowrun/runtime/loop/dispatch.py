@@ -6,6 +6,7 @@ run already has its result, and never raising into the loop: timeouts and except
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ class ToolEnvironment:
     sandboxes: SandboxPolicies | None = None  # None: the default policy (required, no network)
     redactor: Redactor = field(default_factory=Redactor)  # applied to every result
     approvals: Approvals | None = None  # None: no entry's `approve:` is honoured (tests)
+    dry_run: bool = False  # tools that declare `in_dry_run: simulate` are answered, not run
 
 
 class ToolDispatcher:
@@ -120,6 +122,8 @@ class ToolDispatcher:
             return recorded
         if self.ledger is not None and self.ledger.started_unfinished(inst.id, call.id):
             return effect_unknown(bound)
+        if self.env.dry_run and bound.in_dry_run == "simulate":
+            return simulated(bound, declared_arguments(bound, call.arguments))
         if self.env.approvals is not None:
             refusal = await self.env.approvals.refusal(inst, bound, call)
             if refusal is not None:
@@ -180,6 +184,29 @@ def effect_unknown(bound: BoundTool) -> ToolResult:
         "the current state (read the file, list the folder, run a read-only command) before "
         "deciding whether to call it again.",
     )
+
+
+def simulated(bound: BoundTool, arguments: dict[str, Any]) -> ToolResult:
+    """A dry run's answer for a tool it must not run: made from the tool's result schema when
+    it declares one, as the test provider makes a model's answers."""
+    from flowrun.providers.schema_samples import Unavailable, sample_value
+
+    text = (
+        f"(dry run) {bound.name} was not run: it may change something outside the run, so a dry "
+        "run answers it without calling it"
+    )
+    data: dict[str, Any] = {"simulated": True}
+    if bound.result_schema:
+        try:
+            data["structured"] = sample_value("result", bound.result_schema, {"tool": bound.name})
+        except Unavailable:
+            pass
+        else:
+            text += ". A result of its shape: " + json.dumps(data["structured"], ensure_ascii=False)
+    result = ToolResult.ok(text, **data)
+    result.stats["time_ms"] = 0
+    result.context["params_input"] = arguments
+    return result
 
 
 def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -16,6 +16,7 @@ from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import McpServerSpec
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.tools.mcp_client import McpConnection, McpServerDown
+from flowrun.tools.sandbox import Mode
 
 
 def declaration_path(name: str, loaded: Loaded[McpServerSpec]) -> tuple[str, str]:
@@ -23,12 +24,13 @@ def declaration_path(name: str, loaded: Loaded[McpServerSpec]) -> tuple[str, str
     return ("mcpServers" if loaded.source.path.suffix == ".json" else "mcp_servers", name)
 
 
-async def check_servers(project: Project) -> list[Diagnostic]:
+async def check_servers(project: Project, override: Mode | None = None) -> list[Diagnostic]:
+    """`override`: --sandbox MODE, over every `sandbox:` mode (as a run with it would)."""
     if not project.mcp_servers:
         return []
     workflow = project.workflows[0].spec if project.workflows else None
     with tempfile.TemporaryDirectory(prefix="flowrun-connect-") as folder:
-        place = Placement(workflow, None, Path(folder), project.roots)
+        place = Placement(workflow, override, Path(folder), project.roots)
         names = sorted(project.mcp_servers)
         found = await asyncio.gather(*(_tools(name, project.mcp_servers[name], place) for name in names))
     out: list[Diagnostic] = []

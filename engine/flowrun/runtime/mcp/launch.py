@@ -1,18 +1,26 @@
 """How an MCP server is started: the expanded declaration, and for a stdio server its command
 as the sandbox runs it. The server sees the run folder (read-write, the engine's files
 read-only), the folder of the file that declares it (read-only, so relative paths in
-`.mcp.json` work), the project's skills, and what its `sandbox:` binds; its environment is the
-sandbox's allowlist plus the declaration's own `env` (its configuration, secrets included)."""
+`.mcp.json` work), the project's skills, what its `sandbox:` binds, and the install folders
+of its program (programs.py: its venv and base Python, its pyenv version, its node install,
+npm's cache for npx); its environment is the sandbox's allowlist plus the declaration's own
+`env` (its configuration, secrets included). A program the sandbox cannot show is refused
+with the `sandbox:` line that shows it."""
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from flowrun.manifest.ecosystem.mcp_config import expand, server_policy
 from flowrun.manifest.project import Loaded
-from flowrun.manifest.specs import McpServerSpec, WorkflowManifest
+from flowrun.manifest.specs import McpServerSpec, WorkflowManifest, sandbox_spec
 from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.mcp.programs import Needs, ProgramNotShown, Where, program_needs
 from flowrun.tools import sandbox
 from flowrun.tools.mcp_client import McpServerDown, ServerLaunch
 from flowrun.tools.sandbox import Layout, Mode, SandboxPolicy
@@ -50,30 +58,34 @@ def server_launch(server: str, loaded: Loaded[McpServerSpec], place: Placement) 
     base = loaded.source.path.parent.resolve()
     cwd = (base / spec.cwd).resolve() if spec.cwd else base
     policy = server_policy(place.workflow, spec, base, place.override)
-    argv, full_env = _confined(argv, env, cwd, base, policy, place)
-    return ServerLaunch(
-        server,
-        "stdio",
-        argv=argv,
-        env=full_env,
-        cwd=cwd,
-        timeout_s=spec.timeout_s,
-        startup_timeout_s=spec.startup_timeout_s,
+    launch = ServerLaunch(
+        server, "stdio", cwd=cwd, timeout_s=spec.timeout_s, startup_timeout_s=spec.startup_timeout_s
     )
+    launch.argv, launch.env, launch.hint = _confined(argv, env, cwd, base, policy, place, loaded)
+    return launch
 
 
 def _confined(
-    argv: list[str], env: dict[str, str], cwd: Path, base: Path, policy: SandboxPolicy, place: Placement
-) -> tuple[list[str], dict[str, str]]:
-    """The command as the sandbox runs it: the declared env passes (it is the server's own
-    configuration, secrets included); nothing else secret does."""
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    base: Path,
+    policy: SandboxPolicy,
+    place: Placement,
+    loaded: Loaded[McpServerSpec],
+) -> tuple[list[str], dict[str, str], str]:
+    """(the command as the sandbox runs it, its environment, what to try when it does not
+    start). The declared env passes (it is the server's own configuration, secrets included);
+    nothing else secret does."""
     if policy.mode == "off":
-        return argv, sandbox.tool_env(policy, home=None, confined=False) | env
+        return argv, sandbox.tool_env(policy, home=None, confined=False) | env, ""
     found = sandbox.probe()
     if not found.ok:
         if policy.mode == "required":
             raise McpServerDown(f"the sandbox cannot start: {found.reason}; {sandbox.WAY_OUT}")
-        return argv, sandbox.tool_env(policy, home=None, confined=False) | env
+        return argv, sandbox.tool_env(policy, home=None, confined=False) | env, ""
+    assert found.binary is not None
+    binary = found.binary
     root = place.workspace.resolve()
     if not base.is_relative_to(root):  # bound before the run folder, so that stays writable
         policy = replace(policy, ro_binds=tuple(dict.fromkeys((str(base), *policy.ro_binds))))
@@ -90,5 +102,69 @@ def _confined(
     home = root / sandbox.HOME_DIR
     home.mkdir(exist_ok=True)
     full_env = sandbox.tool_env(policy, home=str(home)) | env
-    assert found.binary is not None
-    return sandbox.bwrap_argv(found.binary, argv, policy, layout, full_env), {}
+
+    def shown(path: Path) -> bool:
+        return sandbox.system_path(path) or sandbox.visible(path, policy, layout)
+
+    where = Where(
+        cwd,
+        full_env.get("PATH", sandbox.DEFAULT_PATH),
+        shown,
+        policy.network == "allow",
+        {**os.environ, **env},
+        lambda: sandbox.overlay_supported(binary),
+    )
+    try:
+        needs = program_needs(argv, where)
+    except ProgramNotShown as e:
+        raise McpServerDown(e.message + _add_line(e.add, loaded)) from None
+    policy = replace(policy, ro_binds=tuple(dict.fromkeys((*policy.ro_binds, *needs.ro_binds))))
+    layout.overlays = tuple(Path(p) for p in needs.overlays)
+    full_env = sandbox.tool_env(policy, home=str(home)) | needs.env | env
+    hint = needs.hint or _unseen_arguments(needs, shown, loaded)
+    return sandbox.bwrap_argv(binary, needs.argv, policy, layout, full_env), {}, hint
+
+
+def _unseen_arguments(needs: Needs, shown: Callable[[Path], bool], loaded: Loaded[McpServerSpec]) -> str:
+    """Absolute paths among the arguments that the sandbox does not show: the usual reason a
+    server that starts unconfined does not start in it."""
+    folders = []
+    for arg in needs.argv[1:]:
+        path = Path(os.path.expanduser(arg))
+        if path.is_absolute() and path.exists() and not shown(path):
+            if not any(path.is_relative_to(b) for b in needs.ro_binds):
+                folders.append(path if path.is_dir() else path.parent)
+    if not folders:
+        return ""
+    names = [str(f) for f in dict.fromkeys(folders)]
+    return f"its arguments name {', '.join(names)}, which the sandbox does not show" + _add_line(
+        {"ro_binds": names}, loaded
+    )
+
+
+def _add_line(add: dict[str, Any] | None, loaded: Loaded[McpServerSpec]) -> str:
+    """`; add `sandbox: {ro_binds: [FOLDER]}` to the server's declaration (FILE) ...`: the
+    server's `sandbox:` as it would be with `add` (binds added to the ones it has), in the
+    declaring file's own syntax."""
+    if not add:
+        return ""
+    current = sandbox_spec(loaded.spec.sandbox)
+    setting: dict[str, Any] = current.model_dump(exclude_defaults=True) if current else {}
+    for key, value in add.items():
+        setting[key] = [*setting.get(key, []), *value] if isinstance(value, list) else value
+    if loaded.source.path.suffix == ".json":
+        line, off = '"sandbox": ' + json.dumps(setting), '"sandbox": "off"'
+    else:
+        line, off = "sandbox: " + _flow(setting), "sandbox: off"
+    return f"; add `{line}` to its declaration, or `{off}` to run it unconfined"
+
+
+def _flow(value: object) -> str:
+    """A value in YAML's flow style, as short as it can be written."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    text = str(value)
+    plain = text and not any(c in text for c in ":#,[]{}&*!|>'\"%@`") and text.strip() == text
+    return text if plain else json.dumps(text)

@@ -198,6 +198,8 @@ class McpKind(ToolKind):
             bound.approve = placeholder.approve
             bound.sandbox_layers = placeholder.sandbox_layers
             bound.idempotent = tool.idempotent  # a call in flight at a crash is not run again blindly
+            bound.in_dry_run = "run" if tool.read_only else "simulate"  # a dry run changes nothing
+            bound.result_schema = tool.output_schema
             out.append(bound)
         return out
 
