@@ -131,7 +131,7 @@ def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
-    assert "flowrun/_builtin/corpus/howto/sorting.md" in names
+    assert "flowrun/_builtin/examples/corpus/howto/sorting.md" in names
     assert "flowrun/_builtin/tools.d/web_search.yaml" in names
     work = tmp_path / "elsewhere"
     work.mkdir()
@@ -147,7 +147,7 @@ def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
         e for e in events(work / "runs" / "r") if e["type"] == "tool_result" and e["tool"] == "web_search"
     ]
     assert results and results[0]["result"]["status"] == "success"
-    assert "_builtin/corpus" in json.dumps(results[0]["result"]["data"]["results"])
+    assert "_builtin/examples/corpus" in json.dumps(results[0]["result"]["data"]["results"])
 
 
 def test_every_shipped_workflow_is_dry_run_above() -> None:

@@ -223,7 +223,7 @@ async def test_no_corpus_on_the_search_path_uses_the_shipped_one(tmp_path: Path)
     empty.mkdir()
     result = await web_search(make_ctx(tmp_path, [empty]), query="sorting key functions")
     assert result.status == "success"
-    # examples/corpus in a checkout, flowrun/_builtin/corpus in an installed wheel (as in CI)
+    # examples/corpus in a checkout, flowrun/_builtin/examples/corpus in an installed wheel (as in CI)
     shipped = Path(result.data["corpus"])
     assert shipped == builtin_corpus()
     assert names_in(shipped) == names_in(EXAMPLES / "corpus")
