@@ -327,12 +327,17 @@ async def test_tavily_backend_used_when_key_set(
     assert requests[0]["body"]["max_results"] == 3
     results = result.data["results"]
     assert len(results) == 3
-    assert results[0] == {
+    assert results[0] == {  # the list the model reads (snippet) and the whole result (content)
         "title": "Result 0 for agent frameworks",
         "url": "https://example.org/0",
         "snippet": "Snippet 0 about agent frameworks",
+        "content": "Snippet 0  about\nagent frameworks",
         "score": 0.9,
     }
+    # the search as a whole is the result's metadata: what was asked and what Tavily added
+    assert result.data["query"] == "agent frameworks"
+    assert (result.data["search_depth"], result.data["max_results"]) == ("advanced", 3)
+    assert result.data["response_time"] == 0.1 and "answer" not in result.data  # null: left out
     assert "1. Result 0 for agent frameworks" in result.text
     assert "the web (Tavily)" in result.text
 
