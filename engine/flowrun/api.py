@@ -60,6 +60,7 @@ from flowrun.runtime.loop.sandboxes import startup_check
 from flowrun.runtime.models.credentials import missing_credentials
 from flowrun.runtime.replay.diff import divergence_details
 from flowrun.runtime.run import Conversation, Run, RunOptions
+from flowrun.runtime.seeding import preflight
 from flowrun.runtime.telemetry.live import live_export
 from flowrun.tools.sandbox import Mode
 
@@ -195,6 +196,7 @@ class Workflow:
         run = self._new_run(values, target, settings)
         _check_credentials(run)
         _probe_sandbox(run, settings)  # before the folder exists: `required` fails closed here
+        preflight(run)  # a seed, an output or a workdir of the wrong type: one line, no folder made
         async with RunFolderLock(target):
             claim_new(target)
             return await _execute(run, settings)

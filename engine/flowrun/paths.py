@@ -1,5 +1,6 @@
 """Where flowrun's built-in manifests live: inside the installed package (`_builtin/`), or at the
-repository root when running from a source checkout. Two built-in roots follow a project's own
+repository root when running from a source checkout; and whether a path a run needs has the
+right type (a folder, a file). Two built-in roots follow a project's own
 folder on the search path: the engine's (`agents.d/`, `tools.d/`, `prompts/`, `schema/`), then
 the shipped example rosters' (`_builtin/examples/`, `examples/` in a checkout: their agents,
 prompts, tools, skills and output schemas), so a copy of an example workflow finds its roles."""
@@ -9,6 +10,8 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path, PurePosixPath
+
+from flowrun.errors import UsageError
 
 BUILTIN_DIRS = ("agents.d", "tools.d", "prompts", "schema")
 # the folders of the examples' root a workflow elsewhere may use (its workflows are templates)
@@ -98,3 +101,45 @@ def safe_relative(path: str) -> bool:
     absolute, no `..`."""
     p = PurePosixPath(path.replace("\\", "/"))
     return not p.is_absolute() and ".." not in p.parts and bool(path.strip())
+
+
+def need_folder(root: Path, target: Path, what: str) -> None:
+    """UsageError when `target` (under `root`), or a folder on the way to it, is not a folder."""
+    _parents_are_folders(root, target, what)
+    if exists(target) and not target.is_dir():
+        raise UsageError(
+            f"{what}: {display_path(target)} is a file, not a folder",
+            "rename or move the file, or pick another path",
+        )
+
+
+def need_file(root: Path, target: Path, what: str) -> None:
+    """UsageError when `target` (under `root`) is a folder, or a folder on the way to it is a file."""
+    _parents_are_folders(root, target, what)
+    if target.is_dir():
+        raise UsageError(
+            f"{what}: {display_path(target)} is a folder, not a file",
+            "rename or move the folder, or pick another path",
+        )
+
+
+def _parents_are_folders(root: Path, target: Path, what: str) -> None:
+    try:
+        parts = target.relative_to(root).parts[:-1]
+    except ValueError:
+        return
+    here = root
+    for part in parts:
+        here = here / part
+        if not exists(here):
+            return
+        if not here.is_dir():
+            raise UsageError(
+                f"{what}: {display_path(here)} is a file, where a folder is needed",
+                "rename or move the file, or pick another path",
+            )
+
+
+def exists(path: Path) -> bool:
+    """A path that is there, a dangling symlink included."""
+    return path.exists() or path.is_symlink()

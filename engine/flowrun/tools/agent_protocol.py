@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
+from flowrun.tools.file_io import oserror_result
 from flowrun.types import Finish, ResetContext, ToolResult
 
 
@@ -97,8 +98,9 @@ async def update_dashboard(ctx: ToolContext, content: str, name: str | None = No
         return finish_result(error("ACCESS_DENIED", message), params, started)
     try:
         write_atomic(target, content)
-    except OSError as e:
-        return finish_result(error("INTERNAL", f"cannot write dashboard {name!r}: {e}"), params, started)
+    except OSError as e:  # a folder where the file goes, a file where a folder is needed, ...
+        failed = oserror_result(e, f"dashboard {name!r} ({ctx.relative(target)})")
+        return finish_result(failed, params, started)
     rel = ctx.relative(target)
     text = (
         f"Dashboard {name!r} updated ({len(content)} chars, {rel}). The conversation now restarts "

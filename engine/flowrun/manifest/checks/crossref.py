@@ -25,7 +25,7 @@ from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_setting
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest
+from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest, seed
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.paths import copy_source, display_path, safe_relative
 
@@ -315,8 +315,12 @@ def _workflow_templates(spec: WorkflowManifest) -> list[StepTemplate]:
     found: list[StepTemplate] = []
     if spec.task:
         found.append(StepTemplate(spec.task, ("task",), False))
-    for path, content in spec.workspace.files.items():
-        found.append(StepTemplate(content, ("workspace", "files", path), False))
+    for path, value in spec.workspace.files.items():
+        where: YamlPath = ("workspace", "files", path)
+        if isinstance(value, str):
+            found.append(StepTemplate(value, where, False))
+        else:
+            found.append(StepTemplate(seed(value).content, (*where, "content"), False))
     if spec.workspace.dir:
         found.append(StepTemplate(spec.workspace.dir, ("workspace", "dir"), False))
     return found + step_templates(spec.steps)
