@@ -44,6 +44,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     reachable: set[str] = set()
     for wf in project.workflows:
         out += _check_workflow(wf, project, reachable)
+    out += shadowed_prompts(project, reachable)
     if project.workflows:
         for name, loaded in project.agents.items():
             if name not in reachable and not loaded.builtin:
@@ -271,6 +272,56 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     inputs = set(spec.inputs)
     for name in sorted(seen):
         out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
+    return out
+
+
+def builtin_prompt_names(loaded: Loaded[AgentManifest]) -> list[str]:
+    """The templates a built-in agent's prompt reads from its own prompts/ folder: its
+    prompt_file and what that includes (recursively)."""
+    if loaded.spec.prompt_file is None:
+        return []
+    folder = loaded.root / "prompts"
+    names: list[str] = []
+    todo = [loaded.spec.prompt_file]
+    while todo:
+        name = todo.pop()
+        path = folder / name
+        if name in names or not path.is_file():
+            continue
+        names.append(name)
+        todo += analyse(path.read_text(encoding="utf-8")).includes
+    return names
+
+
+def shadowed_prompts(project: Project, used: set[str]) -> list[Diagnostic]:
+    """A file of the project's prompts/ named like a template a built-in agent the workflows
+    use reads: the built-in keeps its own (so a project never changes it by accident), so the
+    file would be silently ignored; one warning per file says how to use it."""
+    folder = project.roots[0] / "prompts"
+    readers: dict[str, list[str]] = {}
+    if not folder.is_dir():
+        return []
+    for name in sorted(used):
+        loaded = project.agents.get(name)
+        if loaded is not None and loaded.builtin:
+            for template in builtin_prompt_names(loaded):
+                if (folder / template).is_file():
+                    readers.setdefault(template, []).append(name)
+    out: list[Diagnostic] = []
+    for template, names in sorted(readers.items()):
+        quoted = ", ".join(f"'{n}'" for n in names)
+        agents = (
+            f"the built-in agent {quoted} reads" if len(names) == 1 else f"the built-in agents {quoted} read"
+        )
+        message = f"prompts/{template} is not used: {agents} the built-in {template}"
+        if len(names) == 1:
+            hint = f"to use it, override the agent in this project: `flowrun new agent {names[0]}`"
+        else:
+            hint = "to use it, override them in this project: `flowrun new agent NAME` for " + ", ".join(
+                names
+            )
+        path = display_path(folder / template)
+        out.append(Diagnostic(path, 1, 1, "", message, hint, "shadowed", "warning"))
     return out
 
 

@@ -39,6 +39,11 @@ def used_files(project: Project, named: set[str]) -> set[str]:
         used |= {_abs(layer.source.path) for layer in project.agent_layers.get(name, [])}
         if (prompt := find_agent_prompt(project.agents[name], project)) is not None:
             used |= {_abs(prompt), *_includes(prompt, project)}
+        if project.agents[name].builtin:  # a project file that shadows its prompt (a warning)
+            from flowrun.manifest.checks.crossref import builtin_prompt_names
+
+            own = project.roots[0] / "prompts"
+            used |= {_abs(own / t) for t in builtin_prompt_names(project.agents[name])}
         tools |= {tool for _, tool, _ in tool_entries(project.agents[name].spec)}
         used |= _skill_documents(project, name)
     used |= {_abs(project.tools[name].source.path) for name in tools if name in project.tools}
