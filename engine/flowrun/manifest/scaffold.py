@@ -291,7 +291,7 @@ def new_files(kind: str, name: str, root: Path) -> Files:
 def _check_name(name: str, what: str) -> None:
     if not re.fullmatch(NAME, name):
         raise UsageError(
-            f"'{name}' is not a {what} name",
+            f"'{name}' is not {what} name",
             "letters, digits, '_' and '-', starting with a letter, at most 64",
         )
 
