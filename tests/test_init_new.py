@@ -263,3 +263,12 @@ def test_a_project_prompt_a_built_in_agent_would_ignore(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     told = next(e for e in events(tmp_path / "runs" / "r") if e["type"] == "agent_prompt")
     assert told["agent"] == "orchestrator" and told["system"].startswith("PROJECT ORCHESTRATOR of ")
+
+
+def test_no_example_role_shares_a_name_with_an_engine_built_in() -> None:
+    """The engine's built-ins come before the examples' on the search path: a shared name would
+    silently hide an example's role from a copied workflow."""
+    for folder in ("agents.d", "tools.d"):
+        core = {p.stem for p in (REPO / folder).glob("*.yaml")}
+        examples = {p.stem for p in (REPO / "examples" / folder).glob("*.yaml")}
+        assert examples and not core & examples, core & examples
