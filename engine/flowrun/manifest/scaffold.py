@@ -238,10 +238,12 @@ def with_schema_line(text: str, kind: str, depth: int) -> str:
 def _local_comments(text: str) -> str:
     """The example's comments as they read in a project of its own (`flowrun research.yaml`,
     not `flowrun examples/research.yaml`)."""
-    return "\n".join(
-        re.sub(r"examples/(claude_code/)?", "", line) if line.lstrip().startswith("#") else line
-        for line in text.split("\n")
-    )
+
+    def local(line: str) -> str:
+        line = line.replace(" in examples/corpus/", " shipped with flowrun")
+        return re.sub(r"examples/(claude_code/)?", "", line)
+
+    return "\n".join(local(line) if line.lstrip().startswith("#") else line for line in text.split("\n"))
 
 
 def write_new(target: Path, files: Files) -> list[str]:
