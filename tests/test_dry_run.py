@@ -92,16 +92,21 @@ def test_a_copy_of_the_react_example_copies_the_shipped_corpus(tmp_path: Path) -
 
 
 def test_problems_of_agents_a_run_never_uses_do_not_stop_it(tmp_path: Path) -> None:
-    """react.yaml copied with every example agent but without schemas/: cited_writer (which react
-    never uses) misses its output schema. validate reports it; the react run goes on; a chat with
+    """react.yaml copied with every example agent, cited_writer (which react never uses) naming
+    an output schema that exists nowhere. validate of the folder reports it, validate of
+    react.yaml does not (a neighbour's problem); the react run goes on; a chat with
     cited_writer, or a workflow that uses it, is stopped by it."""
     shutil.copy(REPO / "examples" / "react.yaml", tmp_path / "react.yaml")
     shutil.copy(REPO / "examples" / "research_cited.yaml", tmp_path / "research_cited.yaml")
     for folder in ("agents.d", "prompts"):
         shutil.copytree(REPO / "examples" / folder, tmp_path / folder)
+    writer = tmp_path / "agents.d" / "cited_writer.yaml"
+    writer.write_text(writer.read_text().replace("citations.schema.json", "nowhere.schema.json"))
     problem = "agents.d/cited_writer.yaml:13:16: error[missing-schema]"
-    validated = run_cli(["validate", "react.yaml"], cwd=tmp_path)
+    validated = run_cli(["validate", "."], cwd=tmp_path)
     assert validated.returncode == 1 and problem in validated.stdout
+    validated = run_cli(["validate", "--strict", "react.yaml"], cwd=tmp_path)
+    assert validated.returncode == 0 and "cited_writer" not in validated.stdout, validated.stdout
     proc = run_cli(["react.yaml", "--question", "sorting", "--dry-run", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for args in (
@@ -131,7 +136,7 @@ def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
-    assert "flowrun/_builtin/corpus/howto/sorting.md" in names
+    assert "flowrun/_builtin/examples/corpus/howto/sorting.md" in names
     assert "flowrun/_builtin/tools.d/web_search.yaml" in names
     work = tmp_path / "elsewhere"
     work.mkdir()
@@ -147,7 +152,7 @@ def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
         e for e in events(work / "runs" / "r") if e["type"] == "tool_result" and e["tool"] == "web_search"
     ]
     assert results and results[0]["result"]["status"] == "success"
-    assert "_builtin/corpus" in json.dumps(results[0]["result"]["data"]["results"])
+    assert "_builtin/examples/corpus" in json.dumps(results[0]["result"]["data"]["results"])
 
 
 def test_every_shipped_workflow_is_dry_run_above() -> None:

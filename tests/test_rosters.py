@@ -82,6 +82,22 @@ def first_user_text(request: WireRequest) -> str:
     return ""
 
 
+def user_texts(request: WireRequest) -> list[str]:
+    """The text of every user turn before the first answer (OpenAI: one message each; Anthropic
+    merges consecutive user turns into one message of several text blocks)."""
+    texts: list[str] = []
+    for message in request.messages:
+        if message.get("role") == "assistant":
+            break
+        content = message.get("content")
+        if message.get("role") == "user":
+            if isinstance(content, str):
+                texts.append(content)
+            else:
+                texts += [b.get("text", "") for b in content if b.get("type") == "text"]
+    return texts
+
+
 def for_agent(requests: list[WireRequest], marker: str) -> list[WireRequest]:
     return [r for r in requests if marker in r.system]
 
@@ -125,7 +141,7 @@ NEW_CURRENT = (
 
 
 def research_v2_responder(request: WireRequest) -> Reply:
-    opening = first_user_text(request)
+    opening = "\n\n".join(user_texts(request))
     if FILE_AGENT in request.system:
         if "Create the note" in opening:
             replies = [
@@ -157,7 +173,7 @@ def research_v2_responder(request: WireRequest) -> Reply:
                         )
                     ]
                 ),
-                Reply(tool_calls=[call("update_dashboard", name="current", content=NEW_CURRENT)]),
+                Reply(tool_calls=[call("update_current_dashboard", content=NEW_CURRENT)]),
             ]
         else:
             replies = [
@@ -206,17 +222,24 @@ def test_research_v2(tmp_path: Path, provider: str) -> None:
     researcher_requests = for_agent(requests, RESEARCHER)
     assert not any("STABLE-SORT-DETAIL" in json.dumps(r.messages) for r in researcher_requests)
 
-    # update_dashboard reset the researcher's history to the opening message with the new dashboards
+    # update_current_dashboard (one of the design's two update tools, declared in tools.d over
+    # update_dashboard) reset the researcher's history to the design's shape: the system prompt,
+    # the overall dashboard, the current dashboard (task_after_reset: false)
     (reset,) = of_type(events, "context_reset", agent="researcher")
     asked = of_type(events, "model_request", agent="researcher")
     before = [e for e in asked if e["seq"] < reset["seq"]]
     after = [e for e in asked if e["seq"] > reset["seq"]]
-    assert before[-1]["messages"] == 5 and after[0]["messages"] == 1
-    assert reset["messages_before"] > reset["messages_after"] == 1
+    assert before[-1]["messages"] == 5 and after[0]["messages"] == 2
+    assert reset["messages_before"] > reset["messages_after"] == 2
     restarted = researcher_requests[3]
     assert restarted.assistant_turns == 0 and len(restarted.messages) < len(researcher_requests[2].messages)
-    opening = first_user_text(restarted)
-    assert "Phase: writing" in opening and QUESTION in opening and "## Blueprint" in opening
+    overall, current = user_texts(restarted)
+    assert overall.startswith("## Dashboard 'overall' (overall_dashboard.md)\n# Overall dashboard")
+    assert QUESTION in overall and "## Blueprint" in overall
+    assert current == "## Dashboard 'current' (current_dashboard.md)\n" + NEW_CURRENT
+    assert "Research title:" not in json.dumps(restarted.messages)  # the task is not repeated
+    assert {"update_overall_dashboard", "update_current_dashboard"} <= set(restarted.tool_names)
+    assert "update_dashboard" not in restarted.tool_names
     assert "python sort stable" not in json.dumps(restarted.messages)  # the old turns are gone
     assert RESEARCHER in restarted.system  # the system prompt stays
 

@@ -88,9 +88,11 @@ async def test_folder_skill_with_front_matter_templates_and_examples(tmp_path: P
         "templates/logo.bin",
         "templates/rules.md",
     ]
-    assert result.data["included"] == ["examples/airline.md", "templates/rules.md"]
+    # the SOP comes with the guide, as templates and examples do (the init/execute design's sop/)
+    assert result.data["included"] == ["examples/airline.md", "sop/checklist.md", "templates/rules.md"]
+    assert "## sop/checklist.md\n\n- [ ] every rule has an id" in text
     assert "- examples/huge.md\n" in text
-    assert "- sop/checklist.md" in text
+    assert "- sop/checklist.md (included above)" in text
     assert "file=<path above>" in text
     assert result.data["metadata"]["license"] == "MIT"
     assert result.context["params_input"] == {"skill": "business_rules_authoring", "file": None}

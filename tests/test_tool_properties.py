@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -260,20 +261,32 @@ def test_recorded_tools_are_not_run_again_by_replay_or_test(tmp_path: Path) -> N
 
 
 def test_declared_readers_get_an_existing_file_in_a_dry_run(tmp_path: Path) -> None:
-    """In a --workdir of the user's, a tool that declares `files: read` (glance in its manifest,
-    peek with @tool) is given a file that exists; one that declares nothing (skim) only a sample
-    file the dry run makes, so a tool of unknown effect never touches the user's files."""
+    """The offline test provider in a --workdir of the user's (`--model test:test`, a real run):
+    a tool that declares `files: read` (glance in its manifest, peek with @tool) is given a file
+    that exists; one that declares nothing (skim) only a sample file the run makes, so a tool
+    of unknown effect never touches the user's files. A --dry-run never works in the user's
+    folder at all: its stand-in in the run folder is the agents' folder."""
     project(tmp_path, {"boss": ["peek", "glance", "skim"]}, {"boss": [{"text": "unused"}]})
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.md").write_text("mine\n")
-    run_dir = run(tmp_path, "--dry-run", "--workdir", str(work))
+    run_dir = run(tmp_path, "--model", "test:test", "--workdir", str(work))
     found = events(run_dir)
     given = {e["tool"]: e["arguments"]["path"] for e in found if e["type"] == "tool_call"}
     assert given == {"peek": "notes.md", "glance": "notes.md", "skim": "dry-run/boss-sample.md"}
     texts = {e["tool"]: e["result"]["text"] for e in found if e["type"] == "tool_result"}
     assert texts["peek"] == texts["glance"] == "mine\n"
     assert (work / "notes.md").read_text() == "mine\n"
+    shutil.rmtree(work / "dry-run")
+    proc = run_cli(
+        ["wf.yaml", "--question", "q", "--run-id", "dry", "--dry-run", "--workdir", str(work)], cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["notes.md"]  # nothing made in the user's folder
+    found = events(tmp_path / "runs" / "dry")
+    given = {e["tool"]: e["arguments"]["path"] for e in found if e["type"] == "tool_call"}
+    assert set(given.values()) == {"dry-run/boss-sample.md"}
+    assert (tmp_path / "runs" / "dry" / "workdir" / "dry-run" / "boss-sample.md").is_file()
 
 
 def test_user_tools_keep_typed_run_state_and_declare_sequential(tmp_path: Path) -> None:
@@ -329,6 +342,8 @@ NOT_TOOL_NAMES = {
     ("manifest/ecosystem/claude_agents.py", "*"),
     # the dashboard strategy's companion tool: its check says an agent must list it
     ("runtime/context/dashboard.py", "update_dashboard"),
+    # the keyword arguments of Workflow.run / resume (the ask_user callback), not the tool
+    ("api.py", "ask_user"),
 }
 
 

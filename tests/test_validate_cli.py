@@ -222,8 +222,9 @@ def test_usage_error_exit_2(tmp_path: Path) -> None:
 
 
 def test_examples_and_builtins_validate() -> None:
-    proc = run_cli(["validate", str(REPO / "examples")])
+    proc = run_cli(["validate", "--strict", str(REPO / "examples")])  # not even a warning
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 error(s), 0 warning(s)" in proc.stdout
     from flowrun.paths import builtin_root
 
     root = builtin_root()

@@ -223,7 +223,7 @@ async def test_no_corpus_on_the_search_path_uses_the_shipped_one(tmp_path: Path)
     empty.mkdir()
     result = await web_search(make_ctx(tmp_path, [empty]), query="sorting key functions")
     assert result.status == "success"
-    # examples/corpus in a checkout, flowrun/_builtin/corpus in an installed wheel (as in CI)
+    # examples/corpus in a checkout, flowrun/_builtin/examples/corpus in an installed wheel (as in CI)
     shipped = Path(result.data["corpus"])
     assert shipped == builtin_corpus()
     assert names_in(shipped) == names_in(EXAMPLES / "corpus")
@@ -327,12 +327,17 @@ async def test_tavily_backend_used_when_key_set(
     assert requests[0]["body"]["max_results"] == 3
     results = result.data["results"]
     assert len(results) == 3
-    assert results[0] == {
+    assert results[0] == {  # the list the model reads (snippet) and the whole result (content)
         "title": "Result 0 for agent frameworks",
         "url": "https://example.org/0",
         "snippet": "Snippet 0 about agent frameworks",
+        "content": "Snippet 0  about\nagent frameworks",
         "score": 0.9,
     }
+    # the search as a whole is the result's metadata: what was asked and what Tavily added
+    assert result.data["query"] == "agent frameworks"
+    assert (result.data["search_depth"], result.data["max_results"]) == ("advanced", 3)
+    assert result.data["response_time"] == 0.1 and "answer" not in result.data  # null: left out
     assert "1. Result 0 for agent frameworks" in result.text
     assert "the web (Tavily)" in result.text
 

@@ -73,6 +73,7 @@ from flowrun.runtime.options import (
 )
 from flowrun.runtime.replay.diff import divergence_details
 from flowrun.runtime.run import Run
+from flowrun.runtime.seeding import preflight
 from flowrun.runtime.telemetry.live import live_export
 
 # the keyword arguments of Workflow.run besides the options (for the did-you-mean of a typo)
@@ -196,6 +197,7 @@ class Workflow:
         run = self._new_run(values, target, options, hooks)
         _check_credentials(run)
         _probe_sandbox(run)  # before the folder exists: `required` fails closed here
+        preflight(run)  # a seed, an output or a workdir of the wrong type: one line, no folder made
         async with RunFolderLock(target):
             claim_new(target)
             return await _execute(run)

@@ -262,6 +262,16 @@ class SandboxUnavailableEvent(Event):
     unconfined: bool
 
 
+@event_type("seed_kept")
+@dataclass(kw_only=True, slots=True)
+class SeedKeptEvent(Event):
+    """A seed (`workspace.files`) or a copied file (`workspace.copy`) the user's folder already
+    has: theirs is kept, the roster's is not written (a seed's `overwrite: true` replaces it)."""
+
+    path: str  # relative to the agents' folder; a folder of copies ends with "/"
+    message: str  # the line the CLI and flowrun.log show
+
+
 @event_type("iteration_start")
 @dataclass(kw_only=True, slots=True)
 class IterationStartEvent(Event):

@@ -1,5 +1,9 @@
 """Where flowrun's built-in manifests live: inside the installed package (`_builtin/`), or at the
-repository root when running from a source checkout."""
+repository root when running from a source checkout; and whether a path a run needs has the
+right type (a folder, a file). Two built-in roots follow a project's own
+folder on the search path: the engine's (`agents.d/`, `tools.d/`, `prompts/`, `schema/`), then
+the shipped example rosters' (`_builtin/examples/`, `examples/` in a checkout: their agents,
+prompts, tools, skills and output schemas), so a copy of an example workflow finds its roles."""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ import os
 from functools import cache
 from pathlib import Path, PurePosixPath
 
+from flowrun.errors import UsageError
+
 BUILTIN_DIRS = ("agents.d", "tools.d", "prompts", "schema")
+# the folders of the examples' root a workflow elsewhere may use (its workflows are templates)
+EXAMPLE_DIRS = ("agents.d", "tools.d", "prompts", "skills", "schemas")
 MANIFEST_DIRS = ("agents.d", "tools.d", "models.d")  # folders of manifests on every search-path root
 
 
@@ -21,14 +29,17 @@ def builtin_root() -> Path:
 
 
 @cache
+def examples_root() -> Path:
+    """The shipped example rosters: `_builtin/examples/` in the wheel, `examples/` in a checkout."""
+    return builtin_root() / "examples"
+
+
+@cache
 def builtin_corpus() -> Path | None:
     """The offline search corpus shipped with flowrun (the Python docs pages of the research
-    examples): `_builtin/corpus/` in the wheel, `examples/corpus/` in a checkout."""
-    root = builtin_root()
-    for folder in (root / "corpus", root / "examples" / "corpus"):
-        if folder.is_dir():
-            return folder
-    return None
+    examples): `_builtin/examples/corpus/` in the wheel, `examples/corpus/` in a checkout."""
+    folder = examples_root() / "corpus"
+    return folder if folder.is_dir() else None
 
 
 def copy_source(workflow_dir: Path, rel: str) -> Path | None:
@@ -43,19 +54,37 @@ def copy_source(workflow_dir: Path, rel: str) -> Path | None:
     return None
 
 
-def is_builtin_file(path: Path | str) -> bool:
-    """True for a file of the built-in agents.d/, tools.d/, prompts/ or schema/."""
+def builtin_roots() -> tuple[Path, Path]:
+    """The engine's built-in root, then the examples' (both resolved)."""
+    return builtin_root().resolve(), examples_root().resolve()
+
+
+def is_builtin_file(path: Path | str, project_root: Path | None = None) -> bool:
+    """True for a file of the built-in agents.d/, tools.d/, prompts/ or schema/, or of the
+    examples' agents.d/, tools.d/, prompts/, skills/ or schemas/, unless that root is
+    `project_root` (the project being checked is the built-in folder itself)."""
     resolved = Path(path).resolve()
-    root = builtin_root().resolve()
-    return any(resolved.is_relative_to(root / folder) for folder in BUILTIN_DIRS)
+    own = project_root.resolve() if project_root is not None else None
+    core, examples = builtin_roots()
+    return any(
+        root != own and any(resolved.is_relative_to(root / folder) for folder in folders)
+        for root, folders in ((core, BUILTIN_DIRS), (examples, EXAMPLE_DIRS))
+    )
+
+
+def is_builtin_root(root: Path, project_root: Path) -> bool:
+    """A search-path root that is one of the built-ins, not the project's own folder."""
+    resolved = root.resolve()
+    return resolved != project_root.resolve() and resolved in builtin_roots()
 
 
 def search_roots(project_root: Path) -> list[Path]:
-    """Where a project's manifests are looked up: its own folder first, then the built-ins."""
-    builtin = builtin_root()
+    """Where a project's manifests are looked up: its own folder first, then the engine's
+    built-ins, then the examples' roles (each once)."""
     roots = [project_root.resolve()]
-    if builtin.resolve() != roots[0]:
-        roots.append(builtin)
+    for root in builtin_roots():
+        if root not in roots:
+            roots.append(root)
     return roots
 
 
@@ -72,3 +101,45 @@ def safe_relative(path: str) -> bool:
     absolute, no `..`."""
     p = PurePosixPath(path.replace("\\", "/"))
     return not p.is_absolute() and ".." not in p.parts and bool(path.strip())
+
+
+def need_folder(root: Path, target: Path, what: str) -> None:
+    """UsageError when `target` (under `root`), or a folder on the way to it, is not a folder."""
+    _parents_are_folders(root, target, what)
+    if exists(target) and not target.is_dir():
+        raise UsageError(
+            f"{what}: {display_path(target)} is a file, not a folder",
+            "rename or move the file, or pick another path",
+        )
+
+
+def need_file(root: Path, target: Path, what: str) -> None:
+    """UsageError when `target` (under `root`) is a folder, or a folder on the way to it is a file."""
+    _parents_are_folders(root, target, what)
+    if target.is_dir():
+        raise UsageError(
+            f"{what}: {display_path(target)} is a folder, not a file",
+            "rename or move the folder, or pick another path",
+        )
+
+
+def _parents_are_folders(root: Path, target: Path, what: str) -> None:
+    try:
+        parts = target.relative_to(root).parts[:-1]
+    except ValueError:
+        return
+    here = root
+    for part in parts:
+        here = here / part
+        if not exists(here):
+            return
+        if not here.is_dir():
+            raise UsageError(
+                f"{what}: {display_path(here)} is a file, where a folder is needed",
+                "rename or move the file, or pick another path",
+            )
+
+
+def exists(path: Path) -> bool:
+    """A path that is there, a dangling symlink included."""
+    return path.exists() or path.is_symlink()

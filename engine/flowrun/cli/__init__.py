@@ -65,6 +65,14 @@ COMMANDS: dict[str, Registered] = {
     "record": Registered(
         "flowrun.cli.test_cmd:record", "Run a workflow live and keep the run as the cassette of TEST_FILE."
     ),
+    "init": Registered(
+        "flowrun.cli.init_cmd:init",
+        "Write a runnable project from a shipped example into DIR (new or empty; default: .).",
+    ),
+    "new": Registered(
+        "flowrun.cli.init_cmd:new",
+        "Add one agent, tool or skill to a project: a file that validates, never over one.",
+    ),
     "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
 }

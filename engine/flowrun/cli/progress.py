@@ -37,6 +37,7 @@ from flowrun.events import (
     ModelRetryEvent,
     OutputInvalidEvent,
     RunEndEvent,
+    SeedKeptEvent,
     StepConditionEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -84,6 +85,8 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
         case ApprovalEvent():
             verdict = "approved" if event.approved else "NOT approved"
             return f"  {event.agent} → {event.tool}: {verdict} ({event.by})"
+        case SeedKeptEvent():  # a file of the user's folder the seeds left alone
+            return redact(event.message)
         case ModelRetryEvent():
             return (
                 f"! model {event.model} retry {event.retry} in {event.delay_s} s: {short(event.reason, 100)}"

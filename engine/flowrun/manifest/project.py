@@ -28,8 +28,8 @@ from flowrun.manifest.specs import (
 )
 from flowrun.manifest.yaml_source import Source, load_source
 from flowrun.paths import MANIFEST_DIRS as MANIFEST_DIRS  # (re-exported: other modules import them from here)
-from flowrun.paths import builtin_root
 from flowrun.paths import display_path as display_path
+from flowrun.paths import is_builtin_root
 from flowrun.paths import search_roots as search_roots
 
 T = TypeVar("T", bound=Strict)
@@ -132,21 +132,19 @@ def _manifest_files(folder: Path) -> list[Path]:
 
 
 def load_project(project_root: Path, workflow_files: list[Path] | None = None) -> Project:
-    """Load the manifests of `project_root` and the built-ins. `workflow_files` default to the
-    workflow manifests directly in `project_root`. The built-ins skip the JSON Schema pass
-    (flowrun's own tests check them) unless `project_root` is the built-in folder itself."""
+    """Load the manifests of `project_root` and the built-ins (the engine's, then the examples').
+    `workflow_files` default to the workflow manifests directly in `project_root`. The built-ins
+    skip the JSON Schema pass (flowrun's own tests check them); a built-in folder that is
+    `project_root` itself is the project's own and checked like any."""
     project = Project(roots=search_roots(project_root))
-    builtin = builtin_root().resolve()
-    checking_builtins = project_root.resolve() == builtin
     failed: list[tuple[str, list[Diagnostic]]] = []  # Claude Code agent files that did not load
-    # built-ins first so a project's manifest of the same name overrides them
+    # the last root first, so a manifest of the same name further up the search path overrides it
     for root in reversed(project.roots):
-        is_builtin = root.resolve() == builtin
+        is_builtin = is_builtin_root(root, project_root)
         for folder in MANIFEST_DIRS:
             seen: dict[tuple[str, str], Source] = {}
             for path in _manifest_files(root / folder):
-                trusted = is_builtin and not checking_builtins
-                _add_manifest(project, path, folder, root, is_builtin, seen, trusted)
+                _add_manifest(project, path, folder, root, is_builtin, seen, trusted=is_builtin)
         if not is_builtin:
             _add_claude_agents(project, root, failed)
     if workflow_files is None:

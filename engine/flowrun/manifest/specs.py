@@ -543,6 +543,23 @@ def _step_keys() -> list[str]:
 Step = Annotated[StepSpec, KindUnion("step", key_tagger(_step_keys))]
 
 
+class SeedFile(Strict):
+    """A seed file given as a mapping: its content and whether it replaces a file of the same
+    name that the agents' folder already has."""
+
+    content: str = Field(description="Jinja2 over the inputs: the file's text.")
+    overwrite: bool = Field(
+        False,
+        description="Replace a file that already exists in the agents' folder (--workdir, "
+        "workspace.dir). Default: an existing file is kept and the run says so.",
+    )
+
+
+def seed(value: str | SeedFile) -> SeedFile:
+    """A `workspace.files` value as a SeedFile (a plain string is its content)."""
+    return value if isinstance(value, SeedFile) else SeedFile(content=value)
+
+
 class WorkspaceSpec(Strict):
     dir: str | None = Field(
         None,
@@ -550,8 +567,11 @@ class WorkspaceSpec(Strict):
         "to the workflow's folder, a Jinja2 template over the inputs (e.g. projects/{{ name }}); made "
         "when missing. The run folder keeps the engine's files. --workdir overrides it.",
     )
-    files: dict[str, str] = Field(
-        default_factory=dict, description="Seed files: workspace path -> Jinja2 content over the inputs."
+    files: dict[str, str | SeedFile] = Field(
+        default_factory=dict,
+        description="Seed files: workspace path -> Jinja2 content over the inputs, or {content, "
+        "overwrite}. In a folder of the user's (--workdir, workspace.dir) a file that exists is "
+        "kept unless its seed says `overwrite: true`.",
     )
     copy_paths: list[str] = Field(
         default_factory=list,

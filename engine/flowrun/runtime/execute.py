@@ -9,7 +9,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun._version import __version__
-from flowrun.errors import BudgetExceeded, FlowrunError, ManifestError
+from flowrun.errors import BudgetExceeded, FlowrunError, UsageError
 from flowrun.events import (
     BudgetExceededEvent,
     ErrorEvent,
@@ -27,15 +26,16 @@ from flowrun.events import (
     RunResumedEvent,
     RunStartEvent,
     SandboxUnavailableEvent,
+    SeedKeptEvent,
 )
 from flowrun.manifest.templates import render
-from flowrun.paths import copy_source
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.settle import settle, settle_decided
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
+from flowrun.runtime.seeding import check_places, plan_seeds, write_seeds
 from flowrun.runtime.steps.base import StepContext, top_agent
 
 EXIT_CODES = {"completed": 0, "failed": 1, "max_steps": 3, "budget_exceeded": 4, "interrupted": 130}
@@ -56,9 +56,16 @@ def default_task(run: Run) -> str:
     return "\n".join(lines) or "Begin."
 
 
-def prepare(run: Run, resume: bool = False) -> None:
-    """Ready the folder (the caller holds its lock). A new run writes run.json first, so a
-    folder stopped from here on is known as flowrun's, to be resumed or used again."""
+def prepare(run: Run, resume: bool = False) -> list[SeedKeptEvent]:
+    """Ready the folder (the caller holds its lock). A new run checks the places its workflow
+    names and renders its seeds before it writes anything (a path of the wrong type is a
+    UsageError and the folder is as it was), then writes run.json first, so a folder stopped
+    from here on is known as flowrun's, to be resumed or used again. The seeds the user's
+    folder already had come back, to be reported once the log has its first event."""
+    plan = None
+    if not resume:
+        check_places(run)
+        plan = plan_seeds(run)
     run.run_dir.mkdir(parents=True, exist_ok=True)
     log = run.run_dir / "events.jsonl"
     if resume:
@@ -70,10 +77,14 @@ def prepare(run: Run, resume: bool = False) -> None:
     if run.workspace == run.run_dir.resolve():
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
-        run.workspace.mkdir(parents=True, exist_ok=True)
+        try:
+            run.workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(
+                f"cannot make the agents' folder {run.workspace}: {e.strerror or e}", "check the path"
+            ) from None
     run.open_log()
-    if not resume:
-        seed_workspace(run)
+    return write_seeds(run, plan) if plan is not None else []
 
 
 def drop_torn_line(path: Path) -> None:
@@ -97,24 +108,6 @@ def drop_torn_line(path: Path) -> None:
                 break
             size = start
         f.truncate(keep)
-
-
-def seed_workspace(run: Run) -> None:
-    ws = run.spec.workspace
-    variables = run.template_vars()
-    for rel, content in ws.files.items():
-        target = run.workspace / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render(content, variables, what=f"seed file {rel}"), encoding="utf-8")
-    for rel in ws.copy_paths:
-        source = copy_source(run.workflow_dir, rel)
-        if source is None:
-            raise ManifestError(f"workspace.copy: '{rel}' not found next to the workflow", "check the path")
-        target = run.workspace / (run.workflow_dir / rel).name
-        if source.is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True)
-        else:
-            shutil.copy2(source, target)
 
 
 def sdk_versions() -> dict[str, str]:
@@ -165,14 +158,16 @@ def _emit_start(run: Run, resume: bool) -> None:
 
 async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     try:  # folders and files off the event loop (settle.py), where other runs may be going on
-        await settle(lambda: prepare(run, resume))
-    except asyncio.CancelledError:
+        kept = await settle(lambda: prepare(run, resume))
+    except (asyncio.CancelledError, FlowrunError):  # a path of the wrong type: one line, nothing ran
         if run.events is not None:
             run.events.close()
         raise
     except OSError as e:  # nothing recorded yet: the folder is as it was
         raise unwritable(run.run_dir, e) from None
     _emit_start(run, resume)
+    for event in kept:  # the user's files the seeds left alone, said once the run has started
+        run.emit(event)
     if resume:  # a new run's run.json and usage.json were written by prepare()
         _write_meta(run, "running")
         if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs

@@ -30,6 +30,8 @@ from flowrun.runtime.models.usage import UsageBook
 from flowrun.runtime.options import RunHooks, RunOptions
 from flowrun.types import ModelResponse, ToolCall, ToolResult
 
+DRY_WORKDIR = "workdir"  # a dry run's stand-in for the user's folder, in its run folder
+
 
 class Run:
     def __init__(
@@ -54,8 +56,11 @@ class Run:
         self.workflow_file = workflow.source.path.resolve()  # as run.json records it (written 2-3 times)
         self.run_id = run_dir.name
         # the agents' root: the run folder, or a folder of the user's (--workdir, workspace.dir)
-        # that is kept across runs while the run folder keeps the engine's files
+        # that is kept across runs while the run folder keeps the engine's files; a dry run
+        # never writes there: its agents work in a stand-in inside its run folder (seeding.py)
         self.workspace = (self.options.workdir or run_dir).resolve()
+        if self.options.dry_run and self.options.workdir is not None:
+            self.workspace = (run_dir / DRY_WORKDIR).resolve()
         self.limits = self.spec.limits
         self.iteration: int | None = None
         self.persistent: dict[str, AgentInstance] = {}

@@ -1,5 +1,5 @@
 """Tools that talk to the agent loop rather than the world: finish, all_finished,
-update_dashboard and ask_user.
+update_dashboard (and the tools declared over it for one dashboard) and ask_user.
 
 finish / all_finished and update_dashboard set the result's typed `control` (Finish,
 ResetContext); the runtime acts on it once every call of the step has returned.
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
+from flowrun.tools.file_io import oserror_result
 from flowrun.types import Finish, ResetContext, ToolResult
 
 
@@ -32,9 +33,22 @@ async def all_finished(ctx: ToolContext, result: str) -> ToolResult:
     return finish_result(out, {"result": result}, started)
 
 
+CONTENT = {"type": "string", "description": "The complete new content of the dashboard (markdown)."}
+
+
 def dashboard_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any] | None:
     """`update_dashboard`'s parameters with `name` as an enum of the agent's dashboards, so the
-    model (and a dry run) picks a real one; None (the manifest's) when none is configured."""
+    model (and a dry run) picks a real one; only `content` for a tool declared over this
+    function for one dashboard (config `dashboard`, e.g. update_overall_dashboard); None (the
+    manifest's) when no dashboard is configured."""
+    fixed = config.get("dashboard")
+    if isinstance(fixed, str) and fixed:
+        return {
+            "type": "object",
+            "properties": {"content": CONTENT},
+            "required": ["content"],
+            "additionalProperties": False,
+        }
     dashboards = config.get("dashboards")
     if not isinstance(dashboards, dict) or not dashboards:
         return None
@@ -47,10 +61,7 @@ def dashboard_parameters(search_path: list[Path], config: dict[str, Any]) -> dic
                 "enum": list(dashboards),
                 "description": f"Which dashboard: {described}.",
             },
-            "content": {
-                "type": "string",
-                "description": "The complete new content of the dashboard (markdown).",
-            },
+            "content": CONTENT,
         },
         "required": ["name", "content"],
         "additionalProperties": False,
@@ -58,11 +69,18 @@ def dashboard_parameters(search_path: list[Path], config: dict[str, Any]) -> dic
 
 
 @tool(parameters=dashboard_parameters)
-async def update_dashboard(ctx: ToolContext, name: str, content: str) -> ToolResult:
+async def update_dashboard(ctx: ToolContext, content: str, name: str | None = None) -> ToolResult:
     """Replace a dashboard file's content, then ask the runtime to restart the conversation
-    from the system prompt and the dashboards (the dashboard is the compressed history)."""
+    from the system prompt and the dashboards (the dashboard is the compressed history). The
+    dashboard is `name`, or the one a tool declared over this function fixes (config
+    `dashboard`)."""
     started = time.perf_counter()
+    fixed = ctx.config.get("dashboard")
+    name = str(fixed) if isinstance(fixed, str) and fixed else name
     params = {"name": name, "content": content}
+    if name is None:
+        message = "say which dashboard: `name` (the agent's dashboards are in the tool's description)"
+        return finish_result(error("INVALID_PARAM", message), params, started)
     dashboards = ctx.config.get("dashboards") or {}
     if not isinstance(dashboards, dict) or name not in dashboards:
         names = (
@@ -80,8 +98,9 @@ async def update_dashboard(ctx: ToolContext, name: str, content: str) -> ToolRes
         return finish_result(error("ACCESS_DENIED", message), params, started)
     try:
         write_atomic(target, content)
-    except OSError as e:
-        return finish_result(error("INTERNAL", f"cannot write dashboard {name!r}: {e}"), params, started)
+    except OSError as e:  # a folder where the file goes, a file where a folder is needed, ...
+        failed = oserror_result(e, f"dashboard {name!r} ({ctx.relative(target)})")
+        return finish_result(failed, params, started)
     rel = ctx.relative(target)
     text = (
         f"Dashboard {name!r} updated ({len(content)} chars, {rel}). The conversation now restarts "

@@ -65,7 +65,7 @@ def oserror_result(e: OSError, shown: str) -> ToolResult:
         return error("NOT_FOUND", f"{shown} does not exist")
     if isinstance(e, IsADirectoryError):
         return error("IS_DIRECTORY", f"{shown} is a directory")
-    if isinstance(e, NotADirectoryError):
+    if isinstance(e, NotADirectoryError | FileExistsError):  # mkdir of a folder that is a file
         return error("INVALID_PARAM", f"a parent of {shown} is a file, not a directory")
     if isinstance(e, PermissionError):
         return error("PERMISSION_DENIED", f"the operating system refused access to {shown}")

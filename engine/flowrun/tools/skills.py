@@ -2,11 +2,14 @@
 
 Layout (the Agent Skills convention): a skills folder holds one folder per skill with a
 `SKILL.md` whose YAML front matter has `name` and `description`, plus optional `templates/`,
-`examples/` and other resource files. A `skills.json` index (`{"skills": {name: {description,
-path}}}`, path relative to the skills folder) is read too, for libraries that keep one.
+`examples/`, `sop/` and other resource files. A `skills.json` index (`{"skills": {name: {title,
+description, category, path}}}`, path relative to the skills folder) is read too, for libraries
+that keep one; a SKILL.md it lists needs no front matter (the index names and describes it).
 
 Skills folders, first found wins for a name: config `skills_dir`, then `skills/` in each
 search-path entry (the project's folder before the built-ins, so a project overrides a skill).
+The shipped examples' skills are found only by name (an entry's `skills: [...]` list), so a
+project's `use_skill` without a list offers only the project's own library.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from typing import Any
 
 import yaml
 
+from flowrun.paths import examples_root
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.types import ToolResult
 from flowrun.yaml_limits import Loader, scan_events
 
 INDEX_FILE = "skills.json"
 SKILL_FILE = "SKILL.md"
-INCLUDED_DIRS = ("templates", "examples")
+INCLUDED_DIRS = ("sop", "templates", "examples")  # included in full with the guide when small
 MAX_LISTED_FILES = 50
 DEFAULT_MAX_FILE_BYTES = 4_000  # a resource file up to this size is included in full
 DEFAULT_MAX_TOTAL_BYTES = 16_000  # all included resource files together
@@ -57,20 +61,25 @@ def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
     return out
 
 
-def find_skills(search_path: list[Path], config: dict[str, Any]) -> dict[str, Skill]:
+def find_skills(search_path: list[Path], config: dict[str, Any], by_name: bool = False) -> dict[str, Skill]:
     """Every skill visible from the search path, by name, in a stable order; only those the
-    config's `skills` list names, when it has one (an agent's `use_skill: {skills: [a, b]}`)."""
-    found = _all_skills(search_path, config)
+    config's `skills` list names, when it has one (an agent's `use_skill: {skills: [a, b]}`).
+    The shipped examples' skills count only with such a list (or `by_name`: a check that
+    looks a listed name up)."""
     allowed = config.get("skills")
+    found = _all_skills(search_path, config, examples=by_name or isinstance(allowed, list))
     if isinstance(allowed, list):
         return {name: skill for name, skill in found.items() if name in allowed}
     return found
 
 
-def _all_skills(search_path: list[Path], config: dict[str, Any]) -> dict[str, Skill]:
+def _all_skills(search_path: list[Path], config: dict[str, Any], examples: bool) -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     documents: set[Path] = set()
+    shipped = examples_root().resolve()
     for root in skill_roots(search_path, config):
+        if not examples and root.is_relative_to(shipped):
+            continue
         for skill in _indexed_skills(root) + _folder_skills(root):
             # an indexed skill is not listed again under its folder's front-matter name
             if skill.name not in found and skill.document not in documents:

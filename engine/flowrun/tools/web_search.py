@@ -2,7 +2,15 @@
 
 The backend is chosen at call time (config `backend`: auto | tavily | corpus), so exporting
 TAVILY_API_KEY switches a workflow to the live web with no manifest change. Both backends return
-the same shape: data.results = [{title, url, snippet, score}] and a numbered list as text.
+the same shape: a numbered list as text (what the model reads) and the whole search as data (the
+metadata the event log keeps): `query`, `search_depth`, `max_results`, `backend` and `results` =
+[{title, url, snippet, score}], plus what Tavily adds (`answer`, `response_time`,
+`follow_up_questions`, `images`, and per result its whole `content`, `published_date`,
+`raw_content`) or the corpus (`corpus`, `documents`).
+
+An agent's entry sets the defaults the model gets when it leaves the arguments out
+(`web_search: {max_results: 10, search_depth: advanced}`, as the research roster's design has
+them); the parameters the model sees say so.
 """
 
 from __future__ import annotations
@@ -22,16 +30,76 @@ from flowrun.types import ToolResult
 MAX_RESULTS_CAP = 20
 SNIPPET_CHARS = 500
 DEPTHS = ("basic", "advanced")
+DEFAULT_MAX_RESULTS = 5
+DEFAULT_DEPTH = "basic"
+# what Tavily answers beyond the results, kept in the result's data when it is given
+TAVILY_EXTRAS = ("answer", "response_time", "follow_up_questions", "images", "request_id")
+RESULT_EXTRAS = ("published_date", "raw_content", "favicon")
 
 
-@tool(replay="recorded")  # the network: a replay shows what the search found then
+def search_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any] | None:
+    """The parameters with the agent's configured defaults (`max_results`, `search_depth`), so
+    the model reads them and an argument it leaves out gets them; None (the manifest's) when
+    the entry sets neither."""
+    results, depth = config.get("max_results"), config.get("search_depth")
+    if results is None and depth is None:
+        return None
+    results = int(results if results is not None else DEFAULT_MAX_RESULTS)
+    depth = str(depth if depth is not None else DEFAULT_DEPTH)
+    return {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What to search for: keywords or a question. "
+                '"Quoted words" match as a phrase.',
+            },
+            "max_results": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_RESULTS_CAP,
+                "default": results,
+                "description": f"How many results to return (1-{MAX_RESULTS_CAP}; default {results}).",
+            },
+            "search_depth": {
+                "type": "string",
+                "enum": list(DEPTHS),
+                "default": depth,
+                "description": f"advanced: slower, more thorough web search (Tavily only; default {depth}).",
+            },
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+
+
+@tool(replay="recorded", parameters=search_parameters)  # the network: a replay shows what it found then
 async def web_search(
-    ctx: ToolContext, query: str, max_results: int = 5, search_depth: str = "basic"
+    ctx: ToolContext, query: str, max_results: int | None = None, search_depth: str | None = None
 ) -> ToolResult:
     started = time.perf_counter()
+    max_results = max_results if max_results is not None else _configured(ctx, "max_results")
+    search_depth = search_depth if search_depth is not None else _configured(ctx, "search_depth")
     params = {"query": query, "max_results": max_results, "search_depth": search_depth}
     result = await _search(ctx, query, max_results, search_depth)
+    if result.status != "error":
+        limit = max(1, min(int(max_results), MAX_RESULTS_CAP))
+        result.data = {
+            "query": query.strip(),
+            "search_depth": search_depth,
+            "max_results": limit,
+            **result.data,
+        }
     return finish_result(result, params, started)
+
+
+def _configured(ctx: ToolContext, key: str) -> Any:
+    """An argument the call left out: the agent's configured default, else the tool's."""
+    value = ctx.config.get(key)
+    if value is not None:
+        return value
+    return DEFAULT_MAX_RESULTS if key == "max_results" else DEFAULT_DEPTH
 
 
 async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: str) -> ToolResult:
@@ -78,22 +146,26 @@ async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, dep
     except Exception as e:  # every SDK/network failure becomes an error result, see _tavily_error
         return _tavily_error(e)
     raw = response.get("results", []) if isinstance(response, dict) else []
-    results = [
-        {
-            "title": str(item.get("title") or item.get("url") or ""),
-            "url": str(item.get("url") or ""),
-            "snippet": _clip(" ".join(str(item.get("content") or "").split()), SNIPPET_CHARS),
-            "score": round(float(item.get("score") or 0.0), 4),
-        }
-        for item in raw[:limit]
-        if isinstance(item, dict)
-    ]
-    answer = response.get("answer") if isinstance(response, dict) else None
+    results = [_tavily_result(item) for item in raw[:limit] if isinstance(item, dict)]
     text = _format(query, results, "the web (Tavily)")
-    data: dict[str, Any] = {"results": results, "backend": "tavily"}
-    if answer:
-        data["answer"] = answer
+    data: dict[str, Any] = {"backend": "tavily", "results": results}
+    if isinstance(response, dict):
+        data |= {key: response[key] for key in TAVILY_EXTRAS if response.get(key) not in (None, [], "")}
     return ToolResult.ok(text, **data)
+
+
+def _tavily_result(item: dict[str, Any]) -> dict[str, Any]:
+    """One result as the model's list shows it (a snippet) and in full (its content and
+    whatever else Tavily gave: the date, the raw page when asked for)."""
+    content = str(item.get("content") or "")
+    out: dict[str, Any] = {
+        "title": str(item.get("title") or item.get("url") or ""),
+        "url": str(item.get("url") or ""),
+        "snippet": _clip(" ".join(content.split()), SNIPPET_CHARS),
+        "content": content,
+        "score": round(float(item.get("score") or 0.0), 4),
+    }
+    return out | {key: item[key] for key in RESULT_EXTRAS if item.get(key) not in (None, "")}
 
 
 def _tavily_error(exc: Exception) -> ToolResult:
@@ -137,11 +209,21 @@ async def _corpus_search(ctx: ToolContext, query: str, limit: int) -> ToolResult
     except (OSError, sqlite3.Error) as e:
         return error("UNAVAILABLE", f"cannot index or search the corpus {corpus}: {e}")
     results = [
-        {"title": h.title, "url": h.path.as_uri(), "snippet": h.snippet, "score": h.score} for h in hits
+        {
+            "title": h.title,
+            "url": h.path.as_uri(),
+            "snippet": h.snippet,
+            "score": h.score,
+        }
+        for h in hits
     ]
     source = f"the local corpus ({count} documents; offline mode)"
     return ToolResult.ok(
-        _format(query, results, source), results=results, backend="corpus", corpus=str(corpus)
+        _format(query, results, source),
+        backend="corpus",
+        results=results,
+        corpus=str(corpus),
+        documents=count,
     )
 
 

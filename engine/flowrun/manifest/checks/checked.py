@@ -31,13 +31,22 @@ KEEP_LOADED = 16  # projects kept in memory per process
 # ---------------------------------------------------------------- validate
 
 
-def check_root(root: Path, files: list[Path] | None) -> tuple[list[Diagnostic], set[str]]:
+def check_root(
+    root: Path, files: list[Path] | None, focus: set[str] | None = None
+) -> tuple[list[Diagnostic], set[str]]:
     """Every diagnostic `validate` reports for one project folder (built-ins only when the
-    folder is the built-in one), and the files it checked (as absolute paths)."""
-    key = check_cache.fingerprint("validate", search_roots(root), files)
+    folder is the built-in one), and the files it checked (as absolute paths). With `focus`
+    (the files named on the command line), only the problems of those files and of what they
+    use (focus.py)."""
+    purpose = "validate" if focus is None else "validate|" + "|".join(sorted(focus))
+    key = check_cache.fingerprint(purpose, search_roots(root), files)
     if key is not None and (hit := _restore_check(check_cache.load(key))) is not None:
         return hit
     project, found, probes = _check_root(root, files)
+    if focus is not None:
+        from flowrun.manifest.checks.focus import focused
+
+        found = focused(project, focus, found)
     checked = _checked_files(project, root)
     checked.update(os.path.abspath(d.file) for d in found)
     checked.update(os.path.abspath(f) for f in files or [])  # named or found top-level files
@@ -48,17 +57,19 @@ def check_root(root: Path, files: list[Path] | None) -> tuple[list[Diagnostic], 
 
 def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Diagnostic], list[Probe]]:
     from flowrun.manifest.checks.crossref import check_project
-    from flowrun.manifest.ecosystem.skill_lint import SKILL_FILE, lint_skill, skill_folders
+    from flowrun.manifest.ecosystem import skill_lint
     from flowrun.manifest.project import load_project
 
     project = load_project(root, files)
     own_builtins = root.resolve() == builtin_root().resolve()
     found: list[Diagnostic] = []
-    for folder in skill_folders(root):
-        found += [d for d in lint_skill(folder, display_path(folder / SKILL_FILE)) if d not in found]
+    for library in skill_lint.skill_libraries(root):
+        found += skill_lint.lint_index(library, display_path(library / skill_lint.INDEX_FILE))
+    for folder in skill_lint.skill_folders(root):
+        display = display_path(folder / skill_lint.SKILL_FILE)
+        found += [d for d in skill_lint.lint_skill(folder, display) if d not in found]
     found += project.diagnostics + check_project(project, include_builtins=own_builtins)
-    if not own_builtins:
-        found = [d for d in found if not is_builtin_file(d.file)]
+    found = [d for d in found if not is_builtin_file(d.file, root)]
     return project, found, python_probes(project)
 
 
@@ -70,13 +81,10 @@ def _checked_files(project: Project, root: Path) -> set[str]:
     loaded += list(project.tools.values()) + list(project.models.values())
     files = {os.path.abspath(x.source.display) for x in loaded if own_builtins or not x.builtin}
     files.update(os.path.abspath(m.source.display) for m in project.mcp_servers.values())
-    return files | {os.path.abspath(folder / "SKILL.md") for folder in _skill_folders(root)}
+    from flowrun.manifest.ecosystem import skill_lint
 
-
-def _skill_folders(root: Path) -> list[Path]:
-    from flowrun.manifest.ecosystem.skill_lint import skill_folders
-
-    return skill_folders(root)
+    files |= {os.path.abspath(lib / skill_lint.INDEX_FILE) for lib in skill_lint.skill_libraries(root)}
+    return files | {os.path.abspath(folder / "SKILL.md") for folder in skill_lint.skill_folders(root)}
 
 
 def _restore_check(entry: Any) -> tuple[list[Diagnostic], set[str]] | None:

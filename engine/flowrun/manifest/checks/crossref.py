@@ -25,7 +25,7 @@ from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_setting
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest
+from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest, seed
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.paths import copy_source, display_path, safe_relative
 
@@ -45,6 +45,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     reachable: set[str] = set()
     for wf in project.workflows:
         out += _check_workflow(wf, project, reachable)
+    out += shadowed_prompts(project, reachable)
     if project.workflows:
         for name, loaded in project.agents.items():
             if name not in reachable and not loaded.builtin:
@@ -309,6 +310,56 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     return out
 
 
+def builtin_prompt_names(loaded: Loaded[AgentManifest]) -> list[str]:
+    """The templates a built-in agent's prompt reads from its own prompts/ folder: its
+    prompt_file and what that includes (recursively)."""
+    if loaded.spec.prompt_file is None:
+        return []
+    folder = loaded.root / "prompts"
+    names: list[str] = []
+    todo = [loaded.spec.prompt_file]
+    while todo:
+        name = todo.pop()
+        path = folder / name
+        if name in names or not path.is_file():
+            continue
+        names.append(name)
+        todo += analyse(path.read_text(encoding="utf-8")).includes
+    return names
+
+
+def shadowed_prompts(project: Project, used: set[str]) -> list[Diagnostic]:
+    """A file of the project's prompts/ named like a template a built-in agent the workflows
+    use reads: the built-in keeps its own (so a project never changes it by accident), so the
+    file would be silently ignored; one warning per file says how to use it."""
+    folder = project.roots[0] / "prompts"
+    readers: dict[str, list[str]] = {}
+    if not folder.is_dir():
+        return []
+    for name in sorted(used):
+        loaded = project.agents.get(name)
+        if loaded is not None and loaded.builtin:
+            for template in builtin_prompt_names(loaded):
+                if (folder / template).is_file():
+                    readers.setdefault(template, []).append(name)
+    out: list[Diagnostic] = []
+    for template, names in sorted(readers.items()):
+        quoted = ", ".join(f"'{n}'" for n in names)
+        agents = (
+            f"the built-in agent {quoted} reads" if len(names) == 1 else f"the built-in agents {quoted} read"
+        )
+        message = f"prompts/{template} is not used: {agents} the built-in {template}"
+        if len(names) == 1:
+            hint = f"to use it, override the agent in this project: `flowrun new agent {names[0]}`"
+        else:
+            hint = "to use it, override them in this project: `flowrun new agent NAME` for " + ", ".join(
+                names
+            )
+        path = display_path(folder / template)
+        out.append(Diagnostic(path, 1, 1, "", message, hint, "shadowed", "warning"))
+    return out
+
+
 def _check_copy_paths(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
     """Each `workspace.copy` entry exists next to the workflow (or is the shipped corpus)."""
     here = wf.source.path.parent
@@ -350,8 +401,12 @@ def _workflow_templates(spec: WorkflowManifest) -> list[StepTemplate]:
     found: list[StepTemplate] = []
     if spec.task:
         found.append(StepTemplate(spec.task, ("task",), False))
-    for path, content in spec.workspace.files.items():
-        found.append(StepTemplate(content, ("workspace", "files", path), False))
+    for path, value in spec.workspace.files.items():
+        where: YamlPath = ("workspace", "files", path)
+        if isinstance(value, str):
+            found.append(StepTemplate(value, where, False))
+        else:
+            found.append(StepTemplate(seed(value).content, (*where, "content"), False))
     if spec.workspace.dir:
         found.append(StepTemplate(spec.workspace.dir, ("workspace", "dir"), False))
     return found + step_templates(spec.steps)

@@ -91,6 +91,21 @@ def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
     return roots
 
 
+def focus_of(paths: list[Path]) -> dict[Path, set[str]]:
+    """Project roots → the files named on the command line in them (absolute paths), for the
+    roots no named folder covers: those report only the named files' problems and what they
+    use (checks/focus.py)."""
+    whole: set[Path] = set()
+    named: dict[Path, set[str]] = {}
+    for path in paths:
+        if path.is_dir():
+            whole |= set(find_roots([path]))
+        elif path.is_file() and path.name != SKILL_FILE:
+            for root in find_roots([path]):
+                named.setdefault(root, set()).add(os.path.abspath(path))
+    return {root: files for root, files in named.items() if root not in whole}
+
+
 def _claude_root(path: Path) -> Path | None:
     """The project a Claude Code path belongs to: the folder holding `.claude/` or `.mcp.json`."""
     resolved = path.resolve()
@@ -146,6 +161,7 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
         checked.add(os.path.abspath(special))
     paths = [p for p in paths if p.is_file() or p.is_dir()]
     roots = find_roots(paths)
+    focus = focus_of(paths)
     for folder in named_skills(paths, list(roots)):
         from flowrun.manifest.ecosystem.skill_lint import lint_skill
 
@@ -153,7 +169,7 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
         diagnostics += [d for d in lint_skill(folder, display) if d not in diagnostics]
         checked.add(os.path.abspath(display))
     for root, files in roots.items():
-        found, files_checked = check_root(root, files)
+        found, files_checked = check_root(root, files, focus.get(root))
         diagnostics += [d for d in found if d not in diagnostics]
         checked |= files_checked
     diagnostics.sort(key=lambda d: (d.file, d.line, d.column))

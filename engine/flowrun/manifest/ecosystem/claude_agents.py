@@ -11,8 +11,11 @@ the workflow's; `maxTurns` is `max_steps`; `skills` limits use_skill and run_ski
 approvals (`default`: ask on edits and the shell, `acceptEdits`: on the shell, `plan`: only
 read-only tools, `bypassPermissions`/`dontAsk`: none).
 
-Keys flowrun does not use (`color`, `memory`, `hooks`, ...) are warnings naming what is
-ignored; a key that looks like a misspelling of a known one is an error with a did-you-mean."""
+Keys flowrun does not use (`memory`, `hooks`, ...) are warnings naming what is ignored, except
+`color` (only how Claude Code draws the agent); a key that looks like a misspelling of a known
+one is an error with a did-you-mean. Claude Code's team tools that flowrun's agent-as-tool
+protocol already is (`TaskList`, `TaskGet`: the assignment, which a sub-agent gets as its task;
+`TaskUpdate`, `SendMessage`: the report, which is its answer) are accepted without a tool."""
 
 from __future__ import annotations
 
@@ -37,7 +40,11 @@ USED_KEYS = (
     "mcpServers",
     "permissionMode",
 )
-IGNORED_KEYS = ("color", "memory", "hooks", "isolation", "background", "effort", "initialPrompt")
+IGNORED_KEYS = ("memory", "hooks", "isolation", "background", "effort", "initialPrompt")
+COSMETIC_KEYS = ("color",)  # how Claude Code shows the agent: nothing a run does depends on it
+# Claude Code team tools that a sub-agent's call already is: its task is the assignment
+# (TaskList, TaskGet) and its answer the report to the lead (TaskUpdate, SendMessage)
+PROTOCOL_TOOLS = ("TaskList", "TaskGet", "TaskUpdate", "SendMessage")
 MISSPELLINGS = {
     "allowed-tools": "tools",
     "allowedTools": "tools",
@@ -150,9 +157,9 @@ def _raw(body: str) -> str:
 
 
 def _check_keys(meta: dict[str, Any], out: Converted) -> None:
-    known = (*USED_KEYS, *IGNORED_KEYS)
+    known = (*USED_KEYS, *IGNORED_KEYS, *COSMETIC_KEYS)
     for key in meta:
-        if key in USED_KEYS:
+        if key in USED_KEYS or key in COSMETIC_KEYS:
             continue
         if key in IGNORED_KEYS:
             message = f"'{key}' is a Claude Code setting flowrun does not use; it is ignored"
@@ -232,6 +239,8 @@ def _tool(item: str, out: Converted, where: PathKey) -> None:
             out.problem(where, message, f"write {base}(AGENT_NAME)", "ignored-tool", severity="warning")
         return
     names = _flowrun_names(base)
+    if not names and base in PROTOCOL_TOOLS:
+        return  # what calling the agent as a tool already does (see the module docstring)
     if not names:
         hint = (
             did_you_mean(base, TOOL_MAP)

@@ -6,10 +6,18 @@ optionally `license`, `compatibility` (at most 500), `metadata` (strings to stri
 
 A name flowrun can use but other agents may not (`report_writing`) is a warning; so are keys
 the specification does not define, unless they look like a misspelling of one (an error with
-a did-you-mean), and `allowed-tools`, which flowrun reports instead of enforcing."""
+a did-you-mean), and `allowed-tools`, which flowrun reports instead of enforcing.
+
+A library may keep a `skills.json` index instead (`{"skills": {name: {title, description,
+category, path}}}`, as the init/execute design has it): the index names and describes each
+skill it lists, so those SKILL.md files need no front matter and their names follow the
+library's own convention (snake_case); the index itself is checked (JSON, each entry a mapping
+with a description and a path to a skill folder, its SKILL.md or one document, inside the
+library)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +28,7 @@ from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.yaml_source import Source
 
 SKILL_FILE = "SKILL.md"
+INDEX_FILE = "skills.json"  # tools/skills.py's INDEX_FILE (not imported: the tools layer is a sibling)
 SPEC_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 MISSPELLINGS = {"allowed_tools": "allowed-tools", "allowedTools": "allowed-tools", "tools": "allowed-tools"}
 PORTABLE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -35,15 +44,20 @@ def skill_folders(root: Path) -> list[Path]:
 
 
 def lint_skill(folder: Path, display: str) -> list[Diagnostic]:
-    """Every problem of one skill folder's SKILL.md."""
+    """Every problem of one skill folder's SKILL.md (one its library's skills.json lists needs
+    no front matter, and the index names it)."""
+    indexed = folder.resolve() in indexed_folders(folder.parent)
     doc, diags = load_document(folder / SKILL_FILE, display)
+    if indexed and any(d.code == "no-front-matter" for d in diags):
+        return []  # the index's entry is its front matter
     src = doc.source
     if src.data is None or any(d.severity == "error" for d in diags):
         return diags
     meta: dict[str, Any] = src.data
     out = list(diags)
     out += _keys(src, meta)
-    out += _name(src, meta, folder.name)
+    if not indexed:
+        out += _name(src, meta, folder.name)
     out += _text(src, meta, "description", 1024, required=True)
     out += _text(src, meta, "compatibility", 500, required=False)
     if "license" in meta and not isinstance(meta["license"], str):
@@ -51,6 +65,93 @@ def lint_skill(folder: Path, display: str) -> list[Diagnostic]:
     out += _metadata(src, meta)
     out += _allowed_tools(src, meta)
     return out
+
+
+def _index_data(library: Path) -> tuple[str, Any] | None:
+    """(text, parsed JSON or the JSONDecodeError) of a library's skills.json; None without one."""
+    index = library / INDEX_FILE
+    try:
+        text = index.read_text(encoding="utf-8", errors="replace") if index.is_file() else None
+    except OSError:
+        return None
+    if text is None:
+        return None
+    try:
+        return text, json.loads(text)
+    except json.JSONDecodeError as e:
+        return text, e
+
+
+def _entries(data: Any) -> dict[str, Any]:
+    skills = data.get("skills") if isinstance(data, dict) else None
+    return skills if isinstance(skills, dict) else {}
+
+
+def _entry_target(library: Path, name: str, entry: Any) -> Path | None:
+    """What an index entry's `path` points at inside the library: a skill folder (given as
+    the folder or its SKILL.md), or a single document; None when it is neither."""
+    if not isinstance(entry, dict):
+        return None
+    target = (library / str(entry.get("path") or name)).resolve()
+    if target.name == SKILL_FILE:
+        target = target.parent
+    if not target.is_relative_to(library.resolve()) or target == library.resolve():
+        return None
+    return target if (target / SKILL_FILE).is_file() or target.is_file() else None
+
+
+def indexed_folders(library: Path) -> set[Path]:
+    """The skill folders a library's skills.json lists (resolved)."""
+    found = _index_data(library)
+    if found is None or isinstance(found[1], json.JSONDecodeError):
+        return set()
+    targets = (_entry_target(library, name, e) for name, e in _entries(found[1]).items())
+    return {t for t in targets if t is not None and t.is_dir()}
+
+
+def lint_index(library: Path, display: str) -> list[Diagnostic]:
+    """The problems of a library's skills.json: not JSON, no `skills` mapping, an entry that is
+    not a mapping, has no description, or points at no skill inside the library."""
+    found = _index_data(library)
+    if found is None:
+        return []
+    text, data = found
+    if isinstance(data, json.JSONDecodeError):
+        message = f"{INDEX_FILE} is not valid JSON: {data.msg}"
+        return [Diagnostic(display, data.lineno, data.colno, "", message, "fix the JSON", "invalid")]
+    if not isinstance(data, dict) or not isinstance(data.get("skills"), dict):
+        message = f'{INDEX_FILE} needs a "skills" mapping of skill name to entry'
+        hint = '{"skills": {"my_skill": {"description": "...", "path": "my_skill/SKILL.md"}}}'
+        return [Diagnostic(display, 1, 1, "", message, hint, "invalid")]
+    out: list[Diagnostic] = []
+    for name, entry in data["skills"].items():
+        line = _line_of(text, name)
+        where = f"skills.{name}"
+        if not isinstance(entry, dict):
+            message = f"skill '{name}': an entry is a mapping (description, path)"
+            out.append(Diagnostic(display, line, 1, where, message, "", "wrong-type"))
+            continue
+        if not isinstance(entry.get("description"), str) or not entry["description"].strip():
+            message = f"skill '{name}' has no description"
+            hint = "say what it teaches and when to read it: the model chooses skills by it"
+            out.append(Diagnostic(display, line, 1, where, message, hint, "missing-key"))
+        if _entry_target(library, name, entry) is None:
+            path = entry.get("path") or name
+            message = f"skill '{name}': {path} is not a skill folder or a file in this library"
+            hint = "give the path relative to the skills folder, e.g. " + f"{name}/SKILL.md"
+            out.append(Diagnostic(display, line, 1, where, message, hint, "missing-path"))
+    return out
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line of a skill's key in the index (1 when not found)."""
+    at = text.find(json.dumps(key))
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
+
+
+def skill_libraries(root: Path) -> list[Path]:
+    """The skill libraries of a project that hold a skills.json index."""
+    return [lib for lib in (root / "skills", root / ".claude" / "skills") if (lib / INDEX_FILE).is_file()]
 
 
 def _keys(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:

@@ -36,9 +36,10 @@ def check_skill_entry(
     from flowrun.tools.skills import find_skills
 
     effective = {**tool.spec.defaults, **config}
-    every = find_skills(project.roots, {k: v for k, v in effective.items() if k != "skills"})
-    out: list[Diagnostic] = []
     wanted = effective.get("skills")
+    unlisted = {k: v for k, v in effective.items() if k != "skills"}
+    every = find_skills(project.roots, unlisted, by_name=isinstance(wanted, list))
+    out: list[Diagnostic] = []
     if isinstance(wanted, list):
         for j, skill in enumerate(wanted):
             if str(skill) not in every:

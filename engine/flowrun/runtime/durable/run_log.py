@@ -23,6 +23,7 @@ from flowrun.events import (
     ModelRetryEvent,
     RunEndEvent,
     RunStartEvent,
+    SeedKeptEvent,
     ToolCallEvent,
     ToolResultEvent,
     UntilErrorEvent,
@@ -31,7 +32,7 @@ from flowrun.events import (
 LOG_NAME = "flowrun.log"
 LOG_FORMAT = "%(asctime)s.%(msecs)03d | %(levelname)-7s | %(message)s"
 WARNINGS: tuple[type[Event], ...] = (ModelRetryEvent, BudgetExceededEvent, UntilErrorEvent)
-MILESTONES: tuple[type[Event], ...] = (RunStartEvent, RunEndEvent, AgentEndEvent)
+MILESTONES: tuple[type[Event], ...] = (RunStartEvent, RunEndEvent, AgentEndEvent, SeedKeptEvent)
 
 
 def log_level(verbosity: int) -> int:

@@ -157,10 +157,13 @@ def tool_path(bound: BoundTool, default: str | None, agent: str) -> str | None:
 
 
 def sample_path(globs: list[str], agent: str) -> str | None:
-    """A file path a dry run may write under an agent's write globs."""
+    """A file path a dry run may write under an agent's write globs: a plain file name as it
+    is; in a plain folder name (no dot in its last part: `design`, `Notebook`) a file of its
+    own, so the dry run never makes a file where the real run needs the folder."""
     for pattern in globs:
         if not any(c in pattern for c in "*?["):
-            return pattern
+            last = pattern.rstrip("/").rsplit("/", 1)[-1]
+            return pattern if "." in last else f"{pattern.rstrip('/')}/dry-run-{agent}.md"
     for pattern in globs:
         if pattern.endswith("/**"):
             return f"{pattern[:-3]}/dry-run/{agent}.md"

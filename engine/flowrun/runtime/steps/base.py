@@ -13,6 +13,7 @@ from flowrun.events import AgentEndEvent, AgentStartEvent, StepConditionEvent
 from flowrun.manifest.kinds import StepKindSide
 from flowrun.manifest.specs import StepSpec
 from flowrun.manifest.templates import evaluate, render
+from flowrun.paths import need_file, need_folder
 from flowrun.runtime.loop.agent import run_agent
 from flowrun.runtime.loop.contracts import Outcome, RunServices
 
@@ -61,11 +62,15 @@ class StepKind(StepKindSide, Protocol):
     async def run(self, step: Any, index: int, prefix: str, ctx: StepContext) -> Outcome: ...
 
 
-def confined(run: RunServices, relative: str, what: str) -> Path:
-    """A path of the run folder a step names (a workdir, an output, a collect file)."""
+def confined(run: RunServices, relative: str, what: str, folder: bool = False) -> Path:
+    """A path of the run folder a step names (a workdir, an output, a collect file); a path
+    that exists with the wrong type (`folder`: a folder is needed, else a file) is a UsageError
+    naming it."""
     path = (run.workspace / relative).resolve()
     if not relative.strip() or not path.is_relative_to(run.workspace):
         raise ManifestError(f"{what} '{relative}' leaves the workspace", "use a relative path without '..'")
+    check = need_folder if folder else need_file
+    check(run.workspace, path, f"{what} {relative}")
     return path
 
 
@@ -73,7 +78,7 @@ async def top_agent(run: RunServices, name: str, instance_id: str, task: str, wo
     """Run one agent of the workflow itself (not called as a tool), in its working folder."""
     cwd = None
     if workdir:
-        cwd = confined(run, workdir, "workdir")
+        cwd = confined(run, workdir, "workdir", folder=True)
         cwd.mkdir(parents=True, exist_ok=True)
     inst = run.new_instance(name, instance_id, depth=0, cwd=cwd)
     inst.tree = run.subtrees.open(name, inst.id)
