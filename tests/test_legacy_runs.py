@@ -128,7 +128,8 @@ def test_a_run_of_the_flat_layout_resumes_with_its_options(tmp_path: Path) -> No
         i for i, e in enumerate(recorded) if e["type"] == "model_response" and e["agent"] == "searcher"
     )
     (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in recorded[: cut + 1]))
-    (work / "report.md").unlink()
+    stand_in = run_dir / "workdir"  # a dry run works in a stand-in for --workdir, never in it
+    (stand_in / "report.md").unlink()
     meta = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     # no key in the environment: it goes on only as the dry run it was
@@ -136,7 +137,7 @@ def test_a_run_of_the_flat_layout_resumes_with_its_options(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ended = [e for e in events(run_dir) if e["type"] == "agent_end" and e["agent"] == "searcher"]
     assert [(e["status"], e["steps"]) for e in ended] == [("max_steps", 2)]  # its --set
-    assert (work / "report.md").is_file() and not (run_dir / "report.md").exists()  # its workdir
+    assert (stand_in / "report.md").is_file() and not (work / "report.md").exists()  # its workdir's stand-in
     after = json.loads((run_dir / "run.json").read_text())
     assert after["status"] == "completed" and not set(FLAT_KEYS) & set(after)
     assert after["options"] == {
