@@ -1035,6 +1035,16 @@ async def test_a_cancel_while_a_finished_run_closes_keeps_it_completed(tmp_path:
 def test_a_late_sigint_never_turns_a_completed_run_into_an_interrupted_one(tmp_path: Path) -> None:
     """Ctrl-C sent as the run ends (at varying moments around its end): whatever it hit, the
     exit code, run.json and the log's last event agree, and a run recorded `completed` exits 0."""
+    assert_late_signal_changes_nothing(tmp_path, signal.SIGINT, 130)
+
+
+def test_a_late_sigterm_never_turns_a_completed_run_into_an_interrupted_one(tmp_path: Path) -> None:
+    """The same for SIGTERM, which the default handler would turn into a silent exit 143 if it
+    came back for a moment as the command's event loop closes."""
+    assert_late_signal_changes_nothing(tmp_path, signal.SIGTERM, 143)
+
+
+def assert_late_signal_changes_nothing(tmp_path: Path, sig: signal.Signals, code: int) -> None:
     simple_project(tmp_path)
     seen = set()
     for attempt in range(6):
@@ -1046,13 +1056,13 @@ def test_a_late_sigint_never_turns_a_completed_run_into_an_interrupted_one(tmp_p
         mark = b'"run_end"' if attempt >= 4 else b'"agent_end"'
         assert wait_for(lambda log=log, mark=mark: log.exists() and mark in log.read_bytes(), 60)
         time.sleep(0.005 * attempt)  # at a slightly different moment each time
-        child.send_signal(signal.SIGINT)
+        child.send_signal(sig)
         out, err = child.communicate(timeout=DEADLINE_S)
         no_traceback((out, err))
         status = status_of(run_dir)
         events = check_log(run_dir)
         assert events[-1]["status"] == status
-        assert child.returncode == {"completed": 0, "interrupted": 130}[status], (status, out, err)
+        assert child.returncode == {"completed": 0, "interrupted": code}[status], (status, out, err)
         seen.add(status)
     assert "completed" in seen
 
