@@ -266,7 +266,7 @@ def test_two_runs_with_one_run_id_never_share_the_folder(tmp_path: Path) -> None
         first = start_cli(["wf.yaml", "--run-id", "same", "-q"], tmp_path, env)
         assert wait_for(lambda: (tmp_path / "runs" / "same" / "run.lock").exists())
         second = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
-        out, err = first.communicate(timeout=60)
+        out, err = first.communicate(timeout=DEADLINE_S)
         assert first.returncode == 0, out + err
         # after the first ended, the same id is refused as an existing run (not shared either)
         third = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
@@ -287,7 +287,7 @@ def test_one_run_id_started_by_five_processes_at_once_runs_once(tmp_path: Path) 
     simple_project(tmp_path)
     args = ["wf.yaml", "--topic", "tides", "--run-id", "same", "-q"]
     children = [start_cli(args, tmp_path) for _ in range(5)]
-    results = [(child.wait(timeout=120), *child.communicate(timeout=30)) for child in children]
+    results = [(child.wait(timeout=DEADLINE_S), *child.communicate(timeout=DEADLINE_S)) for child in children]
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2, 2, 2, 2], results
     for code, out, err in results:
@@ -308,10 +308,10 @@ def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> No
         run_dir = tmp_path / "runs" / "r"
         assert wait_for(lambda: len(server.requests) == 1)
         child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=30)
+        child.communicate(timeout=DEADLINE_S)
         before = len(server.requests)
         resumes = [start_cli(["resume", str(run_dir), "-q"], tmp_path, env) for _ in range(2)]
-        results = [(p.wait(timeout=60), *p.communicate()) for p in resumes]
+        results = [(p.wait(timeout=DEADLINE_S), *p.communicate()) for p in resumes]
         asked = len(server.requests) - before
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2], results
@@ -356,7 +356,7 @@ def test_the_lock_is_released_on_every_exit_path(tmp_path: Path) -> None:
             child = start_cli(["wf.yaml", "--run-id", sig.name, "-q"], tmp_path / "slow", env_for(server))
             assert wait_for(lambda server=server: len(server.requests) == 1)
             child.send_signal(sig)
-            _, err = child.communicate(timeout=30)
+            _, err = child.communicate(timeout=DEADLINE_S)
         run_dir = tmp_path / "slow" / "runs" / sig.name
         assert child.returncode == code, err
         assert not (run_dir / "run.lock").exists()
@@ -410,7 +410,7 @@ def test_sigterm_kills_the_sandboxed_children_and_leaves_a_resumable_run(tmp_pat
         assert wait_for(lambda: len(pids_with(token)) == 2), "the shell children never started"
     finally:
         child.send_signal(signal.SIGTERM)
-    out, err = child.communicate(timeout=60)
+    out, err = child.communicate(timeout=DEADLINE_S)
     no_traceback((out, err))
     assert child.returncode == 143, out + err
     assert "error: terminated (SIGTERM)" in err and "flowrun resume runs/t" in err
@@ -511,7 +511,7 @@ def test_sigkill_right_after_the_folder_appears_always_leaves_a_usable_folder(tm
         child = start_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], tmp_path)
         assert wait_for(run_dir.exists, 60)
         child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=30)
+        child.communicate(timeout=DEADLINE_S)
         proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
         if proc.returncode == 1 and "same --run-id" in proc.stderr:  # killed before run.json
             proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], cwd=tmp_path)
