@@ -22,6 +22,8 @@ from proc_helpers import DEADLINE_S, wait_for
 from wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer
 
 import flowrun
+from flowrun.runtime.models import rate_limits
+from flowrun.runtime.models.rate_limits import Limit, LocalBook
 
 PRICE = "{input: 1000, output: 2000}"  # USD per million: a call of 10 + 5 tokens costs $0.02
 CALL_COST = 0.02
@@ -428,9 +430,8 @@ def test_total_budget_stops_the_batch_and_a_higher_one_resumes_it(server: WireSe
 
 
 def burst_ok(times: list[float], per_minute: int, jitter_s: float = 0.5) -> bool:
-    """At most burst + elapsed / interval requests started in any window, as the server saw
-    them, give or take `jitter_s` between a call's turn and its arrival (a busy machine, a first
-    connection)."""
+    """At most burst + elapsed / interval requests started in any window, give or take
+    `jitter_s` between a call's turn and when it was seen (a busy machine, a first connection)."""
     interval = 60 / per_minute
     burst = max(1.0, per_minute / 60)
     times = sorted(times)
@@ -441,27 +442,61 @@ def burst_ok(times: list[float], per_minute: int, jitter_s: float = 0.5) -> bool
     )
 
 
+class BookedStarts(LocalBook):
+    """The rate-limit book, noting the start time it gives each call (time.monotonic()): the
+    limit is checked on these exactly, whatever a busy machine adds before a call reaches the
+    server, and the server's clock shows that no call went out before its turn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[float] = []
+
+    def start_at(self, limit: Limit, tokens: int, now: float) -> float:
+        start = super().start_at(limit, tokens, now)
+        self.starts.append(start)
+        return start
+
+
+def waited_their_turn(arrivals: list[float], starts: list[float]) -> bool:
+    """Every call took a start time, and none reached the server before one was due: the k-th
+    request the server received came no earlier than the k-th start the book gave out."""
+    return len(arrivals) == len(starts) and all(
+        a >= s for a, s in zip(sorted(arrivals), sorted(starts), strict=True)
+    )
+
+
+EXACT = 1e-6  # float rounding only: the book's own start times
+
+
 def test_a_rate_limit_is_shared_by_all_runs_of_a_batch(tmp_path: Path) -> None:
-    with WireServer(answerer()) as server:
-        workflow = make_project(tmp_path / "p", server, rate_limit="{requests_per_minute: 120}")
-        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(4)])
-        summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=4))
-        assert summary.ok
-        times = [r.received for r in server.requests]
+    book = BookedStarts()
+    rate_limits.use_book(book)
+    try:
+        with WireServer(answerer()) as server:
+            workflow = make_project(tmp_path / "p", server, rate_limit="{requests_per_minute: 120}")
+            items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(4)])
+            summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=4))
+            assert summary.ok
+            times = [r.received for r in server.requests]
+    finally:
+        rate_limits.use_book(LocalBook())
     assert len(times) == 8
-    shown = [round(t - min(times), 3) for t in sorted(times)]
-    assert burst_ok(times, 120), shown  # 2 at once, then one every 0.5 s: 8 requests take about 3 s
-    assert max(times) - min(times) >= (8 - 2) * 0.5 - 0.4, shown
+    starts = book.starts
+    shown = [round(s - min(starts), 3) for s in sorted(starts)]
+    assert burst_ok(starts, 120, jitter_s=EXACT), shown  # 2 at once, then one every 0.5 s
+    assert max(starts) - min(starts) >= (8 - 2) * 0.5 - EXACT, shown
+    assert waited_their_turn(times, starts)
 
 
 def test_without_a_rate_limit_the_same_batch_bursts(tmp_path: Path) -> None:
-    """The check above can fail: the same batch without `rate_limit` breaks it."""
+    """The check above can fail: the same batch without `rate_limit` breaks it (as the
+    server saw the calls, which can only have come later than they were sent)."""
     with WireServer(answerer(delay_s=0.05)) as server:
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
         asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
         times = [r.received for r in server.requests]
-    assert not burst_ok(times, 120)
+    assert not burst_ok(times, 120, jitter_s=EXACT)
 
 
 def tokens_ok(times: list[float], per_call: int, per_minute: int, slack_calls: int = 1) -> bool:
@@ -479,17 +514,27 @@ def tokens_ok(times: list[float], per_call: int, per_minute: int, slack_calls: i
 def test_a_token_rate_limit_spaces_the_calls(tmp_path: Path, limited: bool) -> None:
     """tokens_per_minute 24,000 = 400 a second; each call uses 200 (max_tokens 100, so it reserves
     a little more before it goes). Without the limit the same six calls arrive together."""
-    with WireServer(lambda request: Reply(text="done", usage=(150, 50))) as server:
-        limit = "{tokens_per_minute: 24000}" if limited else ""
-        workflow = make_project(tmp_path / "p", server, rate_limit=limit)
-        text = workflow.read_text().replace("    stream: false\n", "    stream: false\n    max_tokens: 100\n")
-        workflow.write_text(text)
-        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
-        summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
-        assert summary.ok
-        times = [r.received for r in server.requests]
+    book = BookedStarts()
+    rate_limits.use_book(book)
+    try:
+        with WireServer(lambda request: Reply(text="done", usage=(150, 50))) as server:
+            limit = "{tokens_per_minute: 24000}" if limited else ""
+            workflow = make_project(tmp_path / "p", server, rate_limit=limit)
+            text = workflow.read_text().replace(
+                "    stream: false\n", "    stream: false\n    max_tokens: 100\n"
+            )
+            workflow.write_text(text)
+            items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
+            summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
+            assert summary.ok
+            times = [r.received for r in server.requests]
+    finally:
+        rate_limits.use_book(LocalBook())
     assert len(times) == 6
-    assert tokens_ok(times, 200, 24000) is limited
+    if limited:
+        assert tokens_ok(book.starts, 200, 24000) and waited_their_turn(times, book.starts)
+    else:
+        assert not book.starts and not tokens_ok(times, 200, 24000)
 
 
 def test_the_progress_callback_sees_every_item(server: WireServer, tmp_path: Path) -> None:
