@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import signal
 import socket
+import threading
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -25,12 +26,15 @@ REASONS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (S
 
 class FirstStop:
     """The signal handler of a run: the first Ctrl-C or SIGTERM cancels it (with its reason),
-    once; after that, and once the run's outcome is known, signals are ignored."""
+    once; after that, and once the run's outcome is known, signals are ignored. Python runs a
+    second signal's handler inside the first one's when they come together, so which one is
+    first is settled by one step that cannot be cut in two (taking a lock without waiting)."""
 
     def __init__(self) -> None:
         self.by: signal.Signals | None = None
         self.listening = False
         self.cancel: Callable[[str], object] | None = None
+        self._first = threading.Lock()
 
     def listen(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
         self.cancel = lambda reason: loop.call_soon_threadsafe(task.cancel, reason)
@@ -39,7 +43,7 @@ class FirstStop:
             signal.signal(sig, self)
 
     def __call__(self, signum: int, frame: object) -> None:
-        if not self.listening or self.by is not None or self.cancel is None:
+        if not self.listening or self.cancel is None or not self._first.acquire(blocking=False):
             return
         self.by = signal.Signals(signum)
         self.cancel(REASONS[self.by])  # on the loop: this runs between any two lines of it
