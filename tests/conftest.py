@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,22 @@ if str(TESTS) not in sys.path:
 
 # tests read manifests in-process as the CLI does: the kinds are registered on first use
 unions.on_first_use(lambda: __import__("flowrun.runtime.kinds"))
+
+
+def _signals_as_a_terminal_sends_them() -> None:
+    """The tests send SIGINT and SIGTERM to the processes they start, as a terminal's Ctrl-C or
+    a `kill` would reach a command typed at a prompt. A test run started with them ignored (a
+    background job of a non-interactive shell ignores SIGINT, and so may a CI runner or a
+    process supervisor) would hand that on to every child: Python then leaves the signal
+    ignored, so a Ctrl-C test waits in vain. Each test process (and so each child) starts from
+    the defaults instead."""
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    for sig, default in defaults.items():
+        if signal.getsignal(sig) is signal.SIG_IGN:
+            signal.signal(sig, default)
+
+
+_signals_as_a_terminal_sends_them()
 
 SECRET_VARS = (
     "ANTHROPIC_API_KEY",

@@ -11,15 +11,19 @@ import os
 import re
 import signal
 import subprocess
-import time
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SECRET_VARS, flowrun_cmd, run_cli
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from proc_helpers import DEADLINE_S, wait_for
+from wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer
 
 import flowrun
+from flowrun.runtime.models import rate_limits
+from flowrun.runtime.models.rate_limits import Limit, LocalBook
 
 PRICE = "{input: 1000, output: 2000}"  # USD per million: a call of 10 + 5 tokens costs $0.02
 CALL_COST = 0.02
@@ -71,6 +75,30 @@ def answerer(delay_s: float = 0.0, fail_on: str | None = None) -> Any:
     return respond
 
 
+class Held:
+    """Answers like `inner`, but the requests of the questions `held` picks wait until
+    `release()`: those items are running, mid-call, while the test acts, and the batch cannot
+    end before it has. (A held request is on the server's `requests` as it arrives.)"""
+
+    def __init__(self, inner: Responder, held: Callable[[str], bool]) -> None:
+        self.inner = inner
+        self.held = held
+        self.released = threading.Event()
+
+    def __call__(self, request: WireRequest) -> Reply:
+        if self.held(question_of(request)):
+            self.released.wait(DEADLINE_S)  # a failing test that never releases frees it then
+        return self.inner(request)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def held_on_the_wire(server: WireServer, held: Callable[[str], bool]) -> set[str]:
+    """The held questions whose request the server has received."""
+    return {q for q in map(question_of, server.requests) if held(q)}
+
+
 def make_project(folder: Path, server: WireServer, rate_limit: str = "") -> Path:
     (folder / "agents.d").mkdir(parents=True, exist_ok=True)
     text = WORKFLOW.replace("BASE_URL", server.openai_base_url).replace("PRICE", PRICE)
@@ -87,6 +115,12 @@ def write_items(path: Path, questions: list[str], **extra: Any) -> Path:
 
 def results(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def ended_items(out: Path) -> int:
+    """The lines results.jsonl has now (one per item that ended, while the batch runs)."""
+    path = out / "results.jsonl"
+    return path.read_text().count("\n") if path.exists() else 0
 
 
 def logged_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -241,24 +275,28 @@ def test_a_failed_item_is_kept_and_retried_only_when_asked(tmp_path: Path) -> No
 
 
 def test_a_killed_batch_resumes_without_repeating_a_recorded_request(tmp_path: Path) -> None:
-    with WireServer(answerer(delay_s=0.3)) as server:
+    questions = [f"q{i}" for i in range(12)]
+    held = Held(answerer(delay_s=0.3), lambda q: q not in questions[:5])  # the rest wait mid-call
+    with WireServer(held) as server:
         workflow = make_project(tmp_path / "p", server)
-        questions = [f"q{i}" for i in range(12)]
         items = write_items(tmp_path / "items.jsonl", questions)
         out = tmp_path / "out"
         env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
         args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "3", "-q"]
         proc = subprocess.Popen([*flowrun_cmd(), *args], cwd=tmp_path, env=env)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            done = (out / "results.jsonl").read_text().count("\n") if (out / "results.jsonl").exists() else 0
-            if done >= 5:
-                break
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        try:  # five items ended, the next three are running (asking the model) when it dies
+            assert wait_for(
+                lambda: (
+                    (ended_items(out) == 5 and len(held_on_the_wire(server, held.held)) == 3)
+                    or proc.poll() is not None
+                )
+            )
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=DEADLINE_S)
+        finally:
+            held.release()
         finished = {r["id"]: r for r in results(out)}
-        assert 5 <= len(finished) < 12
+        assert len(finished) == 5
         # what each run folder had recorded when the process died: (question, model call) pairs
         recorded: set[tuple[str, int]] = set()
         untouched: dict[str, bytes] = {}
@@ -288,6 +326,60 @@ def test_a_killed_batch_resumes_without_repeating_a_recorded_request(tmp_path: P
     assert len(lines) == 12 and all(r["status"] == "completed" for r in lines)
     for line in lines:
         assert (out / line["output"]).read_text().startswith("Answer to: q")
+
+
+def test_an_item_stopped_before_its_run_began_is_not_started(tmp_path: Path) -> None:
+    """run_batch cancelled (as Ctrl-C stops it) the moment an item is handed out: that item's
+    run had not begun, so it gets no line in results.jsonl (no run_dir without a run.json) and
+    counts as not started, like the items never handed out; the item that was running ends
+    `interrupted`, as its run.json says. The next run starts the first afresh and resumes the
+    second."""
+    inner = answerer()
+    b_asked, release = threading.Event(), threading.Event()
+
+    def respond(request: WireRequest) -> Reply:
+        question = question_of(request)
+        if question == "b":
+            b_asked.set()
+            release.wait(DEADLINE_S)  # b stays mid-call while the batch is stopped
+        elif question == "a":
+            b_asked.wait(DEADLINE_S)  # a ends once b's run is under way
+        return inner(request)
+
+    with WireServer(respond) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", ["a", "b", "c", "d"])
+        out = tmp_path / "out"
+
+        async def stopped_as_a_ends() -> None:
+            batch = asyncio.current_task()
+            assert batch is not None
+
+            def on_progress(progress: flowrun.BatchProgress) -> None:
+                if progress.last is not None and progress.last.line == 1:  # a ended: c is next
+                    batch.cancel()
+
+            await flowrun.run_batch(workflow, items, out=out, concurrency=2, on_progress=on_progress)
+
+        try:
+            with pytest.raises(asyncio.CancelledError):
+                asyncio.run(stopped_as_a_ends())
+        finally:
+            release.set()
+        lines = {r["line"]: r for r in results(out)}
+        assert {n: r["status"] for n, r in lines.items()} == {1: "completed", 2: "interrupted"}, lines
+        for line in lines.values():  # every line's run folder holds that run, ended as it says
+            assert json.loads((out / line["run_dir"] / "run.json").read_text())["status"] == line["status"]
+        begun = {p.name for p in (out / "runs").iterdir() if (p / "run.json").exists()}
+        assert begun == {lines[1]["id"], lines[2]["id"]}  # c's run never began, d was not handed out
+        assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+        assert sorted(map(question_of, server.requests)) == ["a", "a", "b"]
+        summary = asyncio.run(flowrun.run_batch(workflow, items, out=out, concurrency=2))
+    assert summary.ok and summary.completed == 4 and summary.ran == 3, summary
+    for line in results(out):
+        kinds = [e["type"] for e in logged_events(out / line["run_dir"])]
+        assert kinds.count("run_start") == 1
+        assert ("run_resumed" in kinds) == (line["line"] == 2)  # b resumed; c and d started afresh
 
 
 # ---------------------------------------------------------------- budgets
@@ -338,9 +430,8 @@ def test_total_budget_stops_the_batch_and_a_higher_one_resumes_it(server: WireSe
 
 
 def burst_ok(times: list[float], per_minute: int, jitter_s: float = 0.5) -> bool:
-    """At most burst + elapsed / interval requests started in any window, as the server saw
-    them, give or take `jitter_s` between a call's turn and its arrival (a busy machine, a first
-    connection)."""
+    """At most burst + elapsed / interval requests started in any window, give or take
+    `jitter_s` between a call's turn and when it was seen (a busy machine, a first connection)."""
     interval = 60 / per_minute
     burst = max(1.0, per_minute / 60)
     times = sorted(times)
@@ -351,27 +442,61 @@ def burst_ok(times: list[float], per_minute: int, jitter_s: float = 0.5) -> bool
     )
 
 
+class BookedStarts(LocalBook):
+    """The rate-limit book, noting the start time it gives each call (time.monotonic()): the
+    limit is checked on these exactly, whatever a busy machine adds before a call reaches the
+    server, and the server's clock shows that no call went out before its turn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[float] = []
+
+    def start_at(self, limit: Limit, tokens: int, now: float) -> float:
+        start = super().start_at(limit, tokens, now)
+        self.starts.append(start)
+        return start
+
+
+def waited_their_turn(arrivals: list[float], starts: list[float]) -> bool:
+    """Every call took a start time, and none reached the server before one was due: the k-th
+    request the server received came no earlier than the k-th start the book gave out."""
+    return len(arrivals) == len(starts) and all(
+        a >= s for a, s in zip(sorted(arrivals), sorted(starts), strict=True)
+    )
+
+
+EXACT = 1e-6  # float rounding only: the book's own start times
+
+
 def test_a_rate_limit_is_shared_by_all_runs_of_a_batch(tmp_path: Path) -> None:
-    with WireServer(answerer()) as server:
-        workflow = make_project(tmp_path / "p", server, rate_limit="{requests_per_minute: 120}")
-        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(4)])
-        summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=4))
-        assert summary.ok
-        times = [r.received for r in server.requests]
+    book = BookedStarts()
+    rate_limits.use_book(book)
+    try:
+        with WireServer(answerer()) as server:
+            workflow = make_project(tmp_path / "p", server, rate_limit="{requests_per_minute: 120}")
+            items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(4)])
+            summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=4))
+            assert summary.ok
+            times = [r.received for r in server.requests]
+    finally:
+        rate_limits.use_book(LocalBook())
     assert len(times) == 8
-    shown = [round(t - min(times), 3) for t in sorted(times)]
-    assert burst_ok(times, 120), shown  # 2 at once, then one every 0.5 s: 8 requests take about 3 s
-    assert max(times) - min(times) >= (8 - 2) * 0.5 - 0.4, shown
+    starts = book.starts
+    shown = [round(s - min(starts), 3) for s in sorted(starts)]
+    assert burst_ok(starts, 120, jitter_s=EXACT), shown  # 2 at once, then one every 0.5 s
+    assert max(starts) - min(starts) >= (8 - 2) * 0.5 - EXACT, shown
+    assert waited_their_turn(times, starts)
 
 
 def test_without_a_rate_limit_the_same_batch_bursts(tmp_path: Path) -> None:
-    """The check above can fail: the same batch without `rate_limit` breaks it."""
+    """The check above can fail: the same batch without `rate_limit` breaks it (as the
+    server saw the calls, which can only have come later than they were sent)."""
     with WireServer(answerer(delay_s=0.05)) as server:
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
         asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
         times = [r.received for r in server.requests]
-    assert not burst_ok(times, 120)
+    assert not burst_ok(times, 120, jitter_s=EXACT)
 
 
 def tokens_ok(times: list[float], per_call: int, per_minute: int, slack_calls: int = 1) -> bool:
@@ -389,17 +514,27 @@ def tokens_ok(times: list[float], per_call: int, per_minute: int, slack_calls: i
 def test_a_token_rate_limit_spaces_the_calls(tmp_path: Path, limited: bool) -> None:
     """tokens_per_minute 24,000 = 400 a second; each call uses 200 (max_tokens 100, so it reserves
     a little more before it goes). Without the limit the same six calls arrive together."""
-    with WireServer(lambda request: Reply(text="done", usage=(150, 50))) as server:
-        limit = "{tokens_per_minute: 24000}" if limited else ""
-        workflow = make_project(tmp_path / "p", server, rate_limit=limit)
-        text = workflow.read_text().replace("    stream: false\n", "    stream: false\n    max_tokens: 100\n")
-        workflow.write_text(text)
-        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
-        summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
-        assert summary.ok
-        times = [r.received for r in server.requests]
+    book = BookedStarts()
+    rate_limits.use_book(book)
+    try:
+        with WireServer(lambda request: Reply(text="done", usage=(150, 50))) as server:
+            limit = "{tokens_per_minute: 24000}" if limited else ""
+            workflow = make_project(tmp_path / "p", server, rate_limit=limit)
+            text = workflow.read_text().replace(
+                "    stream: false\n", "    stream: false\n    max_tokens: 100\n"
+            )
+            workflow.write_text(text)
+            items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(6)])
+            summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=6))
+            assert summary.ok
+            times = [r.received for r in server.requests]
+    finally:
+        rate_limits.use_book(LocalBook())
     assert len(times) == 6
-    assert tokens_ok(times, 200, 24000) is limited
+    if limited:
+        assert tokens_ok(book.starts, 200, 24000) and waited_their_turn(times, book.starts)
+    else:
+        assert not book.starts and not tokens_ok(times, 200, 24000)
 
 
 def test_the_progress_callback_sees_every_item(server: WireServer, tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ xdist group (one at a time)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,24 +23,32 @@ from typing import Any
 
 import pytest
 from conftest import SECRET_VARS, flowrun_cmd, run_cli
-from proc_helpers import wait_for
+from proc_helpers import DEADLINE_S, wait_for
 from test_batch import (
     AGENT,
     CALL_COST,
+    EXACT,
     PRICE,
     WORKFLOW,
+    BookedStarts,
+    Held,
     answerer,
     burst_ok,
+    ended_items,
+    held_on_the_wire,
     logged_events,
     make_project,
     question_of,
     results,
+    waited_their_turn,
     write_items,
 )
 from wire_server import WireRequest, WireServer
 
 import flowrun
+from flowrun.batch import processes
 from flowrun.errors import FlowrunError, UsageError
+from flowrun.tools import sandbox
 
 pytestmark = pytest.mark.xdist_group("batch_processes")
 
@@ -123,12 +133,12 @@ def cli_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
 
 
-def start_cli(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+def start_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """`flowrun batch ...` in a process group of its own (as a terminal runs a command)."""
     return subprocess.Popen(
         [*flowrun_cmd(), *args],
         cwd=cwd,
-        env=cli_env(),
+        env={**cli_env(), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -136,21 +146,40 @@ def start_cli(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     )
 
 
-def start_two_workers(server: WireServer, tmp_path: Path) -> tuple[subprocess.Popen[str], list[str], Path]:
-    """`flowrun batch` of 16 items over 2 worker processes, once both run and 3 items ended:
-    the process, its arguments (to run it again) and the batch folder."""
+QUESTIONS = [f"q{i}" for i in range(16)]
+FREE = 6  # the items answered at once; the others are held mid-call until the test releases them
+
+
+def held_questions() -> Held:
+    return Held(answerer(delay_s=0.05), lambda q: q not in QUESTIONS[:FREE])
+
+
+def start_two_workers(
+    server: WireServer, held: Held, tmp_path: Path
+) -> tuple[subprocess.Popen[str], list[str], Path]:
+    """`flowrun batch` of 16 items over 2 worker processes (2 slots each), once the first 6
+    items ended and the next 4 are running, 2 in each worker, each asking the model (held
+    there): the process, its arguments (to run it again) and the batch folder. Every worker
+    has run items, so it set its signal handling long ago; items remain, so the batch cannot
+    end before the test acts (release `held` once it has)."""
     workflow = make_project(tmp_path / "p", server)
-    items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(16)])
+    items = write_items(tmp_path / "items.jsonl", QUESTIONS)
     out = tmp_path / "out"
     args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
     proc = start_cli(args, tmp_path)
-    assert wait_for(lambda: ended_items(out) >= 3 and len(workers_of(proc.pid)) == 2)
+
+    def four_held_in_two_workers() -> bool:
+        owners = [parent for parent, _ in lock_owners(out).values()]
+        return (
+            ended_items(out) == FREE
+            and len(held_on_the_wire(server, held.held)) == 4
+            and len(workers_of(proc.pid)) == 2
+            and owners.count(proc.pid) == 2
+        )
+
+    assert wait_for(lambda: four_held_in_two_workers() or proc.poll() is not None), proc.poll()
+    assert proc.poll() is None, proc.communicate()
     return proc, args, out
-
-
-def ended_items(out: Path) -> int:
-    path = out / "results.jsonl"
-    return path.read_text().count("\n") if path.exists() else 0
 
 
 def recorded_steps(out: Path) -> set[tuple[str, int]]:
@@ -253,6 +282,8 @@ def test_a_rate_limit_is_shared_across_worker_processes(
 ) -> None:
     out = tmp_path / "out"
     seen: dict[int, tuple[int | None, str]] = {}
+    book = BookedStarts()  # the command's one book, which answers every worker
+    monkeypatch.setattr(processes, "LocalBook", lambda: book)
     with WireServer(watching(out, answerer(), seen)) as server:
         workflow = make_project(tmp_path / "p", server, rate_limit="{requests_per_minute: 120}")
         if wire == "anthropic":  # the same workflow on the Anthropic wire format, streamed
@@ -269,11 +300,12 @@ def test_a_rate_limit_is_shared_across_worker_processes(
     assert summary.cost_usd == pytest.approx(6 * 2 * CALL_COST)
     assert paths == ({"/v1/messages"} if wire == "anthropic" else {"/v1/chat/completions"})
     assert len(seen) == 2 and os.getpid() not in seen
-    shown = [round(t - min(times), 3) for t in sorted(times)]
-    # 2 at once, then one every 0.5 s, whichever process asks; each worker's first call also
-    # opens its connection
-    assert len(times) == 12 and burst_ok(times, 120, jitter_s=1.0), shown
-    assert max(times) - min(times) >= (12 - 2) * 0.5 - 1.0, shown
+    starts = book.starts
+    shown = [round(s - min(starts), 3) for s in sorted(starts)]
+    # 2 at once, then one every 0.5 s, whichever process asks; and no call went out early
+    assert len(times) == 12 and burst_ok(starts, 120, jitter_s=EXACT), shown
+    assert max(starts) - min(starts) >= (12 - 2) * 0.5 - EXACT, shown
+    assert waited_their_turn(times, starts)
 
 
 TASK = 'Question: {{ question }} (level {{ level }})\nit\'s "quoted" \\n'  # no YAML reads its repr back
@@ -310,13 +342,42 @@ def test_the_workers_load_the_workflow_with_its_overrides(tmp_path: Path, overri
 # ---------------------------------------------------------------- the batch's budget
 
 
+class AnswersFirst:
+    """Answers like `inner` the first `count` requests; the later ones wait until `release()`
+    (they come after the budget was reached: the items asking them are stopped meanwhile)."""
+
+    def __init__(self, inner: Callable[[WireRequest], Any], count: int) -> None:
+        self.inner = inner
+        self.count = count
+        self.seen = 0
+        self.lock = threading.Lock()
+        self.released = threading.Event()
+
+    def __call__(self, request: WireRequest) -> Any:
+        with self.lock:
+            self.seen += 1
+            late = self.seen > self.count
+        if late:
+            self.released.wait(DEADLINE_S)
+        return self.inner(request)
+
+    def release(self) -> None:
+        self.released.set()
+
+
 def test_the_total_budget_stops_every_worker_and_a_rerun_resumes(tmp_path: Path) -> None:
-    with WireServer(answerer(delay_s=0.2)) as server:
+    # five answered calls cost the budget ($0.1): an item with one of its two calls answered
+    # is running when it is reached (its second waits), so something is always stopped
+    responder = AnswersFirst(answerer(), 5)
+    with WireServer(responder) as server:
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(8)])
         out = tmp_path / "out"
         base = ["batch", str(workflow), str(items), "--out", str(out), "-c", "2", "--processes", "2"]
-        proc = run_cli([*base, "--max-cost-usd", "0.1"], cwd=tmp_path)
+        try:
+            proc = run_cli([*base, "--max-cost-usd", "0.1"], cwd=tmp_path)
+        finally:
+            responder.release()
         assert proc.returncode == 4, proc.stderr
         assert "max_cost_usd ($0.1) was reached" in proc.stderr
         lines = results(out)
@@ -337,23 +398,112 @@ def test_the_total_budget_stops_every_worker_and_a_rerun_resumes(tmp_path: Path)
         assert question not in asked_again  # no completed item ran again
 
 
+# ---------------------------------------------------------------- stopped before a run began
+
+GATED_BWRAP = """#!/bin/bash
+# the sandbox's bwrap, once the test lets it start (a run checks the sandbox before its folder exists)
+touch GATE/probing.$$
+while [ ! -e GATE/go ]; do sleep 0.05; done
+exec REAL "$@"
+"""
+
+
+def gated_bwrap(tmp_path: Path) -> tuple[Path, Path]:
+    """A bwrap that waits for GATE/go, writing GATE/probing.PID meanwhile: (it, GATE)."""
+    real, why = sandbox.find_bwrap()
+    assert real is not None, why
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    fake = tmp_path / "bwrap"
+    fake.write_text(GATED_BWRAP.replace("GATE", str(gate)).replace("REAL", real))
+    fake.chmod(0o755)
+    return fake, gate
+
+
+def pipes(pid: int, mode: int | None = None) -> set[str]:
+    """The pipes a process has open ("pipe:[inode]"), only those open for `mode` if given."""
+    found = set()
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+                flags = int(info.split("flags:", 1)[1].split()[0], 8)
+                if target.startswith("pipe:") and (mode is None or flags & os.O_ACCMODE == mode):
+                    found.add(target)
+    return found
+
+
+def inputs_ended(parent: int, workers: set[int]) -> bool:
+    """Whether the parent has ended every worker's input (after its `stop`, batch/processes.py):
+    no pipe a worker reads from is still open in the parent."""
+    return not any(pipes(pid, os.O_RDONLY) & pipes(parent) for pid in workers)
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_ctrl_c_before_the_runs_began_leaves_the_items_not_started(tmp_path: Path, processes: str) -> None:
+    """Ctrl-C while the items just handed out check the sandbox, before their run folders
+    exist: nothing began, so results.jsonl gets no line (no run_dir without a run.json) and
+    the next run starts every item afresh. In this process, or in two workers (told to stop
+    before they go on)."""
+    fake, gate = gated_bwrap(tmp_path)
+    with WireServer(answerer()) as server:
+        workflow = make_project(tmp_path / "p", server)
+        tools = "tools: [write_file, execute_shell]\n"  # a tool that starts processes: a sandbox check
+        agent = tmp_path / "p" / "agents.d" / "answerer.yaml"
+        agent.write_text(agent.read_text().replace("tools: [write_file]\n", tools))
+        items = write_items(tmp_path / "items.jsonl", ["a", "b", "c"])
+        out = tmp_path / "out"
+        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "2", "--processes", processes]
+        env = {sandbox.BWRAP_ENV: str(fake)}
+        proc = start_cli([*args, "-q"], tmp_path, env)
+        try:  # every process that runs items is checking the sandbox for its first item
+            probing = int(processes)
+            assert wait_for(lambda: len(list(gate.glob("probing.*"))) == probing or proc.poll() is not None)
+            assert proc.poll() is None, proc.communicate()
+            workers = workers_of(proc.pid)
+            assert len(workers) == (2 if processes == "2" else 0)
+            os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends Ctrl-C
+            assert wait_for(lambda: inputs_ended(proc.pid, workers) or proc.poll() is not None)
+        finally:
+            (gate / "go").touch()
+        stdout, stderr = proc.communicate(timeout=DEADLINE_S)
+        assert proc.returncode == 130, (stdout, stderr)
+        assert "error: interrupted" in stderr and "Traceback" not in stderr
+        assert not server.requests  # no run began
+        lines = results(out) if (out / "results.jsonl").exists() else []
+        assert lines == [], [line["error"] for line in lines]
+        assert not list((out / "runs").glob("*/run.json"))
+        assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+        again = run_cli(args, cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr
+    assert "3 items: 3 completed, 0 failed (3 run now)" in again.stdout
+    for line in results(out):
+        kinds = [e["type"] for e in logged_events(out / line["run_dir"])]
+        assert kinds.count("run_start") == 1 and "run_resumed" not in kinds  # each started afresh
+
+
 # ---------------------------------------------------------------- faults
 
 
 def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
-    with WireServer(answerer(delay_s=0.3)) as server:
-        proc, args, out = start_two_workers(server, tmp_path)
+    held = held_questions()
+    with WireServer(held) as server:
+        proc, args, out = start_two_workers(server, held, tmp_path)
         first = workers_of(proc.pid)
         victim = min(first)
-        os.kill(victim, signal.SIGKILL)
-        # a new worker takes its place while items remain
-        assert wait_for(lambda: bool(workers_of(proc.pid) - first) or proc.poll() is not None)
-        replaced = bool(workers_of(proc.pid) - first)
-        stdout, stderr = proc.communicate(timeout=120)
+        try:
+            os.kill(victim, signal.SIGKILL)
+            # a new worker takes its place while items remain
+            assert wait_for(lambda: bool(workers_of(proc.pid) - first) or proc.poll() is not None)
+            replaced = bool(workers_of(proc.pid) - first)
+        finally:
+            held.release()
+        stdout, stderr = proc.communicate(timeout=DEADLINE_S)
         assert replaced, (stdout, stderr)
         assert proc.returncode == 130, stderr  # some items were interrupted
         lost = [r for r in results(out) if r["status"] == "interrupted"]
-        assert lost and "interrupted" in stdout, stdout
+        assert len(lost) == 2 and "interrupted" in stdout, stdout  # the two it was running
         for line in lost:
             assert f"(pid {victim}) was killed by SIGKILL" in line["error"]
             assert "running the same batch again resumes it" in line["error"]
@@ -367,21 +517,27 @@ def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
     [(signal.SIGINT, 130, "error: interrupted"), (signal.SIGTERM, 143, "error: terminated (SIGTERM)")],
 )
 def test_ctrl_c_or_sigterm_stops_the_workers(tmp_path: Path, signum: int, code: int, said: str) -> None:
-    """Ctrl-C reaches the whole process group, as a terminal sends it; SIGTERM only the command."""
-    with WireServer(answerer(delay_s=0.3)) as server:
-        proc, args, out = start_two_workers(server, tmp_path)
+    """Ctrl-C reaches the whole process group, as a terminal sends it; SIGTERM only the command.
+    It comes while each worker runs two items (asking the model): those four end `interrupted`."""
+    held = held_questions()
+    with WireServer(held) as server:
+        proc, args, out = start_two_workers(server, held, tmp_path)
         workers = workers_of(proc.pid)
-        if signum == signal.SIGINT:
-            os.killpg(proc.pid, signum)  # every process of the group
-        else:
-            proc.send_signal(signum)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            if signum == signal.SIGINT:
+                os.killpg(proc.pid, signum)  # every process of the group
+            else:
+                proc.send_signal(signum)
+            _, stderr = proc.communicate(timeout=DEADLINE_S)
+        finally:
+            held.release()
         assert proc.returncode == code, stderr
         assert said in stderr and "run the same command again" in stderr
         assert "Traceback" not in stderr
         assert not any(alive(pid) for pid in workers)  # none left behind
-        stopped = [r for r in results(out) if r["status"] == "interrupted"]
-        assert stopped
+        lines = results(out)
+        stopped = [r for r in lines if r["status"] == "interrupted"]
+        assert len(stopped) == 4 and len(lines) == FREE + 4, lines  # the others never started
         for line in stopped:
             assert json.loads((out / line["run_dir"] / "run.json").read_text())["status"] == "interrupted"
         assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
@@ -389,17 +545,21 @@ def test_ctrl_c_or_sigterm_stops_the_workers(tmp_path: Path, signum: int, code: 
 
 
 def test_workers_of_a_killed_parent_stop_their_runs_and_exit(tmp_path: Path) -> None:
-    with WireServer(answerer(delay_s=0.3)) as server:
-        proc, args, out = start_two_workers(server, tmp_path)
+    held = held_questions()
+    with WireServer(held) as server:
+        proc, args, out = start_two_workers(server, held, tmp_path)
         workers = workers_of(proc.pid)
         running = {lock.parent for lock in (out / "runs").glob("*/run.lock")}
-        proc.kill()  # the parent only
-        proc.communicate(timeout=30)
-        assert wait_for(lambda: not any(alive(pid) for pid in workers))  # they saw their input end
-        assert running
+        try:
+            proc.kill()  # the parent only
+            proc.communicate(timeout=DEADLINE_S)
+            assert wait_for(lambda: not any(alive(pid) for pid in workers))  # they saw their input end
+        finally:
+            held.release()
+        assert len(running) == 4
         for run_dir in running:  # the runs they had stopped resumably, not killed
             meta = json.loads((run_dir / "run.json").read_text())
-            assert meta["status"] in ("interrupted", "completed"), meta
+            assert meta["status"] == "interrupted", meta
         assert_rerun_completes(server, args, tmp_path, out, 16)
 
 

@@ -194,7 +194,7 @@ def test_resume_after_a_kill_keeps_the_fallback_answers(tmp_path: Path) -> None:
                 break
             time.sleep(0.05)
         child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=10)
+        child.communicate(timeout=120)
         before = len(server.requests)
         # the resumed process has a fresh cooldown table: the primary works again now
         proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=cli_env(server))

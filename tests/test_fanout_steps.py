@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import run_cli
+from proc_helpers import DEADLINE_S
 from wire_server import Reply, WireRequest, WireServer
 
 PROVIDERS = ["anthropic", "openai"]
@@ -67,20 +68,37 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
+# agents whose requests must be in flight together: (names, how many at once)
+WAVES = {"parallel": ({"alpha", "beta"}, 2), "foreach": ({"researcher"}, 3)}
+
+
 class Tracker:
     """Answers each agent after DELAY seconds and keeps, per agent, the most requests it was
-    answering at once (a pure function of the request otherwise: TESTING.md 6)."""
+    answering at once (a pure function of the request otherwise: TESTING.md 6). The requests
+    meant to run at the same time wait for each other before that: alpha's and beta's (the
+    parallel step) and the first three researchers' (the foreach, 3 at a time), so a busy
+    machine cannot make them miss each other; if the engine did not send them together they
+    would wait for DEADLINE_S, and the checks on `most` fail."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.now: dict[str, int] = {}
         self.most: dict[str, int] = {}
+        self.arrived = dict.fromkeys(WAVES, 0)
+        self.together = {wave: threading.Event() for wave in WAVES}
 
     def __call__(self, request: WireRequest) -> Reply:
         name = request.system.removeprefix("You are the ").split(" ")[0]
+        wave = next((w for w, (names, _) in WAVES.items() if name in names), None)
         with self.lock:
             self.now[name] = self.now.get(name, 0) + 1
             self.most[name] = max(self.most.get(name, 0), self.now[name])
+            if wave is not None:
+                self.arrived[wave] += 1
+                if self.arrived[wave] >= WAVES[wave][1]:
+                    self.together[wave].set()
+        if wave is not None:
+            self.together[wave].wait(DEADLINE_S)
         time.sleep(DELAY)
         with self.lock:
             self.now[name] -= 1

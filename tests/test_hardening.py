@@ -32,7 +32,7 @@ from hardening_helpers import (
     start_cli,
     status_of,
 )
-from proc_helpers import pids_with, wait_for
+from proc_helpers import DEADLINE_S, pids_with, reading_stdin, wait_for
 from test_resume_replay import env_for, slow_script
 from wire_server import Reply, Script, ToolCallSpec, WireServer
 
@@ -266,7 +266,7 @@ def test_two_runs_with_one_run_id_never_share_the_folder(tmp_path: Path) -> None
         first = start_cli(["wf.yaml", "--run-id", "same", "-q"], tmp_path, env)
         assert wait_for(lambda: (tmp_path / "runs" / "same" / "run.lock").exists())
         second = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
-        out, err = first.communicate(timeout=60)
+        out, err = first.communicate(timeout=DEADLINE_S)
         assert first.returncode == 0, out + err
         # after the first ended, the same id is refused as an existing run (not shared either)
         third = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
@@ -287,7 +287,7 @@ def test_one_run_id_started_by_five_processes_at_once_runs_once(tmp_path: Path) 
     simple_project(tmp_path)
     args = ["wf.yaml", "--topic", "tides", "--run-id", "same", "-q"]
     children = [start_cli(args, tmp_path) for _ in range(5)]
-    results = [(child.wait(timeout=120), *child.communicate(timeout=30)) for child in children]
+    results = [(child.wait(timeout=DEADLINE_S), *child.communicate(timeout=DEADLINE_S)) for child in children]
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2, 2, 2, 2], results
     for code, out, err in results:
@@ -308,10 +308,10 @@ def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> No
         run_dir = tmp_path / "runs" / "r"
         assert wait_for(lambda: len(server.requests) == 1)
         child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=30)
+        child.communicate(timeout=DEADLINE_S)
         before = len(server.requests)
         resumes = [start_cli(["resume", str(run_dir), "-q"], tmp_path, env) for _ in range(2)]
-        results = [(p.wait(timeout=60), *p.communicate()) for p in resumes]
+        results = [(p.wait(timeout=DEADLINE_S), *p.communicate()) for p in resumes]
         asked = len(server.requests) - before
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2], results
@@ -356,7 +356,7 @@ def test_the_lock_is_released_on_every_exit_path(tmp_path: Path) -> None:
             child = start_cli(["wf.yaml", "--run-id", sig.name, "-q"], tmp_path / "slow", env_for(server))
             assert wait_for(lambda server=server: len(server.requests) == 1)
             child.send_signal(sig)
-            _, err = child.communicate(timeout=30)
+            _, err = child.communicate(timeout=DEADLINE_S)
         run_dir = tmp_path / "slow" / "runs" / sig.name
         assert child.returncode == code, err
         assert not (run_dir / "run.lock").exists()
@@ -410,7 +410,7 @@ def test_sigterm_kills_the_sandboxed_children_and_leaves_a_resumable_run(tmp_pat
         assert wait_for(lambda: len(pids_with(token)) == 2), "the shell children never started"
     finally:
         child.send_signal(signal.SIGTERM)
-    out, err = child.communicate(timeout=60)
+    out, err = child.communicate(timeout=DEADLINE_S)
     no_traceback((out, err))
     assert child.returncode == 143, out + err
     assert "error: terminated (SIGTERM)" in err and "flowrun resume runs/t" in err
@@ -511,7 +511,7 @@ def test_sigkill_right_after_the_folder_appears_always_leaves_a_usable_folder(tm
         child = start_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], tmp_path)
         assert wait_for(run_dir.exists, 60)
         child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=30)
+        child.communicate(timeout=DEADLINE_S)
         proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
         if proc.returncode == 1 and "same --run-id" in proc.stderr:  # killed before run.json
             proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], cwd=tmp_path)
@@ -927,10 +927,12 @@ def test_a_signal_before_the_run_folder_exists_says_nothing_was_started(
 ) -> None:
     simple_project(tmp_path)
     child = start_cli(["wf.yaml", "--topic", "@-", "--run-id", "r"], tmp_path, stdin=subprocess.PIPE)
-    time.sleep(3)  # it waits for the question on stdin
+    # it waits for the question on stdin
+    assert wait_for(lambda: reading_stdin(child.pid) or child.poll() is not None)
+    assert child.poll() is None, child.communicate()
     child.send_signal(sig)
-    child.wait(timeout=30)  # stdin stays open: the signal ends it
-    _, err = child.communicate(timeout=30)
+    child.wait(timeout=DEADLINE_S)  # stdin stays open: the signal ends it
+    _, err = child.communicate(timeout=DEADLINE_S)
     assert child.returncode == code, err
     assert "nothing was started: no run folder was made" in err
     assert "folder is kept" not in err and "Traceback" not in err
@@ -947,7 +949,9 @@ def test_a_second_signal_while_the_run_stops_changes_nothing(
 ) -> None:
     """Ctrl-C pressed twice (or SIGTERM and Ctrl-C): the first decides; the run records its
     stop whole and the command exits with the first one's code and line."""
-    shell = {"name": "execute_shell", "arguments": {"command": "sleep 300", "timeout": 600}}
+    token = f"flowrun-wait-{os.getpid()}-{first}-{second}"
+    command = f"exec -a {token} sleep 300"  # found on the host by its argv[0]
+    shell = {"name": "execute_shell", "arguments": {"command": command, "timeout": 600}}
     scripted_project(
         tmp_path,
         {"w": {"prompt": "You wait.", "tools": ["execute_shell"]}},
@@ -955,22 +959,27 @@ def test_a_second_signal_while_the_run_stops_changes_nothing(
         entry="w",
     )
     outcome = {"interrupted": (130, "interrupted (Ctrl-C)"), "terminated": (143, "terminated (SIGTERM)")}
-    for attempt, gap in enumerate((0.0, 0.05, 0.5)):
+    # the second signal right after the first, a moment later, or once the first was handled
+    # (it stopped the tool's process)
+    for attempt, gap in enumerate((0.0, 0.05, None)):
         run_dir = tmp_path / "runs" / f"s{attempt}"
         child = start_cli(["wf.yaml", "--run-id", run_dir.name, "-q"], tmp_path)
-        log = run_dir / "events.jsonl"
-        assert wait_for(lambda log=log: log.exists() and b'"tool_intent"' in log.read_bytes(), 60)
+        assert wait_for(lambda child=child: pids_with(token) or child.poll() is not None)  # the tool runs
+        assert child.poll() is None, child.communicate()
         child.send_signal(first)
-        time.sleep(gap)
+        if gap is None:
+            assert wait_for(lambda: not pids_with(token))
+        else:
+            time.sleep(gap)
         child.send_signal(second)
-        out, err = child.communicate(timeout=60)
+        out, err = child.communicate(timeout=DEADLINE_S)
         no_traceback((out, err))
         assert status_of(run_dir) == "interrupted"
         events = check_log(run_dir)
         # signals sent together may be handled in either order: the one handled first decides
-        # the exit code and the recorded reason alike; half a second apart, it is the first
+        # the exit code and the recorded reason alike; once the first was handled, it is that one
         decided = "interrupted" if first == signal.SIGINT else "terminated"
-        if gap < 0.5:
+        if gap is not None:
             decided = events[-1]["message"].split(" (")[0]
         code, reason = outcome[decided]
         assert child.returncode == code, (gap, child.returncode, err)
@@ -991,10 +1000,11 @@ def test_ctrl_c_in_a_chat_waiting_for_the_user_names_its_folder(tmp_path: Path) 
     child.stdin.flush()
     log = tmp_path / "runs" / "c" / "events.jsonl"
     assert wait_for(lambda: log.exists() and b'"model_response"' in log.read_bytes(), 60)
-    time.sleep(0.5)  # it is reading the next message now
+    assert wait_for(lambda: reading_stdin(child.pid) or child.poll() is not None)  # the next message
+    assert child.poll() is None, child.communicate()
     child.send_signal(signal.SIGINT)
-    child.wait(timeout=60)  # stdin stays open: the signal, not an end of input, ends it
-    _, err = child.communicate(timeout=60)
+    child.wait(timeout=DEADLINE_S)  # stdin stays open: the signal, not an end of input, ends it
+    _, err = child.communicate(timeout=DEADLINE_S)
     no_traceback(("", err))
     assert child.returncode == 130, err
     assert "flowrun resume runs/c" in err and "RUN_DIR" not in err
@@ -1025,6 +1035,16 @@ async def test_a_cancel_while_a_finished_run_closes_keeps_it_completed(tmp_path:
 def test_a_late_sigint_never_turns_a_completed_run_into_an_interrupted_one(tmp_path: Path) -> None:
     """Ctrl-C sent as the run ends (at varying moments around its end): whatever it hit, the
     exit code, run.json and the log's last event agree, and a run recorded `completed` exits 0."""
+    assert_late_signal_changes_nothing(tmp_path, signal.SIGINT, 130)
+
+
+def test_a_late_sigterm_never_turns_a_completed_run_into_an_interrupted_one(tmp_path: Path) -> None:
+    """The same for SIGTERM, which the default handler would turn into a silent exit 143 if it
+    came back for a moment as the command's event loop closes."""
+    assert_late_signal_changes_nothing(tmp_path, signal.SIGTERM, 143)
+
+
+def assert_late_signal_changes_nothing(tmp_path: Path, sig: signal.Signals, code: int) -> None:
     simple_project(tmp_path)
     seen = set()
     for attempt in range(6):
@@ -1035,14 +1055,14 @@ def test_a_late_sigint_never_turns_a_completed_run_into_an_interrupted_one(tmp_p
         # (so a loaded machine still tests the "completed, then Ctrl-C" case)
         mark = b'"run_end"' if attempt >= 4 else b'"agent_end"'
         assert wait_for(lambda log=log, mark=mark: log.exists() and mark in log.read_bytes(), 60)
-        time.sleep(0.005 * attempt)
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
+        time.sleep(0.005 * attempt)  # at a slightly different moment each time
+        child.send_signal(sig)
+        out, err = child.communicate(timeout=DEADLINE_S)
         no_traceback((out, err))
         status = status_of(run_dir)
         events = check_log(run_dir)
         assert events[-1]["status"] == status
-        assert child.returncode == {"completed": 0, "interrupted": 130}[status], (status, out, err)
+        assert child.returncode == {"completed": 0, "interrupted": code}[status], (status, out, err)
         seen.add(status)
     assert "completed" in seen
 

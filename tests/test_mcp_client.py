@@ -18,6 +18,7 @@ import pytest
 import yaml
 from conftest import TESTS, run_cli
 from mcp_test_server import HttpServer
+from proc_helpers import wait_for
 from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 PROVIDERS = ["anthropic", "openai"]
@@ -166,10 +167,7 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
     assert by_tool["calc__sleep_forever"]["stats"]["time_ms"] < 15_000
     assert by_tool["calc__fail"]["error"]["code"] == "TOOL_ERROR"
     # the stdio server (and its sandbox) stopped with the run
-    deadline = time.monotonic() + 10
-    while processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_with(marker) == []
+    assert wait_for(lambda: not processes_with(marker)), processes_with(marker)
 
 
 def test_server_that_dies_at_start_gives_one_line(tmp_path: Path) -> None:

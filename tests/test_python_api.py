@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from test_e2e_research import research_script
+from proc_helpers import DEADLINE_S, wait_for
+from test_e2e_research import MATCH, research_script
 from wire_server import Script, WireServer
 
 import flowrun
@@ -121,8 +122,12 @@ async def test_cancel_leaves_a_resumable_run(monkeypatch: pytest.MonkeyPatch, tm
         task = asyncio.create_task(
             wf.run(QUESTION, runs_dir=tmp_path, run_id="c1", model="openai:gpt-test", on_event=watch)
         )
-        await asyncio.wait_for(writer_waiting.wait(), 30)
-        await asyncio.sleep(0.2)  # the writer's request is on the wire
+        await asyncio.wait_for(writer_waiting.wait(), DEADLINE_S)
+
+        def writer_asked() -> bool:
+            return any(MATCH["writer"] in r.system for r in srv.requests)
+
+        assert await asyncio.to_thread(wait_for, writer_asked)  # the writer's request is on the wire
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

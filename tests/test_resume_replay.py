@@ -119,7 +119,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
         child = start(tmp_path, server, "k")
         wait_for(run_dir, searcher_waiting)
         child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=10)
+        child.communicate(timeout=120)
         recorded = {(e["agent"], e["step"] - 1) for e in events(run_dir) if e["type"] == "model_response"}
         assert ("searcher", 0) in recorded  # a sub-agent had started and answered once
         before = len(server.requests)
@@ -150,7 +150,7 @@ def test_sigint_leaves_a_resumable_run(tmp_path: Path) -> None:
         child = start(tmp_path, server, "i")
         wait_for(run_dir, searcher_waiting)
         child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=30)
+        _, err = child.communicate(timeout=120)
         assert child.returncode == 130, err
         assert "Traceback" not in err and "flowrun resume" in err
         assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"

@@ -142,7 +142,7 @@ def serve_and_call(proc: subprocess.Popen[str], runs: Path) -> None:
         check(asyncio.run(asyncio.wait_for(main(), 120)), runs)
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=120)
 
 
 def test_serve_reports_a_broken_workflow_in_one_line(tmp_path: Path) -> None:

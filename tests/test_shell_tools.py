@@ -11,14 +11,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from proc_helpers import pids_with, wait_for
+from proc_helpers import DEADLINE_S, pids_with, wait_for
 
 from flowrun.tools.base import RunState, ToolContext
 from flowrun.tools.command_policy import check_command, describe
 from flowrun.tools.shell import ShellJobs, execute_shell, get_shell_output, kill_shell
 from flowrun.types import ToolResult
 
-GONE_DEADLINE_S = 20.0
+GONE_DEADLINE_S = DEADLINE_S
 _states: list[RunState] = []  # every context's state, so jobs of a failed test get killed
 
 
@@ -170,10 +170,9 @@ async def test_kill_shell_stops_the_job_and_its_children(ws: Path) -> None:
     started = await execute_shell(ctx, command="echo ready; sleep 60 & sleep 60", run_in_background=True)
     bash_id, pgid = started.data["bash_id"], started.data["pid"]
     seen = ""
-    for _ in range(200):
+    deadline = time.monotonic() + DEADLINE_S
+    while "ready" not in seen and time.monotonic() < deadline:
         seen += (await get_shell_output(ctx, bash_id=bash_id, block=False)).data["output"]
-        if "ready" in seen:
-            break
         await asyncio.sleep(0.05)
     assert "ready" in seen
     running = await get_shell_output(ctx, bash_id=bash_id, block=True, timeout=0.2)

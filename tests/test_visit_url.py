@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from proc_helpers import wait_for
 
 from flowrun.tools.base import ToolContext
 from flowrun.tools.visit_url import html_to_markdown, visit_url
@@ -203,11 +204,8 @@ async def test_too_large_page_stops_reading_at_max_bytes(
     assert "lorem ipsum" in result.data["content"]
     assert "larger than max_bytes" in result.text
     # the client hung up early: the server could not send more than what socket buffers hold
-    for _ in range(100):
-        if handler.endless_written:
-            break
-        await asyncio.sleep(0.05)
-    assert handler.endless_written and handler.endless_written[0] < 32 * 1024 * 1024
+    assert await asyncio.to_thread(wait_for, lambda: handler.endless_written)
+    assert handler.endless_written[0] < 32 * 1024 * 1024
 
 
 async def test_wrong_content_type_is_refused(tmp_path: Path, server: str) -> None:

@@ -69,7 +69,7 @@ class Worker:
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=120)
         self.proc.stdout.close()
 
 
@@ -155,19 +155,19 @@ def test_fifo_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
     listening = socket.socket(socket.AF_UNIX)
     listening.bind(str(tmp_path / "sock.yaml"))
     proc = run_cli(
-        ["validate", str(fifo), str(tmp_path / "zero.yaml"), str(tmp_path / "sock.yaml")], timeout=30
+        ["validate", str(fifo), str(tmp_path / "zero.yaml"), str(tmp_path / "sock.yaml")], timeout=120
     )
     listening.close()
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "sock.yaml:1:1: error[not-a-file]: not a regular file (a socket)" in proc.stdout
     assert "fifo.yaml:1:1: error[not-a-file]: not a regular file (a FIFO)" in proc.stdout
     assert "zero.yaml:1:1: error[not-a-file]: not a regular file (a character device)" in proc.stdout
-    proc = run_cli(["run", str(fifo), "--dry-run"], timeout=30)
+    proc = run_cli(["run", str(fifo), "--dry-run"], timeout=120)
     assert proc.returncode == 2 and "is not a regular file" in proc.stderr
     assert "Traceback" not in proc.stderr
     # inside a folder they are skipped (never opened), like any file that is not a manifest,
     # so a folder holding nothing else has no manifests (a usage error, exit 2)
-    proc = run_cli(["validate", str(tmp_path)], timeout=30)
+    proc = run_cli(["validate", str(tmp_path)], timeout=120)
     assert proc.returncode == 2 and "no manifests found" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
 

@@ -26,6 +26,9 @@ META = "batch.json"
 RESULTS = "results.jsonl"
 RUNS = "runs"
 FINAL = frozenset({"completed", "failed", "max_steps", "budget_exceeded"})
+# a job stopped before its run began: reported to the tally, never recorded (the item stays as
+# it was: not started, or its earlier result)
+NOT_STARTED = "not_started"
 
 
 @dataclass(slots=True)
@@ -34,7 +37,7 @@ class ItemResult:
 
     id: str
     line: int  # the item's line in the items file
-    status: str  # completed | failed | max_steps | budget_exceeded | interrupted
+    status: str  # completed | failed | max_steps | budget_exceeded | interrupted (| NOT_STARTED)
     run_dir: str  # relative to the batch folder
     output: str | None = None  # the workflow's declared output, relative to the batch folder
     input_tokens: int = 0

@@ -11,13 +11,15 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from flowrun.api import RunResult, Workflow, load, resume
-from flowrun.batch.folder import ItemResult
+from flowrun.batch.folder import FINAL, NOT_STARTED, ItemResult
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.events import Event, ModelResponseEvent
 from flowrun.manifest.overrides import parse_override
+from flowrun.runtime.durable.run_folder import run_began
 from flowrun.runtime.options import RunOptions
 
 
@@ -110,7 +112,7 @@ def item_result(job: Job, result: RunResult, duration: float) -> ItemResult:
         id=job.item_id,
         line=job.line,
         status=result.status,
-        run_dir=os.path.relpath(job.run_dir, job.batch_dir),
+        run_dir=relative_run_dir(job),
         output=output,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
@@ -121,12 +123,53 @@ def item_result(job: Job, result: RunResult, duration: float) -> ItemResult:
     )
 
 
+def relative_run_dir(job: Job) -> str:
+    """The job's run folder as results.jsonl names it: relative to the batch folder."""
+    return os.path.relpath(job.run_dir, job.batch_dir)
+
+
 def _failed(job: Job, started: float, message: str) -> ItemResult:
     return ItemResult(
         id=job.item_id,
         line=job.line,
         status="failed",
-        run_dir=os.path.relpath(job.run_dir, job.batch_dir),
+        run_dir=relative_run_dir(job),
         duration_s=round(time.monotonic() - started, 3),
         error=message.splitlines()[0][:500] if message else "failed",
     )
+
+
+def stopped(job: Job) -> ItemResult:
+    """What a job stopped while it ran (Ctrl-C, SIGTERM, the batch's budget, its worker lost)
+    comes to, read from its run folder once the stop is over: `interrupted` (resumable) when
+    its run began; NOT_STARTED when the stop came first (no run began in the folder, or the
+    run being resumed was not touched yet), so nothing is recorded and the item stays as it
+    was, to be started (or retried) the next time."""
+    if _began(job):
+        return ItemResult(
+            id=job.item_id,
+            line=job.line,
+            status="interrupted",
+            run_dir=relative_run_dir(job),
+            error="stopped while running; running the same batch again resumes it",
+        )
+    return ItemResult(
+        id=job.item_id,
+        line=job.line,
+        status=NOT_STARTED,
+        run_dir=relative_run_dir(job),
+        error="stopped before its run began; running the same batch again starts it",
+    )
+
+
+def _began(job: Job) -> bool:
+    run_dir = Path(job.run_dir)
+    if not job.resume:
+        return run_began(run_dir)
+    # a resume that began marks run.json `running` before anything else, and its stop
+    # `interrupted`: a final status there is the one the run had before this attempt
+    try:
+        status = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return True
+    return status not in FINAL

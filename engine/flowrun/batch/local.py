@@ -6,12 +6,10 @@ descriptors in proportion to its concurrency, not to its number of items."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 
 from flowrun.api import Workflow
-from flowrun.batch.folder import ItemResult
-from flowrun.batch.jobs import Job, run_job
+from flowrun.batch.jobs import Job, run_job, stopped
 from flowrun.batch.runner import Tally
 
 
@@ -42,7 +40,7 @@ class LocalBackend:
             try:
                 result = await run_job(job, tally.listener(job.item_id), self.workflow)
             except asyncio.CancelledError:
-                tally.ended(interrupted(job))
+                tally.ended(stopped(job))
                 task = asyncio.current_task()
                 if tally.stop.is_set() and task is not None and task.uncancel() == 0:
                     return  # stopped by the batch's budget, not by whoever runs the batch
@@ -55,13 +53,3 @@ async def _cancel_on_stop(tally: Tally, workers: list[asyncio.Task[None]]) -> No
     await tally.stop.wait()
     for worker in workers:
         worker.cancel()
-
-
-def interrupted(job: Job) -> ItemResult:
-    return ItemResult(
-        id=job.item_id,
-        line=job.line,
-        status="interrupted",
-        run_dir=os.path.relpath(job.run_dir, job.batch_dir),
-        error="stopped while running; running the same batch again resumes it",
-    )

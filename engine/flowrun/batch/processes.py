@@ -38,8 +38,7 @@ from typing import Any, TextIO
 from flowrun.api import Workflow
 from flowrun.batch import protocol
 from flowrun.batch.folder import BatchFolder, ItemResult
-from flowrun.batch.jobs import Job, portable_overrides
-from flowrun.batch.local import interrupted
+from flowrun.batch.jobs import Job, portable_overrides, stopped
 from flowrun.batch.runner import Tally
 from flowrun.errors import FlowrunError, RunError, UsageError
 from flowrun.runtime.models.rate_limits import LocalBook
@@ -229,6 +228,12 @@ class Pool:
         await self.tally.stop.wait()
         self.halt()
 
+    @property
+    def closing(self) -> bool:
+        """No job starts any more: the pool was halted, or the batch's budget was reached (an
+        item that ends with it must not hand its slot on before the watcher halts the pool)."""
+        return self.halted or self.tally.stop.is_set()
+
     def halt(self) -> None:
         """No job starts from now on; the running ones stop (resumably) and the workers exit."""
         self.halted = True
@@ -250,7 +255,7 @@ class Pool:
         hears its worker out, so the items it ran are recorded, then stops."""
         worker: WorkerProcess | None = None
         try:
-            while self.queue and not self.halted:
+            while self.queue and not self.closing:
                 worker = await self._spawn(share)
                 if await self._ready(worker):
                     self._fill(worker)
@@ -277,7 +282,7 @@ class Pool:
         )
         worker = WorkerProcess(proc, share, self.log)
         self.workers.add(worker)
-        if self.halted:
+        if self.closing:
             worker.close_input()
         return worker
 
@@ -315,8 +320,8 @@ class Pool:
         said = _said(worker)
         for job in lost:
             error = f"the worker process running it (pid {worker.pid}) {how}{said}; {RESUMES}"
-            self.tally.ended(replace(interrupted(job), error=error))
-        if self.halted or worker.ended_any or not (lost or self.queue or not worker.ready):
+            self.tally.ended(replace(stopped(job), error=error))
+        if self.closing or worker.ended_any or not (lost or self.queue or not worker.ready):
             return
         before = "" if worker.ready else " before it was ready"
         self._died(f"a worker process (pid {worker.pid}) {how}{before}{said}")
@@ -342,7 +347,7 @@ class Pool:
 
     def _fill(self, worker: WorkerProcess) -> None:
         """Give the worker jobs up to its share; with none left for it, it may go."""
-        while len(worker.running) < worker.share and self.queue and not self.halted:
+        while len(worker.running) < worker.share and self.queue and not self.closing:
             job = self.queue.popleft()
             self.tally.starting(job)
             worker.running[job.item_id] = job

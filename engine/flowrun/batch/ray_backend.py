@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.batch.folder import BatchFolder, ItemResult
-from flowrun.batch.jobs import Job, cost_listener, run_job
-from flowrun.batch.local import interrupted
+from flowrun.batch.jobs import Job, cost_listener, run_job, stopped
 from flowrun.batch.runner import Tally
 from flowrun.errors import UsageError
 from flowrun.runtime.models import rate_limits
@@ -128,7 +127,7 @@ def run_item(
         try:
             result = asyncio.run(run(local))
         except (asyncio.CancelledError, KeyboardInterrupt):
-            result = interrupted(local)  # stopped by the budget: its folder still goes back
+            result = stopped(local)  # stopped by the budget: its folder still goes back
         return result, pack(run_dir) if run_dir.exists() else None
 
 
@@ -245,14 +244,14 @@ class RayBackend:
         try:
             result, shipped = ray.get(ref)
         except ray.exceptions.TaskCancelledError:
-            return interrupted(job)
+            return stopped(job)
         except ray.exceptions.RayTaskError as e:
             cause = e.cause if getattr(e, "cause", None) is not None else e
             if isinstance(cause, KeyboardInterrupt | asyncio.CancelledError):
-                return interrupted(job)
-            return replace(interrupted(job), status="failed", error=f"the item's task failed: {cause}"[:500])
+                return stopped(job)
+            return replace(stopped(job), status="failed", error=f"the item's task failed: {cause}"[:500])
         except ray.exceptions.RayError as e:  # the worker died: its run folder is resumable
-            return replace(interrupted(job), error=f"the worker running it was lost: {type(e).__name__}")
+            return replace(stopped(job), error=f"the worker running it was lost: {type(e).__name__}")
         if shipped is not None:
             unpack(shipped, Path(job.run_dir))
         finished: ItemResult = replace(result, run_dir=os.path.relpath(job.run_dir, job.batch_dir))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flowrun.api import Workflow
-from flowrun.batch.folder import FINAL, BatchFolder, ItemResult
+from flowrun.batch.folder import FINAL, NOT_STARTED, BatchFolder, ItemResult
 from flowrun.batch.items import Item
 from flowrun.batch.jobs import Job, cost_listener
 from flowrun.errors import UsageError
@@ -60,7 +60,7 @@ class BatchSummary:
     completed: int
     failed: int
     interrupted: int  # stopped while running (resumed by the next invocation)
-    pending: int  # never started (a budget stopped the batch)
+    pending: int  # not started (the batch's budget or a stop came first)
     ran: int  # items this invocation ran (the others were done before)
     total_tokens: int
     cost_usd: float | None
@@ -101,6 +101,7 @@ class Tally:
         self.max_cost_usd = max_cost_usd
         self.on_progress = on_progress
         self.running: set[str] = set()
+        self._replaced: dict[str, ItemResult] = {}  # the earlier final result of a running item
         self.ran = 0
         self.started = time.monotonic()
         self.stop = asyncio.Event()
@@ -111,7 +112,9 @@ class Tally:
     def starting(self, job: Job) -> None:
         self.running.add(job.item_id)
         dropped = self.results.pop(job.item_id, None)
-        self._ok -= dropped is not None and dropped.ok
+        if dropped is not None:
+            self._replaced[job.item_id] = dropped
+            self._ok -= dropped.ok
         self._changed()
 
     def spent(self, item_id: str, cost_usd: float) -> None:
@@ -126,6 +129,13 @@ class Tally:
 
     def ended(self, result: ItemResult) -> None:
         self.running.discard(result.id)
+        replaced = self._replaced.pop(result.id, None)
+        if result.status == NOT_STARTED:  # stopped before its run began: nothing ran, nothing
+            if replaced is not None:  # is recorded; the item is as it was before
+                self.results[result.id] = replaced
+                self._ok += replaced.ok
+            self._changed()
+            return
         self.folder.record(result)
         if result.status in FINAL:
             earlier = self.results.get(result.id)

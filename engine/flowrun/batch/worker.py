@@ -28,8 +28,7 @@ from typing import Any, NoReturn
 from flowrun.api import Workflow, load
 from flowrun.batch import protocol
 from flowrun.batch.folder import ItemResult
-from flowrun.batch.jobs import Job, cost_listener, run_job
-from flowrun.batch.local import interrupted
+from flowrun.batch.jobs import Job, cost_listener, relative_run_dir, run_job, stopped
 from flowrun.errors import FlowrunError
 from flowrun.runtime.models import rate_limits
 
@@ -142,13 +141,13 @@ class Worker:
         try:
             result = await run_job(job, cost_listener(job.item_id, self._spent), self.workflow)
         except asyncio.CancelledError:
-            result = interrupted(job)  # stopped: its run recorded `interrupted`, resumable
+            result = stopped(job)  # `interrupted` (resumable), or not started
         except Exception as e:  # run_job makes every ending a result; this is a flowrun bug
             result = ItemResult(
                 id=job.item_id,
                 line=job.line,
                 status="failed",
-                run_dir=interrupted(job).run_dir,
+                run_dir=relative_run_dir(job),
                 error=f"internal error: {type(e).__name__}: {e}"[:500],
             )
         finally:
@@ -159,7 +158,7 @@ class Worker:
         """A job stopped before its task ran a line (the stop came with it) is reported too."""
         if task.cancelled():
             self.items.pop(job.item_id, None)
-            self.channel.send(protocol.result_message(interrupted(job)))
+            self.channel.send(protocol.result_message(stopped(job)))
 
     def _spent(self, item_id: str, cost_usd: float) -> None:
         self.channel.send({"op": "spent", "item": item_id, "usd": cost_usd})

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flowrun.cli.common import Terminated, read_in_background, reported, verbosity, warn_skipped
+from flowrun.cli.common import read_in_background, reported, verbosity, warn_skipped
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
 
 if TYPE_CHECKING:
@@ -218,6 +218,7 @@ def _with_progress(
 ) -> R:
     """Run the API call with the progress display (and the warnings, even with -q) subscribed;
     always close the display. `live=False`: plain lines even on a terminal (a chat reads input)."""
+    from flowrun.cli.run_signals import run_until_signal  # asyncio: not at import time
     from flowrun.redaction import Redactor
 
     redact = Redactor().text
@@ -243,58 +244,6 @@ def _with_progress(
     finally:
         if progress is not None:
             progress.close()
-
-
-def run_until_signal(start: Callable[[], Coroutine[Any, Any, R]]) -> R:
-    """asyncio.run with Ctrl-C (SIGINT) and SIGTERM handled alike: the first one cancels the
-    run, which stops its tools, records `interrupted` and stays resumable (then
-    KeyboardInterrupt: exit 130, or Terminated: exit 143). Signals after the first are
-    ignored: the run is already stopping, and a second Ctrl-C must not cut its record short
-    or change the exit code. Once the run has returned its result, a late Ctrl-C or SIGTERM
-    changes nothing: the result stands and both signals are ignored while the command
-    prints it and exits."""
-    import asyncio  # not at import time: `flowrun --help` stays fast
-    import signal
-
-    ended: list[R] = []
-    stopped_by: list[signal.Signals] = []
-
-    async def main() -> R:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        reasons = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)"}
-
-        def on_signal(sig: signal.Signals) -> None:
-            if stopped_by or ended:
-                return  # already stopping (or done): the first signal decides
-            stopped_by.append(sig)
-            task.cancel(reasons[sig])
-
-        for sig in reasons:  # removed when the loop closes
-            loop.add_signal_handler(sig, on_signal, sig)
-        result = await start()
-        ended.append(result)
-        return result
-
-    try:
-        result = asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        _ignore_signals()
-        if not ended:
-            if stopped_by and stopped_by[0] == signal.SIGTERM:
-                raise Terminated() from None
-            raise KeyboardInterrupt() from None
-        result = ended[0]  # it came while asyncio was shutting down, after the run had ended
-    _ignore_signals()
-    return result
-
-
-def _ignore_signals() -> None:
-    import signal
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
 
 
 def warning_line(event: Event, redact: Callable[[str], str]) -> str | None:

@@ -192,6 +192,9 @@ def _probe_once() -> Probe:
                 text=True,
                 timeout=PROBE_TIMEOUT_S,
                 env={"PATH": DEFAULT_PATH},
+                # out of the terminal's process group: a Ctrl-C meanwhile stops the run that
+                # asked (resumably), it does not fail the check (and with it every item)
+                start_new_session=True,
             )
         except subprocess.TimeoutExpired:
             return Probe(False, binary, f"{binary} did not start a process within {PROBE_TIMEOUT_S:g} s")

@@ -193,6 +193,12 @@ def never_started(run_dir: Path) -> bool:
     return not _has_run_start(run_dir / "events.jsonl")
 
 
+def run_began(run_dir: Path) -> bool:
+    """Whether a run began in the folder: its log holds the run's first event (`run_start`).
+    False for a missing or empty folder and for one stopped before its first event."""
+    return _has_run_start(run_dir / "events.jsonl")
+
+
 def _has_run_start(log: Path) -> bool:
     """`run_start` is the first event of a run (after `run_resumed` on a resume): the first few
     lines tell."""

@@ -83,9 +83,13 @@ class LocalBook:
 
     def reserve(self, limit: Limit, tokens: int) -> float:
         """Seconds to wait before the call may go out."""
+        now = time.monotonic()
+        return self.start_at(limit, tokens, now) - now
+
+    def start_at(self, limit: Limit, tokens: int, now: float) -> float:
+        """When a call that asks at `now` may start (time.monotonic()); its cost is booked."""
         with self._lock:
-            now = time.monotonic()
-            return self._schedules.setdefault(limit.key, Schedule()).reserve(limit, tokens, now) - now
+            return self._schedules.setdefault(limit.key, Schedule()).reserve(limit, tokens, now)
 
     def settle(self, limit: Limit, estimated: int, actual: int) -> None:
         with self._lock:
