@@ -5,12 +5,13 @@ resume, replay and exporters all read them. Each class serialises to exactly the
 line holds (minus `seq` and `t`, which the log writer assigns), and `parse_event` reads a line
 back, including lines written by earlier versions (unknown keys are ignored, unknown types
 become `UnknownEvent`). An optional field (default None) is left out of the line when unset,
-unless it is declared `nullable()` (written as null, as earlier versions did).
+unless its metadata is `NULLABLE` (written as null, as earlier versions did).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -19,9 +20,9 @@ from flowrun.types import ModelResponse, ToolResult
 E = TypeVar("E", bound="Event")
 
 
-def nullable() -> Any:
-    """An optional field that is written as null when unset (as earlier versions wrote it)."""
-    return field(default=None, metadata={"null": True})
+# the metadata of an optional field that is written as null when unset (as earlier versions wrote
+# it): `field(default=None, metadata=NULLABLE)`
+NULLABLE = {"null": True}
 
 
 @dataclass(kw_only=True, slots=True)
@@ -64,7 +65,7 @@ def _fields(cls: type[Event]) -> tuple[tuple[str, bool], ...]:
 EVENT_TYPES: dict[str, type[Event]] = {}
 
 
-def event_type(name: str) -> Any:
+def event_type(name: str) -> Callable[[type[E]], type[E]]:
     """Class decorator: register an event class under its `type` string."""
 
     def register(cls: type[E]) -> type[E]:
@@ -84,7 +85,7 @@ class RunStartEvent(Event):
     flowrun_version: str
     sdk_versions: dict[str, str] = field(default_factory=dict)
     options: dict[str, Any] | None = None  # the run's options, as run.json's (RunOptions.to_dict)
-    output: str | None = nullable()
+    output: str | None = field(default=None, metadata=NULLABLE)
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
     run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
@@ -108,7 +109,7 @@ class RunResumedEvent(Event):
 class AgentStartEvent(Event):
     agent: str
     agent_id: str
-    parent: str | None = nullable()
+    parent: str | None = field(default=None, metadata=NULLABLE)
     task: str = ""
     model: str = ""
     session: str | None = None

@@ -75,12 +75,12 @@ def parse_override(text: str) -> Override:
 
 
 def _override(path: str, value: Any, text: str) -> Override:
-    parts = tuple(path.split("."))
+    parts = path.split(".")
     if any(not p for p in parts):
         raise UsageError(f"--set {text}: empty part in the path {path!r}", HINT)
     if parts[0] in ("agents", "tools") and len(parts) < 3:
         raise UsageError(f"--set {text}: name the {parts[0][:-1]} and a key, e.g. {parts[0]}.NAME.KEY", HINT)
-    return Override(parts, value, text)
+    return Override(tuple(parts), value, text)
 
 
 def apply_overrides(

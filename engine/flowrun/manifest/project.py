@@ -259,8 +259,8 @@ def _add_manifest(
         project.default_model = spec.default_model or project.default_model
         return
     assert isinstance(spec, AgentManifest | ToolManifest)
-    if (kind, spec.name) in seen:
-        other = seen[(kind, spec.name)]
+    if (expected, spec.name) in seen:
+        other = seen[(expected, spec.name)]
         project.diagnostics.append(
             src.diag(
                 ("name",),
@@ -270,7 +270,7 @@ def _add_manifest(
             )
         )
         return
-    seen[(kind, spec.name)] = src
+    seen[(expected, spec.name)] = src
     if path.stem != spec.name:
         project.diagnostics.append(
             src.diag(

@@ -12,7 +12,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir, search_corpus
@@ -21,7 +21,8 @@ from flowrun.types import ToolResult
 
 MAX_RESULTS_CAP = 20
 SNIPPET_CHARS = 500
-DEPTHS = ("basic", "advanced")
+Depth = Literal["basic", "advanced"]
+DEPTHS: tuple[Depth, ...] = ("basic", "advanced")
 
 
 @tool(replay="recorded")  # the network: a replay shows what the search found then
@@ -37,7 +38,8 @@ async def web_search(
 async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: str) -> ToolResult:
     if not isinstance(query, str) or not query.strip():
         return error("INVALID_PARAM", "query must be a non-empty string")
-    if search_depth not in DEPTHS:
+    depth: Depth | None = next((d for d in DEPTHS if d == search_depth), None)
+    if depth is None:
         return error(
             "INVALID_PARAM", f"search_depth must be one of {', '.join(DEPTHS)}, got {search_depth!r}"
         )
@@ -51,7 +53,7 @@ async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: 
                 f"web search backend is 'tavily' but {ctx.config.get('api_key_env') or 'TAVILY_API_KEY'} "
                 "is not set",
             )
-        return await _tavily_search(ctx, key, query.strip(), limit, search_depth)
+        return await _tavily_search(ctx, key, query.strip(), limit, depth)
     if backend not in ("auto", "corpus"):
         return error("INVALID_PARAM", f"unknown web_search backend {backend!r} (auto, tavily or corpus)")
     return await _corpus_search(ctx, query.strip(), limit)
@@ -60,7 +62,7 @@ async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: 
 # ---------------------------------------------------------------- tavily
 
 
-async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, depth: str) -> ToolResult:
+async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, depth: Depth) -> ToolResult:
     from tavily import AsyncTavilyClient  # lazy: only runs that search the web pay for the import
 
     base_url = ctx.config.get("api_base_url") or os.environ.get("TAVILY_API_BASE_URL") or None

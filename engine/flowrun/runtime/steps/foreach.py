@@ -28,16 +28,20 @@ from flowrun.runtime.steps.fanout import combined, run_branches, statuses
 
 
 class ForeachBody(Strict):
-    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
+    input: Name | None = Field(
+        default=None, description="An input of type list whose items the step runs over."
+    )
     file: str | None = Field(
-        None,
+        default=None,
         description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
         "JSON Lines (one value per line) when it ends in .jsonl.",
     )
     as_: Name = Field(
-        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
+        default="item",
+        alias="as",
+        description="The name templates of the step use for the item (and `index`).",
     )
-    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
+    concurrency: int = Field(default=4, ge=1, le=64, description="Items run at the same time.")
     collect: str = Field(
         description="Jinja2: the JSON file the results are collected into, one entry per item in "
         "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."

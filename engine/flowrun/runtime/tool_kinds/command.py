@@ -31,7 +31,7 @@ class CommandImplementation(ImplementationSpec):
         description="argv list run without a shell; each item a Jinja2 template over the arguments.",
     )
     cwd: str | None = Field(
-        None, description="Working folder, relative to the workspace (default: the agent's)."
+        default=None, description="Working folder, relative to the workspace (default: the agent's)."
     )
     env: dict[str, str] = Field(
         default_factory=dict, description="Extra environment variables (not secrets)."
