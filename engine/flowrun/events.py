@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from flowrun.records import OptionsRecord, UsageRecord
 from flowrun.types import ModelResponse, ToolResult
 
 E = TypeVar("E", bound="Event")
@@ -84,7 +85,7 @@ class RunStartEvent(Event):
     inputs: dict[str, Any]
     flowrun_version: str
     sdk_versions: dict[str, str] = field(default_factory=dict)
-    options: dict[str, Any] | None = None  # the run's options, as run.json's (RunOptions.to_dict)
+    options: OptionsRecord | None = None  # the run's options, as run.json's (RunOptions.to_dict)
     output: str | None = field(default=None, metadata=NULLABLE)
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
@@ -101,7 +102,7 @@ class RunStartEvent(Event):
 @dataclass(kw_only=True, slots=True)
 class RunResumedEvent(Event):
     recorded_model_calls: int
-    options: dict[str, Any] | None = None  # the options the run goes on with (a resume may change some)
+    options: OptionsRecord | None = None  # the options the run goes on with (a resume may change some)
 
 
 @event_type("agent_start")
@@ -387,7 +388,7 @@ class ErrorEvent(Event):
 class RunEndEvent(Event):
     status: str
     message: str = ""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: UsageRecord = field(default_factory=UsageRecord)
 
 
 @dataclass(kw_only=True, slots=True)

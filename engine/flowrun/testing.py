@@ -35,6 +35,7 @@ from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.project import display_path, parse_manifest
 from flowrun.manifest.specs import NAME, FlowTestManifest
 from flowrun.manifest.yaml_source import Source
+from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events, read_lines
 from flowrun.runtime.options import RunOptions
 from flowrun.runtime.replay.expectations import Check, Replayed, check_all
@@ -100,13 +101,13 @@ def read_test_file(path: Path) -> tuple[FlowTestManifest, Source]:
     return spec, src
 
 
-def cassette_meta(events: Path) -> dict[str, Any]:
+def cassette_meta(events: Path) -> RunRecord:
     """What the cassette's run recorded about itself: its run_start event, and run.json's status
     when the cassette is a run folder."""
     start = next((e for e in read_lines(events) if e.get("type") == "run_start"), None)
     if start is None:
         raise FlowrunError(f"cassette {display_path(events)} has no run_start event", "record it again")
-    return dict(start)
+    return run_record(dict(start))
 
 
 async def run_test_file(

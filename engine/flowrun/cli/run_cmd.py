@@ -14,6 +14,7 @@ import click
 
 from flowrun.cli.common import Terminated, read_in_background, reported, verbosity
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
+from flowrun.records import UsageRecord
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -324,7 +325,7 @@ def print_summary(result: RunResult, level: int, declared_output: str | None) ->
         click.echo(f"error: {result.message.splitlines()[0][:500]}", err=True)
 
 
-def usage_table(usage: dict[str, Any]) -> str:
+def usage_table(usage: UsageRecord) -> str:
     """Tokens and cost per agent and model (from usage.json's shape)."""
     rows = [
         f"{'agent':<16} {'model':<28} {'calls':>5} {'input':>9} {'output':>8} {'cached':>8} {'cost $':>9}"

@@ -42,6 +42,7 @@ from flowrun.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.options import RunOptions
 
@@ -86,7 +87,7 @@ def _run_end(events: list[Event]) -> RunEndEvent | None:
     return next((e for e in reversed(events) if isinstance(e, RunEndEvent)), None)
 
 
-def run_status(meta: dict[str, Any], events: list[Event]) -> str:
+def run_status(meta: RunRecord, events: list[Event]) -> str:
     """run.json's status, except that a run which says "running" but never logged run_end is
     "incomplete" (it crashed, was killed, or is still going)."""
     end = _run_end(events)
@@ -112,10 +113,10 @@ def _span(events: list[Event]) -> tuple[float | None, float | None]:
 
 def read_run_row(run_dir: Path) -> RunRow:
     """One run's line for `flowrun runs`."""
-    return _row(run_dir, _read_json(run_dir / "run.json"), read_events(run_dir / "events.jsonl"))
+    return _row(run_dir, run_record(_read_json(run_dir / "run.json")), read_events(run_dir / "events.jsonl"))
 
 
-def _row(run_dir: Path, meta: dict[str, Any], events: list[Event]) -> RunRow:
+def _row(run_dir: Path, meta: RunRecord, events: list[Event]) -> RunRow:
     start = next((e for e in events if isinstance(e, RunStartEvent)), None)
     responses = [e for e in events if isinstance(e, ModelResponseEvent)]
     started, duration = _span(events)
@@ -134,10 +135,10 @@ def _row(run_dir: Path, meta: dict[str, Any], events: list[Event]) -> RunRow:
     )
 
 
-def recorded_options(meta: dict[str, Any], start: RunStartEvent | None) -> RunOptions:
+def recorded_options(meta: RunRecord, start: RunStartEvent | None) -> RunOptions:
     """The run's options from run.json, else from its run_start event (any layout); the
     defaults when neither can be read."""
-    record = meta if "options" in meta or "dry_run" in meta else start.to_dict() if start else {}
+    record = meta if "options" in meta or "dry_run" in meta else run_record(start.to_dict() if start else {})
     try:
         return RunOptions.from_record(record)
     except (FlowrunError, TypeError, ValueError):  # a damaged or hand-edited record
@@ -548,7 +549,7 @@ def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
 
 
 def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
-    meta = _read_json(run_dir / "run.json")
+    meta = run_record(_read_json(run_dir / "run.json"))
     row = _row(run_dir, meta, events)
     usage: dict[str, int] = {}
     for node in tree.agents.values():
@@ -568,9 +569,9 @@ def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
     ]
     if options := row.options.summary():
         lines.append(f"options: {options}")
-    if meta.get("output"):
-        written = (run_dir / meta["output"]).exists()
-        lines.append(f"output: {meta['output']}" + ("" if written else " (not written)"))
+    if output := meta.get("output"):
+        written = (run_dir / output).exists()
+        lines.append(f"output: {output}" + ("" if written else " (not written)"))
     lines.extend(tree.notes)
     message = tree.end.message if tree.end else ""
     if row.status not in ("completed", "incomplete") and message:

@@ -12,6 +12,7 @@ from typing import Any
 
 from flowrun.events import Event, ModelResponseEvent, ToolCallEvent
 from flowrun.manifest.specs import FileExpect, FlowTestExpect, MessageExpect, OutputExpect, ToolCallExpect
+from flowrun.records import UsageRecord
 
 YamlPath = tuple[str | int, ...]
 SHOWN = 300  # characters of an output quoted in a failure
@@ -33,7 +34,7 @@ class Replayed:
     message: str
     events: list[Event]
     run_dir: Path
-    usage: dict[str, Any]
+    usage: UsageRecord
     declared_output: str | None
 
 

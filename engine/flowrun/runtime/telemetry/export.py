@@ -8,12 +8,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun._version import __version__
 from flowrun.errors import RunError
+from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events, read_lines
 from flowrun.runtime.telemetry.spans import ModelInfo, SpanBuilder, SpanData, provider_name
+
+if TYPE_CHECKING:
+    from flowrun.runtime.models.calls import ModelChoice
 
 KINDS = {"internal": 1, "client": 3}  # SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT
 STATUS_OK, STATUS_ERROR = 1, 2
@@ -50,7 +54,7 @@ def recorded_models(run_dir: Path) -> ModelInfo:
     again with the run's --dry-run and --model; a name that no longer resolves is read as
     `provider:model` shorthand or left as it is."""
     start = next((e for e in read_lines(run_dir / "events.jsonl") if e.get("type") == "run_start"), {})
-    choice = _choice(start)
+    choice = _choice(run_record(start))
     cache: dict[str, tuple[str, str]] = {}
 
     def info(name: str, agent: str) -> tuple[str, str]:
@@ -61,7 +65,7 @@ def recorded_models(run_dir: Path) -> ModelInfo:
     return info
 
 
-def _choice(start: dict[str, Any]) -> Any:
+def _choice(start: RunRecord) -> ModelChoice | None:
     from flowrun.errors import FlowrunError
     from flowrun.manifest.project import load_project
     from flowrun.runtime.models.calls import ModelChoice
@@ -92,7 +96,7 @@ def _choice(start: dict[str, Any]) -> Any:
     )
 
 
-def _resolve(choice: Any, name: str, agent: str) -> tuple[str, str]:
+def _resolve(choice: ModelChoice | None, name: str, agent: str) -> tuple[str, str]:
     from flowrun.errors import FlowrunError
 
     if choice is not None:
