@@ -34,7 +34,7 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """The line's fields after `seq` and `t`: `type` first, then the event's own."""
-        out: dict[str, Any] = {"type": self.type}
+        out: dict[str, object] = {"type": self.type}
         for name, optional in _fields(type(self)):
             value = getattr(self, name)
             if value is None and optional:
@@ -418,9 +418,9 @@ def parse_event(raw: dict[str, Any]) -> Event:
         return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _float(value: Any) -> float:
+def _float(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0

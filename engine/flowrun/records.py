@@ -10,7 +10,7 @@ file may have been written by an earlier version or edited by hand, so a reader 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import Literal, NotRequired, TypedDict, cast
 
 # ---------------------------------------------------------------- usage.json (and run_end's usage)
 
@@ -122,7 +122,7 @@ class ReplayDivergence(TypedDict):
     message: str
 
 
-def run_record(decoded: Mapping[str, Any]) -> RunRecord:
+def run_record(decoded: Mapping[str, object]) -> RunRecord:
     """A decoded run.json, or a `run_start` event's line (which has the same keys), as a
     RunRecord: the one place a JSON object read from a run folder becomes one. Its values are
     not checked here; each reader checks what it uses (a file may be old or edited by hand)."""

@@ -20,7 +20,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -237,7 +237,12 @@ async def record_cassette(
 
 
 def _write_draft(
-    test_file: Path, name: str, wf: api.Workflow, cassette: str, inputs: dict[str, Any], result: api.RunResult
+    test_file: Path,
+    name: str,
+    wf: api.Workflow,
+    cassette: str,
+    inputs: Mapping[str, object],
+    result: api.RunResult,
 ) -> None:
     relative = os.path.relpath(wf.path.resolve(), test_file.parent.resolve())
     given = {k: v for k, v in inputs.items() if v is not None}  # unset optional inputs left out
@@ -263,7 +268,7 @@ def draft_test_file(
     name: str,
     workflow: str,
     cassette: str,
-    inputs: dict[str, Any],
+    inputs: Mapping[str, object],
     run_dir: Path,
     result: api.RunResult,
     output: str | None,
@@ -276,7 +281,7 @@ def draft_test_file(
             entry = {"tool": str(event.get("tool")), "agent": str(event.get("agent"))}
             if entry not in calls:
                 calls.append(entry)
-    expect: dict[str, Any] = {"status": result.status}
+    expect: dict[str, object] = {"status": result.status}
     if calls:
         expect["tool_calls"] = calls
     if output and (run_dir / output).is_file():

@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NoReturn
 
 from flowrun.api import Workflow, load
@@ -46,7 +46,7 @@ class Channel:
         self.transport = transport
         self.thread = threading.get_ident()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         data = protocol.encode(message)
         if threading.get_ident() == self.thread:
             self._write(data)

@@ -344,7 +344,7 @@ def usage_table(usage: UsageRecord) -> str:
     return "\n".join(rows)
 
 
-def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, Any]:
+def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, object]:
     """`--name value`, `--name=value`, `--name @FILE` and bare boolean flags for the
     workflow's inputs, over the values of `--inputs FILE`."""
     from flowrun.errors import UsageError
@@ -352,7 +352,7 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
 
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
-    values: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
+    values: dict[str, object] = inputs_from_file(inputs_file) if inputs_file is not None else {}
     given: set[str] = set()  # options on the command line (they override the --inputs file)
     i = 0
     while i < len(args):

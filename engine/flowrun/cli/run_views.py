@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -212,7 +212,7 @@ def _ms(start: float | None, end: float | None) -> str:
     return f"{ms:.0f} ms" if ms < 10_000 else format_duration(ms / 1000)
 
 
-def _short(value: Any, limit: int) -> str:
+def _short(value: object, limit: int) -> str:
     text = " ".join(str(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -270,7 +270,7 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
     return _render([table], width, color)
 
 
-def format_inputs(inputs: dict[str, Any], limit: int = 60) -> str:
+def format_inputs(inputs: Mapping[str, object], limit: int = 60) -> str:
     """`question=How do Python's sort…` : each input, shortened, for one table cell."""
     return _short(", ".join(f"{k}={_short(v, 40)}" for k, v in inputs.items()), limit) or "-"
 
@@ -365,7 +365,7 @@ class RunTree:
             case _:
                 self._notice(event)
 
-    def _container(self) -> list[Any]:
+    def _container(self) -> list[object]:
         return self.loops[-1].items if self.loops else self.roots
 
     def _agent_start(self, e: AgentStartEvent) -> None:
@@ -488,7 +488,7 @@ def _step_note(e: Event) -> Text | None:
     return None
 
 
-def _arguments(arguments: Any, limit: int = 60) -> str:
+def _arguments(arguments: object, limit: int = 60) -> str:
     if isinstance(arguments, dict):
         text = ", ".join(f"{k}={_short(v, 40)}" for k, v in arguments.items())
     else:

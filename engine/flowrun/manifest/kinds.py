@@ -167,7 +167,7 @@ class ContextSide(Protocol):
     def check(self, agent: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
         return []
 
-    def tool_defaults(self, spec: Any) -> dict[str, Any]:
+    def tool_defaults(self, spec: Any) -> dict[str, object]:
         """Config every tool of such an agent gets where its own config leaves the key unset
         (the dashboards, for update_dashboard)."""
         return {}

@@ -48,7 +48,7 @@ def parse_overrides(given: Mapping[str, Any] | Iterable[str] | None) -> list[Ove
     return [parse_override(text) for text in given]
 
 
-def _as_yaml(value: Any) -> str:
+def _as_yaml(value: object) -> str:
     """A value as the YAML text `--set` reads back as the same value (run.json records the
     texts, and a resume reads them again); repr for what YAML cannot hold."""
     import yaml
@@ -74,7 +74,7 @@ def parse_override(text: str) -> Override:
     return _override(path.strip(), value, text)
 
 
-def _override(path: str, value: Any, text: str) -> Override:
+def _override(path: str, value: object, text: str) -> Override:
     parts = path.split(".")
     if any(not p for p in parts):
         raise UsageError(f"--set {text}: empty part in the path {path!r}", HINT)
@@ -170,10 +170,10 @@ def _changed(
     return dataclasses.replace(loaded, spec=spec, source=src, builtin=False), []
 
 
-def _keys(data: Any, path: tuple[str, ...]) -> list[str | int]:
+def _keys(data: object, path: tuple[str, ...]) -> list[str | int]:
     """The path with list indices as ints (as diagnostics name them)."""
     out: list[str | int] = []
-    node: Any = data
+    node: object = data
     for part in path:
         key: str | int = int(part) if isinstance(node, list) and part.lstrip("-").isdigit() else part
         out.append(key)
@@ -187,8 +187,8 @@ def _has(node: Any, key: str | int) -> bool:
     return key in node
 
 
-def _set(data: dict[str, Any], path: tuple[str, ...], value: Any, label: str) -> None:
-    node: Any = data
+def _set(data: Mapping[str, object], path: tuple[str, ...], value: object, label: str) -> None:
+    node: object = data
     for i, part in enumerate(path):
         last = i == len(path) - 1
         if isinstance(node, list):

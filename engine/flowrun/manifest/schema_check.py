@@ -40,12 +40,12 @@ def validator_for(kind: str) -> Any:
 
 
 @cache
-def _schema(kind: str, generation: int) -> dict[str, Any]:
+def _schema(kind: str, generation: int) -> dict[str, object]:
     if generation:
         from flowrun.manifest.schema_export import kind_schema
 
         return kind_schema(kind)
-    schema: dict[str, Any] = json.loads(
+    schema: dict[str, object] = json.loads(
         (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")
     )
     return schema
@@ -204,10 +204,10 @@ def _any_of(src: Source, err: Any, parts: PathKey, root: dict[str, Any]) -> list
     return _explain(src, deeper, root)
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, object]:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        resolved: dict[str, Any] = root["$defs"][ref.rsplit("/", 1)[1]]
+        resolved: dict[str, object] = root["$defs"][ref.rsplit("/", 1)[1]]
         return resolved
     return schema
 

@@ -41,7 +41,7 @@ class Strict(BaseModel):
 # ---------------------------------------------------------------- sandbox and approvals
 
 
-def _off(value: Any) -> Any:
+def _off(value: object) -> object:
     return "off" if value is False else value  # YAML reads a bare `off` as false
 
 
@@ -375,7 +375,7 @@ class StrategySpec(Strict):
     strategy: str
 
 
-def _strategy(value: Any) -> str:
+def _strategy(value: object) -> str:
     found = value.get("strategy", "full") if isinstance(value, dict) else getattr(value, "strategy", "full")
     return str(found)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from flowrun.providers.base import ModelRequest, Provider, call_index
@@ -23,7 +24,7 @@ RANK = {"first": 0, "late": 2}
 PLACEHOLDER = re.compile(r"\{(path|dir|text)\}")
 
 
-def _filled(value: Any, hints: dict[str, Any]) -> Any:
+def _filled(value: object, hints: Mapping[str, object]) -> object:
     """A manifest's `dry_run` value with {path}, {dir} and {text} filled in."""
     if isinstance(value, list):
         return [_filled(v, hints) for v in value]
@@ -39,7 +40,7 @@ def _filled(value: Any, hints: dict[str, Any]) -> Any:
     return PLACEHOLDER.sub(one, value)
 
 
-def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, Any]:
+def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, object]:
     """Valid arguments for one tool (Unavailable when they cannot be made). Made ones are
     checked against the tool's schema; a manifest's own `dry_run` arguments are used as given."""
     hints = {**hints, "tool": tool.name, "path": (hints.get("paths") or {}).get(tool.name)}
@@ -57,7 +58,7 @@ def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, Any]:
 _VALIDATORS: dict[str, Any] = {}
 
 
-def _valid(schema: dict[str, Any], value: Any) -> bool:
+def _valid(schema: Mapping[str, object], value: object) -> bool:
     from jsonschema import Draft202012Validator
 
     key = json.dumps(schema, sort_keys=True, default=str)

@@ -25,11 +25,11 @@ MAX_RESULT_CHARS = 200_000
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
-def input_schema(inputs: dict[str, InputSpec]) -> dict[str, Any]:
+def input_schema(inputs: dict[str, InputSpec]) -> dict[str, object]:
     """A workflow's input declarations as the JSON Schema of the tool's parameters."""
-    properties: dict[str, Any] = {}
+    properties: dict[str, object] = {}
     for name, spec in inputs.items():
-        prop: dict[str, Any] = {"type": JSON_TYPES[spec.type]}
+        prop: dict[str, object] = {"type": JSON_TYPES[spec.type]}
         if spec.description:
             prop["description"] = spec.description
         if spec.choices:
@@ -132,7 +132,7 @@ class WorkflowServer:
         return text, structured, result.status not in ("completed", "max_steps")
 
 
-def _error(message: str) -> Any:
+def _error(message: str) -> object:
     from mcp.types import CallToolResult, TextContent
 
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)

@@ -11,8 +11,9 @@ import asyncio
 import os
 import sqlite3
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir, search_corpus
@@ -92,7 +93,7 @@ async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, dep
     ]
     answer = response.get("answer") if isinstance(response, dict) else None
     text = _format(query, results, "the web (Tavily)")
-    data: dict[str, Any] = {"results": results, "backend": "tavily"}
+    data: dict[str, object] = {"results": results, "backend": "tavily"}
     if answer:
         data["answer"] = answer
     return ToolResult.ok(text, **data)
@@ -150,7 +151,7 @@ async def _corpus_search(ctx: ToolContext, query: str, limit: int) -> ToolResult
 # ---------------------------------------------------------------- output
 
 
-def _format(query: str, results: list[dict[str, Any]], source: str) -> str:
+def _format(query: str, results: Sequence[Mapping[str, object]], source: str) -> str:
     if not results:
         return f'No results for "{query}" in {source}. Try other or fewer words.'
     lines = [f'{len(results)} results for "{query}" from {source}:']

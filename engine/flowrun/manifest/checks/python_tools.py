@@ -94,7 +94,7 @@ def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
         return {}, f"cannot start Python to import the tool modules: {e}"
     last = proc.stdout.rstrip().rsplit("\n", 1)[-1] if proc.stdout.strip() else ""
     try:
-        reports: dict[str, Any] = json.loads(last)
+        reports: dict[str, object] = json.loads(last)
     except json.JSONDecodeError:
         detail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         return {}, f"importing the tool modules stopped Python: {detail[:300]}"
@@ -162,6 +162,6 @@ def _signature_problems(
     return out
 
 
-def _has_default(schema: Any) -> bool:
+def _has_default(schema: object) -> bool:
     """A property with a `default` in the manifest is always passed: the runtime fills it in."""
     return isinstance(schema, dict) and "default" in schema

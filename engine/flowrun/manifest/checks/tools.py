@@ -5,7 +5,7 @@ checks a kind adds live in the kind's module (runtime/tool_kinds/)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
@@ -46,7 +46,7 @@ def entry_key_problems(entry: EntryRef) -> list[Diagnostic]:
     return check_entry_keys(entry.src, entry.index, entry.name, entry.config)
 
 
-def config_problems(entry: EntryRef, schema: dict[str, Any] | None) -> list[Diagnostic]:
+def config_problems(entry: EntryRef, schema: Mapping[str, object] | None) -> list[Diagnostic]:
     """The entry's own config (its keys but `approve` and `sandbox`) against `schema`; None:
     the tool takes no config."""
     from jsonschema import Draft202012Validator

@@ -11,8 +11,8 @@ a did-you-mean), and `allowed-tools`, which flowrun reports instead of enforcing
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.front_matter import load_document
@@ -40,7 +40,7 @@ def lint_skill(folder: Path, display: str) -> list[Diagnostic]:
     src = doc.source
     if src.data is None or any(d.severity == "error" for d in diags):
         return diags
-    meta: dict[str, Any] = src.data
+    meta: dict[str, object] = src.data
     out = list(diags)
     out += _keys(src, meta)
     out += _name(src, meta, folder.name)
@@ -53,7 +53,7 @@ def lint_skill(folder: Path, display: str) -> list[Diagnostic]:
     return out
 
 
-def _keys(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
+def _keys(src: Source, meta: Mapping[str, object]) -> list[Diagnostic]:
     out = []
     for key in meta:
         if key in SPEC_KEYS:
@@ -69,7 +69,7 @@ def _keys(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
     return out
 
 
-def _name(src: Source, meta: dict[str, Any], folder: str) -> list[Diagnostic]:
+def _name(src: Source, meta: Mapping[str, object], folder: str) -> list[Diagnostic]:
     name = meta.get("name")
     if not isinstance(name, str) or not name.strip():
         where = ("name",) if "name" in meta else ()
@@ -86,7 +86,7 @@ def _name(src: Source, meta: dict[str, Any], folder: str) -> list[Diagnostic]:
     return []
 
 
-def _text(src: Source, meta: dict[str, Any], key: str, limit: int, required: bool) -> list[Diagnostic]:
+def _text(src: Source, meta: Mapping[str, object], key: str, limit: int, required: bool) -> list[Diagnostic]:
     value = meta.get(key)
     if value is None:
         if required:
@@ -105,7 +105,7 @@ def _text(src: Source, meta: dict[str, Any], key: str, limit: int, required: boo
     return []
 
 
-def _metadata(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
+def _metadata(src: Source, meta: Mapping[str, object]) -> list[Diagnostic]:
     value = meta.get("metadata")
     if value is None:
         return []
@@ -124,7 +124,7 @@ def _metadata(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
     ]
 
 
-def _allowed_tools(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
+def _allowed_tools(src: Source, meta: Mapping[str, object]) -> list[Diagnostic]:
     value = meta.get("allowed-tools")
     if value is None:
         return []

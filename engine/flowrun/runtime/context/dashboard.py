@@ -38,7 +38,7 @@ class DashboardStrategy(ContextStrategy):
         hint = "add update_dashboard to tools"
         return [agent.source.diag(("tools",), message, hint, "no-dashboard-tool", severity="warning")]
 
-    def tool_defaults(self, spec: DashboardContext) -> dict[str, Any]:
+    def tool_defaults(self, spec: DashboardContext) -> dict[str, object]:
         return {"dashboards": dict(spec.dashboards)}
 
     def template_vars(self, spec: DashboardContext) -> dict[str, Any]:

@@ -180,7 +180,7 @@ class BoundTool:
 
 
 @lru_cache(maxsize=512)
-def parameters_validator(schema_json: str) -> Any:
+def parameters_validator(schema_json: str) -> object:
     """The validator of one parameters schema (as canonical JSON), built once per process:
     every agent instance binds its tools afresh, and a batch makes thousands of instances."""
     from jsonschema import Draft202012Validator

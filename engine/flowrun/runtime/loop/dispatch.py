@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from flowrun.errors import BudgetExceeded, FlowrunError
 from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
@@ -240,7 +239,7 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
     return None
 
 
-def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
+def _lone_surrogate(value: object, where: str = "arguments") -> str | None:
     """Where a string of the (JSON-decoded) arguments holds a lone surrogate, if any."""
     if isinstance(value, str):
         try:
@@ -257,7 +256,7 @@ def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
     return None
 
 
-def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+def declared_arguments(bound: BoundTool, arguments: Mapping[str, object]) -> dict[str, object]:
     """The arguments the schema declares, with each `default` of the manifest's `parameters`
     filled in for one the model left out (so a default changed in a manifest is the one used)."""
     props = bound.spec.parameters.get("properties")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ def _validator(schema_text: str) -> Any:
     return validator_for(schema, default=Draft202012Validator)(schema)  # its `$schema` draft
 
 
-def schema_problems(schema: dict[str, Any], value: Any) -> str | None:
+def schema_problems(schema: Mapping[str, object], value: object) -> str | None:
     validator = _validator(json.dumps(schema, sort_keys=True))
     problems = []
     for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
@@ -67,7 +68,7 @@ def schema_problems(schema: dict[str, Any], value: Any) -> str | None:
     return "; ".join(problems[:MAX_PROBLEMS]) + more
 
 
-def check_answer(schema: dict[str, Any], text: str) -> tuple[Any, str | None]:
+def check_answer(schema: Mapping[str, object], text: str) -> tuple[Any, str | None]:
     value, problem = parse_answer(text)
     if problem is None:
         problem = schema_problems(schema, value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,11 @@ def _text_diff(before: str, after: str, name: str) -> list[str]:
     return lines
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _tool_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+def _tool_changes(before: Sequence[Mapping[str, object]], after: Sequence[Mapping[str, object]]) -> list[str]:
     old = {str(t.get("name")): t for t in before}
     new = {str(t.get("name")): t for t in after}
     out = [f"tool added: {name}" for name in sorted(set(new) - set(old))]

@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from flowrun.events import Event, ModelResponseEvent, ToolCallEvent
 from flowrun.manifest.specs import FileExpect, FlowTestExpect, MessageExpect, OutputExpect, ToolCallExpect
@@ -127,7 +126,7 @@ def _calls(run: Replayed) -> Iterator[ToolCallEvent]:
     return (e for e in run.events if isinstance(e, ToolCallEvent))
 
 
-def subset(expected: Any, actual: Any) -> bool:
+def subset(expected: object, actual: object) -> bool:
     """`expected` is found in `actual`: keys of a mapping recursively, other values equal."""
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(

@@ -79,7 +79,7 @@ class ForeachStepKind(StepKind):
         collect = ctx.render(body.collect, "a foreach collect path").strip()
         target = confined(ctx.run, collect, "collect")
 
-        def branch(k: int, item: Any) -> Callable[[], Awaitable[Outcome | None]]:
+        def branch(k: int, item: object) -> Callable[[], Awaitable[Outcome | None]]:
             async def go() -> Outcome | None:
                 # set inside the branch's own task: the other branches never see this item
                 STEP_VARS.set({**(STEP_VARS.get() or {}), body.as_: item, "index": k})
@@ -121,7 +121,7 @@ def foreach_items(ctx: StepContext, body: ForeachBody) -> list[Any]:
     return read_items(confined(ctx.run, relative, "foreach file"), relative)
 
 
-def read_items(path: Any, relative: str) -> list[Any]:
+def read_items(path: Any, relative: str) -> list[object]:
     hint = "an earlier step must write it: a JSON array, or JSON Lines (one value per line)"
     if not path.is_file():
         raise RunError(f"foreach: {relative} was not found in the run folder", hint)
@@ -138,7 +138,7 @@ def read_items(path: Any, relative: str) -> list[Any]:
     return value
 
 
-def _json(text: str, where: str, hint: str) -> Any:
+def _json(text: str, where: str, hint: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -148,7 +148,7 @@ def _json(text: str, where: str, hint: str) -> Any:
 def write_collected(target: Any, items: list[Any], outcomes: list[Outcome | None]) -> None:
     entries = []
     for k, (item, outcome, status) in enumerate(zip(items, outcomes, statuses(outcomes), strict=True), 1):
-        entry: dict[str, Any] = {"index": k, "item": item, "status": status}
+        entry: dict[str, object] = {"index": k, "item": item, "status": status}
         if outcome is not None:
             entry |= {"agent_id": outcome.agent_id, "text": outcome.text, "output": outcome.output}
             if outcome.data is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,7 +110,7 @@ def _resolve(choice: ModelChoice | None, name: str, agent: str) -> tuple[str, st
     return (provider_name(provider, None), model) if model else ("unknown", name)
 
 
-def otlp_document(run_id: str, spans: list[SpanData]) -> dict[str, Any]:
+def otlp_document(run_id: str, spans: list[SpanData]) -> dict[str, object]:
     trace_id = hashlib.sha256(f"flowrun:{run_id}".encode()).hexdigest()[:32]
     return {
         "resourceSpans": [
@@ -136,8 +137,8 @@ def span_id(run_id: str, key: str) -> str:
     return hashlib.sha256(f"{run_id}/{key}".encode()).hexdigest()[:16]
 
 
-def _span(trace_id: str, run_id: str, span: SpanData) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _span(trace_id: str, run_id: str, span: SpanData) -> dict[str, object]:
+    out: dict[str, object] = {
         "traceId": trace_id,
         "spanId": span_id(run_id, span.key),
         "name": span.name,
@@ -152,11 +153,11 @@ def _span(trace_id: str, run_id: str, span: SpanData) -> dict[str, Any]:
     return out
 
 
-def _attr(key: str, value: Any) -> dict[str, Any]:
+def _attr(key: str, value: object) -> dict[str, object]:
     return {"key": key, "value": _value(value)}
 
 
-def _value(value: Any) -> dict[str, Any]:
+def _value(value: object) -> dict[str, object]:
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -181,7 +182,7 @@ def traces_url(endpoint: str) -> str:
     return endpoint if path not in ("", "/") else endpoint.rstrip("/") + "/v1/traces"
 
 
-def send(document: dict[str, Any], endpoint: str, timeout_s: float = 30.0) -> None:
+def send(document: Mapping[str, object], endpoint: str, timeout_s: float = 30.0) -> None:
     """POST the document as OTLP/HTTP JSON; RunError with the status when it is refused."""
     import httpx
 

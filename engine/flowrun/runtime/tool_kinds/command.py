@@ -4,6 +4,7 @@ processes run in the sandbox."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -85,7 +86,9 @@ class CommandKind(ToolKind):
             entry, CONFIG_SCHEMA if declared is None else declared
         )
 
-    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+    def process_policy(
+        self, name: str, config: Mapping[str, object], where: SandboxQuery
+    ) -> SandboxPolicy | None:
         return entry_policy(name, config, where)  # a command always starts a process
 
     def bind(self, request: BindRequest) -> list[BoundTool]:

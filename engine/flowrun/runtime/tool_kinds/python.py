@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -93,7 +94,9 @@ class PythonKind(ToolKind):
             )
         return out
 
-    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+    def process_policy(
+        self, name: str, config: Mapping[str, object], where: SandboxQuery
+    ) -> SandboxPolicy | None:
         # a python tool runs in flowrun's process; one that starts processes says so
         return entry_policy(name, config, where) if where.project.tools[name].spec.processes else None
 
