@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
@@ -339,7 +339,7 @@ class Workflow:
 
     def _new_run(
         self,
-        inputs: dict[str, Any],
+        inputs: dict[str, object],
         run_dir: Path,
         options: RunOptions,
         hooks: RunHooks,

@@ -82,7 +82,7 @@ def event_type(name: str) -> Callable[[type[E]], type[E]]:
 class RunStartEvent(Event):
     workflow: str
     workflow_file: str
-    inputs: dict[str, Any]
+    inputs: dict[str, object]
     flowrun_version: str
     sdk_versions: dict[str, str] = field(default_factory=dict)
     options: OptionsRecord | None = None  # the run's options, as run.json's (RunOptions.to_dict)
@@ -138,7 +138,7 @@ class AgentPromptEvent(Event):
     agent_id: str
     model: str = ""
     system: str = ""
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, object]] = field(default_factory=list)
 
 
 @event_type("user_message")
@@ -214,7 +214,7 @@ class ToolCallEvent(Event):
     agent_id: str
     call_id: str
     tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, object] = field(default_factory=dict)
 
 
 @event_type("tool_intent")
@@ -395,7 +395,7 @@ class RunEndEvent(Event):
 class UnknownEvent(Event):
     """A line of a type this version does not know (a newer writer, or damage): kept raw."""
 
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, object] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.raw.items() if k not in ("seq", "t")}

@@ -206,7 +206,7 @@ def recording_target(test_file: Path, workflow: str | Path | None) -> tuple[str,
 async def record_cassette(
     test_file: str | Path,
     workflow: str | Path | None = None,
-    inputs: dict[str, Any] | None = None,
+    inputs: Mapping[str, object] | None = None,
     options: RunOptions | None = None,
     **changes: Any,
 ) -> Recording:

@@ -29,7 +29,7 @@ MAX_PROBLEMS = 20
 class Item:
     id: str
     line: int  # 1-based line of the items file
-    inputs: dict[str, Any]  # checked and converted against the workflow's declarations
+    inputs: dict[str, object]  # checked and converted against the workflow's declarations
 
 
 def read_items(path: Path, declared: dict[str, InputSpec], workflow: str) -> list[Item]:

@@ -190,7 +190,7 @@ async def _connect(to_parent: int, from_parent: int) -> tuple[Channel, _Closed, 
 
 
 def _load(config: dict[str, Any]) -> Workflow:
-    overrides: list[str] | dict[str, Any] = config.get("overrides") or []
+    overrides: list[str] | dict[str, object] = config.get("overrides") or []
     return load(config["workflow"], overrides)
 
 

@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -61,7 +61,7 @@ class RunRow:
     duration_s: float | None  # first to last event
     started: float | None  # epoch seconds of the first event
     options: RunOptions = field(default_factory=RunOptions)  # as run.json (or run_start) records them
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, object] = field(default_factory=dict)
 
     @property
     def dry_run(self) -> bool:
@@ -282,7 +282,7 @@ def format_inputs(inputs: Mapping[str, object], limit: int = 60) -> str:
 class CallNode:
     call_id: str
     tool: str
-    arguments: Any
+    arguments: object
     start: float | None
     end: float | None = None
     status: str | None = None
@@ -300,7 +300,7 @@ class AgentNode:
     status: str | None = None
     steps: int = 0
     usage: dict[str, int] = field(default_factory=dict)
-    items: list[Any] = field(default_factory=list)  # CallNode | AgentNode | Text notes, in order
+    items: list[TreeItem] = field(default_factory=list)  # in order
     open_calls: dict[str, CallNode] = field(default_factory=dict)
     cost_usd: float | None = None  # its own model calls (None: no priced call)
     budget: dict[str, float] | None = None  # a per-call budget (agent_start)
@@ -328,7 +328,11 @@ class IterationNode:
     loop: str
     iteration: int
     until_met: bool | None = None
-    items: list[Any] = field(default_factory=list)
+    items: list[TreeItem] = field(default_factory=list)
+
+
+# what a node of the tree holds: agents, tool calls, loop iterations and notes
+TreeItem = AgentNode | CallNode | IterationNode | Text
 
 
 class RunTree:
@@ -336,7 +340,7 @@ class RunTree:
     started while its parent had an open call of the same name hangs under that call."""
 
     def __init__(self) -> None:
-        self.roots: list[Any] = []
+        self.roots: list[TreeItem] = []
         self.loops: list[IterationNode] = []
         self.agents: dict[str, AgentNode] = {}  # agent_id -> latest invocation
         self.start: RunStartEvent | None = None
@@ -365,7 +369,7 @@ class RunTree:
             case _:
                 self._notice(event)
 
-    def _container(self) -> list[object]:
+    def _container(self) -> list[TreeItem]:
         return self.loops[-1].items if self.loops else self.roots
 
     def _agent_start(self, e: AgentStartEvent) -> None:
@@ -533,7 +537,7 @@ def _call_label(call: CallNode) -> Text:
     return label
 
 
-def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
+def _add_items(tree: Tree, items: Sequence[TreeItem], run_ended: bool) -> None:
     for item in items:
         if isinstance(item, AgentNode):
             _add_items(tree.add(_agent_label(item, run_ended)), item.items, run_ended)

@@ -31,7 +31,7 @@ HINT = "write --set PATH=VALUE, e.g. --set agents.worker.max_steps=5"
 @dataclass(frozen=True, slots=True)
 class Override:
     path: tuple[str, ...]
-    value: Any
+    value: object
     text: str  # as the user wrote it, for messages
 
     @property
@@ -39,7 +39,7 @@ class Override:
         return f"--set {self.text}"
 
 
-def parse_overrides(given: Mapping[str, Any] | Iterable[str] | None) -> list[Override]:
+def parse_overrides(given: Mapping[str, object] | Iterable[str] | None) -> list[Override]:
     """`PATH=VALUE` strings (VALUE read as YAML), or a mapping of path to Python value."""
     if given is None:
         return []
@@ -120,7 +120,7 @@ def _target(
     """(kind, name) the override changes, or a diagnostic for an unknown agent or tool."""
     head = item.path[0]
     if head in ("agents", "tools"):
-        table: dict[str, Any] = project.agents if head == "agents" else project.tools
+        table: Mapping[str, object] = project.agents if head == "agents" else project.tools
         name = item.path[1]
         if name in table:
             return (head[:-1], name), None

@@ -26,6 +26,7 @@ from flowrun.manifest.specs import (
     WorkflowManifest,
     sandbox_spec,
 )
+from flowrun.manifest.yaml_source import Source
 from flowrun.redaction import is_secret_name
 from flowrun.tools.sandbox import Mode, SandboxPolicy
 
@@ -150,7 +151,7 @@ def explain(
 
 
 def check_setting(
-    src: Any, parts: tuple[str | int, ...], setting: SandboxMode | SandboxSpec | None
+    src: Source, parts: tuple[str | int, ...], setting: SandboxMode | SandboxSpec | None
 ) -> list[Diagnostic]:
     """A `sandbox:` of a workflow, agent or tool: env names the sandbox would never pass."""
     return [
@@ -164,7 +165,7 @@ def check_setting(
     ]
 
 
-def check_entry_keys(src: Any, index: int, name: str, config: dict[str, Any]) -> list[Diagnostic]:
+def check_entry_keys(src: Source, index: int, name: str, config: dict[str, Any]) -> list[Diagnostic]:
     """`approve` and `sandbox` of one tool entry."""
     from pydantic import ValidationError
 

@@ -8,12 +8,15 @@ import json
 import re
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun.manifest import unions
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 KIND_NAMES = ("workflow", "agent", "tool", "models", "script", "test")
 FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
@@ -35,7 +38,7 @@ def load_schema(kind: str) -> dict[str, Any]:
     return _schema(kind, unions.generation() if unions.extended() else 0)
 
 
-def validator_for(kind: str) -> Any:
+def validator_for(kind: str) -> Validator:
     return _validator(kind, unions.generation() if unions.extended() else 0)
 
 
@@ -52,7 +55,7 @@ def _schema(kind: str, generation: int) -> dict[str, object]:
 
 
 @cache
-def _validator(kind: str, generation: int) -> Any:
+def _validator(kind: str, generation: int) -> Validator:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(_schema(kind, generation))

@@ -42,7 +42,8 @@ def _model_problems(src: Source, parts: tuple[Any, ...], model: Mapping[str, obj
         return [
             src.diag(parts, "a model needs `provider` or `preset`", "e.g. provider: anthropic", "invalid")
         ]
-    if not isinstance(provider, str) or provider not in PROVIDERS:  # a preset (or a provider the schema has already refused)
+    # a preset (or a provider the schema has already refused)
+    if not isinstance(provider, str) or provider not in PROVIDERS:
         return []
     for key, hint in provider_class(provider).requires.items():  # what the provider type declares
         if not model.get(key):

@@ -88,7 +88,7 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
             )
         )
     if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
+        out: dict[object, object] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 merged = _walk(value_node, parts, src, dupes)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun.providers.base import ModelRequest, Provider, call_index
 from flowrun.providers.schema_samples import Unavailable, sample_object, sample_value
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 # where a tool's `dry_run_order` puts it among the middle ones ("last" and "never" are apart)
 RANK = {"first": 0, "late": 2}
@@ -55,10 +58,10 @@ def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, object]:
     return args
 
 
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, Validator] = {}
 
 
-def _valid(schema: Mapping[str, object], value: object) -> bool:
+def _valid(schema: Mapping[str, object], value: Any) -> bool:
     from jsonschema import Draft202012Validator
 
     key = json.dumps(schema, sort_keys=True, default=str)

@@ -36,7 +36,7 @@ class Run:
         self,
         project: Project,
         workflow: Loaded[WorkflowManifest],
-        inputs: dict[str, Any],
+        inputs: dict[str, object],
         run_dir: Path,
         options: RunOptions | None = None,
         ledger: Ledger | None = None,

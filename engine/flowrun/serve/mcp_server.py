@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from flowrun.api import Workflow
 from flowrun.errors import FlowrunError
 from flowrun.events import AgentEndEvent, AgentStartEvent, Event, ToolCallEvent
 from flowrun.manifest.specs import InputSpec
 from flowrun.runtime.options import RunOptions
+
+if TYPE_CHECKING:
+    import socket
+
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+
+    Context = ServerRequestContext[object]
 
 JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
 MAX_RESULT_CHARS = 200_000
@@ -72,7 +81,7 @@ class WorkflowServer:
         self.options = options or RunOptions()  # every call's run options
         self.runs_dir = runs_dir
 
-    def build(self) -> Any:
+    def build(self) -> Server[object]:
         from mcp.server.lowlevel import Server
 
         return Server(
@@ -82,7 +91,7 @@ class WorkflowServer:
             on_call_tool=self._call_tool,
         )
 
-    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
         from mcp.types import ListToolsResult, Tool
 
         tools = [
@@ -91,7 +100,7 @@ class WorkflowServer:
         ]
         return ListToolsResult(tools=tools)
 
-    async def _call_tool(self, ctx: Any, params: Any) -> Any:
+    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
         from mcp.types import CallToolResult, TextContent
 
         workflow = self.workflows.get(params.name)
@@ -107,8 +116,8 @@ class WorkflowServer:
         )
 
     async def _run(
-        self, ctx: Any, workflow: Workflow, arguments: dict[str, Any]
-    ) -> tuple[str, dict[str, Any], bool]:
+        self, ctx: Context, workflow: Workflow, arguments: dict[str, object]
+    ) -> tuple[str, dict[str, object], bool]:
         steps = 0
         async with workflow.stream(arguments, self.options, runs_dir=self.runs_dir) as events:
             async for event in events:
@@ -132,7 +141,7 @@ class WorkflowServer:
         return text, structured, result.status not in ("completed", "max_steps")
 
 
-def _error(message: str) -> object:
+def _error(message: str) -> CallToolResult:
     from mcp.types import CallToolResult, TextContent
 
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
@@ -146,7 +155,7 @@ async def serve_stdio(server: WorkflowServer) -> None:
         await app.run(read, write, app.create_initialization_options())
 
 
-def bind(host: str, port: int) -> Any:
+def bind(host: str, port: int) -> socket.socket:
     """The listening socket of `serve_http` (port 0: a free one; `getsockname()` tells which)."""
     import socket
 
@@ -157,7 +166,7 @@ def bind(host: str, port: int) -> Any:
     return sock
 
 
-async def serve_http(server: WorkflowServer, sock: Any, host: str) -> None:
+async def serve_http(server: WorkflowServer, sock: socket.socket, host: str) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp on `sock` until cancelled."""
     import uvicorn
 

@@ -3,7 +3,7 @@ update_dashboard resets the history, the dashboards are the compressed memory.""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -41,7 +41,7 @@ class DashboardStrategy(ContextStrategy):
     def tool_defaults(self, spec: DashboardContext) -> dict[str, object]:
         return {"dashboards": dict(spec.dashboards)}
 
-    def template_vars(self, spec: DashboardContext) -> dict[str, Any]:
+    def template_vars(self, spec: DashboardContext) -> dict[str, object]:
         return {"dashboards": dict(spec.dashboards)}
 
     def opening(self, inst: AgentInstance, task: str, services: LoopServices) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from flowrun.events import ContextResetEvent, Event
 from flowrun.manifest.kinds import ContextSide, ToolKindSide
@@ -25,6 +25,9 @@ from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import Mode, SandboxPolicy
 from flowrun.types import FileUse, Message, ModelResponse, ReplayUse, ToolCall, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 # ---------------------------------------------------------------- an agent and its outcome
 
@@ -167,20 +170,20 @@ class BoundTool:
     # an agent offered as a tool: it runs again on replay and resume (from its recorded model
     # calls, to rebuild its state), and a prompt's `team` lists it
     delegates: bool = False
-    _validator: Any = None
+    _validator: Validator | None = None
 
     def repeat_safe(self, arguments: dict[str, Any]) -> bool:
         rule = self.idempotent
         return bool(rule(arguments)) if callable(rule) else rule
 
-    def validator(self) -> Any:
+    def validator(self) -> Validator:
         if self._validator is None:
             self._validator = parameters_validator(json.dumps(self.spec.parameters, sort_keys=True))
         return self._validator
 
 
 @lru_cache(maxsize=512)
-def parameters_validator(schema_json: str) -> object:
+def parameters_validator(schema_json: str) -> Validator:
     """The validator of one parameters schema (as canonical JSON), built once per process:
     every agent instance binds its tools afresh, and a batch makes thousands of instances."""
     from jsonschema import Draft202012Validator

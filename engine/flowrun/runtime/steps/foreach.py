@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -121,7 +122,7 @@ def foreach_items(ctx: StepContext, body: ForeachBody) -> list[Any]:
     return read_items(confined(ctx.run, relative, "foreach file"), relative)
 
 
-def read_items(path: Any, relative: str) -> list[object]:
+def read_items(path: Path, relative: str) -> list[object]:
     hint = "an earlier step must write it: a JSON array, or JSON Lines (one value per line)"
     if not path.is_file():
         raise RunError(f"foreach: {relative} was not found in the run folder", hint)
@@ -145,7 +146,7 @@ def _json(text: str, where: str, hint: str) -> object:
         raise RunError(f"foreach: {where} is not valid JSON ({e.msg} at char {e.pos})", hint) from None
 
 
-def write_collected(target: Any, items: list[Any], outcomes: list[Outcome | None]) -> None:
+def write_collected(target: Path, items: list[Any], outcomes: list[Outcome | None]) -> None:
     entries = []
     for k, (item, outcome, status) in enumerate(zip(items, outcomes, statuses(outcomes), strict=True), 1):
         entry: dict[str, object] = {"index": k, "item": item, "status": status}

@@ -64,7 +64,7 @@ def agent_tool_parameters(selectable: list[str], max_steps: int = 10_000) -> dic
 
 
 # the per-agent config of an entry that names an agent
-CONFIG_SCHEMA: dict[str, Any] = {
+CONFIG_SCHEMA: dict[str, object] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {

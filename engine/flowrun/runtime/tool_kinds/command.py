@@ -5,7 +5,7 @@ processes run in the sandbox."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -40,7 +40,7 @@ class CommandImplementation(ImplementationSpec):
 
 
 # the per-agent config of a command tool whose manifest declares none
-CONFIG_SCHEMA: dict[str, Any] = {
+CONFIG_SCHEMA: dict[str, object] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
