@@ -9,16 +9,15 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from flowrun.events import AgentPromptEvent, AgentStartEvent, Event, ModelResponseEvent
+from flowrun.events import AgentPromptEvent, AgentStartEvent, E, Event, ModelResponseEvent
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.ledger import Divergence
 
 MAX_DIFF_LINES = 40
 
 
-def _first(events: list[Event], kind: type[Event], agent_id: str) -> Any:
+def _first(events: list[Event], kind: type[E], agent_id: str) -> E | None:
     return next((e for e in events if isinstance(e, kind) and getattr(e, "agent_id", None) == agent_id), None)
 
 
