@@ -14,7 +14,7 @@ PACKAGE = REPO / "engine" / "flowrun"
 
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("_version", "types", "events", "errors", "paths", "redaction", "yaml_limits")),
+    ("base", ("_version", "types", "records", "events", "errors", "paths", "redaction", "yaml_limits")),
     ("providers", ("providers",)),
     ("tools", ("tools",)),
     ("manifest", ("manifest",)),

@@ -20,6 +20,7 @@ Cancelling the task that awaits `run()` stops the run the way Ctrl-C does: the f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import shutil
@@ -30,7 +31,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
@@ -45,6 +46,7 @@ from flowrun.manifest.overrides import Override, apply_overrides, parse_override
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
+from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import (
@@ -67,6 +69,7 @@ from flowrun.runtime.options import (
     Conversation,
     OnEvent,
     ReadMessage,
+    RunChanges,
     RunHooks,
     RunOptions,
     unknown_option,
@@ -76,11 +79,31 @@ from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import preflight
 from flowrun.runtime.telemetry.live import live_export
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 # the keyword arguments of Workflow.run besides the options (for the did-you-mean of a typo)
 RUN_KEYWORDS = ("options", "run_dir", "runs_dir", "run_id", "on_event", "ask_user", "approve", "conversation")
 # what a resumed run keeps from its recording (the rest may change: sandbox, yes, verbosity, ...)
 RECORDED_FOR_GOOD = ("model", "agent_models", "dry_run", "no_thinking", "workdir", "overrides")
 REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
+
+
+class RunPlace(RunChanges, total=False):
+    """`Workflow.run`'s keyword arguments but the callbacks `on_event` and `conversation`: what
+    `stream` passes on."""
+
+    run_dir: str | Path | None
+    runs_dir: str | Path
+    run_id: str | None
+    ask_user: AskUser | None
+    approve: Approver | None
+
+
+class RunArguments(RunPlace, total=False):
+    """`Workflow.run`'s keyword arguments but `conversation`: what `run_sync` and `chat` pass on."""
+
+    on_event: OnEvent | None
 
 
 @dataclass
@@ -89,7 +112,7 @@ class RunResult:
     exit_code: int  # the CLI's exit code for this status
     message: str  # the final answer, or what went wrong
     output: Path | None  # the workflow's declared output, when written
-    usage: dict[str, Any]  # tokens and cost per agent and model, totals (as usage.json)
+    usage: UsageRecord  # tokens and cost per agent and model, totals (as usage.json)
     run_dir: Path
 
     @property
@@ -109,7 +132,7 @@ class ReplayResult(RunResult):
     output_reproduced: bool | None = None
     # where the replay first differed from the recording: {agent, agent_id, step, reason, message}
     # (reason: missing, system, tools or history); None when every call matched
-    divergence: dict[str, Any] | None = None
+    divergence: ReplayDivergence | None = None
     differences: list[str] = field(default_factory=list)  # what differed there, for people
 
 
@@ -147,7 +170,7 @@ class Workflow:
 
     async def run(
         self,
-        inputs: dict[str, Any] | None = None,
+        inputs: Mapping[str, object] | None = None,
         options: RunOptions | None = None,
         *,
         run_dir: str | Path | None = None,
@@ -157,7 +180,7 @@ class Workflow:
         ask_user: AskUser | None = None,
         approve: Approver | None = None,
         conversation: Conversation | None = None,
-        **changes: Any,
+        **changes: Unpack[RunChanges],
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
         `runs_dir/<timestamp>-<name>-<hex>`). How it runs is `options` (a flowrun.RunOptions)
@@ -180,7 +203,7 @@ class Workflow:
 
     async def _run_new(
         self,
-        inputs: dict[str, Any] | None,
+        inputs: Mapping[str, object] | None,
         options: RunOptions,
         hooks: RunHooks,
         run_dir: str | Path | None,
@@ -203,19 +226,25 @@ class Workflow:
             return await _execute(run)
 
     def run_sync(
-        self, inputs: dict[str, Any] | None = None, options: RunOptions | None = None, **changes: Any
+        self,
+        inputs: Mapping[str, object] | None = None,
+        options: RunOptions | None = None,
+        **arguments: Unpack[RunArguments],
     ) -> RunResult:
         """`run()` for scripts without an event loop."""
-        return asyncio.run(self.run(inputs, options, **changes))
+        return asyncio.run(self.run(inputs, options, **arguments))
 
     @asynccontextmanager
     async def stream(
-        self, inputs: dict[str, Any] | None = None, options: RunOptions | None = None, **changes: Any
+        self,
+        inputs: Mapping[str, object] | None = None,
+        options: RunOptions | None = None,
+        **arguments: Unpack[RunPlace],
     ) -> AsyncIterator[EventStream]:
         """Run in the background and iterate over its events; leaving the block early cancels
         the run (it stays resumable). The arguments are `run()`'s, but `on_event`."""
         events = EventStream()
-        task = asyncio.create_task(self.run(inputs, options, on_event=events.put, **changes))
+        task = asyncio.create_task(self.run(inputs, options, on_event=events.put, **arguments))
         events.attach(task)
         try:
             yield events
@@ -266,11 +295,11 @@ class Workflow:
     async def chat(
         self,
         read: ReadMessage,
-        inputs: dict[str, Any] | None = None,
+        inputs: Mapping[str, object] | None = None,
         options: RunOptions | None = None,
         *,
         agent: str | None = None,
-        **changes: Any,
+        **arguments: Unpack[RunArguments],
     ) -> RunResult:
         """A conversation with one agent and its tools, saved as a run folder that `resume`
         continues. `read(answer)` is awaited for each user message: first with None (the first
@@ -286,9 +315,9 @@ class Workflow:
             errors := blocking(self.project, [name], self.diagnostics)
         ):
             raise ManifestInvalid(str(self.path), errors)
-        return await self.run(inputs, options, conversation=Conversation(name, read, chat=True), **changes)
+        return await self.run(inputs, options, conversation=Conversation(name, read, chat=True), **arguments)
 
-    def agents_folder(self, inputs: dict[str, Any], workdir: str | Path | None) -> Path | None:
+    def agents_folder(self, inputs: Mapping[str, object], workdir: str | Path | None) -> Path | None:
         """The folder the agents work in when it is not the run folder: `workdir` (relative to
         the current folder), else the workflow's `workspace.dir` (relative to its file)."""
         if workdir is not None:
@@ -312,7 +341,7 @@ class Workflow:
 
     def _new_run(
         self,
-        inputs: dict[str, Any],
+        inputs: dict[str, object],
         run_dir: Path,
         options: RunOptions,
         hooks: RunHooks,
@@ -354,7 +383,7 @@ class EventStream:
         return self._task.result()
 
 
-def load(path: str | Path, overrides: Mapping[str, Any] | Iterable[str] | None = None) -> Workflow:
+def load(path: str | Path, overrides: Mapping[str, object] | Iterable[str] | None = None) -> Workflow:
     """Load and check a workflow file with its project folders and the built-ins. `overrides`
     change manifest values for this load: `["agents.worker.max_steps=5"]` (values read as YAML,
     like `--set`) or `{"agents.worker.max_steps": 5}`. Raises ManifestInvalid (with every
@@ -394,7 +423,7 @@ async def resume(
     approve: Approver | None = None,
     message: str | None = None,
     read: ReadMessage | None = None,
-    **changes: Any,
+    **changes: object,
 ) -> RunResult:
     """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
     model answers, tool results and approval decisions are used again, then the run goes live
@@ -434,7 +463,7 @@ async def replay(
     into: str | Path | None = None,
     diff: bool = False,
     on_event: OnEvent | None = None,
-    **changes: Any,
+    **changes: object,
 ) -> ReplayResult:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
     local tools run again to rebuild the files, and the output is compared with the original.
@@ -466,7 +495,7 @@ async def replay(
             shutil.rmtree(target, ignore_errors=True)
 
 
-def replay_options(record: Mapping[str, Any], **changes: Any) -> RunOptions:
+def replay_options(record: RunRecord, **changes: object) -> RunOptions:
     """The options a recorded run (its run.json, or its run_start event) ran with, for replaying
     it: the agents work in the replay's own folder; only `sandbox` and `verbosity` change."""
     fixed = tuple(name for name in FIELDS if name not in REPLAY_CHANGES)
@@ -478,7 +507,7 @@ def replay_options(record: Mapping[str, Any], **changes: Any) -> RunOptions:
 async def replay_events(
     workflow: Workflow,
     events: Path,
-    meta: Mapping[str, Any],
+    meta: RunRecord,
     target: Path,
     options: RunOptions,
     hooks: RunHooks | None = None,
@@ -495,8 +524,8 @@ async def replay_events(
 
 
 def _changes(
-    changes: dict[str, Any], fixed: Iterable[str], refusal: str, known: Iterable[str]
-) -> dict[str, Any]:
+    changes: dict[str, object], fixed: Iterable[str], refusal: str, known: Iterable[str]
+) -> dict[str, object]:
     """The option changes a resume or replay was given (None: keep the recorded value); one it
     cannot make is a UsageError, an unknown name one with a did-you-mean."""
     for name in changes:
@@ -507,19 +536,21 @@ def _changes(
     return {name: value for name, value in changes.items() if value is not None}
 
 
-def _compared(result: RunResult, run_dir: Path, meta: Mapping[str, Any], ledger: Ledger) -> ReplayResult:
+def _compared(result: RunResult, run_dir: Path, meta: RunRecord, ledger: Ledger) -> ReplayResult:
     """The replay next to its recording: the output, and where it first diverged."""
     target = result.run_dir
     divergence, differences = None, []
     if ledger.divergence is not None:
         point = ledger.divergence
-        divergence = {
-            "agent": point.agent,
-            "agent_id": point.agent_id,
-            "step": point.step,
-            "reason": point.reason,
-            "message": point.message,
-        }
+        divergence = ReplayDivergence(
+            {
+                "agent": point.agent,
+                "agent_id": point.agent_id,
+                "step": point.step,
+                "reason": point.reason,
+                "message": point.message,
+            }
+        )
         differences = divergence_details(run_dir / "events.jsonl", target / "events.jsonl", point)
     recorded_status = str(meta.get("status") or "")
     output = meta.get("output")
@@ -538,14 +569,14 @@ def _compared(result: RunResult, run_dir: Path, meta: Mapping[str, Any], ledger:
 
 
 def _resumed_conversation(
-    meta: dict[str, Any], workflow: Workflow, message: str | None, read: ReadMessage | None
+    meta: RunRecord, workflow: Workflow, message: str | None, read: ReadMessage | None
 ) -> Conversation | None:
     """Who talks to the resumed run: the chat's reader, or `message` once (to the chat's agent
     or the workflow's entry agent); None when nobody does."""
     once = _once(message) if message else None
-    if meta.get("chat"):
+    if chat := meta.get("chat"):
         reader = once or read
-        return Conversation(str(meta["chat"]), reader, chat=True) if reader is not None else None
+        return Conversation(str(chat), reader, chat=True) if reader is not None else None
     if once is None:
         return None
     if not workflow.spec.entry:
@@ -569,16 +600,18 @@ def _once(message: str) -> ReadMessage:
     return read
 
 
-def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:
+def recorded_run(run_dir: Path) -> tuple[RunRecord, Workflow]:
     """A run folder's run.json (or, when that is missing or damaged, its run_start event) and
     its workflow, loaded again."""
     if not (run_dir / "events.jsonl").is_file() and not (run_dir / "run.json").is_file():
         raise not_a_run_folder(run_dir)
     try:
-        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        decoded = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):  # missing, not JSON, not UTF-8
-        meta = None
-    if not isinstance(meta, dict) or not isinstance(meta.get("workflow_file"), str):
+        decoded = None
+    if isinstance(decoded, dict) and isinstance(decoded.get("workflow_file"), str):
+        meta = run_record(decoded)
+    else:
         lines = read_lines(run_dir / "events.jsonl")
         start = next((e for e in lines if e.get("type") == "run_start"), None)
         if start is None or not isinstance(start.get("workflow_file"), str):
@@ -589,21 +622,20 @@ def recorded_run(run_dir: Path) -> tuple[dict[str, Any], Workflow]:
         # the options of its last start: a resume may have changed some
         starts = [e for e in lines if e.get("type") in ("run_start", "run_resumed") and e.get("options")]
         latest = [e["options"] for e in starts]
-        meta = {**start, **({"options": latest[-1]} if latest else {}), "status": "incomplete"}
-    workflow = Path(meta["workflow_file"]).resolve()
+        meta = run_record({**start, **({"options": latest[-1]} if latest else {}), "status": "incomplete"})
+    workflow = Path(str(meta.get("workflow_file"))).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
     return meta, load(workflow, list(RunOptions.from_record(meta).overrides))
 
 
-def _recorded_result(run_dir: Path, meta: dict[str, Any]) -> RunResult:
+def _recorded_result(run_dir: Path, meta: RunRecord) -> RunResult:
     """A finished run as its folder records it (resuming a completed run changes nothing)."""
     status = str(meta.get("status"))
-    output = run_dir / meta["output"] if meta.get("output") else None
-    try:
+    output = run_dir / name if (name := meta.get("output")) else None
+    usage: UsageRecord = {}
+    with contextlib.suppress(OSError, json.JSONDecodeError):
         usage = json.loads((run_dir / "usage.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        usage = {}
     return RunResult(
         status=status,
         exit_code=EXIT_CODES.get(status, 1),
@@ -614,7 +646,9 @@ def _recorded_result(run_dir: Path, meta: dict[str, Any]) -> RunResult:
     )
 
 
-def tightened(loaded: Loaded[WorkflowManifest], limits: dict[str, Any]) -> Loaded[WorkflowManifest]:
+def tightened(
+    loaded: Loaded[WorkflowManifest], limits: Mapping[str, float | None]
+) -> Loaded[WorkflowManifest]:
     """The workflow with `limits` applied where they are lower than its own (or it has none)."""
     from pydantic import ValidationError
 

@@ -5,23 +5,25 @@ resume, replay and exporters all read them. Each class serialises to exactly the
 line holds (minus `seq` and `t`, which the log writer assigns), and `parse_event` reads a line
 back, including lines written by earlier versions (unknown keys are ignored, unknown types
 become `UnknownEvent`). An optional field (default None) is left out of the line when unset,
-unless it is declared `nullable()` (written as null, as earlier versions did).
+unless its metadata is `NULLABLE` (written as null, as earlier versions did).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from flowrun.records import OptionsRecord, UsageRecord
 from flowrun.types import ModelResponse, ToolResult
 
 E = TypeVar("E", bound="Event")
 
 
-def nullable() -> Any:
-    """An optional field that is written as null when unset (as earlier versions wrote it)."""
-    return field(default=None, metadata={"null": True})
+# the metadata of an optional field that is written as null when unset (as earlier versions wrote
+# it): `field(default=None, metadata=NULLABLE)`
+NULLABLE = {"null": True}
 
 
 @dataclass(kw_only=True, slots=True)
@@ -32,7 +34,7 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """The line's fields after `seq` and `t`: `type` first, then the event's own."""
-        out: dict[str, Any] = {"type": self.type}
+        out: dict[str, object] = {"type": self.type}
         for name, optional in _fields(type(self)):
             value = getattr(self, name)
             if value is None and optional:
@@ -64,7 +66,7 @@ def _fields(cls: type[Event]) -> tuple[tuple[str, bool], ...]:
 EVENT_TYPES: dict[str, type[Event]] = {}
 
 
-def event_type(name: str) -> Any:
+def event_type(name: str) -> Callable[[type[E]], type[E]]:
     """Class decorator: register an event class under its `type` string."""
 
     def register(cls: type[E]) -> type[E]:
@@ -80,11 +82,11 @@ def event_type(name: str) -> Any:
 class RunStartEvent(Event):
     workflow: str
     workflow_file: str
-    inputs: dict[str, Any]
+    inputs: dict[str, object]
     flowrun_version: str
     sdk_versions: dict[str, str] = field(default_factory=dict)
-    options: dict[str, Any] | None = None  # the run's options, as run.json's (RunOptions.to_dict)
-    output: str | None = nullable()
+    options: OptionsRecord | None = None  # the run's options, as run.json's (RunOptions.to_dict)
+    output: str | None = field(default=None, metadata=NULLABLE)
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
     run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
@@ -100,7 +102,7 @@ class RunStartEvent(Event):
 @dataclass(kw_only=True, slots=True)
 class RunResumedEvent(Event):
     recorded_model_calls: int
-    options: dict[str, Any] | None = None  # the options the run goes on with (a resume may change some)
+    options: OptionsRecord | None = None  # the options the run goes on with (a resume may change some)
 
 
 @event_type("agent_start")
@@ -108,7 +110,7 @@ class RunResumedEvent(Event):
 class AgentStartEvent(Event):
     agent: str
     agent_id: str
-    parent: str | None = nullable()
+    parent: str | None = field(default=None, metadata=NULLABLE)
     task: str = ""
     model: str = ""
     session: str | None = None
@@ -136,7 +138,7 @@ class AgentPromptEvent(Event):
     agent_id: str
     model: str = ""
     system: str = ""
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, object]] = field(default_factory=list)
 
 
 @event_type("user_message")
@@ -212,7 +214,7 @@ class ToolCallEvent(Event):
     agent_id: str
     call_id: str
     tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, object] = field(default_factory=dict)
 
 
 @event_type("tool_intent")
@@ -396,14 +398,14 @@ class ErrorEvent(Event):
 class RunEndEvent(Event):
     status: str
     message: str = ""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: UsageRecord = field(default_factory=UsageRecord)
 
 
 @dataclass(kw_only=True, slots=True)
 class UnknownEvent(Event):
     """A line of a type this version does not know (a newer writer, or damage): kept raw."""
 
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, object] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.raw.items() if k not in ("seq", "t")}
@@ -426,9 +428,9 @@ def parse_event(raw: dict[str, Any]) -> Event:
         return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _float(value: Any) -> float:
+def _float(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0

@@ -121,7 +121,7 @@ class Redactor:
             return value
         return pattern.sub(MARK, value)
 
-    def value(self, obj: Any) -> Any:
+    def value(self, obj: object) -> Any:
         """A JSON-like value with every string in it redacted (dict keys included)."""
         if isinstance(obj, str):
             return self.text(obj)

@@ -20,7 +20,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.project import display_path, parse_manifest
 from flowrun.manifest.specs import NAME, FlowTestManifest
 from flowrun.manifest.yaml_source import Source
+from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events, read_lines
 from flowrun.runtime.options import RunOptions
 from flowrun.runtime.replay.expectations import Check, Replayed, check_all
@@ -100,13 +101,13 @@ def read_test_file(path: Path) -> tuple[FlowTestManifest, Source]:
     return spec, src
 
 
-def cassette_meta(events: Path) -> dict[str, Any]:
+def cassette_meta(events: Path) -> RunRecord:
     """What the cassette's run recorded about itself: its run_start event, and run.json's status
     when the cassette is a run folder."""
     start = next((e for e in read_lines(events) if e.get("type") == "run_start"), None)
     if start is None:
         raise FlowrunError(f"cassette {display_path(events)} has no run_start event", "record it again")
-    return dict(start)
+    return run_record(dict(start))
 
 
 async def run_test_file(
@@ -205,7 +206,7 @@ def recording_target(test_file: Path, workflow: str | Path | None) -> tuple[str,
 async def record_cassette(
     test_file: str | Path,
     workflow: str | Path | None = None,
-    inputs: dict[str, Any] | None = None,
+    inputs: Mapping[str, object] | None = None,
     options: RunOptions | None = None,
     **changes: Any,
 ) -> Recording:
@@ -236,7 +237,12 @@ async def record_cassette(
 
 
 def _write_draft(
-    test_file: Path, name: str, wf: api.Workflow, cassette: str, inputs: dict[str, Any], result: api.RunResult
+    test_file: Path,
+    name: str,
+    wf: api.Workflow,
+    cassette: str,
+    inputs: Mapping[str, object],
+    result: api.RunResult,
 ) -> None:
     relative = os.path.relpath(wf.path.resolve(), test_file.parent.resolve())
     given = {k: v for k, v in inputs.items() if v is not None}  # unset optional inputs left out
@@ -262,7 +268,7 @@ def draft_test_file(
     name: str,
     workflow: str,
     cassette: str,
-    inputs: dict[str, Any],
+    inputs: Mapping[str, object],
     run_dir: Path,
     result: api.RunResult,
     output: str | None,
@@ -275,7 +281,7 @@ def draft_test_file(
             entry = {"tool": str(event.get("tool")), "agent": str(event.get("agent"))}
             if entry not in calls:
                 calls.append(entry)
-    expect: dict[str, Any] = {"status": result.status}
+    expect: dict[str, object] = {"status": result.status}
     if calls:
         expect["tool_calls"] = calls
     if output and (run_dir / output).is_file():

@@ -24,7 +24,7 @@ _ATOMS = (str, int, float, bool, type(None))
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
-def as_plain(value: Any) -> Any:
+def as_plain(value: object) -> Any:
     """`dataclasses.asdict` with the same result, made for the hot path (every event written):
     asdict deep-copies each leaf value, and copying a str, a number or None gives the same
     object back anyway, so those are taken as they are."""
@@ -83,7 +83,7 @@ class ResetContext:
 Control = Finish | ResetContext
 
 
-def control_from_dict(raw: Any) -> Control | None:
+def control_from_dict(raw: object) -> Control | None:
     if not isinstance(raw, dict):
         return None
     if raw.get("action") == "finish":
@@ -108,19 +108,19 @@ class ToolResult:
     control: Control | None = None
 
     @classmethod
-    def ok(cls, text: str, **data: Any) -> ToolResult:
+    def ok(cls, text: str, **data: object) -> ToolResult:
         return cls(status="success", text=text, data=data)
 
     @classmethod
-    def partial(cls, text: str, **data: Any) -> ToolResult:
+    def partial(cls, text: str, **data: object) -> ToolResult:
         return cls(status="partial", text=text, data=data)
 
     @classmethod
-    def fail(cls, code: str, message: str, **data: Any) -> ToolResult:
+    def fail(cls, code: str, message: str, **data: object) -> ToolResult:
         return cls(status="error", text=message, data=data, error=ToolError(code, message))
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = as_plain(self)
+        out: dict[str, object] = as_plain(self)
         if self.control is None:
             del out["control"]
         return out
@@ -187,7 +187,7 @@ class Message:
     is_error: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = as_plain(self)
+        out: dict[str, object] = as_plain(self)
         return out
 
     @classmethod
@@ -215,7 +215,7 @@ class ModelResponse:
     model: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = as_plain(self)
+        out: dict[str, object] = as_plain(self)
         return out
 
     @classmethod

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from flowrun.api import Workflow, load
 from flowrun.batch.folder import BatchFolder, ItemResult
@@ -58,7 +58,7 @@ async def run_batch(
     ship_runs: bool | None = None,
     processes: int | Literal["auto"] | None = None,
     on_progress: OnProgress | None = None,
-    **changes: Any,
+    **changes: object,
 ) -> BatchSummary:
     """Run `workflow` once per item of `items` into the batch folder `out` (default:
     batches/<workflow>-<items file name>); see the module docstring. Every item runs with

@@ -15,6 +15,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TextIO
@@ -52,7 +53,7 @@ class ItemResult:
         return self.status == "completed"
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = as_plain(self)
+        out: dict[str, object] = as_plain(self)
         return out
 
     @classmethod
@@ -71,7 +72,7 @@ class BatchFolder:
     def run_dir(self, item_id: str) -> Path:
         return self.runs / item_id
 
-    def open(self, workflow: Path, items: Path, options: dict[str, Any]) -> None:
+    def open(self, workflow: Path, items: Path, options: Mapping[str, object]) -> None:
         """Create the folder, or check that it holds a batch of the same workflow."""
         meta_path = self.root / META
         if meta_path.exists():
@@ -91,7 +92,7 @@ class BatchFolder:
         self.write_meta(workflow, items, options, "running")
 
     def write_meta(
-        self, workflow: Path, items: Path, options: dict[str, Any], status: str, **extra: Any
+        self, workflow: Path, items: Path, options: Mapping[str, object], status: str, **extra: object
     ) -> None:
         meta = {
             "workflow_file": str(workflow.resolve()),

@@ -14,7 +14,6 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.manifest.inputs import resolve_inputs
@@ -29,7 +28,7 @@ MAX_PROBLEMS = 20
 class Item:
     id: str
     line: int  # 1-based line of the items file
-    inputs: dict[str, Any]  # checked and converted against the workflow's declarations
+    inputs: dict[str, object]  # checked and converted against the workflow's declarations
 
 
 def read_items(path: Path, declared: dict[str, InputSpec], workflow: str) -> list[Item]:
@@ -61,7 +60,7 @@ def read_items(path: Path, declared: dict[str, InputSpec], workflow: str) -> lis
 
 
 def _item(
-    row: dict[str, Any], line: int, declared: dict[str, InputSpec], workflow: str, seen: dict[str, int]
+    row: dict[str, object], line: int, declared: dict[str, InputSpec], workflow: str, seen: dict[str, int]
 ) -> Item:
     explicit = row.pop(ID_KEY, None) if ID_KEY not in declared else None
     inputs = resolve_inputs(declared, row, workflow)
@@ -86,8 +85,8 @@ def _item(
     return Item(item_id, line, inputs)
 
 
-def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
-    rows: list[tuple[int, dict[str, Any] | str]] = []
+def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:
+    rows: list[tuple[int, dict[str, object] | str]] = []
     with path.open(encoding="utf-8-sig") as f:
         for number, text in enumerate(f, start=1):
             if not text.strip():
@@ -104,8 +103,8 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
     return rows
 
 
-def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
-    rows: list[tuple[int, dict[str, Any] | str]] = []
+def _csv_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:
+    rows: list[tuple[int, dict[str, object] | str]] = []
     with path.open(encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)

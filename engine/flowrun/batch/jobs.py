@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from flowrun.api import RunResult, Workflow, load, resume
 from flowrun.batch.folder import FINAL, NOT_STARTED, ItemResult
@@ -20,21 +19,21 @@ from flowrun.errors import FlowrunError, UsageError
 from flowrun.events import Event, ModelResponseEvent
 from flowrun.manifest.overrides import parse_override
 from flowrun.runtime.durable.run_folder import run_began
-from flowrun.runtime.options import RunOptions
+from flowrun.runtime.options import RunChanges, RunOptions
 
 
 @dataclass(frozen=True, slots=True)
 class Job:
     item_id: str
     line: int
-    inputs: dict[str, Any]
+    inputs: dict[str, object]
     workflow: str  # absolute path of the workflow file
     batch_dir: str  # absolute path of the batch folder
     run_dir: str  # absolute path of the item's run folder
     resume: bool  # continue the run already in run_dir
     options: RunOptions = field(default_factory=RunOptions)  # the batch's, per-item budget in `limits`
     # the workflow's overrides (`--set`), for a process that loads it again (portable_overrides)
-    overrides: list[str] | dict[str, Any] = field(default_factory=list)
+    overrides: list[str] | dict[str, object] = field(default_factory=list)
 
 
 async def run_job(
@@ -70,7 +69,7 @@ def cost_listener(item_id: str, spent: Callable[[str, float], None]) -> Callable
     return on_event
 
 
-def portable_overrides(workflow: Workflow) -> list[str] | dict[str, Any]:
+def portable_overrides(workflow: Workflow) -> list[str] | dict[str, object]:
     """The `overrides` the workflow was loaded with, as another process (a worker process, a Ray
     worker) can load them again: their texts when those read back as the same values (always,
     for `--set`), else the values."""
@@ -91,7 +90,7 @@ def portable_overrides(workflow: Workflow) -> list[str] | dict[str, Any]:
     )
 
 
-def resumable(options: RunOptions) -> dict[str, Any]:
+def resumable(options: RunOptions) -> RunChanges:
     """What a resumed item takes from the batch's options (the rest is what its run recorded)."""
     return {
         "sandbox": options.sandbox,

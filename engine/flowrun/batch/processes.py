@@ -31,6 +31,7 @@ import site
 import sys
 import sysconfig
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -102,7 +103,7 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         stdin = self.proc.stdin
         if stdin is not None and not stdin.is_closing():  # a dead worker is found by its stdout
             stdin.write(protocol.encode(message))
@@ -117,7 +118,7 @@ class WorkerProcess:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
 
-    async def next_message(self) -> dict[str, Any] | None:
+    async def next_message(self) -> dict[str, object] | None:
         """The worker's next message; None once its output ended (it exited or is exiting)."""
         while line := await self.stdout.readline():
             message = protocol.decode(line)

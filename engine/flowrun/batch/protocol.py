@@ -22,6 +22,7 @@ unchanged."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -34,11 +35,11 @@ from flowrun.types import as_plain
 LINE_LIMIT = 1 << 30  # a job carries its item's inputs: a line may be as long as an item
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: Mapping[str, object]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
 
 
-def decode(line: bytes) -> dict[str, Any] | None:
+def decode(line: bytes) -> dict[str, object] | None:
     """The message on `line`, or None when it is not one."""
     try:
         message = json.loads(line)
@@ -55,7 +56,7 @@ def job_of(raw: dict[str, Any]) -> Job:
     return Job(**{**raw, "options": RunOptions.from_dict(raw["options"])})
 
 
-def result_message(result: ItemResult) -> dict[str, Any]:
+def result_message(result: ItemResult) -> dict[str, object]:
     return {"op": "ended", "result": result.to_dict()}
 
 
@@ -63,7 +64,7 @@ def result_of(raw: dict[str, Any]) -> ItemResult:
     return ItemResult.from_dict(raw)
 
 
-def limit_dict(limit: Limit) -> dict[str, Any]:
+def limit_dict(limit: Limit) -> dict[str, object]:
     return asdict(limit)
 
 

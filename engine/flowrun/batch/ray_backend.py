@@ -26,6 +26,7 @@ import tarfile
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from flowrun.batch.folder import BatchFolder, ItemResult
@@ -39,7 +40,7 @@ POLL_S = 0.25
 FORWARDED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "FLOWRUN_", "TAVILY_")
 
 
-def _ray() -> Any:
+def _ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -103,7 +104,7 @@ def run_item(
     import ray
 
     rate_limits.use_book(ActorBook(coordinator))
-    running: list[asyncio.Task[Any]] = []
+    running: list[asyncio.Task[object]] = []
 
     def spent(item_id: str, cost_usd: float) -> None:
         # asked and answered before the next model call, so the budget stops this item at once
@@ -165,7 +166,7 @@ class RayBackend:
         cpus: float,
         ship: bool | None,
         folder: BatchFolder,
-        overrides: list[str] | dict[str, Any] | None = None,
+        overrides: list[str] | dict[str, object] | None = None,
     ) -> None:
         self.concurrency = concurrency
         self.address = address
@@ -190,7 +191,7 @@ class RayBackend:
             if started_ray:
                 ray.shutdown()
 
-    def _init(self, ray: Any, jobs: list[Job]) -> bool:
+    def _init(self, ray: ModuleType, jobs: list[Job]) -> bool:
         if ray.is_initialized():
             return False
         address = self.address or os.environ.get("RAY_ADDRESS")
@@ -204,9 +205,11 @@ class RayBackend:
         )
         return True
 
-    async def _drive(self, ray: Any, task: Any, coordinator: Any, jobs: list[Job], tally: Tally) -> None:
+    async def _drive(
+        self, ray: ModuleType, task: Any, coordinator: Any, jobs: list[Job], tally: Tally
+    ) -> None:
         queue = iter(jobs)
-        in_flight: dict[Any, Job] = {}
+        in_flight: dict[object, Job] = {}  # Ray's ObjectRef of each item's task
         try:
             while True:
                 while len(in_flight) < self.concurrency and not tally.stop.is_set():
@@ -240,7 +243,7 @@ class RayBackend:
         run_dir = Path(job.run_dir)
         return pack(run_dir) if job.resume and self.ship is not False and run_dir.exists() else None
 
-    def _outcome(self, ray: Any, ref: Any, job: Job) -> ItemResult:
+    def _outcome(self, ray: ModuleType, ref: object, job: Job) -> ItemResult:
         try:
             result, shipped = ray.get(ref)
         except ray.exceptions.TaskCancelledError:

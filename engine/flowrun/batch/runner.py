@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from flowrun.api import Workflow
 from flowrun.batch.folder import FINAL, NOT_STARTED, BatchFolder, ItemResult
@@ -323,7 +323,7 @@ def _summary(folder: BatchFolder, tally: Tally, status: str, planned: int) -> Ba
     )
 
 
-def options_record(options: RunOptions, **extra: Any) -> dict[str, Any]:
+def options_record(options: RunOptions, **extra: object) -> dict[str, object]:
     """The options as batch.json records them: each item's run options (as its run.json's
     `options`), then the batch's own."""
     return {**options.to_dict(), **extra}

@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NoReturn
 
 from flowrun.api import Workflow, load
@@ -45,7 +45,7 @@ class Channel:
         self.transport = transport
         self.thread = threading.get_ident()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         data = protocol.encode(message)
         if threading.get_ident() == self.thread:
             self._write(data)
@@ -189,7 +189,7 @@ async def _connect(to_parent: int, from_parent: int) -> tuple[Channel, _Closed, 
 
 
 def _load(config: dict[str, Any]) -> Workflow:
-    overrides: list[str] | dict[str, Any] = config.get("overrides") or []
+    overrides: list[str] | dict[str, object] = config.get("overrides") or []
     return load(config["workflow"], overrides)
 
 

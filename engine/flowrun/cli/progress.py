@@ -46,7 +46,7 @@ from flowrun.events import (
 Shorten = Callable[[Any, int], str]  # redacts, then cuts (cutting first could split a secret)
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def _short(value: object, limit: int = 80) -> str:
     text = str(value).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

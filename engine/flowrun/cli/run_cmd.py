@@ -14,6 +14,7 @@ import click
 
 from flowrun.cli.common import read_in_background, reported, verbosity, warn_skipped
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
+from flowrun.records import UsageRecord
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -274,7 +275,7 @@ def print_summary(result: RunResult, level: int, declared_output: str | None) ->
         click.echo(f"error: {result.message.splitlines()[0][:500]}", err=True)
 
 
-def usage_table(usage: dict[str, Any]) -> str:
+def usage_table(usage: UsageRecord) -> str:
     """Tokens and cost per agent and model (from usage.json's shape)."""
     rows = [
         f"{'agent':<16} {'model':<28} {'calls':>5} {'input':>9} {'output':>8} {'cached':>8} {'cost $':>9}"
@@ -293,7 +294,7 @@ def usage_table(usage: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, Any]:
+def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = None) -> dict[str, object]:
     """`--name value`, `--name=value`, `--name @FILE` and bare boolean flags for the
     workflow's inputs, over the values of `--inputs FILE`."""
     from flowrun.errors import UsageError
@@ -301,7 +302,7 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
 
     declared = wf.inputs
     options = {name.replace("_", "-"): name for name in declared} | {name: name for name in declared}
-    values: dict[str, Any] = inputs_from_file(inputs_file) if inputs_file is not None else {}
+    values: dict[str, object] = inputs_from_file(inputs_file) if inputs_file is not None else {}
     given: set[str] = set()  # options on the command line (they override the --inputs file)
     i = 0
     while i < len(args):

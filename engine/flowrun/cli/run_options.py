@@ -149,7 +149,7 @@ def run_options(*names: str, help: Mapping[str, str] | None = None) -> Callable[
 
     def decorate(function: Command) -> Command:
         @functools.wraps(function)
-        def command(*args: Any, **kwargs: Any) -> Any:
+        def command(*args: Any, **kwargs: Any) -> object:
             given = {name: kwargs.pop(name) for name in names}
             return function(*args, run_args=RunArgs(**given), **kwargs)
 

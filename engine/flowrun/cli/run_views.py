@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -42,6 +42,7 @@ from flowrun.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.options import RunOptions
 
@@ -60,7 +61,7 @@ class RunRow:
     duration_s: float | None  # first to last event
     started: float | None  # epoch seconds of the first event
     options: RunOptions = field(default_factory=RunOptions)  # as run.json (or run_start) records them
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, object] = field(default_factory=dict)
 
     @property
     def dry_run(self) -> bool:
@@ -86,7 +87,7 @@ def _run_end(events: list[Event]) -> RunEndEvent | None:
     return next((e for e in reversed(events) if isinstance(e, RunEndEvent)), None)
 
 
-def run_status(meta: dict[str, Any], events: list[Event]) -> str:
+def run_status(meta: RunRecord, events: list[Event]) -> str:
     """run.json's status, except that a run which says "running" but never logged run_end is
     "incomplete" (it crashed, was killed, or is still going)."""
     end = _run_end(events)
@@ -112,10 +113,10 @@ def _span(events: list[Event]) -> tuple[float | None, float | None]:
 
 def read_run_row(run_dir: Path) -> RunRow:
     """One run's line for `flowrun runs`."""
-    return _row(run_dir, _read_json(run_dir / "run.json"), read_events(run_dir / "events.jsonl"))
+    return _row(run_dir, run_record(_read_json(run_dir / "run.json")), read_events(run_dir / "events.jsonl"))
 
 
-def _row(run_dir: Path, meta: dict[str, Any], events: list[Event]) -> RunRow:
+def _row(run_dir: Path, meta: RunRecord, events: list[Event]) -> RunRow:
     start = next((e for e in events if isinstance(e, RunStartEvent)), None)
     responses = [e for e in events if isinstance(e, ModelResponseEvent)]
     started, duration = _span(events)
@@ -134,10 +135,10 @@ def _row(run_dir: Path, meta: dict[str, Any], events: list[Event]) -> RunRow:
     )
 
 
-def recorded_options(meta: dict[str, Any], start: RunStartEvent | None) -> RunOptions:
+def recorded_options(meta: RunRecord, start: RunStartEvent | None) -> RunOptions:
     """The run's options from run.json, else from its run_start event (any layout); the
     defaults when neither can be read."""
-    record = meta if "options" in meta or "dry_run" in meta else start.to_dict() if start else {}
+    record = meta if "options" in meta or "dry_run" in meta else run_record(start.to_dict() if start else {})
     try:
         return RunOptions.from_record(record)
     except (FlowrunError, TypeError, ValueError):  # a damaged or hand-edited record
@@ -211,7 +212,7 @@ def _ms(start: float | None, end: float | None) -> str:
     return f"{ms:.0f} ms" if ms < 10_000 else format_duration(ms / 1000)
 
 
-def _short(value: Any, limit: int) -> str:
+def _short(value: object, limit: int) -> str:
     text = " ".join(str(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -269,7 +270,7 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
     return _render([table], width, color)
 
 
-def format_inputs(inputs: dict[str, Any], limit: int = 60) -> str:
+def format_inputs(inputs: Mapping[str, object], limit: int = 60) -> str:
     """`question=How do Python's sort…` : each input, shortened, for one table cell."""
     return _short(", ".join(f"{k}={_short(v, 40)}" for k, v in inputs.items()), limit) or "-"
 
@@ -281,7 +282,7 @@ def format_inputs(inputs: dict[str, Any], limit: int = 60) -> str:
 class CallNode:
     call_id: str
     tool: str
-    arguments: Any
+    arguments: object
     start: float | None
     end: float | None = None
     status: str | None = None
@@ -299,7 +300,7 @@ class AgentNode:
     status: str | None = None
     steps: int = 0
     usage: dict[str, int] = field(default_factory=dict)
-    items: list[Any] = field(default_factory=list)  # CallNode | AgentNode | Text notes, in order
+    items: list[TreeItem] = field(default_factory=list)  # in order
     open_calls: dict[str, CallNode] = field(default_factory=dict)
     cost_usd: float | None = None  # its own model calls (None: no priced call)
     budget: dict[str, float] | None = None  # a per-call budget (agent_start)
@@ -327,7 +328,11 @@ class IterationNode:
     loop: str
     iteration: int
     until_met: bool | None = None
-    items: list[Any] = field(default_factory=list)
+    items: list[TreeItem] = field(default_factory=list)
+
+
+# what a node of the tree holds: agents, tool calls, loop iterations and notes
+TreeItem = AgentNode | CallNode | IterationNode | Text
 
 
 class RunTree:
@@ -335,7 +340,7 @@ class RunTree:
     started while its parent had an open call of the same name hangs under that call."""
 
     def __init__(self) -> None:
-        self.roots: list[Any] = []
+        self.roots: list[TreeItem] = []
         self.loops: list[IterationNode] = []
         self.agents: dict[str, AgentNode] = {}  # agent_id -> latest invocation
         self.start: RunStartEvent | None = None
@@ -364,7 +369,7 @@ class RunTree:
             case _:
                 self._notice(event)
 
-    def _container(self) -> list[Any]:
+    def _container(self) -> list[TreeItem]:
         return self.loops[-1].items if self.loops else self.roots
 
     def _agent_start(self, e: AgentStartEvent) -> None:
@@ -487,7 +492,7 @@ def _step_note(e: Event) -> Text | None:
     return None
 
 
-def _arguments(arguments: Any, limit: int = 60) -> str:
+def _arguments(arguments: object, limit: int = 60) -> str:
     if isinstance(arguments, dict):
         text = ", ".join(f"{k}={_short(v, 40)}" for k, v in arguments.items())
     else:
@@ -532,7 +537,7 @@ def _call_label(call: CallNode) -> Text:
     return label
 
 
-def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
+def _add_items(tree: Tree, items: Sequence[TreeItem], run_ended: bool) -> None:
     for item in items:
         if isinstance(item, AgentNode):
             _add_items(tree.add(_agent_label(item, run_ended)), item.items, run_ended)
@@ -548,7 +553,7 @@ def _add_items(tree: Tree, items: list[Any], run_ended: bool) -> None:
 
 
 def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
-    meta = _read_json(run_dir / "run.json")
+    meta = run_record(_read_json(run_dir / "run.json"))
     row = _row(run_dir, meta, events)
     usage: dict[str, int] = {}
     for node in tree.agents.values():
@@ -568,9 +573,9 @@ def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
     ]
     if options := row.options.summary():
         lines.append(f"options: {options}")
-    if meta.get("output"):
-        written = (run_dir / meta["output"]).exists()
-        lines.append(f"output: {meta['output']}" + ("" if written else " (not written)"))
+    if output := meta.get("output"):
+        written = (run_dir / output).exists()
+        lines.append(f"output: {output}" + ("" if written else " (not written)"))
     lines.extend(tree.notes)
     message = tree.end.message if tree.end else ""
     if row.status not in ("completed", "incomplete") and message:

@@ -75,7 +75,7 @@ def cache_dir() -> Path | None:
 
 
 class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(self, module: str, name: str) -> object:
         if (module, name) in _SAFE_GLOBALS:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the check cache")
@@ -93,7 +93,7 @@ def load(key: str) -> Any | None:
         return None
 
 
-def store(key: str, value: Any) -> None:
+def store(key: str, value: object) -> None:
     """Write `value` under `key` atomically; a cache that cannot be written is skipped."""
     folder = _usable_dir(create=True)
     if folder is None:
@@ -244,7 +244,7 @@ def cached_check(path: Path, display: str, folder_hint: str, trusted: bool, chec
     return result
 
 
-def _plain(d: Diagnostic) -> tuple[Any, ...]:
+def _plain(d: Diagnostic) -> tuple[object, ...]:
     return (d.line, d.column, d.path, d.message, d.hint, d.code, d.severity)
 
 

@@ -5,8 +5,6 @@ not have) are diagnostics at the line of the `remove` entry."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import AgentManifest, ModelsPatch, ToolsPatch
@@ -15,7 +13,7 @@ from flowrun.manifest.yaml_source import PathKey, Source
 LIST_KEYS = ("tools", "selectable_models")
 
 
-def entry_name(entry: Any) -> str:
+def entry_name(entry: object) -> str:
     """A tool entry's name (`read_file` or `{write_file: {...}}`), or a model reference."""
     return str(next(iter(entry))) if isinstance(entry, dict) else str(entry)
 
@@ -49,8 +47,8 @@ def extended(
 
 
 def merge(
-    key: str, inherited: list[Any], patch: ToolsPatch | ModelsPatch, agent: str, src: Source | None
-) -> tuple[list[Any], dict[PathKey, PathKey], list[Diagnostic]]:
+    key: str, inherited: list[object], patch: ToolsPatch | ModelsPatch, agent: str, src: Source | None
+) -> tuple[list[object], dict[PathKey, PathKey], list[Diagnostic]]:
     """The parent's list minus `remove`, then `add`: an added entry whose name is already there
     replaces it in place, any other is appended."""
     names = [entry_name(e) for e in inherited]
@@ -62,7 +60,9 @@ def merge(
             message = f"cannot remove '{name}': it is not among the {what} '{agent}' inherits"
             problems.append(src.diag((key, "remove", j), message, hint, "bad-remove"))
     inherit: PathKey = ("extends",)
-    kept = [(e, inherit) for e in inherited if entry_name(e) not in patch.remove]
+    kept: list[tuple[object, PathKey]] = [
+        (e, inherit) for e in inherited if entry_name(e) not in patch.remove
+    ]
     for j, entry in enumerate(list(patch.add)):
         written: PathKey = (key, "add", j)
         at = next(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from flowrun.errors import UsageError
 from flowrun.manifest.specs import InputSpec
@@ -17,7 +17,7 @@ TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 
 
-def convert(name: str, value: Any, spec: InputSpec) -> Any:
+def convert(name: str, value: object, spec: InputSpec) -> object:
     """`value` as the declared type; text (from a command line or a CSV) is parsed."""
     kind = spec.type
     if kind == "list":
@@ -44,7 +44,7 @@ def convert(name: str, value: Any, spec: InputSpec) -> Any:
     return value if isinstance(value, str) else str(value)
 
 
-def to_list(value: Any) -> list[Any]:
+def to_list(value: object) -> list[object]:
     """A list input: a list as it is; text that is a JSON array is parsed; other text is one
     item per non-empty line."""
     if isinstance(value, list | tuple):
@@ -60,7 +60,7 @@ def to_list(value: Any) -> list[Any]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def check_choice(name: str, value: Any, spec: InputSpec) -> Any:
+def check_choice(name: str, value: object, spec: InputSpec) -> object:
     if spec.choices and isinstance(value, list):
         for item in value:
             check_choice(name, item, spec)
@@ -85,7 +85,7 @@ def check_text(name: str, value: str) -> str:
     return value
 
 
-def checked_value(name: str, value: Any) -> Any:
+def checked_value(name: str, value: object) -> object:
     """A given value with all its text valid: strings UTF-8 (check_text), bytes (a YAML
     `!!binary`, a Python caller's) decoded as UTF-8 or refused naming the byte, and so for each
     item of a list or mapping."""
@@ -139,7 +139,7 @@ def decode_input(name: str, data: bytes, source: str) -> str:
         ) from None
 
 
-def inputs_from_file(path: Path) -> dict[str, Any]:
+def inputs_from_file(path: Path) -> dict[str, object]:
     """`--inputs FILE`: a YAML (or JSON) mapping of input names to values, read with the same
     limits as a manifest; problems are UsageErrors with file:line."""
     from flowrun.manifest.yaml_source import load_source
@@ -156,14 +156,16 @@ def inputs_from_file(path: Path) -> dict[str, Any]:
     return dict(src.data)
 
 
-def resolve_inputs(declared: dict[str, InputSpec], given: dict[str, Any], workflow: str) -> dict[str, Any]:
+def resolve_inputs(
+    declared: dict[str, InputSpec], given: Mapping[str, object], workflow: str
+) -> dict[str, object]:
     """Every declared input with its value; unknown names and missing required inputs are
     usage errors. An optional input that was not given is None (templates test `if name`)."""
     unknown = [name for name in given if name not in declared]
     if unknown:
         known = ", ".join(f"--{n}" for n in declared) or "(none)"
         raise UsageError(f"unknown input '{unknown[0]}' for workflow '{workflow}'", f"its inputs: {known}")
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for name, spec in declared.items():
         if name in given and given[name] is not None:
             value = checked_value(name, given[name])

@@ -46,7 +46,7 @@ class EntryRef:
     src: Source  # the agent's manifest
     index: int
     name: str
-    config: dict[str, Any]  # as written, `approve` and `sandbox` included
+    config: dict[str, object]  # as written, `approve` and `sandbox` included
     project: Project
 
     def where(self, *more: str | int) -> PathKey:
@@ -91,7 +91,9 @@ class ToolKindSide(Protocol):
         """The agents a call of the entry `name` runs (the step graph and cycle checks)."""
         return []
 
-    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+    def process_policy(
+        self, name: str, config: dict[str, object], where: SandboxQuery
+    ) -> SandboxPolicy | None:
         """The sandbox the processes of this entry's tool run under; None: it starts none."""
         return None
 
@@ -167,7 +169,7 @@ class ContextSide(Protocol):
     def check(self, agent: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
         return []
 
-    def tool_defaults(self, spec: Any) -> dict[str, Any]:
+    def tool_defaults(self, spec: Any) -> dict[str, object]:
         """Config every tool of such an agent gets where its own config leaves the key unset
         (the dashboards, for update_dashboard)."""
         return {}

@@ -49,7 +49,7 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
     provider = "openai" if compatible or spec.provider is None else spec.provider
     thinking = spec.thinking if isinstance(spec.thinking, Thinking) else Thinking(enabled=spec.thinking)
     price = spec.price
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     if (preset is not None and preset.key_optional) or (compatible and not spec.api_key_env):
         options["key_optional"] = True
     if spec.script:
@@ -119,7 +119,7 @@ def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
     return config_from_spec(ref, spec, base_dir)
 
 
-def model_config(name: str, base_dir: Path = Path("."), **fields: Any) -> ModelConfig:
+def model_config(name: str, base_dir: Path = Path("."), **fields: object) -> ModelConfig:
     """A ModelConfig from manifest keys (`provider`, `model`, `price`, ...), checked like a
     `models:` entry: for tests and programs that build a model without a manifest file."""
     return config_from_spec(name, ModelSpec.model_validate(fields), base_dir)

@@ -35,7 +35,7 @@ def schema_file(loaded: Loaded[AgentManifest], project: Project) -> Path | None:
     return None
 
 
-def resolve_output_schema(loaded: Loaded[AgentManifest], project: Project) -> dict[str, Any] | None:
+def resolve_output_schema(loaded: Loaded[AgentManifest], project: Project) -> dict[str, object] | None:
     """The agent's output schema as a dict, or None; ManifestError when it cannot be used."""
     spec = loaded.spec
     if spec.output_schema is None:
@@ -70,7 +70,7 @@ ROOT_OBJECT = "the output schema's root must be `type: object` (wrap a list in a
 NOT_SCHEMAS = frozenset({"enum", "const", "default", "examples"})  # values, not subschemas
 
 
-def schema_defects(schema: Any) -> list[tuple[SchemaPath, str]]:
+def schema_defects(schema: object) -> list[tuple[SchemaPath, str]]:
     """Every reason the schema is not a usable output schema, each with its path inside the
     schema: not a JSON Schema of its draft (`$schema`, else 2020-12), a `$ref` that does not
     resolve inside it, a root that is not an object. Empty when it is usable."""
@@ -92,7 +92,7 @@ def schema_defects(schema: Any) -> list[tuple[SchemaPath, str]]:
     return found
 
 
-def schema_problem(schema: Any) -> tuple[SchemaPath, str] | None:
+def schema_problem(schema: object) -> tuple[SchemaPath, str] | None:
     """The first reason the schema is not a usable output schema, or None."""
     found = schema_defects(schema)
     return found[0] if found else None
@@ -123,7 +123,7 @@ def _specification(uri: str) -> Any:
     return specification_with(uri, default=DRAFT202012)
 
 
-def _refs(node: Any, path: SchemaPath, base: str) -> Iterator[tuple[SchemaPath, str, str]]:
+def _refs(node: object, path: SchemaPath, base: str) -> Iterator[tuple[SchemaPath, str, str]]:
     from urllib.parse import urljoin
 
     if isinstance(node, list):

@@ -31,7 +31,7 @@ HINT = "write --set PATH=VALUE, e.g. --set agents.worker.max_steps=5"
 @dataclass(frozen=True, slots=True)
 class Override:
     path: tuple[str, ...]
-    value: Any
+    value: object
     text: str  # as the user wrote it, for messages
 
     @property
@@ -39,7 +39,7 @@ class Override:
         return f"--set {self.text}"
 
 
-def parse_overrides(given: Mapping[str, Any] | Iterable[str] | None) -> list[Override]:
+def parse_overrides(given: Mapping[str, object] | Iterable[str] | None) -> list[Override]:
     """`PATH=VALUE` strings (VALUE read as YAML), or a mapping of path to Python value."""
     if given is None:
         return []
@@ -48,7 +48,7 @@ def parse_overrides(given: Mapping[str, Any] | Iterable[str] | None) -> list[Ove
     return [parse_override(text) for text in given]
 
 
-def _as_yaml(value: Any) -> str:
+def _as_yaml(value: object) -> str:
     """A value as the YAML text `--set` reads back as the same value (run.json records the
     texts, and a resume reads them again); repr for what YAML cannot hold."""
     import yaml
@@ -74,13 +74,13 @@ def parse_override(text: str) -> Override:
     return _override(path.strip(), value, text)
 
 
-def _override(path: str, value: Any, text: str) -> Override:
-    parts = tuple(path.split("."))
+def _override(path: str, value: object, text: str) -> Override:
+    parts = path.split(".")
     if any(not p for p in parts):
         raise UsageError(f"--set {text}: empty part in the path {path!r}", HINT)
     if parts[0] in ("agents", "tools") and len(parts) < 3:
         raise UsageError(f"--set {text}: name the {parts[0][:-1]} and a key, e.g. {parts[0]}.NAME.KEY", HINT)
-    return Override(parts, value, text)
+    return Override(tuple(parts), value, text)
 
 
 def apply_overrides(
@@ -120,7 +120,7 @@ def _target(
     """(kind, name) the override changes, or a diagnostic for an unknown agent or tool."""
     head = item.path[0]
     if head in ("agents", "tools"):
-        table: dict[str, Any] = project.agents if head == "agents" else project.tools
+        table: Mapping[str, object] = project.agents if head == "agents" else project.tools
         name = item.path[1]
         if name in table:
             return (head[:-1], name), None
@@ -170,10 +170,10 @@ def _changed(
     return dataclasses.replace(loaded, spec=spec, source=src, builtin=False), []
 
 
-def _keys(data: Any, path: tuple[str, ...]) -> list[str | int]:
+def _keys(data: object, path: tuple[str, ...]) -> list[str | int]:
     """The path with list indices as ints (as diagnostics name them)."""
     out: list[str | int] = []
-    node: Any = data
+    node: object = data
     for part in path:
         key: str | int = int(part) if isinstance(node, list) and part.lstrip("-").isdigit() else part
         out.append(key)
@@ -187,8 +187,8 @@ def _has(node: Any, key: str | int) -> bool:
     return key in node
 
 
-def _set(data: dict[str, Any], path: tuple[str, ...], value: Any, label: str) -> None:
-    node: Any = data
+def _set(data: Mapping[str, object], path: tuple[str, ...], value: object, label: str) -> None:
+    node: object = data
     for i, part in enumerate(path):
         last = i == len(path) - 1
         if isinstance(node, list):

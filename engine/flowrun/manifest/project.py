@@ -4,9 +4,10 @@ the built-ins), with `extends:` resolved and all problems collected as diagnosti
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from flowrun.manifest.check_cache import cached_check
 from flowrun.manifest.diagnostics import Diagnostic
@@ -110,7 +111,7 @@ def check_source(
     return kind, src, diags + rules, not rules
 
 
-def typed_spec(kind: str, src: Source, data: dict[str, Any]) -> tuple[Strict | None, list[Diagnostic]]:
+def typed_spec(kind: str, src: Source, data: Mapping[str, object]) -> tuple[Strict | None, list[Diagnostic]]:
     """`data` (already past the JSON Schema) as its pydantic model. The schema is generated
     from the models, so a failure here means a trusted file that skipped the schema pass is
     broken; it is reported like any other problem."""
@@ -236,7 +237,7 @@ def _named_agents(project: Project) -> set[str]:
     return found
 
 
-def _agent_values(data: Any) -> set[str]:
+def _agent_values(data: object) -> set[str]:
     if isinstance(data, list):
         return set().union(*(_agent_values(item) for item in data))
     if not isinstance(data, dict):
@@ -306,8 +307,8 @@ def _add_manifest(
         project.default_model = spec.default_model or project.default_model
         return
     assert isinstance(spec, AgentManifest | ToolManifest)
-    if (kind, spec.name) in seen:
-        other = seen[(kind, spec.name)]
+    if (expected, spec.name) in seen:
+        other = seen[(expected, spec.name)]
         project.diagnostics.append(
             src.diag(
                 ("name",),
@@ -317,7 +318,7 @@ def _add_manifest(
             )
         )
         return
-    seen[(kind, spec.name)] = src
+    seen[(expected, spec.name)] = src
     if path.stem != spec.name:
         project.diagnostics.append(
             src.diag(

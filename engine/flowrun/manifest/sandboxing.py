@@ -8,6 +8,7 @@ to SandboxPolicy's defaults: required, network deny."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -25,6 +26,7 @@ from flowrun.manifest.specs import (
     WorkflowManifest,
     sandbox_spec,
 )
+from flowrun.manifest.yaml_source import Source
 from flowrun.redaction import is_secret_name
 from flowrun.tools.sandbox import Mode, SandboxPolicy
 
@@ -41,7 +43,7 @@ class Entry:
     approve: Approve
 
 
-def split_entry(name: str, config: dict[str, Any]) -> Entry:
+def split_entry(name: str, config: Mapping[str, object]) -> Entry:
     """An entry's config without `sandbox` and `approve` (validation has checked them)."""
     own = {k: v for k, v in config.items() if k not in ENTRY_KEYS}
     sandbox = parse_setting(config["sandbox"]) if "sandbox" in config else None
@@ -49,7 +51,7 @@ def split_entry(name: str, config: dict[str, Any]) -> Entry:
     return Entry(name, own, sandbox, approve)
 
 
-def parse_setting(value: Any) -> SandboxSpec:
+def parse_setting(value: object) -> SandboxSpec:
     """A `sandbox:` value from a tool entry: a mode or a mapping (raises ValueError, or
     pydantic's ValidationError, which is one)."""
     if isinstance(value, dict):
@@ -97,7 +99,7 @@ def tool_layers(project: Project, entry: Entry) -> tuple[SandboxSpec | None, ...
     return (sandbox_spec(loaded.spec.sandbox) if loaded else None, entry.sandbox)
 
 
-def entry_policy(name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy:
+def entry_policy(name: str, config: Mapping[str, object], where: SandboxQuery) -> SandboxPolicy:
     """The sandbox of a declared tool's processes as `where.agent` lists it (`config`: the entry's)."""
     entry = split_entry(name, config)
     layers = tool_layers(where.project, entry)
@@ -149,7 +151,7 @@ def explain(
 
 
 def check_setting(
-    src: Any, parts: tuple[str | int, ...], setting: SandboxMode | SandboxSpec | None
+    src: Source, parts: tuple[str | int, ...], setting: SandboxMode | SandboxSpec | None
 ) -> list[Diagnostic]:
     """A `sandbox:` of a workflow, agent or tool: env names the sandbox would never pass."""
     return [
@@ -163,7 +165,7 @@ def check_setting(
     ]
 
 
-def check_entry_keys(src: Any, index: int, name: str, config: dict[str, Any]) -> list[Diagnostic]:
+def check_entry_keys(src: Source, index: int, name: str, config: dict[str, Any]) -> list[Diagnostic]:
     """`approve` and `sandbox` of one tool entry."""
     from pydantic import ValidationError
 

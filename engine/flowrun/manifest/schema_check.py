@@ -8,12 +8,15 @@ import json
 import re
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun.manifest import unions
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 KIND_NAMES = ("workflow", "agent", "tool", "models", "script", "test")
 FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
@@ -35,24 +38,24 @@ def load_schema(kind: str) -> dict[str, Any]:
     return _schema(kind, unions.generation() if unions.extended() else 0)
 
 
-def validator_for(kind: str) -> Any:
+def validator_for(kind: str) -> Validator:
     return _validator(kind, unions.generation() if unions.extended() else 0)
 
 
 @cache
-def _schema(kind: str, generation: int) -> dict[str, Any]:
+def _schema(kind: str, generation: int) -> dict[str, object]:
     if generation:
         from flowrun.manifest.schema_export import kind_schema
 
         return kind_schema(kind)
-    schema: dict[str, Any] = json.loads(
+    schema: dict[str, object] = json.loads(
         (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")
     )
     return schema
 
 
 @cache
-def _validator(kind: str, generation: int) -> Any:
+def _validator(kind: str, generation: int) -> Validator:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(_schema(kind, generation))
@@ -204,10 +207,10 @@ def _any_of(src: Source, err: Any, parts: PathKey, root: dict[str, Any]) -> list
     return _explain(src, deeper, root)
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, object]:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        resolved: dict[str, Any] = root["$defs"][ref.rsplit("/", 1)[1]]
+        resolved: dict[str, object] = root["$defs"][ref.rsplit("/", 1)[1]]
         return resolved
     return schema
 

@@ -49,7 +49,7 @@ def write_all(folder: Path) -> list[Path]:
     return written
 
 
-def _tidy(node: Any, top: bool = True) -> Any:
+def _tidy(node: object, top: bool = True) -> Any:
     """Make pydantic's output read like a hand-written schema: an optional field is its type
     (not anyOf [type, null]), and per-property titles and null defaults are dropped."""
     if isinstance(node, list):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
@@ -35,13 +36,14 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
     return out
 
 
-def _model_problems(src: Source, parts: tuple[Any, ...], model: dict[str, Any]) -> list[Diagnostic]:
+def _model_problems(src: Source, parts: tuple[Any, ...], model: Mapping[str, object]) -> list[Diagnostic]:
     provider = model.get("provider")
     if provider is None and model.get("preset") is None:
         return [
             src.diag(parts, "a model needs `provider` or `preset`", "e.g. provider: anthropic", "invalid")
         ]
-    if provider not in PROVIDERS:  # a preset (or a provider the schema has already refused)
+    # a preset (or a provider the schema has already refused)
+    if not isinstance(provider, str) or provider not in PROVIDERS:
         return []
     for key, hint in provider_class(provider).requires.items():  # what the provider type declares
         if not model.get(key):
@@ -49,7 +51,7 @@ def _model_problems(src: Source, parts: tuple[Any, ...], model: dict[str, Any]) 
     return []
 
 
-def _agent_problems(src: Source, data: dict[str, Any]) -> list[Diagnostic]:
+def _agent_problems(src: Source, data: Mapping[str, object]) -> list[Diagnostic]:
     out = []
     for key in ("tools", "selectable_models"):
         if isinstance(data.get(key), dict) and "extends" not in data:

@@ -41,7 +41,7 @@ class Strict(BaseModel):
 # ---------------------------------------------------------------- sandbox and approvals
 
 
-def _off(value: Any) -> Any:
+def _off(value: object) -> object:
     return "off" if value is False else value  # YAML reads a bare `off` as false
 
 
@@ -63,9 +63,9 @@ class SandboxSpec(Strict):
     scripts) are confined. Unset keys inherit: workflow, then agent, then the tool's manifest,
     then the agent's entry for the tool. Binds and env add up."""
 
-    mode: SandboxMode | None = Field(None, description="required | auto | off (default: required).")
+    mode: SandboxMode | None = Field(default=None, description="required | auto | off (default: required).")
     network: Literal["deny", "allow"] | None = Field(
-        None, description="deny (default): no network inside; allow: the host's network."
+        default=None, description="deny (default): no network inside; allow: the host's network."
     )
     ro_binds: list[str] = Field(
         default_factory=list,
@@ -103,22 +103,28 @@ def sandbox_spec(value: SandboxMode | SandboxSpec | None) -> SandboxSpec | None:
 class Price(Strict):
     input: float = Field(ge=0, description="USD per million input tokens.")
     output: float = Field(ge=0, description="USD per million output tokens.")
-    cache_read: float | None = Field(None, ge=0, description="USD per million cache-read tokens.")
-    cache_write: float | None = Field(None, ge=0, description="USD per million cache-write tokens.")
+    cache_read: float | None = Field(default=None, ge=0, description="USD per million cache-read tokens.")
+    cache_write: float | None = Field(default=None, ge=0, description="USD per million cache-write tokens.")
 
 
 class Thinking(Strict):
-    enabled: bool = Field(True, description="Extended thinking on or off.")
-    budget_tokens: int = Field(2048, ge=1024, description="Tokens the model may spend thinking per call.")
+    enabled: bool = Field(default=True, description="Extended thinking on or off.")
+    budget_tokens: int = Field(
+        default=2048, ge=1024, description="Tokens the model may spend thinking per call."
+    )
 
 
 class RateLimit(Strict):
     """A model's rate limits, shared by every run of the process (and of a batch, on Ray too):
     requests are spread evenly, tokens come from a bucket of one second's worth."""
 
-    requests_per_minute: int | None = Field(None, ge=1, description="Requests started per minute, at most.")
+    requests_per_minute: int | None = Field(
+        default=None, ge=1, description="Requests started per minute, at most."
+    )
     tokens_per_minute: int | None = Field(
-        None, ge=1, description="Input and output tokens per minute, at most (input estimated before a call)."
+        default=None,
+        ge=1,
+        description="Input and output tokens per minute, at most (input estimated before a call).",
     )
 
 
@@ -126,44 +132,53 @@ class ModelSpec(Strict):
     """One named model: which provider serves it and how to call it. Secrets are never inline."""
 
     provider: Literal[PROVIDERS] | None = Field(  # type: ignore[valid-type]
-        None,
+        default=None,
         description="anthropic | openai | openai-compatible (needs base_url) | test | scripted. "
         "May be omitted when `preset` is given.",
     )
     preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
-        None,
+        default=None,
         description="An openai-compatible service whose base_url and key variable flowrun knows: "
         + ", ".join(PRESETS)
         + ".",
     )
     model: str = Field(min_length=1, description="The model id the provider expects.")
-    base_url: str | None = Field(None, description="Override the API base URL (proxies, local servers).")
-    api_key_env: EnvName | None = Field(None, description="Env var holding the API key.")
+    base_url: str | None = Field(
+        default=None, description="Override the API base URL (proxies, local servers)."
+    )
+    api_key_env: EnvName | None = Field(default=None, description="Env var holding the API key.")
     auth_token_env: EnvName | None = Field(
-        None, description="Env var holding a bearer auth token (anthropic; used instead of the key)."
+        default=None, description="Env var holding a bearer auth token (anthropic; used instead of the key)."
     )
-    max_tokens: int = Field(4096, ge=1, description="Max output tokens per call.")
+    max_tokens: int = Field(default=4096, ge=1, description="Max output tokens per call.")
     temperature: float | None = Field(
-        None, ge=0, le=2, description="Sampling temperature (not sent if unset)."
+        default=None, ge=0, le=2, description="Sampling temperature (not sent if unset)."
     )
-    thinking: bool | Thinking = Field(False, description="Extended thinking: true/false or {budget_tokens}.")
-    stream: bool = Field(True, description="Stream responses.")
-    timeout_s: float = Field(300.0, gt=0, description="Per-request timeout in seconds.")
+    thinking: bool | Thinking = Field(
+        default=False, description="Extended thinking: true/false or {budget_tokens}."
+    )
+    stream: bool = Field(default=True, description="Stream responses.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Per-request timeout in seconds.")
     max_retries: int = Field(
-        4, ge=0, le=20, description="Retries on 429/5xx/timeouts and unusable answers (cut, empty, not JSON)."
+        default=4,
+        ge=0,
+        le=20,
+        description="Retries on 429/5xx/timeouts and unusable answers (cut, empty, not JSON).",
     )
-    context_window: int = Field(128_000, ge=1024, description="Context window in tokens (for `compact`).")
+    context_window: int = Field(
+        default=128_000, ge=1024, description="Context window in tokens (for `compact`)."
+    )
     tool_calling: Literal["native", "react"] = Field(
-        "native",
+        default="native",
         description="native tool calls, or `react`: tools described in text (Thought/Action/Observation).",
     )
     structured_output: Literal["native", "instructions"] = Field(
-        "native",
+        default="native",
         description="How an agent's output_schema reaches this model: native (OpenAI response_format "
         "json_schema, a forced tool for Anthropic) or instructions (described in the system prompt, "
         "for servers without structured output).",
     )
-    price: Price | None = Field(None, description="Prices for the cost summary.")
+    price: Price | None = Field(default=None, description="Prices for the cost summary.")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (not secrets).")
     extra_headers: dict[str, str] = Field(
         default_factory=dict,
@@ -175,22 +190,22 @@ class ModelSpec(Strict):
         "{enable_thinking: false} or {chat_template_kwargs: {enable_thinking: false}}.",
     )
     thinking_off: dict[str, Any] | None = Field(
-        None,
+        default=None,
         description="extra_body that switches this model's thinking off, sent when `thinking: false` is "
         "set or the run has --no-thinking (default: the preset's, e.g. qwen, glm, vllm).",
     )
     thinking_on: dict[str, Any] | None = Field(
-        None,
+        default=None,
         description="extra_body that switches this model's thinking on, sent when `thinking: true` is set "
         "(default: the preset's, e.g. qwen, glm, vllm).",
     )
     tool_history: Literal["native", "text"] = Field(
-        "native",
+        default="native",
         description="text: earlier tool calls and results are sent as plain text turns, for proxies "
         "that reject tool blocks in the history (tools are still offered natively).",
     )
     script: str | None = Field(
-        None, description="scripted provider: the script file, relative to the workflow."
+        default=None, description="scripted provider: the script file, relative to the workflow."
     )
     fallback: list[ModelRef] = Field(
         default_factory=list,
@@ -198,13 +213,13 @@ class ModelSpec(Strict):
         "(429, 5xx, overloaded, timeouts, connection errors) after its own retries.",
     )
     cooldown_s: float = Field(
-        60.0,
+        default=60.0,
         gt=0,
         description="After it failed, seconds before this model is tried again (calls go to the "
         "fallback meanwhile).",
     )
     rate_limit: RateLimit | None = Field(
-        None,
+        default=None,
         description="{requests_per_minute, tokens_per_minute}: shared by all runs of a process or batch.",
     )
 
@@ -225,7 +240,7 @@ class ModelsManifest(Strict):
     version: Literal[1] = Field(description="Manifest format version.")
     kind: Literal["models"]
     models: dict[Name, ModelSpec] = Field(description="Named models.")
-    default_model: str | None = Field(None, description="The model agents use when they name none.")
+    default_model: str | None = Field(default=None, description="The model agents use when they name none.")
 
 
 # ---------------------------------------------------------------- tools
@@ -246,8 +261,8 @@ Implementation = Annotated[
 
 
 class ToolLimits(Strict):
-    timeout_s: float | None = Field(None, gt=0, description="Kill the call after this many seconds.")
-    max_output_bytes: int | None = Field(None, ge=256, description="Cap on captured output.")
+    timeout_s: float | None = Field(default=None, gt=0, description="Kill the call after this many seconds.")
+    max_output_bytes: int | None = Field(default=None, ge=256, description="Cap on captured output.")
 
 
 class ToolManifest(Strict):
@@ -260,24 +275,24 @@ class ToolManifest(Strict):
     parameters: dict[str, Any] = Field(description="JSON Schema (type: object) of the arguments.")
     implementation: Implementation
     config: dict[str, Any] | None = Field(
-        None, description="JSON Schema of the per-agent config an agent may set for this tool."
+        default=None, description="JSON Schema of the per-agent config an agent may set for this tool."
     )
     defaults: dict[str, Any] = Field(default_factory=dict, description="Default config values.")
     limits: ToolLimits = Field(default_factory=lambda: ToolLimits())
     sequential: bool | None = Field(
-        None,
+        default=None,
         description="true: never run concurrently with the other tool calls of a step. Default: "
         "what the python function declares (@tool(sequential=...)), else false.",
     )
     processes: bool = Field(
-        False,
+        default=False,
         description="true: the tool starts processes, which run in the sandbox (command tools always do).",
     )
     sandbox: SandboxSetting | None = Field(
-        None, description="The sandbox this tool's processes need (e.g. {network: allow})."
+        default=None, description="The sandbox this tool's processes need (e.g. {network: allow})."
     )
     idempotent: bool | None = Field(
-        None,
+        default=None,
         description="false: a call may not be repeated blindly (it appends, sends, deploys): a "
         "resume that finds it started but unfinished tells the agent its effect is unknown "
         "instead of running it again. Default: true for python tools (or the function's own "
@@ -285,7 +300,7 @@ class ToolManifest(Strict):
         "command tools.",
     )
     files: FileUse | None = Field(
-        None,
+        default=None,
         description="What the tool does with the path it is given. read: a dry run gives it a "
         "file that exists. write: each result's `context.path_resolved` counts as a file the agent "
         "wrote (an agent-as-tool lists it to its caller). change: it deletes or makes folders: a "
@@ -293,20 +308,20 @@ class ToolManifest(Strict):
         "(@tool(files=...)), else none of these.",
     )
     replay: ReplayUse | None = Field(
-        None,
+        default=None,
         description="What `flowrun replay` and `flowrun test` do with a recorded call. run: run "
         "the tool again (for its files; the model still sees the recorded result). recorded: use "
         "the recorded result without running it (the network, a person). Default: what the python "
         "function declares (@tool(replay=...)), else run.",
     )
     dry_run: dict[str, Any] | None = Field(
-        None,
+        default=None,
         description="Arguments the offline test provider (--dry-run) calls this tool with, over "
         "those it derives from `parameters`. In string values, {path} is a file the agent may "
         "write, {dir} a scratch folder it may create, {text} a line of dry-run text.",
     )
     dry_run_order: Literal["first", "late", "last", "never"] | None = Field(
-        None,
+        default=None,
         description="When the offline test provider (--dry-run) calls this tool among the agent's "
         "others (default: in the agent's tools order). first: it makes what others use (a file, "
         "a folder). late: it deletes. last: it ends the agent (its `result` argument gets the "
@@ -360,7 +375,7 @@ class StrategySpec(Strict):
     strategy: str
 
 
-def _strategy(value: Any) -> str:
+def _strategy(value: object) -> str:
     found = value.get("strategy", "full") if isinstance(value, dict) else getattr(value, "strategy", "full")
     return str(found)
 
@@ -375,9 +390,9 @@ def default_context() -> StrategySpec:
 
 class StopSpec(Strict):
     pattern: str | None = Field(
-        None, description=r"Regex on the model's text that ends the agent, e.g. '\bDONE\b\s*$'."
+        default=None, description=r"Regex on the model's text that ends the agent, e.g. '\bDONE\b\s*$'."
     )
-    on_text: bool = Field(True, description="End when the model answers without tool calls.")
+    on_text: bool = Field(default=True, description="End when the model answers without tool calls.")
 
 
 class AgentManifest(Strict):
@@ -387,18 +402,18 @@ class AgentManifest(Strict):
     kind: Literal["agent"]
     name: Name = Field(description="The agent's name; also its tool name when offered to other agents.")
     extends: Name | None = Field(
-        None, description="Inherit another agent's keys (same name: the next one on the search path)."
+        default=None, description="Inherit another agent's keys (same name: the next one on the search path)."
     )
     description: str | None = Field(
-        None,
+        default=None,
         description="What callers see when this agent is offered as a tool (default: 'The NAME agent.').",
     )
-    prompt: str | None = Field(None, description="Inline Jinja2 system prompt.")
+    prompt: str | None = Field(default=None, description="Inline Jinja2 system prompt.")
     prompt_file: str | None = Field(
-        None, description="A Jinja2 template under prompts/ (the system prompt), a relative path."
+        default=None, description="A Jinja2 template under prompts/ (the system prompt), a relative path."
     )
     model: ModelRef | None = None
-    max_steps: int = Field(30, ge=1, le=10_000, description="Model calls before it stops.")
+    max_steps: int = Field(default=30, ge=1, le=10_000, description="Model calls before it stops.")
     tools: list[ToolEntry] | ToolsPatch = Field(
         default_factory=list,
         description="The allowlist: tools and agents it may call. With `extends`, either a list (it "
@@ -407,7 +422,7 @@ class AgentManifest(Strict):
     context: ContextSpec = Field(default_factory=default_context)
     stop: StopSpec = Field(default_factory=lambda: StopSpec())
     session: Literal["fresh", "persistent"] = Field(
-        "fresh",
+        default="fresh",
         description="As a tool: fresh = a new conversation per call; persistent = one instance "
         "keeps its conversation across calls.",
     )
@@ -418,18 +433,18 @@ class AgentManifest(Strict):
     )
     vars: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt template.")
     summary_max_chars: int = Field(
-        4000, ge=100, description="As a tool: cap on the summary returned to the caller."
+        default=4000, ge=100, description="As a tool: cap on the summary returned to the caller."
     )
     output_schema: dict[str, Any] | str | None = Field(
-        None,
+        default=None,
         description="A JSON Schema (type: object) the final answer must match: inline, or a .json/.yaml "
         "file under schemas/ on the search path. As a tool, the caller gets the parsed object in `data`.",
     )
     output_repairs: int = Field(
-        2, ge=0, le=10, description="Turns the agent gets to fix a final answer that does not match."
+        default=2, ge=0, le=10, description="Turns the agent gets to fix a final answer that does not match."
     )
     sandbox: SandboxSetting | None = Field(
-        None, description="How this agent's tool processes are confined (overrides the workflow's)."
+        default=None, description="How this agent's tool processes are confined (overrides the workflow's)."
     )
 
     @property
@@ -459,31 +474,34 @@ class McpServerSpec(Strict):
     in command, args, env, url and headers are read from the environment when it starts."""
 
     type: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(
-        None, description="stdio (with `command`), http / streamable-http or sse (with `url`)."
+        default=None, description="stdio (with `command`), http / streamable-http or sse (with `url`)."
     )
-    command: str | None = Field(None, min_length=1, description="stdio: the program that runs the server.")
+    command: str | None = Field(
+        default=None, min_length=1, description="stdio: the program that runs the server."
+    )
     args: list[str] = Field(default_factory=list, description="stdio: its arguments.")
     env: dict[str, str] = Field(
         default_factory=dict,
         description="stdio: variables the server gets (`${NAME}` passes one of flowrun's, secrets included).",
     )
     cwd: str | None = Field(
-        None,
+        default=None,
         description="stdio: its working folder, relative to the declaring file's folder (default: there).",
     )
-    url: str | None = Field(None, min_length=1, description="http / sse: the server's endpoint.")
+    url: str | None = Field(default=None, min_length=1, description="http / sse: the server's endpoint.")
     headers: dict[str, str] = Field(
         default_factory=dict, description="http / sse: request headers (`Bearer ${TOKEN}` for a secret)."
     )
-    timeout_s: float = Field(60.0, gt=0, description="Seconds one tool call may take (then TIMEOUT).")
+    timeout_s: float = Field(default=60.0, gt=0, description="Seconds one tool call may take (then TIMEOUT).")
     startup_timeout_s: float = Field(
-        30.0, gt=0, description="Seconds the server may take to start and list its tools."
+        default=30.0, gt=0, description="Seconds the server may take to start and list its tools."
     )
     tools: list[str] | None = Field(
-        None, description="Allowlist of the server's tools agents may use (default: all of them)."
+        default=None, description="Allowlist of the server's tools agents may use (default: all of them)."
     )
     sandbox: SandboxSetting | None = Field(
-        None, description="stdio: how the server process is confined (over the workflow's `sandbox:`)."
+        default=None,
+        description="stdio: how the server process is confined (over the workflow's `sandbox:`).",
     )
 
     @property
@@ -507,12 +525,12 @@ class McpConfigFile(Strict):
 
 
 class InputSpec(Strict):
-    description: str | None = Field(None, description="Shown in --help.")
+    description: str | None = Field(default=None, description="Shown in --help.")
     type: Literal["string", "integer", "number", "boolean", "list"] = Field(
-        "string",
+        default="string",
         description="list: a JSON array, or one item per line of text (for `foreach:`).",
     )
-    required: bool | None = Field(None, description="Default: true unless a default is given.")
+    required: bool | None = Field(default=None, description="Default: true unless a default is given.")
     default: Any = None
     choices: list[Any] | None = None
 
@@ -532,7 +550,7 @@ class StepSpec(Strict):
     that names the kind (`agent:`, `loop:`, `parallel:`, `foreach:`); every step takes `if:`."""
 
     kind: ClassVar[str]
-    if_: str | None = Field(None, alias="if", description=IF_DESCRIPTION)
+    if_: str | None = Field(default=None, alias="if", description=IF_DESCRIPTION)
 
 
 def _step_keys() -> list[str]:
@@ -557,12 +575,12 @@ class SeedFile(Strict):
 
 def seed(value: str | SeedFile) -> SeedFile:
     """A `workspace.files` value as a SeedFile (a plain string is its content)."""
-    return value if isinstance(value, SeedFile) else SeedFile(content=value)
+    return value if isinstance(value, SeedFile) else SeedFile(content=value, overwrite=False)
 
 
 class WorkspaceSpec(Strict):
     dir: str | None = Field(
-        None,
+        default=None,
         description="A folder the agents work in instead of the run folder, kept across runs: relative "
         "to the workflow's folder, a Jinja2 template over the inputs (e.g. projects/{{ name }}); made "
         "when missing. The run folder keeps the engine's files. --workdir overrides it.",
@@ -582,12 +600,12 @@ class WorkspaceSpec(Strict):
 
 
 class Limits(Strict):
-    max_total_tokens: int | None = Field(None, ge=1)
-    max_cost_usd: float | None = Field(None, gt=0)
-    max_wall_time_s: float | None = Field(None, gt=0)
-    max_total_steps: int | None = Field(None, ge=1)
-    max_depth: int = Field(3, ge=1, le=10, description="Nesting of agents as tools.")
-    max_concurrency: int = Field(8, ge=1, description="Tool calls run at once per step.")
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_wall_time_s: float | None = Field(default=None, gt=0)
+    max_total_steps: int | None = Field(default=None, ge=1)
+    max_depth: int = Field(default=3, ge=1, le=10, description="Nesting of agents as tools.")
+    max_concurrency: int = Field(default=8, ge=1, description="Tool calls run at once per step.")
 
 
 class WorkflowManifest(Strict):
@@ -603,17 +621,19 @@ class WorkflowManifest(Strict):
     models: dict[Name, ModelSpec] = Field(
         default_factory=dict, description="Named models for this workflow's agents."
     )
-    default_model: str | None = Field(None, description="The model agents use when they name none.")
-    entry: Name | None = Field(None, description="The agent that runs (or use `steps`).")
-    task: str | None = Field(None, description="Jinja2: the first user message to the entry agent.")
+    default_model: str | None = Field(default=None, description="The model agents use when they name none.")
+    entry: Name | None = Field(default=None, description="The agent that runs (or use `steps`).")
+    task: str | None = Field(default=None, description="Jinja2: the first user message to the entry agent.")
     steps: list[Step] | None = Field(
-        None, description="A sequence of agent steps, loops, parallel and foreach steps."
+        default=None, description="A sequence of agent steps, loops, parallel and foreach steps."
     )
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
-    output: str | None = Field(None, description="The declared output file in the workspace, e.g. report.md.")
+    output: str | None = Field(
+        default=None, description="The declared output file in the workspace, e.g. report.md."
+    )
     limits: Limits = Field(default_factory=lambda: Limits())
     sandbox: SandboxSetting | None = Field(
-        None,
+        default=None,
         description="How tool processes are confined, for every agent (default: required, network deny).",
     )
     mcp_servers: dict[Name, McpServerSpec] = Field(
@@ -650,21 +670,23 @@ Texts = str | list[str]
 
 
 class MessageExpect(Strict):
-    contains: Texts | None = Field(None, description="Text (or texts) it must contain.")
-    not_contains: Texts | None = Field(None, description="Text (or texts) it must not contain.")
-    matches: str | None = Field(None, description="A Python regex it must match (re.search, multiline).")
+    contains: Texts | None = Field(default=None, description="Text (or texts) it must contain.")
+    not_contains: Texts | None = Field(default=None, description="Text (or texts) it must not contain.")
+    matches: str | None = Field(
+        default=None, description="A Python regex it must match (re.search, multiline)."
+    )
 
 
 class OutputExpect(MessageExpect):
     file: str | None = Field(
-        None,
+        default=None,
         description="A file in the run folder (default: the workflow's `output`, else the final answer).",
     )
 
 
 class ToolCallExpect(Strict):
     tool: str = Field(min_length=1, description="The tool (or agent called as a tool) that must be called.")
-    agent: str | None = Field(None, description="Only calls made by this agent.")
+    agent: str | None = Field(default=None, description="Only calls made by this agent.")
     arguments: dict[str, Any] = Field(
         default_factory=dict,
         description="Arguments the call must have (a subset: other arguments may be there too).",
@@ -673,32 +695,33 @@ class ToolCallExpect(Strict):
 
 class FileExpect(Strict):
     path: str = Field(description="A file the run must leave in the run folder.")
-    contains: Texts | None = Field(None, description="Text (or texts) the file must contain.")
+    contains: Texts | None = Field(default=None, description="Text (or texts) the file must contain.")
 
 
 class BudgetExpect(Strict):
-    max_cost_usd: float | None = Field(None, gt=0)
-    max_tokens: int | None = Field(None, ge=1)
-    max_steps: int | None = Field(None, ge=1, description="Model calls over all agents.")
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_steps: int | None = Field(default=None, ge=1, description="Model calls over all agents.")
 
 
 class FlowTestExpect(Strict):
     status: Literal["completed", "failed", "max_steps", "budget_exceeded"] = Field(
-        "completed", description="The status the replayed run must end with."
+        default="completed", description="The status the replayed run must end with."
     )
     output: OutputExpect | None = None
     message: MessageExpect | None = Field(
-        None, description="The run's final message: the last answer, or what went wrong when it failed."
+        default=None,
+        description="The run's final message: the last answer, or what went wrong when it failed.",
     )
     tool_calls: list[ToolCallExpect] = Field(
         default_factory=list, description="Tool calls the run must make (each matched by a different call)."
     )
-    ordered: bool = Field(False, description="true: the tool_calls must happen in the order listed.")
+    ordered: bool = Field(default=False, description="true: the tool_calls must happen in the order listed.")
     not_called: list[str] = Field(default_factory=list, description="Tools that must not be called at all.")
     files: list[str | FileExpect] = Field(
         default_factory=list, description="Files the run must leave in the run folder."
     )
-    budget: BudgetExpect | None = Field(None, description="Limits the run's usage must stay within.")
+    budget: BudgetExpect | None = Field(default=None, description="Limits the run's usage must stay within.")
 
 
 class FlowTestManifest(Strict):
@@ -715,9 +738,11 @@ class FlowTestManifest(Strict):
         "`flowrun record` makes one."
     )
     inputs: dict[str, Any] | None = Field(
-        None, description="The workflow's inputs (default: the ones the cassette recorded)."
+        default=None, description="The workflow's inputs (default: the ones the cassette recorded)."
     )
-    sandbox: SandboxMode | None = Field(None, description="Override every `sandbox:` mode for the replay.")
+    sandbox: SandboxMode | None = Field(
+        default=None, description="Override every `sandbox:` mode for the replay."
+    )
     expect: FlowTestExpect = Field(default_factory=lambda: FlowTestExpect())
 
 

@@ -3,10 +3,10 @@ analysis (syntax errors, variables a template uses) for `flowrun validate`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
@@ -81,7 +81,7 @@ def analyse_expression(source: str) -> TemplateInfo:
 
 
 def render(
-    source: str, variables: dict[str, Any], *, search: list[Path] | None = None, what: str = ""
+    source: str, variables: Mapping[str, object], *, search: list[Path] | None = None, what: str = ""
 ) -> str:
     from jinja2 import TemplateError
 
@@ -105,7 +105,7 @@ def _environment(search: tuple[str, ...]) -> SandboxedEnvironment:
     return environment([Path(p) for p in search])
 
 
-def evaluate(expression: str, variables: dict[str, Any], what: str = "until") -> bool:
+def evaluate(expression: str, variables: Mapping[str, object], what: str = "until") -> bool:
     text = expression if "{{" in expression or "{%" in expression else "{{ " + expression + " }}"
     value = render(text, variables, what=what).strip()
     return value.lower() not in ("", "false", "0", "none", "no")

@@ -18,7 +18,7 @@ def model_fields(model: type[Strict]) -> set[str]:
 
 
 def check_model(
-    src: Source, model: type[Strict], data: Any, prefix: PathKey = ()
+    src: Source, model: type[Strict], data: object, prefix: PathKey = ()
 ) -> tuple[Strict | None, list[Diagnostic]]:
     """`data` (found at `prefix` in `src`) as `model`, or None and the problems."""
     from pydantic import ValidationError
@@ -48,7 +48,7 @@ def _diagnostic(src: Source, model: type[Strict], data: Any, prefix: PathKey, er
 
 def _allowed_at(model: type[Strict], loc: tuple[str | int, ...]) -> set[str]:
     """The keys the model takes at `loc` (descending through nested models and mappings)."""
-    current: Any = model
+    current: object = model
     for part in loc:
         if isinstance(part, int) or not isinstance(current, type) or not issubclass(current, Strict):
             current = _inner_model(current)
@@ -59,7 +59,7 @@ def _allowed_at(model: type[Strict], loc: tuple[str | int, ...]) -> set[str]:
     return model_fields(current) if isinstance(current, type) and issubclass(current, Strict) else set()
 
 
-def _inner_model(annotation: Any) -> Any:
+def _inner_model(annotation: object) -> object:
     """The Strict model inside `X`, `X | None`, `dict[str, X]` or `list[X]`, if any."""
     if isinstance(annotation, type) and issubclass(annotation, Strict):
         return annotation

@@ -40,7 +40,7 @@ class KindUnion:
         self.family = family
         _TAGGERS[family] = tagger
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    def __get_pydantic_core_schema__(self, source: object, handler: GetCoreSchemaHandler) -> CoreSchema:
         from pydantic import Discriminator, Tag
 
         members = _MEMBERS.get(self.family) or (ensure() and _MEMBERS.get(self.family))
@@ -57,7 +57,7 @@ class KindUnion:
 def key_tagger(keys: Callable[[], list[str]]) -> Tagger:
     """A union told apart by which of its members' keys a value has (`agent:`, `loop:`...)."""
 
-    def tag(value: Any) -> str | None:
+    def tag(value: object) -> str | None:
         for key in keys():
             if (isinstance(value, dict) and key in value) or getattr(value, key, None) is not None:
                 return key

@@ -72,7 +72,7 @@ class Source:
 COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
-def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic]) -> Any:
+def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic]) -> object:
     mark = node.start_mark
     src.values[parts] = (mark.line + 1, mark.column + 1)
     if isinstance(node, yaml.CollectionNode) and node.tag not in COLLECTION_TAGS:
@@ -88,7 +88,7 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
             )
         )
     if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
+        out: dict[object, object] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 merged = _walk(value_node, parts, src, dupes)
@@ -144,7 +144,7 @@ def _key(node: yaml.Node, src: Source, problems: list[Diagnostic]) -> str:
 _constructor = yaml.SafeLoader("")
 
 
-def _scalar(node: yaml.Node, src: Source | None = None, problems: list[Diagnostic] | None = None) -> Any:
+def _scalar(node: yaml.Node, src: Source | None = None, problems: list[Diagnostic] | None = None) -> object:
     """A scalar's value by the safe loader's rules. A value its tag cannot hold (`!!int abc`,
     a 13th month, an unknown `!tag`) is a diagnostic, and its text is kept in its place."""
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from flowrun.providers.retry import ApiFailure, server_message
 from flowrun.types import ModelResponse, ToolCall
@@ -57,12 +57,12 @@ def shape_checked(read: Callable[P, T]) -> Callable[P, T]:
 WRONG_FORMAT = "(check the model's provider and base_url)"
 
 
-def _field(body: Any, name: str) -> Any:
+def _field(body: object, name: str) -> object:
     """A field of an answer's JSON object or of the SDK's model of it; None when missing."""
     return body.get(name) if isinstance(body, dict) else getattr(body, name, None)
 
 
-def require_json_object(body: Any, fields: str, *, foreign: tuple[str, str, str]) -> None:
+def require_json_object(body: object, fields: str, *, foreign: tuple[str, str, str]) -> None:
     """The SDKs hand back the raw text when a 200 is not `application/json`: refuse it, a
     JSON body that carries an `error` instead of an answer, and an answer in the other wire
     format (`foreign`: a field, its value or "" for any, and the format's name), as a
@@ -87,13 +87,13 @@ def require_json_object(body: Any, fields: str, *, foreign: tuple[str, str, str]
         raise unusable(f"the response has no {fields.replace(' ', ' or ')}")
 
 
-def kind(value: Any) -> str:
+def kind(value: object) -> str:
     """`a str`, `an int`: a value's type for a message."""
     name = type(value).__name__
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
-def part_text(content: Any) -> str:
+def part_text(content: object) -> str:
     """A message's text: a string, or a list of text parts (some compatible servers send
     `[{"type": "text", "text": ...}]`); None is no text. Anything else is malformed."""
     if content is None or isinstance(content, str):

@@ -17,7 +17,7 @@ Wire choices:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -57,8 +57,8 @@ THINKING_TYPES = ("thinking", "redacted_thinking")
 # ---------------------------------------------------------------- request
 
 
-def _assistant_blocks(message: Message, keep_thinking: bool) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _assistant_blocks(message: Message, keep_thinking: bool) -> list[dict[str, object]]:
+    blocks: list[dict[str, object]] = []
     if keep_thinking:
         blocks.extend(dict(b) for b in message.thinking if b.get("type") in THINKING_TYPES)
     if message.content:
@@ -70,8 +70,8 @@ def _assistant_blocks(message: Message, keep_thinking: bool) -> list[dict[str, A
     return blocks
 
 
-def _tool_result_block(message: Message) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
+def _tool_result_block(message: Message) -> dict[str, object]:
+    block: dict[str, object] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
     if message.content:
         block["content"] = message.content
     if message.is_error:
@@ -113,8 +113,8 @@ def anthropic_messages(
     return extra_system, turns
 
 
-def anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [
+def anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
     ]
     if out:
@@ -134,7 +134,7 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
         [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}] if request.system else []
     )
     system += [{"type": "text", "text": text} for text in extra_system]
-    params: dict[str, Any] = {"model": config.model, "max_tokens": config.max_tokens, "messages": messages}
+    params: dict[str, object] = {"model": config.model, "max_tokens": config.max_tokens, "messages": messages}
     if system:
         params["system"] = system
     tools = list(request.tools)
@@ -173,7 +173,7 @@ def _tool_call(block: dict[str, Any]) -> ToolCall:
     )
 
 
-def _thinking_block(block: dict[str, Any]) -> dict[str, Any]:
+def _thinking_block(block: Mapping[str, object]) -> dict[str, object]:
     if block["type"] == "redacted_thinking":
         return {"type": "redacted_thinking", "data": block.get("data", "")}
     return {
@@ -198,7 +198,7 @@ def response_from_blocks(
     )
 
 
-def _usage(raw: Any, into: Usage | None = None) -> Usage:
+def _usage(raw: object, into: Usage | None = None) -> Usage:
     """Fold an API usage object into `into`; fields the object lacks (None) stay as they were
     (message_delta repeats only some of them, cumulatively)."""
     usage = into or Usage()
@@ -217,7 +217,7 @@ def _usage(raw: Any, into: Usage | None = None) -> Usage:
 _BLOCK_FIELDS = ("type", "text", "thinking", "signature", "data", "id", "name", "input")
 
 
-def _block_dict(block: Any) -> dict[str, Any]:
+def _block_dict(block: object) -> dict[str, object]:
     """A content block's fields as a plain dict (attribute reads: `model_dump` would warn
     about a malformed tool input, which we want to keep as it came)."""
     return {name: value for name in _BLOCK_FIELDS if (value := getattr(block, name, None)) is not None}
@@ -244,7 +244,7 @@ class StreamAssembler:
         self.stopped = False  # message_stop seen
 
     @shape_checked
-    def feed(self, event: Any) -> None:
+    def feed(self, event: object) -> None:
         self.events += 1
         handler = getattr(self, f"_on_{getattr(event, 'type', '')}", None)
         if handler is not None:
@@ -274,7 +274,7 @@ class StreamAssembler:
         self.stop_reason = event.delta.stop_reason or self.stop_reason
         _usage(event.usage, self.usage)
 
-    def _on_message_stop(self, event: Any) -> None:
+    def _on_message_stop(self, event: object) -> None:
         self.stopped = True
 
     @shape_checked
@@ -333,7 +333,7 @@ class AnthropicProvider(Provider):
             api_key, auth_token = self.credentials(agent)
             transport = http_transport()
             anthropic = await import_sdk("anthropic", *transport_modules(transport))
-            headers: dict[str, Any] = {}
+            headers: dict[str, object] = {}
             if api_key is not None:
                 headers = {"x-api-key": api_key, "Authorization": anthropic.omit}
             self._sdk = anthropic

@@ -53,7 +53,7 @@ class ModelConfig:
     requests_per_minute: int | None = None  # the model's `rate_limit` (runtime/models/rate_limits.py)
     tokens_per_minute: int | None = None
 
-    def request_body(self) -> dict[str, Any]:
+    def request_body(self) -> dict[str, object]:
         """The extra JSON body of every request: `extra_body`, plus `thinking_off` when thinking
         is switched off (explicitly, by the model or --no-thinking), or `thinking_on` when the
         model switches it on."""
@@ -84,7 +84,7 @@ class ModelConfig:
         return key
 
 
-def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, object]:
     """`extra` over `base`, mappings merged key by key."""
     out = dict(base)
     for key, value in extra.items():

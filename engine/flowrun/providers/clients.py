@@ -74,7 +74,7 @@ async def _close_at_shutdown(pool: _LoopClients) -> AsyncGenerator[None, None]:
         await pool.close_all()
 
 
-async def shared_client(key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+async def shared_client(key: tuple[Hashable, ...], make: Callable[[], Any]) -> Any:
     """The client for `key` on the running loop, made by `make()` the first time."""
     loop = asyncio.get_running_loop()
     with _LOCK:
@@ -133,7 +133,7 @@ def transport_modules(transport: str) -> tuple[str, ...]:
     return ("aiohttp",) if transport == "aiohttp" else ()
 
 
-def http_client_options(sdk: Any, transport: str) -> dict[str, Any]:
+def http_client_options(sdk: ModuleType, transport: str) -> dict[str, object]:
     """The keyword arguments that give an SDK client (`openai`, `anthropic`, passed as the
     module) the chosen HTTP client; none for the SDK's default."""
     return {"http_client": sdk.DefaultAioHttpClient()} if transport == "aiohttp" else {}

@@ -64,8 +64,8 @@ NO_KEY = "no-key-needed"
 # ---------------------------------------------------------------- request
 
 
-def _assistant_message(message: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+def _assistant_message(message: Message) -> dict[str, object]:
+    out: dict[str, object] = {"role": "assistant", "content": message.content or None}
     if message.tool_calls:
         out["tool_calls"] = [
             {
@@ -90,7 +90,7 @@ def openai_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+def openai_tools(tools: list[ToolSpec]) -> list[dict[str, object]]:
     return [
         {
             "type": "function",
@@ -107,7 +107,7 @@ def build_params(config: ModelConfig, request: ModelRequest) -> dict[str, Any]:
     history = flatten_tool_history(request.messages) if config.tool_history == "text" else request.messages
     messages = [{"role": "system", "content": request.system}] if request.system else []
     messages += [openai_message(m) for m in history]
-    params: dict[str, Any] = {"model": config.model, "messages": messages, "max_tokens": config.max_tokens}
+    params: dict[str, object] = {"model": config.model, "messages": messages, "max_tokens": config.max_tokens}
     if config.temperature is not None:
         params["temperature"] = config.temperature
     if request.tools:
@@ -131,7 +131,7 @@ def send(client: Any, params: dict[str, Any]) -> Any:
     raw, completion, stream_cls = _answer_types()
     stream = bool(params.get("stream"))
     body = {k: v for k, v in params.items() if k not in ("extra_body", "extra_headers")}
-    options: dict[str, Any] = {"security": {"bearer_auth": True}}  # what `create` asks for
+    options: dict[str, object] = {"security": {"bearer_auth": True}}  # what `create` asks for
     if "extra_headers" in params:
         options["headers"] = params["extra_headers"]
     if "extra_body" in params:
@@ -175,13 +175,13 @@ def _tool_call(call_id: str | None, name: str, raw: str | None) -> ToolCall:
     )
 
 
-def _get(value: Any, name: str) -> Any:
+def _get(value: object, name: str) -> Any:
     """A field of an answer's JSON object (a non-streamed answer is parsed here, from the body)
     or of the SDK's model of it (a streamed chunk); None when missing."""
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: object) -> Usage:
     if raw is None:
         return Usage()
     cached = _get(_get(raw, "prompt_tokens_details"), "cached_tokens") or 0
@@ -205,7 +205,7 @@ def refused(refusal: str | None) -> str:
 
 
 @shape_checked
-def response_from_completion(completion: Any) -> ModelResponse:
+def response_from_completion(completion: object) -> ModelResponse:
     """The answer from a Chat Completion: its JSON object (what `send` gives for a non-streamed
     call), or the SDK's model of one."""
     require_json_object(completion, "choices", foreign=("type", "message", "Anthropic's Messages"))
@@ -233,7 +233,7 @@ def response_from_completion(completion: Any) -> ModelResponse:
     )
 
 
-def completion_body(response: Any) -> Any:
+def completion_body(response: Any) -> object:
     """A non-streamed answer's body as the SDK would have parsed it, without building its
     pydantic model (most of the SDK's time on an answer): the JSON value, or the text when a
     body that is not JSON says so in its content type (answers.py turns either into a

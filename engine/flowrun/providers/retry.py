@@ -141,7 +141,7 @@ def failure_from_sdk(exc: BaseException, sdk: ModuleType) -> ApiFailure | None:
         detail = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
         return ApiFailure(detail or type(exc).__name__, kind="connection")
     if isinstance(exc, sdk.APIError):  # e.g. an error object inside an OpenAI stream
-        return ApiFailure(server_message(exc.body, str(exc)), kind="stream")
+        return ApiFailure(server_message(getattr(exc, "body", None), str(exc)), kind="stream")
     return None
 
 

@@ -72,7 +72,7 @@ def sample_value(name: str, schema: Any, hints: dict[str, Any], root: Any = None
     return _sample_text(name, schema, hints)
 
 
-def sample_object(schema: dict[str, Any], hints: dict[str, Any], root: Any = None) -> dict[str, Any]:
+def sample_object(schema: dict[str, Any], hints: dict[str, Any], root: Any = None) -> dict[str, object]:
     """The object's required properties, each sampled."""
     root = root if root is not None else schema
     schema = _resolved(schema, root)
@@ -120,19 +120,19 @@ def _bounds(schema: dict[str, Any], integer: bool) -> tuple[float, float]:
     return low, high
 
 
-def _sample_array(name: str, schema: dict[str, Any], hints: dict[str, Any], root: Any) -> list[Any]:
+def _sample_array(name: str, schema: dict[str, Any], hints: dict[str, Any], root: Any) -> list[object]:
     found = schema.get("items")
-    items: dict[str, Any] = found if isinstance(found, dict) else {}
+    items: dict[str, object] = found if isinstance(found, dict) else {}
     values = [sample_value(name, items, hints, root) for _ in range(int(schema.get("minItems", 0)))]
     if schema.get("uniqueItems") and len(values) > 1:
-        distinct: list[Any] = []
+        distinct: list[object] = []
         for value in values:
             distinct.append(value if value not in distinct else _other(value, distinct, items, root))
         values = distinct
     return values
 
 
-def _other(value: Any, taken: list[Any], items: dict[str, Any], root: Any) -> Any:
+def _other(value: Any, taken: list[Any], items: dict[str, Any], root: Any) -> object:
     """An item valid for `items` and unlike those `taken` (uniqueItems)."""
     from jsonschema import Draft202012Validator
 
@@ -290,7 +290,7 @@ def _in_class(ch: str, items: list[Any]) -> bool:
 # ---------------------------------------------------------------- composition
 
 
-def _resolved(schema: Any, root: Any) -> dict[str, Any]:
+def _resolved(schema: object, root: object) -> dict[str, Any]:
     """The schema with a local `$ref` followed and `allOf` merged into it."""
     if not isinstance(schema, dict):
         return {}
@@ -314,7 +314,7 @@ def _resolved(schema: Any, root: Any) -> dict[str, Any]:
     return merged
 
 
-def _pointer(root: Any, ref: str) -> dict[str, Any]:
+def _pointer(root: object, ref: str) -> dict[str, object]:
     if not ref.startswith("#"):
         raise Unavailable(f"$ref {ref}")
     node = root
@@ -328,7 +328,7 @@ def _pointer(root: Any, ref: str) -> dict[str, Any]:
 
 def _first_valid(
     name: str, schema: dict[str, Any], options: list[Any], hints: dict[str, Any], root: Any
-) -> Any:
+) -> object:
     """The first option (non-null ones first) whose sample the whole schema accepts."""
     from jsonschema import Draft202012Validator
 

@@ -15,6 +15,7 @@ Whatever the provider, the runtime validates the answer and asks for repairs."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +29,7 @@ FINAL_TOOL_DESCRIPTION = (
 )
 
 
-def output_instructions(schema: dict[str, Any]) -> str:
+def output_instructions(schema: Mapping[str, object]) -> str:
     text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
     return (
         "## Final answer format\n"
@@ -56,13 +57,13 @@ NOT_IN_STRICT = frozenset(
 )  # fmt: skip
 
 
-def strict_compatible(schema: Any) -> bool:
+def strict_compatible(schema: object) -> bool:
     """Whether OpenAI's strict mode accepts the schema: every object lists all its properties
     as required and forbids others, no keyword strict mode refuses, no `anyOf` at the root."""
     return not (isinstance(schema, dict) and "anyOf" in schema) and _strict_subschema(schema)
 
 
-def _strict_subschema(schema: Any) -> bool:
+def _strict_subschema(schema: object) -> bool:
     if isinstance(schema, list):
         return all(_strict_subschema(s) for s in schema)
     if not isinstance(schema, dict):
@@ -76,10 +77,10 @@ def _strict_subschema(schema: Any) -> bool:
     return all(_strict_subschema(v) for v in _subschemas(schema))
 
 
-def _subschemas(schema: dict[str, Any]) -> list[Any]:
+def _subschemas(schema: dict[str, Any]) -> list[object]:
     """The values of a schema that are schemas (or lists of them): a map of named schemas
     (`properties`, `$defs`) gives its values, so a property called `contains` is no keyword."""
-    out: list[Any] = []
+    out: list[object] = []
     for key, value in schema.items():
         if key in ("enum", "const", "default", "examples"):
             continue
@@ -88,7 +89,7 @@ def _subschemas(schema: dict[str, Any]) -> list[Any]:
     return out
 
 
-def openai_response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def openai_response_format(name: str, schema: Mapping[str, object]) -> dict[str, object]:
     safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64] or "answer"
     return {
         "type": "json_schema",

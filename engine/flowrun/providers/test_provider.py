@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from flowrun.providers.base import ModelRequest, Provider, call_index
 from flowrun.providers.schema_samples import Unavailable, sample_object, sample_value
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 # where a tool's `dry_run_order` puts it among the middle ones ("last" and "never" are apart)
 RANK = {"first": 0, "late": 2}
 PLACEHOLDER = re.compile(r"\{(path|dir|text)\}")
 
 
-def _filled(value: Any, hints: dict[str, Any]) -> Any:
+def _filled(value: object, hints: Mapping[str, object]) -> object:
     """A manifest's `dry_run` value with {path}, {dir} and {text} filled in."""
     if isinstance(value, list):
         return [_filled(v, hints) for v in value]
@@ -39,7 +43,7 @@ def _filled(value: Any, hints: dict[str, Any]) -> Any:
     return PLACEHOLDER.sub(one, value)
 
 
-def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, Any]:
+def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, object]:
     """Valid arguments for one tool (Unavailable when they cannot be made). Made ones are
     checked against the tool's schema; a manifest's own `dry_run` arguments are used as given."""
     hints = {**hints, "tool": tool.name, "path": (hints.get("paths") or {}).get(tool.name)}
@@ -54,10 +58,10 @@ def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, Validator] = {}
 
 
-def _valid(schema: dict[str, Any], value: Any) -> bool:
+def _valid(schema: Mapping[str, object], value: Any) -> bool:
     from jsonschema import Draft202012Validator
 
     key = json.dumps(schema, sort_keys=True, default=str)

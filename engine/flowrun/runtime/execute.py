@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from flowrun._version import __version__
 from flowrun.errors import BudgetExceeded, FlowrunError, UsageError
@@ -244,7 +243,7 @@ def _end_files(run: Run, status: str) -> None:
 
 
 def _write_meta(run: Run, status: str) -> None:
-    meta: dict[str, Any] = {
+    meta: dict[str, object] = {
         "run_id": run.run_id,
         "workflow": run.spec.name,
         "workflow_file": str(run.workflow_file),

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from flowrun.errors import UsageError
 from flowrun.events import Event
+from flowrun.records import OptionsRecord, RunRecord
 from flowrun.tools.sandbox import MODES, Mode
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class RunOptions:
     no_thinking: bool = False  # --no-thinking: every model's thinking off
     workdir: Path | None = None  # --workdir (or workspace.dir): the agents' folder, absolute once run
     verbosity: int = 0  # -v (1): flowrun.log at DEBUG when above 0
-    limits: dict[str, Any] = field(default_factory=dict)  # tighter `limits:` for this run
+    limits: dict[str, float | None] = field(default_factory=dict)  # tighter `limits:` for this run
     overrides: tuple[str, ...] = ()  # --set PATH=VALUE: the texts the manifests were changed with
 
     def __post_init__(self) -> None:
@@ -90,7 +91,7 @@ class RunOptions:
 
     @classmethod
     def given(
-        cls, options: RunOptions | None, changes: Mapping[str, Any], known: Iterable[str] = ()
+        cls, options: RunOptions | None, changes: Mapping[str, object], known: Iterable[str] = ()
     ) -> RunOptions:
         """`options` (or the defaults) with keyword `changes` over them: what an API function
         taking `options=None, **changes` runs with."""
@@ -103,7 +104,7 @@ class RunOptions:
 
     # ------------------------------------------------------------ recording
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> OptionsRecord:
         """As run.json's `options` records them (plain JSON)."""
         return {
             "model": self.model,
@@ -135,7 +136,7 @@ class RunOptions:
         return cls(**values)
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> RunOptions:
+    def from_record(cls, record: RunRecord) -> RunOptions:
         """The options a run recorded, from its run.json or its `run_start` event (as a dict):
         the `options` object, or the flat keys of the layouts before it (`model_override`,
         `agent_models`, `dry_run`, `no_thinking`, `workdir`, `overrides`; 0.1.0 had only the
@@ -148,7 +149,7 @@ class RunOptions:
             agent_models=dict(record.get("agent_models") or {}),
             dry_run=bool(record.get("dry_run")),
             no_thinking=bool(record.get("no_thinking")),
-            workdir=record.get("workdir") or None,
+            workdir=Path(workdir) if (workdir := record.get("workdir")) else None,
             overrides=tuple(str(o) for o in record.get("overrides") or ()),
         )
 
@@ -176,6 +177,25 @@ class RunOptions:
 
 
 FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunOptions))
+
+
+class RunChanges(TypedDict, total=False):
+    """The fields of `RunOptions` as keyword arguments of the API (`wf.run(..., dry_run=True)`):
+    what they accept before `RunOptions` normalises them."""
+
+    model: str | Mapping[str, str] | None  # a mapping: agent name -> model ("*": every other agent)
+    agent_models: Mapping[str, str]
+    dry_run: bool
+    stream: bool | None
+    sandbox: Mode | None
+    yes: bool
+    no_thinking: bool
+    workdir: str | Path | None
+    verbosity: int
+    limits: Mapping[str, float | None]
+    overrides: Sequence[str] | Mapping[str, object]
+
+
 MODEL_HINT = "a workflow model name or provider:model, e.g. openai:gpt-4o"
 
 OnEvent = Callable[[Event], None]

@@ -38,7 +38,7 @@ class Run:
         self,
         project: Project,
         workflow: Loaded[WorkflowManifest],
-        inputs: dict[str, Any],
+        inputs: dict[str, object],
         run_dir: Path,
         options: RunOptions | None = None,
         ledger: Ledger | None = None,
@@ -221,7 +221,7 @@ class Run:
         inst.model = self.models.choice.config(ref, inst.name)
         inst.provider = self.models.provider_for(inst.model)
 
-    def _hints(self, inst: AgentInstance) -> dict[str, Any]:
+    def _hints(self, inst: AgentInstance) -> dict[str, object]:
         return dry_run.hints(inst, self.spec.output, self.inputs, self.project, self.run_dir)
 
     async def aclose(self) -> None:

@@ -18,13 +18,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from flowrun.api import Workflow
 from flowrun.errors import FlowrunError
 from flowrun.events import AgentEndEvent, AgentStartEvent, Event, ToolCallEvent
 from flowrun.manifest.specs import InputSpec
 from flowrun.runtime.options import RunOptions
+
+if TYPE_CHECKING:
+    import socket
+
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    Context = ServerRequestContext[object]
 
 JSON_TYPES = {
     "string": "string",
@@ -39,11 +50,11 @@ MAX_RESULT_CHARS = 200_000
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
-def input_schema(inputs: dict[str, InputSpec]) -> dict[str, Any]:
+def input_schema(inputs: dict[str, InputSpec]) -> dict[str, object]:
     """A workflow's input declarations as the JSON Schema of the tool's parameters."""
-    properties: dict[str, Any] = {}
+    properties: dict[str, object] = {}
     for name, spec in inputs.items():
-        prop: dict[str, Any] = {"type": JSON_TYPES[spec.type]}
+        prop: dict[str, object] = {"type": JSON_TYPES[spec.type]}
         if spec.description:
             prop["description"] = spec.description
         if spec.choices and spec.type == "list":
@@ -88,7 +99,7 @@ class WorkflowServer:
         self.options = options or RunOptions()  # every call's run options
         self.runs_dir = runs_dir
 
-    def build(self) -> Any:
+    def build(self) -> Server[object]:
         from mcp.server.lowlevel import Server
 
         return Server(
@@ -98,7 +109,7 @@ class WorkflowServer:
             on_call_tool=self._call_tool,
         )
 
-    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
         from mcp.types import ListToolsResult, Tool
 
         tools = [
@@ -107,7 +118,7 @@ class WorkflowServer:
         ]
         return ListToolsResult(tools=tools)
 
-    async def _call_tool(self, ctx: Any, params: Any) -> Any:
+    async def _call_tool(self, ctx: Context, params: CallToolRequestParams) -> CallToolResult:
         from mcp.types import CallToolResult, TextContent
 
         workflow = self.workflows.get(params.name)
@@ -123,8 +134,8 @@ class WorkflowServer:
         )
 
     async def _run(
-        self, ctx: Any, workflow: Workflow, arguments: dict[str, Any]
-    ) -> tuple[str, dict[str, Any], bool]:
+        self, ctx: Context, workflow: Workflow, arguments: dict[str, object]
+    ) -> tuple[str, dict[str, object], bool]:
         steps = 0
         async with workflow.stream(arguments, self.options, runs_dir=self.runs_dir) as events:
             async for event in events:
@@ -148,7 +159,7 @@ class WorkflowServer:
         return text, structured, result.status not in ("completed", "max_steps")
 
 
-def _error(message: str) -> Any:
+def _error(message: str) -> CallToolResult:
     from mcp.types import CallToolResult, TextContent
 
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
@@ -162,7 +173,7 @@ async def serve_stdio(server: WorkflowServer) -> None:
         await app.run(read, write, app.create_initialization_options())
 
 
-def bind(host: str, port: int) -> Any:
+def bind(host: str, port: int) -> socket.socket:
     """The listening socket of `serve_http` (port 0: a free one; `getsockname()` tells which)."""
     import socket
 
@@ -204,7 +215,7 @@ def accepted_hosts(host: str, extra: tuple[str, ...] = ()) -> list[str]:
     return list(dict.fromkeys(v for n in shown for v in (n, f"{n}:*")))
 
 
-def security(host: str, extra: tuple[str, ...] = ()) -> Any:
+def security(host: str, extra: tuple[str, ...] = ()) -> TransportSecuritySettings:
     """The transport's DNS-rebinding protection: on, whatever the address."""
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -218,11 +229,11 @@ def security(host: str, extra: tuple[str, ...] = ()) -> Any:
 class BearerToken:
     """ASGI: every HTTP request must carry `Authorization: Bearer TOKEN` (401 otherwise)."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         import hmac
 
         if scope["type"] == "http":
@@ -242,7 +253,7 @@ class BearerToken:
 
 async def serve_http(
     server: WorkflowServer,
-    sock: Any,
+    sock: socket.socket,
     host: str,
     token: str | None = None,
     allowed_hosts: tuple[str, ...] = (),
@@ -251,7 +262,8 @@ async def serve_http(
     checked always, the token (when given) on every request."""
     import uvicorn
 
-    app: Any = server.build().streamable_http_app(host=host, transport_security=security(host, allowed_hosts))
+    protection = security(host, allowed_hosts)
+    app: ASGIApp = server.build().streamable_http_app(host=host, transport_security=protection)
     if token is not None:
         app = BearerToken(app, token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")

@@ -11,8 +11,8 @@ import inspect
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.file_io import oserror_result
@@ -36,7 +36,7 @@ async def all_finished(ctx: ToolContext, result: str) -> ToolResult:
 CONTENT = {"type": "string", "description": "The complete new content of the dashboard (markdown)."}
 
 
-def dashboard_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any] | None:
+def dashboard_parameters(search_path: list[Path], config: Mapping[str, object]) -> dict[str, object] | None:
     """`update_dashboard`'s parameters with `name` as an enum of the agent's dashboards, so the
     model (and a dry run) picks a real one; only `content` for a tool declared over this
     function for one dashboard (config `dashboard`, e.g. update_overall_dashboard); None (the
@@ -130,7 +130,7 @@ def write_atomic(target: Path, content: str) -> None:
 async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
     """Ask the person running the workflow; only in interactive runs."""
     started = time.perf_counter()
-    params: dict[str, Any] = {"question": question}
+    params: dict[str, object] = {"question": question}
     if not ctx.interactive:
         message = (
             "this run is not interactive, so nobody can answer; decide with what you have "

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, get_args, runtime_checkable
@@ -212,10 +212,10 @@ class ToolContext:
 
 def finish_result(
     result: ToolResult,
-    params: dict[str, Any],
+    params: Mapping[str, object],
     started: float,
     path_resolved: str | None = None,
-    **stats: Any,
+    **stats: object,
 ) -> ToolResult:
     """Fill in the protocol's `stats` and `context` fields (time, inputs, resolved path)."""
     result.stats = {"time_ms": round((time.perf_counter() - started) * 1000, 2), **result.stats, **stats}
@@ -225,5 +225,5 @@ def finish_result(
     return result
 
 
-def error(code: str, message: str, **data: Any) -> ToolResult:
+def error(code: str, message: str, **data: object) -> ToolResult:
     return ToolResult(status="error", text=message, data=data, error=ToolError(code, message))

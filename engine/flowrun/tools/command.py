@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ async def run_command(
     cwd: str | None = None,
     env: dict[str, str] | None = None,
 ) -> ToolResult:
-    params: dict[str, Any] = dict(arguments)
+    params: dict[str, object] = dict(arguments)
     started = time.perf_counter()
     try:
         rendered = render_argv(argv, arguments)
@@ -112,14 +113,14 @@ def render_argv(argv: list[str], arguments: dict[str, Any]) -> list[str]:
     return out
 
 
-def render(template: str, arguments: dict[str, Any]) -> str:
+def render(template: str, arguments: Mapping[str, object]) -> str:
     try:
         return _jinja.from_string(template).render(**arguments)
     except TemplateError as e:  # undefined names, syntax errors, sandbox violations
         raise RenderError(f"cannot render {template!r}: {e}") from e
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

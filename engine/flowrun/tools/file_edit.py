@@ -4,8 +4,8 @@ line insert_line). Files are read and written in `encoding` (UTF-8 by default). 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import (
@@ -25,7 +25,7 @@ SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
 
 
-def _edit_repeat_safe(arguments: dict[str, Any]) -> bool:
+def _edit_repeat_safe(arguments: Mapping[str, object]) -> bool:
     """Only a replacement whose new text does not contain the old one: run again, it finds
     nothing to replace. A line-range edit (or any other mode) run again edits the new lines."""
     old, new = arguments.get("old_string"), arguments.get("new_string")
@@ -49,7 +49,7 @@ async def edit_file(
     position: str = "after",
     encoding: str = "utf-8",
 ) -> ToolResult:
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "path": path,
         "old_string": old_string,
         "new_string": new_string,

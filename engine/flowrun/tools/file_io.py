@@ -11,9 +11,9 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.paths import PathDenied, display_path, resolve_path
@@ -29,7 +29,7 @@ class NotText(Exception):
 
 async def run_path_tool(
     ctx: ToolContext,
-    params: dict[str, Any],
+    params: Mapping[str, object],
     path: str,
     work: Callable[[Path], ToolResult],
     *,

@@ -41,7 +41,7 @@ def _cap(ctx: ToolContext, key: str, default: int, asked: int | None) -> int:
     return max(1, min(asked, ceiling)) if asked else ceiling
 
 
-def _entry(ctx: ToolContext, path: Path) -> dict[str, Any]:
+def _entry(ctx: ToolContext, path: Path) -> dict[str, object]:
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
         kind = "symlink"
@@ -66,7 +66,7 @@ def _entry_line(entry: dict[str, Any]) -> str:
 async def list_directory(
     ctx: ToolContext, *, path: str = ".", recursive: bool = False, max_entries: int | None = None
 ) -> ToolResult:
-    params: dict[str, Any] = {"path": path, "recursive": recursive, "max_entries": max_entries}
+    params: dict[str, object] = {"path": path, "recursive": recursive, "max_entries": max_entries}
     limit = _cap(ctx, "max_entries", DEFAULT_MAX_ENTRIES, max_entries)
 
     def work(root: Path) -> ToolResult:
@@ -76,7 +76,7 @@ async def list_directory(
                 return error("INVALID_PARAM", f"{shown} is a file, not a directory; use read_file to read it")
             return error("NOT_FOUND", f"{shown} does not exist")
         found = _walk(root, _ignore(ctx)) if recursive else iter(sorted(root.iterdir()))
-        entries: list[dict[str, Any]] = []
+        entries: list[dict[str, object]] = []
         total = 0
         for p in found:
             if not path_allowed(ctx, p):
@@ -97,7 +97,7 @@ async def list_directory(
 
 @tool(files="read")
 async def glob(ctx: ToolContext, *, pattern: str, path: str = ".") -> ToolResult:
-    params: dict[str, Any] = {"pattern": pattern, "path": path}
+    params: dict[str, object] = {"pattern": pattern, "path": path}
     if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
         return error("INVALID_PARAM", "pattern must be relative to `path` and must not contain '..'")
     limit = int(ctx.config.get("max_results", DEFAULT_MAX_RESULTS))
@@ -135,7 +135,7 @@ async def grep(
     max_matches: int | None = None,
     ignore_case: bool = False,
 ) -> ToolResult:
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "pattern": pattern,
         "path": path,
         "glob": glob,
@@ -213,7 +213,7 @@ class _Search:
 
     def _add(self, shown: str, lines: list[str], n: int, last_printed: int) -> int:
         lo, hi = max(1, n - self.context), min(len(lines), n + self.context)
-        match: dict[str, Any] = {"file": shown, "line": n, "text": lines[n - 1][:MAX_LINE_CHARS]}
+        match: dict[str, object] = {"file": shown, "line": n, "text": lines[n - 1][:MAX_LINE_CHARS]}
         if self.context:
             match["before"] = [s[:MAX_LINE_CHARS] for s in lines[lo - 1 : n - 1]]
             match["after"] = [s[:MAX_LINE_CHARS] for s in lines[n:hi]]

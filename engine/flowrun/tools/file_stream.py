@@ -9,7 +9,6 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.file_io import check_text, numbered, run_path_tool
@@ -41,7 +40,7 @@ class FileStreams:
 
 @tool(files="read")
 async def stream_read_file(ctx: ToolContext, *, path: str, chunk_lines: int = 1000) -> ToolResult:
-    params: dict[str, Any] = {"path": path, "chunk_lines": chunk_lines}
+    params: dict[str, object] = {"path": path, "chunk_lines": chunk_lines}
     lines = max(1, min(chunk_lines, int(ctx.config.get("max_chunk_lines", DEFAULT_MAX_CHUNK_LINES))))
     max_bytes = int(ctx.config.get("max_bytes", DEFAULT_MAX_BYTES))
 
@@ -59,7 +58,7 @@ async def stream_read_file(ctx: ToolContext, *, path: str, chunk_lines: int = 10
 
 
 async def continue_stream_read(ctx: ToolContext, *, stream_id: str) -> ToolResult:
-    params: dict[str, Any] = {"stream_id": stream_id}
+    params: dict[str, object] = {"stream_id": stream_id}
     started = time.perf_counter()
     cursor = _streams(ctx).get(stream_id)
     if cursor is None:
@@ -98,7 +97,7 @@ def _next_chunk(ctx: ToolContext, stream_id: str, cursor: StreamCursor) -> ToolR
     cursor.offset = offset
     cursor.next_line += len(lines)
     done = offset >= cursor.size
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "content": "\n".join(lines),
         "start_line": first,
         "end_line": cursor.next_line - 1,

@@ -7,9 +7,8 @@ streaming reader in file_stream.py. Every path goes through `paths.resolve_path`
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import (
@@ -44,7 +43,7 @@ async def read_file(
     end_line: int | None = None,
     encoding: str = "utf-8",
 ) -> ToolResult:
-    params: dict[str, Any] = {"path": path, "start_line": start_line, "end_line": end_line}
+    params: dict[str, object] = {"path": path, "start_line": start_line, "end_line": end_line}
     if not is_utf8_name(encoding):
         params["encoding"] = encoding
     max_lines = int(ctx.config.get("max_lines", DEFAULT_MAX_LINES))
@@ -169,7 +168,7 @@ def _collect(
     return out, lineno, next_start, long_line
 
 
-def _write_repeat_safe(arguments: dict[str, Any]) -> bool:
+def _write_repeat_safe(arguments: Mapping[str, object]) -> bool:
     """create and overwrite leave the same file when run twice; append adds the text twice."""
     return bool(arguments.get("mode", "create") != "append")
 
@@ -178,7 +177,7 @@ def _write_repeat_safe(arguments: dict[str, Any]) -> bool:
 async def write_file(
     ctx: ToolContext, *, path: str, content: str, mode: str = "create", encoding: str = "utf-8"
 ) -> ToolResult:
-    params: dict[str, Any] = {"path": path, "content": f"<{len(content)} chars>", "mode": mode}
+    params: dict[str, object] = {"path": path, "content": f"<{len(content)} chars>", "mode": mode}
     if not is_utf8_name(encoding):
         params["encoding"] = encoding
     if mode not in WRITE_MODES:
@@ -247,7 +246,7 @@ def _write(
 @tool(files="change")
 async def delete_file(ctx: ToolContext, *, path: str) -> ToolResult:
     """Delete a file, a symlink (the link, never its target) or an empty folder."""
-    params: dict[str, Any] = {"path": path}
+    params: dict[str, object] = {"path": path}
 
     def work(resolved: Path) -> ToolResult:
         return _delete(ctx, resolved)
@@ -281,7 +280,7 @@ def _delete(ctx: ToolContext, resolved: Path) -> ToolResult:
 
 @tool(files="change")
 async def create_directory(ctx: ToolContext, *, path: str) -> ToolResult:
-    params: dict[str, Any] = {"path": path}
+    params: dict[str, object] = {"path": path}
 
     def work(resolved: Path) -> ToolResult:
         shown = display_path(ctx, resolved)

@@ -81,7 +81,7 @@ def _git_repeat_safe(arguments: dict[str, Any]) -> bool:
 
 @tool(idempotent=_git_repeat_safe)
 async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
-    params: dict[str, Any] = {"args": args}
+    params: dict[str, object] = {"args": args}
     started = time.perf_counter()
     argv, problem = _parse(args)
     if problem is None:

@@ -18,6 +18,7 @@ import json
 import re
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
@@ -117,7 +118,7 @@ class McpConnection:
             self.client = None
             self._ready.set()
 
-    async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> object:
         from mcp import Client
 
         launch = self.launch
@@ -160,7 +161,7 @@ class McpConnection:
         tail = line if len(line) <= STDERR_TAIL_CHARS else line[-STDERR_TAIL_CHARS:]
         return f"; its stderr ends: {tail}"
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(self, tool: str, arguments: Mapping[str, object]) -> ToolResult:
         """One tool call; never raises (a dead server, a timeout, a protocol error are results)."""
         client = self.client
         name = self.launch.name
@@ -219,7 +220,7 @@ def telling_line(text: str) -> str:
     return found[-1] if found else ""
 
 
-def _repeat_safe(tool: Any) -> bool:
+def _repeat_safe(tool: object) -> bool:
     """The server's own word (its annotations) that calling the tool twice does no more than
     once; without it a remote tool is taken to be unsafe to repeat."""
     hints = getattr(tool, "annotations", None)
@@ -279,10 +280,10 @@ def _timeout(server: str, tool: str, timeout: float) -> ToolResult:
 # ---------------------------------------------------------------- results
 
 
-def result_of(server: str, tool: str, raw: Any) -> ToolResult:
+def result_of(server: str, tool: str, raw: object) -> ToolResult:
     """An MCP CallToolResult as the tool result protocol."""
     parts: list[str] = []
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, object]] = []
     for block in getattr(raw, "content", None) or []:
         text, summary = _block(block)
         parts.append(text)
@@ -291,7 +292,7 @@ def result_of(server: str, tool: str, raw: Any) -> ToolResult:
     text = "\n".join(p for p in parts if p)
     if structured is not None and not text:
         text = json.dumps(structured, ensure_ascii=False, indent=1)
-    data: dict[str, Any] = {"server": server, "tool": tool, "content": blocks}
+    data: dict[str, object] = {"server": server, "tool": tool, "content": blocks}
     if structured is not None:
         data["structured"] = structured
     if getattr(raw, "is_error", False):

@@ -10,13 +10,17 @@ from typing import Any
 import httpcore
 import httpx
 
+# httpcore.AnyIOBackend itself: its package defines a stand-in when anyio is missing, which a
+# type checker cannot tell from the real one
+from httpcore._backends.anyio import AnyIOBackend
+
 from flowrun.tools.net_guard import AddressRefused, NetPolicy
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, policy: NetPolicy) -> None:
         self.policy = policy
-        self.inner = httpcore.AnyIOBackend()
+        self.inner = AnyIOBackend()
 
     async def connect_tcp(
         self,

@@ -261,7 +261,7 @@ def outcome_result(outcome: ProcessOutcome, label: str, timeout: float) -> ToolR
     if stderr:
         parts.append("[stderr]\n" + stderr.rstrip("\n"))
     body = "\n".join(parts) or "(no output)"
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "exit_code": outcome.exit_code,
         "stdout": stdout,
         "stderr": stderr,

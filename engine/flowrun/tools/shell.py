@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.command_policy import check_command, config_patterns, describe
@@ -80,7 +79,11 @@ async def execute_shell(
     timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - the model-facing argument name
     run_in_background: bool = False,
 ) -> ToolResult:
-    params: dict[str, Any] = {"command": command, "timeout": timeout, "run_in_background": run_in_background}
+    params: dict[str, object] = {
+        "command": command,
+        "timeout": timeout,
+        "run_in_background": run_in_background,
+    }
     started = time.perf_counter()
     if "\x00" in command:  # no program can receive it: the OS ends arguments at a NUL
         return finish_result(error("INVALID_PARAM", "the command contains a NUL byte"), params, started)
@@ -107,7 +110,7 @@ async def get_shell_output(
     block: bool = True,
     timeout: float | None = None,  # noqa: ASYNC109 - the model-facing argument name
 ) -> ToolResult:
-    params: dict[str, Any] = {"bash_id": bash_id, "block": block, "timeout": timeout}
+    params: dict[str, object] = {"bash_id": bash_id, "block": block, "timeout": timeout}
     started = time.perf_counter()
     job = _jobs(ctx).get(bash_id)
     if job is None:
@@ -121,7 +124,7 @@ async def get_shell_output(
 
 
 async def kill_shell(ctx: ToolContext, *, bash_id: str) -> ToolResult:
-    params: dict[str, Any] = {"bash_id": bash_id}
+    params: dict[str, object] = {"bash_id": bash_id}
     started = time.perf_counter()
     job = _jobs(ctx).pop(bash_id, None)
     if job is None:

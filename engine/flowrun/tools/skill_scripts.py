@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,11 @@ def scripts_of(skill: Skill) -> list[str]:
     )
 
 
-def script_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any]:
+def script_parameters(search_path: list[Path], config: Mapping[str, object]) -> dict[str, Any]:
     """`skill` as an enum of the skills that have scripts, and the scripts each one has."""
     params = skill_parameters(search_path, config)
     skills = {n: s for n, s in find_skills(search_path, config).items() if scripts_of(s)}
-    skill_schema: dict[str, Any] = {"type": "string", "description": "The skill whose script to run."}
+    skill_schema: dict[str, object] = {"type": "string", "description": "The skill whose script to run."}
     if skills:
         skill_schema["enum"] = list(skills)
         listing = "; ".join(f"{n}: {', '.join(scripts_of(s))}" for n, s in skills.items())
@@ -79,7 +80,7 @@ async def run_skill_script(
     args: list[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - the model-facing argument name
 ) -> ToolResult:
-    params: dict[str, Any] = {"skill": skill, "script": script, "args": args or [], "timeout": timeout}
+    params: dict[str, object] = {"skill": skill, "script": script, "args": args or [], "timeout": timeout}
     started = time.perf_counter()
     found = find_skills(ctx.search_path, ctx.config).get(skill)
     if found is None or found.folder is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ class Skill:
     folder: Path | None  # where templates/ and examples/ live; None for a single-file skill
 
 
-def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
+def skill_roots(search_path: list[Path], config: Mapping[str, object]) -> list[Path]:
     roots: list[Path] = []
     configured = config.get("skills_dir")
     if configured:
@@ -61,7 +62,9 @@ def skill_roots(search_path: list[Path], config: dict[str, Any]) -> list[Path]:
     return out
 
 
-def find_skills(search_path: list[Path], config: dict[str, Any], by_name: bool = False) -> dict[str, Skill]:
+def find_skills(
+    search_path: list[Path], config: Mapping[str, object], by_name: bool = False
+) -> dict[str, Skill]:
     """Every skill visible from the search path, by name, in a stable order; only those the
     config's `skills` list names, when it has one (an agent's `use_skill: {skills: [a, b]}`).
     The shipped examples' skills count only with such a list (or `by_name`: a check that
@@ -73,7 +76,7 @@ def find_skills(search_path: list[Path], config: dict[str, Any], by_name: bool =
     return found
 
 
-def _all_skills(search_path: list[Path], config: dict[str, Any], examples: bool) -> dict[str, Skill]:
+def _all_skills(search_path: list[Path], config: Mapping[str, object], examples: bool) -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     documents: set[Path] = set()
     shipped = examples_root().resolve()
@@ -144,7 +147,7 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return (meta if isinstance(meta, dict) else {}), body.lstrip("\n")
 
 
-def _describe(meta: dict[str, Any], body: str) -> str:
+def _describe(meta: Mapping[str, object], body: str) -> str:
     if meta.get("description"):
         return " ".join(str(meta["description"]).split())
     for line in body.splitlines():  # no front matter: the first line of prose
@@ -159,11 +162,11 @@ def _read_text(path: Path, limit: int | None = None) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def skill_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any]:
+def skill_parameters(search_path: list[Path], config: Mapping[str, object]) -> dict[str, Any]:
     """The `use_skill` parameters schema with `skill` as an enum of the skills found, each
     described, so the model picks a real one (the runtime calls this to offer the tool)."""
     skills = find_skills(search_path, config)
-    skill_schema: dict[str, Any] = {"type": "string"}
+    skill_schema: dict[str, object] = {"type": "string"}
     if skills:
         skill_schema["enum"] = list(skills)
         listing = "; ".join(
@@ -189,7 +192,7 @@ def skill_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[st
 @tool(parameters=skill_parameters)
 async def use_skill(ctx: ToolContext, skill: str, file: str | None = None) -> ToolResult:
     started = time.perf_counter()
-    params: dict[str, Any] = {"skill": skill, "file": file}
+    params: dict[str, object] = {"skill": skill, "file": file}
     skills = find_skills(ctx.search_path, ctx.config)
     found = skills.get(skill)
     if "\x00" in skill or (file and "\x00" in file):

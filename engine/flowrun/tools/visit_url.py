@@ -68,7 +68,7 @@ async def visit_url(
     ctx: ToolContext, url: str, max_chars: int | None = None, start_char: int = 0
 ) -> ToolResult:
     started = time.perf_counter()
-    params: dict[str, Any] = {"url": url, "max_chars": max_chars, "start_char": start_char}
+    params: dict[str, object] = {"url": url, "max_chars": max_chars, "start_char": start_char}
     path_resolved: str | None = None
     try:
         scheme = urlsplit(url).scheme.lower() if isinstance(url, str) else ""
@@ -216,7 +216,7 @@ def _render(
     start = max(0, min(int(start_char or 0), total))
     end = min(total, start + max(1, limit))
     cut = end < total
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "url": url,
         "final_url": fetched.final_url,
         "title": title,

@@ -19,8 +19,9 @@ import asyncio
 import os
 import sqlite3
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir, search_corpus
@@ -29,23 +30,24 @@ from flowrun.types import ToolResult
 
 MAX_RESULTS_CAP = 20
 SNIPPET_CHARS = 500
-DEPTHS = ("basic", "advanced")
+Depth = Literal["basic", "advanced"]
+DEPTHS: tuple[Depth, ...] = ("basic", "advanced")
 DEFAULT_MAX_RESULTS = 5
-DEFAULT_DEPTH = "basic"
+DEFAULT_DEPTH: Depth = "basic"
 # what Tavily answers beyond the results, kept in the result's data when it is given
 TAVILY_EXTRAS = ("answer", "response_time", "follow_up_questions", "images", "request_id")
 RESULT_EXTRAS = ("published_date", "raw_content", "favicon")
 
 
-def search_parameters(search_path: list[Path], config: dict[str, Any]) -> dict[str, Any] | None:
+def search_parameters(search_path: list[Path], config: Mapping[str, object]) -> dict[str, object] | None:
     """The parameters with the agent's configured defaults (`max_results`, `search_depth`), so
     the model reads them and an argument it leaves out gets them; None (the manifest's) when
     the entry sets neither."""
     results, depth = config.get("max_results"), config.get("search_depth")
     if results is None and depth is None:
         return None
-    results = int(results if results is not None else DEFAULT_MAX_RESULTS)
-    depth = str(depth if depth is not None else DEFAULT_DEPTH)
+    results = results if isinstance(results, int) else DEFAULT_MAX_RESULTS  # the config is checked
+    depth = depth if isinstance(depth, str) else DEFAULT_DEPTH
     return {
         "type": "object",
         "properties": {
@@ -79,15 +81,15 @@ async def web_search(
     ctx: ToolContext, query: str, max_results: int | None = None, search_depth: str | None = None
 ) -> ToolResult:
     started = time.perf_counter()
-    max_results = max_results if max_results is not None else _configured(ctx, "max_results")
-    search_depth = search_depth if search_depth is not None else _configured(ctx, "search_depth")
-    params = {"query": query, "max_results": max_results, "search_depth": search_depth}
-    result = await _search(ctx, query, max_results, search_depth)
+    count: int = max_results if max_results is not None else _configured(ctx, "max_results")
+    depth: str = search_depth if search_depth is not None else _configured(ctx, "search_depth")
+    params = {"query": query, "max_results": count, "search_depth": depth}
+    result = await _search(ctx, query, count, depth)
     if result.status != "error":
-        limit = max(1, min(int(max_results), MAX_RESULTS_CAP))
+        limit = max(1, min(int(count), MAX_RESULTS_CAP))
         result.data = {
             "query": query.strip(),
-            "search_depth": search_depth,
+            "search_depth": depth,
             "max_results": limit,
             **result.data,
         }
@@ -105,7 +107,8 @@ def _configured(ctx: ToolContext, key: str) -> Any:
 async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: str) -> ToolResult:
     if not isinstance(query, str) or not query.strip():
         return error("INVALID_PARAM", "query must be a non-empty string")
-    if search_depth not in DEPTHS:
+    depth: Depth | None = next((d for d in DEPTHS if d == search_depth), None)
+    if depth is None:
         return error(
             "INVALID_PARAM", f"search_depth must be one of {', '.join(DEPTHS)}, got {search_depth!r}"
         )
@@ -119,7 +122,7 @@ async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: 
                 f"web search backend is 'tavily' but {ctx.config.get('api_key_env') or 'TAVILY_API_KEY'} "
                 "is not set",
             )
-        return await _tavily_search(ctx, key, query.strip(), limit, search_depth)
+        return await _tavily_search(ctx, key, query.strip(), limit, depth)
     if backend not in ("auto", "corpus"):
         return error("INVALID_PARAM", f"unknown web_search backend {backend!r} (auto, tavily or corpus)")
     return await _corpus_search(ctx, query.strip(), limit)
@@ -128,7 +131,7 @@ async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: 
 # ---------------------------------------------------------------- tavily
 
 
-async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, depth: str) -> ToolResult:
+async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, depth: Depth) -> ToolResult:
     from tavily import AsyncTavilyClient  # lazy: only runs that search the web pay for the import
 
     base_url = ctx.config.get("api_base_url") or os.environ.get("TAVILY_API_BASE_URL") or None
@@ -148,7 +151,7 @@ async def _tavily_search(ctx: ToolContext, key: str, query: str, limit: int, dep
     raw = response.get("results", []) if isinstance(response, dict) else []
     results = [_tavily_result(item) for item in raw[:limit] if isinstance(item, dict)]
     text = _format(query, results, "the web (Tavily)")
-    data: dict[str, Any] = {"backend": "tavily", "results": results}
+    data: dict[str, object] = {"backend": "tavily", "results": results}
     if isinstance(response, dict):
         data |= {key: response[key] for key in TAVILY_EXTRAS if response.get(key) not in (None, [], "")}
     return ToolResult.ok(text, **data)
@@ -230,7 +233,7 @@ async def _corpus_search(ctx: ToolContext, query: str, limit: int) -> ToolResult
 # ---------------------------------------------------------------- output
 
 
-def _format(query: str, results: list[dict[str, Any]], source: str) -> str:
+def _format(query: str, results: Sequence[Mapping[str, object]], source: str) -> str:
     if not results:
         return f'No results for "{query}" in {source}. Try other or fewer words.'
     lines = [f'{len(results)} results for "{query}" from {source}:']

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Any
 
 from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.checks.test_files import check_test_files
@@ -27,6 +26,7 @@ from flowrun.manifest.sandboxing import check_setting
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest, seed
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
+from flowrun.manifest.yaml_source import Source
 from flowrun.paths import copy_source, display_path, safe_relative
 
 
@@ -383,7 +383,7 @@ def _listing(path: Path, limit: int = 1000) -> list[Path]:
         return []
 
 
-def _check_fallback(src: Any, name: str, model: ModelSpec, models: set[str]) -> list[Diagnostic]:
+def _check_fallback(src: Source, name: str, model: ModelSpec, models: set[str]) -> list[Diagnostic]:
     """A model's `fallback` entries name other models that exist."""
     out: list[Diagnostic] = []
     for i, ref in enumerate(model.fallback):

@@ -17,6 +17,7 @@ from typing import Any
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import ToolManifest
+from flowrun.manifest.yaml_source import Source
 
 IMPORT_TIMEOUT_S = 20.0
 
@@ -60,7 +61,7 @@ sys.stdout.write("\n" + json.dumps(out))
 """
 
 
-def check_python_tools(tools: list[tuple[str, ToolManifest, Any]], root: Path) -> list[Diagnostic]:
+def check_python_tools(tools: list[tuple[str, ToolManifest, Source]], root: Path) -> list[Diagnostic]:
     """Diagnostics for the Python tools of one project folder; `tools` are (`module:function`,
     the manifest, its `Source` for file:line:column)."""
     targets = sorted({target for target, _, _ in tools})
@@ -94,14 +95,14 @@ def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
         return {}, f"cannot start Python to import the tool modules: {e}"
     last = proc.stdout.rstrip().rsplit("\n", 1)[-1] if proc.stdout.strip() else ""
     try:
-        reports: dict[str, Any] = json.loads(last)
+        reports: dict[str, object] = json.loads(last)
     except json.JSONDecodeError:
         detail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         return {}, f"importing the tool modules stopped Python: {detail[:300]}"
     return reports, None
 
 
-def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src: Any) -> list[Diagnostic]:
+def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src: Source) -> list[Diagnostic]:
     where = ("implementation", "python")
     module, _, func = target.partition(":")
     error = report.get("error")
@@ -128,7 +129,7 @@ def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src:
 
 
 def _signature_problems(
-    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Any
+    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Source
 ) -> list[Diagnostic]:
     """The function is called as `func(ctx, **arguments)` with the arguments the manifest's
     `parameters` allow: each declared property must be a keyword it accepts, and each argument
@@ -162,6 +163,6 @@ def _signature_problems(
     return out
 
 
-def _has_default(schema: Any) -> bool:
+def _has_default(schema: object) -> bool:
     """A property with a `default` in the manifest is always passed: the runtime fills it in."""
     return isinstance(schema, dict) and "default" in schema

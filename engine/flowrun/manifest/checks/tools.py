@@ -5,7 +5,8 @@ checks a kind adds live in the kind's module (runtime/tool_kinds/)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
@@ -46,7 +47,7 @@ def entry_key_problems(entry: EntryRef) -> list[Diagnostic]:
     return check_entry_keys(entry.src, entry.index, entry.name, entry.config)
 
 
-def config_problems(entry: EntryRef, schema: dict[str, Any] | None) -> list[Diagnostic]:
+def config_problems(entry: EntryRef, schema: Mapping[str, object] | None) -> list[Diagnostic]:
     """The entry's own config (its keys but `approve` and `sandbox`) against `schema`; None:
     the tool takes no config."""
     from jsonschema import Draft202012Validator
@@ -58,7 +59,8 @@ def config_problems(entry: EntryRef, schema: dict[str, Any] | None) -> list[Diag
     if schema is None:
         return [src.diag(entry.where(), f"tool '{name}' takes no config", "remove the config", "bad-config")]
     out: list[Diagnostic] = []
-    for err in Draft202012Validator(schema).iter_errors(config):
+    instance = cast("dict[str, Any]", config)  # JSON as YAML read it
+    for err in Draft202012Validator(schema).iter_errors(instance):
         where = entry.where(*err.path)
         if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
             out.append(src.diag(where, f"config of '{name}': {err.message}", "", "bad-config"))

@@ -20,6 +20,7 @@ protocol already is (`TaskList`, `TaskGet`: the assignment, which a sub-agent ge
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,7 @@ def load_claude_agent(
 
 
 def _convert(doc: Document, out: Converted) -> None:
-    meta: dict[str, Any] = doc.source.data
+    meta: dict[str, object] = doc.source.data
     _check_keys(meta, out)
     name, description = meta.get("name"), meta.get("description")
     if not isinstance(name, str) or not re.match(NAME, name):
@@ -156,7 +157,7 @@ def _raw(body: str) -> str:
     )
 
 
-def _check_keys(meta: dict[str, Any], out: Converted) -> None:
+def _check_keys(meta: Mapping[str, object], out: Converted) -> None:
     known = (*USED_KEYS, *IGNORED_KEYS, *COSMETIC_KEYS)
     for key in meta:
         if key in USED_KEYS or key in COSMETIC_KEYS:
@@ -175,7 +176,7 @@ def _check_keys(meta: dict[str, Any], out: Converted) -> None:
             out.problem((key,), message, hint, "ignored-key", key=True, severity="warning")
 
 
-def _names(value: Any, key: str, out: Converted) -> list[str]:
+def _names(value: object, key: str, out: Converted) -> list[str]:
     """A comma/space-separated string or a list of strings."""
     if value is None:
         return []
@@ -187,7 +188,7 @@ def _names(value: Any, key: str, out: Converted) -> list[str]:
     return []
 
 
-def _model(meta: dict[str, Any], out: Converted) -> None:
+def _model(meta: Mapping[str, object], out: Converted) -> None:
     model = meta.get("model")
     if model is None or model == "inherit":
         return
@@ -199,7 +200,7 @@ def _model(meta: dict[str, Any], out: Converted) -> None:
     out.data["model"] = MODEL_ALIASES.get(model, model)
 
 
-def _max_turns(meta: dict[str, Any], out: Converted) -> None:
+def _max_turns(meta: Mapping[str, object], out: Converted) -> None:
     turns = meta.get("maxTurns")
     if turns is None:
         return
@@ -211,7 +212,7 @@ def _max_turns(meta: dict[str, Any], out: Converted) -> None:
     out.data["max_steps"] = turns
 
 
-def _tools(meta: dict[str, Any], out: Converted) -> None:
+def _tools(meta: Mapping[str, object], out: Converted) -> None:
     listed = _names(meta["tools"], "tools", out) if "tools" in meta else list(DEFAULT_TOOLS)
     for i, item in enumerate(listed):
         _tool(item, out, ("tools", i) if isinstance(meta.get("tools"), list) else ("tools",))
@@ -265,7 +266,7 @@ def _tool(item: str, out: Converted, where: PathKey) -> None:
         )
 
 
-def _skills(meta: dict[str, Any], out: Converted) -> None:
+def _skills(meta: Mapping[str, object], out: Converted) -> None:
     skills = _names(meta.get("skills"), "skills", out)
     if not skills:
         return
@@ -273,7 +274,7 @@ def _skills(meta: dict[str, Any], out: Converted) -> None:
         out.tools.setdefault(tool, {})["skills"] = list(skills)
 
 
-def _mcp_servers(meta: dict[str, Any], out: Converted) -> None:
+def _mcp_servers(meta: Mapping[str, object], out: Converted) -> None:
     servers = meta.get("mcpServers")
     if servers is None:
         return
@@ -298,7 +299,7 @@ def _mcp_servers(meta: dict[str, Any], out: Converted) -> None:
             out.problem(("mcpServers", i), "a server is a name or {NAME: {command: ...}}", "", "wrong-type")
 
 
-def _permission_mode(meta: dict[str, Any], out: Converted) -> None:
+def _permission_mode(meta: Mapping[str, object], out: Converted) -> None:
     mode = meta.get("permissionMode")
     if mode is None:
         return

@@ -8,7 +8,6 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.specs import McpConfigFile, McpServerSpec, WorkflowManifest, sandbox_spec
@@ -20,7 +19,7 @@ MCP_FILE = ".mcp.json"
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def server_problems(src: Source, parts: PathKey, raw: Any) -> list[Diagnostic]:
+def server_problems(src: Source, parts: PathKey, raw: object) -> list[Diagnostic]:
     """Rules across the keys of one declaration (checked before its schema passes)."""
     if not isinstance(raw, dict):
         return []

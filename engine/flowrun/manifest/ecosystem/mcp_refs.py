@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Project
@@ -31,7 +31,7 @@ def mcp_ref(name: str, project: Project) -> McpRef | None:
 
 
 def check_entry(
-    src: Source, index: int, name: str, ref: McpRef, config: dict[str, Any], project: Project
+    src: Source, index: int, name: str, ref: McpRef, config: Mapping[str, object], project: Project
 ) -> list[Diagnostic]:
     """An agent's `SERVER` / `SERVER.TOOL` entry: the tool is not hidden by the server's
     allowlist, and the entry sets only `approve`."""

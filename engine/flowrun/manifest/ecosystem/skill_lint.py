@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.front_matter import load_document
@@ -53,7 +53,7 @@ def lint_skill(folder: Path, display: str) -> list[Diagnostic]:
     src = doc.source
     if src.data is None or any(d.severity == "error" for d in diags):
         return diags
-    meta: dict[str, Any] = src.data
+    meta: dict[str, object] = src.data
     out = list(diags)
     out += _keys(src, meta)
     if not indexed:
@@ -67,7 +67,7 @@ def lint_skill(folder: Path, display: str) -> list[Diagnostic]:
     return out
 
 
-def _index_data(library: Path) -> tuple[str, Any] | None:
+def _index_data(library: Path) -> tuple[str, object] | None:
     """(text, parsed JSON or the JSONDecodeError) of a library's skills.json; None without one."""
     index = library / INDEX_FILE
     try:
@@ -82,12 +82,12 @@ def _index_data(library: Path) -> tuple[str, Any] | None:
         return text, e
 
 
-def _entries(data: Any) -> dict[str, Any]:
+def _entries(data: object) -> dict[str, object]:
     skills = data.get("skills") if isinstance(data, dict) else None
     return skills if isinstance(skills, dict) else {}
 
 
-def _entry_target(library: Path, name: str, entry: Any) -> Path | None:
+def _entry_target(library: Path, name: str, entry: object) -> Path | None:
     """What an index entry's `path` points at inside the library: a skill folder (given as
     the folder or its SKILL.md), or a single document; None when it is neither."""
     if not isinstance(entry, dict):
@@ -154,7 +154,7 @@ def skill_libraries(root: Path) -> list[Path]:
     return [lib for lib in (root / "skills", root / ".claude" / "skills") if (lib / INDEX_FILE).is_file()]
 
 
-def _keys(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
+def _keys(src: Source, meta: Mapping[str, object]) -> list[Diagnostic]:
     out = []
     for key in meta:
         if key in SPEC_KEYS:
@@ -170,7 +170,7 @@ def _keys(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
     return out
 
 
-def _name(src: Source, meta: dict[str, Any], folder: str) -> list[Diagnostic]:
+def _name(src: Source, meta: Mapping[str, object], folder: str) -> list[Diagnostic]:
     name = meta.get("name")
     if not isinstance(name, str) or not name.strip():
         where = ("name",) if "name" in meta else ()
@@ -187,7 +187,7 @@ def _name(src: Source, meta: dict[str, Any], folder: str) -> list[Diagnostic]:
     return []
 
 
-def _text(src: Source, meta: dict[str, Any], key: str, limit: int, required: bool) -> list[Diagnostic]:
+def _text(src: Source, meta: Mapping[str, object], key: str, limit: int, required: bool) -> list[Diagnostic]:
     value = meta.get(key)
     if value is None:
         if required:
@@ -206,7 +206,7 @@ def _text(src: Source, meta: dict[str, Any], key: str, limit: int, required: boo
     return []
 
 
-def _metadata(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
+def _metadata(src: Source, meta: Mapping[str, object]) -> list[Diagnostic]:
     value = meta.get("metadata")
     if value is None:
         return []
@@ -225,7 +225,7 @@ def _metadata(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
     ]
 
 
-def _allowed_tools(src: Source, meta: dict[str, Any]) -> list[Diagnostic]:
+def _allowed_tools(src: Source, meta: Mapping[str, object]) -> list[Diagnostic]:
     value = meta.get("allowed-tools")
     if value is None:
         return []

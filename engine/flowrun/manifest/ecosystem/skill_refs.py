@@ -7,7 +7,7 @@ run would show an error line for it)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Project
@@ -25,7 +25,7 @@ HINTS = {
 
 
 def check_skill_entry(
-    src: Source, i: int, name: str, config: dict[str, Any], project: Project, target: str
+    src: Source, i: int, name: str, config: Mapping[str, object], project: Project, target: str
 ) -> list[Diagnostic]:
     """Problems of one tools entry `name` (index `i`) of an agent whose python tool runs
     `target` (`module:function`), when it is a skill tool."""

@@ -25,8 +25,10 @@ class CompactContext(StrategySpec):
     """Near the context limit, older turns are summarised and moved to a file."""
 
     strategy: Literal["compact"]
-    compact_at: float = Field(0.75, gt=0, lt=1, description="Share of the context window that triggers it.")
-    keep_recent: int = Field(6, ge=1, description="Recent turns kept verbatim.")
+    compact_at: float = Field(
+        default=0.75, gt=0, lt=1, description="Share of the context window that triggers it."
+    )
+    keep_recent: int = Field(default=6, ge=1, description="Recent turns kept verbatim.")
 
 
 def estimate_tokens(inst: AgentInstance) -> int:

@@ -10,7 +10,7 @@ A dashboard tool is any tool whose function is update_dashboard: the built-in `u
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -42,9 +42,9 @@ class DashboardContext(StrategySpec):
     )
 
 
-def dashboard_tools(agent: AgentManifest, project: Project) -> dict[str, dict[str, Any]]:
+def dashboard_tools(agent: AgentManifest, project: Project) -> dict[str, dict[str, object]]:
     """The agent's tools that update a dashboard, with their effective config."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, object]] = {}
     for _, name, config in tool_entries(agent):
         tool = project.tools.get(name)
         if tool is not None and getattr(tool.spec.implementation, "python", None) == DASHBOARD_FUNCTION:
@@ -75,10 +75,10 @@ class DashboardStrategy(ContextStrategy):
                 out.append(agent.source.diag(("tools", i), message, hint, "unknown-dashboard"))
         return out
 
-    def tool_defaults(self, spec: DashboardContext) -> dict[str, Any]:
+    def tool_defaults(self, spec: DashboardContext) -> dict[str, object]:
         return {"dashboards": dict(spec.dashboards)}
 
-    def template_vars(self, spec: DashboardContext) -> dict[str, Any]:
+    def template_vars(self, spec: DashboardContext) -> dict[str, object]:
         return {"dashboards": dict(spec.dashboards)}
 
     def opening(self, inst: AgentInstance, task: str, services: LoopServices) -> str:

@@ -75,7 +75,7 @@ class EventLog:
 def read_lines(path: Path) -> list[dict[str, Any]]:
     """All complete lines of a log as JSON objects, for reading (show, runs, export): a torn
     or damaged line is skipped."""
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, object]] = []
     if not path.exists():
         return events
     for line in path.read_bytes().splitlines():
@@ -88,7 +88,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def read_lines_strict(path: Path) -> list[dict[str, Any]]:
+def read_lines_strict(path: Path) -> list[dict[str, object]]:
     """The log as resume and replay need it: every line a JSON object. Only a torn last line
     (no newline: the process died mid-write) is left out; a damaged line anywhere else is a
     RunError naming it, because the run's record would have a gap. (A torn line an earlier
@@ -126,7 +126,7 @@ def _damaged(path: Path, number: int, what: str) -> RunError:
     )
 
 
-def _object(line: bytes) -> dict[str, Any] | None:
+def _object(line: bytes) -> dict[str, object] | None:
     try:
         raw = json.loads(line)
     except ValueError:

@@ -18,11 +18,13 @@ import itertools
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from flowrun.errors import RunError, RunInUse, UsageError
+from flowrun.records import RunRecord
 from flowrun.runtime.durable.settle import settle, settle_decided
 
 LOCK_NAME = "run.lock"
@@ -231,7 +233,7 @@ def not_a_run_folder(run_dir: Path) -> RunError:
     )
 
 
-def settled_meta(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
+def settled_meta(run_dir: Path, meta: RunRecord) -> RunRecord:
     """run.json as the log says it ended. The process writes the `run_end` event, then
     usage.json and run.json: when it died in between, run.json still says `running`. Then the
     status (and usage) of the last `run_end` are written to run.json (and usage.json), so the
@@ -241,7 +243,7 @@ def settled_meta(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
     end = _last_event(run_dir / "events.jsonl")
     if end is None or end.get("type") != "run_end" or not isinstance(end.get("status"), str):
         return meta
-    settled = {**meta, "status": end["status"]}
+    settled: RunRecord = {**meta, "status": end["status"]}
     with contextlib.suppress(OSError):  # a folder that cannot be written: still the log's status
         if isinstance(end.get("usage"), dict):
             _write_json(run_dir / "usage.json", end["usage"])
@@ -269,7 +271,7 @@ def _last_event(log: Path) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
-def _write_json(path: Path, value: dict[str, Any]) -> None:
+def _write_json(path: Path, value: Mapping[str, object]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(value, indent=2, default=str), encoding="utf-8")
     os.replace(tmp, path)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from flowrun.events import ContextResetEvent, Event
 from flowrun.manifest.kinds import ContextSide, ToolKindSide
@@ -34,6 +34,9 @@ from flowrun.types import (
     ToolResult,
     ToolSpec,
 )
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 # ---------------------------------------------------------------- an agent and its outcome
 
@@ -76,7 +79,7 @@ class AgentInstance:
     calls_made: dict[str, int] = field(default_factory=dict)  # sub-agent name -> calls
     side_calls: dict[str, int] = field(default_factory=dict)  # purpose -> tool-less calls (compaction)
     task: str = ""
-    output_schema: dict[str, Any] | None = None  # the spec's `output_schema`, resolved
+    output_schema: dict[str, object] | None = None  # the spec's `output_schema`, resolved
     tree: Subtree | None = None  # its usage with everything it calls, and any per-call budget
     last_text: str = ""  # the latest non-empty text the model wrote
     prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
@@ -180,21 +183,21 @@ class BoundTool:
     # `result_schema` (a tool whose effects reach outside the run and are not known to be
     # read-only: an MCP tool its server does not annotate `readOnlyHint`, a remote agent)
     in_dry_run: DryRunUse = "run"
-    result_schema: dict[str, Any] | None = None  # what a call returns, when the tool declares it
-    _validator: Any = None
+    result_schema: dict[str, object] | None = None  # what a call returns, when the tool declares it
+    _validator: Validator | None = None
 
     def repeat_safe(self, arguments: dict[str, Any]) -> bool:
         rule = self.idempotent
         return bool(rule(arguments)) if callable(rule) else rule
 
-    def validator(self) -> Any:
+    def validator(self) -> Validator:
         if self._validator is None:
             self._validator = parameters_validator(json.dumps(self.spec.parameters, sort_keys=True))
         return self._validator
 
 
 @lru_cache(maxsize=512)
-def parameters_validator(schema_json: str) -> Any:
+def parameters_validator(schema_json: str) -> Validator:
     """The validator of one parameters schema (as canonical JSON), built once per process:
     every agent instance binds its tools afresh, and a batch makes thousands of instances."""
     from jsonschema import Draft202012Validator

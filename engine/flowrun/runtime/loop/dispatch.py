@@ -8,10 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from flowrun.errors import BudgetExceeded, FlowrunError
 from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
@@ -186,7 +185,7 @@ def effect_unknown(bound: BoundTool) -> ToolResult:
     )
 
 
-def simulated(bound: BoundTool, arguments: dict[str, Any]) -> ToolResult:
+def simulated(bound: BoundTool, arguments: dict[str, object]) -> ToolResult:
     """A dry run's answer for a tool it must not run: made from the tool's result schema when
     it declares one, as the test provider makes a model's answers."""
     from flowrun.providers.schema_samples import Unavailable, sample_value
@@ -195,7 +194,7 @@ def simulated(bound: BoundTool, arguments: dict[str, Any]) -> ToolResult:
         f"(dry run) {bound.name} was not run: it may change something outside the run, so a dry "
         "run answers it without calling it"
     )
-    data: dict[str, Any] = {"simulated": True}
+    data: dict[str, object] = {"simulated": True}
     if bound.result_schema:
         try:
             data["structured"] = sample_value("result", bound.result_schema, {"tool": bound.name})
@@ -267,7 +266,7 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
     return None
 
 
-def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
+def _lone_surrogate(value: object, where: str = "arguments") -> str | None:
     """Where a string of the (JSON-decoded) arguments holds a lone surrogate, if any."""
     if isinstance(value, str):
         try:
@@ -284,7 +283,7 @@ def _lone_surrogate(value: Any, where: str = "arguments") -> str | None:
     return None
 
 
-def declared_arguments(bound: BoundTool, arguments: dict[str, Any]) -> dict[str, Any]:
+def declared_arguments(bound: BoundTool, arguments: Mapping[str, object]) -> dict[str, object]:
     """The arguments the schema declares, with each `default` of the manifest's `parameters`
     filled in for one the model left out (so a default changed in a manifest is the one used)."""
     props = bound.spec.parameters.get("properties")

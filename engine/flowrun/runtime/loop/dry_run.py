@@ -5,9 +5,9 @@ gets follows what it declares (`files:` read, write or change), never its name."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from flowrun.manifest.project import Project
 from flowrun.paths import builtin_corpus
@@ -38,14 +38,14 @@ def corpus_page(roots: tuple[Path, ...]) -> str | None:
 def hints(
     inst: AgentInstance,
     output: str | None,
-    inputs: dict[str, Any],
+    inputs: Mapping[str, object],
     project: Project,
     run_dir: Path | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     allowed = _write_globs(_first_with(inst, "write"))
     target = output if (output and (not allowed or output in allowed)) else None
     path = target or sample_path(allowed, inst.name)
-    found: dict[str, Any] = {"write_path": path, "text": f"dry run by {inst.name}: wiring checked"}
+    found: dict[str, object] = {"write_path": path, "text": f"dry run by {inst.name}: wiring checked"}
     in_run = run_dir is None or inst.cwd.resolve().is_relative_to(run_dir.resolve())
     found["paths"] = _tool_paths(inst, path, output, in_run)
     maker = _first_with(inst, "change")
@@ -75,14 +75,14 @@ def _first_with(inst: AgentInstance, files: FileUse) -> BoundTool | None:
     return next((b for b in inst.tools.values() if b.files == files), None)
 
 
-def _tool_paths(inst: AgentInstance, path: str | None, output: str | None, in_run: bool) -> dict[str, Any]:
+def _tool_paths(inst: AgentInstance, path: str | None, output: str | None, in_run: bool) -> dict[str, object]:
     """The file each tool is called on. The agent's own file (the one its first `files: write`
     tool writes) when it exists or the tool writes or changes files; otherwise, so that an agent
     without a writer (a reviewer) reads something, a file that exists: any text file of the
     agent's folder for a `files: read` tool, and for another tool too in the run folder; outside
     it (--workdir), where a tool of unknown effect must not touch the user's files, a sample file
     the dry run makes."""
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     existing: list[str | None] = []  # looked up once, when first needed
     for name, bound in inst.tools.items():
         own = tool_path(bound, path, inst.name)

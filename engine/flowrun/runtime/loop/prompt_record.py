@@ -18,7 +18,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.@#=-]")
 
 
 def prompt_event(inst: AgentInstance) -> AgentPromptEvent:
-    tools = [
+    tools: list[dict[str, object]] = [
         {"name": b.name, "description": b.spec.description, "parameters": b.spec.parameters}
         for b in inst.tools.values()
     ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from flowrun.errors import ManifestError
 from flowrun.manifest.kinds import context_kind
@@ -30,7 +29,7 @@ class PromptRenderer:
     def __init__(
         self,
         project: Project,
-        inputs: dict[str, Any],
+        inputs: dict[str, object],
         workspace: Path,
         run_id: str,
         output: str | None,
@@ -46,7 +45,7 @@ class PromptRenderer:
         self.iteration = iteration
         self._view: WorkspaceView | None = None  # made on first use: it resolves the folder
 
-    def template_vars(self) -> dict[str, Any]:
+    def template_vars(self) -> dict[str, object]:
         """The variables of every template: prompts, the workflow's task, seeds, steps, until."""
         return {
             **self.inputs,

@@ -23,7 +23,7 @@ class SandboxPolicies:
     def __init__(self, workflow: WorkflowManifest, base: Path, override: Mode | None = None) -> None:
         self.workflow = workflow
         self.base = base
-        self.override = override
+        self.override: Mode | None = override  # declared: an attribute's Literal type is kept
         self._cache: dict[tuple[str, str], SandboxPolicy] = {}
 
     def policy(self, agent: AgentManifest, bound: BoundTool) -> SandboxPolicy:

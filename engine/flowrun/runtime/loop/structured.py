@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun.errors import OutputInvalid
 from flowrun.events import OutputInvalidEvent
 from flowrun.runtime.loop.contracts import AgentInstance, LoopServices, Outcome
 from flowrun.types import Message
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 MAX_PROBLEMS = 5
@@ -47,7 +51,7 @@ def _quoted(text: str, limit: int = 120) -> str:
 
 
 @lru_cache(maxsize=64)
-def _validator(schema_text: str) -> Any:
+def _validator(schema_text: str) -> Validator:
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
@@ -55,7 +59,7 @@ def _validator(schema_text: str) -> Any:
     return validator_for(schema, default=Draft202012Validator)(schema)  # its `$schema` draft
 
 
-def schema_problems(schema: dict[str, Any], value: Any) -> str | None:
+def schema_problems(schema: Mapping[str, object], value: Any) -> str | None:
     validator = _validator(json.dumps(schema, sort_keys=True))
     problems = []
     for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
@@ -67,7 +71,7 @@ def schema_problems(schema: dict[str, Any], value: Any) -> str | None:
     return "; ".join(problems[:MAX_PROBLEMS]) + more
 
 
-def check_answer(schema: dict[str, Any], text: str) -> tuple[Any, str | None]:
+def check_answer(schema: Mapping[str, object], text: str) -> tuple[Any, str | None]:
     value, problem = parse_answer(text)
     if problem is None:
         problem = schema_problems(schema, value)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 
 class WorkspaceView:
@@ -28,7 +27,7 @@ class WorkspaceView:
             return default
         return path.read_text(encoding="utf-8", errors="replace")
 
-    def json(self, relative: str, default: Any = None) -> Any:
+    def json(self, relative: str, default: object = None) -> object:
         """Parsed JSON of a workspace file; `default` (an empty dict unless given) when the
         file is missing or not valid JSON, so `until` conditions can test fields safely."""
         text = self.read(relative)

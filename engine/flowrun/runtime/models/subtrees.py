@@ -10,11 +10,11 @@ agent-as-tool call catches and turns into a `partial` result for its caller, so 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.errors import BudgetExceeded
+from flowrun.records import SubtreeUsage
 
 LIMITS = ("max_cost_usd", "max_tokens", "max_steps")
 
@@ -78,8 +78,8 @@ class Subtree:
             node.tokens += tokens
             node.cost_usd += cost or 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> SubtreeUsage:
+        out: SubtreeUsage = {
             "agent": self.agent,
             "agent_id": self.agent_id,
             "call_id": self.call_id,
@@ -89,7 +89,7 @@ class Subtree:
             "model_calls": self.model_calls,
         }
         if self.budget:
-            out |= {"budget": dict(self.budget), "exhausted": self.exhausted}
+            out["budget"], out["exhausted"] = dict(self.budget), self.exhausted
         return out
 
 
@@ -105,7 +105,7 @@ class SubtreeBook:
         agent_id: str,
         call_id: str | None = None,
         parent: Subtree | None = None,
-        budget: dict[str, Any] | None = None,
+        budget: Mapping[str, float | None] | None = None,
     ) -> Subtree:
         requested = {k: float(v) for k, v in (budget or {}).items() if k in LIMITS and v is not None}
         effective = dict(requested)
@@ -118,5 +118,5 @@ class SubtreeBook:
         self.trees.append(tree)
         return tree
 
-    def to_list(self) -> list[dict[str, Any]]:
+    def to_list(self) -> list[SubtreeUsage]:
         return [tree.to_dict() for tree in self.trees]

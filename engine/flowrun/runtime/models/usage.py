@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.providers.base import ModelConfig
+from flowrun.records import AgentModelUsage, ModelUsage, TokenCounts, UsageRecord
 from flowrun.runtime.models.subtrees import SubtreeBook
-from flowrun.types import Usage, as_plain
+from flowrun.types import Usage
 
 
 def cost_of(usage: Usage, config: ModelConfig) -> float | None:
@@ -31,6 +31,18 @@ class UsageLine:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
 
+    def to_dict(self) -> AgentModelUsage:
+        u = self.usage
+        counts = TokenCounts(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+        )
+        return AgentModelUsage(
+            agent=self.agent, model=self.model, calls=self.calls, usage=counts, cost_usd=self.cost_usd
+        )
+
 
 class UsageBook:
     def __init__(self) -> None:
@@ -48,14 +60,12 @@ class UsageBook:
         if fallback:
             self.fallback_calls[config.name] = self.fallback_calls.get(config.name, 0) + 1
 
-    def by_model(self) -> dict[str, dict[str, Any]]:
+    def by_model(self) -> dict[str, ModelUsage]:
         """Calls, tokens and cost per model over all agents; `fallback_calls`: the calls it
         answered in place of another model of a fallback chain."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, ModelUsage] = {}
         for line in self.lines.values():
-            entry = out.setdefault(
-                line.model, {"calls": 0, "tokens": 0, "cost_usd": None, "fallback_calls": 0}
-            )
+            entry = out.setdefault(line.model, ModelUsage(calls=0, tokens=0, cost_usd=None, fallback_calls=0))
             entry["calls"] += line.calls
             entry["tokens"] += line.usage.total
             if line.cost_usd is not None:
@@ -75,11 +85,11 @@ class UsageBook:
     def priced(self) -> bool:
         return any(line.cost_usd is not None for line in self.lines.values())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> UsageRecord:
         return {
             "total_tokens": self.total_tokens,
             "total_cost_usd": round(self.total_cost, 6) if self.priced else None,
-            "by_agent_model": [as_plain(line) for line in self.lines.values()],
+            "by_agent_model": [line.to_dict() for line in self.lines.values()],
             "by_model": self.by_model(),
             "by_subtree": self.subtrees.to_list(),
         }

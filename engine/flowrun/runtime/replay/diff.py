@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from flowrun.events import AgentPromptEvent, AgentStartEvent, Event, ModelResponseEvent
+from flowrun.events import AgentPromptEvent, AgentStartEvent, E, Event, ModelResponseEvent
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.ledger import Divergence
 
 MAX_DIFF_LINES = 40
 
 
-def _first(events: list[Event], kind: type[Event], agent_id: str) -> Any:
+def _first(events: list[Event], kind: type[E], agent_id: str) -> E | None:
     return next((e for e in events if isinstance(e, kind) and getattr(e, "agent_id", None) == agent_id), None)
 
 
@@ -32,11 +32,11 @@ def _text_diff(before: str, after: str, name: str) -> list[str]:
     return lines
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _tool_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+def _tool_changes(before: Sequence[Mapping[str, object]], after: Sequence[Mapping[str, object]]) -> list[str]:
     old = {str(t.get("name")): t for t in before}
     new = {str(t.get("name")): t for t in after}
     out = [f"tool added: {name}" for name in sorted(set(new) - set(old))]
@@ -84,13 +84,13 @@ def divergence_details(recorded_log: Path, replay_log: Path, point: Divergence) 
         if _first(recorded, AgentStartEvent, point.agent_id) is None:
             return [f"the recording has no agent {point.agent_id}: the run took another path before it"]
         return [f"the recording has no model call {point.step} of {point.agent_id}: an earlier step changed"]
-    if point.reason in ("system", "tools") and (then_prompt is None or now_prompt is None):
-        return [
-            "the recording keeps only digests of prompts and tools (it was made before prompts were kept)"
-        ]
-    if point.reason == "system":
-        return _text_diff(then_prompt.system, now_prompt.system, "system prompt")
-    if point.reason == "tools":
+    if point.reason in ("system", "tools"):
+        if then_prompt is None or now_prompt is None:
+            return [
+                "the recording keeps only digests of prompts and tools (it was made before prompts were kept)"
+            ]
+        if point.reason == "system":
+            return _text_diff(then_prompt.system, now_prompt.system, "system prompt")
         return _tool_changes(then_prompt.tools, now_prompt.tools)
     then_start = _first(recorded, AgentStartEvent, point.agent_id)
     now_start = _first(now, AgentStartEvent, point.agent_id)

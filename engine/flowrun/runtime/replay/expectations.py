@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from flowrun.events import Event, ModelResponseEvent, ToolCallEvent
 from flowrun.manifest.specs import FileExpect, FlowTestExpect, MessageExpect, OutputExpect, ToolCallExpect
+from flowrun.records import UsageRecord
 
 YamlPath = tuple[str | int, ...]
 SHOWN = 300  # characters of an output quoted in a failure
@@ -33,7 +33,7 @@ class Replayed:
     message: str
     events: list[Event]
     run_dir: Path
-    usage: dict[str, Any]
+    usage: UsageRecord
     declared_output: str | None
 
 
@@ -126,7 +126,7 @@ def _calls(run: Replayed) -> Iterator[ToolCallEvent]:
     return (e for e in run.events if isinstance(e, ToolCallEvent))
 
 
-def subset(expected: Any, actual: Any) -> bool:
+def subset(expected: object, actual: object) -> bool:
     """`expected` is found in `actual`: keys of a mapping recursively, other values equal."""
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(

@@ -17,14 +17,16 @@ from flowrun.runtime.steps.base import StepContext, StepKind, confined, top_agen
 class AgentStep(StepSpec):
     kind: ClassVar[str] = "agent"
     agent: Name = Field(description="The agent this step runs.")
-    task: str | None = Field(None, description="Jinja2: the first user message (default: the workflow task).")
+    task: str | None = Field(
+        default=None, description="Jinja2: the first user message (default: the workflow task)."
+    )
     workdir: str | None = Field(
-        None,
+        default=None,
         description="Jinja2: working folder under the workspace, "
         "e.g. execution_outputs/iteration_{{ iteration }}.",
     )
     output: str | None = Field(
-        None,
+        default=None,
         description="Jinja2: a file in the run folder the agent's final answer is written to "
         "(its JSON when the agent has an output_schema), e.g. answers/{{ index }}.md.",
     )

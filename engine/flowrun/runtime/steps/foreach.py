@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -28,16 +29,20 @@ from flowrun.runtime.steps.fanout import combined, run_branches, statuses
 
 
 class ForeachBody(Strict):
-    input: Name | None = Field(None, description="An input of type list whose items the step runs over.")
+    input: Name | None = Field(
+        default=None, description="An input of type list whose items the step runs over."
+    )
     file: str | None = Field(
-        None,
+        default=None,
         description="Jinja2: a file in the run folder written by an earlier step: a JSON array, or "
         "JSON Lines (one value per line) when it ends in .jsonl.",
     )
     as_: Name = Field(
-        "item", alias="as", description="The name templates of the step use for the item (and `index`)."
+        default="item",
+        alias="as",
+        description="The name templates of the step use for the item (and `index`).",
     )
-    concurrency: int = Field(4, ge=1, le=64, description="Items run at the same time.")
+    concurrency: int = Field(default=4, ge=1, le=64, description="Items run at the same time.")
     collect: str = Field(
         description="Jinja2: the JSON file the results are collected into, one entry per item in "
         "item order ({index, item, agent_id, status, text, output, data}), for the next step to read."
@@ -75,7 +80,7 @@ class ForeachStepKind(StepKind):
         collect = ctx.render(body.collect, "a foreach collect path").strip()
         target = confined(ctx.run, collect, "collect")
 
-        def branch(k: int, item: Any) -> Callable[[], Awaitable[Outcome | None]]:
+        def branch(k: int, item: object) -> Callable[[], Awaitable[Outcome | None]]:
             async def go() -> Outcome | None:
                 # set inside the branch's own task: the other branches never see this item
                 STEP_VARS.set({**(STEP_VARS.get() or {}), body.as_: item, "index": k})
@@ -117,7 +122,7 @@ def foreach_items(ctx: StepContext, body: ForeachBody) -> list[Any]:
     return read_items(confined(ctx.run, relative, "foreach file"), relative)
 
 
-def read_items(path: Any, relative: str) -> list[Any]:
+def read_items(path: Path, relative: str) -> list[object]:
     hint = "an earlier step must write it: a JSON array, or JSON Lines (one value per line)"
     if not path.is_file():
         raise RunError(f"foreach: {relative} was not found in the run folder", hint)
@@ -134,17 +139,17 @@ def read_items(path: Any, relative: str) -> list[Any]:
     return value
 
 
-def _json(text: str, where: str, hint: str) -> Any:
+def _json(text: str, where: str, hint: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise RunError(f"foreach: {where} is not valid JSON ({e.msg} at char {e.pos})", hint) from None
 
 
-def write_collected(target: Any, items: list[Any], outcomes: list[Outcome | None]) -> None:
+def write_collected(target: Path, items: list[Any], outcomes: list[Outcome | None]) -> None:
     entries = []
     for k, (item, outcome, status) in enumerate(zip(items, outcomes, statuses(outcomes), strict=True), 1):
-        entry: dict[str, Any] = {"index": k, "item": item, "status": status}
+        entry: dict[str, object] = {"index": k, "item": item, "status": status}
         if outcome is not None:
             entry |= {"agent_id": outcome.agent_id, "text": outcome.text, "output": outcome.output}
             if outcome.data is not None:

@@ -20,7 +20,7 @@ from flowrun.runtime.steps.base import StepContext, StepKind
 class LoopBody(Strict):
     steps: list[Step] = Field(min_length=1)
     until: str | None = Field(
-        None,
+        default=None,
         description="Jinja2 expression checked after each iteration, e.g. "
         "\"workspace.json('eval.json').success_rate >= 0.9\"; workspace.read/json/exists read files.",
     )

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun._version import __version__
 from flowrun.errors import RunError
+from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events, read_lines
 from flowrun.runtime.telemetry.spans import ModelInfo, SpanBuilder, SpanData, provider_name
+
+if TYPE_CHECKING:
+    from flowrun.runtime.models.calls import ModelChoice
 
 KINDS = {"internal": 1, "client": 3}  # SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT
 STATUS_OK, STATUS_ERROR = 1, 2
@@ -50,7 +55,7 @@ def recorded_models(run_dir: Path) -> ModelInfo:
     again with the run's --dry-run and --model; a name that no longer resolves is read as
     `provider:model` shorthand or left as it is."""
     start = next((e for e in read_lines(run_dir / "events.jsonl") if e.get("type") == "run_start"), {})
-    choice = _choice(start)
+    choice = _choice(run_record(start))
     cache: dict[str, tuple[str, str]] = {}
 
     def info(name: str, agent: str) -> tuple[str, str]:
@@ -61,7 +66,7 @@ def recorded_models(run_dir: Path) -> ModelInfo:
     return info
 
 
-def _choice(start: dict[str, Any]) -> Any:
+def _choice(start: RunRecord) -> ModelChoice | None:
     from flowrun.errors import FlowrunError
     from flowrun.manifest.project import load_project
     from flowrun.runtime.models.calls import ModelChoice
@@ -92,7 +97,7 @@ def _choice(start: dict[str, Any]) -> Any:
     )
 
 
-def _resolve(choice: Any, name: str, agent: str) -> tuple[str, str]:
+def _resolve(choice: ModelChoice | None, name: str, agent: str) -> tuple[str, str]:
     from flowrun.errors import FlowrunError
 
     if choice is not None:
@@ -105,7 +110,7 @@ def _resolve(choice: Any, name: str, agent: str) -> tuple[str, str]:
     return (provider_name(provider, None), model) if model else ("unknown", name)
 
 
-def otlp_document(run_id: str, spans: list[SpanData]) -> dict[str, Any]:
+def otlp_document(run_id: str, spans: list[SpanData]) -> dict[str, object]:
     trace_id = hashlib.sha256(f"flowrun:{run_id}".encode()).hexdigest()[:32]
     return {
         "resourceSpans": [
@@ -132,8 +137,8 @@ def span_id(run_id: str, key: str) -> str:
     return hashlib.sha256(f"{run_id}/{key}".encode()).hexdigest()[:16]
 
 
-def _span(trace_id: str, run_id: str, span: SpanData) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _span(trace_id: str, run_id: str, span: SpanData) -> dict[str, object]:
+    out: dict[str, object] = {
         "traceId": trace_id,
         "spanId": span_id(run_id, span.key),
         "name": span.name,
@@ -148,11 +153,11 @@ def _span(trace_id: str, run_id: str, span: SpanData) -> dict[str, Any]:
     return out
 
 
-def _attr(key: str, value: Any) -> dict[str, Any]:
+def _attr(key: str, value: object) -> dict[str, object]:
     return {"key": key, "value": _value(value)}
 
 
-def _value(value: Any) -> dict[str, Any]:
+def _value(value: object) -> dict[str, object]:
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -177,7 +182,7 @@ def traces_url(endpoint: str) -> str:
     return endpoint if path not in ("", "/") else endpoint.rstrip("/") + "/v1/traces"
 
 
-def send(document: dict[str, Any], endpoint: str, timeout_s: float = 30.0) -> None:
+def send(document: Mapping[str, object], endpoint: str, timeout_s: float = 30.0) -> None:
     """POST the document as OTLP/HTTP JSON; RunError with the status when it is refused."""
     import httpx
 

@@ -88,7 +88,7 @@ class SpanBuilder:
     # ------------------------------------------------------------ plumbing
 
     def _start(
-        self, key: str, name: str, kind: SpanKind, parent: str | None, t: float, **attrs: Any
+        self, key: str, name: str, kind: SpanKind, parent: str | None, t: float, **attrs: object
     ) -> SpanData:
         if key in self.open:  # a key reused while open (a damaged log): close the old one first
             self._end(key, _ns(t))
@@ -128,7 +128,7 @@ class SpanBuilder:
 
     def agent_start(self, event: AgentStartEvent) -> None:
         provider, model = self.model_info(event.model, event.agent) if event.model else ("", "")
-        attrs: dict[str, Any] = {
+        attrs: dict[str, object] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": event.agent,
             "gen_ai.agent.id": event.agent_id,

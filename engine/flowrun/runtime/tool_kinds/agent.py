@@ -35,8 +35,8 @@ AGENT_TOOL_SUFFIX = (
 )
 
 
-def agent_tool_parameters(selectable: list[str], max_steps: int = 10_000) -> dict[str, Any]:
-    props: dict[str, Any] = {
+def agent_tool_parameters(selectable: list[str], max_steps: int = 10_000) -> dict[str, object]:
+    props: dict[str, object] = {
         "task": {"type": "string", "description": "What to do, with everything the agent needs to know."},
         "context_files": {
             "type": "array",
@@ -64,7 +64,7 @@ def agent_tool_parameters(selectable: list[str], max_steps: int = 10_000) -> dic
 
 
 # the per-agent config of an entry that names an agent
-CONFIG_SCHEMA: dict[str, Any] = {
+CONFIG_SCHEMA: dict[str, object] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -177,7 +177,7 @@ async def call_agent(
     return _sub_result(inst, callee, outcome, files, bool(args.get("return_full_output")))
 
 
-def _output_dir(run: RunServices, caller: AgentInstance, folder: Any) -> Path | ToolResult | None:
+def _output_dir(run: RunServices, caller: AgentInstance, folder: object) -> Path | ToolResult | None:
     """The folder a sub-agent's writes are confined to (created), None when not given, or an
     error when it leaves the workspace or the caller's own confinement."""
     if not folder:

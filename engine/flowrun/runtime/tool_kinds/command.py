@@ -4,7 +4,8 @@ processes run in the sandbox."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -31,7 +32,7 @@ class CommandImplementation(ImplementationSpec):
         description="argv list run without a shell; each item a Jinja2 template over the arguments.",
     )
     cwd: str | None = Field(
-        None, description="Working folder, relative to the workspace (default: the agent's)."
+        default=None, description="Working folder, relative to the workspace (default: the agent's)."
     )
     env: dict[str, str] = Field(
         default_factory=dict, description="Extra environment variables (not secrets)."
@@ -39,7 +40,7 @@ class CommandImplementation(ImplementationSpec):
 
 
 # the per-agent config of a command tool whose manifest declares none
-CONFIG_SCHEMA: dict[str, Any] = {
+CONFIG_SCHEMA: dict[str, object] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -85,7 +86,9 @@ class CommandKind(ToolKind):
             entry, CONFIG_SCHEMA if declared is None else declared
         )
 
-    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+    def process_policy(
+        self, name: str, config: Mapping[str, object], where: SandboxQuery
+    ) -> SandboxPolicy | None:
         return entry_policy(name, config, where)  # a command always starts a process
 
     def bind(self, request: BindRequest) -> list[BoundTool]:

@@ -4,15 +4,13 @@ function's own, for python tools) become the bound tool's."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flowrun.manifest.kinds import context_kind
 from flowrun.manifest.specs import ToolManifest
 from flowrun.runtime.loop.contracts import BindRequest, BoundTool
 from flowrun.tools.base import ToolProperties
 
 
-def merged_config(manifest: ToolManifest, request: BindRequest) -> dict[str, Any]:
+def merged_config(manifest: ToolManifest, request: BindRequest) -> dict[str, object]:
     """The manifest's defaults with the agent's config over them, key by key. An agent's deny
     patterns add to the tool's own; they never lift them. The agent's context strategy fills
     keys both leave unset (a `dashboard` context gives update_dashboard its dashboards)."""
@@ -28,7 +26,7 @@ def merged_config(manifest: ToolManifest, request: BindRequest) -> dict[str, Any
     return merged
 
 
-def limits_of(manifest: ToolManifest) -> dict[str, Any]:
+def limits_of(manifest: ToolManifest) -> dict[str, object]:
     return manifest.limits.model_dump(exclude_none=True)
 
 

@@ -14,8 +14,8 @@ import asyncio
 import hashlib
 import re
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.errors import RunError
 from flowrun.manifest.diagnostics import Diagnostic
@@ -138,7 +138,9 @@ class McpKind(ToolKind):
         assert ref is not None  # claimed
         return check_entry(entry.src, entry.index, entry.name, ref, entry.config, entry.project)
 
-    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+    def process_policy(
+        self, name: str, config: Mapping[str, object], where: SandboxQuery
+    ) -> SandboxPolicy | None:
         """A stdio server is a process: its own sandbox (the workflow's with the server's over it)."""
         ref = mcp_ref(name, where.project)
         assert ref is not None  # claimed

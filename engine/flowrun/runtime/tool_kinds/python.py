@@ -7,8 +7,9 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -21,6 +22,7 @@ from flowrun.manifest.kinds import EntryRef, SandboxQuery
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.sandboxing import entry_policy
 from flowrun.manifest.specs import ENTRY_KEYS, ImplementationSpec, ToolManifest
+from flowrun.manifest.yaml_source import Source
 from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation, ToolKind
 from flowrun.runtime.tool_kinds.manifest_tool import declare, limits_of, merged_config
 from flowrun.tools.base import ToolFunction, tool_properties
@@ -73,7 +75,7 @@ class PythonKind(ToolKind):
     def check_tools(self, tools: list[Loaded[ToolManifest]], project: Project) -> list[Diagnostic]:
         """Import each folder's Python tools (in a child process) and compare their signatures
         with the manifests; a tool whose schemas are already broken is left out."""
-        by_root: dict[Path, list[tuple[str, ToolManifest, Any]]] = {}
+        by_root: dict[Path, list[tuple[str, ToolManifest, Source]]] = {}
         for tool in tools:
             if not schema_problems(tool):
                 by_root.setdefault(tool.root, []).append((_target(tool.spec), tool.spec, tool.source))
@@ -93,7 +95,9 @@ class PythonKind(ToolKind):
             )
         return out
 
-    def process_policy(self, name: str, config: dict[str, Any], where: SandboxQuery) -> SandboxPolicy | None:
+    def process_policy(
+        self, name: str, config: Mapping[str, object], where: SandboxQuery
+    ) -> SandboxPolicy | None:
         # a python tool runs in flowrun's process; one that starts processes says so
         return entry_policy(name, config, where) if where.project.tools[name].spec.processes else None
 
