@@ -38,6 +38,7 @@ from flowrun.manifest.checks.checked import checked_project
 from flowrun.manifest.checks.crossref import check_project
 from flowrun.manifest.checks.relevance import blocking
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+from flowrun.manifest.env_refs import UnsetVariable, unset_diagnostics
 from flowrun.manifest.graph import run_agents, workflow_agents
 from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.model_config import reference_problem
@@ -275,16 +276,24 @@ class Workflow:
         message, which is the agent's task), then with the agent's last answer; it returns the
         next message, or None to end. `agent` defaults to the workflow's entry (or first step's)
         agent; `options` and the keyword arguments are `run()`'s."""
+        name = self.chat_agent(agent)
+        return await self.run(inputs, options, conversation=Conversation(name, read, chat=True), **changes)
+
+    def chat_agent(self, agent: str | None = None) -> str:
+        """The agent `chat` talks to: `agent`, else the entry (or first step's) agent; a
+        UsageError naming the workflow's agents when there is no such agent."""
         name = agent or self.spec.entry or next((n for n, _ in workflow_agents(self.spec)), None)
         if name is None or name not in self.project.agents:
-            known = set(self.project.agents)
-            hint = did_you_mean(str(name), known) or "its agents: " + ", ".join(sorted(known))
-            raise UsageError(f"no agent '{name}' to chat with", hint)
+            own = run_agents(self.spec, self.project)
+            hint = did_you_mean(str(name), own) or did_you_mean(str(name), set(self.project.agents))
+            raise UsageError(
+                f"no agent '{name}' to chat with", hint or "the workflow's agents: " + ", ".join(sorted(own))
+            )
         if name not in run_agents(self.spec, self.project) and (
             errors := blocking(self.project, [name], self.diagnostics)
         ):
             raise ManifestInvalid(str(self.path), errors)
-        return await self.run(inputs, options, conversation=Conversation(name, read, chat=True), **changes)
+        return name
 
     def agents_folder(self, inputs: dict[str, Any], workdir: str | Path | None) -> Path | None:
         """The folder the agents work in when it is not the run folder: `workdir` (relative to
@@ -645,7 +654,10 @@ def _replay_folder(run_dir: Path) -> Path:
 
 
 def _check_credentials(run: Run) -> None:
-    missing = missing_credentials(run.project, run.spec, run.models.choice)
+    try:
+        missing = missing_credentials(run.project, run.spec, run.models.choice)
+    except UnsetVariable as e:  # a model the run uses names an unset ${VAR}: where it is written
+        raise ManifestInvalid(str(run.workflow.source.display), _unset_where(run, e)) from None
     if missing:
         needs = "; ".join(f"{env} (for {', '.join(sorted(set(agents)))})" for env, agents in missing.items())
         raise ManifestError(
@@ -653,6 +665,16 @@ def _check_credentials(run: Run) -> None:
             "export the key, or try it offline with --dry-run, or use a local server: "
             "--model ollama:llama3.1 (or OPENAI_BASE_URL=http://localhost:8000/v1 --model openai:MODEL)",
         )
+
+
+def _unset_where(run: Run, e: UnsetVariable) -> list[Diagnostic]:
+    """The diagnostics (file:line) of the model whose variable is unset."""
+    if e.model in run.spec.models:
+        return unset_diagnostics(run.workflow.source, e.model, run.spec.models[e.model])
+    loaded = run.project.models.get(e.model)
+    if loaded is not None:
+        return unset_diagnostics(loaded.source, e.model, loaded.spec)
+    raise e
 
 
 def _probe_sandbox(run: Run) -> None:

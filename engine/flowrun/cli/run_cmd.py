@@ -14,6 +14,7 @@ import click
 
 from flowrun.cli.common import Terminated, read_in_background, reported, verbosity
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
+from flowrun.cli.seed_habits import LONG_FLAGS, habit_error
 
 if TYPE_CHECKING:
     from flowrun.api import ReplayResult, RunResult, Workflow
@@ -60,7 +61,10 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
         from flowrun.api import load, new_run_id
+        from flowrun.cli.env_files import load_env_files
         from flowrun.runtime.durable.run_folder import check_run_id
+
+        load_env_files([workflow])
 
         options = run_args.options()
         wf = load(workflow, list(options.overrides))
@@ -111,6 +115,9 @@ def resume(
     with reported(verbose, f"continue with `flowrun resume {run_dir}`"):
         from flowrun.api import resume as resume_run
         from flowrun.cli.chat_input import chat_reader, is_chat
+        from flowrun.cli.env_files import load_env_files
+
+        load_env_files([recorded_workflow(run_dir)])
 
         level = verbosity(quiet, verbose)
         ask = ask_on_terminal if sys.stdin.isatty() else None
@@ -179,6 +186,18 @@ def replay(
         for line in result.differences:
             click.echo(f"  {line}", err=True)
     sys.exit(replay_exit(result))
+
+
+def recorded_workflow(run_dir: Path) -> Path | None:
+    """The workflow file a run recorded (for the `.env` next to it), if run.json names one."""
+    import json
+
+    try:
+        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    named = meta.get("workflow_file") if isinstance(meta, dict) else None
+    return Path(named) if isinstance(named, str) and named else None
 
 
 def diff_report(result: ReplayResult) -> int:
@@ -356,9 +375,9 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
     i = 0
     while i < len(args):
         arg = args[i]
-        if not arg.startswith("--"):
-            raise UsageError(f"unexpected argument {arg!r}", "inputs are given as --name value")
         key, eq, inline = arg[2:].partition("=")
+        if not arg.startswith("--") or (key not in options and f"--{key}" in LONG_FLAGS):
+            raise habit_error(wf, args, i)  # a positional task, -d DIR, -r N ...: what to write instead
         name = options.get(key)
         if name is None:
             raise UsageError(

@@ -49,6 +49,9 @@ def mcp(workflows: tuple[Path, ...], port: int | None, host: str, run_args: RunA
     from flowrun.serve.mcp_server import WorkflowServer, bind, serve_http, serve_stdio
 
     with reported(False):
+        from flowrun.cli.env_files import load_env_files
+
+        load_env_files(workflows)
         options = run_args.options()
         loaded = [load(path) for path in workflows]
         names = [wf.name for wf in loaded]

@@ -100,7 +100,8 @@ class ModelService:
 
                 self.providers[key] = ReplayOnlyProvider(config)
             else:
-                for env in (config.api_key_env, config.auth_token_env, config.token_env):
+                secret_env = config.options.get("secret_env", [])  # variables a header names
+                for env in (config.api_key_env, config.auth_token_env, config.token_env, *secret_env):
                     self.redactor.add_env(env)
                 self.providers[key] = rate_limited(make_provider(config, self._retry_reporter(config)))
         return self.providers[key]
