@@ -66,6 +66,7 @@ from flowrun.runtime.options import (
     FIELDS,
     AskUser,
     Conversation,
+    Interjection,
     OnEvent,
     ReadMessage,
     RunHooks,
@@ -77,7 +78,8 @@ from flowrun.runtime.run import Run
 from flowrun.runtime.telemetry.live import live_export
 
 # the keyword arguments of Workflow.run besides the options (for the did-you-mean of a typo)
-RUN_KEYWORDS = ("options", "run_dir", "runs_dir", "run_id", "on_event", "ask_user", "approve", "conversation")
+RUN_KEYWORDS: tuple[str, ...] = ("options", "run_dir", "runs_dir", "run_id", "on_event", "ask_user")
+RUN_KEYWORDS += ("approve", "conversation", "interject")
 # what a resumed run keeps from its recording (the rest may change: sandbox, yes, verbosity, ...)
 RECORDED_FOR_GOOD = ("model", "agent_models", "dry_run", "no_thinking", "workdir", "overrides")
 REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
@@ -157,6 +159,7 @@ class Workflow:
         ask_user: AskUser | None = None,
         approve: Approver | None = None,
         conversation: Conversation | None = None,
+        interject: Interjection | None = None,
         **changes: Any,
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
@@ -171,9 +174,10 @@ class Workflow:
         options, not them): `on_event(event)` gets each typed event; `ask_user` answers the
         agents' questions (without it the run is not interactive); `approve` is awaited with
         an ApprovalRequest for each call of an `approve: ask` tool and returns True to let it
-        run (without it, such calls are refused unless `yes`)."""
+        run (without it, such calls are refused unless `yes`); `interject` is the pause key
+        (runtime/options.Interjection: a message for the running agent, recorded)."""
         opts = RunOptions.given(options, changes, RUN_KEYWORDS)
-        hooks = RunHooks(on_event, ask_user, approve, conversation)
+        hooks = RunHooks(on_event, ask_user, approve, conversation, interject)
         return await self.with_overrides(opts.overrides)._run_new(
             inputs, opts, hooks, run_dir, runs_dir, run_id
         )
@@ -401,6 +405,7 @@ async def resume(
     approve: Approver | None = None,
     message: str | None = None,
     read: ReadMessage | None = None,
+    interject: Interjection | None = None,
     **changes: Any,
 ) -> RunResult:
     """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
@@ -420,7 +425,7 @@ async def resume(
         if meta.get("status") == "completed" and talk is None:
             return _recorded_result(run_dir, meta)
         options = RunOptions.from_record(meta).changed(RESUME_KEYWORDS, **changes)
-        hooks = RunHooks(on_event, ask_user, approve, talk)
+        hooks = RunHooks(on_event, ask_user, approve, talk, interject)
         inputs = dict(meta.get("inputs") or {})
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
             run = workflow._new_run(inputs, run_dir, options, hooks)
@@ -432,7 +437,7 @@ async def resume(
         return await _execute(run, resume=True)
 
 
-RESUME_KEYWORDS = ("on_event", "ask_user", "approve", "message", "read")
+RESUME_KEYWORDS = ("on_event", "ask_user", "approve", "message", "read", "interject")
 
 
 async def replay(

@@ -192,6 +192,14 @@ class Progress:
         if isinstance(event, RunEndEvent):
             self.close()
 
+    def note(self, line: str) -> None:
+        """A line of the command's own (not an event's), printed like a milestone."""
+        with self._lock:
+            if self.closed:
+                return
+            live = self._ensure_live() if self.use_live and not self._paused else None
+        self._print(line, live)
+
     def _repeated(self, event: Event) -> bool:
         """The run's error that repeats the model failure shown just before it."""
         if not isinstance(event, ErrorEvent):

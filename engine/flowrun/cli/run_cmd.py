@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from flowrun.cli.common import Terminated, read_in_background, reported, verbosity
+from flowrun.cli.pause_key import HINT, PauseKey, terminal_pause
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
 from flowrun.cli.seed_habits import LONG_FLAGS, habit_error
 
@@ -72,6 +73,7 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
         run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
         folder.append(run_args.runs_dir / run_id)
         level = run_args.verbosity
+        pause = terminal_pause()
         result = _with_progress(
             level,
             lambda on_event, progress: wf.run(
@@ -80,9 +82,11 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
                 runs_dir=run_args.runs_dir,
                 run_id=run_id,
                 on_event=on_event,
-                ask_user=ask_on_terminal if sys.stdin.isatty() else None,
-                approve=terminal_approver(progress),
+                ask_user=terminal_asker(pause) if sys.stdin.isatty() else None,
+                approve=terminal_approver(progress, pause),
+                interject=pause,
             ),
+            pause=pause,
         )
         print_summary(result, level, wf.spec.output)
     sys.exit(result.exit_code)
@@ -120,8 +124,9 @@ def resume(
         load_env_files([recorded_workflow(run_dir)])
 
         level = verbosity(quiet, verbose)
-        ask = ask_on_terminal if sys.stdin.isatty() else None
         chatting = message is None and is_chat(run_dir)
+        pause = None if chatting else terminal_pause()  # a chat reads its own lines
+        ask = terminal_asker(pause) if sys.stdin.isatty() else None
         if message is not None and not message.strip():
             from flowrun.errors import UsageError
 
@@ -132,15 +137,17 @@ def resume(
                 run_dir,
                 on_event=on_event,
                 ask_user=ask,
-                approve=terminal_approver(progress),
+                approve=terminal_approver(progress, pause),
                 message=message,
                 read=chat_reader(progress) if chatting else None,
+                interject=pause,
                 # what is not given stays as the run recorded it
                 verbosity=1 if verbose else None,
                 sandbox=sandbox,
                 yes=True if yes else None,
             ),
             live=not chatting,
+            pause=pause,
         )
         if result.message == "already completed; nothing to resume":
             click.echo(f"{run_dir} already completed; nothing to resume")
@@ -233,9 +240,11 @@ def _with_progress(
     level: int,
     start: Callable[[Callable[[Event], None], Progress | None], Coroutine[Any, Any, R]],
     live: bool = True,
+    pause: PauseKey | None = None,
 ) -> R:
     """Run the API call with the progress display (and the warnings, even with -q) subscribed;
-    always close the display. `live=False`: plain lines even on a terminal (a chat reads input)."""
+    always close the display. `live=False`: plain lines even on a terminal (a chat reads input).
+    `pause`: the run's pause key listens meanwhile, and the terminal is always given back."""
     from flowrun.redaction import Redactor
 
     redact = Redactor().text
@@ -256,9 +265,16 @@ def _with_progress(
         if progress is not None:
             progress(event)
 
+    if pause is not None:
+        pause.progress = progress
+        if level >= 0:
+            click.echo(HINT, err=True)
+        pause.start()
     try:
         return run_until_signal(lambda: start(on_event, progress))
     finally:
+        if pause is not None:
+            pause.close()
         if progress is not None:
             progress.close()
 
@@ -427,9 +443,10 @@ def _need(inp: InputSpec) -> str:
     return "required" if inp.is_required else f"default {inp.default!r}"
 
 
-def terminal_approver(progress: Progress | None) -> Approver | None:
-    """On a terminal: y/n for each `approve: ask` call, the live panel paused meanwhile.
-    Without one: None, so such calls are refused (unless --yes)."""
+def terminal_approver(progress: Progress | None, pause: PauseKey | None = None) -> Approver | None:
+    """On a terminal: y/n for each `approve: ask` call, the live panel paused (and the pause
+    key's hold on the terminal released) meanwhile. Without one: None, so such calls are
+    refused (unless --yes)."""
     if not sys.stdin.isatty():
         return None
     from flowrun.redaction import Redactor
@@ -440,7 +457,8 @@ def terminal_approver(progress: Progress | None) -> Approver | None:
         shown = redact(", ".join(f"{k}={v!r}" for k, v in request.arguments.items()))
         if len(shown) > 1000:
             shown = shown[:1000] + "…"
-        with progress.paused() if progress is not None else contextlib.nullcontext():
+        display = progress.paused() if progress is not None else contextlib.nullcontext()
+        with display, pause.suspended() if pause is not None else contextlib.nullcontext():
             print(f"\n? {request.agent} wants to call {request.tool}({shown})", file=sys.stderr)
             print("  allow it? [y/N] ", end="", file=sys.stderr, flush=True)
             answer = sys.stdin.readline()
@@ -451,6 +469,18 @@ def terminal_approver(progress: Progress | None) -> Approver | None:
 
     approve.decided_by = "user"  # type: ignore[attr-defined]
     return approve
+
+
+def terminal_asker(pause: PauseKey | None) -> Callable[[str], Coroutine[Any, Any, str]]:
+    """ask_user on a terminal, the pause key's hold on it released while the answer is typed."""
+    if pause is None:
+        return ask_on_terminal
+
+    async def ask(question: str) -> str:
+        with pause.suspended():
+            return await ask_on_terminal(question)
+
+    return ask
 
 
 async def ask_on_terminal(question: str) -> str:

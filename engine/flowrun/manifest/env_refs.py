@@ -93,14 +93,17 @@ def referenced(spec: ModelSpec) -> set[str]:
     return {m.group(1) for _, text in _settings(spec) for m in REFERENCE.finditer(text)}
 
 
-def expanded(name: str, spec: ModelSpec, environ: Mapping[str, str] | None = None) -> ModelSpec:
-    """The model with its references replaced; UnsetVariable for the first one that cannot be."""
+def expanded(
+    name: str, spec: ModelSpec, environ: Mapping[str, str] | None = None, strict: bool = True
+) -> ModelSpec:
+    """The model with its references replaced; UnsetVariable for the first one that cannot be
+    (not `strict`: left as written, for a replay, which sends nothing)."""
     if "${" not in repr([text for _, text in _settings(spec)]):
         return spec
     update: dict[str, Any] = {}
     for where, text in _settings(spec):
         value, unset = expand(text, environ)
-        if unset:
+        if unset and strict:
             raise UnsetVariable(name, where, unset[0])
         if where[0] in NAME_FIELDS and value != text and not re.fullmatch(NAME, value):
             raise ManifestError(f"model '{name}': {_not_a_name(where[0], text)}", NOT_A_NAME_HINT)

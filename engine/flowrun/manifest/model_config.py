@@ -43,13 +43,13 @@ def reference_problem(ref: str, named: set[str]) -> str | None:
     return None
 
 
-def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
+def config_from_spec(name: str, spec: ModelSpec, base_dir: Path, strict_env: bool = True) -> ModelConfig:
     """A ModelSpec (manifest) → ModelConfig (what a provider gets), its `${VAR}` references
-    replaced (UnsetVariable for one that is unset without a default)."""
+    replaced (UnsetVariable for one that is unset without a default, when `strict_env`)."""
     referenced = sorted(
         {m for field in (spec.headers, spec.extra_headers) for v in field.values() for m in _names(v)}
     )
-    spec = expanded(name, spec)
+    spec = expanded(name, spec, strict=strict_env)
     preset = PRESETS.get(spec.preset) if spec.preset else None
     compatible = spec.provider == "openai-compatible"
     provider = "openai" if compatible or spec.provider is None else spec.provider
