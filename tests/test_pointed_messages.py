@@ -7,6 +7,7 @@ missing keys reported once each."""
 from __future__ import annotations
 
 import json
+import shlex
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -40,21 +41,20 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
         (
             ["task text", "-d", "./project"],
             "error: unexpected argument 'task text'",
-            "  hint: give it as the workflow's input: --task 'task text'; the whole command: flowrun "
-            f"{INSTRUCTOR_WORKER} --task 'task text' --workdir ./project",
+            "  hint: give it as the workflow's input: --task 'task text'; all of them in flowrun's words: "
+            "--task 'task text' --workdir ./project",
         ),
         (
             ["--task", "x", "-r", "5"],
             "error: -r is not a flowrun option",
             "  hint: a round limit is a manifest value: --set agents.instructor.tools.worker.max_calls=N; "
-            f"the whole command: flowrun {INSTRUCTOR_WORKER} --task x "
-            "--set agents.instructor.tools.worker.max_calls=5",
+            "all of them in flowrun's words: --task x --set agents.instructor.tools.worker.max_calls=5",
         ),
         (
             ["--task", "x", "-i", "claude-opus-4-1"],
             "error: -i is not a flowrun option",
-            "  hint: one agent's model: --model instructor=MODEL; the whole command: flowrun "
-            f"{INSTRUCTOR_WORKER} --task x --model instructor=claude-opus-4-1",
+            "  hint: one agent's model: --model instructor=MODEL; all of them in flowrun's words: "
+            "--task x --model instructor=claude-opus-4-1",
         ),
         (
             ["--task", "x", "--api-key", "sk-ant-secret-0123456789"],
@@ -73,10 +73,8 @@ def test_the_designs_command_habits(tmp_path: Path, args: list[str], message: st
 
 def test_the_suggested_command_runs(tmp_path: Path) -> None:
     proc = run_cli([INSTRUCTOR_WORKER, "Write calc.py", "-d", "proj", "-r", "2", "--dry-run"], cwd=tmp_path)
-    suggested = proc.stderr.split("the whole command: flowrun ", 1)[1].strip()
-    import shlex
-
-    proc = run_cli([*shlex.split(suggested), "--dry-run", "-q"], cwd=tmp_path)
+    suggested = proc.stderr.split("all of them in flowrun's words: ", 1)[1].strip()
+    proc = run_cli([INSTRUCTOR_WORKER, *shlex.split(suggested), "--dry-run", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "proj" / "TASK.md").read_text() == "Write calc.py\n"
 

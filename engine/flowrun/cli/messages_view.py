@@ -315,10 +315,10 @@ class _Writer:
         self.hint = hint
         self.lines: list[str] = []
 
-    def block(self, prefix: str, label: str, text: str, long: bool = True) -> None:
-        """`label` on its own line, then `text` indented under it (folded when `long`)."""
+    def block(self, prefix: str, label: str, text: str) -> None:
+        """`label` on its own line, then `text` indented under it (folded when long)."""
         self.lines.append(f"{prefix}{label}")
-        body = fold(text, self.full, self.hint) if long else text
+        body = fold(text, self.full, self.hint)
         for line in body.splitlines() or [""]:
             self.lines.append(f"{prefix}    {line}".rstrip())
 

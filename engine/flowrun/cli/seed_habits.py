@@ -1,7 +1,7 @@
 """Pointed answers to the command lines the designs flowrun was made from taught their users:
 `flowrun instructor_worker.yaml "the task" -d ./project -r 5 -i MODEL` says which input and which
 flowrun options mean the same (`--task "the task" --workdir ./project --set ...max_calls=5
---model instructor=MODEL`), and prints the whole command line when every part has a match."""
+--model instructor=MODEL`), all of them at once when every part has a match."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def habit_error(wf: Workflow, args: list[str], at: int) -> UsageError:
     arg = args[at]
     value = args[at + 1] if at + 1 < len(args) else None
     message, hint = _explained(wf, arg, value)
-    whole = translated(wf, args)
-    if whole is not None:
-        hint += f"; the whole command: flowrun {shlex.quote(str(wf.path))} {shlex.join(whole)}"
+    words = translated(wf, args)
+    if words is not None and len(words) > 2:  # more than the one this hint names
+        hint += f"; all of them in flowrun's words: {shlex.join(words)}"
     return UsageError(message, hint)
 
 
