@@ -44,6 +44,9 @@ SECRET_VARS = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "TAVILY_API_KEY",
+    "OPENAI_MODEL",
+    "ANTHROPIC_MODEL",
+    "LLM_BASE_URL",
 )
 
 

@@ -30,6 +30,10 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
         (["--question", "a", "--model", "gpt", "--model", "claude"], "--model is given twice"),
         (["--question", "a", "--set", "nonsense"], "--set 'nonsense' is not PATH=VALUE"),
         (["--question", "a", "--set", "agents.writer.tools=[a"], "the value is not valid YAML"),
+        (
+            ["--question", "a", "--set", "agents.orchestrator.tools.serch.max_calls=1"],
+            "no entry 'serch' in that list\n  hint: did you mean 'searcher'?",
+        ),
     ],
 )
 def test_option_mistakes_are_usage_errors_even_in_a_dry_run(
@@ -49,6 +53,10 @@ def test_option_mistakes_are_usage_errors_even_in_a_dry_run(
         ("limits.max_total_steps=0", "--set limits.max_total_steps=0: error[schema]"),
         ("models.claude.max_tokens=x", "--set models.claude.max_tokens=x: error[wrong-type]"),
         ("agents.writer.tools.0=nosuch", "--set agents.writer.tools.0=nosuch: error[unknown-tool]"),
+        (
+            "agents.orchestrator.tools.searcher.max_calls=none",
+            "--set agents.orchestrator.tools.searcher.max_calls=none: error[bad-config]",
+        ),
         ("agents.writer.max_stepz=3", "--set agents.writer.max_stepz=3: error[unknown-key]"),
         ("tools.web_search.defaults.max_results=x", "--set tools.web_search.defaults.max_results=x: error"),
     ],
@@ -79,6 +87,24 @@ def test_set_changes_an_agents_limits_and_resume_keeps_it(tmp_path: Path) -> Non
     proc = run_cli(["resume", str(run_dir), "-q"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads((run_dir / "run.json").read_text())["options"] == meta["options"]
+
+
+def test_set_names_a_list_entry(tmp_path: Path) -> None:
+    """`tools.searcher.max_steps`: the entry named `searcher` (a bare name made a mapping, or a
+    `- write_file: {...}` entry's config), as the instructor/worker round limit is set."""
+    args = [RESEARCH, "--question", "q", "--dry-run", "-q", "--runs-dir", str(tmp_path), "--run-id", "r"]
+    args += ["--set", "agents.orchestrator.tools.searcher.max_steps=2"]
+    args += ["--set", "agents.orchestrator.tools.write_file.write_paths=[only-here.md]"]
+    proc = run_cli(args)
+    assert proc.returncode == 0, proc.stderr
+    logged = events(tmp_path / "r")
+    ended = [
+        (e["status"], e["steps"]) for e in logged if e["type"] == "agent_end" and e["agent"] == "searcher"
+    ]
+    assert ended == [("max_steps", 2)]
+    calls = [e for e in logged if e["type"] == "tool_call" and e["agent"] == "orchestrator"]
+    # the dry run writes where the entry's (changed) write_paths allow
+    assert [e["arguments"]["path"] for e in calls if e["tool"] == "write_file"] == ["only-here.md"]
 
 
 def test_set_model_and_per_agent_model_reach_the_wire(tmp_path: Path) -> None:

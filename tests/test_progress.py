@@ -14,7 +14,7 @@ from conftest import REPO, run_cli
 from rich.console import Console
 
 from flowrun.cli.progress import Progress, make_progress
-from flowrun.events import Event, ModelResponseEvent, parse_event
+from flowrun.events import Event, ModelResponseEvent, ToolCallEvent, ToolResultEvent, parse_event
 from flowrun.manifest.model_config import model_config
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.run_log import LOG_NAME, RunLog, describe_event
@@ -111,6 +111,58 @@ def test_plain_lines_when_verbose(events: list[Event]) -> None:
     shown = f"  orchestrator model step 1: {first.response.usage.input_tokens} in / 20 out"
     assert shown in "\n".join(lines)
     assert sum("←" in line for line in lines) == count(events, "tool_result")
+
+
+def test_verbose_shows_what_the_agents_say_and_whole_arguments(events: list[Event]) -> None:
+    """-v: each answer's text under its model step, each call's arguments whole (as JSON), in
+    the plain lines and above the live panel (wrapped there, not cut)."""
+    answers = [e for e in events if isinstance(e, ModelResponseEvent) and e.response.text]
+    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    longest = max(calls, key=lambda e: len(json.dumps(e.arguments)))
+    whole = json.dumps(longest.arguments, ensure_ascii=False)
+    assert len(whole) > 100  # more than the 60 characters of the normal line
+    for console in (
+        plain_console(),
+        Console(file=StringIO(), force_terminal=True, color_system=None, width=80),
+    ):
+        feed(progress_for(1, console), events)
+        text = output(console)
+        for answer in answers:
+            said = f"  {answer.agent}: {answer.response.text.splitlines()[0]}"
+            assert said in text or said[:80] in text
+        if not console.is_terminal:
+            assert f"  {longest.agent} → {longest.tool} {whole}" in text.splitlines()
+        else:  # wrapped at 80 columns: every character is there
+            assert whole.replace(" ", "") in text.replace("\n", "").replace(" ", "")
+    quiet = plain_console()
+    feed(progress_for(0, quiet), events)
+    assert not any(f"  {a.agent}: " in output(quiet) for a in answers)
+
+
+def test_verbose_answers_are_redacted_and_cut() -> None:
+    console = plain_console()
+    response = {"text": f"key {SECRET}\n" + "y" * 3000, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    event = {"seq": 1, "t": 1.0, "type": "model_response", "agent": "a", "agent_id": "a", "step": 1}
+    feed(progress_for(1, console), [event | {"response": response}])
+    text = output(console)
+    assert "  a: key [REDACTED]\n      yyy" in text and SECRET not in text
+    assert text.rstrip().endswith("… (cut: `flowrun show RUN --messages` shows all)")
+
+
+def test_a_model_failure_is_shown_once() -> None:
+    console = plain_console()
+    failure = "agent 'a': model 'm' failed: HTTP 401"
+    feed(
+        progress_for(0, console),
+        [
+            {"seq": 1, "t": 1.0, "type": "error", "agent": "a", "agent_id": "a", "where": "model"}
+            | {"message": failure},
+            {"seq": 2, "t": 2.0, "type": "error", "where": "run", "message": failure},
+            {"seq": 3, "t": 3.0, "type": "error", "where": "run", "message": "another failure"},
+        ],
+    )
+    lines = output(console).splitlines()
+    assert len(lines) == 2 and "'where': 'model'" in lines[0] and "another failure" in lines[1]
 
 
 def test_quiet_makes_no_display() -> None:
@@ -300,7 +352,7 @@ def test_run_log_traces_events_when_verbose(tmp_path: Path, events: list[Event])
     assert sum("| DEBUG   |" in line for line in lines) > len(events) // 2
     assert lines[0].endswith("#1 run_start")
     assert any("tool_result orchestrator/searcher@" in line and "visit_url[" in line for line in lines)
-    assert any(line.endswith("error INVALID_PARAM") for line in lines)
+    assert any("error INVALID_PARAM - " in line for line in lines)
     assert lines[-1].endswith(f"#{len(events)} run_end completed")
 
 
@@ -315,6 +367,28 @@ def test_run_log_level_from_the_environment(
     assert f"| DEBUG   | #{request.seq} model_request" in (tmp_path / LOG_NAME).read_text()
 
 
+def test_run_log_warns_of_failed_tool_calls_and_logs_a_model_failure_once(
+    tmp_path: Path, events: list[Event]
+) -> None:
+    failure = f"agent 'a': model 'm' failed: HTTP 401 {SECRET}"
+    errors = [
+        parse_event({"seq": 90, "type": "error", "agent_id": "a", "where": "model", "message": failure}),
+        parse_event({"seq": 91, "type": "error", "where": "run", "message": failure}),
+    ]
+    log = RunLog(tmp_path, 0, redact)
+    for event in [*events, *errors]:
+        log.on_event(event)
+    log.close()
+    lines = (tmp_path / LOG_NAME).read_text().splitlines()
+    failed = [e for e in events if isinstance(e, ToolResultEvent) and e.result.status == "error"]
+    warned = [line for line in lines if "| WARNING | " in line and " tool_result " in line]
+    assert len(warned) == len(failed) >= 1
+    error = failed[0].result.error
+    assert error is not None and warned[0].endswith(f"error INVALID_PARAM - {error.message[:200]}")
+    assert sum("model 'm' failed" in line for line in lines) == 1
+    assert any("| ERROR   | #90 error a agent 'a'" in line and "[REDACTED]" in line for line in lines)
+
+
 def test_describe_event() -> None:
     response = {"usage": {"input_tokens": 10, "output_tokens": 2}}
     event = {"seq": 4, "type": "model_response", "agent_id": "a/b@c", "agent": "b", "step": 2}
@@ -322,3 +396,13 @@ def test_describe_event() -> None:
     assert describe_event(parse_event(event)) == "#4 model_response a/b@c step 2 10 in / 2 out, 5.5 ms"
     message = {"seq": 5, "type": "error", "where": "run", "message": "line one\nline two"}
     assert describe_event(parse_event(message)) == "#5 error line one line two"
+
+
+def test_verbose_run_prints_answers_and_arguments(tmp_path: Path) -> None:
+    """Through the command line: `-v` prints what each agent says and whole arguments."""
+    args = ["examples/instructor_worker.yaml", "--task", "x", "--dry-run", "-v"]
+    proc = run_cli([*args, "--runs-dir", str(tmp_path)], cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "  worker: Dry run of worker: called 9 tool(s); wiring checked." in lines
+    assert '  instructor → worker {"task": "dry run by instructor: wiring checked"}' in lines

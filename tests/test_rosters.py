@@ -375,6 +375,37 @@ def test_instructor_worker(tmp_path: Path, provider: str) -> None:
     else:  # --model overrides every agent, the instructor's choice included
         assert set(models) == {"gpt-test"}
 
+    check_conversation(tmp_path, run_dir)
+
+
+def check_conversation(tmp_path: Path, run_dir: Path) -> None:
+    """`flowrun show --messages`: the worker's conversation under the instructor's calls, its
+    replies both there and as what the instructor read back; `--agent`, `--json`."""
+    proc = run_cli(["show", str(run_dir), "--messages"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    reply = "Created calc.py with add(); the check printed 5."
+    # inside the worker's segment (nested under the call), then as the instructor's tool result
+    assert f"  │     {reply}" in lines
+    result_at = next(i for i, line in enumerate(lines) if line.startswith("tool worker ["))
+    assert lines[result_at].endswith(": success") and lines[result_at + 1] == f"    {reply}"
+    assert lines.index(f"  │     {reply}") < result_at
+    assert any(line.startswith("  → worker {") and INSTRUCTION_1 in line for line in lines)
+    assert sum(line.startswith("  │ ── worker · instructor/worker") for line in lines) == 2
+    assert "  │ (its conversation goes on from its earlier call)" in lines
+    assert lines[-2:] == ["    DONE", "[stopped after 7 step(s)]"]
+
+    worker = run_cli(["show", str(run_dir), "--messages", "--agent", "worker"], cwd=tmp_path).stdout
+    assert worker.startswith("── worker · instructor/worker") and "── instructor" not in worker
+    assert f"    {reply}" in worker.splitlines()
+
+    data = json.loads(run_cli(["show", str(run_dir), "--messages", "--json"], cwd=tmp_path).stdout)
+    assert [(i["agent"], i["parent"]) for i in data] == [("instructor", None), ("worker", "instructor")]
+    said = [m["text"] for m in data[1]["messages"] if m["role"] == "assistant"]
+    assert reply in said and said[-1].startswith("Added subtract()")
+    calls = [c for m in data[0]["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
+    assert [c["agent_ids"] for c in calls if c["name"] == "worker"] == [["instructor/worker"]] * 2
+
 
 def run_cli_git(repo: Path, *args: str) -> str:
     proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)

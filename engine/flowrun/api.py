@@ -39,6 +39,7 @@ from flowrun.manifest.checks.checked import checked_project
 from flowrun.manifest.checks.crossref import check_project
 from flowrun.manifest.checks.relevance import blocking
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+from flowrun.manifest.env_refs import UnsetVariable, unset_diagnostics
 from flowrun.manifest.graph import run_agents, workflow_agents
 from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.model_config import reference_problem
@@ -67,6 +68,7 @@ from flowrun.runtime.options import (
     FIELDS,
     AskUser,
     Conversation,
+    Interjection,
     OnEvent,
     ReadMessage,
     RunChanges,
@@ -83,7 +85,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 # the keyword arguments of Workflow.run besides the options (for the did-you-mean of a typo)
-RUN_KEYWORDS = ("options", "run_dir", "runs_dir", "run_id", "on_event", "ask_user", "approve", "conversation")
+RUN_KEYWORDS: tuple[str, ...] = ("options", "run_dir", "runs_dir", "run_id", "on_event", "ask_user")
+RUN_KEYWORDS += ("approve", "conversation", "interject")
 # what a resumed run keeps from its recording (the rest may change: sandbox, yes, verbosity, ...)
 RECORDED_FOR_GOOD = ("model", "agent_models", "dry_run", "no_thinking", "workdir", "overrides")
 REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
@@ -180,6 +183,7 @@ class Workflow:
         ask_user: AskUser | None = None,
         approve: Approver | None = None,
         conversation: Conversation | None = None,
+        interject: Interjection | None = None,
         **changes: Unpack[RunChanges],
     ) -> RunResult:
         """Run the workflow in a new run folder (`run_dir`, else `runs_dir/run_id`, else
@@ -194,9 +198,10 @@ class Workflow:
         options, not them): `on_event(event)` gets each typed event; `ask_user` answers the
         agents' questions (without it the run is not interactive); `approve` is awaited with
         an ApprovalRequest for each call of an `approve: ask` tool and returns True to let it
-        run (without it, such calls are refused unless `yes`)."""
+        run (without it, such calls are refused unless `yes`); `interject` is the pause key
+        (runtime/options.Interjection: a message for the running agent, recorded)."""
         opts = RunOptions.given(options, changes, RUN_KEYWORDS)
-        hooks = RunHooks(on_event, ask_user, approve, conversation)
+        hooks = RunHooks(on_event, ask_user, approve, conversation, interject)
         return await self.with_overrides(opts.overrides)._run_new(
             inputs, opts, hooks, run_dir, runs_dir, run_id
         )
@@ -306,16 +311,24 @@ class Workflow:
         message, which is the agent's task), then with the agent's last answer; it returns the
         next message, or None to end. `agent` defaults to the workflow's entry (or first step's)
         agent; `options` and the keyword arguments are `run()`'s."""
+        name = self.chat_agent(agent)
+        return await self.run(inputs, options, conversation=Conversation(name, read, chat=True), **arguments)
+
+    def chat_agent(self, agent: str | None = None) -> str:
+        """The agent `chat` talks to: `agent`, else the entry (or first step's) agent; a
+        UsageError naming the workflow's agents when there is no such agent."""
         name = agent or self.spec.entry or next((n for n, _ in workflow_agents(self.spec)), None)
         if name is None or name not in self.project.agents:
-            known = set(self.project.agents)
-            hint = did_you_mean(str(name), known) or "its agents: " + ", ".join(sorted(known))
-            raise UsageError(f"no agent '{name}' to chat with", hint)
+            own = run_agents(self.spec, self.project)
+            hint = did_you_mean(str(name), own) or did_you_mean(str(name), set(self.project.agents))
+            raise UsageError(
+                f"no agent '{name}' to chat with", hint or "the workflow's agents: " + ", ".join(sorted(own))
+            )
         if name not in run_agents(self.spec, self.project) and (
             errors := blocking(self.project, [name], self.diagnostics)
         ):
             raise ManifestInvalid(str(self.path), errors)
-        return await self.run(inputs, options, conversation=Conversation(name, read, chat=True), **arguments)
+        return name
 
     def agents_folder(self, inputs: Mapping[str, object], workdir: str | Path | None) -> Path | None:
         """The folder the agents work in when it is not the run folder: `workdir` (relative to
@@ -423,6 +436,7 @@ async def resume(
     approve: Approver | None = None,
     message: str | None = None,
     read: ReadMessage | None = None,
+    interject: Interjection | None = None,
     **changes: object,
 ) -> RunResult:
     """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
@@ -442,7 +456,7 @@ async def resume(
         if meta.get("status") == "completed" and talk is None:
             return _recorded_result(run_dir, meta)
         options = RunOptions.from_record(meta).changed(RESUME_KEYWORDS, **changes)
-        hooks = RunHooks(on_event, ask_user, approve, talk)
+        hooks = RunHooks(on_event, ask_user, approve, talk, interject)
         inputs = dict(meta.get("inputs") or {})
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
             run = workflow._new_run(inputs, run_dir, options, hooks)
@@ -454,7 +468,7 @@ async def resume(
         return await _execute(run, resume=True)
 
 
-RESUME_KEYWORDS = ("on_event", "ask_user", "approve", "message", "read")
+RESUME_KEYWORDS = ("on_event", "ask_user", "approve", "message", "read", "interject")
 
 
 async def replay(
@@ -681,7 +695,10 @@ def _replay_folder(run_dir: Path) -> Path:
 
 
 def _check_credentials(run: Run) -> None:
-    missing = missing_credentials(run.project, run.spec, run.models.choice)
+    try:
+        missing = missing_credentials(run.project, run.spec, run.models.choice)
+    except UnsetVariable as e:  # a model the run uses names an unset ${VAR}: where it is written
+        raise ManifestInvalid(str(run.workflow.source.display), _unset_where(run, e)) from None
     if missing:
         needs = "; ".join(f"{env} (for {', '.join(sorted(set(agents)))})" for env, agents in missing.items())
         raise ManifestError(
@@ -689,6 +706,16 @@ def _check_credentials(run: Run) -> None:
             "export the key, or try it offline with --dry-run, or use a local server: "
             "--model ollama:llama3.1 (or OPENAI_BASE_URL=http://localhost:8000/v1 --model openai:MODEL)",
         )
+
+
+def _unset_where(run: Run, e: UnsetVariable) -> list[Diagnostic]:
+    """The diagnostics (file:line) of the model whose variable is unset."""
+    if e.model in run.spec.models:
+        return unset_diagnostics(run.workflow.source, e.model, run.spec.models[e.model])
+    loaded = run.project.models.get(e.model)
+    if loaded is not None:
+        return unset_diagnostics(loaded.source, e.model, loaded.spec)
+    raise e
 
 
 def _probe_sandbox(run: Run) -> None:

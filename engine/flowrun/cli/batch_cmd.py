@@ -91,6 +91,10 @@ def batch(
         import asyncio
         from dataclasses import replace
 
+        from flowrun.cli.env_files import load_env_files
+
+        load_env_files([workflow])
+
         from flowrun.batch import run_batch
         from flowrun.cli.batch_progress import make_display
 

@@ -25,7 +25,7 @@ from flowrun.cli.run_options import RunArgs, run_options
 @click.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 )
-@click.argument("workflow", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--agent", metavar="NAME", help="The agent to talk to (default: the workflow's entry agent).")
 @run_options(
     "dry_run",
@@ -51,18 +51,28 @@ from flowrun.cli.run_options import RunArgs, run_options
 )
 @click.option("-h", "--help", "show_help", is_flag=True, help="Show this message and the workflow's inputs.")
 @click.pass_context
-def chat(ctx: click.Context, workflow: Path, agent: str | None, show_help: bool, run_args: RunArgs) -> None:
+def chat(
+    ctx: click.Context, workflow: Path | None, agent: str | None, show_help: bool, run_args: RunArgs
+) -> None:
     """Talk to one agent of WORKFLOW.yaml and its tools; Ctrl-D or /exit ends (resumable)."""
     folder: list[Path] = []  # the run folder, once it is known (for the hint after Ctrl-C)
     with reported(run_args.verbose, lambda: interrupted_hint(folder)):
-        if show_help:
+        if show_help or workflow is None:
             click.echo(ctx.get_help())
-            sys.exit(0)
+            if workflow is not None and workflow.is_file():
+                from flowrun.cli.run_cmd import workflow_help
+
+                click.echo("\n" + workflow_help(workflow))
+            sys.exit(0 if show_help else 2)
         from flowrun.api import load, new_run_id
+        from flowrun.cli.env_files import load_env_files
         from flowrun.runtime.durable.run_folder import check_run_id
+
+        load_env_files([workflow])
 
         options = run_args.options()
         wf = load(workflow, list(options.overrides))
+        wf.chat_agent(agent)  # an unknown --agent is told before the banner
         inputs = parse_input_args(wf, list(ctx.args))
         run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
         folder.append(run_args.runs_dir / run_id)

@@ -24,14 +24,43 @@ def runs(runs_dir: Path) -> None:
 @click.command()
 @click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
 @click.option("--prompts", is_flag=True, help="Print each agent's system prompt and tool list instead.")
-@click.option("--agent", metavar="NAME", help="With --prompts: only this agent's instances.")
-def show(run_dir: Path, prompts: bool, agent: str | None) -> None:
+@click.option(
+    "--messages",
+    is_flag=True,
+    help="Print each agent's conversation instead: system prompt, user turns, answers, tool calls "
+    "and results, a sub-agent's under the call that ran it.",
+)
+@click.option("--agent", metavar="NAME", help="With --prompts or --messages: only this agent's instances.")
+@click.option("--full", is_flag=True, help="With --messages: print long texts whole instead of folded.")
+@click.option("--json", "as_json", is_flag=True, help="With --messages: the conversations as JSON.")
+def show(run_dir: Path, prompts: bool, messages: bool, agent: str | None, full: bool, as_json: bool) -> None:
     """Print a run's tree of agents and tool calls with timings and tokens."""
     with reported(verbose=False):
+        from flowrun.errors import UsageError
+
+        if prompts and messages:
+            raise UsageError("--prompts and --messages are two views", "give one of them")
+        if agent is not None and not (prompts or messages):
+            raise UsageError(
+                "--agent goes with --prompts or --messages", "flowrun show RUN_DIR --messages --agent NAME"
+            )
+        if (full or as_json) and not messages:
+            flag = "--full" if full else "--json"
+            raise UsageError(f"{flag} goes with --messages", f"flowrun show RUN_DIR --messages {flag}")
+        if messages:
+            _show_messages(run_dir, agent, full, as_json)
+            return
         from flowrun.cli.run_views import output_width, show_prompts, show_run
 
-        if agent is not None and not prompts:
-            from flowrun.errors import UsageError
-
-            raise UsageError("--agent goes with --prompts", "flowrun show RUN_DIR --prompts --agent NAME")
         click.echo(show_prompts(run_dir, agent) if prompts else show_run(run_dir, width=output_width()))
+
+
+def _show_messages(run_dir: Path, agent: str | None, full: bool, as_json: bool) -> None:
+    from flowrun.cli.messages_view import format_messages, messages_json
+
+    if as_json:
+        import json
+
+        click.echo(json.dumps(messages_json(run_dir, agent), ensure_ascii=False, indent=2))
+    else:
+        click.echo(format_messages(run_dir, agent, full))

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -43,7 +42,7 @@ from flowrun.events import (
     ToolResultEvent,
 )
 
-Shorten = Callable[[Any, int], str]  # redacts, then cuts (cutting first could split a secret)
+Shorten = Callable[[object, int], str]  # redacts, then cuts (cutting first could split a secret)
 
 
 def _short(value: object, limit: int = 80) -> str:
@@ -53,6 +52,27 @@ def _short(value: object, limit: int = 80) -> str:
 
 def shortener(redact: Callable[[str], str]) -> Shorten:
     return lambda value, limit: _short(redact(str(value)), limit)
+
+
+VERBOSE_LIMIT = 2000  # -v: an answer or a call's arguments up to this many characters
+MORE = "… (cut: `flowrun show RUN --messages` shows all)"
+
+
+def _verbose_text(text: str, redact: Callable[[str], str]) -> str:
+    """An answer or arguments for -v: redacted, then cut (whole lines kept, indented)."""
+    text = redact(text.strip())
+    if len(text) > VERBOSE_LIMIT:
+        text = text[:VERBOSE_LIMIT] + MORE
+    return text.replace("\n", "\n      ")
+
+
+def _arguments_json(arguments: object) -> str:
+    import json
+
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(arguments)
 
 
 # ------------------------------------------------------------------ one-line logs
@@ -69,19 +89,13 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
             line = f"■ {event.agent} {event.status} after {steps} step(s)"
             return line + (f": {short(event.error, 100)}" if event.error else "")
         case ToolCallEvent():
-            return f"  {event.agent} → {event.tool}({short(event.arguments, 60)})"
+            return _call_line(event, verbosity, redact)
         case ToolResultEvent():
             if verbosity < 1 and event.result.status != "error":
                 return None
             return f"  {event.agent} ← {event.tool}: {event.result.status} {short(event.result.text, 70)}"
         case ModelResponseEvent():
-            if verbosity < 1:
-                return None
-            usage = event.response.usage
-            return (
-                f"  {event.agent} model step {event.step}: {usage.input_tokens} in / "
-                f"{usage.output_tokens} out, {event.latency_ms} ms"
-            )
+            return _answer_line(event, redact) if verbosity >= 1 else None
         case ApprovalEvent():
             verdict = "approved" if event.approved else "NOT approved"
             return f"  {event.agent} → {event.tool}: {verdict} ({event.by})"
@@ -105,6 +119,24 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
             fields = {k: v for k, v in event.to_dict().items() if k != "type"}
             return f"! {event.type}: {short(fields, 120)}"
     return None
+
+
+def _call_line(event: ToolCallEvent, verbosity: int, redact: Callable[[str], str]) -> str:
+    if verbosity >= 1:  # the whole arguments, as the model sent them
+        return f"  {event.agent} → {event.tool} {_verbose_text(_arguments_json(event.arguments), redact)}"
+    return f"  {event.agent} → {event.tool}({shortener(redact)(event.arguments, 60)})"
+
+
+def _answer_line(event: ModelResponseEvent, redact: Callable[[str], str]) -> str:
+    """-v: a model step's tokens and time, then what the agent said."""
+    usage = event.response.usage
+    line = (
+        f"  {event.agent} model step {event.step}: {usage.input_tokens} in / "
+        f"{usage.output_tokens} out, {event.latency_ms} ms"
+    )
+    if event.response.text.strip() and not event.purpose:
+        line += f"\n  {event.agent}: {_verbose_text(event.response.text, redact)}"
+    return line
 
 
 # what the Live panel already shows, so at normal verbosity it is not also printed as a line
@@ -146,6 +178,7 @@ class Progress:
         # reentrant: building and starting Live (under this lock) already calls render()
         self._lock = threading.RLock()
         self.redact = redact
+        self.model_errors: set[str] = set()  # shown where the model call failed
 
     def __call__(self, event: Event) -> None:
         with self._lock:
@@ -155,16 +188,37 @@ class Progress:
                 self.started = time.monotonic()
             self._update(event)
             live = self._ensure_live() if self.use_live and not self._paused else None
-        line = event_line(event, self.verbosity, self.redact)
+        line = None if self._repeated(event) else event_line(event, self.verbosity, self.redact)
         if line and not (live and self.verbosity < 1 and isinstance(event, SHOWN_LIVE)):
             self._print(line, live)
         if isinstance(event, RunEndEvent):
             self.close()
 
+    def note(self, line: str) -> None:
+        """A line of the command's own (not an event's), printed like a milestone."""
+        with self._lock:
+            if self.closed:
+                return
+            live = self._ensure_live() if self.use_live and not self._paused else None
+        self._print(line, live)
+
+    def _repeated(self, event: Event) -> bool:
+        """The run's error that repeats the model failure shown just before it."""
+        if not isinstance(event, ErrorEvent):
+            return False
+        with self._lock:
+            if event.where == "model":
+                self.model_errors.add(event.message)
+            return event.where == "run" and event.message in self.model_errors
+
     def _print(self, line: str, live: Live | None) -> None:
         if live is not None:
-            # one screen line per milestone; the full text is in events.jsonl
-            live.console.print(Text(line), no_wrap=True, overflow="ellipsis", highlight=False)
+            # one screen line per milestone (the full text is in events.jsonl); -v prints whole
+            # answers and arguments, wrapped
+            cut = self.verbosity < 1
+            live.console.print(
+                Text(line), no_wrap=cut, overflow="ellipsis" if cut else "fold", highlight=False
+            )
             # without this the panel under the new line lags up to 1/4 s; throttled for verbose runs
             now = time.monotonic()
             if now - self._refreshed > 0.1:

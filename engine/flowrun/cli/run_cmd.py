@@ -8,12 +8,14 @@ import os
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from flowrun.cli.common import read_in_background, reported, verbosity, warn_skipped
+from flowrun.cli.pause_key import HINT, PauseKey, terminal_pause
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
+from flowrun.cli.seed_habits import LONG_FLAGS, habit_error
 from flowrun.records import UsageRecord
 
 if TYPE_CHECKING:
@@ -61,7 +63,10 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
         from flowrun.api import load, new_run_id
+        from flowrun.cli.env_files import load_env_files
         from flowrun.runtime.durable.run_folder import check_run_id
+
+        load_env_files([workflow])
 
         options = run_args.options()
         wf = load(workflow, list(options.overrides))
@@ -70,6 +75,7 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
         run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
         folder.append(run_args.runs_dir / run_id)
         level = run_args.verbosity
+        pause = terminal_pause()
         result = _with_progress(
             level,
             lambda on_event, progress: wf.run(
@@ -78,9 +84,11 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
                 runs_dir=run_args.runs_dir,
                 run_id=run_id,
                 on_event=on_event,
-                ask_user=ask_on_terminal if sys.stdin.isatty() else None,
-                approve=terminal_approver(progress),
+                ask_user=terminal_asker(pause) if sys.stdin.isatty() else None,
+                approve=terminal_approver(progress, pause),
+                interject=pause,
             ),
+            pause=pause,
         )
         print_summary(result, level, wf.spec.output)
     sys.exit(result.exit_code)
@@ -113,10 +121,14 @@ def resume(
     with reported(verbose, f"continue with `flowrun resume {run_dir}`"):
         from flowrun.api import resume as resume_run
         from flowrun.cli.chat_input import chat_reader, is_chat
+        from flowrun.cli.env_files import load_env_files
+
+        load_env_files([recorded_workflow(run_dir)])
 
         level = verbosity(quiet, verbose)
-        ask = ask_on_terminal if sys.stdin.isatty() else None
         chatting = message is None and is_chat(run_dir)
+        pause = None if chatting else terminal_pause()  # a chat reads its own lines
+        ask = terminal_asker(pause) if sys.stdin.isatty() else None
         if message is not None and not message.strip():
             from flowrun.errors import UsageError
 
@@ -127,15 +139,17 @@ def resume(
                 run_dir,
                 on_event=on_event,
                 ask_user=ask,
-                approve=terminal_approver(progress),
+                approve=terminal_approver(progress, pause),
                 message=message,
                 read=chat_reader(progress) if chatting else None,
+                interject=pause,
                 # what is not given stays as the run recorded it
                 verbosity=1 if verbose else None,
                 sandbox=sandbox,
                 yes=True if yes else None,
             ),
             live=not chatting,
+            pause=pause,
         )
         if result.message == "already completed; nothing to resume":
             click.echo(f"{run_dir} already completed; nothing to resume")
@@ -183,6 +197,18 @@ def replay(
     sys.exit(replay_exit(result))
 
 
+def recorded_workflow(run_dir: Path) -> Path | None:
+    """The workflow file a run recorded (for the `.env` next to it), if run.json names one."""
+    import json
+
+    try:
+        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    named = meta.get("workflow_file") if isinstance(meta, dict) else None
+    return Path(named) if isinstance(named, str) and named else None
+
+
 def diff_report(result: ReplayResult) -> int:
     """`replay --diff`: the first diverging step and what differs there, or that none does."""
     if result.divergence is None:
@@ -214,11 +240,13 @@ def replay_exit(result: ReplayResult) -> int:
 
 def _with_progress(
     level: int,
-    start: Callable[[Callable[[Event], None], Progress | None], Coroutine[Any, Any, R]],
+    start: Callable[[Callable[[Event], None], Progress | None], Coroutine[object, object, R]],
     live: bool = True,
+    pause: PauseKey | None = None,
 ) -> R:
     """Run the API call with the progress display (and the warnings, even with -q) subscribed;
-    always close the display. `live=False`: plain lines even on a terminal (a chat reads input)."""
+    always close the display. `live=False`: plain lines even on a terminal (a chat reads input).
+    `pause`: the run's pause key listens meanwhile, and the terminal is always given back."""
     from flowrun.cli.run_signals import run_until_signal  # asyncio: not at import time
     from flowrun.redaction import Redactor
 
@@ -240,9 +268,16 @@ def _with_progress(
         if progress is not None:
             progress(event)
 
+    if pause is not None:
+        pause.progress = progress
+        if level >= 0:
+            click.echo(HINT, err=True)
+        pause.start()
     try:
         return run_until_signal(lambda: start(on_event, progress))
     finally:
+        if pause is not None:
+            pause.close()
         if progress is not None:
             progress.close()
 
@@ -307,9 +342,9 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
     i = 0
     while i < len(args):
         arg = args[i]
-        if not arg.startswith("--"):
-            raise UsageError(f"unexpected argument {arg!r}", "inputs are given as --name value")
         key, eq, inline = arg[2:].partition("=")
+        if not arg.startswith("--") or (key not in options and f"--{key}" in LONG_FLAGS):
+            raise habit_error(wf, args, i)  # a positional task, -d DIR, -r N ...: what to write instead
         name = options.get(key)
         if name is None:
             raise UsageError(
@@ -359,9 +394,10 @@ def _need(inp: InputSpec) -> str:
     return "required" if inp.is_required else f"default {inp.default!r}"
 
 
-def terminal_approver(progress: Progress | None) -> Approver | None:
-    """On a terminal: y/n for each `approve: ask` call, the live panel paused meanwhile.
-    Without one: None, so such calls are refused (unless --yes)."""
+def terminal_approver(progress: Progress | None, pause: PauseKey | None = None) -> Approver | None:
+    """On a terminal: y/n for each `approve: ask` call, the live panel paused (and the pause
+    key's hold on the terminal released) meanwhile. Without one: None, so such calls are
+    refused (unless --yes)."""
     if not sys.stdin.isatty():
         return None
     from flowrun.redaction import Redactor
@@ -372,7 +408,8 @@ def terminal_approver(progress: Progress | None) -> Approver | None:
         shown = redact(", ".join(f"{k}={v!r}" for k, v in request.arguments.items()))
         if len(shown) > 1000:
             shown = shown[:1000] + "…"
-        with progress.paused() if progress is not None else contextlib.nullcontext():
+        display = progress.paused() if progress is not None else contextlib.nullcontext()
+        with display, pause.suspended() if pause is not None else contextlib.nullcontext():
             print(f"\n? {request.agent} wants to call {request.tool}({shown})", file=sys.stderr)
             print("  allow it? [y/N] ", end="", file=sys.stderr, flush=True)
             answer = sys.stdin.readline()
@@ -383,6 +420,18 @@ def terminal_approver(progress: Progress | None) -> Approver | None:
 
     approve.decided_by = "user"  # type: ignore[attr-defined]
     return approve
+
+
+def terminal_asker(pause: PauseKey | None) -> Callable[[str], Coroutine[object, object, str]]:
+    """ask_user on a terminal, the pause key's hold on it released while the answer is typed."""
+    if pause is None:
+        return ask_on_terminal
+
+    async def ask(question: str) -> str:
+        with pause.suspended():
+            return await ask_on_terminal(question)
+
+    return ask
 
 
 async def ask_on_terminal(question: str) -> str:

@@ -79,6 +79,9 @@ def mcp(
 
     token = _token(token_file, host) if port is not None else None
     with reported(False):
+        from flowrun.cli.env_files import load_env_files
+
+        load_env_files(workflows)
         options = run_args.options()
         loaded = [load(path) for path in workflows]
         names = [wf.name for wf in loaded]

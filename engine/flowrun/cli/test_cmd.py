@@ -193,7 +193,10 @@ def record(ctx: click.Context, test_file: Path, workflow: Path | None, run_args:
     (--INPUT VALUE): the cassette goes to cassettes/NAME/ next to it, and the test file is
     written with expectations drawn from the run (status, tools called, output file)."""
     with reported(run_args.verbose):
+        from flowrun.cli.env_files import load_env_files
         from flowrun.testing import read_test_file, record_cassette, recording_target
+
+        load_env_files([workflow or test_file])
 
         _, wf, _ = recording_target(test_file, workflow)
         if ctx.args or not test_file.exists():

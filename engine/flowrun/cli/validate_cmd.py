@@ -91,6 +91,7 @@ def validate(
     if explain and fmt != "text":
         usage_error(fmt, "--explain goes with --format text", "drop --explain or --format")
     targets = list(paths) or [Path(".")]
+    _load_env_files(fmt, targets)
     diagnostics, checked = validate_paths(targets)
     if checked == 0:
         shown = ", ".join(str(p) for p in targets)
@@ -112,6 +113,18 @@ def validate(
     if explain and not any(d.severity == "error" for d in diagnostics):
         click.echo("\n".join(explanation(targets)))
     sys.exit(1 if failing else 0)
+
+
+def _load_env_files(fmt: str, targets: list[Path]) -> None:
+    """The `.env` of the current folder and of each path's folder (validate sees the variables
+    a run would)."""
+    from flowrun.cli.env_files import load_env_files
+    from flowrun.errors import FlowrunError
+
+    try:
+        load_env_files(targets)
+    except FlowrunError as e:
+        usage_error(fmt, e.message, e.hint or "")
 
 
 def usage_error(fmt: str, message: str, hint: str) -> None:

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import ManifestError
+from flowrun.manifest.env_refs import REFERENCE, default_base_url, default_model_ref, expanded
 from flowrun.manifest.project import parse_manifest
 from flowrun.manifest.specs import ModelSpec, ScriptManifest, Thinking
 from flowrun.providers.base import ModelConfig
-from flowrun.providers.presets import PRESETS
+from flowrun.providers.presets import PRESETS, Preset
 from flowrun.providers.registry import PROVIDERS, provider_class
 
 # `provider:model` shorthand: the provider types a model id alone is enough for, and the presets
@@ -29,7 +30,7 @@ def split_ref(ref: str) -> tuple[str, str] | None:
 
 def reference_problem(ref: str, named: set[str]) -> str | None:
     """Why `ref` names no model, or None when it is fine."""
-    if ref in named:
+    if ref in named or default_model_ref(ref) is not None:  # `openai`: the model OPENAI_MODEL names
         return None
     parts = split_ref(ref)
     if parts is None:
@@ -42,8 +43,13 @@ def reference_problem(ref: str, named: set[str]) -> str | None:
     return None
 
 
-def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
-    """A ModelSpec (manifest) → ModelConfig (what a provider gets)."""
+def config_from_spec(name: str, spec: ModelSpec, base_dir: Path, strict_env: bool = True) -> ModelConfig:
+    """A ModelSpec (manifest) → ModelConfig (what a provider gets), its `${VAR}` references
+    replaced (UnsetVariable for one that is unset without a default, when `strict_env`)."""
+    referenced = sorted(
+        {m for field in (spec.headers, spec.extra_headers) for v in field.values() for m in _names(v)}
+    )
+    spec = expanded(name, spec, strict=strict_env)
     preset = PRESETS.get(spec.preset) if spec.preset else None
     compatible = spec.provider == "openai-compatible"
     provider = "openai" if compatible or spec.provider is None else spec.provider
@@ -52,6 +58,8 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
     options: dict[str, object] = {}
     if (preset is not None and preset.key_optional) or (compatible and not spec.api_key_env):
         options["key_optional"] = True
+    if referenced:  # a header may carry a token: its value is redacted like a key
+        options["secret_env"] = referenced
     if spec.script:
         path = (base_dir / spec.script).resolve()
         options["script_path"] = str(path)
@@ -68,7 +76,7 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         name=name,
         provider=provider,
         model=spec.model,
-        base_url=spec.base_url or (preset.base_url if preset else None),
+        base_url=spec.base_url or (preset.base_url if preset else default_base_url(provider)),
         api_key_env=spec.api_key_env or (preset.api_key_env if preset else default_env),
         auth_token_env=spec.auth_token_env,
         max_tokens=spec.max_tokens,
@@ -96,13 +104,36 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path) -> ModelConfig:
         thinking_on=dict(thinking_on),
         send_thinking_on="thinking" in spec.model_fields_set and thinking.enabled,
         tool_history=spec.tool_history,
-        token_env=entry.token_env if default_key and entry is not None else None,
+        token_env=_token_env(spec, entry, default_key, preset),
         requests_per_minute=spec.rate_limit.requests_per_minute if spec.rate_limit else None,
         tokens_per_minute=spec.rate_limit.tokens_per_minute if spec.rate_limit else None,
     )
 
 
+def _names(text: str) -> list[str]:
+    return [m.group(1) for m in REFERENCE.finditer(text)]
+
+
+def _token_env(spec: ModelSpec, entry: Any, default_key: bool, preset: Preset | None) -> str | None:
+    """The variable read when the key variable is unset: the provider's token (Anthropic's
+    ANTHROPIC_AUTH_TOKEN), or the other name a preset's key goes by (glm: GLM_API_KEY)."""
+    if preset is not None and not spec.api_key_env:
+        return preset.key_alias
+    token: str | None = entry.token_env if default_key and entry is not None else None
+    return token
+
+
 def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
+    default = default_model_ref(ref)
+    if default is not None:  # `--model openai`: the model OPENAI_MODEL names
+        variable, model = default
+        provider = ref.rstrip(":")
+        if model is None:
+            raise ManifestError(
+                f"'{ref}' names no model and {variable} is not set",
+                f"set {variable} (e.g. in a .env file), or give the model: {provider}:MODEL",
+            )
+        return config_from_spec(f"{provider}:{model}", ModelSpec(provider=provider, model=model), base_dir)
     parts = split_ref(ref)
     problem = reference_problem(ref, set())
     if parts is None or problem:

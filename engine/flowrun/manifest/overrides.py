@@ -1,6 +1,7 @@
 """`--set PATH=VALUE`: change any manifest value for one run, checked like the YAML.
 
     --set agents.worker.max_steps=5          a key of an agent (the effective one, extends resolved)
+    --set agents.instructor.tools.worker.max_calls=3   a list entry by its name (or its index: tools.6)
     --set tools.web_search.parameters.properties.max_results.default=3
     --set models.claude.model=claude-opus-4-1  a workflow model (or a models.d one, copied into it)
     --set limits.max_total_steps=50          any other path is a key of the workflow itself
@@ -131,7 +132,7 @@ def _target(
 
 
 def _changed(
-    loaded: Loaded[Any], kind: str, items: list[Override], shared: dict[str, Any]
+    loaded: Loaded[Any], kind: str, items: list[Override], shared: Mapping[str, Mapping[str, object]]
 ) -> tuple[Loaded[Any] | None, list[Diagnostic]]:
     """The manifest with `items` applied and checked; None (and the problems) when it is not valid."""
     data = loaded.spec.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -171,20 +172,55 @@ def _changed(
 
 
 def _keys(data: object, path: tuple[str, ...]) -> list[str | int]:
-    """The path with list indices as ints (as diagnostics name them)."""
+    """The path with list indices as ints (as diagnostics name them); an entry named in a list
+    is its index, then its name."""
     out: list[str | int] = []
     node: object = data
     for part in path:
+        if (
+            isinstance(node, list)
+            and not part.lstrip("-").isdigit()
+            and (at := _entry(node, part)) is not None
+        ):
+            out += [at, part]
+            entry = node[at]
+            node = entry.get(part) if isinstance(entry, dict) else None
+            continue
         key: str | int = int(part) if isinstance(node, list) and part.lstrip("-").isdigit() else part
         out.append(key)
         node = node[key] if isinstance(node, list | dict) and _has(node, key) else None  # type: ignore[index]
     return out
 
 
-def _has(node: Any, key: str | int) -> bool:
+def _entry(node: list[object], name: str) -> int | None:
+    """The index of the list entry named `name`: the string itself, or a mapping with that one
+    key (a tool entry with its config: `- worker: {max_calls: 8}`)."""
+    for i, entry in enumerate(node):
+        if entry == name or (isinstance(entry, dict) and list(entry) == [name]):
+            return i
+    return None
+
+
+def _named_entry(node: list[Any], name: str, last: bool, value: object, label: str) -> Any:
+    """`--set agents.x.tools.worker.max_calls=3`: the config of the entry named `name` (made a
+    mapping when it was a bare name), or the entry replaced when the path ends there."""
+    at = _entry(node, name)
+    if at is None:
+        names = [e if isinstance(e, str) else next(iter(e), "?") for e in node if isinstance(e, str | dict)]
+        hint = did_you_mean(name, set(names)) or "its entries: " + (", ".join(names) or "(none)")
+        raise UsageError(f"{label}: no entry {name!r} in that list", hint)
+    if last:
+        node[at] = {name: value}
+        return None
+    if not isinstance(node[at], dict) or not isinstance(node[at][name], dict):
+        node[at] = {name: {}}
+    return node[at][name]
+
+
+def _has(node: object, key: str | int) -> bool:
     if isinstance(node, list):
         return isinstance(key, int) and -len(node) <= key < len(node)
-    return key in node
+    return isinstance(node, Mapping) and key in node
 
 
 def _set(data: Mapping[str, object], path: tuple[str, ...], value: object, label: str) -> None:
@@ -192,7 +228,10 @@ def _set(data: Mapping[str, object], path: tuple[str, ...], value: object, label
     for i, part in enumerate(path):
         last = i == len(path) - 1
         if isinstance(node, list):
-            if not part.lstrip("-").isdigit() or not _has(node, int(part)):
+            if not part.lstrip("-").isdigit():  # an entry by its name
+                node = _named_entry(node, part, last, value, label)
+                continue
+            if not _has(node, int(part)):
                 raise UsageError(f"{label}: {part!r} is not an index of that list ({len(node)} items)", HINT)
             index = int(part)
             if last:

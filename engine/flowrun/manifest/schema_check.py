@@ -91,7 +91,8 @@ def check_schema(src: Source, kind: str) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     root = load_schema(kind)
     for err in validator_for(kind).iter_errors(data):
-        out.extend(_explain(src, err, root))
+        # jsonschema reports one `required` error per missing key, each naming them all
+        out.extend(d for d in _explain(src, err, root) if d not in out)
     out.sort(key=lambda d: (d.line, d.column))
     return out
 

@@ -32,6 +32,16 @@ Name = Annotated[str, Field(pattern=NAME, description="Letters, digits, _ and -;
 EnvName = Annotated[
     str, Field(pattern=ENV_NAME, description="The NAME of an environment variable, not its value.")
 ]
+# a model's key variable: a name, or `${VAR}` / `${VAR:-NAME}` whose value is the name (env_refs.py)
+ENV_NAME_OR_REF = r"^([A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*(:-[A-Za-z_][A-Za-z0-9_]*)?\})$"
+EnvNameRef = Annotated[
+    str,
+    Field(
+        pattern=ENV_NAME_OR_REF,
+        description="The NAME of an environment variable (not its value), or ${VAR} / ${VAR:-NAME} "
+        "naming it.",
+    ),
+]
 
 
 class Strict(BaseModel):
@@ -142,12 +152,15 @@ class ModelSpec(Strict):
         + ", ".join(PRESETS)
         + ".",
     )
-    model: str = Field(min_length=1, description="The model id the provider expects.")
-    base_url: str | None = Field(
-        default=None, description="Override the API base URL (proxies, local servers)."
+    model: str = Field(
+        min_length=1, description="The model id the provider expects (${VAR} and ${VAR:-default} work)."
     )
-    api_key_env: EnvName | None = Field(default=None, description="Env var holding the API key.")
-    auth_token_env: EnvName | None = Field(
+    base_url: str | None = Field(
+        default=None,
+        description="Override the API base URL (proxies, local servers); ${VAR} and ${VAR:-default} work.",
+    )
+    api_key_env: EnvNameRef | None = Field(default=None, description="Env var holding the API key.")
+    auth_token_env: EnvNameRef | None = Field(
         default=None, description="Env var holding a bearer auth token (anthropic; used instead of the key)."
     )
     max_tokens: int = Field(default=4096, ge=1, description="Max output tokens per call.")
@@ -179,10 +192,13 @@ class ModelSpec(Strict):
         "for servers without structured output).",
     )
     price: Price | None = Field(default=None, description="Prices for the cost summary.")
-    headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (not secrets).")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Extra HTTP headers (not secrets); ${VAR} works in values."
+    )
     extra_headers: dict[str, str] = Field(
         default_factory=dict,
-        description="HTTP headers sent with every request, over `headers` (not secrets).",
+        description="HTTP headers sent with every request, over `headers` (not secrets); ${VAR} works in "
+        "values.",
     )
     extra_body: dict[str, Any] = Field(
         default_factory=dict,

@@ -313,7 +313,9 @@ class AnthropicProvider(Provider):
         """(api_key, auth_token), exactly one set; MissingCredentials names the env var. A model
         that names no variable falls back on ANTHROPIC_AUTH_TOKEN when ANTHROPIC_API_KEY is unset."""
         config = self.config
+        bearer = " (as Authorization: Bearer)"
         if config.token_env and not config.secret(config.api_key_env) and config.secret(config.token_env):
+            self.credential = f"${config.token_env}{bearer}, since ${config.api_key_env} is unset"
             return None, config.secret(config.token_env)
         if config.auth_token_env:
             token = config.secret(config.auth_token_env)
@@ -325,8 +327,11 @@ class AnthropicProvider(Provider):
                     agent=agent,
                     model=config.name,
                 )
+            self.credential = f"${config.auth_token_env}{bearer}"
             return None, token
-        return config.require_key(agent), None
+        key = config.require_key(agent)
+        self.credential = f"${config.api_key_env} (as x-api-key)"
+        return key, None
 
     async def _client_for(self, agent: str) -> Any:
         if self._client is None:
@@ -370,7 +375,12 @@ class AnthropicProvider(Provider):
             return require_answer(response)
 
         response = await call_sdk(
-            call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry
+            call,
+            self._sdk,
+            config=self.config,
+            agent=request.agent,
+            on_retry=self.on_retry,
+            credential=self.credential,
         )
         if request.output_schema is not None and self.config.structured_output == "native":
             response = answer_from_final_tool(response, final_tool_name(request.tools))

@@ -139,6 +139,8 @@ class Provider(ABC):
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self.on_retry: RetryHook | None = None
+        # what the requests authenticate with, for a 401's hint: "$VAR (as x-api-key)", never a value
+        self.credential: str | None = None
 
     @abstractmethod
     async def complete(self, request: ModelRequest) -> ModelResponse: ...

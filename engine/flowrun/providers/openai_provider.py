@@ -337,12 +337,18 @@ class OpenAIProvider(Provider):
         self.on_retry: Callable[[int, float, str], None] | None = None
 
     def api_key(self, agent: str) -> str:
-        """The key to send; MissingCredentials names the env var when it is unset."""
+        """The key to send; MissingCredentials names the env var when it is unset. A preset's
+        key may go by another name (`token_env`: glm's GLM_API_KEY), read when the first is unset."""
         config = self.config
         env = config.api_key_env or config.auth_token_env  # both are a Bearer token here
+        if config.token_env and not config.secret(env) and config.secret(config.token_env):
+            env = config.token_env
         if env is None or (config.options.get("key_optional") and not config.secret(env)):
+            self.credential = "no key: a placeholder (the model names no key variable, or it is unset)"
             return NO_KEY  # a local server (ollama, vllm preset) that needs no key
-        return replace(config, api_key_env=env).require_key(agent)
+        key = replace(config, api_key_env=env).require_key(agent)
+        self.credential = f"${env} (as Authorization: Bearer)"
+        return key
 
     async def _client_for(self, agent: str) -> Any:
         if self._client is None:
@@ -384,7 +390,12 @@ class OpenAIProvider(Provider):
             return require_answer(response)
 
         return await call_sdk(
-            call, self._sdk, config=self.config, agent=request.agent, on_retry=self.on_retry
+            call,
+            self._sdk,
+            config=self.config,
+            agent=request.agent,
+            on_retry=self.on_retry,
+            credential=self.credential,
         )
 
     async def _stream(self, client: Any, params: dict[str, Any]) -> ModelResponse:

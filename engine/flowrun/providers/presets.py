@@ -13,6 +13,7 @@ class Preset:
     base_url: str
     api_key_env: str
     key_optional: bool = False  # a local server that may run without a key
+    key_alias: str | None = None  # another name the key goes by, read when `api_key_env` is unset
     # extra_body that switches the model's thinking off (`thinking: false`, --no-thinking) and on
     # (`thinking: true`)
     thinking_off: dict[str, Any] = field(default_factory=dict)
@@ -29,7 +30,8 @@ PRESETS: dict[str, Preset] = {
     ),
     "glm": Preset(
         "https://open.bigmodel.cn/api/paas/v4",
-        "ZHIPUAI_API_KEY",
+        "ZHIPUAI_API_KEY",  # what Zhipu's SDK and docs read
+        key_alias="GLM_API_KEY",  # what the ReAct design's .env names it
         thinking_off={"thinking": {"type": "disabled"}},
         thinking_on={"thinking": {"type": "enabled"}},
     ),

@@ -162,9 +162,11 @@ def _credential_env(config: ModelConfig) -> str | None:
     return config.auth_token_env or config.api_key_env
 
 
-def _hint(failure: ApiFailure, config: ModelConfig) -> str:
+def _hint(failure: ApiFailure, config: ModelConfig, credential: str | None = None) -> str:
     status = failure.status
     if status in (401, 403):
+        if credential is not None:  # what the provider really sent (never its value)
+            return f"the server refused the credential sent: {credential}; check it"
         env = _credential_env(config)
         return f"check the key in ${env}" if env else "check the credentials the server expects"
     if status == 404:
@@ -192,7 +194,9 @@ def _hint(failure: ApiFailure, config: ModelConfig) -> str:
     return "check the request the workflow builds for this model (see events.jsonl)"
 
 
-def give_up(failure: ApiFailure, *, config: ModelConfig, agent: str, retries: int) -> ProviderError:
+def give_up(
+    failure: ApiFailure, *, config: ModelConfig, agent: str, retries: int, credential: str | None = None
+) -> ProviderError:
     """The one-line error for a call that failed for good."""
     tried = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
     message = (
@@ -200,7 +204,11 @@ def give_up(failure: ApiFailure, *, config: ModelConfig, agent: str, retries: in
         f"{failure.summary()}"
     )
     return ProviderError(
-        message, _hint(failure, config), agent=agent, model=config.name, retryable=failure.retryable
+        message,
+        _hint(failure, config, credential),
+        agent=agent,
+        model=config.name,
+        retryable=failure.retryable,
     )
 
 
@@ -210,17 +218,21 @@ async def with_retries(
     config: ModelConfig,
     agent: str,
     on_retry: Callable[[int, float, str], None] | None = None,
+    credential: str | None = None,
 ) -> T:
     """Run `call`, retrying retryable `ApiFailure`s up to `config.max_retries` times with
     exponential backoff and jitter (or the server's retry-after). `on_retry(retry_number,
-    delay_s, reason)` is told before each wait. Raises ProviderError when it gives up."""
+    delay_s, reason)` is told before each wait. Raises ProviderError when it gives up (naming
+    `credential`, what was sent, on a 401 or 403)."""
     attempt = 0
     while True:
         try:
             return await call()
         except ApiFailure as failure:
             if not failure.retryable or attempt >= config.max_retries:
-                raise give_up(failure, config=config, agent=agent, retries=attempt) from failure
+                raise give_up(
+                    failure, config=config, agent=agent, retries=attempt, credential=credential
+                ) from failure
             delay = backoff_delay(attempt, failure)
             attempt += 1
             if on_retry is not None:
@@ -235,6 +247,7 @@ async def call_sdk(
     config: ModelConfig,
     agent: str,
     on_retry: Callable[[int, float, str], None] | None = None,
+    credential: str | None = None,
 ) -> T:
     """One SDK request with our retry policy: the SDK's exceptions are classified first, so
     429/5xx/timeouts are retried and everything else fails at once with a one-line error."""
@@ -255,4 +268,4 @@ async def call_sdk(
                 raise
             raise failure from e
 
-    return await with_retries(attempt, config=config, agent=agent, on_retry=on_retry)
+    return await with_retries(attempt, config=config, agent=agent, on_retry=on_retry, credential=credential)

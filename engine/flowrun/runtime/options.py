@@ -23,7 +23,7 @@ import difflib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from flowrun.errors import UsageError
 from flowrun.events import Event
@@ -213,6 +213,17 @@ class Conversation:
     chat: bool = False  # a chat: asked only after an answer, and its first message is the task
 
 
+class Interjection(Protocol):
+    """The user's pause key (`flowrun run` on a terminal): at each step boundary of any agent
+    the run asks `requested()`; when it is, `read(agent)` gets one message for the agent that
+    reached the boundary (None or empty: go on without one). `read` clears the request before
+    it first awaits, so one pause gives one message."""
+
+    def requested(self) -> bool: ...
+
+    async def read(self, agent: str) -> str | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RunHooks:
     """The callbacks of a run: given to each call (keyword arguments of the API), never recorded.
@@ -222,6 +233,7 @@ class RunHooks:
     ask_user: AskUser | None = None  # answers ask_user; None: the run is not interactive
     approve: Approver | None = None  # decides `approve: ask` calls; None: they are refused (unless yes)
     conversation: Conversation | None = None  # chat turns, or a resumed run's --message
+    interject: Interjection | None = None  # the pause key: a message for the agent that is running
 
 
 def unknown_option(name: str, known: Iterable[str]) -> UsageError:

@@ -90,6 +90,7 @@ class Run:
             stream=self.options.stream,
             per_agent=dict(self.options.agent_models),
             no_thinking=self.options.no_thinking,
+            replaying=ledger is not None and ledger.mode == "replay",
         )
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
@@ -200,11 +201,13 @@ class Run:
 
     async def user_turn(self, inst: AgentInstance, answer: str | None) -> str | None:
         """A user message for `inst` at this point (before a model call, or after an answer that
-        would end it): one the log recorded here, else a live one once the run is past what the
-        log holds (the agent loop asks)."""
+        would end it): one the log recorded here, else one typed at the pause key, else a chat's
+        next turn once the run is past what the log holds (the agent loop asks)."""
         key = (inst.id, inst.model_calls)
         if self.ledger is not None and key in self.ledger.user_messages:
             return self._user_message(inst, self.ledger.user_messages.pop(key))
+        if answer is None and (interjected := await self._interjected(inst)) is not None:
+            return self._user_message(inst, interjected)
         talk = self.hooks.conversation
         if talk is None or inst.depth != 0 or inst.name != talk.agent or (talk.chat and answer is None):
             return None
@@ -212,6 +215,17 @@ class Run:
             return None  # still replaying what the log holds
         text = await talk.read(answer)
         return self._user_message(inst, text) if text else None
+
+    async def _interjected(self, inst: AgentInstance) -> str | None:
+        """The message typed at the pause key, for the agent whose step boundary came first
+        (recorded like any user message: a resume or replay gives it at the same step)."""
+        pause = self.hooks.interject
+        if pause is None or not pause.requested():
+            return None
+        if self.ledger is not None and (inst.id, inst.model_calls + 1) in self.ledger.responses:
+            return None  # still going over what the log holds: the pause comes where it goes live
+        text = await pause.read(inst.name)
+        return text.strip() if text and text.strip() else None
 
     def _user_message(self, inst: AgentInstance, text: str) -> str:
         self.emit(UserMessageEvent(agent=inst.name, agent_id=inst.id, step=inst.model_calls, text=text))

@@ -83,14 +83,16 @@ def looks_binary(sample: bytes) -> bool:
     return False
 
 
-def check_text(f: IO[bytes], shown: str, size: int) -> None:
+# what a tool with an `encoding` parameter says of a file that is not UTF-8
+ENCODING_HINT = "if it is text in another encoding, give `encoding` (e.g. gbk, latin-1, utf-16)"
+
+
+def check_text(f: IO[bytes], shown: str, size: int, hint: str = ENCODING_HINT) -> None:
     """Raise NotText when the start of an open file is not UTF-8 text; rewinds the file."""
     sample = f.read(SNIFF_BYTES)
     f.seek(0)
     if looks_binary(sample):
-        raise NotText(
-            f"{shown} is a binary or non-UTF-8 file ({size} bytes); these tools read UTF-8 text only"
-        )
+        raise NotText(f"{shown} is a binary or non-UTF-8 file ({size} bytes); {hint}")
 
 
 def normal_encoding(encoding: str) -> str:
@@ -132,15 +134,13 @@ def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
         try:
             return data.decode(encoding)
         except UnicodeDecodeError as e:
-            raise NotText(f"{shown} is not valid {encoding} (byte {e.start}); give its encoding") from e
+            raise NotText(f"{shown} is not valid {encoding} (byte {e.start}); give its `encoding`") from e
     if looks_binary(data[:SNIFF_BYTES]):
-        raise NotText(
-            f"{shown} is a binary or non-UTF-8 file ({len(data)} bytes); it cannot be edited as text"
-        )
+        raise NotText(f"{shown} is a binary or non-UTF-8 file ({len(data)} bytes); {ENCODING_HINT}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise NotText(f"{shown} is not valid UTF-8 (byte {e.start}); it cannot be edited as text") from e
+        raise NotText(f"{shown} is not valid UTF-8 (byte {e.start}); {ENCODING_HINT}") from e
 
 
 def iter_lines(f: IO[bytes], limit: int) -> Iterator[tuple[bytes, bool]]:

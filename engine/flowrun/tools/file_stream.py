@@ -50,7 +50,7 @@ async def stream_read_file(ctx: ToolContext, *, path: str, chunk_lines: int = 10
             return error("IS_DIRECTORY", f"{shown} is a directory; use list_directory")
         info = resolved.stat()
         with resolved.open("rb") as f:
-            check_text(f, shown, info.st_size)
+            check_text(f, shown, info.st_size, "read_file reads text in other encodings (its `encoding`)")
         cursor = StreamCursor(resolved, shown, 0, 1, lines, max_bytes, info.st_size, info.st_mtime_ns)
         return _next_chunk(ctx, secrets.token_hex(4), cursor)
 

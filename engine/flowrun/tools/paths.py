@@ -67,7 +67,7 @@ def resolve_path(
     except (OSError, RuntimeError, ValueError) as e:  # symlink loops, names too long
         raise PathDenied("INVALID_PARAM", f"cannot resolve {path!r}: {e}") from e
     if not _inside(resolved, base):
-        raise PathDenied("ACCESS_DENIED", f"{path!r} points outside the workspace; paths must stay inside it")
+        raise PathDenied("ACCESS_DENIED", _outside(ctx, path, base))
     if _protected(ctx, resolved):
         raise PathDenied("PERMISSION_DENIED", f"{path!r} is a file the engine owns; tools may not touch it")
     rel = _rel(resolved, base)
@@ -78,6 +78,17 @@ def resolve_path(
             "PERMISSION_DENIED", f"{path!r} is outside the paths this agent may access: {_show(ctx, 'paths')}"
         )
     return resolved
+
+
+def _outside(ctx: ToolContext, path: str, base: Path) -> str:
+    """Which confinement `path` leaves: the workspace, or the tool's `base_dir` in it."""
+    if base != ctx.real(ctx.workspace):
+        folder = ctx.relative(base)
+        return (
+            f"{path!r} points outside {folder}/, the base_dir this tool is confined to (its `base_dir` "
+            f"config); paths must stay inside it"
+        )
+    return f"{path!r} points outside the workspace; paths must stay inside it"
 
 
 def _resolve(candidate: Path, follow_symlinks: bool) -> Path:

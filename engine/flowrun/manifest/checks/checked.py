@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from flowrun.manifest.project import Project
 
 Probe = tuple[str, str, str]  # (python module, search root, what was found there)
-_LOADED: OrderedDict[str, tuple[Project, list[Diagnostic]]] = OrderedDict()
+_LOADED: OrderedDict[str, tuple[tuple[Project, list[Diagnostic]], list[Probe]]] = OrderedDict()
 KEEP_LOADED = 16  # projects kept in memory per process
 
 
@@ -110,8 +110,10 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
     root = workflow.parent
     key = check_cache.fingerprint("load", search_roots(root), [workflow])
     if key is not None and key in _LOADED:
-        _LOADED.move_to_end(key)
-        return _LOADED[key]
+        loaded, variables = _LOADED[key]
+        if probes_hold(variables):  # the `${VAR}`s its models name are as they were
+            _LOADED.move_to_end(key)
+            return loaded
     project = load_project(root, [workflow])
     cross: list[Diagnostic] | None = None
     if any(d.severity == "error" for d in project.diagnostics):
@@ -124,7 +126,8 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
             check_cache.store(key, (_plain(cross), python_probes(project)))
     result = (project, project.diagnostics + cross)
     if key is not None:
-        _LOADED[key] = result
+        variables = [(ENV_PROBE, name, env_state(name)) for name in sorted(_model_variables(project))]
+        _LOADED[key] = (result, variables)
         while len(_LOADED) > KEEP_LOADED:
             _LOADED.popitem(last=False)
     return result
@@ -159,14 +162,38 @@ def python_probes(project: Project) -> list[Probe]:
         here = test.source.path.parent
         for named in (here / test.spec.workflow, here / test.spec.cassette):
             probes.add((FILE_PROBE, str(named), file_state(named)))
+    for variable in _model_variables(project):  # `${VAR}` in model settings: set or not
+        probes.add((ENV_PROBE, variable, env_state(variable)))
     return sorted(probes)
 
 
+def _model_variables(project: Project) -> set[str]:
+    from flowrun.manifest.env_refs import referenced
+
+    specs = [m.spec for m in project.models.values()] + [
+        model for wf in project.workflows for model in wf.spec.models.values()
+    ]
+    return {name for spec in specs for name in referenced(spec)}
+
+
 def probes_hold(probes: list[Probe]) -> bool:
-    return all(
-        (file_state(Path(root)) if module == FILE_PROBE else module_state(module, Path(root))) == state
-        for module, root, state in probes
-    )
+    return all(_probe_state(kind, where) == state for kind, where, state in probes)
+
+
+def _probe_state(kind: str, where: str) -> str:
+    if kind == FILE_PROBE:
+        return file_state(Path(where))
+    if kind == ENV_PROBE:
+        return env_state(where)
+    return module_state(kind, Path(where))
+
+
+ENV_PROBE = ":env"  # a variable a check read: whether it is set (a digest of its value, never the value)
+
+
+def env_state(name: str) -> str:
+    value = os.environ.get(name) or ""
+    return hashlib.sha256(value.encode()).hexdigest()[:16] if value else "unset"
 
 
 FILE_PROBE = ":file"  # a probe of a path a check looked at, wherever it is

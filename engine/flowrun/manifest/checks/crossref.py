@@ -11,6 +11,7 @@ from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_
 from flowrun.manifest.checks.test_files import check_test_files
 from flowrun.manifest.checks.tools import schema_problems, unknown_entry
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.env_refs import unset_diagnostics
 from flowrun.manifest.graph import (
     YamlPath,
     agent_callees,
@@ -280,10 +281,11 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     models = set(spec.models) | set(project.models)
     out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox) + check_steps(wf)
     for name, model in spec.models.items():
-        out += _check_fallback(src, name, model, models)
+        out += _check_fallback(src, name, model, models) + unset_diagnostics(src, name, model)
     for name, loaded_model in project.models.items():
         if not loaded_model.builtin:
-            out += _check_fallback(loaded_model.source, name, loaded_model.spec, models)
+            model_src, model = loaded_model.source, loaded_model.spec
+            out += _check_fallback(model_src, name, model, models) + unset_diagnostics(model_src, name, model)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))

@@ -29,8 +29,10 @@ def unused_files(project: Project, starts: list[str]) -> set[str]:
 
 
 def blocking(project: Project, starts: list[str], diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """The errors among `diagnostics` that stop a run starting from the agents `starts`."""
-    errors = [d for d in diagnostics if d.severity == "error"]
+    """The errors among `diagnostics` that stop a run starting from the agents `starts`. A
+    model setting that names an unset variable stops it only when the run uses that model (it
+    is checked when the run resolves its models)."""
+    errors = [d for d in diagnostics if d.severity == "error" and d.code != "unset-variable"]
     if not errors:
         return []
     unused = unused_files(project, starts)

@@ -90,4 +90,10 @@ def unknown_entry(src: Source, index: int, name: str, project: Project) -> Diagn
     hint = did_you_mean(name, names | set(project.mcp_servers)) or "known tools: " + ", ".join(
         sorted(project.tools)
     )
+    if name in AGENT_CALLERS or name.startswith("call_"):  # a design's call_agent(agent_type=...)
+        agents = ", ".join(sorted(project.agents)) or "(none here)"
+        hint = f"agents are offered as tools by their own names: list the agent itself (agents: {agents})"
     return src.diag(("tools", index), f"unknown tool or agent '{name}'", hint, "unknown-tool")
+
+
+AGENT_CALLERS = ("call_agent", "agent", "delegate", "handoff", "sub_agent", "subagent")

@@ -1,6 +1,8 @@
 """The engine's own log for one run, in `run_dir/flowrun.log`. events.jsonl stays the record of
 what the agents did; this file says what the engine did: INFO for the run's milestones, WARNING
-and ERROR where they belong, and at DEBUG (`-v`, or FLOWRUN_LOG=debug) one line per event.
+and ERROR where they belong, and at DEBUG (`-v`, or FLOWRUN_LOG=debug) one line per event. A
+failed tool call is a WARNING; a model failure that ends the run is logged once (where the call
+failed).
 
 It is a stdlib `logging.Logger` of its own (not registered, not propagating), so a program that
 runs workflows through the API keeps its logging configuration untouched. Every line passes
@@ -67,18 +69,27 @@ class RunLog:
         self.handler = _RedactingHandler(run_dir / LOG_NAME, redact)
         self.handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
         self.logger.addHandler(self.handler)
+        self.model_errors: set[str] = set()  # failures already logged where the model call failed
 
     def on_event(self, event: Event) -> None:
-        if isinstance(event, ErrorEvent):
-            level = logging.ERROR
-        elif isinstance(event, WARNINGS):
-            level = logging.WARNING
-        elif isinstance(event, MILESTONES):
-            level = logging.INFO
-        else:
-            level = logging.DEBUG
+        level = self.level(event)
         if self.logger.isEnabledFor(level):  # formatting costs nothing unless the line is kept
             self.logger.log(level, "%s", describe_event(event))
+
+    def level(self, event: Event) -> int:
+        if isinstance(event, ErrorEvent):
+            if event.where == "model":
+                self.model_errors.add(event.message)
+            elif event.where == "run" and event.message in self.model_errors:
+                return logging.DEBUG  # the run ends on the model failure logged just before
+            return logging.ERROR
+        if isinstance(event, WARNINGS) or (
+            isinstance(event, ToolResultEvent) and event.result.status == "error"
+        ):
+            return logging.WARNING
+        if isinstance(event, MILESTONES):
+            return logging.INFO
+        return logging.DEBUG
 
     def close(self) -> None:
         self.logger.removeHandler(self.handler)
@@ -93,8 +104,10 @@ def describe_event(event: Event) -> str:
     if isinstance(event, ToolCallEvent | ToolResultEvent):
         parts.append(f"{event.tool}[{event.call_id}]")
         if isinstance(event, ToolResultEvent):
-            error = event.result.error.code if event.result.error else ""
-            parts.append(f"{event.result.status} {error}".rstrip())
+            error = event.result.error
+            parts.append(f"{event.result.status} {error.code if error else ''}".rstrip())
+            if error is not None and error.message:
+                parts.append("- " + error.message.replace("\n", " ")[:200])
     elif isinstance(event, ModelRequestEvent | ModelResponseEvent):
         parts.append(f"step {event.step}")
         if isinstance(event, ModelResponseEvent):

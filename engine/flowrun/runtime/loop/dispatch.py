@@ -85,6 +85,21 @@ class ToolDispatcher:
             results[i] = await self.call_tool(inst, calls[i])
         return [r for r in results if r is not None]
 
+    def _unknown(self, inst: AgentInstance, call: ToolCall) -> str:
+        """What the model reads for a tool it does not have; a prompt written for a
+        `call_agent(agent_type=...)` tool, or naming another agent, learns how agents are offered."""
+        names = ", ".join(inst.tools) or "(none)"
+        text = f"there is no tool named '{call.name}'."
+        mine = [name for name, bound in inst.tools.items() if bound.delegates]
+        if call.name == "call_agent" or call.name in self.run.project.agents:
+            offered = ", ".join(mine) if mine else "none are offered to you"
+            text += f" Agents are offered as tools by their own names (yours: {offered})"
+            wanted = call.arguments.get("agent_type") or call.arguments.get("agent")
+            if call.name == "call_agent" and isinstance(wanted, str) and wanted in mine:
+                text += f": call `{wanted}` with {{task: ...}} instead"
+            text += "."
+        return f"{text} Available tools: {names}."
+
     async def call_tool(self, inst: AgentInstance, call: ToolCall) -> ToolResult:
         self.emit(
             ToolCallEvent(
@@ -93,10 +108,7 @@ class ToolDispatcher:
         )
         bound = inst.tools.get(call.name)
         if bound is None:
-            names = ", ".join(inst.tools) or "(none)"
-            result = ToolResult.fail(
-                "UNKNOWN_TOOL", f"there is no tool named '{call.name}'. Available tools: {names}."
-            )
+            result = ToolResult.fail("UNKNOWN_TOOL", self._unknown(inst, call))
         else:
             result = await self._checked_call(inst, bound, call)
         # the protocol's context.cwd: where relative paths started, relative to the agents' root

@@ -44,6 +44,7 @@ class ModelChoice:
     stream: bool | None = None  # None: each model's own setting
     per_agent: dict[str, str] = field(default_factory=dict)  # agent -> model ref (--model AGENT=REF)
     no_thinking: bool = False  # --no-thinking: every model's thinking off
+    replaying: bool = False  # a replay sends nothing: an unset ${VAR} in a model's settings is no error
 
     def named(self) -> dict[str, ModelSpec]:
         return {**{n: loaded.spec for n, loaded in self.project.models.items()}, **self.workflow_models}
@@ -66,7 +67,7 @@ class ModelChoice:
             raise ManifestError(f"agent '{agent}' names no model", "set the workflow's `default_model:`")
         named = self.named()
         if ref in named:
-            return config_from_spec(ref, named[ref], self.base_dir)
+            return config_from_spec(ref, named[ref], self.base_dir, strict_env=not self.replaying)
         return config_from_shorthand(ref, self.base_dir)
 
 
@@ -100,7 +101,8 @@ class ModelService:
 
                 self.providers[key] = ReplayOnlyProvider(config)
             else:
-                for env in (config.api_key_env, config.auth_token_env, config.token_env):
+                secret_env = config.options.get("secret_env", [])  # variables a header names
+                for env in (config.api_key_env, config.auth_token_env, config.token_env, *secret_env):
                     self.redactor.add_env(env)
                 self.providers[key] = rate_limited(make_provider(config, self._retry_reporter(config)))
         return self.providers[key]
