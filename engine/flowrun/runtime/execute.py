@@ -13,7 +13,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,15 +30,25 @@ from flowrun.events import (
 )
 from flowrun.manifest.templates import render
 from flowrun.paths import copy_source
+from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.settle import settle, settle_decided
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
+from flowrun.runtime.loop.decisions import RunWaiting
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
 from flowrun.runtime.steps.base import StepContext, top_agent
 
-EXIT_CODES = {"completed": 0, "failed": 1, "max_steps": 3, "budget_exceeded": 4, "interrupted": 130}
+# waiting: 75, EX_TEMPFAIL of sysexits.h: "try again later" (once the decisions are taken)
+EXIT_CODES = {
+    "completed": 0,
+    "failed": 1,
+    "max_steps": 3,
+    "budget_exceeded": 4,
+    "waiting": 75,
+    "interrupted": 130,
+}
 
 
 @dataclass
@@ -47,6 +57,7 @@ class RunSummary:
     message: str
     output: str | None
     exit_code: int
+    pending: list[PendingDecision] = field(default_factory=list)  # what a waiting run waits for
 
 
 def default_task(run: Run) -> str:
@@ -182,6 +193,9 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         outcome = await _run_body(run)
         status = "max_steps" if outcome.status == "max_steps" else "completed"
         message = outcome.text
+    except RunWaiting:  # a decision only a person can take is pending; nothing is in flight
+        status = "waiting"
+        message = run.redactor.text(waiting_message(run.run_dir, run.decisions.open_requests()))
     except BudgetExceeded as e:
         status, message = "budget_exceeded", str(e)
         run.emit(BudgetExceededEvent(limit=e.limit, message=e.message))
@@ -203,7 +217,8 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
-    return RunSummary(status, message, output, EXIT_CODES.get(status, 1))
+    pending = run.decisions.open_requests() if status == "waiting" else []
+    return RunSummary(status, message, output, EXIT_CODES.get(status, 1), pending)
 
 
 async def close_run(run: Run) -> None:
@@ -260,6 +275,8 @@ def _write_meta(run: Run, status: str) -> None:
         "output": run.spec.output,
         "updated": time.time(),
     }
+    if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
+        meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
     write_atomic(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
 
 
