@@ -97,6 +97,8 @@ def resumable(options: RunOptions) -> dict[str, Any]:
         "stream": options.stream,
         "verbosity": options.verbosity,
         "limits": options.limits,
+        "decisions": options.decisions,
+        "decide_within": options.decide_within,
     }
 
 
