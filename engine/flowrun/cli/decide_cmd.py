@@ -1,23 +1,17 @@
 """`flowrun approve` and `flowrun answer`: take a decision a waiting run waits for (an
 `approve: ask` call, a budget under `on_budget: ask`, an `ask_user` question), record it in the
 run's log with who took it and when, and continue the run from its log as `flowrun resume`
-does (`--no-continue`: only record it). Also how a waiting run is shown at the end of `run`
-and `resume`."""
+does (`--no-continue`: only record it)."""
 
 from __future__ import annotations
 
 import getpass
-import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from flowrun.cli.common import reported, verbosity
-
-if TYPE_CHECKING:
-    from flowrun.api import RunResult
 
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 call_option = click.option(
@@ -123,17 +117,6 @@ def decide(
     )
     print_summary(result, level, None)
     sys.exit(result.exit_code)
-
-
-def print_waiting(result: RunResult) -> None:
-    """What a waiting run waits for, and how to decide (after `status: waiting`)."""
-    from flowrun.redaction import redact
-    from flowrun.runtime.durable.decisions import handle, how_to_decide
-
-    shown = os.path.relpath(result.run_dir)
-    for pending in result.pending:
-        click.echo(redact(f"waiting for: {handle(pending, result.pending)}: {pending.describe()}"))
-    click.echo(redact(how_to_decide(shown, result.pending)), err=True)
 
 
 def _login() -> str | None:

@@ -329,11 +329,19 @@ def print_summary(result: RunResult, level: int, declared_output: str | None) ->
     elif declared_output:
         click.echo(f"output: {declared_output} was not written")
     if result.status == "waiting":
-        from flowrun.cli.decide_cmd import print_waiting
-
         print_waiting(result)
     elif result.status != "completed" and result.message:
         click.echo(f"error: {result.message.splitlines()[0][:500]}", err=True)
+
+
+def print_waiting(result: RunResult) -> None:
+    """What a waiting run waits for, and how to decide (after `status: waiting`)."""
+    from flowrun.redaction import redact
+    from flowrun.runtime.durable.decisions import handle, how_to_decide
+
+    for pending in result.pending:
+        click.echo(redact(f"waiting for: {handle(pending, result.pending)}: {pending.describe()}"))
+    click.echo(redact(how_to_decide(os.path.relpath(result.run_dir), result.pending)), err=True)
 
 
 def usage_table(usage: dict[str, Any]) -> str:
