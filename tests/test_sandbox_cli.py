@@ -289,7 +289,7 @@ def approval_project(tmp: Path, approve: str) -> Path:
 @pytest.mark.parametrize(
     ("approve", "flags", "ran", "by"),
     [
-        ("ask", [], False, "no terminal"),
+        ("ask", ["--decisions", "refuse"], False, "no terminal"),  # without it, the run waits
         ("ask", ["--yes"], True, "--yes"),
         ("never", ["--yes"], False, "policy"),
         ("always", [], True, None),

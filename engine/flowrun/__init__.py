@@ -29,6 +29,8 @@ if TYPE_CHECKING:
         UsageError,
     )
     from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+    from flowrun.runtime.decide import expire_decisions, pending_decisions, respond
+    from flowrun.runtime.durable.decisions import Decision, PendingDecision
     from flowrun.runtime.loop.approvals import ApprovalRequest
     from flowrun.runtime.options import RunOptions
 
@@ -53,6 +55,11 @@ _EXPORTS = {
     "BudgetExceeded": "flowrun.errors",
     "SandboxError": "flowrun.errors",
     "ApprovalRequest": "flowrun.runtime.loop.approvals",
+    "respond": "flowrun.runtime.decide",
+    "pending_decisions": "flowrun.runtime.decide",
+    "expire_decisions": "flowrun.runtime.decide",
+    "PendingDecision": "flowrun.runtime.durable.decisions",
+    "Decision": "flowrun.runtime.durable.decisions",
     "RunOptions": "flowrun.runtime.options",
     "ManifestInvalid": "flowrun.manifest.diagnostics",
     "Diagnostic": "flowrun.manifest.diagnostics",
@@ -63,12 +70,14 @@ __all__ = [
     "BatchProgress",
     "BatchSummary",
     "BudgetExceeded",
+    "Decision",
     "Diagnostic",
     "EventStream",
     "FlowrunError",
     "ItemResult",
     "ManifestError",
     "ManifestInvalid",
+    "PendingDecision",
     "ProviderError",
     "ReplayResult",
     "RunError",
@@ -79,8 +88,11 @@ __all__ = [
     "UsageError",
     "Workflow",
     "__version__",
+    "expire_decisions",
     "load",
+    "pending_decisions",
     "replay",
+    "respond",
     "resume",
     "run_batch",
 ]

@@ -48,6 +48,8 @@ from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
+from flowrun.runtime.decide import expire_locked
+from flowrun.runtime.durable.decisions import PendingDecision
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import (
@@ -111,12 +113,14 @@ class RunArguments(RunPlace, total=False):
 
 @dataclass
 class RunResult:
-    status: str  # completed | failed | max_steps | budget_exceeded | interrupted
+    status: str  # completed | failed | max_steps | budget_exceeded | waiting | interrupted
     exit_code: int  # the CLI's exit code for this status
-    message: str  # the final answer, or what went wrong
+    message: str  # the final answer, or what went wrong (or what the run waits for)
     output: Path | None  # the workflow's declared output, when written
     usage: UsageRecord  # tokens and cost per agent and model, totals (as usage.json)
     run_dir: Path
+    # waiting: the decisions it waits for (take them with flowrun.respond, then flowrun.resume)
+    pending: list[PendingDecision] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -196,9 +200,12 @@ class Workflow:
         was loaded with; `limits` ({"max_cost_usd": 0.5, ...}) tightens the workflow's
         `limits:` where it is lower. The callbacks are not options (run.json records the
         options, not them): `on_event(event)` gets each typed event; `ask_user` answers the
-        agents' questions (without it the run is not interactive); `approve` is awaited with
-        an ApprovalRequest for each call of an `approve: ask` tool and returns True to let it
-        run (without it, such calls are refused unless `yes`); `interject` is the pause key
+        agents' questions; `approve` is awaited with an ApprovalRequest for each call of an
+        `approve: ask` tool and returns True to let it run, False to refuse it. Without them
+        (or when they return None: "later"), the run waits: it ends `waiting` (exit code 75)
+        with `pending` listing what it waits for, `flowrun.respond` takes each decision and
+        `flowrun.resume` continues; with `decisions="refuse"` such calls are refused and
+        questions unanswered instead. `yes` approves every call. `interject` is the pause key
         (runtime/options.Interjection: a message for the running agent, recorded)."""
         opts = RunOptions.given(options, changes, RUN_KEYWORDS)
         hooks = RunHooks(on_event, ask_user, approve, conversation, interject)
@@ -439,12 +446,14 @@ async def resume(
     interject: Interjection | None = None,
     **changes: object,
 ) -> RunResult:
-    """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) from its event log: recorded
-    model answers, tool results and approval decisions are used again, then the run goes live
-    where the log ends. It runs with the options it recorded (its models, dry run, `--set`s,
-    workdir, sandbox, limits ...); `changes` (RunOptions field names: `sandbox`, `yes`,
-    `verbosity`, `limits`, `stream`) change them from here on, a None value keeping the
-    recorded one. `message` is an instruction from the user to the entry agent (or the chat's
+    """Continue a stopped run (crash, kill, Ctrl-C, cancelled task) or a waiting one from its
+    event log: recorded model answers, tool results and decisions (also those taken while it
+    waited: `flowrun.respond`, `flowrun approve`) are used again, then the run goes live where
+    the log ends; decisions past their deadline are taken first (denied, unanswered). It runs
+    with the options it recorded (its models, dry run, `--set`s, workdir, sandbox, limits ...);
+    `changes` (RunOptions field names: `sandbox`, `yes`, `verbosity`, `limits`, `stream`,
+    `decisions`, `decide_within`) change them from here on, a None value keeping the recorded
+    one. `message` is an instruction from the user to the entry agent (or the chat's
     agent) where the recorded run ends: a finished run continues with it. A chat goes on with
     `read` (as in `Workflow.chat`) when given. The callbacks are `Workflow.run`'s."""
     run_dir = Path(run_dir)
@@ -452,6 +461,7 @@ async def resume(
     async with RunFolderLock(run_dir, create=False):  # one process at a time, before reading anything
         meta, workflow = recorded_run(run_dir)
         meta = settled_meta(run_dir, meta)  # died after its run_end: it ended
+        expire_locked(run_dir)  # decisions past their deadline are taken (by "deadline") first
         talk = _resumed_conversation(meta, workflow, message, read)
         if meta.get("status") == "completed" and talk is None:
             return _recorded_result(run_dir, meta)
@@ -670,16 +680,22 @@ def tightened(
     unknown = sorted(set(limits) - set(current))
     if unknown:
         raise UsageError(f"unknown limit '{unknown[0]}'", "limits: " + ", ".join(current))
-    merged = {
-        key: current[key] if value is None else value if current[key] is None else min(current[key], value)
-        for key, value in limits.items()
-    }
+    merged = {key: _tighter(current[key], value) for key, value in limits.items()}
     try:
         tighter = Limits.model_validate({**loaded.spec.limits.model_dump(exclude_unset=True), **merged})
     except ValidationError as e:
         raise UsageError(f"bad limit: {e.errors()[0]['msg']}", "see the workflow's `limits:` keys") from None
     spec = loaded.spec.model_copy(update={"limits": tighter})
     return Loaded(spec, loaded.source, loaded.root, loaded.builtin)
+
+
+def _tighter(current: object, given: object) -> object:
+    """The lower of two numeric limits (None: no limit); a setting (`on_budget`) as given."""
+    if given is None:
+        return current
+    if current is None or not isinstance(given, int | float) or isinstance(given, bool):
+        return given
+    return min(current, given) if isinstance(current, int | float) else given
 
 
 def new_run_id(name: str) -> str:
@@ -752,4 +768,5 @@ def _result(run: Run, summary: RunSummary) -> RunResult:
         output=Path(summary.output) if summary.output else None,
         usage=run.usage.to_dict(),
         run_dir=run.run_dir,
+        pending=list(summary.pending),
     )

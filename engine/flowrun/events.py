@@ -250,7 +250,52 @@ class ApprovalEvent(Event):
     call_id: str
     tool: str
     approved: bool
-    by: str  # user | callback | --yes | policy (never) | no terminal | recorded
+    # user (the terminal) | callback | --yes | policy (never) | no terminal | recorded, or, for a
+    # call that waited, the decision's `by` (cli | python | http | ui | deadline | ...)
+    by: str
+
+
+@event_type("decision_pending")
+@dataclass(kw_only=True, slots=True)
+class DecisionPendingEvent(Event):
+    """A decision only a person can take, and nobody can take it now: the run waits for it
+    (`flowrun approve`, `flowrun answer`, `flowrun.respond`). `kind` approval: a call of an
+    `approve: ask` tool (`tool`, `arguments`); question: an `ask_user` question (`question`);
+    budget: a `limits` budget reached under `on_budget: ask` (`limit`, `message`; `agent_id`
+    is empty: the budget is the run's). `deadline` (epoch seconds): past it, the decision is
+    taken by "deadline" (approvals and budgets denied, questions unanswered)."""
+
+    kind: str  # approval | question | budget
+    agent: str
+    agent_id: str  # the instance path, e.g. "orchestrator/searcher@call_1/worker@call_4"
+    call_id: str  # the tool call's id (a budget's: "budget-LIMIT-N")
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    question: str | None = None
+    limit: str | None = None
+    amount: float | None = None  # budget: the limit's value now (granting again as much is the default)
+    message: str | None = None
+    deadline: float | None = None
+
+
+@event_type("decision")
+@dataclass(kw_only=True, slots=True)
+class DecisionEvent(Event):
+    """A pending decision taken: how (`by`: cli, python, http, ui, terminal, callback,
+    deadline), by whom (`user`, when known) and when (`t`). An approval or a budget is
+    `allowed` or not (a budget `grant`s more of its `limit`); a question gets an `answer`."""
+
+    kind: str
+    agent_id: str
+    call_id: str
+    agent: str = ""
+    allowed: bool | None = None
+    answer: str | None = None
+    grant: float | None = None
+    limit: str | None = None
+    reason: str | None = None
+    by: str
+    user: str | None = None
 
 
 @event_type("sandbox_unavailable")

@@ -88,6 +88,8 @@ class OptionsRecord(TypedDict):
     verbosity: int
     limits: dict[str, float | None]
     overrides: list[str]
+    decisions: str  # wait | refuse: what a decision nobody can take now does
+    decide_within: float | None  # seconds a decision may wait
 
 
 class RunRecord(TypedDict, total=False):
@@ -103,6 +105,7 @@ class RunRecord(TypedDict, total=False):
     chat: str | None  # `flowrun chat`: the agent the user talks to
     output: str | None  # the declared output file, relative to the run folder
     updated: float  # epoch seconds
+    pending: list[dict[str, object]]  # a waiting run's open decisions (durable/decisions.py)
     # the options as versions before `options` wrote them (read by RunOptions.from_record)
     model_override: str | None
     agent_models: dict[str, str]

@@ -38,7 +38,7 @@ class ItemResult:
 
     id: str
     line: int  # the item's line in the items file
-    status: str  # completed | failed | max_steps | budget_exceeded | interrupted (| NOT_STARTED)
+    status: str  # completed | failed | max_steps | budget_exceeded | waiting | interrupted (| NOT_STARTED)
     run_dir: str  # relative to the batch folder
     output: str | None = None  # the workflow's declared output, relative to the batch folder
     input_tokens: int = 0

@@ -98,6 +98,8 @@ def resumable(options: RunOptions) -> RunChanges:
         "stream": options.stream,
         "verbosity": options.verbosity,
         "limits": options.limits,
+        "decisions": options.decisions,
+        "decide_within": options.decide_within,
     }
 
 

@@ -23,7 +23,8 @@ from flowrun.runtime.durable.run_folder import never_started
 from flowrun.runtime.models.calls import ModelChoice
 from flowrun.runtime.options import RunOptions
 
-EXIT_CODES = {"completed": 0, "failed": 1, "budget_exceeded": 4, "interrupted": 130}
+# waiting: items wait for decisions (`flowrun approve`/`answer` in their run folders), as a run's 75
+EXIT_CODES = {"completed": 0, "failed": 1, "budget_exceeded": 4, "waiting": 75, "interrupted": 130}
 
 
 @dataclass(slots=True)
@@ -38,10 +39,11 @@ class BatchProgress:
     ran: int  # items this invocation has finished (for the rate and the ETA)
     started: float  # time.monotonic() when this invocation began
     last: ItemResult | None = None  # the item that just ended, if any
+    waiting: int = 0  # ended waiting for a decision (the next run of the batch resumes them)
 
     @property
     def pending(self) -> int:
-        return self.total - self.completed - self.failed - self.running
+        return self.total - self.completed - self.failed - self.running - self.waiting
 
     @property
     def eta_s(self) -> float | None:
@@ -54,7 +56,7 @@ class BatchProgress:
 @dataclass(slots=True)
 class BatchSummary:
     folder: Path
-    status: str  # completed | failed | budget_exceeded | interrupted
+    status: str  # completed | failed | budget_exceeded | waiting | interrupted
     exit_code: int
     total: int
     completed: int
@@ -67,6 +69,7 @@ class BatchSummary:
     results: Path  # results.jsonl
     message: str = ""
     processes: int | None = None  # the local backend's processes (1: this one); None with Ray
+    waiting: int = 0  # items whose runs wait for a decision (resumed by the next run of the batch)
 
     @property
     def ok(self) -> bool:
@@ -102,6 +105,7 @@ class Tally:
         self.on_progress = on_progress
         self.running: set[str] = set()
         self._replaced: dict[str, ItemResult] = {}  # the earlier final result of a running item
+        self.waiting: set[str] = set()  # items whose run ended waiting for a decision
         self.ran = 0
         self.started = time.monotonic()
         self.stop = asyncio.Event()
@@ -111,6 +115,7 @@ class Tally:
 
     def starting(self, job: Job) -> None:
         self.running.add(job.item_id)
+        self.waiting.discard(job.item_id)
         dropped = self.results.pop(job.item_id, None)
         if dropped is not None:
             self._replaced[job.item_id] = dropped
@@ -136,6 +141,8 @@ class Tally:
                 self._ok += replaced.ok
             self._changed()
             return
+        if result.status == "waiting":
+            self.waiting.add(result.id)
         self.folder.record(result)
         if result.status in FINAL:
             earlier = self.results.get(result.id)
@@ -177,6 +184,7 @@ class Tally:
             ran=self.ran,
             started=self.started,
             last=last,
+            waiting=len(self.waiting),
         )
 
     def _changed(self, last: ItemResult | None = None) -> None:
@@ -297,15 +305,18 @@ async def execute(
 def _status(tally: Tally) -> str:
     if tally.stop_reason is not None:
         return "budget_exceeded"
-    if len(tally.results) < tally.total:
+    if len(tally.results) + len(tally.waiting) < tally.total:
         return "interrupted"
+    if tally.waiting:
+        return "waiting"
     return "completed" if all(r.ok for r in tally.results.values()) else "failed"
 
 
 def _summary(folder: BatchFolder, tally: Tally, status: str, planned: int) -> BatchSummary:
     final = list(tally.results.values())
     latest = folder.results()
-    interrupted = sum(1 for r in latest.values() if r.status not in FINAL)
+    waiting = sum(1 for r in latest.values() if r.status == "waiting")
+    interrupted = sum(1 for r in latest.values() if r.status not in FINAL) - waiting
     return BatchSummary(
         folder=folder.root,
         status=status,
@@ -314,12 +325,13 @@ def _summary(folder: BatchFolder, tally: Tally, status: str, planned: int) -> Ba
         completed=sum(1 for r in final if r.ok),
         failed=sum(1 for r in final if not r.ok),
         interrupted=interrupted,
-        pending=tally.total - len(final) - interrupted,
+        pending=tally.total - len(final) - interrupted - waiting,
         ran=tally.ran,
         total_tokens=sum(r.total_tokens for r in latest.values()),
         cost_usd=tally.total_cost,
         results=folder.root / "results.jsonl",
         message=tally.stop_reason or "",
+        waiting=waiting,
     )
 
 

@@ -32,11 +32,19 @@ COMMANDS: dict[str, Registered] = {
     ),
     "resume": Registered(
         "flowrun.cli.run_cmd:resume",
-        "Continue a stopped run (crash, kill, Ctrl-C) from its event log (a chat goes on).",
+        "Continue a stopped or waiting run from its event log (a chat goes on).",
     ),
     "replay": Registered(
         "flowrun.cli.run_cmd:replay",
         "Re-run a recorded run offline from its event log; report the first differing step.",
+    ),
+    "approve": Registered(
+        "flowrun.cli.decide_cmd:approve",
+        "Allow or deny a call (or more budget) a waiting run waits for, then continue it.",
+    ),
+    "answer": Registered(
+        "flowrun.cli.decide_cmd:answer",
+        "Answer an agent's question a waiting run waits for (TEXT; @FILE reads it), then continue it.",
     ),
     "chat": Registered(
         "flowrun.cli.chat_cmd:chat",

@@ -62,6 +62,8 @@ RESUME_HINT = "the batch folder is kept: run the same command again to resume it
     "verbose",
     "sandbox",
     "yes",
+    "decisions",
+    "decide_within",
     help={
         "dry_run": "Use the offline test provider for every item.",
         "model": "Use this model for every agent, or with AGENT= for one agent; repeatable.",
@@ -133,6 +135,8 @@ def _close(display: BatchDisplay | None) -> None:
 
 def print_summary(summary: BatchSummary) -> None:
     parts = [f"{summary.completed} completed", f"{summary.failed} failed"]
+    if summary.waiting:
+        parts.append(f"{summary.waiting} waiting")
     if summary.interrupted:
         parts.append(f"{summary.interrupted} interrupted")
     if summary.pending:
@@ -146,3 +150,9 @@ def print_summary(summary: BatchSummary) -> None:
         click.echo(f"stopped: {summary.message}; {RESUME_HINT} (with a higher --max-cost-usd)", err=True)
     elif summary.failed:
         click.echo("some items did not complete: see results.jsonl; --retry-failed resumes them", err=True)
+    if summary.waiting:
+        click.echo(
+            "some items wait for a decision: results.jsonl names their run folders; take each with "
+            "`flowrun approve RUN_DIR ...` or `flowrun answer RUN_DIR ...`, then run the batch again",
+            err=True,
+        )

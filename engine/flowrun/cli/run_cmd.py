@@ -50,6 +50,8 @@ yes_option = click.option("-y", "--yes", is_flag=True, help=YES_HELP)
     "verbose",
     "sandbox",
     "yes",
+    "decisions",
+    "decide_within",
 )
 @click.option("-h", "--help", "show_help", is_flag=True, help="Show this message and the workflow's inputs.")
 @click.pass_context
@@ -117,7 +119,12 @@ def interrupted_hint(folder: list[Path]) -> str:
 def resume(
     run_dir: Path, message: str | None, quiet: bool, verbose: bool, sandbox: str | None, yes: bool
 ) -> None:
-    """Continue a stopped run (crash, kill, Ctrl-C) from its event log (a chat goes on)."""
+    """Continue a stopped or waiting run from its event log (a chat goes on).
+
+    A stopped run (a crash, a kill, Ctrl-C) goes on where its log ends; a waiting one goes on
+    with the decisions taken meanwhile (`flowrun approve`, `flowrun answer`), those past their
+    deadline denied first, and waits again for any still open (exit 75). On a terminal, open
+    approvals and questions are asked there."""
     with reported(verbose, f"continue with `flowrun resume {run_dir}`"):
         from flowrun.api import resume as resume_run
         from flowrun.cli.chat_input import chat_reader, is_chat
@@ -306,8 +313,20 @@ def print_summary(result: RunResult, level: int, declared_output: str | None) ->
         click.echo(f"output: {os.path.relpath(result.output)}")
     elif declared_output:
         click.echo(f"output: {declared_output} was not written")
-    if result.status != "completed" and result.message:
+    if result.status == "waiting":
+        print_waiting(result)
+    elif result.status != "completed" and result.message:
         click.echo(f"error: {result.message.splitlines()[0][:500]}", err=True)
+
+
+def print_waiting(result: RunResult) -> None:
+    """What a waiting run waits for, and how to decide (after `status: waiting`)."""
+    from flowrun.redaction import redact
+    from flowrun.runtime.durable.decisions import handle, how_to_decide
+
+    for pending in result.pending:
+        click.echo(redact(f"waiting for: {handle(pending, result.pending)}: {pending.describe()}"))
+    click.echo(redact(how_to_decide(os.path.relpath(result.run_dir), result.pending)), err=True)
 
 
 def usage_table(usage: UsageRecord) -> str:
@@ -395,50 +414,59 @@ def _need(inp: InputSpec) -> str:
 
 
 def terminal_approver(progress: Progress | None, pause: PauseKey | None = None) -> Approver | None:
-    """On a terminal: y/n for each `approve: ask` call, the live panel paused (and the pause
-    key's hold on the terminal released) meanwhile. Without one: None, so such calls are
-    refused (unless --yes)."""
+    """On a terminal: y/n/later for each `approve: ask` call, the live panel paused (and the
+    pause key's hold on the terminal released) meanwhile (later: the run waits for `flowrun
+    approve`). Without one: None, so such calls wait (or, with --decisions refuse, are refused;
+    --yes approves them)."""
     if not sys.stdin.isatty():
         return None
     from flowrun.redaction import Redactor
 
     redact = Redactor().text
 
-    def ask(request: ApprovalRequest) -> bool:
+    def ask(request: ApprovalRequest) -> bool | None:
         shown = redact(", ".join(f"{k}={v!r}" for k, v in request.arguments.items()))
         if len(shown) > 1000:
             shown = shown[:1000] + "…"
         display = progress.paused() if progress is not None else contextlib.nullcontext()
         with display, pause.suspended() if pause is not None else contextlib.nullcontext():
             print(f"\n? {request.agent} wants to call {request.tool}({shown})", file=sys.stderr)
-            print("  allow it? [y/N] ", end="", file=sys.stderr, flush=True)
-            answer = sys.stdin.readline()
-        return answer.strip().lower() in ("y", "yes")
+            print("  allow it? [y/N/later] ", end="", file=sys.stderr, flush=True)
+            answer = sys.stdin.readline().strip().lower()
+        if answer in ("l", "later"):
+            return None  # the run waits for `flowrun approve`
+        return answer in ("y", "yes")
 
-    async def approve(request: ApprovalRequest) -> bool:
+    async def approve(request: ApprovalRequest) -> bool | None:
         return await read_in_background(lambda: ask(request))
 
     approve.decided_by = "user"  # type: ignore[attr-defined]
     return approve
 
 
-def terminal_asker(pause: PauseKey | None) -> Callable[[str], Coroutine[object, object, str]]:
+def terminal_asker(pause: PauseKey | None) -> Callable[[str], Coroutine[object, object, str | None]]:
     """ask_user on a terminal, the pause key's hold on it released while the answer is typed."""
     if pause is None:
         return ask_on_terminal
 
-    async def ask(question: str) -> str:
+    async def ask(question: str) -> str | None:
         with pause.suspended():
             return await ask_on_terminal(question)
 
     return ask
 
 
-async def ask_on_terminal(question: str) -> str:
-    """ask_user on an interactive run: the question on stderr, the answer from stdin."""
+async def ask_on_terminal(question: str) -> str | None:
+    """ask_user on an interactive run: the question on stderr, the answer from stdin; the
+    line `/later` puts it off (None: the run waits for `flowrun answer`)."""
 
-    def ask() -> str:
-        print(f"\n? {question}", file=sys.stderr, flush=True)
-        return sys.stdin.readline().rstrip("\n")
+    def ask() -> str | None:
+        print(f"\n? {question}", file=sys.stderr)
+        print("  (your answer, or /later to answer it with `flowrun answer`)", file=sys.stderr, flush=True)
+        line = sys.stdin.readline().rstrip("\n")
+        return None if line.strip() == "/later" else line
 
     return await read_in_background(ask)
+
+
+ask_on_terminal.decided_by = "user"  # type: ignore[attr-defined]

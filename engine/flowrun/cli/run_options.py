@@ -28,11 +28,22 @@ if TYPE_CHECKING:
     from flowrun.runtime.options import RunOptions
 
 SANDBOX_MODES = click.Choice(["required", "auto", "off"])
+DECISION_MODES = click.Choice(["wait", "refuse"])
 SANDBOX_HELP = (
     "Override every `sandbox:` mode: required, auto (unconfined with a warning when the sandbox "
     "cannot start) or off (tools run unconfined)."
 )
 YES_HELP = "Approve every call of an `approve: ask` tool without asking."
+DECISIONS_HELP = (
+    "What an `approve: ask` call, an ask_user question or an `on_budget: ask` budget does when nobody "
+    "can answer now: wait (the run ends `waiting`, exit 75, until `flowrun approve`/`answer`) or "
+    "refuse (the call is refused, the question unanswered, the budget stops the run)."
+)
+DECIDE_WITHIN_HELP = (
+    "How long a decision may wait (90s, 30m, 2h, 1d); past it, pending approvals and budgets are "
+    "denied and questions unanswered when the run is next answered or resumed (over "
+    "`limits.decide_within_s`)."
+)
 FOLDER = click.Path(file_okay=False, path_type=Path)
 
 # name (the command's parameter, and the RunArgs field) -> (flags, click.option's other arguments)
@@ -92,6 +103,11 @@ DECLARED: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "verbose": (("-v", "--verbose"), {"is_flag": True, "help": "Print every model call and tool call."}),
     "sandbox": (("--sandbox", "sandbox"), {"type": SANDBOX_MODES, "default": None, "help": SANDBOX_HELP}),
     "yes": (("-y", "--yes"), {"is_flag": True, "help": YES_HELP}),
+    "decisions": (
+        ("--decisions",),
+        {"type": DECISION_MODES, "default": "wait", "show_default": True, "help": DECISIONS_HELP},
+    ),
+    "decide_within": (("--decide-within",), {"metavar": "DURATION", "help": DECIDE_WITHIN_HELP}),
 }
 
 
@@ -112,6 +128,8 @@ class RunArgs:
     verbose: bool = False
     sandbox: str | None = None
     yes: bool = False
+    decisions: str = "wait"
+    decide_within: str | None = None
 
     @property
     def verbosity(self) -> int:
@@ -120,7 +138,7 @@ class RunArgs:
 
     def options(self) -> RunOptions:
         """The flowrun.RunOptions these flags make (UsageError for a --model given twice)."""
-        from flowrun.runtime.options import RunOptions
+        from flowrun.runtime.options import RunOptions, duration
 
         every, per_agent = split_models(self.model)
         return RunOptions(
@@ -134,6 +152,8 @@ class RunArgs:
             workdir=self.workdir,
             verbosity=1 if self.verbose else 0,  # -q is about the terminal, not flowrun.log
             overrides=self.overrides,
+            decisions="refuse" if self.decisions == "refuse" else "wait",
+            decide_within=duration(self.decide_within) if self.decide_within is not None else None,
         )
 
 

@@ -226,6 +226,7 @@ STATUS_STYLE = {
     "budget_exceeded": "yellow",
     "incomplete": "yellow",
     "interrupted": "yellow",
+    "waiting": "magenta",
     "running": "cyan",
     "failed": "red",
     "error": "red",
@@ -577,10 +578,23 @@ def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
         written = (run_dir / output).exists()
         lines.append(f"output: {output}" + ("" if written else " (not written)"))
     lines.extend(tree.notes)
+    if row.status == "waiting":
+        lines.extend(waiting_lines(run_dir, meta))
     message = tree.end.message if tree.end else ""
-    if row.status not in ("completed", "incomplete") and message:
+    if row.status not in ("completed", "incomplete", "waiting") and message:
         lines.append(f"message: {_short(message.splitlines()[0], 300)}")
     return lines
+
+
+def waiting_lines(run_dir: Path, meta: Mapping[str, object]) -> list[str]:
+    """What a waiting run waits for (run.json's `pending`), and how to decide."""
+    from flowrun.runtime.durable.decisions import handle, how_to_decide, pending_in_meta
+
+    pending = pending_in_meta(meta)
+    lines = [f"waiting for: {handle(p, pending)}: {p.describe()}" for p in pending]
+    if not pending:
+        return [f"waiting: its decisions are taken; continue with `flowrun resume {run_dir}`"]
+    return [*lines, how_to_decide(run_dir, pending)]
 
 
 def show_run(run_dir: Path, *, width: int = 120, color: bool | None = None) -> str:

@@ -53,11 +53,14 @@ def serve() -> None:
     "model",
     "sandbox",
     "yes",
+    "decisions",
+    "decide_within",
     help={
         "dry_run": "Every call uses the offline test provider.",
         "model": "Use this model for every agent of every call.",
         "sandbox": "Override every `sandbox:` mode.",
-        "yes": "Approve every call of an `approve: ask` tool (nobody can answer).",
+        "yes": "Approve every call of an `approve: ask` tool (else such a call makes the run wait for "
+        "`flowrun approve`, with --decisions refuse it is refused).",
     },
 )
 def mcp(

@@ -622,6 +622,17 @@ class Limits(Strict):
     max_total_steps: int | None = Field(default=None, ge=1)
     max_depth: int = Field(default=3, ge=1, le=10, description="Nesting of agents as tools.")
     max_concurrency: int = Field(default=8, ge=1, description="Tool calls run at once per step.")
+    on_budget: Literal["stop", "ask"] = Field(
+        default="stop",
+        description="When a budget above is reached: stop the run (budget_exceeded), or ask: the run "
+        "waits for a person to grant more (`flowrun approve RUN --allow --grant AMOUNT`) or refuse.",
+    )
+    decide_within_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds a waiting decision may stay open; past them, pending approvals and budgets "
+        "are denied and questions go unanswered when the run is next touched (respond, resume).",
+    )
 
 
 class WorkflowManifest(Strict):

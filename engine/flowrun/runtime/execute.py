@@ -12,7 +12,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -28,16 +28,26 @@ from flowrun.events import (
     SeedKeptEvent,
 )
 from flowrun.manifest.templates import render
+from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.settle import settle, settle_decided
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
+from flowrun.runtime.loop.decisions import RunWaiting
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import check_places, plan_seeds, write_seeds
 from flowrun.runtime.steps.base import StepContext, top_agent
 
-EXIT_CODES = {"completed": 0, "failed": 1, "max_steps": 3, "budget_exceeded": 4, "interrupted": 130}
+# waiting: 75, EX_TEMPFAIL of sysexits.h: "try again later" (once the decisions are taken)
+EXIT_CODES = {
+    "completed": 0,
+    "failed": 1,
+    "max_steps": 3,
+    "budget_exceeded": 4,
+    "waiting": 75,
+    "interrupted": 130,
+}
 
 
 @dataclass
@@ -46,6 +56,7 @@ class RunSummary:
     message: str
     output: str | None
     exit_code: int
+    pending: list[PendingDecision] = field(default_factory=list)  # what a waiting run waits for
 
 
 def default_task(run: Run) -> str:
@@ -168,14 +179,15 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     for event in kept:  # the user's files the seeds left alone, said once the run has started
         run.emit(event)
     if resume:  # a new run's run.json and usage.json were written by prepare()
-        _write_meta(run, "running")
-        if not (run.run_dir / "usage.json").exists():  # every engine file exists before a tool runs
-            write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        _resumed_files(run)
     status, message = "failed", ""
     try:
         outcome = await _run_body(run)
         status = "max_steps" if outcome.status == "max_steps" else "completed"
         message = outcome.text
+    except RunWaiting:  # a decision only a person can take is pending; nothing is in flight
+        status = "waiting"
+        message = run.redactor.text(waiting_message(run.run_dir, run.decisions.open_requests()))
     except BudgetExceeded as e:
         status, message = "budget_exceeded", str(e)
         run.emit(BudgetExceededEvent(limit=e.limit, message=e.message))
@@ -197,7 +209,8 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
-    return RunSummary(status, message, output, EXIT_CODES.get(status, 1))
+    pending = run.decisions.open_requests() if status == "waiting" else []
+    return RunSummary(status, message, output, EXIT_CODES.get(status, 1), pending)
 
 
 async def close_run(run: Run) -> None:
@@ -242,6 +255,13 @@ def _end_files(run: Run, status: str) -> None:
             run.events.close()
 
 
+def _resumed_files(run: Run) -> None:
+    """A resumed run is running again; every engine file exists before a tool runs."""
+    _write_meta(run, "running")
+    if not (run.run_dir / "usage.json").exists():
+        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+
+
 def _write_meta(run: Run, status: str) -> None:
     meta: dict[str, object] = {
         "run_id": run.run_id,
@@ -254,6 +274,8 @@ def _write_meta(run: Run, status: str) -> None:
         "output": run.spec.output,
         "updated": time.time(),
     }
+    if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
+        meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
     write_atomic(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
 
 

@@ -23,12 +23,14 @@ import difflib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, cast
 
 from flowrun.errors import UsageError
 from flowrun.events import Event
 from flowrun.records import OptionsRecord, RunRecord
 from flowrun.tools.sandbox import MODES, Mode
+
+Decisions = Literal["wait", "refuse"]
 
 if TYPE_CHECKING:
     from flowrun.runtime.loop.approvals import Approver
@@ -49,6 +51,11 @@ class RunOptions:
     verbosity: int = 0  # -v (1): flowrun.log at DEBUG when above 0
     limits: dict[str, float | None] = field(default_factory=dict)  # tighter `limits:` for this run
     overrides: tuple[str, ...] = ()  # --set PATH=VALUE: the texts the manifests were changed with
+    # --decisions: what an `approve: ask` call, an ask_user question or an `on_budget: ask` budget
+    # does when nobody can answer now: wait (the run ends `waiting`, to be decided and resumed)
+    # or refuse (the call is refused, the question unanswered, the budget stops the run)
+    decisions: Decisions = "wait"
+    decide_within: float | None = None  # --decide-within: seconds a decision may wait (over limits)
 
     def __post_init__(self) -> None:
         # normalised once, so two options that mean the same compare (and record) the same
@@ -69,6 +76,10 @@ class RunOptions:
         set_(self, "verbosity", int(self.verbosity))
         for name in ("dry_run", "yes", "no_thinking"):
             set_(self, name, bool(getattr(self, name)))
+        if self.decisions not in DECISIONS:
+            raise UsageError(f"unknown decisions mode {self.decisions!r}", "use wait or refuse")
+        if self.decide_within is not None:
+            set_(self, "decide_within", duration(self.decide_within))
 
     # ------------------------------------------------------------ changing
 
@@ -118,6 +129,8 @@ class RunOptions:
             "verbosity": self.verbosity,
             "limits": dict(self.limits),
             "overrides": list(self.overrides),
+            "decisions": self.decisions,
+            "decide_within": self.decide_within,
         }
 
     @classmethod
@@ -173,6 +186,10 @@ class RunOptions:
         if self.workdir is not None:
             parts.append(f"--workdir {self.workdir}")
         parts += [f"limits.{key}={value}" for key, value in self.limits.items()]
+        if self.decisions != "wait":
+            parts.append(f"--decisions {self.decisions}")
+        if self.decide_within is not None:
+            parts.append(f"--decide-within {self.decide_within:g}s")
         return " ".join(parts)
 
 
@@ -194,12 +211,16 @@ class RunChanges(TypedDict, total=False):
     verbosity: int
     limits: Mapping[str, float | None]
     overrides: Sequence[str] | Mapping[str, object]
+    decisions: Decisions
+    decide_within: float | None
 
 
+DECISIONS: tuple[Decisions, ...] = ("wait", "refuse")
 MODEL_HINT = "a workflow model name or provider:model, e.g. openai:gpt-4o"
 
 OnEvent = Callable[[Event], None]
-AskUser = Callable[[str], Awaitable[str]]
+# answers an ask_user question; None: nobody answers now (the run waits for `flowrun answer`)
+AskUser = Callable[[str], Awaitable[str | None]]
 ReadMessage = Callable[[str | None], Awaitable[str | None]]  # (the agent's answer) -> next message
 
 
@@ -230,8 +251,8 @@ class RunHooks:
     A resumed run gets new ones from its caller."""
 
     on_event: OnEvent | None = None  # each typed event, after it is written
-    ask_user: AskUser | None = None  # answers ask_user; None: the run is not interactive
-    approve: Approver | None = None  # decides `approve: ask` calls; None: they are refused (unless yes)
+    ask_user: AskUser | None = None  # answers ask_user; None: questions wait (or are refused)
+    approve: Approver | None = None  # decides `approve: ask` calls; None: they wait (or are refused)
     conversation: Conversation | None = None  # chat turns, or a resumed run's --message
     interject: Interjection | None = None  # the pause key: a message for the agent that is running
 
@@ -240,6 +261,29 @@ def unknown_option(name: str, known: Iterable[str]) -> UsageError:
     close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.6)
     hint = f"did you mean '{close[0]}'?" if close else "the options: " + ", ".join(FIELDS)
     return UsageError(f"unknown run option '{name}'", hint)
+
+
+def duration(value: object) -> float:
+    """A duration in seconds: a number, or text such as "90", "90s", "30m", "2h", "1d"."""
+    if isinstance(value, bool):
+        raise UsageError(f"decide_within {value!r} is not a duration", DURATION_HINT)
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = str(value).strip().lower()
+        unit = DURATION_UNITS.get(text[-1:], None) if text else None
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            raise UsageError(f"decide_within {value!r} is not a duration", DURATION_HINT) from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise UsageError(f"decide_within {value!r} must be a positive duration", DURATION_HINT)
+    return seconds
+
+
+DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+DURATION_HINT = "seconds, or a number with s, m, h or d: 90, 30m, 2h, 1d"
 
 
 def _override_texts(given: object) -> tuple[str, ...]:

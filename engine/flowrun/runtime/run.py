@@ -20,6 +20,7 @@ from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strate
 from flowrun.runtime.loop import dry_run
 from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BindRequest
+from flowrun.runtime.loop.decisions import Decisions
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.loop.prompts import PromptRenderer
@@ -96,18 +97,28 @@ class Run:
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
         )
         self.models.local_paths = local_paths(self.workspace, run_dir)
+        # what only a person can decide (approvals, questions, budgets), and the run waiting for it
+        self.decisions = Decisions(
+            self.options.decisions,
+            self.options.decide_within or self.limits.decide_within_s,
+            self.emit,
+            ledger,
+            on_budget=self.limits.on_budget,
+        )
+        self.models.decisions = self.decisions
         self.sandboxes = SandboxPolicies(self.spec, self.workflow_dir, self.options.sandbox)
         self.sandbox_warning: tuple[str, str] | None = None  # (reason, mode) when the probe failed
         env = ToolEnvironment(
             self.workspace,
             run_dir,
             list(project.roots),
-            interactive=self.hooks.ask_user is not None,
+            interactive=self.hooks.ask_user is not None or self.decisions.waits,
             ask_user=self.hooks.ask_user,
             sandboxes=self.sandboxes,
             redactor=self.redactor,
-            approvals=Approvals(self.hooks.approve, self.options.yes, self.emit, ledger),
+            approvals=Approvals(self.hooks.approve, self.options.yes, self.emit, ledger, self.decisions),
             dry_run=self.options.dry_run,
+            decisions=self.decisions,
         )
         self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, ledger)
 

@@ -6,7 +6,10 @@ descriptions, choices, defaults and required from the input declarations). A cal
 run in its own run folder under `runs_dir` (resumable with `flowrun resume`); while it runs,
 progress notifications say what the agents do; the result is the declared output's content
 (or the final answer), the run folder's path, and in the structured content the status, exit
-code, run folder and output path. A run that does not complete is an `isError` result.
+code, run folder and output path. A run that does not complete is an `isError` result; one
+that waits for a decision (an `approve: ask` call, an ask_user question: nobody can answer
+through MCP) says what it waits for and how to decide (`flowrun approve`, `flowrun answer`,
+which continue it), and lists it in the structured content's `pending`.
 
 Over HTTP the server always checks the Host and Origin headers (DNS-rebinding protection):
 loopback names, the address it listens on, this machine's names and `allowed_hosts`. With a
@@ -156,6 +159,8 @@ class WorkflowServer:
             "run_id": result.run_id,
             "output": str(result.output.resolve()) if result.output else None,
         }
+        if result.status == "waiting":  # a decision only a person can take (`flowrun approve`, ...)
+            structured["pending"] = [p.to_dict() for p in result.pending]
         return text, structured, result.status not in ("completed", "max_steps")
 
 

@@ -128,7 +128,9 @@ def write_atomic(target: Path, content: str) -> None:
 
 @tool(replay="recorded")  # a person: a replay gives the answer they gave
 async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
-    """Ask the person running the workflow; only in interactive runs."""
+    """Ask the person running the workflow. In a run that waits for decisions (the default),
+    a question nobody can answer now makes the run wait for `flowrun answer`; in a run that
+    does not (`decisions: refuse`, and no terminal), it is NOT_INTERACTIVE."""
     started = time.perf_counter()
     params: dict[str, object] = {"question": question}
     if not ctx.interactive:
@@ -144,10 +146,15 @@ async def ask_user(ctx: ToolContext, question: str) -> ToolResult:
         answer = service(question)
         if inspect.isawaitable(answer):
             answer = await answer
-    except EOFError:
-        return finish_result(
-            error("UNAVAILABLE", "the user closed the input without answering"), params, started
+    except EOFError as e:  # the input closed (or a person put the question off, and nothing waits)
+        said = str(e) or "the user closed the input without answering"
+        return finish_result(error("UNAVAILABLE", said), params, started)
+    except TimeoutError:  # the run waited for an answer, and its deadline passed
+        message = (
+            "nobody answered this question within the deadline; decide with what you have and "
+            "state your assumption"
         )
+        return finish_result(error("TIMEOUT", message), params, started)
     answer = "" if answer is None else str(answer)
     text = answer if answer.strip() else "(the user gave an empty answer)"
     return finish_result(ToolResult.ok(text, answer=answer), params, started)

@@ -19,6 +19,8 @@ from flowrun.events import (
     CallBudgetExceededEvent,
     ContextCompactedEvent,
     ContextResetEvent,
+    DecisionEvent,
+    DecisionPendingEvent,
     ErrorEvent,
     Event,
     FanoutEndEvent,
@@ -63,6 +65,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     OutputInvalidEvent,
     ModelFallbackEvent,
     CallBudgetExceededEvent,
+    DecisionPendingEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -158,6 +161,10 @@ class Ledger:
     until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
     user_messages: dict[tuple[str, int], str] = field(default_factory=dict)  # (agent id, step) -> text
+    # decisions a person took for requests the run waited for, and those still open, by
+    # (agent id, call id) (durable/decisions.py)
+    decisions: dict[tuple[str, str], DecisionEvent] = field(default_factory=dict)
+    waiting: dict[tuple[str, str], DecisionPendingEvent] = field(default_factory=dict)
     tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
@@ -185,8 +192,8 @@ class Ledger:
                 ledger.tool_results[(event.agent_id, event.call_id)] = event.result
             elif isinstance(event, IterationEndEvent):
                 ledger.until[(event.loop, event.iteration)] = event.until_met
-            elif isinstance(event, ApprovalEvent):
-                ledger.approvals[(event.agent_id, event.call_id)] = event.approved
+            elif isinstance(event, ApprovalEvent | DecisionPendingEvent | DecisionEvent):
+                ledger._add_decision(event)
             elif isinstance(event, UserMessageEvent):
                 ledger.user_messages[(event.agent_id, event.step)] = event.text
             elif isinstance(event, AgentStartEvent):
@@ -200,6 +207,16 @@ class Ledger:
                 if step is not None:
                     ledger.failures[(event.agent_id, step)] = event.message
         return ledger
+
+    def _add_decision(self, event: ApprovalEvent | DecisionPendingEvent | DecisionEvent) -> None:
+        key = (event.agent_id, event.call_id)
+        if isinstance(event, ApprovalEvent):
+            self.approvals[key] = event.approved
+        elif isinstance(event, DecisionPendingEvent):
+            self.waiting.setdefault(key, event)
+        else:
+            self.decisions[key] = event
+            self.waiting.pop(key, None)
 
     def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
         if isinstance(event, RunStartEvent):
@@ -315,6 +332,10 @@ class Ledger:
     def approval(self, agent_id: str, call_id: str) -> bool | None:
         """The decision an earlier attempt recorded for this call (resume never asks again)."""
         return self.approvals.get((agent_id, call_id))
+
+    def decision(self, agent_id: str, call_id: str) -> DecisionEvent | None:
+        """What a person decided for a request this run waited for (resume and replay)."""
+        return self.decisions.get((agent_id, call_id))
 
     def should_write(self, event: Event) -> bool:
         """On resume, an event the log already holds is not written again."""

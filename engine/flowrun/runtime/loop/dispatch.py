@@ -6,6 +6,7 @@ run already has its result, and never raising into the loop: timeouts and except
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -19,8 +20,9 @@ from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
+from flowrun.runtime.loop.decisions import Decisions, LiveAnswer, RunWaiting
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
-from flowrun.tools.base import AskUser, RunState, ToolContext, ToolServices
+from flowrun.tools.base import RunState, ToolContext, ToolServices
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolCall, ToolError, ToolResult
 
@@ -34,12 +36,13 @@ class ToolEnvironment:
     workspace: Path
     run_dir: Path
     search_path: list[Path]
-    interactive: bool = False
-    ask_user: AskUser | None = None
+    interactive: bool = False  # questions are answered (live, or waited for)
+    ask_user: LiveAnswer | None = None  # the live one: the terminal, the API's callback
     state: RunState = field(default_factory=RunState)  # run-scoped tool state (background jobs, ...)
     sandboxes: SandboxPolicies | None = None  # None: the default policy (required, no network)
     redactor: Redactor = field(default_factory=Redactor)  # applied to every result
     approvals: Approvals | None = None  # None: no entry's `approve:` is honoured (tests)
+    decisions: Decisions | None = None  # None: nothing waits (tests)
     dry_run: bool = False  # tools that declare `in_dry_run: simulate` are answered, not run
 
 
@@ -57,7 +60,7 @@ class ToolDispatcher:
         self.max_concurrency = max_concurrency
         self.emit = emit
         self.ledger = ledger
-        self.services = ToolServices(ask_user=env.ask_user, emit=emit)
+        self.services = ToolServices(emit=emit)  # a call's own add its questions (_services)
 
     async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
         """Results come back in the order the model asked for them."""
@@ -141,9 +144,14 @@ class ToolDispatcher:
                 return refusal
         arguments = declared_arguments(bound, call.arguments)
         invocation = Invocation(self.tool_context(inst, bound, call), arguments, inst, call, self.run)
-        if not bound.repeat_safe(arguments):
-            self.emit(ToolIntentEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=bound.name))
-        result = await invoke(bound, invocation)
+        drain = self.env.decisions.drain if self.env.decisions is not None else None
+        # parked instead while the run stops to wait for a decision; in flight until it returns
+        # (an agent called as a tool is not: its own calls are)
+        async with drain.work(counted=not bound.delegates) if drain else contextlib.nullcontext():
+            if not bound.repeat_safe(arguments):
+                intent = ToolIntentEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=bound.name)
+                self.emit(intent)
+            result = await invoke(bound, invocation)
         # on replay the model must see exactly what it saw then; the call ran for its files
         return recorded or result
 
@@ -177,12 +185,28 @@ class ToolDispatcher:
             limits=dict(bound.limits),
             search_path=list(env.search_path),
             state=env.state,
-            services=self.services,
+            services=self._services(inst, call),
             interactive=env.interactive,
             protected=PROTECTED,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
             write_within=inst.write_within,
         )
+
+    def _services(self, inst: AgentInstance, call: ToolCall) -> ToolServices:
+        """The hooks of one call: its questions are answered from the log, live, or waited for
+        (each question of the call has its own id: the call's, then CALL#2, ...)."""
+        decisions = self.env.decisions
+        if decisions is None or not self.env.interactive:
+            return self.services
+        asked = 0
+
+        async def ask_user(question: str) -> str:
+            nonlocal asked
+            asked += 1
+            qid = call.id if asked == 1 else f"{call.id}#{asked}"
+            return await decisions.answer(inst.name, inst.id, qid, question, self.env.ask_user)
+
+        return ToolServices(ask_user=ask_user, emit=self.emit)
 
 
 def effect_unknown(bound: BoundTool) -> ToolResult:
@@ -223,7 +247,7 @@ def simulated(bound: BoundTool, arguments: dict[str, object]) -> ToolResult:
 def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
     """The exception a group of concurrent calls stops the run with: a budget first (the run
     ends `budget_exceeded`), then any other flowrun error, an interrupt, a run folder that
-    cannot be written; else the group itself (a bug)."""
+    cannot be written, the run stopping to wait for a decision; else the group itself (a bug)."""
     leaves: list[BaseException] = []
 
     def flatten(group: BaseExceptionGroup[BaseException]) -> None:
@@ -234,7 +258,7 @@ def run_stopper(failures: BaseExceptionGroup[BaseException]) -> BaseException:
                 leaves.append(exc)
 
     flatten(failures)
-    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt, OSError):
+    for wanted in (BudgetExceeded, FlowrunError, KeyboardInterrupt, OSError, RunWaiting):
         found = next((e for e in leaves if isinstance(e, wanted)), None)
         if found is not None:
             return found
@@ -315,8 +339,8 @@ async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:
         result = await (asyncio.wait_for(coro, timeout) if timeout else coro)
     except TimeoutError:
         result = ToolResult.fail("TIMEOUT", f"{bound.name} did not finish within {timeout} s")
-    except BudgetExceeded:
-        raise  # the run stops; not something the model can fix
+    except (BudgetExceeded, RunWaiting):
+        raise  # the run stops (or waits); not something the model can fix
     except Exception as e:  # a tool never raises into the agent loop
         detail = str(e) if len(str(e)) <= ERROR_DETAIL_CHARS else str(e)[:ERROR_DETAIL_CHARS] + "…"
         message = f"{bound.name} failed: {type(e).__name__}: {detail}"

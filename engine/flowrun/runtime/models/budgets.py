@@ -1,4 +1,5 @@
-"""The run's budgets (the workflow's `limits`): checked before every model call."""
+"""The run's budgets (the workflow's `limits`): checked before every model call. Under
+`on_budget: ask`, a person may grant more of a limit that was reached (`granted`)."""
 
 from __future__ import annotations
 
@@ -15,19 +16,29 @@ class Budgets:
         self.usage = usage
         self.model_calls = 0
         self.started = time.monotonic()
+        self.granted: dict[str, float] = {}  # limit -> what decisions added to it
+
+    def value(self, limit: str) -> float | None:
+        """A limit as it stands: the workflow's, plus what was granted."""
+        base = getattr(self.limits, limit, None)
+        return None if base is None else float(base) + self.granted.get(limit, 0.0)
+
+    def grant(self, limit: str, amount: float) -> None:
+        self.granted[limit] = self.granted.get(limit, 0.0) + amount
 
     def check(self) -> None:
         """Raise BudgetExceeded when a limit is already reached (the next call would pass it)."""
-        lim = self.limits
-        if lim.max_total_steps is not None and self.model_calls >= lim.max_total_steps:
-            raise BudgetExceeded(f"max_total_steps ({lim.max_total_steps}) reached", "max_total_steps")
-        if lim.max_total_tokens is not None and self.usage.total_tokens >= lim.max_total_tokens:
-            raise BudgetExceeded(f"max_total_tokens ({lim.max_total_tokens}) reached", "max_total_tokens")
-        if lim.max_cost_usd is not None and self.usage.total_cost >= lim.max_cost_usd:
-            raise BudgetExceeded(f"max_cost_usd (${lim.max_cost_usd}) reached", "max_cost_usd")
+        steps, tokens = self.value("max_total_steps"), self.value("max_total_tokens")
+        cost, wall = self.value("max_cost_usd"), self.value("max_wall_time_s")
+        if steps is not None and self.model_calls >= steps:
+            raise BudgetExceeded(f"max_total_steps ({steps:g}) reached", "max_total_steps")
+        if tokens is not None and self.usage.total_tokens >= tokens:
+            raise BudgetExceeded(f"max_total_tokens ({tokens:g}) reached", "max_total_tokens")
+        if cost is not None and self.usage.total_cost >= cost:
+            raise BudgetExceeded(f"max_cost_usd (${cost:g}) reached", "max_cost_usd")
         elapsed = time.monotonic() - self.started
-        if lim.max_wall_time_s is not None and elapsed >= lim.max_wall_time_s:
-            raise BudgetExceeded(f"max_wall_time_s ({lim.max_wall_time_s} s) reached", "max_wall_time_s")
+        if wall is not None and elapsed >= wall:
+            raise BudgetExceeded(f"max_wall_time_s ({wall:g} s) reached", "max_wall_time_s")
 
     def spend_call(self) -> None:
         """Check, then count one model call."""

@@ -4,6 +4,7 @@ answered from the ledger when a resumed or replayed run has it."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -22,6 +23,7 @@ from flowrun.providers.registry import make_provider
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import Ledger, RecordedFailure, RequestPrint
 from flowrun.runtime.loop.contracts import AgentInstance
+from flowrun.runtime.loop.decisions import Decisions
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.fallback import FallbackChains
 from flowrun.runtime.models.rate_limits import rate_limited
@@ -91,6 +93,7 @@ class ModelService:
         self.ledger = ledger
         self.providers: dict[str, Provider] = {}
         self.local_paths: tuple[tuple[str, str], ...] = ()  # (this run's folder, its placeholder)
+        self.decisions: Decisions | None = None  # the run's: parks calls while it stops to wait
         self.fallbacks = FallbackChains(choice.config, self.provider_for, emit)
 
     def provider_for(self, config: ModelConfig) -> Provider:
@@ -149,7 +152,12 @@ class ModelService:
         purpose: str | None = None,
         digests: tuple[str, str] | None = None,
     ) -> ModelResponse:
-        self.budgets.check()  # the run's limits first: they stop the whole run
+        # parked while the run stops to wait for a decision; then the run's limits: they stop
+        # the whole run (or, under `on_budget: ask`, wait for a person to grant more)
+        if self.decisions is not None:
+            await self.decisions.admit_model_call(self.budgets, inst.name)
+        else:
+            self.budgets.check()
         if inst.tree is not None:
             inst.tree.check()  # a per-call budget: the nearest agent-as-tool call returns partial
             inst.tree.start_call()
@@ -179,7 +187,9 @@ class ModelService:
         if recorded is not None:
             response, served = recorded, self._recorded_model(inst, step)
         else:
-            response, served = await self._live(inst, request, step)
+            drain = self.decisions.drain.work() if self.decisions is not None else contextlib.nullcontext()
+            async with drain:  # in flight: a run stopping to wait lets it finish and log it
+                response, served = await self._live(inst, request, step)
         self.usage.add(inst.name, served, response.usage, fallback=served.name != inst.model.name)
         if inst.tree is not None:
             inst.tree.add(response.usage.total, cost_of(response.usage, served))

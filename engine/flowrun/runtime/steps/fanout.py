@@ -5,10 +5,11 @@ of a step made of branches."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 from flowrun.runtime.loop.contracts import Outcome, OutcomeStatus
+from flowrun.runtime.loop.decisions import RunWaiting
 
 T = TypeVar("T")
 
@@ -32,12 +33,18 @@ async def run_branches(branches: list[Callable[[], Awaitable[T]]], limit: int) -
 
 
 def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first exception a branch raised (budget stops, failed model calls, ...)."""
+    """The first exception a branch raised (budget stops, failed model calls, ...); the run
+    stopping to wait for a decision only when no branch failed otherwise."""
+    leaves = list(_leaves(group))
+    return next((e for e in leaves if not isinstance(e, RunWaiting)), leaves[0] if leaves else group)
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
     for error in group.exceptions:
         if isinstance(error, BaseExceptionGroup):
-            return first_error(error)
-        return error
-    return group
+            yield from _leaves(error)
+        else:
+            yield error
 
 
 def statuses(outcomes: list[Outcome | None]) -> list[str]:

@@ -1,0 +1,140 @@
+"""Taking the decisions a waiting run waits for, from outside it: `respond` records one (a
+`decision` event appended to the run's log, with the folder's lock held, as a run writes), and
+`expire_decisions` takes those whose deadline passed. Neither continues the run: `flowrun.resume` does,
+reading the decisions from the log (runtime/loop/decisions.py). Both are synchronous (a few
+file operations); a server calls them in a worker thread (`asyncio.to_thread`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from flowrun.errors import UsageError
+from flowrun.events import DecisionEvent
+from flowrun.runtime.durable.decisions import (
+    Decision,
+    PendingDecision,
+    choose,
+    decided,
+    open_decisions,
+    overdue,
+)
+from flowrun.runtime.durable.event_log import EventLog, read_events
+from flowrun.runtime.durable.run_folder import RunFolderLock, not_a_run_folder
+from flowrun.runtime.execute import drop_torn_line, write_atomic
+
+
+def respond(
+    run_dir: str | Path,
+    call_id: str | None = None,
+    *,
+    allow: bool | None = None,
+    answer: str | None = None,
+    grant: float | None = None,
+    reason: str | None = None,
+    by: str = "python",
+    user: str | None = None,
+) -> Decision:
+    """Take one decision a waiting run waits for, and record it in its log (the run is not
+    continued: `flowrun.resume(run_dir)` does that, without asking any model again).
+
+    `call_id` names the request: its tool call id, or its `ref` (AGENT_ID/CALL_ID) when two
+    agent instances share the id; it may be left out when only one is pending. An approval
+    takes `allow` (True or False); a question takes `answer`; a budget takes `allow` and
+    optionally `grant` (how much more of the limit: dollars, tokens, steps or seconds; default
+    as much again). `reason` goes to the agent with a denial; `by` says how it was taken
+    (cli, python, http, ui, ...) and `user` who, both recorded with the time.
+
+    Decisions past their deadline are taken first (by "deadline"). A request that is not
+    pending (never was, or already decided), or an answer that does not fit it, is a
+    UsageError; RunInUse while a process holds the run (it may still be finishing the calls
+    in flight before it waits)."""
+    folder = Path(run_dir)
+    if not by or not isinstance(by, str):
+        raise UsageError("by must say how the decision was taken", "e.g. by='python' (or cli, http, ui)")
+    with RunFolderLock(folder, create=False):
+        log = _log_of(folder)
+        _append(log, overdue(open_decisions(read_events(log, strict=True))))
+        pending = open_decisions(read_events(log, strict=True))
+        if call_id is not None and not any(p.matches(call_id) for p in pending):
+            _refuse_taken(log, call_id, folder)
+        target = choose(pending, call_id, folder)
+        event = decided(target, allow=allow, answer=answer, grant=grant, reason=reason, by=by, user=user)
+        _append(log, [event])
+        _update_meta(folder, [p for p in pending if p is not target])
+    return Decision.from_event(event)
+
+
+def expire_decisions(run_dir: str | Path, now: float | None = None) -> list[Decision]:
+    """Take every pending decision whose deadline passed (approvals and budgets denied,
+    questions unanswered), as `respond` and `resume` do first; what was taken."""
+    folder = Path(run_dir)
+    with RunFolderLock(folder, create=False):
+        return expire_locked(folder, now)
+
+
+def expire_locked(folder: Path, now: float | None = None) -> list[Decision]:
+    """`expire_decisions` for a caller that holds the folder's lock (resume)."""
+    log = folder / "events.jsonl"
+    if not log.is_file():
+        return []
+    pending = open_decisions(read_events(log, strict=True))
+    taken = overdue(pending, now)
+    if not taken:
+        return []
+    _append(log, taken)
+    gone = {(e.agent_id, e.call_id) for e in taken}
+    _update_meta(folder, [p for p in pending if (p.agent_id, p.call_id) not in gone])
+    return [Decision.from_event(e) for e in taken]
+
+
+def pending_decisions(run_dir: str | Path) -> list[PendingDecision]:
+    """What a run waits for, read from its log (no lock: a run may be writing it)."""
+    folder = Path(run_dir)
+    return open_decisions(read_events(_log_of(folder)))
+
+
+def _log_of(folder: Path) -> Path:
+    log = folder / "events.jsonl"
+    if not log.is_file():
+        raise not_a_run_folder(folder)
+    return log
+
+
+def _append(log: Path, events: list[DecisionEvent]) -> None:
+    if not events:
+        return
+    drop_torn_line(log)  # a run killed mid-line: the log stays one object per line
+    writer = EventLog(log)
+    try:
+        for event in events:
+            writer.emit(event)
+    finally:
+        writer.close()
+
+
+def _refuse_taken(log: Path, call_id: str, folder: Path) -> None:
+    """A decision already taken is not taken again: say by whom."""
+    for event in reversed(read_events(log)):
+        if isinstance(event, DecisionEvent) and call_id in (event.call_id, Decision.from_event(event).ref):
+            taken = Decision.from_event(event)
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(taken.at))
+            raise UsageError(
+                f"{call_id} in {folder} was already decided ({taken.describe()} at {when})",
+                "a decision is taken once; `flowrun show` tells how the run stands",
+            )
+
+
+def _update_meta(folder: Path, still_open: list[PendingDecision]) -> None:
+    """run.json of a waiting run lists what it still waits for."""
+    path = folder / "run.json"
+    try:
+        meta: object = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(meta, dict) or meta.get("status") != "waiting":
+        return
+    meta["pending"] = [p.to_dict() for p in still_open]
+    meta["updated"] = time.time()
+    write_atomic(path, json.dumps(meta, indent=2, default=str))

@@ -1,0 +1,321 @@
+"""Decisions only a person can take, as the event log records them: a `decision_pending` event
+when a run waits for one (an approval, a question, more budget), a `decision` event when it is
+taken. A decision is open while the log has its `decision_pending` and no `decision`; this
+module reads them back (`open_decisions`), makes the `decision` for an answer (`decided`) or
+for a deadline that passed (`overdue`), and says how to take one (`how_to_decide`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from flowrun.errors import UsageError
+from flowrun.events import DecisionEvent, DecisionPendingEvent, Event
+
+Kind = Literal["approval", "question", "budget"]
+KINDS: tuple[Kind, ...] = ("approval", "question", "budget")
+DEADLINE_ANSWER = "nobody answered within the deadline"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDecision:
+    """One open request of a waiting run (run.json's `pending` holds them as `to_dict()`)."""
+
+    kind: Kind
+    call_id: str  # the tool call's id; a budget's "budget-LIMIT-N"
+    agent: str  # the agent's name
+    agent_id: str  # the instance path ("" for a budget: it is the run's)
+    tool: str | None = None  # approval
+    arguments: dict[str, Any] = field(default_factory=dict)  # approval
+    question: str | None = None  # question
+    limit: str | None = None  # budget: max_cost_usd, max_total_tokens, max_total_steps, max_wall_time_s
+    amount: float | None = None  # budget: the limit's value (the default grant: as much again)
+    message: str | None = None  # budget: what was reached
+    since: float = 0.0  # when it became pending (epoch seconds)
+    deadline: float | None = None  # when "deadline" takes it (epoch seconds)
+
+    @property
+    def ref(self) -> str:
+        """Unique within a run: AGENT_ID/CALL_ID (a budget's: its call id). Tool call ids may
+        repeat across agent instances (two branches running the same script), these never."""
+        return f"{self.agent_id}/{self.call_id}" if self.agent_id else self.call_id
+
+    def matches(self, handle: str) -> bool:
+        return handle in (self.call_id, self.ref)
+
+    def overdue(self, now: float | None = None) -> bool:
+        return self.deadline is not None and (time.time() if now is None else now) >= self.deadline
+
+    def describe(self) -> str:
+        """One line for people: what is asked, of whom."""
+        if self.kind == "approval":
+            shown = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+            shown = shown if len(shown) <= 200 else shown[:200] + "…"
+            what = f"approve {self.tool}({shown}) for {self.agent_id or self.agent}"
+        elif self.kind == "question":
+            what = f"answer {self.agent_id or self.agent}'s question: {_short(self.question or '', 200)}"
+        else:
+            what = f"grant more budget: {self.message or self.limit}"
+        if self.deadline is not None:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.deadline))
+            what += f" (decide by {when})"
+        return what
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"kind": self.kind, "call_id": self.call_id, "ref": self.ref}
+        out |= {"agent": self.agent, "agent_id": self.agent_id}
+        for name in ("tool", "question", "limit", "amount", "message", "deadline"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.kind == "approval":
+            out["arguments"] = dict(self.arguments)
+        out["since"] = self.since
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> PendingDecision:
+        kind = raw.get("kind")
+        return cls(
+            kind=kind if kind in KINDS else "approval",
+            call_id=str(raw.get("call_id") or ""),
+            agent=str(raw.get("agent") or ""),
+            agent_id=str(raw.get("agent_id") or ""),
+            tool=raw.get("tool"),
+            arguments=dict(raw.get("arguments") or {}),
+            question=raw.get("question"),
+            limit=raw.get("limit"),
+            amount=raw.get("amount"),
+            message=raw.get("message"),
+            since=float(raw.get("since") or 0.0),
+            deadline=raw.get("deadline"),
+        )
+
+    @classmethod
+    def from_event(cls, event: DecisionPendingEvent) -> PendingDecision:
+        kind = event.kind if event.kind in KINDS else "approval"
+        return cls(
+            kind=kind,
+            call_id=event.call_id,
+            agent=event.agent,
+            agent_id=event.agent_id,
+            tool=event.tool,
+            arguments=dict(event.arguments or {}),
+            question=event.question,
+            limit=event.limit,
+            amount=event.amount,
+            message=event.message,
+            since=event.t,
+            deadline=event.deadline,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decision taken, as its `decision` event records it."""
+
+    kind: Kind
+    call_id: str
+    agent_id: str
+    allowed: bool | None = None  # approval, budget
+    answer: str | None = None  # question (None when the deadline took it)
+    grant: float | None = None  # budget: how much more of `limit`
+    limit: str | None = None
+    reason: str | None = None
+    by: str = ""  # cli | python | http | ui | terminal | callback | deadline
+    user: str | None = None
+    at: float = 0.0  # epoch seconds
+
+    @property
+    def ref(self) -> str:
+        return f"{self.agent_id}/{self.call_id}" if self.agent_id else self.call_id
+
+    def describe(self) -> str:
+        if self.kind == "question":
+            said = "unanswered (deadline)" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
+        elif self.kind == "budget":
+            said = f"granted {self.grant:g} more {self.limit}" if self.allowed else "refused more budget"
+        else:
+            said = "allowed" if self.allowed else "denied"
+        return f"{self.ref}: {said} by {self.by}" + (f" ({self.user})" if self.user else "")
+
+    @classmethod
+    def from_event(cls, event: DecisionEvent) -> Decision:
+        kind = event.kind if event.kind in KINDS else "approval"
+        return cls(
+            kind=kind,
+            call_id=event.call_id,
+            agent_id=event.agent_id,
+            allowed=event.allowed,
+            answer=event.answer,
+            grant=event.grant,
+            limit=event.limit,
+            reason=event.reason,
+            by=event.by,
+            user=event.user,
+            at=event.t,
+        )
+
+
+Key = tuple[str, str]  # (agent id, call id)
+
+
+def key_of(event: DecisionPendingEvent | DecisionEvent | PendingDecision) -> Key:
+    return (event.agent_id, event.call_id)
+
+
+def open_decisions(events: Iterable[Event]) -> list[PendingDecision]:
+    """The decisions a log waits for, in the order they became pending."""
+    pending: dict[Key, PendingDecision] = {}
+    for event in events:
+        if isinstance(event, DecisionPendingEvent):
+            pending.setdefault(key_of(event), PendingDecision.from_event(event))
+        elif isinstance(event, DecisionEvent):
+            pending.pop(key_of(event), None)
+    return list(pending.values())
+
+
+def taken_decisions(events: Iterable[Event]) -> dict[Key, Decision]:
+    return {key_of(e): Decision.from_event(e) for e in events if isinstance(e, DecisionEvent)}
+
+
+def pending_in_meta(meta: Mapping[str, object]) -> list[PendingDecision]:
+    """run.json's `pending` list (written when the run ended waiting)."""
+    raw = meta.get("pending")
+    if not isinstance(raw, list):
+        return []
+    return [PendingDecision.from_dict(item) for item in raw if isinstance(item, Mapping)]
+
+
+def handle(pending: PendingDecision, among: list[PendingDecision]) -> str:
+    """What names `pending` to `--call`: its call id, or its ref when another shares the id."""
+    shared = sum(1 for p in among if p.call_id == pending.call_id) > 1
+    return pending.ref if shared else pending.call_id
+
+
+def choose(pending: list[PendingDecision], given: str | None, run_dir: Path) -> PendingDecision:
+    """The open decision `given` names (a call id or a ref); the only one when not given."""
+    if not pending:
+        raise UsageError(f"{run_dir} waits for no decision", "`flowrun show RUN_DIR` says how it stands")
+    if given is None:
+        if len(pending) == 1:
+            return pending[0]
+        raise UsageError(
+            f"{len(pending)} decisions are pending in {run_dir}: {listing(pending)}",
+            "name one with --call ID (Python: call_id=...)",
+        )
+    found = [p for p in pending if p.matches(given)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        refs = ", ".join(p.ref for p in found)
+        raise UsageError(f"{len(found)} pending decisions have call id {given}: {refs}", "give the full ref")
+    raise UsageError(f"no pending decision {given} in {run_dir}; pending: {listing(pending)}")
+
+
+def listing(pending: list[PendingDecision]) -> str:
+    return "; ".join(f"{handle(p, pending)} ({p.describe()})" for p in pending)
+
+
+def decided(
+    pending: PendingDecision,
+    *,
+    allow: bool | None = None,
+    answer: str | None = None,
+    grant: float | None = None,
+    reason: str | None = None,
+    by: str,
+    user: str | None = None,
+) -> DecisionEvent:
+    """The `decision` event that answers `pending`; UsageError when the answer does not fit it
+    (an approval needs allow, a question an answer, a grant is for a budget)."""
+    name = pending.ref
+    if pending.kind == "question":
+        if allow is not None or grant is not None:
+            hint = "answer it: `flowrun answer RUN --call ID TEXT`"
+            raise UsageError(f"{name} is a question, not an approval", hint)
+        if answer is None:
+            raise UsageError(f"{name} is a question: give the answer", "`flowrun answer RUN --call ID TEXT`")
+    else:
+        if answer is not None:
+            hint = "`flowrun approve RUN --call ID --allow` (or --deny)"
+            raise UsageError(f"{name} asks for {_asked(pending)}, not an answer", hint)
+        if allow is None:
+            raise UsageError(f"{name} asks for {_asked(pending)}: allow or deny it", "--allow or --deny")
+        if grant is not None and pending.kind != "budget":
+            raise UsageError(f"--grant is for a budget decision; {name} is an approval")
+        if grant is not None and not grant > 0:
+            raise UsageError(f"--grant {grant:g} must be more than 0", "the amount of the limit to add")
+    return DecisionEvent(
+        kind=pending.kind,
+        agent_id=pending.agent_id,
+        call_id=pending.call_id,
+        agent=pending.agent,
+        allowed=bool(allow) if pending.kind != "question" else None,
+        answer=answer if pending.kind == "question" else None,
+        grant=_granted(pending, allow, grant),
+        limit=pending.limit,
+        reason=reason,
+        by=by,
+        user=user,
+    )
+
+
+def overdue(pending: list[PendingDecision], now: float | None = None) -> list[DecisionEvent]:
+    """The `decision` events the deadline takes: approvals and budgets denied, questions
+    left without an answer."""
+    reason = "nobody decided within the deadline"
+    return [
+        DecisionEvent(
+            kind=p.kind,
+            agent_id=p.agent_id,
+            call_id=p.call_id,
+            agent=p.agent,
+            allowed=False if p.kind != "question" else None,
+            limit=p.limit,
+            reason=reason,
+            by="deadline",
+        )
+        for p in pending
+        if p.overdue(now)
+    ]
+
+
+def how_to_decide(run_dir: Path | str, pending: list[PendingDecision]) -> str:
+    """The commands that take the pending decisions (one line)."""
+    kinds = {p.kind for p in pending}
+    call = " --call ID" if len(pending) > 1 else ""
+    ways = []
+    if kinds & {"approval", "budget"}:
+        grant = " [--grant AMOUNT]" if "budget" in kinds else ""
+        ways.append(f"`flowrun approve {run_dir}{call} --allow|--deny{grant} [--reason TEXT]`")
+    if "question" in kinds:
+        ways.append(f"`flowrun answer {run_dir}{call} TEXT`")
+    python = "flowrun.respond() and flowrun.resume()"
+    return "decide with " + " or ".join(ways) + f" (it then continues), or {python}"
+
+
+def waiting_message(run_dir: Path | str, pending: list[PendingDecision]) -> str:
+    """run_end's message of a run that waits."""
+    if not pending:
+        return f"waiting for decisions; continue with `flowrun resume {run_dir}`"
+    what = "a decision" if len(pending) == 1 else f"{len(pending)} decisions"
+    return f"waiting for {what}: {listing(pending)}; {how_to_decide(run_dir, pending)}"
+
+
+def _granted(pending: PendingDecision, allow: bool | None, grant: float | None) -> float | None:
+    """What a budget decision adds to its limit: the grant given, else as much again."""
+    if pending.kind != "budget" or not allow:
+        return None
+    return grant if grant is not None else pending.amount
+
+
+def _asked(pending: PendingDecision) -> str:
+    return "more budget" if pending.kind == "budget" else f"an approval of {pending.tool}"
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

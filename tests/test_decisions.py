@@ -1,0 +1,644 @@
+"""Durable human decisions: an `approve: ask` call, an `ask_user` question or an `on_budget: ask`
+budget with nobody to answer makes the run wait (status `waiting`, exit 75, run.json listing
+what it waits for), also from a sub-agent two levels down and from parallel branches at once;
+`flowrun approve`, `flowrun answer` and `flowrun.respond` + `flowrun.resume` take the decision
+and the run continues from its log. The real openai and anthropic SDKs talk to the scripted wire
+server, which counts the requests of each model step: none is ever sent twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
+
+import flowrun
+from flowrun.runtime.durable.event_log import read_events
+
+PROVIDERS = ["openai", "anthropic"]
+MODELS = {
+    "openai": {"provider": "openai", "model": "gpt-test"},
+    "anthropic": {"provider": "anthropic", "model": "claude-test"},
+}
+WAITING = 75
+
+
+# ---------------------------------------------------------------- a project and its server
+
+
+def project(tmp: Path, provider: str, agents: dict[str, list[Any]], **workflow: Any) -> Path:
+    """A workflow whose agents (name -> tools) use `provider`'s model; `workflow` keys over
+    the default (entry: the first agent)."""
+    spec = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "decide",
+        "models": {"m": MODELS[provider]},
+        "default_model": "m",
+        "entry": next(iter(agents)),
+        "task": "Do the job.",
+        **workflow,
+    }
+    spec = {key: value for key, value in spec.items() if value is not None}  # None: the key left out
+    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
+    (tmp / "wf.yaml").write_text(yaml.safe_dump(spec))
+    for name, tools in agents.items():
+        agent = {
+            "version": 1,
+            "kind": "agent",
+            "name": name,
+            "prompt": f"You are the {name}.",
+            "tools": tools,
+        }
+        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
+    return tmp / "wf.yaml"
+
+
+def script(replies: dict[str, list[Reply]]) -> Script:
+    return Script(replies, {name: f"You are the {name}." for name in replies})
+
+
+def env_for(server: WireServer, provider: str) -> dict[str, str]:
+    if provider == "anthropic":
+        return {
+            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
+            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        }
+    return {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Point the in-process SDKs at a server (for the Python API tests)."""
+
+    def point(server: WireServer, provider: str) -> None:
+        for name, value in env_for(server, provider).items():
+            monkeypatch.setenv(name, value)
+
+    return point
+
+
+def steps_asked(server: WireServer, script_: Script) -> Counter[tuple[str, str, int]]:
+    """How often each model step was requested: (agent, its task, its turn)."""
+    return Counter(identity(r, script_) for r in server.requests)
+
+
+def identity(request: WireRequest, script_: Script) -> tuple[str, str, int]:
+    first = next((m for m in request.messages if m.get("role") == "user"), {})
+    task = first.get("content") if isinstance(first.get("content"), str) else json.dumps(first.get("content"))
+    return str(script_.agent_for(request)), str(task)[:80], request.assistant_turns
+
+
+def no_step_twice(server: WireServer, script_: Script) -> None:
+    counts = steps_asked(server, script_)
+    assert counts and max(counts.values()) == 1, counts
+
+
+def calls(tool: str, **arguments: Any) -> Reply:
+    return Reply(tool_calls=[ToolCallSpec(tool, arguments)])
+
+
+def results(run_dir: Path, tool: str) -> list[dict[str, Any]]:
+    return [e["result"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == tool]
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def meta(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
+    return data
+
+
+def consistent(run_dir: Path) -> None:
+    """The log reads strictly (each seq once, in order), as resume reads it."""
+    read_events(run_dir / "events.jsonl", strict=True)
+
+
+# ---------------------------------------------------------------- two levels down
+
+
+def nested(tmp: Path, provider: str, tool: Any = None) -> tuple[Path, Script]:
+    """orchestrator -> manager -> worker, whose write_file needs an approval."""
+    wf = project(
+        tmp,
+        provider,
+        {
+            "orchestrator": ["manager"],
+            "manager": ["worker"],
+            "worker": [tool or {"write_file": {"approve": "ask"}}],
+        },
+    )
+    replies = script(
+        {
+            "orchestrator": [
+                Reply(tool_calls=[ToolCallSpec("manager", {"task": "Manage it."})]),
+                Reply("All done."),
+            ],
+            "manager": [Reply(tool_calls=[ToolCallSpec("worker", {"task": "Write it."})]), Reply("Managed.")],
+            "worker": [
+                Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "approved\n"})]),
+                Reply("Wrote it."),
+            ],
+        }
+    )
+    return wf, replies
+
+
+def check_waiting_for_the_worker(run_dir: Path) -> dict[str, Any]:
+    recorded = meta(run_dir)
+    assert recorded["status"] == "waiting"
+    (pending,) = recorded["pending"]
+    assert pending["kind"] == "approval" and pending["tool"] == "write_file" and pending["agent"] == "worker"
+    assert pending["arguments"] == {"path": "out.txt", "content": "approved\n"}
+    # the instance path, two levels down
+    parts = pending["agent_id"].split("/")
+    assert [p.split("@")[0] for p in parts] == ["orchestrator", "manager", "worker"]
+    log = events(run_dir)
+    assert log[-1]["type"] == "run_end" and log[-1]["status"] == "waiting"
+    assert [e["call_id"] for e in log if e["type"] == "decision_pending"] == [pending["call_id"]]
+    assert not (run_dir / "out.txt").exists()
+    consistent(run_dir)
+    return dict(pending)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_approval_two_levels_down_waits_then_flowrun_approve_completes_it(
+    tmp_path: Path, provider: str
+) -> None:
+    wf, replies = nested(tmp_path, provider)
+    with WireServer(replies) as server:
+        env = env_for(server, provider)
+        first = run_cli([str(wf), "--run-id", "r", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stdout + first.stderr
+        assert "status: waiting" in first.stdout and "waiting for:" in first.stdout
+        assert "flowrun approve" in first.stderr and "Traceback" not in first.stderr
+        run_dir = tmp_path / "runs" / "r"
+        pending = check_waiting_for_the_worker(run_dir)
+        assert len(server.requests) == 3  # one step each; nothing else started
+
+        listed = run_cli(["runs", "--runs-dir", "runs"], cwd=tmp_path)
+        assert "waiting" in listed.stdout
+        shown = run_cli(["show", str(run_dir)], cwd=tmp_path)
+        assert "status: waiting" in shown.stdout and "approve write_file" in shown.stdout
+
+        done = run_cli(["approve", str(run_dir), "--allow", "-q"], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "status: completed" in done.stdout
+        no_step_twice(server, replies)
+        assert len(server.requests) == 6
+    assert (run_dir / "out.txt").read_text() == "approved\n"
+    recorded = meta(run_dir)
+    assert recorded["status"] == "completed" and "pending" not in recorded
+    log = events(run_dir)
+    (decision,) = [e for e in log if e["type"] == "decision"]
+    assert decision["allowed"] is True and decision["by"] == "cli" and decision["t"] > 0
+    assert decision["agent_id"] == pending["agent_id"] and decision["call_id"] == pending["call_id"]
+    approvals = [(e["approved"], e["by"]) for e in log if e["type"] == "approval"]
+    assert approvals == [(True, "cli")]
+    assert [e["status"] for e in log if e["type"] == "run_end"] == ["waiting", "completed"]
+    consistent(run_dir)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_respond_then_resume_completes_it_in_python(tmp_path: Path, provider: str, keys: Any) -> None:
+    wf_path, replies = nested(tmp_path, provider)
+    with WireServer(replies) as server:
+        keys(server, provider)
+        wf = flowrun.load(wf_path)
+        result = await wf.run(run_dir=tmp_path / "r")
+        assert result.status == "waiting" and result.exit_code == WAITING and not result.ok
+        (pending,) = result.pending
+        assert pending.kind == "approval" and pending.agent == "worker" and pending.tool == "write_file"
+        assert pending.ref == f"{pending.agent_id}/{pending.call_id}"
+        assert flowrun.pending_decisions(result.run_dir) == [pending]
+
+        decision = flowrun.respond(result.run_dir, pending.call_id, allow=True, reason="fine", user="ana")
+        assert (decision.allowed, decision.by, decision.user, decision.reason) == (
+            True,
+            "python",
+            "ana",
+            "fine",
+        )
+        assert flowrun.pending_decisions(result.run_dir) == []
+        with pytest.raises(flowrun.UsageError, match="already decided"):
+            flowrun.respond(result.run_dir, pending.call_id, allow=False)
+
+        again = await flowrun.resume(result.run_dir)
+        assert again.status == "completed" and again.exit_code == 0 and again.pending == []
+        no_step_twice(server, replies)
+        assert len(server.requests) == 6
+    assert (tmp_path / "r" / "out.txt").read_text() == "approved\n"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_denial_reaches_the_agent_with_its_reason(tmp_path: Path, provider: str) -> None:
+    wf, replies = nested(tmp_path, provider)
+    with WireServer(replies) as server:
+        env = env_for(server, provider)
+        first = run_cli([str(wf), "--run-id", "r", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "r"
+        done = run_cli(
+            ["approve", str(run_dir), "--deny", "--reason", "not on Fridays", "-q"], cwd=tmp_path, env=env
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        no_step_twice(server, replies)
+        worker_after = [
+            r for r in server.requests if replies.agent_for(r) == "worker" and r.assistant_turns == 1
+        ]
+    (request,) = worker_after
+    ((_, text, is_error),) = request.tool_results
+    assert "did not approve" in text and "not on Fridays" in text
+    assert is_error or provider == "openai"  # the chat completions format has no error flag
+    assert not (run_dir / "out.txt").exists()
+    (result,) = [
+        e["result"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == "write_file"
+    ]
+    assert result["error"]["code"] == "NOT_APPROVED"
+
+
+# ---------------------------------------------------------------- questions
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_ask_user_question_waits_for_flowrun_answer(tmp_path: Path, provider: str) -> None:
+    wf = project(tmp_path, provider, {"boss": ["ask_user"]})
+    replies = script(
+        {
+            "boss": [
+                Reply(tool_calls=[ToolCallSpec("ask_user", {"question": "Which colour?"})]),
+                Reply("Done."),
+            ]
+        }
+    )
+    with WireServer(replies) as server:
+        env = env_for(server, provider)
+        first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "q"
+        (pending,) = meta(run_dir)["pending"]
+        assert pending["kind"] == "question" and pending["question"] == "Which colour?"
+        assert "flowrun answer" in first.stderr
+
+        wrong = run_cli(["approve", str(run_dir), "--allow"], cwd=tmp_path, env=env)
+        assert wrong.returncode == 2 and "is a question" in wrong.stderr
+
+        done = run_cli(["answer", str(run_dir), "Blue, please.", "-q"], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        no_step_twice(server, replies)
+        (after,) = [r for r in server.requests if r.assistant_turns == 1]
+    assert after.tool_results[0][1] == "Blue, please."
+    (decision,) = [e for e in events(run_dir) if e["type"] == "decision"]
+    assert decision["answer"] == "Blue, please." and decision["by"] == "cli"
+
+
+# ---------------------------------------------------------------- parallel branches
+
+
+def branches(tmp: Path, provider: str) -> tuple[Path, Script]:
+    """Two parallel branches whose first step needs an approval; both model calls are in flight
+    together (held by the server), so whichever becomes pending first, the other one finishes
+    its call while the run drains and becomes pending too."""
+    ask = {"write_file": {"approve": "ask"}}
+    wf = project(
+        tmp,
+        provider,
+        {"alpha": [ask], "beta": [ask]},
+        entry=None,
+        task=None,
+        steps=[{"parallel": [{"agent": "alpha", "task": "Side A."}, {"agent": "beta", "task": "Side B."}]}],
+    )
+    replies = script(
+        {
+            name: [
+                Reply(
+                    tool_calls=[ToolCallSpec("write_file", {"path": f"{name}.txt", "content": name})],
+                    delay_s=0.3,
+                ),
+                Reply(f"{name} done."),
+            ]
+            for name in ("alpha", "beta")
+        }
+    )
+    return wf, replies
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_two_parallel_branches_wait_at_once_and_are_decided_one_by_one(tmp_path: Path, provider: str) -> None:
+    wf, replies = branches(tmp_path, provider)
+    with WireServer(replies) as server:
+        env = env_for(server, provider)
+        first = run_cli([str(wf), "--run-id", "p", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "p"
+        pending = meta(run_dir)["pending"]
+        assert sorted(p["agent"] for p in pending) == ["alpha", "beta"]
+        assert len(server.requests) == 2
+
+        several = run_cli(["approve", str(run_dir), "--allow"], cwd=tmp_path, env=env)
+        assert several.returncode == 2 and "2 decisions are pending" in several.stderr
+        assert len(several.stderr.strip().splitlines()) == 2  # one line, and its hint
+        by_agent = {p["agent"]: p for p in pending}
+        call = by_agent["alpha"]["call_id"]
+        if by_agent["beta"]["call_id"] == call:  # the same script: the same call id in both
+            shared = run_cli(["approve", str(run_dir), "--call", call, "--allow"], cwd=tmp_path, env=env)
+            assert shared.returncode == 2 and "have call id" in shared.stderr
+        alpha = run_cli(
+            ["approve", str(run_dir), "--call", by_agent["alpha"]["ref"], "--allow", "--no-continue"],
+            cwd=tmp_path,
+            env=env,
+        )
+        assert alpha.returncode == 0, alpha.stderr
+        assert [p["agent"] for p in meta(run_dir)["pending"]] == ["beta"]
+        assert meta(run_dir)["status"] == "waiting"
+        beta = run_cli(["approve", str(run_dir), "--deny", "-q"], cwd=tmp_path, env=env)  # the one left
+        assert beta.returncode == 0, beta.stdout + beta.stderr
+        no_step_twice(server, replies)
+        assert len(server.requests) == 4
+    assert (run_dir / "alpha.txt").read_text() == "alpha" and not (run_dir / "beta.txt").exists()
+    assert meta(run_dir)["status"] == "completed"
+    consistent(run_dir)
+
+
+# ---------------------------------------------------------------- SIGKILL while it drains
+
+
+class HeldFirst:
+    """The script, but the first request of `agent` is held until `release` is set."""
+
+    def __init__(self, inner: Script, agent: str) -> None:
+        self.inner = inner
+        self.agent = agent
+        self.release = threading.Event()
+        self.held = 0
+
+    def __call__(self, request: WireRequest) -> Reply:
+        if self.inner.agent_for(request) == self.agent and request.assistant_turns == 0 and not self.held:
+            self.held += 1
+            self.release.wait(60)
+        return self.inner(request)
+
+
+def test_sigkill_while_the_run_drains_then_answer_completes_it(tmp_path: Path) -> None:
+    """alpha waits for an approval while beta's model call is still in flight; the process is
+    killed then. The folder stays consistent, and `flowrun approve` completes the run: only the
+    call that was in flight at the kill is asked again."""
+    provider = "openai"
+    wf, replies = branches(tmp_path, provider)
+    for reply in (replies.agents["alpha"][0], replies.agents["beta"][0]):
+        reply.delay_s = 0.0
+    held = HeldFirst(replies, "beta")
+    run_dir = tmp_path / "runs" / "k"
+    with WireServer(held) as server:
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | env_for(server, provider)
+        child = subprocess.Popen(
+            [*flowrun_cmd(), str(wf), "--run-id", "k", "-q"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not any(e["type"] == "decision_pending" for e in _lines(run_dir)):
+                assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+                time.sleep(0.02)
+            assert meta(run_dir)["status"] == "running"  # still draining: beta's call is in flight
+            child.send_signal(signal.SIGKILL)
+            child.communicate(timeout=30)
+        finally:
+            held.release.set()
+            if child.poll() is None:
+                child.kill()
+        consistent(run_dir)
+        assert not any(e["type"] == "run_end" for e in events(run_dir))
+        answered = {(e["agent"], e["step"]) for e in events(run_dir) if e["type"] == "model_response"}
+        before = len(server.requests)
+
+        env = env_for(server, provider)
+        alpha = run_cli(["approve", str(run_dir), "--allow", "-q"], cwd=tmp_path, env=env)
+        assert alpha.returncode == WAITING, alpha.stdout + alpha.stderr  # beta's call, asked again, waits too
+        assert [p["agent"] for p in meta(run_dir)["pending"]] == ["beta"]
+        done = run_cli(["approve", str(run_dir), "--allow", "-q"], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        after = [identity(r, replies) for r in server.requests[before:]]
+    assert ("alpha", 1) in answered
+    assert not any(
+        (agent, turn + 1) in answered for agent, _, turn in after
+    )  # nothing answered is asked again
+    assert Counter(after)[("beta", "Side B.", 0)] == 1  # the call in flight at the kill, once more
+    assert meta(run_dir)["status"] == "completed"
+    assert (run_dir / "alpha.txt").read_text() == "alpha" and (run_dir / "beta.txt").read_text() == "beta"
+    consistent(run_dir)
+
+
+def _lines(run_dir: Path) -> list[dict[str, Any]]:
+    try:
+        text = (run_dir / "events.jsonl").read_text()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+# ---------------------------------------------------------------- the deadline
+
+
+async def test_past_the_deadline_resume_denies_the_approval(tmp_path: Path, keys: Any) -> None:
+    provider = "anthropic"
+    wf_path, replies = nested(tmp_path, provider)
+    with WireServer(replies) as server:
+        keys(server, provider)
+        wf = flowrun.load(wf_path)
+        result = await wf.run(run_dir=tmp_path / "r", decide_within=0.05)
+        (pending,) = result.pending
+        assert pending.deadline is not None
+        assert meta(result.run_dir)["options"]["decide_within"] == 0.05
+        await asyncio.sleep(max(0.0, pending.deadline - time.time()) + 0.01)  # until it is overdue
+        assert pending.overdue()
+        with pytest.raises(flowrun.UsageError, match=r"already decided .*denied by deadline"):
+            flowrun.respond(result.run_dir, pending.call_id, allow=True)
+        again = await flowrun.resume(result.run_dir)
+        assert again.status == "completed"
+        no_step_twice(server, replies)
+        (after,) = [r for r in server.requests if replies.agent_for(r) == "worker" and r.assistant_turns == 1]
+    assert "within the deadline" in after.tool_results[0][1]
+    (decision,) = [e for e in events(result.run_dir) if e["type"] == "decision"]
+    assert (decision["allowed"], decision["by"]) == (False, "deadline")
+    assert not (tmp_path / "r" / "out.txt").exists()
+
+
+async def test_expire_decisions_takes_only_overdue_ones(tmp_path: Path, keys: Any) -> None:
+    wf_path, replies = nested(tmp_path, "openai")
+    with WireServer(replies) as server:
+        keys(server, "openai")
+        wf = flowrun.load(wf_path)
+        result = await wf.run(run_dir=tmp_path / "r", decide_within="2h")
+    (pending,) = result.pending
+    assert pending.deadline is not None and pending.deadline - time.time() > 3600
+    assert flowrun.expire_decisions(result.run_dir) == []
+    (taken,) = flowrun.expire_decisions(result.run_dir, now=pending.deadline + 1)
+    assert (taken.allowed, taken.by) == (False, "deadline")
+    assert flowrun.pending_decisions(result.run_dir) == [] and meta(result.run_dir)["pending"] == []
+
+
+# ---------------------------------------------------------------- budgets
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_on_budget_ask_waits_and_a_grant_raises_the_limit(tmp_path: Path, provider: str) -> None:
+    wf = project(
+        tmp_path, provider, {"boss": ["read_file"]}, limits={"max_total_steps": 2, "on_budget": "ask"}
+    )
+    (tmp_path / "a.txt").write_text("a")
+    replies = script(
+        {
+            "boss": [
+                Reply(tool_calls=[ToolCallSpec("read_file", {"path": "question.txt"})]),
+                Reply(tool_calls=[ToolCallSpec("read_file", {"path": "question.txt"})]),
+                Reply(tool_calls=[ToolCallSpec("read_file", {"path": "question.txt"})]),
+                Reply("Done."),
+            ]
+        }
+    )
+    with WireServer(replies) as server:
+        env = env_for(server, provider)
+        first = run_cli([str(wf), "--run-id", "b", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "b"
+        (pending,) = meta(run_dir)["pending"]
+        assert (
+            pending["kind"] == "budget" and pending["limit"] == "max_total_steps" and pending["amount"] == 2
+        )
+        assert len(server.requests) == 2
+
+        more = run_cli(["approve", str(run_dir), "--allow", "--grant", "1", "-q"], cwd=tmp_path, env=env)
+        assert more.returncode == WAITING, more.stderr  # 3 steps allowed now; it needs 4
+        (pending,) = meta(run_dir)["pending"]
+        assert pending["message"] == "max_total_steps (3) reached"
+        refused = run_cli(["approve", str(run_dir), "--deny", "-q"], cwd=tmp_path, env=env)
+        assert refused.returncode == 4, refused.stderr
+        assert meta(run_dir)["status"] == "budget_exceeded"
+        no_step_twice(server, replies)
+        assert len(server.requests) == 3
+    grants = [(e["allowed"], e.get("grant")) for e in events(run_dir) if e["type"] == "decision"]
+    assert grants == [(True, 1.0), (False, None)]
+
+
+# ---------------------------------------------------------------- the old refusal, and callbacks
+
+
+async def test_decisions_refuse_keeps_the_refusal_and_a_callback_can_take_a_pending_one(
+    tmp_path: Path, keys: Any
+) -> None:
+    wf_path, replies = nested(tmp_path, "openai")
+    with WireServer(replies) as server:
+        keys(server, "openai")
+        wf = flowrun.load(wf_path)
+        refused = await wf.run(run_dir=tmp_path / "refused", decisions="refuse")
+        assert refused.status == "completed"
+        (result,) = [
+            e["result"]
+            for e in events(refused.run_dir)
+            if e["type"] == "tool_result" and e["tool"] == "write_file"
+        ]
+        assert result["error"]["code"] == "NOT_APPROVED"
+
+        later: list[str] = []
+
+        async def not_now(request: flowrun.ApprovalRequest) -> bool | None:
+            later.append(request.agent_id)
+            return None  # decide later: the run waits
+
+        waiting = await wf.run(run_dir=tmp_path / "w", approve=not_now)
+        assert waiting.status == "waiting" and later == [waiting.pending[0].agent_id]
+
+        async def yes(request: flowrun.ApprovalRequest) -> bool:
+            return True
+
+        done = await flowrun.resume(waiting.run_dir, approve=yes)
+        assert done.status == "completed"
+    (decision,) = [e for e in events(waiting.run_dir) if e["type"] == "decision"]
+    assert (decision["allowed"], decision["by"]) == (True, "callback")
+    assert (tmp_path / "w" / "out.txt").exists()
+
+
+# ---------------------------------------------------------------- a batch item
+
+
+def test_a_batch_item_that_waits(tmp_path: Path) -> None:
+    provider = "openai"
+    project(
+        tmp_path,
+        provider,
+        {"boss": [{"write_file": {"approve": "ask"}}]},
+        inputs={"name": {}},
+        task="{{ name }}",
+    )
+    (tmp_path / "items.jsonl").write_text('{"id": "one", "name": "one"}\n{"id": "two", "name": "two"}\n')
+    replies = script(
+        {
+            "boss": [
+                Reply(tool_calls=[ToolCallSpec("write_file", {"path": "f.txt", "content": "x"})]),
+                Reply("ok"),
+            ]
+        }
+    )
+    args = ["batch", "wf.yaml", "items.jsonl", "--out", "b", "--processes", "1", "-q"]
+    with WireServer(replies) as server:
+        env = env_for(server, provider)
+        first = run_cli(args, cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stdout + first.stderr
+        assert "2 waiting" in first.stdout and "status: waiting" in first.stdout
+        results = [json.loads(line) for line in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
+        assert [(r["id"], r["status"]) for r in results] == [("one", "waiting"), ("two", "waiting")]
+        assert all("waiting for a decision" in r["error"] for r in results)
+
+        item = tmp_path / "b" / results[0]["run_dir"]
+        decided = run_cli(["approve", str(item), "--allow", "--no-continue"], cwd=tmp_path, env=env)
+        assert decided.returncode == 0, decided.stderr
+        again = run_cli(args, cwd=tmp_path, env=env)
+        assert again.returncode == WAITING, again.stdout + again.stderr
+        assert "1 completed" in again.stdout and "1 waiting" in again.stdout
+        asked = Counter((r.last_user_text, r.assistant_turns) for r in server.requests)
+    assert (item / "f.txt").read_text() == "x"
+    assert sorted(asked.values()) == [1, 1, 1]  # one, two and one's second step: nothing twice
+
+
+# ---------------------------------------------------------------- one-line refusals
+
+
+def test_mistakes_get_one_line(tmp_path: Path) -> None:
+    wf = project(tmp_path, "openai", {"boss": ["read_file"]})
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = [
+        (["approve", str(plain), "--allow"], "is not a run folder"),
+        (["answer", str(plain), "x"], "is not a run folder"),
+        ([str(wf), "--decide-within", "soon", "--dry-run"], "decide_within 'soon' is not a duration"),
+    ]
+    for args, said in cases:
+        proc = run_cli(args, cwd=tmp_path)
+        assert proc.returncode in (1, 2), proc.stderr
+        assert said in proc.stderr and "Traceback" not in proc.stderr
+    no_choice = run_cli(["approve", str(plain)], cwd=tmp_path)
+    assert no_choice.returncode == 2 and "--allow or --deny" in no_choice.stderr
