@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import pty
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -385,9 +386,10 @@ def test_approval_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
     os.close(terminal)
     seen = b""
     try:
-        deadline = time.monotonic() + 60
-        while b"allow it? [y/N]" not in seen and time.monotonic() < deadline:
-            seen += os.read(controller, 4096)
+        deadline = time.monotonic() + 120
+        while b"allow it? [y/N/later]" not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1.0)[0]:  # a hang fails at the deadline, never blocks
+                seen += os.read(controller, 4096)
         assert b"boss wants to call execute_shell(command='echo approved-and-ran > ran.txt')" in seen, seen
         os.write(controller, f"{answer}\n".encode())
         while proc.poll() is None and time.monotonic() < deadline:
