@@ -10,6 +10,7 @@ process (on a socket bound to port 0, so parallel tests never collide)."""
 from __future__ import annotations
 
 import base64
+import os
 import socket
 import sys
 import threading
@@ -27,6 +28,9 @@ PNG_1PX = base64.b64encode(
         "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
     )
 ).decode()
+
+
+PROCESS_TOKEN = os.urandom(8).hex()  # a restarted server has another
 
 
 def build(name: str = "test-tools") -> MCPServer:
@@ -84,6 +88,8 @@ def build(name: str = "test-tools") -> MCPServer:
         env = os.environ
         return f"cwd={os.getcwd()} home={env.get('HOME', '')} secret={env.get('MCP_TEST_SECRET', '')}"
 
+    _lifecycle_tools(server)
+
     @server.tool()
     def record(text: str) -> str:
         """Append the text to calls.log in the server's folder (a tool with an effect)."""
@@ -96,6 +102,23 @@ def build(name: str = "test-tools") -> MCPServer:
 
 
 ENGINE_FILES = ("events.jsonl", "run.json", "usage.json", "run.lock", "prompts/worker.md", "prompts/new.md")
+
+
+def _lifecycle_tools(server: MCPServer) -> None:
+    """Tools about the server process itself: which one it is, and a crash on demand."""
+
+    @server.tool()
+    def pid() -> str:
+        """A token of this server process (the sandbox's pid namespace makes every pid 2)."""
+        return PROCESS_TOKEN
+
+    @server.tool()
+    def die() -> str:
+        """The server process exits in the middle of the call, as a crash would."""
+        import os
+
+        print("fatal: the test server was told to die", file=sys.stderr, flush=True)
+        os._exit(3)
 
 
 def tamper(folder: str) -> str:

@@ -1,5 +1,5 @@
 """A local OTLP/HTTP receiver for the tests: stores every request (path, content type, body) and
-answers 200, on 127.0.0.1 and a free port."""
+answers 200, on 127.0.0.1 and a free port; `protobuf_only` answers JSON with 415 as Phoenix does."""
 
 from __future__ import annotations
 
@@ -22,8 +22,14 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         server: Receiver = self.server  # type: ignore[assignment]
+        content_type = self.headers.get("Content-Type", "")
         with server.lock:
-            server.received.append(Received(self.path, self.headers.get("Content-Type", ""), body))
+            server.received.append(Received(self.path, content_type, body))
+        if server.protobuf_only and content_type != "application/x-protobuf":
+            self.send_response(415)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", "2")
@@ -37,8 +43,9 @@ class _Handler(BaseHTTPRequestHandler):
 class Receiver(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, protobuf_only: bool = False) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.protobuf_only = protobuf_only
         self.lock = threading.Lock()
         self.received: list[Received] = []
         self.thread = threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True)

@@ -56,7 +56,7 @@ def write_project(tmp_path: Path, servers: dict[str, Any], tools: list[Any]) -> 
         "kind": "agent",
         "name": "worker",
         "prompt": WORKER + ". Use the tools.",
-        "max_steps": 8,
+        "max_steps": 12,
         "tools": tools,
     }
     (tmp_path / "agents.d").mkdir(exist_ok=True)
@@ -182,6 +182,61 @@ def test_server_that_dies_at_start_gives_one_line(tmp_path: Path) -> None:
     assert "MCP server 'broken'" in lines[0] and "did not start" in lines[0]
     assert "fatal: cannot read the config file tools.toml" in lines[0]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_stdio_server_that_dies_is_started_again_a_bounded_number_of_times(
+    tmp_path: Path, provider: str
+) -> None:
+    marker = f"mcp-marker-{uuid.uuid4().hex}"
+    workflow = write_project(tmp_path, {"calc": stdio_server(marker, tools=["pid", "die"])}, ["calc"])
+    replies = [Reply(tool_calls=[call("calc__pid")])]
+    for _ in range(4):  # the fourth death is one too many: the server stays down
+        replies += [Reply(tool_calls=[call("calc__die")]), Reply(tool_calls=[call("calc__pid")])]
+    with WireServer(Script({WORKER: [*replies, Reply(text="All done.")]})) as server:
+        code, out, run_dir = run(tmp_path, workflow, server, provider)
+    assert code == 0, out
+    results = [(e["tool"], e["result"]) for e in events_of(run_dir) if e["type"] == "tool_result"]
+    died = [r for tool, r in results if tool == "calc__die"]
+    assert [r["error"]["code"] for r in died] == ["UNAVAILABLE"] * 4
+    assert all("stopped during die" in r["error"]["message"] for r in died)
+    assert all("fatal: the test server was told to die" in r["error"]["message"] for r in died)
+    assert [("started again at the next call" in r["error"]["message"]) for r in died] == [True] * 3 + [False]
+    pids = [r for tool, r in results if tool == "calc__pid"]
+    assert [r["status"] for r in pids] == ["success"] * 4 + ["error"]
+    assert len({r["text"] for r in pids[:4]}) == 4  # each restart is a new process
+    assert "restarted 3 times already" in pids[-1]["error"]["message"]
+    assert wait_for(lambda: not processes_with(marker)), processes_with(marker)
+
+
+def test_an_http_server_that_refuses_names_the_status_the_url_and_the_fix(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_DELETE = do_POST
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    refusing = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=refusing.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{refusing.server_address[1]}/mcp"
+    try:
+        workflow = write_project(tmp_path, {"remote": {"url": url}}, ["remote"])
+        with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
+            code, out, _ = run(tmp_path, workflow, server, "openai")
+    finally:
+        refusing.shutdown()
+        refusing.server_close()
+    assert code == 1 and "Traceback" not in out, out
+    (line,) = [line for line in out.splitlines() if line.startswith("error:")]
+    assert f"HTTP 401 from {url}" in line and "Authorization: Bearer" in line, line
 
 
 def test_server_that_never_answers_at_start_times_out(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ to an OTLP/HTTP endpoint, and live spans received on a local OTLP/HTTP endpoint 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -136,18 +137,53 @@ def test_export_a_recorded_sub_agent_run(tmp_path: Path) -> None:
     assert json.loads(again.stdout) == document
 
 
-def test_export_to_an_endpoint(tmp_path: Path) -> None:
-    with WireServer(script()) as server:
-        run_dir = record(tmp_path, server)
-    receiver = Receiver()
+def export_to(
+    receiver: Receiver, run_dir: Path, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     try:
-        proc = run_cli(["export", "otel", str(run_dir), "--endpoint", receiver.url], cwd=tmp_path)
+        return run_cli(
+            ["export", "otel", str(run_dir), "--endpoint", receiver.url, *flags], cwd=run_dir, env=env
+        )
     finally:
         receiver.stop()
+
+
+def test_export_to_an_endpoint_in_protobuf_and_json(tmp_path: Path) -> None:
+    with WireServer(script()) as server:
+        run_dir = record(tmp_path, server)
+    written = run_cli(["export", "otel", str(run_dir)], cwd=tmp_path)
+    document = json.loads(written.stdout)
+    # by default protobuf, the protocol's default and the one every receiver takes
+    receiver = Receiver(protobuf_only=True)
+    proc = export_to(receiver, run_dir)
     assert proc.returncode == 0, proc.stderr
+    assert "(http/protobuf)" in proc.stderr
     (request,) = receiver.received
-    assert request.path == "/v1/traces" and request.content_type == "application/json"
-    check_tree(json.loads(request.body)["resourceSpans"][0]["scopeSpans"][0]["spans"])
+    assert request.path == "/v1/traces" and request.content_type == "application/x-protobuf"
+    spans = protobuf_spans([request.body])
+    for span in spans:
+        span["status"] = {"code": span["status"]["code"]}
+    check_tree(spans)
+    # the same spans as the JSON export: ids, names, parents
+    json_spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert [(s["traceId"], s["spanId"], s.get("parentSpanId"), s["name"]) for s in spans] == [
+        (s["traceId"], s["spanId"], s.get("parentSpanId"), s["name"]) for s in json_spans
+    ]
+    # JSON when asked, by flag or by the OTel variable
+    for flags, env in (
+        (["--protocol", "http/json"], None),
+        ([], {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}),
+    ):
+        receiver = Receiver()
+        proc = export_to(receiver, run_dir, *flags, env=env)
+        assert proc.returncode == 0, proc.stderr
+        (request,) = receiver.received
+        assert request.content_type == "application/json"
+        assert json.loads(request.body) == document
+    # a receiver that takes only protobuf refuses JSON: one line that says what to pass
+    proc = export_to(Receiver(protobuf_only=True), run_dir, "--protocol", "http/json")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "refused OTLP JSON (HTTP 415)" in proc.stderr and "--protocol http/protobuf" in proc.stderr
 
 
 def test_export_errors_are_one_line(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ the caller wraps the command), HTTP servers are reached over streamable HTTP (or
 One background task owns each connection (the SDK's transports are anyio context managers that
 must be entered and left by the same task); tool calls from any task go through its session.
 `start()` waits at most `startup_timeout_s` for the server to answer and list its tools, a call
-at most `timeout_s`, and `close()` stops the server (its whole process tree). Results map onto
+at most `timeout_s`, and `close()` stops the server (its whole process tree). A stdio server
+that dies is started again at the next call, after a pause that doubles each time, at most
+MAX_RESTARTS times in a connection's life; the call it died in is an UNAVAILABLE result. Results map onto
 the tool result protocol: text and structured content for the model, images and audio as a
 note, the server's `isError` as a TOOL_ERROR result."""
 
@@ -26,8 +28,11 @@ from typing import Any, Literal, TextIO, cast
 from flowrun.types import ToolResult
 
 MAX_TEXT_CHARS = 100_000  # what the model reads of one result
+CONNECTION_CLOSED = -32000  # the JSON-RPC error code the mcp SDK gives calls cut off by a closed connection
 STDERR_TAIL_CHARS = 400  # of a server's stderr, in the line that says why it did not start
 CLOSE_TIMEOUT_S = 10.0
+MAX_RESTARTS = 3  # of a stdio server that died, per run
+RESTART_PAUSE_S = 0.5  # before the first restart; doubled for each one after
 
 
 class McpServerDown(Exception):
@@ -72,6 +77,9 @@ class McpConnection:
         self._error: BaseException | None = None
         self._task: asyncio.Task[None] | None = None
         self._errlog: TextIO | None = None
+        self.restarts = 0
+        self._http_refusal: tuple[int, str] | None = None  # the last HTTP error status and URL
+        self._restarting = asyncio.Lock()
 
     @property
     def alive(self) -> bool:
@@ -81,6 +89,7 @@ class McpConnection:
         """Start the server and list its tools; McpServerDown says why it did not start."""
         if importlib.util.find_spec("mcp") is None:
             raise McpServerDown("the `mcp` package is not installed: pip install 'flowrun[mcp]'")
+        self._ready, self._stop, self._error = asyncio.Event(), asyncio.Event(), None
         if self.launch.transport == "stdio":
             self._errlog = cast(TextIO, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
         self._task = asyncio.create_task(self._own(), name=f"mcp:{self.launch.name}")
@@ -95,7 +104,7 @@ class McpConnection:
                 + self._hint()
             ) from None
         if self.client is None:
-            reason = _reason(self._error) if self._error else "it stopped while starting"
+            reason = self._why(self._error) if self._error else "it stopped while starting"
             tail = self._stderr_tail()
             await self.close()
             raise McpServerDown(reason + tail + self._hint())
@@ -139,8 +148,16 @@ class McpConnection:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
+            async def seen(response: httpx2.Response) -> None:  # the SDK keeps no status in its errors
+                if response.status_code >= 400:
+                    self._http_refusal = (response.status_code, str(response.request.url))
+
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=launch.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+                httpx2.AsyncClient(
+                    headers=launch.headers,
+                    timeout=httpx2.Timeout(30.0, read=300.0),
+                    event_hooks={"response": [seen]},
+                )
             )
             transport = streamable_http_client(launch.url, http_client=http)
         client = Client(transport, read_timeout_seconds=launch.startup_timeout_s)
@@ -163,11 +180,12 @@ class McpConnection:
 
     async def call(self, tool: str, arguments: Mapping[str, object]) -> ToolResult:
         """One tool call; never raises (a dead server, a timeout, a protocol error are results)."""
-        client = self.client
         name = self.launch.name
-        if client is None or not self.alive:
-            why = _reason(self._error) if self._error else "it is not running"
-            return ToolResult.fail("UNAVAILABLE", f"MCP server '{name}' is gone ({why}){self._stderr_tail()}")
+        if not self.alive:
+            gone = await self._restart()
+            if gone is not None:
+                return gone
+        client = self.client
         timeout = self.launch.timeout_s
         started = time.monotonic()
         try:
@@ -178,10 +196,55 @@ class McpConnection:
         except Exception as e:
             if time.monotonic() - started >= timeout * 0.98 or "timed out" in str(e):
                 return _timeout(name, tool, timeout)
-            if not self.alive:
-                return ToolResult.fail("UNAVAILABLE", f"MCP server '{name}' stopped: {_reason(e)}")
-            return ToolResult.fail("MCP_ERROR", f"MCP server '{name}' refused {tool}: {_reason(e)}")
+            if _connection_closed(e) or not self.alive:  # the server died under the call
+                tail = self._stderr_tail()
+                self._error = e
+                await self.close()  # its task leaves the SDK's contexts, the process is reaped
+                return ToolResult.fail(
+                    "UNAVAILABLE",
+                    f"MCP server '{name}' stopped during {tool}: {_reason(e)}{tail}; " + self._next_time(),
+                )
+            return ToolResult.fail("MCP_ERROR", f"MCP server '{name}' refused {tool}: {self._why(e)}")
         return result_of(name, tool, raw)
+
+    def _why(self, error: BaseException) -> str:
+        """One line for an error; for an HTTP server that answered with an error status, the
+        status, the URL and what to check (the SDK says only "Server returned an error response")."""
+        refusal, self._http_refusal = self._http_refusal, None
+        if refusal is None:
+            return _reason(error)
+        status, url = refusal
+        hint = HTTP_HINTS.get(status) or (HTTP_HINTS[500] if status >= 500 else _reason(error))
+        return f"HTTP {status} from {url}: {hint}"
+
+    def _next_time(self) -> str:
+        if self.launch.transport == "stdio" and self.restarts < MAX_RESTARTS:
+            return "it is started again at the next call"
+        return "calling it again will not work in this run"
+
+    async def _restart(self) -> ToolResult | None:
+        """Start a stdio server that died again (once, whoever calls first); an UNAVAILABLE
+        result when it cannot be: not stdio, restarted too often, or it did not start."""
+        name = self.launch.name
+        async with self._restarting:
+            if self.alive:  # another call restarted it meanwhile
+                return None
+            why = _reason(self._error) if self._error else "it is not running"
+            if self.launch.transport != "stdio" or self.restarts >= MAX_RESTARTS:
+                tried = f"; restarted {self.restarts} times already" if self.restarts else ""
+                return ToolResult.fail(
+                    "UNAVAILABLE", f"MCP server '{name}' is gone ({why}){self._stderr_tail()}{tried}"
+                )
+            await asyncio.sleep(RESTART_PAUSE_S * 2**self.restarts)
+            self.restarts += 1
+            await self.close()
+            try:
+                await self.start()
+            except McpServerDown as e:
+                return ToolResult.fail(
+                    "UNAVAILABLE", f"MCP server '{name}' died and did not start again: {e}"
+                )
+        return None
 
     async def close(self) -> None:
         self._stop.set()
@@ -255,6 +318,25 @@ async def _list_tools(client: Any) -> list[RemoteTool]:
         if not cursor:
             break
     return found
+
+
+HTTP_HINTS = {
+    401: "the server wants credentials: give them in its `headers:` (e.g. Authorization: Bearer ${TOKEN})",
+    403: "the server refused these credentials: check the token in its `headers:`",
+    404: "no MCP endpoint at this URL: check `url` (streamable HTTP servers often end in /mcp)",
+    405: "this URL does not take MCP requests: check `url`, or `type: sse` for an SSE server",
+    500: "the server failed: see its own logs",
+}
+
+
+def _connection_closed(error: BaseException) -> bool:
+    """The SDK's word that the connection ended (the server's process exited or its stream
+    closed), not that the server refused the request."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if getattr(getattr(error, "error", None), "code", None) == CONNECTION_CLOSED:
+        return True
+    return type(error).__name__ in ("ClosedResourceError", "BrokenResourceError", "EndOfStream")
 
 
 def _reason(error: BaseException | None) -> str:

@@ -1,15 +1,17 @@
-"""`flowrun export otel`: a recorded run as OTLP JSON (the OTLP/HTTP JSON encoding of an
-ExportTraceServiceRequest), written to a file or sent to an OTLP/HTTP endpoint. The spans come
-from `otel_spans.SpanBuilder`; ids are derived from the run id and the span's place, so
-exporting the same run twice gives the same trace."""
+"""`flowrun export otel`: a recorded run as an OTLP ExportTraceServiceRequest, written to a
+file or sent to an OTLP/HTTP endpoint, in either encoding OTLP/HTTP defines: protobuf (the
+protocol's default, and the only one some receivers take: Phoenix answers JSON with 415) or
+JSON. The spans come from `spans.SpanBuilder`; ids are derived from the run id and the span's
+place, so exporting the same run twice gives the same trace."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from flowrun._version import __version__
 from flowrun.errors import RunError
@@ -22,6 +24,13 @@ if TYPE_CHECKING:
 
 KINDS = {"internal": 1, "client": 3}  # SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT
 STATUS_OK, STATUS_ERROR = 1, 2
+Protocol = Literal["http/protobuf", "http/json"]  # OTEL_EXPORTER_OTLP_PROTOCOL's values for HTTP
+PROTOCOLS: tuple[Protocol, ...] = ("http/protobuf", "http/json")
+CONTENT_TYPES: dict[Protocol, str] = {
+    "http/protobuf": "application/x-protobuf",
+    "http/json": "application/json",
+}
+ID_KEYS = ("traceId", "spanId", "parentSpanId")
 
 
 class Collector:
@@ -182,19 +191,70 @@ def traces_url(endpoint: str) -> str:
     return endpoint if path not in ("", "/") else endpoint.rstrip("/") + "/v1/traces"
 
 
-def send(document: Mapping[str, object], endpoint: str, timeout_s: float = 30.0) -> None:
-    """POST the document as OTLP/HTTP JSON; RunError with the status when it is refused."""
+def protocol_from_env(environ: Mapping[str, str]) -> Protocol:
+    """The encoding the OTel variables ask for (the traces' own first), else protobuf."""
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = environ.get(name, "").strip()
+        for protocol in PROTOCOLS:
+            if value == protocol:
+                return protocol
+    return "http/protobuf"
+
+
+def encode(document: Mapping[str, object], protocol: Protocol) -> bytes:
+    """The document's bytes on the wire: OTLP JSON as it is, or the protobuf message (the JSON
+    form read into it, its hex ids turned into the bytes protobuf's JSON mapping expects)."""
+    if protocol == "http/json":
+        return json.dumps(document).encode()
+    try:
+        from google.protobuf.json_format import ParseDict
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError:
+        raise RunError(
+            "OTLP protobuf needs the otel extra (opentelemetry-proto)",
+            "pip install 'flowrun[otel]', or pass --protocol http/json",
+        ) from None
+    message = ParseDict(_ids_in_base64(document), ExportTraceServiceRequest())
+    return bytes(message.SerializeToString())
+
+
+def _ids_in_base64(document: Mapping[str, object]) -> dict[str, Any]:
+    """OTLP JSON writes trace and span ids in hex; protobuf's JSON mapping reads bytes as base64."""
+    return {
+        k: base64.b64encode(bytes.fromhex(str(v))).decode() if k in ID_KEYS else _converted(v)
+        for k, v in document.items()
+    }
+
+
+def _converted(value: object) -> object:
+    if isinstance(value, Mapping):
+        return _ids_in_base64(value)
+    if isinstance(value, list):
+        return [_converted(v) for v in value]
+    return value
+
+
+def send(
+    document: Mapping[str, object],
+    endpoint: str,
+    protocol: Protocol = "http/protobuf",
+    timeout_s: float = 30.0,
+) -> None:
+    """POST the document to an OTLP/HTTP receiver; RunError with the status when it is refused."""
     import httpx
 
     url = traces_url(endpoint)
+    body = encode(document, protocol)
     try:
         response = httpx.post(
-            url, content=json.dumps(document), headers={"Content-Type": "application/json"}, timeout=timeout_s
+            url, content=body, headers={"Content-Type": CONTENT_TYPES[protocol]}, timeout=timeout_s
         )
     except httpx.HTTPError as e:
         raise RunError(
             f"cannot send the trace to {url}: {e}", "check --endpoint (an OTLP/HTTP receiver)"
         ) from None
+    if response.status_code == 415 and protocol == "http/json":
+        raise RunError(f"{url} refused OTLP JSON (HTTP 415)", "send protobuf: --protocol http/protobuf")
     if response.status_code >= 300:
         raise RunError(
             f"{url} refused the trace: HTTP {response.status_code} {response.text[:200]}", "check --endpoint"
