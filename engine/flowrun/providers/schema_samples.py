@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -40,7 +41,7 @@ FORMATS = {
 PATTERN_CANDIDATES = ("dry-run", "dry", "a", "abc", "dry_run", "x1", "A", "ABC", "1", "0", "2025-01-01")
 
 
-def sample_value(name: str, schema: Any, hints: dict[str, Any], root: Any = None) -> Any:
+def sample_value(name: str, schema: Any, hints: Mapping[str, object], root: object = None) -> Any:
     """A value valid for `schema` (`root`: the whole schema, for a local $ref), chosen to be
     harmless and to show wiring."""
     root = root if root is not None else schema
@@ -72,7 +73,9 @@ def sample_value(name: str, schema: Any, hints: dict[str, Any], root: Any = None
     return _sample_text(name, schema, hints)
 
 
-def sample_object(schema: dict[str, Any], hints: dict[str, Any], root: Any = None) -> dict[str, object]:
+def sample_object(
+    schema: dict[str, Any], hints: Mapping[str, object], root: object = None
+) -> dict[str, object]:
     """The object's required properties, each sampled."""
     root = root if root is not None else schema
     schema = _resolved(schema, root)
@@ -120,7 +123,9 @@ def _bounds(schema: dict[str, Any], integer: bool) -> tuple[float, float]:
     return low, high
 
 
-def _sample_array(name: str, schema: dict[str, Any], hints: dict[str, Any], root: Any) -> list[object]:
+def _sample_array(
+    name: str, schema: dict[str, Any], hints: Mapping[str, object], root: object
+) -> list[object]:
     found = schema.get("items")
     items: dict[str, object] = found if isinstance(found, dict) else {}
     values = [sample_value(name, items, hints, root) for _ in range(int(schema.get("minItems", 0)))]
@@ -132,7 +137,7 @@ def _sample_array(name: str, schema: dict[str, Any], hints: dict[str, Any], root
     return values
 
 
-def _other(value: Any, taken: list[Any], items: dict[str, Any], root: Any) -> object:
+def _other(value: Any, taken: list[Any], items: dict[str, Any], root: object) -> object:
     """An item valid for `items` and unlike those `taken` (uniqueItems)."""
     from jsonschema import Draft202012Validator
 
@@ -152,7 +157,7 @@ def _other(value: Any, taken: list[Any], items: dict[str, Any], root: Any) -> ob
     raise Unavailable("uniqueItems")
 
 
-def _sample_text(name: str, schema: dict[str, Any], hints: dict[str, Any]) -> str:
+def _sample_text(name: str, schema: dict[str, Any], hints: Mapping[str, object]) -> str:
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in FORMATS:
         text = str(hints.get("url")) if fmt in ("uri", "iri") and hints.get("url") else FORMATS[fmt]
@@ -166,7 +171,7 @@ def _sample_text(name: str, schema: dict[str, Any], hints: dict[str, Any]) -> st
     return text[:high] if isinstance(high, int) else text
 
 
-def sample_string(name: str, hints: dict[str, Any]) -> str:
+def sample_string(name: str, hints: Mapping[str, object]) -> str:
     agent = hints.get("agent", "agent")
     if name in ("path", "file_path", "filepath", "filename"):
         return str(hints.get("path") or hints.get("write_path") or f"dry-run/{agent}.md")
@@ -183,7 +188,8 @@ def sample_string(name: str, hints: dict[str, Any]) -> str:
     if name == "url":
         return str(hints.get("url", "https://example.invalid/"))
     if name.endswith("_id"):
-        found = hints.get("handles", {}).get(name)
+        handles = hints.get("handles")
+        found = handles.get(name) if isinstance(handles, Mapping) else None
         if found is None:
             raise Unavailable(name)
         return str(found)
@@ -327,12 +333,13 @@ def _pointer(root: object, ref: str) -> dict[str, object]:
 
 
 def _first_valid(
-    name: str, schema: dict[str, Any], options: list[Any], hints: dict[str, Any], root: Any
+    name: str, schema: dict[str, Any], options: list[Any], hints: Mapping[str, object], root: object
 ) -> object:
     """The first option (non-null ones first) whose sample the whole schema accepts."""
     from jsonschema import Draft202012Validator
 
-    check = Draft202012Validator({**schema, "$defs": (root or {}).get("$defs", {})})
+    defs = root.get("$defs", {}) if isinstance(root, Mapping) else {}
+    check = Draft202012Validator({**schema, "$defs": defs})
     ordered = sorted(options, key=lambda o: isinstance(o, dict) and o.get("type") == "null")
     for option in ordered:
         try:

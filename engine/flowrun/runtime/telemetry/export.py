@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from flowrun._version import __version__
 from flowrun.errors import RunError
@@ -214,11 +214,11 @@ def encode(document: Mapping[str, object], protocol: Protocol) -> bytes:
             "OTLP protobuf needs the otel extra (opentelemetry-proto)",
             "pip install 'flowrun[otel]', or pass --protocol http/json",
         ) from None
-    message = ParseDict(_ids_in_base64(document), ExportTraceServiceRequest())
+    message = ParseDict(cast("dict[str, Any]", _ids_in_base64(document)), ExportTraceServiceRequest())
     return bytes(message.SerializeToString())
 
 
-def _ids_in_base64(document: Mapping[str, object]) -> dict[str, Any]:
+def _ids_in_base64(document: Mapping[str, object]) -> dict[str, object]:
     """OTLP JSON writes trace and span ids in hex; protobuf's JSON mapping reads bytes as base64."""
     return {
         k: base64.b64encode(bytes.fromhex(str(v))).decode() if k in ID_KEYS else _converted(v)
