@@ -8,6 +8,8 @@
     ├── ProviderError             a model call failed for good (after retries)
     │   └── MissingCredentials    the env var holding a key is not set
     ├── OutputInvalid             a final answer does not match the agent's output_schema, after repairs
+    ├── HookBlocked               a UserPromptSubmit hook refused an agent's task
+    ├── HookStopped               a hook answered `continue: false`: the run stops
     ├── RunError                  a run cannot start or continue (missing run folder, ...)
     │   └── SandboxError          `sandbox: required` and the sandbox does not work here (exit 5)
     └── BudgetExceeded            a run limit was reached (the run stops cleanly)
@@ -61,6 +63,14 @@ class MissingCredentials(ProviderError):
 
 
 class OutputInvalid(FlowrunError):
+    pass
+
+
+class HookBlocked(FlowrunError):
+    pass
+
+
+class HookStopped(FlowrunError):
     pass
 
 

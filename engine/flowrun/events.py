@@ -255,6 +255,33 @@ class ApprovalEvent(Event):
     by: str
 
 
+@event_type("hook")
+@dataclass(kw_only=True, slots=True)
+class HookEvent(Event):
+    """One hook run (runtime/hooks/): which `event` (PreToolUse, Stop, ...) at which moment
+    (`call_id`: the tool call's id, or prompt-N / stop-N / session-start ...), the hook
+    (`hook`: where it is configured, `matcher`, `command` or python path), what it answered
+    (`exit_code`, `stdout`, `stderr`, `failure` when it gave no answer: a timeout, not found,
+    a crash) and what flowrun made of it (`decision`: allow, deny, ask, block, stop or none;
+    `reason`). Resume and replay reuse a recorded outcome instead of running the hook again."""
+
+    event: str
+    hook: str  # SCOPE:EVENT:GROUP:INDEX, e.g. workflow:PreToolUse:0:1 or agent/helper:Stop:0:0
+    agent: str = ""
+    agent_id: str = ""
+    call_id: str = ""
+    matcher: str | None = None
+    command: str = ""
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    failure: str | None = None
+    decision: str = "none"
+    reason: str | None = None
+    duration_ms: float = 0.0
+    replayed: bool | None = None  # True when the outcome came from the log
+
+
 @event_type("decision_pending")
 @dataclass(kw_only=True, slots=True)
 class DecisionPendingEvent(Event):

@@ -19,6 +19,7 @@ from flowrun.manifest.specs import (
     KINDS,
     AgentManifest,
     FlowTestManifest,
+    HooksSpec,
     McpServerSpec,
     ModelsManifest,
     ModelSpec,
@@ -62,6 +63,8 @@ class Project:
     broken: set[str] = field(default_factory=set)
     # MCP servers: the project's .mcp.json, with each workflow's `mcp_servers:` over it
     mcp_servers: dict[str, Loaded[McpServerSpec]] = field(default_factory=dict)
+    # the hooks of the project's .claude/settings.json and settings.local.json
+    settings_hooks: list[Loaded[HooksSpec]] = field(default_factory=list)
 
     def prompt_dirs(self) -> list[Path]:
         return [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
@@ -161,6 +164,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         elif isinstance(spec, FlowTestManifest):
             project.tests.append(Loaded(spec, src, project_root, False))
     _add_mcp_servers(project, project_root)
+    _add_settings_hooks(project, project_root)
     _settle_skipped_agents(project, failed)
     _claude_model_names(project)
     _resolve_extends(project)
@@ -272,6 +276,15 @@ def _add_mcp_servers(project: Project, root: Path) -> None:
     for wf in project.workflows:
         for name, spec in wf.spec.mcp_servers.items():
             project.mcp_servers[name] = Loaded(spec, wf.source, wf.root, False)
+
+
+def _add_settings_hooks(project: Project, root: Path) -> None:
+    """The hooks of Claude Code's settings files next to the workflow."""
+    from flowrun.manifest.hooks import load_settings_hooks
+
+    found, diags = load_settings_hooks(root)
+    project.diagnostics += diags
+    project.settings_hooks = [Loaded(spec, src, root, False) for spec, src in found]
 
 
 def _add_manifest(

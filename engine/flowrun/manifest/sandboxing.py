@@ -69,13 +69,15 @@ def secret_env_names(spec: SandboxSpec | None) -> list[str]:
 
 def effective_policy(
     workflow: WorkflowManifest,
-    agent: AgentManifest,
+    agent: AgentManifest | None,
     layers: tuple[SandboxSpec | None, ...],
     base: Path,
     override: Mode | None = None,
 ) -> SandboxPolicy:
-    """The policy of a tool of `agent`: `layers` are the tool manifest's and the entry's."""
-    specs = [s for s in (sandbox_spec(workflow.sandbox), sandbox_spec(agent.sandbox), *layers) if s]
+    """The policy of a tool of `agent`: `layers` are the tool manifest's and the entry's (no
+    agent: the workflow's own, as a run's hooks get it)."""
+    own = sandbox_spec(agent.sandbox) if agent is not None else None
+    specs = [s for s in (sandbox_spec(workflow.sandbox), own, *layers) if s]
     policy = SandboxPolicy()
     mode, network = policy.mode, policy.network
     for spec in specs:

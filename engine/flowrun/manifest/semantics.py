@@ -8,6 +8,7 @@ from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.mcp_config import server_problems
+from flowrun.manifest.hooks import hook_problems
 from flowrun.manifest.yaml_source import Source
 from flowrun.providers.registry import PROVIDERS, provider_class
 
@@ -28,11 +29,13 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
         servers = data.get("mcp_servers")
         for name, server in (servers if isinstance(servers, dict) else {}).items():
             out += server_problems(src, ("mcp_servers", name), server)
+        out += hook_problems(src, ("hooks",), data.get("hooks"))
     elif kind == "models":
         for name, model in (data.get("models") or {}).items():
             out += _model_problems(src, ("models", name), model)
     elif kind == "agent":
         out += _agent_problems(src, data)
+        out += hook_problems(src, ("hooks",), data.get("hooks"))
     return out
 
 

@@ -345,6 +345,111 @@ class ToolManifest(Strict):
     )
 
 
+# ---------------------------------------------------------------- hooks (Claude Code's shape)
+
+HOOK_EVENTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "Notification",
+)
+PYTHON_HOOK = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+
+
+class HookHandler(Strict):
+    """One hook: a shell command (Claude Code's `type: command`), run in the sandbox with the
+    event's JSON on stdin, or a Python function by import path, called with the same dict."""
+
+    type: Literal["command", "python"] | None = Field(
+        default=None,
+        description="command (with `command`) or python (with `python`); default: the key given.",
+    )
+    command: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A bash command line, run in the sandbox with the event's JSON on stdin; "
+        "$CLAUDE_PROJECT_DIR is the workflow's folder (visible read-only inside).",
+    )
+    python: str | None = Field(
+        default=None,
+        pattern=PYTHON_HOOK,
+        description="`package.module:function` (found from the workflow's folder): called with the "
+        "event's dict, returns the JSON output's dict or None; may be async.",
+    )
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before the hook is stopped (default 60); a timeout is a failure.",
+    )
+    on_failure: Literal["block", "continue"] = Field(
+        default="block",
+        description="A hook that fails to give an answer (timeout, not found, crash): block where "
+        "the event can block (the reason says why), or continue as if it had said nothing.",
+    )
+    statusMessage: str | None = Field(  # Claude Code spells it so
+        default=None, description="Claude Code's spinner text; shown nowhere by flowrun."
+    )
+
+
+class HookMatcher(Strict):
+    """A group of hooks for one event: `matcher` picks the tool calls (PreToolUse, PostToolUse),
+    the notification type (Notification) or the start source (SessionStart) it applies to."""
+
+    matcher: str | None = Field(
+        default=None,
+        description="A regex on the tool name, e.g. `Bash`, `Edit|Write`, `mcp__github__.*`; it "
+        "matches Claude Code's tool names and flowrun's (`execute_shell`). Empty or `*`: all.",
+    )
+    hooks: list[HookHandler] = Field(min_length=1, description="The hooks run, at once, when it matches.")
+
+
+class HooksSpec(Strict):
+    """`hooks:` in Claude Code's shape (`{EVENT: [{matcher, hooks: [{type, command, timeout}]}]}`):
+    the events that map onto a flowrun run (docs: how-to/hooks.md)."""
+
+    PreToolUse: list[HookMatcher] = Field(
+        default_factory=list,
+        description="Before a tool call runs: may deny it, ask a person, or change its input.",
+    )
+    PostToolUse: list[HookMatcher] = Field(
+        default_factory=list,
+        description="After a tool call returned: may give the model feedback or context.",
+    )
+    UserPromptSubmit: list[HookMatcher] = Field(
+        default_factory=list,
+        description="Before an agent reads its task or a user message: may refuse it or add context.",
+    )
+    Stop: list[HookMatcher] = Field(
+        default_factory=list, description="An agent is about to give its final answer: may make it go on."
+    )
+    SubagentStop: list[HookMatcher] = Field(
+        default_factory=list,
+        description="An agent called as a tool is about to answer its caller: may make it go on.",
+    )
+    SessionStart: list[HookMatcher] = Field(
+        default_factory=list,
+        description="The run starts (on an agent: its conversation starts): may add context.",
+    )
+    SessionEnd: list[HookMatcher] = Field(
+        default_factory=list, description="The run ends (on an agent: its conversation ends)."
+    )
+    Notification: list[HookMatcher] = Field(
+        default_factory=list, description="A decision waits for a person (an approval, a question, a budget)."
+    )
+
+    def matchers(self, event: str) -> list[HookMatcher]:
+        found: list[HookMatcher] = getattr(self, event)
+        return found
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.matchers(e) for e in HOOK_EVENTS)
+
+
 # ---------------------------------------------------------------- agents
 
 # an entry names a tool, an agent, an MCP server (`NAME`) or one of its tools (`NAME.TOOL`)
@@ -461,6 +566,10 @@ class AgentManifest(Strict):
     )
     sandbox: SandboxSetting | None = Field(
         default=None, description="How this agent's tool processes are confined (overrides the workflow's)."
+    )
+    hooks: HooksSpec | None = Field(
+        default=None,
+        description="Hooks (Claude Code's shape) for this agent's tool calls, prompts and answers.",
     )
 
     @property
@@ -667,6 +776,11 @@ class WorkflowManifest(Strict):
         default_factory=dict,
         description="MCP servers whose tools agents list as SERVER or SERVER.TOOL (the .mcp.json shape); "
         "these win over a .mcp.json next to the workflow.",
+    )
+    hooks: HooksSpec | None = Field(
+        default=None,
+        description="Hooks (Claude Code's shape) for every agent of the run, and for its start and end; "
+        "run with those of a .claude/settings.json next to the workflow.",
     )
 
 

@@ -182,7 +182,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         _resumed_files(run)
     status, message = "failed", ""
     try:
-        outcome = await _run_body(run)
+        outcome = await _run_body(run, resume)
         status = "max_steps" if outcome.status == "max_steps" else "completed"
         message = outcome.text
     except RunWaiting:  # a decision only a person can take is pending; nothing is in flight
@@ -204,6 +204,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         status, message = "interrupted", f"{reason}: continue with `flowrun resume {run.run_dir}`"
         raise
     finally:
+        await _session_end(run, status)
         await close_run(run)
         await _finish(run, status, message)
     output = None
@@ -211,6 +212,18 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         output = str(run.workspace / run.spec.output)
     pending = run.decisions.open_requests() if status == "waiting" else []
     return RunSummary(status, message, output, EXIT_CODES.get(status, 1), pending)
+
+
+async def _session_end(run: Run, status: str) -> None:
+    """The run's SessionEnd hooks, once it ended (not while it waits or was interrupted: it
+    goes on later); they cannot change how it ended."""
+    if run.hook_moments is None or status in ("waiting", "interrupted"):
+        return
+    try:
+        await run.hook_moments.session_end(status)
+    except FlowrunError as e:
+        with contextlib.suppress(OSError):
+            run.emit(ErrorEvent(where="hooks", message=str(e)))
 
 
 async def close_run(run: Run) -> None:
@@ -291,7 +304,9 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-async def _run_body(run: Run) -> Outcome:
+async def _run_body(run: Run, resume: bool) -> Outcome:
+    if run.hook_moments is not None:
+        await run.hook_moments.session_start(resume)
     spec = run.spec
     talk = run.hooks.conversation
     if talk is not None and talk.chat:

@@ -16,10 +16,13 @@ from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.event_log import EventLog, Subscriber
 from flowrun.runtime.durable.ledger import Ledger
+from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.hooks.book import HookBook
+from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strategy_for
 from flowrun.runtime.loop import dry_run
 from flowrun.runtime.loop.approvals import Approvals
-from flowrun.runtime.loop.contracts import AgentInstance, BindRequest
+from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, Outcome
 from flowrun.runtime.loop.decisions import Decisions
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
@@ -29,6 +32,7 @@ from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
 from flowrun.runtime.options import RunHooks, RunOptions
+from flowrun.tools.base import ToolContext
 from flowrun.types import ModelResponse, ToolCall, ToolResult
 
 DRY_WORKDIR = "workdir"  # a dry run's stand-in for the user's folder, in its run folder
@@ -121,6 +125,37 @@ class Run:
             decisions=self.decisions,
         )
         self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, ledger)
+        book = HookBook(project, self.spec, self.workflow_dir, self.emit, ledger, self._hook_context)
+        # the hooks of Claude Code's settings, the workflow and its agents (runtime/hooks/)
+        self.hook_moments = HookMoments(book, self.run_id, run_dir, self.workspace) if book.active else None
+        env.hooks = self.hook_moments
+        if self.hook_moments is not None:
+            self.decisions.on_pending = self.hook_moments.notify
+
+    def _hook_context(self, inst: AgentInstance | None) -> ToolContext:
+        """Where a hook command of `inst` (None: of the run) runs: as its tools' processes do."""
+        return ToolContext(
+            workspace=self.workspace,
+            base_dir=self.workspace,
+            cwd=inst.cwd if inst is not None else self.workspace,
+            run_dir=self.run_dir,
+            agent_name=inst.name if inst is not None else "",
+            agent_id=inst.id if inst is not None else "",
+            search_path=list(self.project.roots),
+            protected=PROTECTED,
+            sandbox=self.sandboxes.hook_policy(inst.spec if inst is not None else None),
+            write_within=inst.write_within if inst is not None else None,
+        )
+
+    async def prompt_hooks(self, inst: AgentInstance, text: str, opening: bool) -> str:
+        if self.hook_moments is None:
+            return text
+        return await self.hook_moments.prompt(inst, text, opening)
+
+    async def stop_hooks(self, inst: AgentInstance, outcome: Outcome, active: bool) -> str | None:
+        if self.hook_moments is None:
+            return None
+        return await self.hook_moments.stop(inst, outcome, active)
 
     # ------------------------------------------------------------ events
 

@@ -108,17 +108,21 @@ async def run_process(
     timeout_s: float,
     max_output_bytes: int,
     leftover_mark: bool = False,
+    stdin: bytes | None = None,
 ) -> ProcessOutcome:
     """Run `argv` (no shell) to completion or timeout. Raises FileNotFoundError /
     PermissionError when the program cannot be started. `leftover_mark`: argv was wrapped by
-    `launch(..., report_leftovers=True)` in the sandbox."""
-    proc = await spawn_process(argv, cwd, env)
+    `launch(..., report_leftovers=True)` in the sandbox. `stdin`: what the process reads on
+    its standard input (a hook's JSON), then end of file; None: /dev/null."""
+    proc = await spawn_process(argv, cwd, env, stdin=stdin is not None)
     outcome = ProcessOutcome(proc.pid, None, CappedOutput(max_output_bytes), CappedOutput(max_output_bytes))
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
         asyncio.create_task(pump(proc.stdout, outcome.stdout)),
         asyncio.create_task(pump(proc.stderr, outcome.stderr)),
     ]
+    if stdin is not None and proc.stdin is not None:
+        readers.append(asyncio.create_task(_feed(proc.stdin, stdin)))
     try:
         outcome.timed_out = not await wait_exit(proc, timeout_s)
         if not outcome.timed_out:
@@ -143,8 +147,23 @@ async def run_process(
     return outcome
 
 
+async def _feed(sink: asyncio.StreamWriter, data: bytes) -> None:
+    """Write `data` and close: a process that exits without reading it all is no error."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        sink.write(data)
+        await sink.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        sink.close()
+        await sink.wait_closed()
+
+
 async def spawn_process(
-    argv: list[str], cwd: Path, env: dict[str, str] | None, *, stderr: int = asyncio.subprocess.PIPE
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str] | None,
+    *,
+    stderr: int = asyncio.subprocess.PIPE,
+    stdin: bool = False,
 ) -> asyncio.subprocess.Process:
     """Start the process, whole: a cancel (Ctrl-C, SIGTERM, a budget stopping the others)
     that lands while asyncio is still setting it up must not leave it running unseen (or the
@@ -155,7 +174,7 @@ async def spawn_process(
             *argv,
             cwd=cwd,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
             start_new_session=True,  # its own process group, so a kill reaches every child

@@ -9,9 +9,10 @@ tool names, see TOOL_MAP; `Task(NAME)` offers agent NAME, `mcp__SERVER__TOOL` an
 the workflow's; `maxTurns` is `max_steps`; `skills` limits use_skill and run_skill_script;
 `mcpServers` names servers (inline declarations join the project's); `permissionMode` becomes
 approvals (`default`: ask on edits and the shell, `acceptEdits`: on the shell, `plan`: only
-read-only tools, `bypassPermissions`/`dontAsk`: none).
+read-only tools, `bypassPermissions`/`dontAsk`: none); `hooks` are the agent's hooks, in
+Claude Code's shape (manifest/hooks.py; what they do: runtime/hooks/).
 
-Keys flowrun does not use (`memory`, `hooks`, ...) are warnings naming what is ignored, except
+Keys flowrun does not use (`memory`, `isolation`, ...) are warnings naming what is ignored, except
 `color` (only how Claude Code draws the agent); a key that looks like a misspelling of a known
 one is an error with a did-you-mean. Claude Code's team tools that flowrun's agent-as-tool
 protocol already is (`TaskList`, `TaskGet`: the assignment, which a sub-agent gets as its task;
@@ -40,8 +41,9 @@ USED_KEYS = (
     "skills",
     "mcpServers",
     "permissionMode",
+    "hooks",
 )
-IGNORED_KEYS = ("memory", "hooks", "isolation", "background", "effort", "initialPrompt")
+IGNORED_KEYS = ("memory", "isolation", "background", "effort", "initialPrompt")
 COSMETIC_KEYS = ("color",)  # how Claude Code shows the agent: nothing a run does depends on it
 # Claude Code team tools that a sub-agent's call already is: its task is the assignment
 # (TaskList, TaskGet) and its answer the report to the lead (TaskUpdate, SendMessage)
@@ -145,6 +147,7 @@ def _convert(doc: Document, out: Converted) -> None:
     _skills(meta, out)
     _mcp_servers(meta, out)
     _permission_mode(meta, out)
+    _hooks(meta, out)
     out.data["tools"] = [{n: c} if c else n for n, c in out.tools.items()]
 
 
@@ -315,3 +318,18 @@ def _permission_mode(meta: Mapping[str, object], out: Converted) -> None:
     for name in ask:
         if name in out.tools:
             out.tools[name]["approve"] = "ask"
+
+
+def _hooks(meta: Mapping[str, object], out: Converted) -> None:
+    raw = meta.get("hooks")
+    if raw is None:
+        return
+    from flowrun.manifest.hooks import hook_problems
+    from flowrun.manifest.specs import HooksSpec
+    from flowrun.manifest.typed_check import check_model
+
+    rules = hook_problems(out.src, ("hooks",), raw)
+    spec, problems = check_model(out.src, HooksSpec, raw, ("hooks",))
+    out.diagnostics += rules + problems
+    if isinstance(spec, HooksSpec):
+        out.data["hooks"] = raw

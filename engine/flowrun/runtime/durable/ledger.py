@@ -25,6 +25,7 @@ from flowrun.events import (
     Event,
     FanoutEndEvent,
     FanoutStartEvent,
+    HookEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelFallbackEvent,
@@ -66,6 +67,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     ModelFallbackEvent,
     CallBudgetExceededEvent,
     DecisionPendingEvent,
+    HookEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -167,6 +169,7 @@ class Ledger:
     waiting: dict[tuple[str, str], DecisionPendingEvent] = field(default_factory=dict)
     tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
+    hooks: dict[tuple[str, str, str], HookEvent] = field(default_factory=dict)  # (agent id, moment, hook)
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
     prints: dict[tuple[str, int], RequestPrint] = field(default_factory=dict)
@@ -198,8 +201,8 @@ class Ledger:
                 ledger.user_messages[(event.agent_id, event.step)] = event.text
             elif isinstance(event, AgentStartEvent):
                 ledger.tasks.setdefault(event.agent_id, event.task)
-            elif isinstance(event, ToolIntentEvent):
-                ledger.intents.add((event.agent_id, event.call_id))
+            elif isinstance(event, ToolIntentEvent | HookEvent):
+                ledger._add_call_event(event)
             elif isinstance(event, StepConditionEvent):
                 ledger.conditions[event.step] = event.met
             elif isinstance(event, ErrorEvent) and event.where == "model" and event.agent_id:
@@ -207,6 +210,12 @@ class Ledger:
                 if step is not None:
                     ledger.failures[(event.agent_id, step)] = event.message
         return ledger
+
+    def _add_call_event(self, event: ToolIntentEvent | HookEvent) -> None:
+        if isinstance(event, HookEvent):
+            self.hooks[(event.agent_id, event.call_id, event.hook)] = event
+        else:
+            self.intents.add((event.agent_id, event.call_id))
 
     def _add_decision(self, event: ApprovalEvent | DecisionPendingEvent | DecisionEvent) -> None:
         key = (event.agent_id, event.call_id)
@@ -318,6 +327,12 @@ class Ledger:
             return None
         recorded = self.tool_results.get((agent_id, call_id))
         return ToolResult.from_dict(recorded.to_dict()) if recorded is not None else None
+
+    def hook(self, agent_id: str, moment: str, hook_id: str) -> HookEvent | None:
+        """What a hook answered at this moment in the recording (resume and replay reuse it)."""
+        if agent_id in self.diverged:
+            return None
+        return self.hooks.get((agent_id, moment, hook_id))
 
     def started_unfinished(self, agent_id: str, call_id: str) -> bool:
         """True for a call not safe to repeat that an earlier attempt started and never

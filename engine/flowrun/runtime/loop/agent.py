@@ -25,34 +25,40 @@ async def run_agent(
     `--message` of a resumed run) may arrive before a model call or after a final answer; then
     the conversation goes on, with a fresh `max_steps` budget."""
     strategy = inst.strategy
-    inst.task = task
-    inst.messages.append(Message("user", strategy.opening(inst, task, services)))
+    inst.task = await services.prompt_hooks(inst, task, True)
+    inst.messages.append(Message("user", strategy.opening(inst, inst.task, services)))
     limit = max_steps or inst.spec.max_steps
     pattern = inst.stop_pattern()
-    user_turn: UserTurn = services.user_turn
     step = repairs = base = 0
+    held = False  # a Stop hook made it go on: `stop_hook_active`
     while step < base + limit + repairs:
         step += 1
-        if await _user_message(user_turn, inst, None):
+        if await _user_message(services, inst, None):
             base = step - 1
         outcome = await _turn(services, inst, strategy, pattern, step)
         if outcome is None:
             continue
         if outcome.status == "stopped" or accept_final(services, inst, outcome, repairs):
-            if outcome.status != "finished" and await _user_message(user_turn, inst, outcome.text):
+            if outcome.status != "finished" and await _user_message(services, inst, outcome.text):
                 base = step
+                continue
+            reason = await services.stop_hooks(inst, outcome, held)
+            if reason is not None:
+                inst.messages.append(Message("user", reason))
+                held = True
                 continue
             return outcome
         repairs += 1
     return Outcome("max_steps", inst.last_text, step)
 
 
-async def _user_message(user_turn: UserTurn, inst: AgentInstance, answer: str | None) -> bool:
+async def _user_message(services: LoopServices, inst: AgentInstance, answer: str | None) -> bool:
     """Append the user's message for `inst` at this point, if there is one."""
+    user_turn: UserTurn = services.user_turn
     message = await user_turn(inst, answer)
     if message is None:
         return False
-    inst.messages.append(Message("user", message))
+    inst.messages.append(Message("user", await services.prompt_hooks(inst, message, False)))
     return True
 
 

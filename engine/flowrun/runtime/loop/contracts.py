@@ -234,6 +234,16 @@ class LoopServices(Protocol):
         answer that would end it), or None: the conversation goes on without one."""
         return None
 
+    async def prompt_hooks(self, inst: AgentInstance, text: str, opening: bool) -> str:
+        """The task (`opening`) or user message as the agent reads it once its hooks ran
+        (UserPromptSubmit, and SessionStart's context); raises HookBlocked when refused."""
+        return text
+
+    async def stop_hooks(self, inst: AgentInstance, outcome: Outcome, active: bool) -> str | None:
+        """Before `inst` gives its final answer: a reason it must go on (Stop, SubagentStop
+        hooks), or None."""
+        return None
+
 
 class RunServices(LoopServices, Protocol):
     project: Project

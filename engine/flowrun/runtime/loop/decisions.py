@@ -104,6 +104,8 @@ class Decisions:
         self.ledger = ledger
         self.on_budget = on_budget
         self.drain = Drain()
+        # told of each request that starts to wait (the Notification hooks)
+        self.on_pending: Callable[[DecisionPendingEvent], Awaitable[None]] | None = None
         self._budget_asks: Counter[str] = Counter()
         recorded = ledger.waiting.values() if ledger is not None and ledger.mode == "resume" else ()
         # what the run waits for: the log's open requests, and those that become pending now
@@ -127,6 +129,8 @@ class Decisions:
             request.deadline = round(time.time() + self.deadline_s, 3)
         self.emit(request)
         self.open[key] = PendingDecision.from_event(earlier or request)
+        if self.on_pending is not None:
+            await self.on_pending(request)
         self.drain.begin()
         await self.drain.park(inside_work)
 

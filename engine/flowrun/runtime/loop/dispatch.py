@@ -10,14 +10,15 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from flowrun.errors import BudgetExceeded, FlowrunError
+from flowrun.errors import BudgetExceeded, FlowrunError, HookStopped
 from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
 from flowrun.runtime.loop.decisions import Decisions, LiveAnswer, RunWaiting
@@ -44,6 +45,7 @@ class ToolEnvironment:
     approvals: Approvals | None = None  # None: no entry's `approve:` is honoured (tests)
     decisions: Decisions | None = None  # None: nothing waits (tests)
     dry_run: bool = False  # tools that declare `in_dry_run: simulate` are answered, not run
+    hooks: HookMoments | None = None  # PreToolUse and PostToolUse hooks (runtime/hooks/)
 
 
 class ToolDispatcher:
@@ -136,6 +138,10 @@ class ToolDispatcher:
             return recorded
         if self.ledger is not None and self.ledger.started_unfinished(inst.id, call.id):
             return effect_unknown(bound)
+        gate = await self._pre_hooks(inst, bound, call)
+        if isinstance(gate, ToolResult):
+            return gate
+        bound, call = gate
         if self.env.dry_run and bound.in_dry_run == "simulate":
             return simulated(bound, declared_arguments(bound, call.arguments))
         if self.env.approvals is not None:
@@ -152,8 +158,36 @@ class ToolDispatcher:
                 intent = ToolIntentEvent(agent=inst.name, agent_id=inst.id, call_id=call.id, tool=bound.name)
                 self.emit(intent)
             result = await invoke(bound, invocation)
-        # on replay the model must see exactly what it saw then; the call ran for its files
-        return recorded or result
+        # on replay the model must see exactly what it saw then (the hooks' notes included); the
+        # call ran for its files
+        if recorded is not None:
+            return recorded
+        if self.env.hooks is not None:
+            result = await self.env.hooks.post_tool(inst, bound, call, result)
+        return result
+
+    async def _pre_hooks(
+        self, inst: AgentInstance, bound: BoundTool, call: ToolCall
+    ) -> ToolResult | tuple[BoundTool, ToolCall]:
+        """PreToolUse: a refusal for the model, or the call as it runs (its arguments as a hook
+        changed them; `ask`: a person approves it; `allow`: no `approve: ask` question)."""
+        if self.env.hooks is None:
+            return bound, call
+        verdict = await self.env.hooks.pre_tool(inst, bound, call)
+        if verdict.decision == "deny":
+            return ToolResult.fail("HOOK_BLOCKED", f"a PreToolUse hook blocked this call: {verdict.reason}")
+        if verdict.updated_input is not None:
+            # a new call object: the model's own call, in its history, keeps what it asked
+            call = replace(call, arguments={**call.arguments, **verdict.updated_input})
+            problem = check_arguments(bound, call)
+            if problem is not None:
+                problem.text = f"a PreToolUse hook changed the arguments: {problem.text}"
+                return problem
+        if verdict.decision == "ask" and bound.approve != "never":
+            bound = replace(bound, approve="ask")
+        elif verdict.decision == "allow" and bound.approve == "ask":
+            bound = replace(bound, approve="always")
+        return bound, call
 
     def _recorded_result(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolResult | None:
         # a sub-agent always runs again (from its recorded model calls) to rebuild its state
@@ -339,7 +373,7 @@ async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:
         result = await (asyncio.wait_for(coro, timeout) if timeout else coro)
     except TimeoutError:
         result = ToolResult.fail("TIMEOUT", f"{bound.name} did not finish within {timeout} s")
-    except (BudgetExceeded, RunWaiting):
+    except (BudgetExceeded, RunWaiting, HookStopped):
         raise  # the run stops (or waits); not something the model can fix
     except Exception as e:  # a tool never raises into the agent loop
         detail = str(e) if len(str(e)) <= ERROR_DETAIL_CHARS else str(e)[:ERROR_DETAIL_CHARS] + "…"

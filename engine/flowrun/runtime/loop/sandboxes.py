@@ -34,6 +34,16 @@ class SandboxPolicies:
             self._cache[key] = found
         return found
 
+    def hook_policy(self, agent: AgentManifest | None) -> SandboxPolicy:
+        """Where an agent's hook commands run (no agent: the run's): its tools' sandbox
+        without any one tool's layers."""
+        key = (agent.name if agent is not None else "", "")
+        found = self._cache.get(key)
+        if found is None:
+            found = effective_policy(self.workflow, agent, (), self.base, self.override)
+            self._cache[key] = found
+        return found
+
 
 def startup_check(
     project: Project, workflow: WorkflowManifest, policies: SandboxPolicies, dry_run: bool

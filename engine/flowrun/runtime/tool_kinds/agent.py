@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from flowrun.errors import OutputInvalid, ProviderError
+from flowrun.errors import HookBlocked, OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems
 from flowrun.manifest.diagnostics import Diagnostic
@@ -167,6 +167,9 @@ async def call_agent(
     except OutputInvalid as e:
         run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
         return ToolResult.fail("OUTPUT_INVALID", e.message)
+    except HookBlocked as e:  # its task was refused: the caller can word it otherwise
+        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
+        return ToolResult.fail("HOOK_BLOCKED", e.message)
     files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
     caller.written |= set(files)
     run.emit(

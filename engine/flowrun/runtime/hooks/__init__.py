@@ -1,0 +1,1 @@
+"""Hooks in Claude Code's shape: which fire when, running them, and what their answers do."""
