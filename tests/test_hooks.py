@@ -35,9 +35,8 @@ ADD_CONTEXT = r"""#!/bin/bash
 # .claude/hooks/after-write.sh: PostToolUse hook on Write|Edit
 input=$(cat)
 file=$(printf '%s' "$input" | sed -n 's/.*"file_path": *"\([^"]*\)".*/\1/p')
-cat <<EOF
-{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "Remember to run the formatter on $(basename "$file")."}}
-EOF
+note="Remember to run the formatter on $(basename "$file")."
+printf '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "%s"}}\n' "$note"
 """
 STOP_ONCE = r"""#!/bin/bash
 # .claude/hooks/stop-once.sh: Stop hook that asks for one more look
@@ -173,6 +172,8 @@ def test_claude_agent_file_hooks_run_unchanged(tmp_path: Path, provider: str) ->
     assert hooks[0]["hook"] == "agent/guarded:PreToolUse:0:0"
     assert "block-rm.sh" in hooks[0]["command"] and hooks[0]["duration_ms"] > 0
     assert all(h["agent"] == "guarded" for h in hooks)
+    shown = run_cli(["show", str(run_dir)], cwd=tmp_path).stdout
+    assert "hook PreToolUse" in shown and "exit 2 → deny: Blocked: rm commands" in shown
 
 
 def test_replay_reuses_recorded_hook_outcomes(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from flowrun.events import (
     ErrorEvent,
     Event,
     FanoutStartEvent,
+    HookEvent,
     IterationEndEvent,
     IterationStartEvent,
     ModelFallbackEvent,
@@ -466,9 +467,22 @@ class RunTree:
         text = _agent_note(e)
         if node is not None and text is not None:
             node.items.append(Text(text, style="yellow"))
+        elif text is not None and isinstance(e, HookEvent):  # the run's own (SessionStart, ...)
+            self.notes.append(text)
+
+
+def _hook_note(e: HookEvent) -> str:
+    """One hook run: its event, command, how it answered and what flowrun made of it."""
+    answered = f"failed: {e.failure}" if e.failure else f"exit {e.exit_code}"
+    decided = f" → {e.decision}" if e.decision != "none" else ""
+    why = f": {_short(e.reason, 100)}" if e.reason and e.decision != "none" else ""
+    again = " (recorded)" if e.replayed else ""
+    return f"hook {e.event} {_short(e.command, 50)} · {answered}{decided}{why}{again}"
 
 
 def _agent_note(e: Event) -> str | None:
+    if isinstance(e, HookEvent):
+        return _hook_note(e)
     if isinstance(e, ModelFallbackEvent):
         return f"model call {e.step}: {e.from_model} → {e.to_model} ({_short(e.reason, 100)})"
     if isinstance(e, OutputInvalidEvent):
