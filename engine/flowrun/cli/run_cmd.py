@@ -336,15 +336,15 @@ def usage_table(usage: UsageRecord) -> str:
     ]
     for line in usage.get("by_agent_model", []):
         u = line.get("usage", {})
-        cost = f"{line['cost_usd']:.4f}" if line.get("cost_usd") is not None else "-"
+        cost = f"{line['cost_usd']:.4f}" if line.get("cost_usd") is not None else "unknown"
         model = str(line["model"])[:28]
         rows.append(
             f"{line['agent']:<16} {model:<28} {line['calls']:>5} {u.get('input_tokens', 0):>9} "
             f"{u.get('output_tokens', 0):>8} {u.get('cache_read_tokens', 0):>8} {cost:>9}"
         )
     total_cost = usage.get("total_cost_usd")
-    total = f"{total_cost:.4f}" if total_cost is not None else "-"
-    rows.append(f"total tokens {usage.get('total_tokens', 0)}, cost ${total}")
+    total = f"${total_cost:.4f}" if total_cost is not None else "unknown"
+    rows.append(f"total tokens {usage.get('total_tokens', 0)}, cost {total}")
     return "\n".join(rows)
 
 

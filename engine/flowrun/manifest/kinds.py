@@ -148,6 +148,11 @@ class StepKindSide(Protocol):
         """The agents this step itself runs, with the path of the key that names each."""
         return iter(())
 
+    def repeats(self, step: Any) -> float:
+        """At most how many times its nested steps run per run of it (the cost preview): a
+        loop's max_iterations; inf when only the run knows (a foreach's items)."""
+        return 1.0
+
     def templates(self, step: Any) -> Iterator[Template]:
         """This step's own templates (not those of nested steps; `if:` is everyone's)."""
         return iter(())

@@ -6,6 +6,7 @@ earlier step wrote), `concurrency` at a time. Templates of the step see the item
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -64,6 +65,9 @@ class ForeachStepKind(StepKind):
     def children(self, step: ForeachStep) -> Iterator[Nested]:
         body = step.foreach
         yield Nested(body.step, ("foreach", "step"), frozenset({body.as_, "index"}))
+
+    def repeats(self, step: ForeachStep) -> float:
+        return math.inf  # one run per item: only the run knows how many
 
     def templates(self, step: ForeachStep) -> Iterator[Template]:
         for key in ("file", "collect"):

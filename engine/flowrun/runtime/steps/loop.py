@@ -40,6 +40,9 @@ class LoopStepKind(StepKind):
         for i, nested in enumerate(step.loop.steps):
             yield Nested(nested, ("loop", "steps", i))
 
+    def repeats(self, step: LoopStep) -> float:
+        return float(step.loop.max_iterations)
+
     def templates(self, step: LoopStep) -> Iterator[Template]:
         if step.loop.until:
             yield Template(step.loop.until, ("loop", "until"), expression=True)
