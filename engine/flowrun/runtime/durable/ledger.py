@@ -31,6 +31,7 @@ from flowrun.events import (
     ModelRequestEvent,
     ModelResponseEvent,
     OutputInvalidEvent,
+    RepeatedCallEvent,
     RunStartEvent,
     StepConditionEvent,
     ToolCallEvent,
@@ -66,6 +67,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     ModelFallbackEvent,
     CallBudgetExceededEvent,
     DecisionPendingEvent,
+    RepeatedCallEvent,
 )
 EventKey = tuple[object, ...]
 
