@@ -46,6 +46,7 @@ yes_option = click.option("-y", "--yes", is_flag=True, help=YES_HELP)
     "inputs_file",
     "stream",
     "no_thinking",
+    "estimate",
     "quiet",
     "verbose",
     "sandbox",
@@ -74,6 +75,11 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
         wf = load(workflow, list(options.overrides))
         warn_skipped(wf.diagnostics)
         inputs = parse_input_args(wf, list(ctx.args), run_args.inputs_file)
+        if run_args.estimate:  # the preview instead of the run: nothing is sent
+            from flowrun.cli.cost_cmd import estimate
+
+            click.echo(estimate(wf, options, inputs, run_args.runs_dir))
+            sys.exit(0)
         run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
         folder.append(run_args.runs_dir / run_id)
         level = run_args.verbosity

@@ -22,7 +22,7 @@ totals count what can be priced and name the models left out (`unpriced`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from flowrun.errors import ManifestError
@@ -239,7 +239,7 @@ def _usd_per_token(call: CallCeiling) -> float:
     return (call.usd or 0.0) / call.tokens if call.tokens else 0.0
 
 
-def step_roots(spec: WorkflowManifest) -> list[tuple[str, float]]:
+def step_roots(spec: WorkflowManifest, inputs: Mapping[str, object]) -> list[tuple[str, float]]:
     """(agent, at most how many times it runs) for the entry agent and every step's agent."""
     if spec.entry:
         return [(spec.entry, 1.0)]
@@ -248,7 +248,7 @@ def step_roots(spec: WorkflowManifest) -> list[tuple[str, float]]:
     for at in walk_steps(spec.steps):
         outer = _enclosing(at, times)
         kind = step_kind(at.step)
-        times[at.parts] = outer * kind.repeats(at.step)
+        times[at.parts] = _mul(outer, kind.repeats(at.step, inputs))
         out += [(name, outer) for name, _ in kind.agents(at.step)]
     return out
 
@@ -259,11 +259,13 @@ def _enclosing(at: StepAt, times: dict[tuple[object, ...], float]) -> float:
     return times[max(holders, key=len)] if holders else 1.0
 
 
-def preview(spec: WorkflowManifest, project: Project, resolve: Resolve) -> Preview:
-    """The worst case of a run of `spec` with the models `resolve` picks (ManifestError for a
-    model that does not resolve)."""
+def preview(
+    spec: WorkflowManifest, project: Project, resolve: Resolve, inputs: Mapping[str, object] | None = None
+) -> Preview:
+    """The worst case of a run of `spec` with the models `resolve` picks and the `inputs` known
+    so far (a foreach over a list input); ManifestError for a model that does not resolve."""
     walker = _Walker(project, resolve)
-    roots = [(name, n) for name, n in step_roots(spec) if name in project.agents]
+    roots = [(name, n) for name, n in step_roots(spec, inputs or {}) if name in project.agents]
     uncapped = Ceiling()
     for name, n in roots:
         tree = walker.tree(name)

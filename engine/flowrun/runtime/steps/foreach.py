@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -66,8 +66,9 @@ class ForeachStepKind(StepKind):
         body = step.foreach
         yield Nested(body.step, ("foreach", "step"), frozenset({body.as_, "index"}))
 
-    def repeats(self, step: ForeachStep) -> float:
-        return math.inf  # one run per item: only the run knows how many
+    def repeats(self, step: ForeachStep, inputs: Mapping[str, object]) -> float:
+        items = inputs.get(step.foreach.input) if step.foreach.input else None
+        return float(len(items)) if isinstance(items, list) else math.inf  # else only the run knows
 
     def templates(self, step: ForeachStep) -> Iterator[Template]:
         for key in ("file", "collect"):

@@ -3,7 +3,7 @@ condition holds after an iteration, or `max_iterations` pass."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 from pydantic import Field
@@ -40,7 +40,7 @@ class LoopStepKind(StepKind):
         for i, nested in enumerate(step.loop.steps):
             yield Nested(nested, ("loop", "steps", i))
 
-    def repeats(self, step: LoopStep) -> float:
+    def repeats(self, step: LoopStep, inputs: Mapping[str, object]) -> float:
         return float(step.loop.max_iterations)
 
     def templates(self, step: LoopStep) -> Iterator[Template]:
