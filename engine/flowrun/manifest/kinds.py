@@ -148,7 +148,7 @@ class StepKindSide(Protocol):
         """The agents this step itself runs, with the path of the key that names each."""
         return iter(())
 
-    def repeats(self, step: Any, inputs: Mapping[str, object]) -> float:
+    def repeats(self, step: StepSpec, inputs: Mapping[str, object]) -> float:
         """At most how many times its nested steps run per run of it (the cost preview): a
         loop's max_iterations, a foreach's items when the inputs hold them; inf when only the
         run knows."""

@@ -66,7 +66,8 @@ class ForeachStepKind(StepKind):
         body = step.foreach
         yield Nested(body.step, ("foreach", "step"), frozenset({body.as_, "index"}))
 
-    def repeats(self, step: ForeachStep, inputs: Mapping[str, object]) -> float:
+    def repeats(self, step: StepSpec, inputs: Mapping[str, object]) -> float:
+        assert isinstance(step, ForeachStep)
         items = inputs.get(step.foreach.input) if step.foreach.input else None
         return float(len(items)) if isinstance(items, list) else math.inf  # else only the run knows
 

@@ -40,7 +40,8 @@ class LoopStepKind(StepKind):
         for i, nested in enumerate(step.loop.steps):
             yield Nested(nested, ("loop", "steps", i))
 
-    def repeats(self, step: LoopStep, inputs: Mapping[str, object]) -> float:
+    def repeats(self, step: StepSpec, inputs: Mapping[str, object]) -> float:
+        assert isinstance(step, LoopStep)
         return float(step.loop.max_iterations)
 
     def templates(self, step: LoopStep) -> Iterator[Template]:
