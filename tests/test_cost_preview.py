@@ -190,3 +190,15 @@ def test_earlier_runs_give_the_median_and_90th_percentile(tmp_path: Path) -> Non
     assert "earlier runs of hist in runs: 3" in estimated.stdout
     assert "cost: median $0.0250, 90th percentile $0.0410 (3 priced)" in estimated.stdout
     assert len(list((tmp_path / "runs").iterdir())) == 4  # the three runs and the dry run: no new folder
+
+
+def test_a_foreach_over_a_list_input_is_bounded_by_the_inputs_given(tmp_path: Path) -> None:
+    workflow = str(REPO / "examples" / "research_foreach.yaml")
+    unknown = preview([workflow], tmp_path)
+    assert unknown["uncapped"]["calls"] is None  # one searcher per question: only the run knows
+    two = preview([workflow, "--questions", '["a?", "b?"]'], tmp_path)
+    roots = {r["agent"]: r["times"] for r in two["roots"]}
+    assert roots == {"searcher": 2, "writer": 1}
+    searcher, writer = two["agents"]["searcher"]["tree"], two["agents"]["writer"]["tree"]
+    assert two["uncapped"]["calls"] == 2 * searcher["calls"] + writer["calls"]
+    assert two["uncapped"]["usd"] == pytest.approx(2 * searcher["usd"] + writer["usd"])
