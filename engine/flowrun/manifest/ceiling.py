@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from flowrun.errors import ManifestError
 from flowrun.manifest.graph import tool_entries, walk_steps
@@ -31,7 +32,7 @@ from flowrun.manifest.kinds import StepAt, step_kind, tool_kind_for
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.providers.base import ModelConfig
-from flowrun.providers.prices import cost_usd
+from flowrun.providers.prices import cost_usd, has_manifest_price
 from flowrun.types import Usage
 
 # (model reference or None for the agent's default, agent name) -> the model a run would use
@@ -54,9 +55,12 @@ class CallCeiling:
         return self.input_tokens + self.output_tokens
 
 
-def call_ceiling(config: ModelConfig) -> CallCeiling:
-    """A full context window in (at the dearer of input and cache-write prices), `max_tokens` out."""
+def call_ceiling(config: ModelConfig, table: bool = True) -> CallCeiling:
+    """A full context window in (at the dearer of input and cache-write prices), `max_tokens` out;
+    without `table`, only a manifest `price:` counts (the price table is not imported)."""
     window, out = config.context_window, config.max_tokens
+    if not table and not has_manifest_price(config):
+        return CallCeiling(config.name, window, out, None)
     costs = [
         cost_usd(Usage(input_tokens=window, output_tokens=out), config),
         cost_usd(Usage(cache_write_tokens=window, output_tokens=out), config),
@@ -134,9 +138,10 @@ class Preview:
 
 
 class _Walker:
-    def __init__(self, project: Project, resolve: Resolve) -> None:
+    def __init__(self, project: Project, resolve: Resolve, table: bool) -> None:
         self.project = project
         self.resolve = resolve
+        self.table = table
         self.agents: dict[str, AgentCeiling] = {}
         self.calls: dict[str, CallCeiling] = {}
 
@@ -157,7 +162,7 @@ class _Walker:
 
     def _call(self, config: ModelConfig) -> CallCeiling:
         if config.name not in self.calls:
-            self.calls[config.name] = call_ceiling(config)
+            self.calls[config.name] = call_ceiling(config, self.table)
         return self.calls[config.name]
 
     def tree(
@@ -260,11 +265,16 @@ def _enclosing(at: StepAt, times: dict[tuple[object, ...], float]) -> float:
 
 
 def preview(
-    spec: WorkflowManifest, project: Project, resolve: Resolve, inputs: Mapping[str, object] | None = None
+    spec: WorkflowManifest,
+    project: Project,
+    resolve: Resolve,
+    inputs: Mapping[str, object] | None = None,
+    table: bool = True,
 ) -> Preview:
     """The worst case of a run of `spec` with the models `resolve` picks and the `inputs` known
-    so far (a foreach over a list input); ManifestError for a model that does not resolve."""
-    walker = _Walker(project, resolve)
+    so far (a foreach over a list input); ManifestError for a model that does not resolve.
+    `table`: price models without `price:` from the price table (validate does not)."""
+    walker = _Walker(project, resolve, table)
     roots = [(name, n) for name, n in step_roots(spec, inputs or {}) if name in project.agents]
     uncapped = Ceiling()
     for name, n in roots:
@@ -289,15 +299,12 @@ def preview(
     return Preview(spec.name, roots, walker.agents, uncapped, limits, capped, dearest)
 
 
-def manifest_resolver(spec: WorkflowManifest, project: Project, base_dir: object) -> Resolve:
+def manifest_resolver(spec: WorkflowManifest, project: Project, folder: Path) -> Resolve:
     """The models a run would use, from the manifests alone (no --model override)."""
-    from pathlib import Path
-
     from flowrun.manifest.model_config import config_from_shorthand, config_from_spec
 
     named = {**{n: loaded.spec for n, loaded in project.models.items()}, **spec.models}
     default = spec.default_model or project.default_model
-    folder = Path(str(base_dir))
 
     def resolve(ref: str | None, agent: str) -> ModelConfig:
         ref = ref or default

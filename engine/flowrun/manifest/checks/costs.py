@@ -1,7 +1,7 @@
 """validate's cost warnings: a USD budget over a model nobody can price (the manifest has no
 `price:` and the bundled price table does not know it), and a sub-agent tree whose worst case
 no budget caps (manifest/ceiling.py). The price table is consulted only for workflows with a
-USD budget, or with sub-agents and no run-wide limit."""
+USD budget and a model without `price:` (the tree warning's figure uses manifest prices only)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def check_costs(wf: Loaded[WorkflowManifest], project: Project, agents: set[str]
         out += _unpriced(wf, project, agents, resolve, budget)
     if delegates and not run_limit:
         try:
-            found = preview(spec, project, resolve)
+            found = preview(spec, project, resolve, table=False)  # validate stays fast
         except FlowrunError:  # a model that does not resolve: reported by the model checks
             return out
         out += _uncapped(wf, found)
@@ -107,7 +107,8 @@ def _uncapped(wf: Loaded[WorkflowManifest], found: Preview) -> list[Diagnostic]:
         if math.isinf(worst.calls):
             figure = f"unbounded ({called} may be called any number of times)"
         else:
-            figure = f"{worst.calls:g} model calls" + (f", ${worst.usd:,.2f}" if worst.usd else "")
+            priced = worst.usd and not worst.unpriced  # manifest prices only: the table is not read
+            figure = f"{worst.calls:g} model calls" + (f", ${worst.usd:,.2f}" if priced else "")
         message = (
             f"the worst case of {tree.agent}'s sub-agent tree ({called}) is {figure}, and no budget caps it"
         )
