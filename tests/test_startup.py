@@ -26,6 +26,7 @@ from flowrun.cli import main
 result = CliRunner().invoke(main, sys.argv[1:])
 sys.stdout.write(result.output)
 heavy = ("pydantic", "jsonschema", "jinja2", "yaml", "rich", "flowrun.cli.run_cmd", "flowrun.api")
+heavy += ("genai_prices",)
 print("LOADED", sorted(m for m in heavy if m in sys.modules))
 sys.exit(result.exit_code)
 """
@@ -105,6 +106,7 @@ def test_validate_answers_from_the_cache_without_the_checkers(tmp_path: Path) ->
     env = cache_env(tmp_path)
     code, first, loaded = probe(["validate", "."], project, env)
     assert code == 0 and "pydantic" in loaded and "jsonschema" in loaded
+    assert "genai_prices" not in loaded  # no USD budget: the price table is not read
     code, second, loaded = probe(["validate", "."], project, env)
     assert code == 0 and second == first
     assert loaded == []  # no YAML parser, schema checker, pydantic or template engine

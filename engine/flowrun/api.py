@@ -86,6 +86,8 @@ from flowrun.runtime.telemetry.live import live_export
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from flowrun.manifest.ceiling import Preview
+
 # the keyword arguments of Workflow.run besides the options (for the did-you-mean of a typo)
 RUN_KEYWORDS: tuple[str, ...] = ("options", "run_dir", "runs_dir", "run_id", "on_event", "ask_user")
 RUN_KEYWORDS += ("approve", "conversation", "interject")
@@ -276,6 +278,30 @@ class Workflow:
         own = self.override_texts
         more = [text for text in texts if text not in own]
         return load(self.path, [*own, *more]) if more else self
+
+    def cost_preview(
+        self, options: RunOptions | None = None, inputs: Mapping[str, object] | None = None
+    ) -> Preview:
+        """The worst case of a run before anything is sent (manifest/ceiling.py): model calls
+        and dollars per agent, per sub-agent tree and for the run under its limits, with the
+        models `options` pick (`model`, `dry_run`) and its `limits` applied. Nothing is sent."""
+        from flowrun.manifest.ceiling import preview
+        from flowrun.runtime.models.calls import ModelChoice
+
+        opts = options or RunOptions()
+        self.check_models(opts)
+        loaded = self.loaded if not opts.limits else tightened(self.loaded, opts.limits)
+        choice = ModelChoice(
+            self.project,
+            dict(self.spec.models),
+            self.spec.default_model,
+            self.path.parent.resolve(),
+            dry_run=opts.dry_run,
+            override=opts.model,
+            per_agent=dict(opts.agent_models),
+            replaying=True,  # nothing is sent: an unset ${VAR} in a model's settings is no error
+        )
+        return preview(loaded.spec, self.project, choice.config, inputs)
 
     def check_models(self, options: RunOptions) -> None:
         """The options' models exist (checked also for a dry run, which does not use them)."""

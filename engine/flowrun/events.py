@@ -449,6 +449,22 @@ class CallBudgetExceededEvent(Event):
     model_calls: int = 0
 
 
+@event_type("repeated_call")
+@dataclass(kw_only=True, slots=True)
+class RepeatedCallEvent(Event):
+    """The loop guard: an agent made the same tool call (same arguments) `count` times in a row.
+    `refused`: the call reached the limit and got a REPEATED_CALL error instead of running;
+    `stopped`: the agent made it again and was stopped (its outcome is `repeated_call`)."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+    count: int
+    limit: int
+    action: str  # refused | stopped
+
+
 @event_type("budget_exceeded")
 @dataclass(kw_only=True, slots=True)
 class BudgetExceededEvent(Event):

@@ -41,6 +41,7 @@ class ModelUsage(TypedDict):
     tokens: int
     cost_usd: float | None
     fallback_calls: int
+    price: NotRequired[str]  # where its cost came from: "manifest", "genai-prices X.Y.Z" or "unknown"
 
 
 class SubtreeUsage(TypedDict):

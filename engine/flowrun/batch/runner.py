@@ -5,6 +5,7 @@ budget) and the summary. Backends only run jobs and report to the tally."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -250,8 +251,12 @@ def _recorded_cost(run_dir: Path) -> float:
     )
 
 
-def check_prices(wf: Workflow, options: RunOptions) -> None:
-    """A cost budget needs a price for every model the runs may call."""
+def check_prices(wf: Workflow, options: RunOptions) -> list[str]:
+    """A cost budget counts what it can price: the models that have neither a `price:` nor an
+    entry in the bundled price table, each said once (a warning on the `flowrun.batch` logger,
+    and returned); the batch runs all the same."""
+    from flowrun.providers.prices import price_source
+
     if options.dry_run:
         raise UsageError("a cost budget has nothing to count in a dry run", "drop --dry-run or the budget")
     wf.check_models(options)
@@ -263,15 +268,22 @@ def check_prices(wf: Workflow, options: RunOptions) -> None:
         override=options.model,
         per_agent=dict(options.agent_models),
     )
+    unpriced: list[str] = []
     for name in sorted(run_agents(wf.spec, wf.project)):
         agent = wf.project.agents[name].spec
         for ref in [agent.model, *agent.selectable_models]:
             config = choice.config(ref, name)
-            if config.price_input is None or config.price_output is None:
-                raise UsageError(
-                    f"a cost budget needs prices; model '{config.name}' (agent '{name}') has none",
-                    "add `price: {input: ..., output: ...}` (USD per million tokens) to the model",
+            said = f"model '{config.name}' (agent '{name}')"
+            if price_source(config) == "unknown" and not any(
+                u.startswith(f"model '{config.name}'") for u in unpriced
+            ):
+                unpriced.append(said)
+                logging.getLogger("flowrun.batch").warning(
+                    "%s has no price and the price table does not know it: the cost budget counts none "
+                    "of its calls; add `price: {input: ..., output: ...}` (USD per million tokens) to it",
+                    said,
                 )
+    return unpriced
 
 
 # ---------------------------------------------------------------- the whole batch

@@ -81,6 +81,10 @@ COMMANDS: dict[str, Registered] = {
         "flowrun.cli.init_cmd:new",
         "Add one agent, tool or skill to a project: a file that validates, never over one.",
     ),
+    "cost": Registered(
+        "flowrun.cli.cost_cmd:cost",
+        "Print a run's worst-case cost per agent and sub-agent tree, and earlier runs' spread.",
+    ),
     "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
 }

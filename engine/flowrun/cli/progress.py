@@ -35,6 +35,7 @@ from flowrun.events import (
     ModelResponseEvent,
     ModelRetryEvent,
     OutputInvalidEvent,
+    RepeatedCallEvent,
     RunEndEvent,
     SeedKeptEvent,
     StepConditionEvent,
@@ -115,6 +116,7 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
             | ModelFallbackEvent()
             | OutputInvalidEvent()
             | CallBudgetExceededEvent()
+            | RepeatedCallEvent()
         ):
             fields = {k: v for k, v in event.to_dict().items() if k != "type"}
             return f"! {event.type}: {short(fields, 120)}"

@@ -46,6 +46,7 @@ yes_option = click.option("-y", "--yes", is_flag=True, help=YES_HELP)
     "inputs_file",
     "stream",
     "no_thinking",
+    "estimate",
     "quiet",
     "verbose",
     "sandbox",
@@ -74,6 +75,11 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
         wf = load(workflow, list(options.overrides))
         warn_skipped(wf.diagnostics)
         inputs = parse_input_args(wf, list(ctx.args), run_args.inputs_file)
+        if run_args.estimate:  # the preview instead of the run: nothing is sent
+            from flowrun.cli.cost_cmd import estimate
+
+            click.echo(estimate(wf, options, inputs, run_args.runs_dir))
+            sys.exit(0)
         run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
         folder.append(run_args.runs_dir / run_id)
         level = run_args.verbosity
@@ -336,15 +342,15 @@ def usage_table(usage: UsageRecord) -> str:
     ]
     for line in usage.get("by_agent_model", []):
         u = line.get("usage", {})
-        cost = f"{line['cost_usd']:.4f}" if line.get("cost_usd") is not None else "-"
+        cost = f"{line['cost_usd']:.4f}" if line.get("cost_usd") is not None else "unknown"
         model = str(line["model"])[:28]
         rows.append(
             f"{line['agent']:<16} {model:<28} {line['calls']:>5} {u.get('input_tokens', 0):>9} "
             f"{u.get('output_tokens', 0):>8} {u.get('cache_read_tokens', 0):>8} {cost:>9}"
         )
     total_cost = usage.get("total_cost_usd")
-    total = f"{total_cost:.4f}" if total_cost is not None else "-"
-    rows.append(f"total tokens {usage.get('total_tokens', 0)}, cost ${total}")
+    total = f"${total_cost:.4f}" if total_cost is not None else "unknown"
+    rows.append(f"total tokens {usage.get('total_tokens', 0)}, cost {total}")
     return "\n".join(rows)
 
 

@@ -99,6 +99,14 @@ DECLARED: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "models send their `thinking_off` body).",
         },
     ),
+    "estimate": (
+        ("--estimate",),
+        {
+            "is_flag": True,
+            "help": "Print the cost preview (worst case per agent and sub-agent tree, the limits "
+            "that cap it, earlier runs' cost and duration) and send nothing, as `flowrun cost`.",
+        },
+    ),
     "quiet": (("-q", "--quiet"), {"is_flag": True, "help": "Print only the final summary."}),
     "verbose": (("-v", "--verbose"), {"is_flag": True, "help": "Print every model call and tool call."}),
     "sandbox": (("--sandbox", "sandbox"), {"type": SANDBOX_MODES, "default": None, "help": SANDBOX_HELP}),
@@ -124,6 +132,7 @@ class RunArgs:
     inputs_file: Path | None = None
     stream: bool | None = None
     no_thinking: bool = False
+    estimate: bool = False  # print the cost preview instead of running (not a RunOptions field)
     quiet: bool = False
     verbose: bool = False
     sandbox: str | None = None

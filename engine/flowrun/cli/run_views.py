@@ -201,7 +201,7 @@ def format_duration(seconds: float | None) -> str:
 
 
 def format_cost(cost: float | None) -> str:
-    return "-" if cost is None else f"${cost:.4f}"
+    return "unknown" if cost is None else f"${cost:.4f}"
 
 
 def _ms(start: float | None, end: float | None) -> str:

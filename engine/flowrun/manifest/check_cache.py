@@ -16,6 +16,7 @@ by an unpickler that builds nothing but plain data, so a planted file cannot run
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import os
 import pickle
@@ -150,10 +151,17 @@ def code_stamp() -> str:
     package = Path(__file__).resolve().parents[1]
     h = hashlib.sha256(f"{FORMAT}|{__version__}|{sys.version_info[:2]}".encode())
     schema = builtin_root() / "schema"  # the JSON Schema files a manifest is checked against
-    for path in [*sorted(package.rglob("*.py")), *sorted(schema.glob("*.json"))]:
+    for path in [*sorted(package.rglob("*.py")), *sorted(schema.glob("*.json")), *_price_table()]:
         info = path.stat()
         h.update(f"{path}|{info.st_size}|{info.st_mtime_ns}\n".encode())
     return h.hexdigest()
+
+
+def _price_table() -> list[Path]:
+    """The bundled price table validate's warnings consult (found, not imported)."""
+    found = importlib.util.find_spec("genai_prices")
+    table = Path(found.origin).parent / "data.py" if found and found.origin else None
+    return [table] if table is not None and table.is_file() else []
 
 
 def _file_digest(path: Path, size: int, mtime_ns: int) -> str:

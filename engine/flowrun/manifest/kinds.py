@@ -11,7 +11,7 @@ subclasses the Protocol inherits the default). The runtime side extends them
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -147,6 +147,12 @@ class StepKindSide(Protocol):
     def agents(self, step: Any) -> Iterator[tuple[str, YamlPath]]:
         """The agents this step itself runs, with the path of the key that names each."""
         return iter(())
+
+    def repeats(self, step: StepSpec, inputs: Mapping[str, object]) -> float:
+        """At most how many times its nested steps run per run of it (the cost preview): a
+        loop's max_iterations, a foreach's items when the inputs hold them; inf when only the
+        run knows."""
+        return 1.0
 
     def templates(self, step: Any) -> Iterator[Template]:
         """This step's own templates (not those of nested steps; `if:` is everyone's)."""

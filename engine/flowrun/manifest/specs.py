@@ -535,6 +535,14 @@ class AgentManifest(Strict):
     )
     model: ModelRef | None = None
     max_steps: int = Field(default=30, ge=1, le=10_000, description="Model calls before it stops.")
+    max_repeated_calls: int | None = Field(
+        default=None,
+        ge=2,
+        le=1000,
+        description="The loop guard for this agent: the same tool call (same arguments) this many "
+        "times in a row is refused, once more stops it (default: the workflow's "
+        "limits.max_repeated_calls, 5).",
+    )
     tools: list[ToolEntry] | ToolsPatch = Field(
         default_factory=list,
         description="The allowlist: tools and agents it may call. With `extends`, either a list (it "
@@ -731,6 +739,14 @@ class Limits(Strict):
     max_total_steps: int | None = Field(default=None, ge=1)
     max_depth: int = Field(default=3, ge=1, le=10, description="Nesting of agents as tools.")
     max_concurrency: int = Field(default=8, ge=1, description="Tool calls run at once per step.")
+    max_repeated_calls: int = Field(
+        default=5,
+        ge=2,
+        le=1000,
+        description="The loop guard: an agent's N-th call in a row of the same tool with the same "
+        "arguments gets a REPEATED_CALL error instead of running; one more stops the agent "
+        "(outcome repeated_call). An agent's own `max_repeated_calls` wins.",
+    )
     on_budget: Literal["stop", "ask"] = Field(
         default="stop",
         description="When a budget above is reached: stop the run (budget_exceeded), or ask: the run "

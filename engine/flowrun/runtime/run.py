@@ -27,6 +27,7 @@ from flowrun.runtime.loop.decisions import Decisions
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.loop.prompts import PromptRenderer
+from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
@@ -234,6 +235,7 @@ class Run:
             cwd=cwd or self.workspace,
             strategy=strategy_for(spec.context),
             output_schema=resolve_output_schema(loaded, self.project),
+            repeats=RepeatGuard(spec.max_repeated_calls or self.limits.max_repeated_calls),
         )
         self.record_prompt(inst)
         return inst

@@ -7,6 +7,7 @@ import itertools
 import re
 from pathlib import Path
 
+from flowrun.manifest.checks.costs import check_costs
 from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.checks.test_files import check_test_files
 from flowrun.manifest.checks.tools import schema_problems, unknown_entry
@@ -309,6 +310,8 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     inputs = set(spec.inputs)
     for name in sorted(seen):
         out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
+    if not any(d.severity == "error" for d in out):
+        out += check_costs(wf, project, seen)
     return out
 
 

@@ -32,6 +32,7 @@ from flowrun.events import (
     ModelRequestEvent,
     ModelResponseEvent,
     OutputInvalidEvent,
+    RepeatedCallEvent,
     RunStartEvent,
     StepConditionEvent,
     ToolCallEvent,
@@ -68,6 +69,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     CallBudgetExceededEvent,
     DecisionPendingEvent,
     HookEvent,
+    RepeatedCallEvent,
 )
 EventKey = tuple[object, ...]
 

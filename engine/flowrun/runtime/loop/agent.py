@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 
+from flowrun.events import RepeatedCallEvent
 from flowrun.runtime.loop.contracts import AgentInstance, ContextStrategy, LoopServices, Outcome
+from flowrun.runtime.loop.repeats import stop_text
 from flowrun.runtime.loop.structured import accept_final
 from flowrun.types import Control, Finish, Message, ModelResponse, ResetContext, ToolCall, ToolResult
 
@@ -86,12 +88,46 @@ async def _turn(
             return Outcome("completed", response.text, step)
         inst.messages.append(Message("user", CONTINUE))
         return None
+    stopped = _guard(services, inst, response.tool_calls, step)
+    if stopped is not None:
+        return stopped
     results = await services.execute_calls(inst, response.tool_calls)
     control = _record_results(inst, response.tool_calls, results)
     if isinstance(control, Finish):
         return Outcome("finished", control.result, step)
     if isinstance(control, ResetContext):
         strategy.reset(inst, services)
+    return None
+
+
+def _guard(services: LoopServices, inst: AgentInstance, calls: list[ToolCall], step: int) -> Outcome | None:
+    """The loop guard over a step's calls, in the order the model made them: a call that
+    reaches the limit is refused (the dispatcher answers it REPEATED_CALL); one past it stops
+    the agent, none of the step's calls running."""
+    guard = inst.repeats
+    for call in calls:
+        verdict = guard.observe(call)
+        if verdict == "run":
+            continue
+        action = "refused" if verdict == "refuse" else "stopped"
+        event = RepeatedCallEvent(
+            agent=inst.name,
+            agent_id=inst.id,
+            call_id=call.id,
+            tool=call.name,
+            count=guard.count,
+            limit=guard.limit,
+            action=action,
+        )
+        services.emit(event)
+        if verdict == "stop":
+            guard.refused.clear()
+            text = stop_text(inst.name, call.name, guard.count, guard.limit)
+            for made in calls:  # every call gets its turn: the history stays well-formed
+                inst.messages.append(
+                    Message("tool", f"not run: {text}", tool_call_id=made.id, name=made.name, is_error=True)
+                )
+            return Outcome("repeated_call", text, step)
     return None
 
 

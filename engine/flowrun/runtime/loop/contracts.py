@@ -21,6 +21,7 @@ from flowrun.manifest.kinds import ContextSide, ToolKindSide
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
 from flowrun.providers.base import ModelConfig, Provider
+from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext
 from flowrun.tools.sandbox import Mode, SandboxPolicy
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 # ---------------------------------------------------------------- an agent and its outcome
 
-OutcomeStatus = Literal["completed", "finished", "stopped", "max_steps"]
+DEFAULT_REPEAT_LIMIT = 5  # limits.max_repeated_calls' default (manifest/specs.py)
+OutcomeStatus = Literal["completed", "finished", "stopped", "max_steps", "repeated_call"]
 
 
 @dataclass(slots=True)
@@ -84,6 +86,7 @@ class AgentInstance:
     last_text: str = ""  # the latest non-empty text the model wrote
     prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
     write_within: Path | None = None  # writes confined here (called with `output_dir`)
+    repeats: RepeatGuard = field(default_factory=lambda: RepeatGuard(DEFAULT_REPEAT_LIMIT))  # loop guard
 
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern

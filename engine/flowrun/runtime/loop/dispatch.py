@@ -112,7 +112,10 @@ class ToolDispatcher:
             )
         )
         bound = inst.tools.get(call.name)
-        if bound is None:
+        refused = inst.repeats.refusal(call.id)  # the loop guard's (runtime/loop/repeats.py)
+        if refused is not None:
+            result = refused
+        elif bound is None:
             result = ToolResult.fail("UNKNOWN_TOOL", self._unknown(inst, call))
         else:
             result = await self._checked_call(inst, bound, call)

@@ -5,22 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flowrun.providers.base import ModelConfig
+from flowrun.providers.prices import cost_usd, price_source, table_version
 from flowrun.records import AgentModelUsage, ModelUsage, TokenCounts, UsageRecord
 from flowrun.runtime.models.subtrees import SubtreeBook
 from flowrun.types import Usage
 
 
 def cost_of(usage: Usage, config: ModelConfig) -> float | None:
-    if config.price_input is None or config.price_output is None:
-        return None
-    cost = usage.input_tokens * config.price_input + usage.output_tokens * config.price_output
-    cost += usage.cache_read_tokens * (
-        config.price_cache_read if config.price_cache_read is not None else config.price_input
-    )
-    cost += usage.cache_write_tokens * (
-        config.price_cache_write if config.price_cache_write is not None else config.price_input
-    )
-    return cost / 1_000_000
+    """One call's cost: the model's `price:`, else the bundled price table's, else None."""
+    return cost_usd(usage, config)
+
+
+def price_label(config: ModelConfig) -> str:
+    """usage.json's word for where a model's cost comes from."""
+    source = price_source(config)
+    return f"genai-prices {table_version()}" if source == "table" else source
 
 
 @dataclass
@@ -30,6 +29,7 @@ class UsageLine:
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
+    price: str = "unknown"  # where its cost comes from (price_label)
 
     def to_dict(self) -> AgentModelUsage:
         u = self.usage
@@ -52,6 +52,8 @@ class UsageBook:
 
     def add(self, agent: str, config: ModelConfig, usage: Usage, fallback: bool = False) -> None:
         line = self.lines.setdefault((agent, config.name), UsageLine(agent, config.name))
+        if line.calls == 0:
+            line.price = price_label(config)
         line.calls += 1
         line.usage = line.usage + usage
         cost = cost_of(usage, config)
@@ -71,6 +73,7 @@ class UsageBook:
             if line.cost_usd is not None:
                 entry["cost_usd"] = round((entry["cost_usd"] or 0.0) + line.cost_usd, 6)
             entry["fallback_calls"] = self.fallback_calls.get(line.model, 0)
+            entry["price"] = line.price
         return out
 
     @property

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from flowrun.errors import ManifestError
+from flowrun.errors import ManifestError, RunError
 from flowrun.events import AgentEndEvent, AgentStartEvent, StepConditionEvent
 from flowrun.manifest.kinds import StepKindSide
 from flowrun.manifest.specs import StepSpec
@@ -86,4 +86,10 @@ async def top_agent(run: RunServices, name: str, instance_id: str, task: str, wo
     outcome = await run_agent(run, inst, task)
     outcome.agent_id = inst.id
     run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status=outcome.status, steps=outcome.steps))
+    if outcome.status == "repeated_call":  # the loop guard stopped an agent of the workflow itself
+        raise RunError(
+            outcome.text,
+            "look at the agent's calls (`flowrun show RUN --messages`); raise "
+            "`max_repeated_calls` only if the repetition is intended",
+        )
     return outcome

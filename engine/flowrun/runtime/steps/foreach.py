@@ -6,8 +6,9 @@ earlier step wrote), `concurrency` at a time. Templates of the step see the item
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -64,6 +65,11 @@ class ForeachStepKind(StepKind):
     def children(self, step: ForeachStep) -> Iterator[Nested]:
         body = step.foreach
         yield Nested(body.step, ("foreach", "step"), frozenset({body.as_, "index"}))
+
+    def repeats(self, step: StepSpec, inputs: Mapping[str, object]) -> float:
+        assert isinstance(step, ForeachStep)
+        items = inputs.get(step.foreach.input) if step.foreach.input else None
+        return float(len(items)) if isinstance(items, list) else math.inf  # else only the run knows
 
     def templates(self, step: ForeachStep) -> Iterator[Template]:
         for key in ("file", "collect"):

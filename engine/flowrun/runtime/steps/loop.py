@@ -3,7 +3,7 @@ condition holds after an iteration, or `max_iterations` pass."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 from pydantic import Field
@@ -39,6 +39,10 @@ class LoopStepKind(StepKind):
     def children(self, step: LoopStep) -> Iterator[Nested]:
         for i, nested in enumerate(step.loop.steps):
             yield Nested(nested, ("loop", "steps", i))
+
+    def repeats(self, step: StepSpec, inputs: Mapping[str, object]) -> float:
+        assert isinstance(step, LoopStep)
+        return float(step.loop.max_iterations)
 
     def templates(self, step: LoopStep) -> Iterator[Template]:
         if step.loop.until:

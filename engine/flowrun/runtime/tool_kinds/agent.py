@@ -276,7 +276,9 @@ def _sub_result(
     text = f"{summary}\n\nOutput files:\n{listing}"
     if outcome.status == "max_steps":
         text = f"{inst.name} stopped at its step limit ({outcome.steps}) before finishing.\n\n{text}"
-    status: Status = "partial" if (cut or outcome.status == "max_steps") else "success"
+    if outcome.status == "repeated_call":  # the loop guard: the text says why; what it wrote follows
+        text = f"{outcome.text}.\n\nOutput files:\n{listing}"
+    status: Status = "partial" if (cut or outcome.status in ("max_steps", "repeated_call")) else "success"
     data = {
         "output_files": files,
         "steps_used": outcome.steps,

@@ -1,0 +1,150 @@
+"""What a model call costs: the model's `price:` from the manifest when it has one, else the
+price table bundled with the `genai-prices` package (input, output, cached-input and cache-write
+tokens, tiered prices), else unknown (None).
+
+The table is the snapshot shipped inside the installed package: flowrun never starts its
+`UpdatePrices` fetcher, so no price is fetched over the network at run time; a newer table comes
+with `pip install -U genai-prices`. The package is imported only when a cost is computed or a
+model is looked up, so `flowrun --help` and `flowrun validate` stay fast.
+
+flowrun's provider names map to the table's providers: `anthropic` and `openai` by name, a
+preset by its service (deepseek, moonshot, glm, openrouter), any other base URL by the table's
+URL patterns, and a URL the table does not know (a proxy) by the provider type. Ollama and vLLM
+serve local models the table cannot price: give them `price:` (zeros for a free local server)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from flowrun.providers.base import ModelConfig
+from flowrun.providers.presets import PRESETS
+from flowrun.types import Usage
+
+if TYPE_CHECKING:
+    from genai_prices.types import ModelInfo, Provider
+
+PriceSource = Literal["manifest", "table", "unknown"]
+
+# presets -> the table's provider id (None: the service runs models the table cannot price)
+PRESET_PROVIDERS: dict[str, str | None] = {
+    "deepseek": "deepseek",
+    "moonshot": "moonshotai",
+    "glm": "zhipuai",
+    "openrouter": "openrouter",
+    "qwen": None,  # DashScope: not in the table
+    "ollama": None,  # local servers
+    "vllm": None,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TableEntry:
+    """A model as the price table knows it."""
+
+    provider_id: str
+    model_id: str
+    context_window: int | None
+
+
+def table_version() -> str:
+    """The installed genai-prices version (the table's), or "" when it is not installed."""
+    try:
+        return importlib.metadata.version("genai-prices")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def has_manifest_price(config: ModelConfig) -> bool:
+    return config.price_input is not None and config.price_output is not None
+
+
+def price_source(config: ModelConfig) -> PriceSource:
+    """Where the cost of this model's calls comes from."""
+    if has_manifest_price(config):
+        return "manifest"
+    return "table" if table_entry(config) is not None else "unknown"
+
+
+def table_entry(config: ModelConfig) -> TableEntry | None:
+    """The table's entry for this model, or None when the table does not know it (or the
+    model is the offline test or scripted model)."""
+    where = _table_provider(config)
+    if where is None:
+        return None
+    found = _lookup(where, config.model)
+    if found is None:
+        return None
+    provider, model = found
+    return TableEntry(provider.id, model.id, model.context_window)
+
+
+def cost_usd(usage: Usage, config: ModelConfig, when: datetime | None = None) -> float | None:
+    """The USD cost of one call's usage: the manifest's price, else the table's, else None.
+    flowrun's `input_tokens` exclude cached ones (the table's include them)."""
+    if has_manifest_price(config):
+        return manifest_cost(usage, config)
+    where = _table_provider(config)
+    found = _lookup(where, config.model) if where is not None else None
+    if found is None:
+        return None
+    from genai_prices.types import Usage as TableUsage
+
+    provider, model = found
+    counted = TableUsage(
+        input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
+    priced = model.calc_price(counted, provider, genai_request_timestamp=when or datetime.now(tz=UTC))
+    return float(priced.total_price)
+
+
+def manifest_cost(usage: Usage, config: ModelConfig) -> float:
+    """A `price:` (USD per million tokens); cached input without its own price costs as input."""
+    assert config.price_input is not None and config.price_output is not None
+    cost = usage.input_tokens * config.price_input + usage.output_tokens * config.price_output
+    cost += usage.cache_read_tokens * (
+        config.price_cache_read if config.price_cache_read is not None else config.price_input
+    )
+    cost += usage.cache_write_tokens * (
+        config.price_cache_write if config.price_cache_write is not None else config.price_input
+    )
+    return cost / 1_000_000
+
+
+def _table_provider(config: ModelConfig) -> tuple[str | None, str | None] | None:
+    """(provider id, API URL) to look the model up by; None: the table cannot price it."""
+    if config.provider == "anthropic":
+        return "anthropic", None
+    if config.provider != "openai":
+        return None  # the offline test and scripted models cost nothing
+    url = (config.base_url or "").rstrip("/")
+    if not url:
+        return "openai", None
+    for name, preset in PRESETS.items():
+        if url == preset.base_url.rstrip("/"):
+            provider = PRESET_PROVIDERS.get(name)
+            return (provider, None) if provider is not None else None
+    return None, url
+
+
+@functools.lru_cache(maxsize=512)
+def _lookup(where: tuple[str | None, str | None], model: str) -> tuple[Provider, ModelInfo] | None:
+    from genai_prices.data_snapshot import get_snapshot
+
+    provider_id, url = where
+    snapshot = get_snapshot()
+    if url is not None:
+        try:
+            snapshot.find_provider(None, None, url)
+        except LookupError:  # a URL the table does not know (a proxy, a local server)
+            provider_id, url = "openai", None
+    try:
+        return snapshot.find_provider_model(model, None, provider_id, url)
+    except LookupError:
+        return None
