@@ -25,6 +25,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -111,15 +112,38 @@ def public(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if not k.startswith("_")}
 
 
-def app_for(runs_dir: Path, workflows: list[flowrun.Workflow]) -> Starlette:
-    runs = Runs(runs_dir, workflows)
+class Api:
+    """The routes, each a method (the request's run id, when it has one, is checked first)."""
 
-    def missing(run_id: str) -> JSONResponse:
-        return JSONResponse({"error": f"no run {run_id}", "hint": "GET /v1/runs lists them"}, 404)
+    def __init__(self, runs_dir: Path, workflows: list[flowrun.Workflow]) -> None:
+        self.runs_dir = runs_dir
+        self.workflows = workflows
+        self.runs = Runs(runs_dir, workflows)
 
-    async def list_workflows(request: Request) -> JSONResponse:
+    def routes(self) -> list[BaseRoute]:
+        routes: list[BaseRoute] = [
+            Route("/v1/workflows", self.list_workflows),
+            Route("/v1/runs", self.list_runs, methods=["GET"]),
+            Route("/v1/runs", self.start_run, methods=["POST"]),
+            Route("/v1/runs/{run_id}", self.get_run),
+            Route("/v1/runs/{run_id}/events", self.events),
+            Route("/v1/runs/{run_id}/decisions", self.decide, methods=["POST"]),
+            Route("/v1/runs/{run_id}/files", self.files),
+            Route("/v1/runs/{run_id}/files/{path:path}", self.one_file),
+        ]
+        mount(routes)
+        return routes
+
+    def folder(self, request: Request) -> Path:
+        run_id = request.path_params["run_id"]
+        folder = self.runs.folder(run_id)
+        if folder is None:
+            raise HTTPException(404, f"no run {run_id}")
+        return folder
+
+    async def list_workflows(self, request: Request) -> JSONResponse:
         out = []
-        for wf in workflows:
+        for wf in self.workflows:
             inputs = {
                 name: {
                     "type": spec.type,
@@ -133,9 +157,9 @@ def app_for(runs_dir: Path, workflows: list[flowrun.Workflow]) -> Starlette:
             out.append({"name": wf.name, "description": wf.spec.description, "file": "", "inputs": inputs})
         return JSONResponse({"workflows": out})
 
-    async def list_runs(request: Request) -> JSONResponse:
+    async def list_runs(self, request: Request) -> JSONResponse:
         q = request.query_params
-        rows = runs.all()
+        rows = self.runs.all()
         if q.get("status"):
             rows = [r for r in rows if r["status"] == q["status"]]
         if q.get("workflow"):
@@ -147,28 +171,34 @@ def app_for(runs_dir: Path, workflows: list[flowrun.Workflow]) -> Starlette:
         page = [public(r) for r in rows[offset : offset + limit]]
         return JSONResponse({"runs": page, "total": len(rows), "offset": offset, "limit": limit})
 
-    async def start_run(request: Request) -> JSONResponse:
+    async def start_run(self, request: Request) -> JSONResponse:
         body = await request.json()
-        wf = runs.workflows.get(body.get("workflow"))
+        wf = self.runs.workflows.get(body.get("workflow"))
         if wf is None:
             return JSONResponse({"error": f"no workflow {body.get('workflow')!r}", "hint": ""}, 400)
         run_id = flowrun.api.new_run_id(wf.name)
         options = {k: v for k, v in (body.get("options") or {}).items() if v is not None}
-        task = asyncio.create_task(
-            wf.run(body.get("inputs") or {}, runs_dir=runs_dir, run_id=run_id, decisions="wait", **options)
+        started = asyncio.Event()
+
+        def on_event(event: object) -> None:
+            started.set()
+
+        run = wf.run(
+            body.get("inputs") or {},
+            runs_dir=self.runs_dir,
+            run_id=run_id,
+            decisions="wait",
+            on_event=on_event,
+            **options,
         )
-        runs.tasks[run_id] = task
-        while not (runs_dir / run_id / "run.json").exists() and not task.done():
-            await asyncio.sleep(FOLLOW_EVERY_S)
+        task = self.runs.tasks[run_id] = asyncio.create_task(run)
+        await asyncio.wait([task, asyncio.create_task(started.wait())], return_when=asyncio.FIRST_COMPLETED)
         return JSONResponse({"id": run_id, "status": "running", "run": f"/v1/runs/{run_id}"}, 201)
 
-    async def get_run(request: Request) -> JSONResponse:
-        run_id = request.path_params["run_id"]
-        folder = runs.folder(run_id)
-        if folder is None:
-            return missing(run_id)
+    async def get_run(self, request: Request) -> JSONResponse:
+        folder = self.folder(request)
         meta = _json(folder / "run.json")
-        out = public(runs.summary(folder)) | {
+        out = public(self.runs.summary(folder)) | {
             "inputs": meta.get("inputs") or {},
             "options": meta.get("options") or {},
             "output": meta.get("output"),
@@ -178,47 +208,39 @@ def app_for(runs_dir: Path, workflows: list[flowrun.Workflow]) -> Starlette:
         }
         return JSONResponse(out)
 
-    async def events(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        folder = runs.folder(run_id)
-        if folder is None:
-            return missing(run_id)
+    async def events(self, request: Request) -> Response:
+        folder = self.folder(request)
         log = folder / "events.jsonl"
         if request.query_params.get("format") == "json":
             lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
             return JSONResponse({"events": [json.loads(line) for line in lines if line.strip()]})
         after = int(request.headers.get("last-event-id") or request.query_params.get("after") or 0)
-        return StreamingResponse(follow(folder, after), media_type="text/event-stream")
+        return StreamingResponse(self.follow(folder, after), media_type="text/event-stream")
 
-    async def follow(folder: Path, after: int) -> AsyncIterator[str]:
+    async def follow(self, folder: Path, after: int) -> AsyncIterator[str]:
+        """Each line of the log after `after`, then each new one, until the run has ended."""
         log, offset, rest = folder / "events.jsonl", 0, ""
         while True:
             status = _json(folder / "run.json").get("status")
             if log.exists():
                 with log.open(encoding="utf-8") as f:
                     f.seek(offset)
-                    chunk = f.read()
+                    rest += f.read()
                     offset = f.tell()
-                rest += chunk
                 *lines, rest = rest.split("\n")
                 for line in lines:
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
+                    event = json.loads(line) if line.strip() else {}
                     if event.get("seq", 0) > after:
                         after = event["seq"]
                         yield f"id: {after}\nevent: {event.get('type')}\ndata: {line}\n\n"
-            task = runs.tasks.get(folder.name)
+            task = self.runs.tasks.get(folder.name)
             if status in ENDED and (task is None or task.done()):
                 yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
                 return
             await asyncio.sleep(FOLLOW_EVERY_S)
 
-    async def decide(request: Request) -> JSONResponse:
-        run_id = request.path_params["run_id"]
-        folder = runs.folder(run_id)
-        if folder is None:
-            return missing(run_id)
+    async def decide(self, request: Request) -> JSONResponse:
+        folder = self.folder(request)
         body = await request.json()
         try:
             decision = flowrun.respond(
@@ -234,15 +256,12 @@ def app_for(runs_dir: Path, workflows: list[flowrun.Workflow]) -> Starlette:
             return JSONResponse({"error": str(e).splitlines()[0], "hint": ""}, 409)
         pending = [p.to_dict() for p in flowrun.pending_decisions(folder)]
         if not pending and body.get("continue", True):
-            task = asyncio.create_task(flowrun.resume(folder))
-            runs.tasks[run_id] = task
-        return JSONResponse({"decision": dataclasses.asdict(decision), "pending": pending, "status": "running"})
+            self.runs.tasks[folder.name] = asyncio.create_task(flowrun.resume(folder))
+        out = {"decision": dataclasses.asdict(decision), "pending": pending, "status": "running"}
+        return JSONResponse(out)
 
-    async def files(request: Request) -> JSONResponse:
-        run_id = request.path_params["run_id"]
-        folder = runs.folder(run_id)
-        if folder is None:
-            return missing(run_id)
+    async def files(self, request: Request) -> JSONResponse:
+        folder = self.folder(request)
         listed = [
             {"path": str(p.relative_to(folder)), "size": p.stat().st_size, "mtime": p.stat().st_mtime}
             for p in sorted(folder.rglob("*"))
@@ -250,28 +269,21 @@ def app_for(runs_dir: Path, workflows: list[flowrun.Workflow]) -> Starlette:
         ]
         return JSONResponse({"files": listed})
 
-    async def one_file(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        folder = runs.folder(run_id)
-        if folder is None:
-            return missing(run_id)
+    async def one_file(self, request: Request) -> Response:
+        folder = self.folder(request)
         path = (folder / request.path_params["path"]).resolve()
         if not path.is_relative_to(folder.resolve()) or not path.is_file():
-            return JSONResponse({"error": "no such file", "hint": ""}, 404)
+            raise HTTPException(404, "no such file")
         return FileResponse(path, media_type="text/plain; charset=utf-8")
 
-    routes: list[BaseRoute] = [
-        Route("/v1/workflows", list_workflows),
-        Route("/v1/runs", list_runs, methods=["GET"]),
-        Route("/v1/runs", start_run, methods=["POST"]),
-        Route("/v1/runs/{run_id}", get_run),
-        Route("/v1/runs/{run_id}/events", events),
-        Route("/v1/runs/{run_id}/decisions", decide, methods=["POST"]),
-        Route("/v1/runs/{run_id}/files", files),
-        Route("/v1/runs/{run_id}/files/{path:path}", one_file),
-    ]
-    mount(routes)
-    return Starlette(routes=routes)
+
+async def _refused(request: Request, exc: Exception) -> JSONResponse:
+    detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
+    return JSONResponse({"error": detail, "hint": ""}, getattr(exc, "status_code", 500))
+
+
+def app_for(runs_dir: Path, workflows: list[flowrun.Workflow]) -> Starlette:
+    return Starlette(routes=Api(runs_dir, workflows).routes(), exception_handlers={HTTPException: _refused})
 
 
 def main() -> None:
@@ -279,7 +291,7 @@ def main() -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"))
     parser.add_argument("workflows", nargs="*", type=Path)
     args = parser.parse_args()
-    import flowrun.runtime.kinds  # noqa: F401  (the CLI registers the kinds on first use)
+    import flowrun.runtime.kinds  # the CLI registers the kinds on first use
 
     app = app_for(args.runs_dir, [flowrun.load(path) for path in args.workflows])
     sock = socket.socket()

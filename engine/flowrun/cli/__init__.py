@@ -82,6 +82,10 @@ COMMANDS: dict[str, Registered] = {
         "Add one agent, tool or skill to a project: a file that validates, never over one.",
     ),
     "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
+    "ui": Registered(
+        "flowrun.cli.ui_cmd:ui",
+        "Serve the web UI: runs, their timelines and conversations, decisions; WORKFLOWs to start.",
+    ),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
 }
 

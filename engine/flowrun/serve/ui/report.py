@@ -79,16 +79,18 @@ def _summary(run_dir: Path, meta: dict[str, object], events: list[dict[str, obje
         (e.get("status") for e in reversed(events) if e.get("type") == "run_end"), "unknown"
     )
     tokens = {"input_tokens": 0, "output_tokens": 0}
-    for row in usage.get("by_agent_model") or []:
+    rows = usage.get("by_agent_model")
+    for row in rows if isinstance(rows, list) else []:
         counts = row.get("usage") if isinstance(row, dict) else None
         if isinstance(counts, dict):
             for key in tokens:
                 tokens[key] += int(counts.get(key) or 0)
+    options = meta.get("options")
     return {
         "id": run_dir.name,
         "workflow": meta.get("workflow"),
         "status": status,
-        "dry_run": bool((meta.get("options") or {}).get("dry_run")) if isinstance(meta.get("options"), dict) else False,
+        "dry_run": isinstance(options, dict) and bool(options.get("dry_run")),
         "started": started,
         "ended": ended if status != "running" else None,
         "duration_s": (ended - started) if started is not None and ended is not None else None,
@@ -113,7 +115,9 @@ def _output_paths(meta: dict[str, object], events: list[dict[str, object]]) -> l
     return list(dict.fromkeys(paths))
 
 
-def _files(run_dir: Path, meta: dict[str, object], events: list[dict[str, object]]) -> list[dict[str, object]]:
+def _files(
+    run_dir: Path, meta: dict[str, object], events: list[dict[str, object]]
+) -> list[dict[str, object]]:
     """The declared output and the files agents reported, as text (inside the run folder only)."""
     root = run_dir.resolve()
     out: list[dict[str, object]] = []
@@ -177,7 +181,7 @@ def report_html(run_dir: Path) -> str:
         "base-uri 'none'; form-action 'none'"
     )
     return (
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{title}</title>\n<style>\n{style}</style>\n</head>\n<body>\n"
@@ -194,5 +198,7 @@ def write_report(run_dir: Path, target: Path) -> Path:
     try:
         target.write_text(html, encoding="utf-8")
     except OSError as e:
-        raise RunError(f"cannot write {target}: {e.strerror or e}", "choose a writable path for --html") from e
+        raise RunError(
+            f"cannot write {target}: {e.strerror or e}", "choose a writable path for --html"
+        ) from e
     return target
