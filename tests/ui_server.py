@@ -296,6 +296,7 @@ def main() -> None:
     app = app_for(args.runs_dir, [flowrun.load(path) for path in args.workflows])
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait from now on, before uvicorn accepts them
     host, port = sock.getsockname()[:2]
     print(f"listening on http://{host}:{port}", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))

@@ -1,6 +1,6 @@
 // Building DOM and SVG nodes from text. Everything a run holds (model text, tool arguments, file
 // names) is untrusted: it only ever becomes a text node or an attribute value, never markup.
-// No module of these pages assigns innerHTML (a test greps for it).
+// No module of these pages hands a string to an HTML parser (a test greps for the sinks).
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 

@@ -97,14 +97,14 @@ function factsNode(model, summary) {
   );
 }
 
-function outputNode(file) {
+function outputNode(file, open) {
   const body =
     file.content === null || file.content === undefined
       ? h("p", { class: "muted" }, file.note || "not shown")
       : /\.(md|markdown)$/i.test(file.path)
         ? renderMarkdown(file.content)
         : folded(file.content, 60, 20000);
-  return h("details", { class: "output", open: file.main ? true : null, "data-path": file.path }, h("summary", {}, file.path + (file.main ? " (the workflow's output)" : "")), body);
+  return h("details", { class: "output", open: file.main || open ? true : null, "data-path": file.path }, h("summary", {}, file.path + (file.main ? " (the workflow's output)" : "")), body);
 }
 
 export class RunView {
@@ -140,7 +140,7 @@ export class RunView {
 
   setFiles(files) {
     this.files = files;
-    replaceContent(this.sections.outputs.body, files.length ? files.map(outputNode) : h("p", { class: "muted" }, "no output file yet"));
+    replaceContent(this.sections.outputs.body, files.length ? files.map((f) => outputNode(f, files.length <= 3)) : h("p", { class: "muted" }, "no output file yet"));
   }
 
   setReplay(recorded, replayed, name) {
