@@ -79,8 +79,13 @@ function decisionForm(p, source, onDone) {
 
 function factsNode(model, summary) {
   const usage = summary?.usage || model.usage || {};
-  const tokens = summary?.total_tokens ?? usage.total_tokens ?? [...model.byAgent.values()].reduce((a, r) => a + r.input + r.output, 0);
-  const cost = summary?.cost_usd ?? usage.total_cost_usd ?? null;
+  // while the run goes, usage.json lags behind the log: the larger of the two is the latest
+  const counted = [...model.byAgent.values()].reduce((a, r) => a + r.input + r.output, 0);
+  const tokens = Math.max(summary?.total_tokens ?? usage.total_tokens ?? 0, counted);
+  const priced = [...model.byAgent.values()].filter((r) => r.cost !== null);
+  const spent = priced.length ? priced.reduce((a, r) => a + r.cost, 0) : null;
+  const recorded = summary?.cost_usd ?? usage.total_cost_usd ?? null;
+  const cost = recorded === null ? spent : Math.max(recorded, spent ?? 0);
   const started = summary?.started ?? model.start;
   const ended = model.status === "running" ? null : summary?.ended ?? model.end;
   const status = summary?.status || model.status;
@@ -159,7 +164,7 @@ export class RunView {
     const pending = this.pending();
     this.sections.decisions.section.hidden = !pending.length;
     replaceContent(this.sections.decisions.body, pending.map((p) => decisionForm(p, this.source, () => this.source.decided && this.source.decided())));
-    const width = Math.max(this.root.clientWidth - 32, 640);
+    const width = Math.max(this.sections.timeline.body.clientWidth - 4, 640);
     replaceContent(this.sections.timeline.body, timelineLegend(), h("div", { class: "timeline-box" }, drawTimeline(m, { width, now })));
     replaceContent(this.sections.tree.body, treeView(m));
     replaceContent(
@@ -169,8 +174,9 @@ export class RunView {
         { class: "charts" },
         barChart("tokens per agent", [...m.byAgent.values()], "tokens"),
         barChart("tokens per model", [...m.byModel.values()], "tokens"),
-        barChart("cost per agent", [...m.byAgent.values()], "cost"),
-        barChart("cost per model", [...m.byModel.values()], "cost"),
+        [...m.byModel.values()].some((r) => r.cost !== null)
+          ? [barChart("cost per agent", [...m.byAgent.values()], "cost"), barChart("cost per model", [...m.byModel.values()], "cost")]
+          : h("p", { class: "muted" }, "no model of this run has a price: no cost to draw"),
       ),
     );
     // the conversations are rebuilt only when they change, so folds a reader opened stay open
