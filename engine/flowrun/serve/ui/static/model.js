@@ -213,6 +213,7 @@ const HANDLERS = {
     m.end = e.t;
     m.usage = e.usage || m.usage;
     m.closeOpen(e.t, e.status === "waiting" ? "waiting" : "interrupted");
+    for (const inst of m.instances.values()) if (inst.end === null) inst.status = e.status === "waiting" ? "waiting" : "interrupted";
   },
 };
 
