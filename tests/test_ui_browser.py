@@ -121,16 +121,18 @@ class Gate:
             self.cond.notify_all()
 
 
-def project(tmp: Path, agents: dict[str, list[Any]]) -> Path:
-    """A workflow of `agents` (name -> tools), the first the entry, on the openai wire format."""
+def project(tmp: Path, agents: dict[str, list[Any]], **workflow: Any) -> Path:
+    """A workflow of `agents` (name -> tools), the first the entry, on the openai wire format;
+    `workflow` keys over the defaults."""
     spec = {
         "version": 1,
         "kind": "workflow",
         "name": "team",
-        "models": {"m": {"provider": "openai", "model": "gpt-test"}},
+        "models": {"m": {"provider": "openai", "model": "gpt-test", "price": {"input": 3, "output": 15}}},
         "default_model": "m",
         "entry": next(iter(agents)),
         "task": "Do the job.",
+        **workflow,
     }
     (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
     (tmp / "wf.yaml").write_text(yaml.safe_dump(spec))
@@ -348,6 +350,83 @@ def test_the_conversation_of_a_sub_agent_shows_its_tool_call(
     assert page.evaluate("window.__xss") is None
     shoot(page, "run-page")
     assert (run_dir / "notes.md").exists()
+
+
+def test_a_replay_beside_the_run_is_compared_step_by_step(tmp_path: Path, page: Any, api_server: Any) -> None:
+    run_dir = finished_run(tmp_path)
+    replayed = run_cli(["replay", str(run_dir), "-q"], cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert (tmp_path / "runs" / "done-replay" / "events.jsonl").exists()
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/runs/done")
+    diff = page.locator(".panel-replay .replay-diff")
+    diff.wait_for(timeout=WAIT_MS)
+    assert "the replay done-replay took the same steps" in diff.text_content()
+    assert diff.locator("tr.same").count() == 4 and diff.locator("tr.differs").count() == 0
+    # a replay that went elsewhere: its first differing step is named and marked
+    log = tmp_path / "runs" / "done-replay" / "events.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for line in lines:
+        if line["type"] == "model_response" and line["agent"] == "worker" and line["step"] == 2:
+            line["response"]["text"] = "Something else."
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    page.reload()
+    page.locator(".panel-replay tr.differs").wait_for(timeout=WAIT_MS)
+    assert "first differs at orchestrator/worker@" in page.locator(".panel-replay").text_content()
+
+
+def test_the_start_form_starts_a_run_of_a_served_workflow(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(
+        tmp_path,
+        {"lead": []},
+        inputs={
+            "topic": {"type": "string", "description": "What to write about."},
+            "rounds": {"type": "integer", "default": 2},
+        },
+        task="Write about {{ topic }} in {{ rounds }} rounds.",
+    )
+    replies = script({"lead": [Reply("Written.")]})
+    with WireServer(replies) as server:
+        url = api_server(tmp_path / "runs", model_env(server), (wf,))
+        page.goto(f"{url}/new")
+        page.wait_for_selector("form.start-form textarea#input-topic", timeout=WAIT_MS)
+        assert page.input_value("#input-rounds") == "2"
+        page.fill("#input-topic", "tides")
+        page.fill("#input-rounds", "3")
+        page.click("button.start-btn")
+        page.wait_for_url("**/runs/**", timeout=WAIT_MS)
+        wait_status(page, "completed")
+        (request,) = server.requests
+    assert request.last_user_text == "Write about tides in 3 rounds."
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["inputs"] == {"topic": "tides", "rounds": 3}
+
+
+def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(
+        tmp_path, {"lead": []}, inputs={"topic": {"type": "string"}}, task="Write about {{ topic }}."
+    )
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps({"topic": t}) + "\n" for t in ("a", "b", "c")))
+    replies = script({"lead": [Reply("Written.", usage=(1000, 100))]})
+    with WireServer(replies) as server:
+        out = tmp_path / "batches" / "b1"
+        done = run_cli(
+            ["batch", str(wf), "items.jsonl", "--out", str(out), "--processes", "1"],
+            cwd=tmp_path,
+            env=model_env(server),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    (tmp_path / "runs").mkdir()
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/batches")
+    page.click("ul.batches a")
+    page.wait_for_selector(".batch-facts[data-done='3'][data-total='3']", timeout=WAIT_MS)
+    assert page.locator("svg.progress rect.status-completed").count() == 1
+    assert page.locator("table.batch-items tbody tr").count() == 3
+    curve = page.get_attribute("svg.chart-line path.line", "d")
+    assert curve is not None and curve.count("L") == 3  # one step per item that ended
+    assert "$0.0" in page.locator(".batch-facts").text_content()  # 3 x (1000 x $3 + 100 x $15) / 1M
+    shoot(page, "batch")
 
 
 def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: Any) -> None:

@@ -130,6 +130,8 @@ class Api:
             Route("/v1/runs/{run_id}/decisions", self.decide, methods=["POST"]),
             Route("/v1/runs/{run_id}/files", self.files),
             Route("/v1/runs/{run_id}/files/{path:path}", self.one_file),
+            Route("/v1/batches", self.list_batches),
+            Route("/v1/batches/{name}", self.get_batch),
         ]
         mount(routes)
         return routes
@@ -260,6 +262,19 @@ class Api:
         out = {"decision": dataclasses.asdict(decision), "pending": pending, "status": "running"}
         return JSONResponse(out)
 
+    async def list_batches(self, request: Request) -> JSONResponse:
+        root = self.runs_dir.parent / "batches"
+        found = [p for p in sorted(root.iterdir()) if (p / "batch.json").is_file()] if root.is_dir() else []
+        summaries = [{k: v for k, v in batch_summary(p).items() if k != "items"} for p in found]
+        return JSONResponse({"batches": summaries})
+
+    async def get_batch(self, request: Request) -> JSONResponse:
+        folder = self.runs_dir.parent / "batches" / request.path_params["name"]
+        if "/" in request.path_params["name"] or not (folder / "batch.json").is_file():
+            raise HTTPException(404, "no such batch")
+        summary = batch_summary(folder)
+        return JSONResponse(summary | {"cost_over_time": cost_over_time(folder, summary["items"])})
+
     async def files(self, request: Request) -> JSONResponse:
         folder = self.folder(request)
         listed = [
@@ -275,6 +290,47 @@ class Api:
         if not path.is_relative_to(folder.resolve()) or not path.is_file():
             raise HTTPException(404, "no such file")
         return FileResponse(path, media_type="text/plain; charset=utf-8")
+
+
+def _items_total(meta: dict[str, Any], results: list[dict[str, Any]]) -> int:
+    try:
+        lines = Path(meta.get("items_file") or "").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return len(results)
+    return max(sum(1 for line in lines if line.strip()), len(results))
+
+
+def batch_summary(folder: Path) -> dict[str, Any]:
+    """A batch folder (batch.json, results.jsonl, runs/) as the contract's batch summary."""
+    meta = _json(folder / "batch.json")
+    results_file = folder / "results.jsonl"
+    lines = results_file.read_text(encoding="utf-8").splitlines() if results_file.exists() else []
+    latest = {r["id"]: r for r in (json.loads(line) for line in lines if line.strip())}
+    results = list(latest.values())
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return {
+        "name": folder.name,
+        "workflow": Path(meta.get("workflow_file") or "").stem,
+        "status": meta.get("status"),
+        "total": _items_total(meta, results),
+        "counts": counts,
+        "cost_usd": sum(r.get("cost_usd") or 0 for r in results),
+        "items": results,
+    }
+
+
+def cost_over_time(folder: Path, items: list[dict[str, Any]]) -> list[list[float]]:
+    ends = sorted(
+        (float(_json(folder / r["run_dir"] / "run.json").get("updated") or 0), r.get("cost_usd") or 0.0)
+        for r in items
+    )
+    spent, out = 0.0, []
+    for t, cost in ends:
+        spent += cost
+        out.append([t, spent])
+    return out
 
 
 async def _refused(request: Request, exc: Exception) -> JSONResponse:

@@ -49,12 +49,12 @@ export async function batchPage(main, name) {
     h(
       "div",
       { class: "batch" },
-      h("p", {}, `${done} of ${b.total} items ended · ${fmtCost(b.cost_usd)}`, " ", Object.entries(b.counts || {}).map(([k, n]) => h("span", { class: "fact" }, statusBadge(k), " " + n))),
+      h("p", { class: "batch-facts", "data-done": String(done), "data-total": String(b.total) }, `${done} of ${b.total} items ended · ${fmtCost(b.cost_usd)}`, " ", Object.entries(b.counts || {}).map(([k, n]) => h("span", { class: "fact" }, statusBadge(k), " " + n))),
       progressBar(b.counts || {}, b.total),
       lineChart("cost over time", b.cost_over_time || []),
       h(
         "table",
-        { class: "runs" },
+        { class: "runs batch-items" },
         h("thead", {}, h("tr", {}, ["item", "status", "tokens", "cost", "duration", "error"].map((c) => h("th", {}, c)))),
         h(
           "tbody",
@@ -63,7 +63,7 @@ export async function batchPage(main, name) {
             h(
               "tr",
               {},
-              h("td", {}, h("a", { href: "/runs/" + encodeURIComponent(it.run_id || it.id) }, it.id)),
+              h("td", {}, it.id),
               h("td", {}, statusBadge(it.status)),
               h("td", { class: "num" }, fmtTokens(it.total_tokens)),
               h("td", { class: "num" }, fmtCost(it.cost_usd)),
