@@ -12,10 +12,14 @@ export async function runPage(main, runId) {
   const model = new RunModel();
   const enc = encodeURIComponent(runId);
   let following = false;
+  let resuming = 0; // after a decision: how many more times to look for the resumed run
   const source = {
     canDecide: true,
     decide: (body) => postJSON(`/v1/runs/${enc}/decisions`, body),
-    decided: () => refresh().then(follow),
+    decided: () => {
+      resuming = 20; // the server resumes the run once nothing is pending: follow it
+      return refresh().then(follow);
+    },
   };
   replaceContent(main, h("h1", {}, "run ", h("span", { class: "run-id" }, runId)));
   const root = h("div", { class: "run-view" });
@@ -81,7 +85,11 @@ export async function runPage(main, runId) {
         });
         await refresh();
         const status = view.summary?.status || end?.status;
-        if (status !== "running") break;
+        const pending = view.pending().length;
+        if (status !== "running" && !(resuming > 0 && !pending && status === "waiting")) break;
+        if (status === "running") resuming = 0;
+        else resuming -= 1; // decided, but the resumed run has not begun yet
+        await new Promise((done) => setTimeout(done, status === "running" && end ? 0 : 300));
       }
     } catch (e) {
       root.dataset.error = String(e.message || e);
