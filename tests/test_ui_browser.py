@@ -349,6 +349,14 @@ def test_the_conversation_of_a_sub_agent_shows_its_tool_call(
     assert "<img src=x onerror=alert(1)>" in page.locator(".output[data-path='notes.md']").inner_text()
     assert page.evaluate("window.__xss") is None
     shoot(page, "run-page")
+    # a lane's name on the timeline leads to that instance's conversation
+    from playwright.sync_api import expect
+
+    segment = page.locator("section.segment[data-agent='worker']")
+    page.evaluate("window.scrollTo(0, 0)")
+    expect(segment).not_to_be_in_viewport()
+    page.locator("svg.timeline g.lane").nth(1).locator("text.lane-label").click()
+    expect(segment).to_be_in_viewport(timeout=WAIT_MS)
     assert (run_dir / "notes.md").exists()
 
 

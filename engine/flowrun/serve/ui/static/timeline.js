@@ -38,6 +38,12 @@ function barTitle(bar) {
   return `tool ${bar.tool} [${bar.call_id}] · ${bar.outcome} · ${took}`;
 }
 
+// a click on a lane's name: that instance's conversation, scrolled into view
+function showConversation(agentId) {
+  const target = [...document.querySelectorAll("section.segment")].find((n) => n.dataset.agentId === agentId);
+  if (target) target.scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
 // the timeline of `model` as an <svg>; `now` is the time open bars reach to (live: the clock)
 export function drawTimeline(model, { width = 960, now = null } = {}) {
   const lanes = model.lanes();
@@ -62,7 +68,12 @@ export function drawTimeline(model, { width = 960, now = null } = {}) {
     group.appendChild(s("rect", { class: "lane-bg", x: 0, y, width, height }));
     const name = inst.agent + (inst.agent_id.includes("@") ? " @" + inst.agent_id.split("@").pop() : "");
     group.appendChild(
-      s("text", { class: "lane-label status-" + inst.status, x: 4 + depth * 12, y: y + LANE_PAD + ROW_H - 2 }, name, s("title", {}, inst.agent_id)),
+      s(
+        "text",
+        { class: "lane-label status-" + inst.status, x: 4 + depth * 12, y: y + LANE_PAD + ROW_H - 2, onclick: () => showConversation(inst.agent_id) },
+        name,
+        s("title", {}, inst.agent_id + " (click: its conversation)"),
+      ),
     );
     if (inst.start !== null) {
       const life = s("line", { class: "lifeline", x1: x(inst.start), x2: x(inst.end ?? last), y1: y + height / 2, y2: y + height / 2 });
