@@ -593,6 +593,51 @@ def test_the_runs_list_filters_2000_generated_runs(tmp_path: Path, page: Any, ap
     )
 
 
+MARKDOWN = """# Title with <b>tags</b>
+
+A paragraph with `code <i>`, **bold**, *italic*, snake_case_name and a [link](https://example.org).
+A [bad link](javascript:alert(1)) and <script>window.__xss = 3</script>.
+
+- one
+- two
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+```python
+print("<not html>")
+```
+"""
+
+
+def test_the_markdown_renderer_keeps_html_as_text_and_links_safe(
+    tmp_path: Path, page: Any, api_server: Any
+) -> None:
+    (tmp_path / "runs").mkdir()
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/")
+    rendered = page.evaluate(
+        """async (text) => {
+            const { renderMarkdown } = await import("/ui/static/markdown.js");
+            const root = renderMarkdown(text);
+            document.body.appendChild(root);
+            const tags = [...root.querySelectorAll("*")].map((n) => n.tagName.toLowerCase());
+            const links = [...root.querySelectorAll("a")].map((a) => a.getAttribute("href"));
+            return { tags, links, text: root.textContent, h1: root.querySelector("h1").textContent };
+        }""",
+        MARKDOWN,
+    )
+    tags = set(rendered["tags"])
+    assert {"h1", "p", "code", "strong", "em", "a", "ul", "li", "table", "th", "td", "pre"} <= tags
+    assert not tags & {"b", "i", "script", "img"}
+    assert rendered["h1"] == "Title with <b>tags</b>"
+    assert rendered["links"] == ["https://example.org"]  # javascript: stays text
+    assert "snake_case_name" in rendered["text"] and "<script>window.__xss = 3</script>" in rendered["text"]
+    assert 'print("<not html>")' in rendered["text"]
+    assert page.evaluate("window.__xss") is None
+
+
 def test_the_pages_never_write_markup_from_text() -> None:
     """No module of the pages builds markup from strings: text only ever becomes text nodes."""
     static = REPO / "engine" / "flowrun" / "serve" / "ui" / "static"

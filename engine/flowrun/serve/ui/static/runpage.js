@@ -13,6 +13,11 @@ export async function runPage(main, runId) {
   const enc = encodeURIComponent(runId);
   let following = false;
   let resuming = 0; // after a decision: how many more times to look for the resumed run
+  // the browser's clock minus the server's (at most: an event's delay in transit), so that
+  // running bars grow to the server's now, not to a clock set differently
+  let skew = Infinity;
+  const serverNow = () => Date.now() / 1000 - (Number.isFinite(skew) ? skew : 0);
+  document.title = `flowrun · ${runId}`;
   const source = {
     canDecide: true,
     decide: (body) => postJSON(`/v1/runs/${enc}/decisions`, body),
@@ -31,7 +36,7 @@ export async function runPage(main, runId) {
     queued = true;
     requestAnimationFrame(() => {
       queued = false;
-      view.render(model.status === "running" ? Date.now() / 1000 : null);
+      view.render(model.status === "running" ? serverNow() : null);
       root.dataset.status = view.summary?.status || model.status;
       root.dataset.events = String(model.events.length);
     });
@@ -81,6 +86,7 @@ export async function runPage(main, runId) {
     try {
       for (;;) {
         const end = await followEvents(runId, model.lastSeq, (e) => {
+          if (e.t) skew = Math.min(skew, Date.now() / 1000 - e.t);
           if (model.feed(e)) draw();
         });
         await refresh();
