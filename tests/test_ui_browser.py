@@ -437,7 +437,7 @@ def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: 
     shoot(page, "batch")
 
 
-def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: Any) -> None:
+def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: Any, browser: Any) -> None:
     run_dir = finished_run(tmp_path)
     target = tmp_path / "report.html"
     shown = run_cli(["show", str(run_dir), "--html", str(target)], cwd=tmp_path)
@@ -460,6 +460,17 @@ def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: An
     assert page.locator(".panel-charts svg.chart").count() >= 2
     assert asked == [target.as_uri()], asked  # nothing but the file itself
     shoot(page, "report")
+
+    # under its own Content-Security-Policy (the page above ignored it), its script still runs:
+    # the policy names the inline script by its hash
+    strict = browser.new_context()
+    try:
+        tab = strict.new_page()
+        tab.goto(target.as_uri())
+        tab.wait_for_selector("svg.timeline rect.bar >> nth=5", timeout=WAIT_MS)
+        assert tab.locator("section.segment").count() == 2
+    finally:
+        strict.close()
 
 
 def test_show_html_redacts_secrets_and_refuses_other_views(tmp_path: Path) -> None:
@@ -612,7 +623,7 @@ print("<not html>")
 
 
 def test_the_markdown_renderer_keeps_html_as_text_and_links_safe(
-    tmp_path: Path, page: Any, api_server: Any
+    tmp_path: Path, page: Any, api_server: Any, browser: Any
 ) -> None:
     (tmp_path / "runs").mkdir()
     url = api_server(tmp_path / "runs")
@@ -636,6 +647,15 @@ def test_the_markdown_renderer_keeps_html_as_text_and_links_safe(
     assert "snake_case_name" in rendered["text"] and "<script>window.__xss = 3</script>" in rendered["text"]
     assert 'print("<not html>")' in rendered["text"]
     assert page.evaluate("window.__xss") is None
+
+    # the pages run under their own Content-Security-Policy too (the page above ignored it)
+    strict = browser.new_context()
+    try:
+        tab = strict.new_page()
+        tab.goto(f"{url}/")
+        tab.wait_for_selector(".runs-total[data-total='0']", timeout=WAIT_MS)
+    finally:
+        strict.close()
 
 
 def test_the_pages_never_write_markup_from_text() -> None:
