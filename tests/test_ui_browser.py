@@ -529,6 +529,31 @@ def test_allow_on_a_pending_approval_completes_the_run(tmp_path: Path, page: Any
     assert taken["allowed"] is True and taken["by"] == "ui"
 
 
+def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(tmp_path, {"boss": ["ask_user"]})
+    replies = script(
+        {"boss": [calls(ToolCallSpec("ask_user", {"question": "Which <b>colour</b>?"})), Reply("Done.")]}
+    )
+    with WireServer(replies) as server:
+        first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=model_env(server))
+        assert first.returncode == 75, first.stdout + first.stderr
+        url = api_server(tmp_path / "runs", model_env(server))
+        page.goto(f"{url}/runs/q")
+        decision = page.locator(".decision[data-kind='question']")
+        decision.wait_for(timeout=WAIT_MS)
+        assert "Which <b>colour</b>?" in decision.text_content()
+        decision.locator("textarea.answer").fill("Blue, please.")
+        decision.locator("button.answer-btn").click()
+        wait_status(page, "completed")
+        (after,) = [r for r in server.requests if r.assistant_turns == 1]
+    assert after.tool_results[0][1] == "Blue, please."
+    events = [
+        json.loads(line) for line in (tmp_path / "runs" / "q" / "events.jsonl").read_text().splitlines()
+    ]
+    (taken,) = [e for e in events if e["type"] == "decision"]
+    assert taken["answer"] == "Blue, please." and taken["by"] == "ui"
+
+
 # ---------------------------------------------------------------- the runs list
 
 
