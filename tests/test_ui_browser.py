@@ -683,6 +683,18 @@ def test_the_markdown_renderer_keeps_html_as_text_and_links_safe(
         strict.close()
 
 
+def test_the_runs_list_follows_a_run_that_ends(tmp_path: Path, page: Any, api_server: Any) -> None:
+    generate_runs(tmp_path / "runs", 3)
+    meta_path = tmp_path / "runs" / "run-00002" / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps(meta | {"status": "running"}))
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/")
+    page.wait_for_selector("tr.run-row[data-id='run-00002'][data-status='running']", timeout=WAIT_MS)
+    meta_path.write_text(json.dumps(meta | {"status": "completed", "updated": meta["updated"] + 1}))
+    page.wait_for_selector("tr.run-row[data-id='run-00002'][data-status='completed']", timeout=WAIT_MS)
+
+
 def test_the_pages_never_write_markup_from_text() -> None:
     """No module of the pages builds markup from strings: text only ever becomes text nodes."""
     static = REPO / "engine" / "flowrun" / "serve" / "ui" / "static"

@@ -86,6 +86,10 @@ export async function runsPage(main) {
     offset += PAGE;
     load();
   });
+  // while a listed run goes on, the list is read again now and then (a visible tab only)
+  setInterval(() => {
+    if (document.visibilityState === "visible" && body.querySelector("tr[data-status='running']")) load();
+  }, 5000);
   getJSON("/v1/workflows")
     .then((w) => replaceContent(names, (w.workflows || []).map((x) => h("option", { value: x.name }))))
     .catch(() => {});
