@@ -100,3 +100,13 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """Each test's outcome on its item (`item.rep_call`), for fixtures that keep evidence of a
+    failure (the browser tests' screenshots)."""
+    report: pytest.TestReport = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+    return report

@@ -153,6 +153,19 @@ def test_the_wheel_ships_the_corpus(tmp_path: Path) -> None:
     ]
     assert results and results[0]["result"]["status"] == "success"
     assert "_builtin/examples/corpus" in json.dumps(results[0]["result"]["data"]["results"])
+    # the web UI's pages ship too (no build step), and the report is drawn from them
+    for page in ("index.html", "static/app.js", "static/report.js", "static/timeline.js", "static/style.css"):
+        assert f"flowrun/serve/ui/{page}" in names
+    report = subprocess.run(
+        [sys.executable, "-c", code, "show", "runs/r", "--html", "r.html"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.returncode == 0, report.stderr
+    assert "drawTimeline" in (work / "r.html").read_text()
 
 
 def test_every_shipped_workflow_is_dry_run_above() -> None:

@@ -86,6 +86,10 @@ COMMANDS: dict[str, Registered] = {
         "Print a run's worst-case cost per agent and sub-agent tree, and earlier runs' spread.",
     ),
     "serve": Registered("flowrun.cli.serve_cmd:serve", "Serve workflows to other programs."),
+    "ui": Registered(
+        "flowrun.cli.ui_cmd:ui",
+        "Serve the web UI: runs, their timelines and conversations, decisions; WORKFLOWs to start.",
+    ),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
 }
 

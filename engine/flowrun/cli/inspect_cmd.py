@@ -33,13 +33,36 @@ def runs(runs_dir: Path) -> None:
 @click.option("--agent", metavar="NAME", help="With --prompts or --messages: only this agent's instances.")
 @click.option("--full", is_flag=True, help="With --messages: print long texts whole instead of folded.")
 @click.option("--json", "as_json", is_flag=True, help="With --messages: the conversations as JSON.")
-def show(run_dir: Path, prompts: bool, messages: bool, agent: str | None, full: bool, as_json: bool) -> None:
+@click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Write the run as one self-contained HTML file instead (timeline, conversations, usage, "
+    "outputs; opens with no network), to attach to a CI artifact or a bug report.",
+)
+def show(
+    run_dir: Path,
+    prompts: bool,
+    messages: bool,
+    agent: str | None,
+    full: bool,
+    as_json: bool,
+    html: Path | None,
+) -> None:
     """Print a run's tree of agents and tool calls with timings and tokens."""
     with reported(verbose=False):
         from flowrun.errors import UsageError
 
         if prompts and messages:
             raise UsageError("--prompts and --messages are two views", "give one of them")
+        if html is not None:
+            if prompts or messages or agent is not None or full or as_json:
+                raise UsageError("--html writes the whole run", f"flowrun show {run_dir} --html {html}")
+            from flowrun.serve.ui.report import write_report
+
+            click.echo(f"wrote {write_report(run_dir, html)}")
+            return
         if agent is not None and not (prompts or messages):
             raise UsageError(
                 "--agent goes with --prompts or --messages", "flowrun show RUN_DIR --messages --agent NAME"

@@ -1,0 +1,78 @@
+// Batches (/batches and /batches/NAME): progress (items by status out of all) and the cost
+// spent over time, drawn from GET /v1/batches/NAME; each item links to its run.
+import { h, s, replaceContent, fmtCost, fmtTokens, fmtDuration, statusBadge } from "./dom.js";
+import { lineChart } from "./charts.js";
+import { getJSON } from "./api.js";
+
+const ORDER = ["completed", "failed", "max_steps", "budget_exceeded", "waiting", "interrupted", "running"];
+
+function progressBar(counts, total) {
+  const width = 620;
+  const svg = s("svg", { class: "progress", width, height: 20, role: "img", "aria-label": "progress" });
+  let x = 0;
+  for (const status of ORDER) {
+    const n = counts[status] || 0;
+    if (!n) continue;
+    const w = (n / Math.max(total, 1)) * width;
+    svg.appendChild(s("rect", { class: "seg status-" + status, x, y: 0, width: w, height: 20 }, s("title", {}, `${status}: ${n}`)));
+    x += w;
+  }
+  svg.appendChild(s("rect", { class: "seg rest", x, y: 0, width: Math.max(width - x, 0), height: 20 }));
+  return svg;
+}
+
+export async function batchesPage(main) {
+  replaceContent(main, h("h1", {}, "Batches"));
+  try {
+    const { batches } = await getJSON("/v1/batches");
+    main.appendChild(
+      batches.length
+        ? h("ul", { class: "batches" }, batches.map((b) => h("li", {}, h("a", { href: "/batches/" + encodeURIComponent(b.name) }, b.name), ` · ${b.workflow || ""} · ${Object.values(b.counts || {}).reduce((a, n) => a + n, 0)}/${b.total} · ${fmtCost(b.cost_usd)}`)))
+        : h("p", { class: "muted" }, "no batch yet"),
+    );
+  } catch (e) {
+    main.appendChild(h("p", { class: "error" }, String(e.message || e)));
+  }
+}
+
+export async function batchPage(main, name) {
+  replaceContent(main, h("h1", {}, "batch ", name));
+  let b;
+  try {
+    b = await getJSON("/v1/batches/" + encodeURIComponent(name));
+  } catch (e) {
+    main.appendChild(h("p", { class: "error" }, String(e.message || e)));
+    return;
+  }
+  const done = Object.values(b.counts || {}).reduce((a, n) => a + n, 0);
+  main.appendChild(
+    h(
+      "div",
+      { class: "batch" },
+      h("p", { class: "batch-facts", "data-done": String(done), "data-total": String(b.total) }, `${done} of ${b.total} items ended · ${fmtCost(b.cost_usd)}`, " ", Object.entries(b.counts || {}).map(([k, n]) => h("span", { class: "fact" }, statusBadge(k), " " + n))),
+      progressBar(b.counts || {}, b.total),
+      lineChart("cost over time", b.cost_over_time || []),
+      h(
+        "table",
+        { class: "runs batch-items" },
+        h("thead", {}, h("tr", {}, ["item", "status", "tokens", "cost", "duration", "error"].map((c) => h("th", {}, c)))),
+        h(
+          "tbody",
+          {},
+          (b.items || []).map((it) =>
+            h(
+              "tr",
+              {},
+              h("td", {}, it.id),
+              h("td", {}, statusBadge(it.status)),
+              h("td", { class: "num" }, fmtTokens(it.total_tokens)),
+              h("td", { class: "num" }, fmtCost(it.cost_usd)),
+              h("td", { class: "num" }, fmtDuration(it.duration_s)),
+              h("td", {}, it.error || ""),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}

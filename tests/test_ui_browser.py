@@ -1,0 +1,721 @@
+"""The web UI's pages in a real headless Chromium (Playwright driving the system's `chromium`,
+Debian's package): a live run's timeline gains bars while it runs, parallel sub-agents side by
+side; a sub-agent's conversation shows its tool call; Allow on a pending approval completes the
+run; the runs list filters 2,000 generated runs; `flowrun show RUN --html` opens with no network
+and draws the same timeline. A model answer holding <script> or <img onerror> stays text.
+
+The runs are real: the CLI runs a workflow whose model is the scripted wire server (the real
+openai SDK over HTTP on 127.0.0.1), and a Gate holds each model request until the test lets it
+through, so the page is seen mid-run. The pages talk to tests/ui_server.py, a stand-in for the
+runs API until the real server (flowrun.serve.http_app) lands. Screenshots of the run page and
+the timeline go to test-output/ui/ (ignored by git)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, SECRET_VARS, TESTS, flowrun_cmd, run_cli
+from wire_server import Reply, Responder, Script, ToolCallSpec, WireRequest, WireServer
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = REPO / "test-output" / "ui"
+WAIT_MS = 30_000
+XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> **bold** done'
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+
+def _browser_or_reason() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing: apt-get install -y chromium (Debian's package)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing: pip install -e '.[dev]'"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    reason = _browser_or_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests cannot run in CI: {reason} (.ci/run installs it)")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    # without the pages' Content-Security-Policy, so that the escaping itself is what is tested
+    # (and Playwright may evaluate its waiting conditions)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    yield tab
+    report = getattr(request.node, "rep_call", None)  # conftest.py keeps each test's outcome
+    if report is not None and report.failed:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        tab.screenshot(path=str(SHOTS / f"failed-{request.node.name}.png"), full_page=True)
+    context.close()
+    assert errors == [], errors
+
+
+def shoot(target: Any, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    target.screenshot(path=str(path))
+    return path
+
+
+# ---------------------------------------------------------------- runs, their server, the API stand-in
+
+
+class Gate:
+    """A responder that holds each model request until the test lets it through."""
+
+    def __init__(self, then: Responder) -> None:
+        self.then = then
+        self.cond = threading.Condition()
+        self.arrived = 0
+        self.allowed = 0
+        self.opened = False
+
+    def __call__(self, request: WireRequest) -> Reply:
+        with self.cond:
+            self.arrived += 1
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: self.opened or self.allowed > 0, timeout=120)
+            if not self.opened:
+                self.allowed -= 1
+        return self.then(request)
+
+    def wait_arrived(self, n: int) -> None:
+        with self.cond:
+            assert self.cond.wait_for(lambda: self.arrived >= n, timeout=60), f"{self.arrived} of {n}"
+
+    def release(self, n: int = 1) -> None:
+        with self.cond:
+            self.allowed += n
+            self.cond.notify_all()
+
+    def open(self) -> None:
+        with self.cond:
+            self.opened = True
+            self.cond.notify_all()
+
+
+def project(tmp: Path, agents: dict[str, list[Any]], **workflow: Any) -> Path:
+    """A workflow of `agents` (name -> tools), the first the entry, on the openai wire format;
+    `workflow` keys over the defaults."""
+    spec = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "team",
+        "models": {"m": {"provider": "openai", "model": "gpt-test", "price": {"input": 3, "output": 15}}},
+        "default_model": "m",
+        "entry": next(iter(agents)),
+        "task": "Do the job.",
+        **workflow,
+    }
+    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
+    (tmp / "wf.yaml").write_text(yaml.safe_dump(spec))
+    for name, tools in agents.items():
+        agent = {
+            "version": 1,
+            "kind": "agent",
+            "name": name,
+            "prompt": f"You are the {name}.",
+            "tools": tools,
+        }
+        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
+    return tmp / "wf.yaml"
+
+
+def script(replies: dict[str, list[Reply]]) -> Script:
+    return Script(replies, {name: f"You are the {name}." for name in replies})
+
+
+def calls(*specs: ToolCallSpec, text: str = "") -> Reply:
+    return Reply(text=text, tool_calls=list(specs))
+
+
+def model_env(server: WireServer) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
+
+
+def start_run(wf: Path, run_id: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | env
+    return subprocess.Popen(
+        [*flowrun_cmd(), str(wf), "--run-id", run_id, "-q"],
+        cwd=wf.parent,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_file(path: Path, proc: subprocess.Popen[str] | None = None, timeout: float = 60) -> None:
+    """Wait until `path` exists (the run made its folder), or fail when the run died first."""
+    ends = time.monotonic() + timeout
+    while not path.exists():
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"the run ended before {path} existed: {proc.stderr.read() if proc.stderr else ''}")
+        assert time.monotonic() < ends, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def api_server() -> Iterator[Any]:
+    """Start tests/ui_server.py on a runs folder (with the model server's environment, for the
+    runs it resumes); the URL it listens on."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(runs_dir: Path, env: dict[str, str] | None = None, workflows: tuple[Path, ...] = ()) -> str:
+        full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
+        proc = subprocess.Popen(
+            [sys.executable, str(TESTS / "ui_server.py"), "--runs-dir", str(runs_dir), *map(str, workflows)],
+            cwd=runs_dir.parent,
+            env=full,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening on "), line + (proc.stderr.read() if proc.stderr else "")
+        return line.split()[-1]
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.communicate(timeout=10)  # and its pipes closed
+
+
+def bars(page: Any) -> int:
+    count: int = page.locator("svg.timeline rect.bar").count()
+    return count
+
+
+def wait_bars(page: Any, n: int) -> None:
+    page.wait_for_function(
+        f"document.querySelectorAll('svg.timeline rect.bar').length >= {n}", timeout=WAIT_MS
+    )
+
+
+def wait_status(page: Any, status: str) -> None:
+    page.wait_for_selector(f".run-view[data-status='{status}']", timeout=WAIT_MS)
+
+
+# ---------------------------------------------------------------- the live timeline
+
+
+def test_a_live_runs_timeline_gains_bars_while_it_runs(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(tmp_path, {"orchestrator": ["worker"], "worker": ["list_directory"]})
+    replies = script(
+        {
+            "orchestrator": [
+                calls(
+                    ToolCallSpec("worker", {"task": "Look at a."}),
+                    ToolCallSpec("worker", {"task": "Look at b."}),
+                ),
+                Reply("All done."),
+            ],
+            "worker": [calls(ToolCallSpec("list_directory", {"path": "."})), Reply("Looked.")],
+        }
+    )
+    gate = Gate(replies)
+    with WireServer(gate) as server:
+        proc = start_run(wf, "live", model_env(server))
+        try:
+            run_dir = tmp_path / "runs" / "live"
+            gate.wait_arrived(1)  # the orchestrator's first model call is in flight, held
+            wait_for_file(run_dir / "run.json", proc)
+            url = api_server(tmp_path / "runs", model_env(server))
+            page.goto(f"{url}/runs/live")
+            page.wait_for_selector("svg.timeline rect.bar-model.outcome-running", timeout=WAIT_MS)
+            first = bars(page)
+            assert first == 1
+
+            gate.release(1)  # the orchestrator answers: two workers start at once, each held
+            gate.wait_arrived(3)
+            page.wait_for_function(
+                "document.querySelectorAll('svg.timeline g.lane').length >= 3 && "
+                "document.querySelectorAll('svg.timeline rect.bar-model.outcome-running').length >= 2",
+                timeout=WAIT_MS,
+            )
+            assert bars(page) > first
+            # the two workers' model calls run at the same time: their bars overlap on the axis
+            spans = page.eval_on_selector_all(
+                "svg.timeline rect.bar-model.outcome-running",
+                "rs => rs.map(r => [Number(r.getAttribute('x')), Number(r.getAttribute('x')) + "
+                "Number(r.getAttribute('width')), r.closest('g.lane').dataset.agentId])",
+            )
+            (a0, a1, lane_a), (b0, b1, lane_b) = spans[:2]
+            assert lane_a != lane_b and "worker@" in lane_a and "worker@" in lane_b
+            assert max(a0, b0) < min(a1, b1), spans
+            shoot(page, "live-run-midway")
+
+            gate.open()
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+        finally:
+            gate.open()
+            if proc.returncode is None:
+                proc.kill()
+                proc.communicate()
+    wait_status(page, "completed")
+    # orchestrator: 2 model calls + 2 worker calls; each worker: 2 model calls + 1 tool call
+    wait_bars(page, 10)
+    assert page.locator("svg.timeline rect.bar-tool.outcome-success").count() == 4
+    shoot(page, "live-run-completed")
+    shoot(page.locator("svg.timeline"), "live-run-timeline")
+
+
+# ---------------------------------------------------------------- conversations, escaping, the report
+
+
+def finished_run(tmp_path: Path) -> Path:
+    """orchestrator -> worker, who writes a file and answers with markup that must stay text."""
+    wf = project(tmp_path, {"orchestrator": ["worker"], "worker": ["write_file"]})
+    replies = script(
+        {
+            "orchestrator": [calls(ToolCallSpec("worker", {"task": "Write the notes."})), Reply(XSS)],
+            "worker": [
+                calls(
+                    ToolCallSpec(
+                        "write_file",
+                        {"path": "notes.md", "content": "# Notes\n<img src=x onerror=alert(1)>\n"},
+                    )
+                ),
+                Reply(XSS),
+            ],
+        }
+    )
+    with WireServer(replies) as server:
+        done = run_cli([str(wf), "--run-id", "done", "-q"], cwd=tmp_path, env=model_env(server))
+        assert done.returncode == 0, done.stdout + done.stderr
+    return tmp_path / "runs" / "done"
+
+
+def check_conversation_and_escaping(page: Any) -> None:
+    worker = page.locator("section.segment[data-agent='worker']")
+    worker.wait_for(timeout=WAIT_MS)
+    call = worker.locator(".call[data-tool='write_file']")
+    assert call.count() == 1
+    assert "notes.md" in call.locator(".call-args").inner_text()
+    assert "success" in call.locator(".call-result").text_content()
+    # the sub-agent's conversation sits under the orchestrator's call that ran it
+    assert (
+        page.locator(
+            "section.segment[data-agent='orchestrator'] .call[data-tool='worker'] section.segment"
+        ).count()
+        == 1
+    )
+    # the markup of the answers is shown as text, and nothing of it ran
+    assert "<script>window.__xss = 1</script>" in worker.text_content()
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("main img, main script").count() == 0
+
+
+def test_the_conversation_of_a_sub_agent_shows_its_tool_call(
+    tmp_path: Path, page: Any, api_server: Any
+) -> None:
+    run_dir = finished_run(tmp_path)
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/runs/done")
+    wait_status(page, "completed")
+    check_conversation_and_escaping(page)
+    # the output file the worker reported is rendered as Markdown, its raw HTML as text
+    page.wait_for_selector(".output[data-path='notes.md'] .markdown h1", timeout=WAIT_MS)
+    assert "<img src=x onerror=alert(1)>" in page.locator(".output[data-path='notes.md']").inner_text()
+    assert page.evaluate("window.__xss") is None
+    shoot(page, "run-page")
+    # a lane's name on the timeline leads to that instance's conversation
+    from playwright.sync_api import expect
+
+    segment = page.locator("section.segment[data-agent='worker']")
+    page.evaluate("window.scrollTo(0, 0)")
+    expect(segment).not_to_be_in_viewport()
+    page.locator("svg.timeline g.lane").nth(1).locator("text.lane-label").click()
+    expect(segment).to_be_in_viewport(timeout=WAIT_MS)
+    assert (run_dir / "notes.md").exists()
+
+
+def test_a_replay_beside_the_run_is_compared_step_by_step(tmp_path: Path, page: Any, api_server: Any) -> None:
+    run_dir = finished_run(tmp_path)
+    replayed = run_cli(["replay", str(run_dir), "-q"], cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert (tmp_path / "runs" / "done-replay" / "events.jsonl").exists()
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/runs/done")
+    diff = page.locator(".panel-replay .replay-diff")
+    diff.wait_for(timeout=WAIT_MS)
+    assert "the replay done-replay took the same steps" in diff.text_content()
+    assert diff.locator("tr.same").count() == 4 and diff.locator("tr.differs").count() == 0
+    # a replay that went elsewhere: its first differing step is named and marked
+    log = tmp_path / "runs" / "done-replay" / "events.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for line in lines:
+        if line["type"] == "model_response" and line["agent"] == "worker" and line["step"] == 2:
+            line["response"]["text"] = "Something else."
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    page.reload()
+    page.locator(".panel-replay tr.differs").wait_for(timeout=WAIT_MS)
+    assert "first differs at orchestrator/worker@" in page.locator(".panel-replay").text_content()
+
+
+def test_the_start_form_starts_a_run_of_a_served_workflow(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(
+        tmp_path,
+        {"lead": []},
+        inputs={
+            "topic": {"type": "string", "description": "What to write about."},
+            "rounds": {"type": "integer", "default": 2},
+        },
+        task="Write about {{ topic }} in {{ rounds }} rounds.",
+    )
+    replies = script({"lead": [Reply("Written.")]})
+    with WireServer(replies) as server:
+        url = api_server(tmp_path / "runs", model_env(server), (wf,))
+        page.goto(f"{url}/new")
+        page.wait_for_selector("form.start-form textarea#input-topic", timeout=WAIT_MS)
+        assert page.input_value("#input-rounds") == "2"
+        page.fill("#input-topic", "tides")
+        page.fill("#input-rounds", "3")
+        page.click("button.start-btn")
+        page.wait_for_url("**/runs/**", timeout=WAIT_MS)
+        wait_status(page, "completed")
+        (request,) = server.requests
+    assert request.last_user_text == "Write about tides in 3 rounds."
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["inputs"] == {"topic": "tides", "rounds": 3}
+
+
+def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(
+        tmp_path, {"lead": []}, inputs={"topic": {"type": "string"}}, task="Write about {{ topic }}."
+    )
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps({"topic": t}) + "\n" for t in ("a", "b", "c")))
+    replies = script({"lead": [Reply("Written.", usage=(1000, 100))]})
+    with WireServer(replies) as server:
+        out = tmp_path / "batches" / "b1"
+        done = run_cli(
+            ["batch", str(wf), "items.jsonl", "--out", str(out), "--processes", "1"],
+            cwd=tmp_path,
+            env=model_env(server),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    (tmp_path / "runs").mkdir()
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/batches")
+    page.click("ul.batches a")
+    page.wait_for_selector(".batch-facts[data-done='3'][data-total='3']", timeout=WAIT_MS)
+    assert page.locator("svg.progress rect.status-completed").count() == 1
+    assert page.locator("table.batch-items tbody tr").count() == 3
+    curve = page.get_attribute("svg.chart-line path.line", "d")
+    assert curve is not None and curve.count("L") == 3  # one step per item that ended
+    assert "$0.0" in page.locator(".batch-facts").text_content()  # 3 x (1000 x $3 + 100 x $15) / 1M
+    shoot(page, "batch")
+
+
+def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: Any, browser: Any) -> None:
+    run_dir = finished_run(tmp_path)
+    target = tmp_path / "report.html"
+    shown = run_cli(["show", str(run_dir), "--html", str(target)], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"wrote {target}" in shown.stdout
+    asked: list[str] = []
+
+    def refuse_network(route: Any) -> None:
+        asked.append(route.request.url)
+        if route.request.url == target.as_uri():
+            route.continue_()
+        else:
+            route.abort()
+
+    page.route("**/*", refuse_network)
+    page.goto(target.as_uri())
+    wait_bars(page, 6)  # orchestrator 2 model + 1 tool, worker 2 model + 1 tool
+    assert page.locator("svg.timeline g.lane").count() == 2
+    check_conversation_and_escaping(page)
+    assert page.locator(".panel-charts svg.chart").count() >= 2
+    assert asked == [target.as_uri()], asked  # nothing but the file itself
+    shoot(page, "report")
+
+    # under its own Content-Security-Policy (the page above ignored it), its script still runs:
+    # the policy names the inline script by its hash
+    strict = browser.new_context()
+    try:
+        tab = strict.new_page()
+        tab.goto(target.as_uri())
+        tab.wait_for_selector("svg.timeline rect.bar >> nth=5", timeout=WAIT_MS)
+        assert tab.locator("section.segment").count() == 2
+    finally:
+        strict.close()
+
+
+def test_show_html_redacts_secrets_and_refuses_other_views(tmp_path: Path) -> None:
+    run_dir = finished_run(tmp_path)
+    secret = "sk-very-secret-value-1234567"
+    log = run_dir / "events.jsonl"
+    lines = log.read_text().splitlines()
+    # a line the log kept unredacted (written by hand: the runtime redacts what it logs)
+    extra = {"seq": 10_000, "t": 1.0, "type": "user_message", "agent": "worker", "agent_id": "x", "step": 1}
+    log.write_text("\n".join([*lines, json.dumps(extra | {"text": f"key {secret}"})]) + "\n")
+    target = tmp_path / "r.html"
+    shown = run_cli(["show", str(run_dir), "--html", str(target)], cwd=tmp_path, env={"MY_API_KEY": secret})
+    assert shown.returncode == 0, shown.stderr
+    html = target.read_text()
+    assert secret not in html and "[REDACTED]" in html
+    both = run_cli(["show", str(run_dir), "--html", str(target), "--messages"], cwd=tmp_path)
+    assert both.returncode == 2 and "--html writes the whole run" in both.stderr
+    assert "Traceback" not in both.stderr
+
+
+# ---------------------------------------------------------------- decisions
+
+
+def test_allow_on_a_pending_approval_completes_the_run(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(tmp_path, {"orchestrator": ["worker"], "worker": [{"write_file": {"approve": "ask"}}]})
+    replies = script(
+        {
+            "orchestrator": [calls(ToolCallSpec("worker", {"task": "Write it."})), Reply("All done.")],
+            "worker": [
+                calls(ToolCallSpec("write_file", {"path": "out.txt", "content": "approved\n"})),
+                Reply("Wrote it."),
+            ],
+        }
+    )
+    with WireServer(replies) as server:
+        first = run_cli([str(wf), "--run-id", "wait", "-q"], cwd=tmp_path, env=model_env(server))
+        assert first.returncode == 75, first.stdout + first.stderr  # no terminal: the run waits
+        run_dir = tmp_path / "runs" / "wait"
+        url = api_server(tmp_path / "runs", model_env(server))
+        page.goto(f"{url}/runs/wait")
+        wait_status(page, "waiting")
+        decision = page.locator(".decision[data-kind='approval']")
+        decision.wait_for(timeout=WAIT_MS)
+        assert "write_file" in decision.inner_text() and "out.txt" in decision.inner_text()
+        page.wait_for_selector("svg.timeline rect.bar-tool.outcome-waiting", timeout=WAIT_MS)
+        shoot(page, "waiting-for-a-decision")
+        decision.locator("button.allow-btn").click()
+        wait_status(page, "completed")
+        assert page.locator(".decision").count() == 0
+        wait_bars(page, 6)  # each agent: 2 model calls and 1 tool call
+        asked = len(server.requests)
+    assert asked == 4  # each model step once: the resume asked nothing again
+    assert (run_dir / "out.txt").read_text() == "approved\n"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    (taken,) = [e for e in events if e["type"] == "decision"]
+    assert taken["allowed"] is True and taken["by"] == "ui"
+
+
+def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(tmp_path, {"boss": ["ask_user"]})
+    replies = script(
+        {"boss": [calls(ToolCallSpec("ask_user", {"question": "Which <b>colour</b>?"})), Reply("Done.")]}
+    )
+    with WireServer(replies) as server:
+        first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=model_env(server))
+        assert first.returncode == 75, first.stdout + first.stderr
+        url = api_server(tmp_path / "runs", model_env(server))
+        page.goto(f"{url}/runs/q")
+        decision = page.locator(".decision[data-kind='question']")
+        decision.wait_for(timeout=WAIT_MS)
+        assert "Which <b>colour</b>?" in decision.text_content()
+        decision.locator("textarea.answer").fill("Blue, please.")
+        decision.locator("button.answer-btn").click()
+        wait_status(page, "completed")
+        (after,) = [r for r in server.requests if r.assistant_turns == 1]
+    assert after.tool_results[0][1] == "Blue, please."
+    events = [
+        json.loads(line) for line in (tmp_path / "runs" / "q" / "events.jsonl").read_text().splitlines()
+    ]
+    (taken,) = [e for e in events if e["type"] == "decision"]
+    assert taken["answer"] == "Blue, please." and taken["by"] == "ui"
+
+
+# ---------------------------------------------------------------- the runs list
+
+
+STATUSES = ["completed", "failed", "waiting", "interrupted"]
+WORKFLOWS = ["research", "review", "triage"]
+
+
+def generate_runs(runs_dir: Path, n: int) -> None:
+    """`n` run folders as the runtime leaves them (run.json, usage.json, a short events.jsonl)."""
+    start = 1_790_000_000.0
+    for i in range(n):
+        folder = runs_dir / f"run-{i:05d}"
+        folder.mkdir(parents=True)
+        status, workflow = STATUSES[i % 4], WORKFLOWS[i % 3]
+        t = start + i * 60
+        meta = {
+            "run_id": folder.name,
+            "workflow": workflow,
+            "status": status,
+            "inputs": {"topic": f"topic {i}"},
+        }
+        (folder / "run.json").write_text(
+            json.dumps(meta | {"options": {"dry_run": False}, "updated": t + 30})
+        )
+        usage = {
+            "total_tokens": 100 + i,
+            "total_cost_usd": i / 1000,
+            "by_agent_model": [
+                {
+                    "agent": "a",
+                    "model": "m",
+                    "calls": 1,
+                    "usage": {"input_tokens": 90 + i, "output_tokens": 10},
+                }
+            ],
+        }
+        (folder / "usage.json").write_text(json.dumps(usage))
+        start_line = {"seq": 1, "t": t, "type": "run_start", "workflow": workflow, "inputs": meta["inputs"]}
+        end_line = {"seq": 2, "t": t + 30, "type": "run_end", "status": status}
+        (folder / "events.jsonl").write_text(json.dumps(start_line) + "\n" + json.dumps(end_line) + "\n")
+
+
+def test_the_runs_list_filters_2000_generated_runs(tmp_path: Path, page: Any, api_server: Any) -> None:
+    generate_runs(tmp_path / "runs", 2000)
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/")
+    page.wait_for_selector(".runs-total[data-total='2000']", timeout=WAIT_MS)
+    assert page.locator("tr.run-row").count() == 50
+    assert page.locator("tr.run-row").first.get_attribute("data-id") == "run-01999"  # newest first
+
+    began = time.perf_counter()
+    page.select_option("select.filter-status", "failed")
+    page.wait_for_selector(".runs-total[data-total='500']", timeout=WAIT_MS)
+    took = time.perf_counter() - began
+    statuses = page.eval_on_selector_all("tr.run-row", "rs => rs.map(r => r.dataset.status)")
+    assert set(statuses) == {"failed"} and len(statuses) == 50
+
+    page.fill("input.filter-workflow", "triage")  # failed: i % 4 == 1; triage: i % 3 == 2
+    page.wait_for_selector(".runs-total[data-total='167']", timeout=WAIT_MS)
+    page.fill("input.filter-q", "run-01001")
+    page.wait_for_selector(".runs-total[data-total='1']", timeout=WAIT_MS)
+    assert page.locator("tr.run-row").first.get_attribute("data-id") == "run-01001"
+    assert "status=failed" in page.url and "workflow=triage" in page.url  # the filters are in the address
+
+    page.fill("input.filter-q", "")
+    page.select_option("select.filter-status", "")
+    page.fill("input.filter-workflow", "")
+    page.wait_for_selector(".runs-total[data-total='2000']", timeout=WAIT_MS)
+    page.click("button.next")
+    page.wait_for_selector("tr.run-row[data-id='run-01949']", timeout=WAIT_MS)
+    print(
+        f"\nthe runs list filtered 2,000 runs by status in {took:.3f} s (bench/ui_runs_list.py measures it)"
+    )
+
+
+MARKDOWN = """# Title with <b>tags</b>
+
+A paragraph with `code <i>`, **bold**, *italic*, snake_case_name and a [link](https://example.org).
+A [bad link](javascript:alert(1)) and <script>window.__xss = 3</script>.
+
+- one
+- two
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+```python
+print("<not html>")
+```
+"""
+
+
+def test_the_markdown_renderer_keeps_html_as_text_and_links_safe(
+    tmp_path: Path, page: Any, api_server: Any, browser: Any
+) -> None:
+    (tmp_path / "runs").mkdir()
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/")
+    rendered = page.evaluate(
+        """async (text) => {
+            const { renderMarkdown } = await import("/ui/static/markdown.js");
+            const root = renderMarkdown(text);
+            document.body.appendChild(root);
+            const tags = [...root.querySelectorAll("*")].map((n) => n.tagName.toLowerCase());
+            const links = [...root.querySelectorAll("a")].map((a) => a.getAttribute("href"));
+            return { tags, links, text: root.textContent, h1: root.querySelector("h1").textContent };
+        }""",
+        MARKDOWN,
+    )
+    tags = set(rendered["tags"])
+    assert {"h1", "p", "code", "strong", "em", "a", "ul", "li", "table", "th", "td", "pre"} <= tags
+    assert not tags & {"b", "i", "script", "img"}
+    assert rendered["h1"] == "Title with <b>tags</b>"
+    assert rendered["links"] == ["https://example.org"]  # javascript: stays text
+    assert "snake_case_name" in rendered["text"] and "<script>window.__xss = 3</script>" in rendered["text"]
+    assert 'print("<not html>")' in rendered["text"]
+    assert page.evaluate("window.__xss") is None
+
+    # the pages run under their own Content-Security-Policy too (the page above ignored it)
+    strict = browser.new_context()
+    try:
+        tab = strict.new_page()
+        tab.goto(f"{url}/")
+        tab.wait_for_selector(".runs-total[data-total='0']", timeout=WAIT_MS)
+    finally:
+        strict.close()
+
+
+def test_the_runs_list_follows_a_run_that_ends(tmp_path: Path, page: Any, api_server: Any) -> None:
+    generate_runs(tmp_path / "runs", 3)
+    meta_path = tmp_path / "runs" / "run-00002" / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps(meta | {"status": "running"}))
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/")
+    page.wait_for_selector("tr.run-row[data-id='run-00002'][data-status='running']", timeout=WAIT_MS)
+    meta_path.write_text(json.dumps(meta | {"status": "completed", "updated": meta["updated"] + 1}))
+    page.wait_for_selector("tr.run-row[data-id='run-00002'][data-status='completed']", timeout=WAIT_MS)
+
+
+def test_the_pages_never_write_markup_from_text() -> None:
+    """No module of the pages builds markup from strings: text only ever becomes text nodes."""
+    static = REPO / "engine" / "flowrun" / "serve" / "ui" / "static"
+    sinks = ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function")
+    found = [
+        f"{path.name}: {sink}"
+        for path in sorted(static.glob("*.js"))
+        for sink in sinks
+        if sink in path.read_text()
+    ]
+    assert found == []
+
+
+def test_flowrun_ui_without_the_server_says_so(tmp_path: Path) -> None:
+    import importlib.util
+
+    proc = run_cli(["ui", "--port", "0"], cwd=tmp_path)
+    if importlib.util.find_spec("flowrun.serve.http_app") is not None:
+        pytest.skip("the HTTP server is present: its own tests start `flowrun ui`")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0] == (
+        "error: the HTTP server is not available in this build (flowrun.serve.http_app is missing)"
+    )
+    assert "Traceback" not in proc.stderr
