@@ -24,7 +24,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from flowrun.errors import RunError, UsageError
 from flowrun.types import Usage
@@ -303,7 +302,7 @@ def _refresh(conn: sqlite3.Connection, folder: Path) -> None:
     gone = [(name,) for name in known if name not in seen]
     if not (stale or statuses or gone):
         return
-    rows = [row for path in stale if (row := summarize(path, scan=True)) is not None]
+    rows = [made for path in stale if (made := summarize(path, scan=True)) is not None]
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany("DELETE FROM runs WHERE name = ?", gone)
@@ -357,7 +356,7 @@ def owned(run_dir: Path) -> bool:
     return state not in ("Z", "X")
 
 
-Row = tuple[Any, ...]
+Row = tuple[object, ...]  # the index's columns, in COLUMNS order
 
 
 def summarize(run_dir: Path, *, scan: bool = True) -> Row | None:
@@ -424,38 +423,47 @@ def summarize(run_dir: Path, *, scan: bool = True) -> Row | None:
 
 
 def _entry(folder: Path, row: Row) -> RunEntry:
+    """An entry from the columns of SHOWN (sqlite3 gives back the types they were stored as)."""
     (run_id, workflow, status, recorded, dry, started, ended, _sort) = row[:8]
     (steps, input_tokens, output_tokens, total_tokens, cost, pending, batch, inputs, options, name) = row[8:]
     return RunEntry(
-        id=run_id,
-        path=folder / name,
-        workflow=workflow,
-        status=status,
-        recorded_status=recorded,
+        id=str(run_id),
+        path=folder / str(name),
+        workflow=str(workflow),
+        status=str(status),
+        recorded_status=str(recorded),
         dry_run=bool(dry),
-        started=started,
-        ended=ended,
-        steps=steps,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=total_tokens,
-        cost_usd=cost,
-        pending=pending,
-        batch=batch,
+        started=_real(started),
+        ended=_real(ended),
+        steps=_whole(steps),
+        input_tokens=_whole(input_tokens),
+        output_tokens=_whole(output_tokens),
+        total_tokens=_whole(total_tokens),
+        cost_usd=_real(cost),
+        pending=_whole(pending),
+        batch=batch if isinstance(batch, str) else None,
         inputs=_loaded(inputs),
         options=_loaded(options),
     )
 
 
-def _loaded(text: str | None) -> dict[str, object]:
+def _real(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _whole(value: object) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _loaded(text: object) -> dict[str, object]:
     try:
-        value = json.loads(text or "{}")
+        value = json.loads(text if isinstance(text, str) else "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -463,7 +471,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _ends(log: Path) -> tuple[dict[str, Any], dict[str, Any], int]:
+def _ends(log: Path) -> tuple[dict[str, object], dict[str, object], int]:
     """The log's first and last whole lines (as JSON objects; {} when unreadable) and its size,
     without reading what lies between."""
     try:
@@ -480,7 +488,12 @@ def _ends(log: Path) -> tuple[dict[str, Any], dict[str, Any], int]:
     return first, _object(lines[-1]) if lines else {}, size
 
 
-def _object(line: bytes) -> dict[str, Any]:
+def last_line(log: Path) -> dict[str, object]:
+    """The log's last whole line as an event ({} when there is none)."""
+    return _ends(log)[1]
+
+
+def _object(line: bytes) -> dict[str, object]:
     try:
         value = json.loads(line)
     except ValueError:
@@ -488,7 +501,7 @@ def _object(line: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _time(event: Mapping[str, Any]) -> float | None:
+def _time(event: Mapping[str, object]) -> float | None:
     t = event.get("t")
     return float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
 
@@ -496,17 +509,17 @@ def _time(event: Mapping[str, Any]) -> float | None:
 Counts = tuple[int, int, int, int, float | None]  # steps, input, output, total tokens, cost
 
 
-def _usage_counts(usage: Mapping[str, Any]) -> Counts:
+def _usage_counts(usage: Mapping[str, object]) -> Counts:
     lines = usage.get("by_agent_model")
     lines = lines if isinstance(lines, list) else []
     steps = input_tokens = output_tokens = 0
     for line in lines:
         if isinstance(line, dict):
-            steps += int(line.get("calls") or 0)
+            steps += _whole(line.get("calls"))
             raw = line.get("usage")
-            counts: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            input_tokens += int(counts.get("input_tokens") or 0)
-            output_tokens += int(counts.get("output_tokens") or 0)
+            counts: dict[str, object] = raw if isinstance(raw, dict) else {}
+            input_tokens += _whole(counts.get("input_tokens"))
+            output_tokens += _whole(counts.get("output_tokens"))
     total = usage.get("total_tokens")
     cost = usage.get("total_cost_usd")
     return (
@@ -538,8 +551,8 @@ def _scan_calls(log: Path) -> Counts:
                     input_tokens += usage.input_tokens
                     output_tokens += usage.output_tokens
                     total += usage.total
-                    if isinstance(event.get("cost_usd"), int | float):
-                        cost = (cost or 0.0) + float(event["cost_usd"])
+                    if (priced := _real(event.get("cost_usd"))) is not None:
+                        cost = (cost or 0.0) + priced
     except OSError:
         pass
     return steps, input_tokens, output_tokens, total, cost
