@@ -394,7 +394,7 @@ def summarize(run_dir: Path, *, scan: bool = True) -> Row | None:
         size = -1  # read again by the next listing
     started, ended = _time(first), _time(last)
     workflow = str(meta.get("workflow") or start.get("workflow") or "?")
-    run_id = str(meta.get("run_id") or run_dir.name)
+    run_id = run_dir.name  # what names it under the runs folder (the API finds it by it)
     pending = meta.get("pending")
     return (
         run_dir.name,
