@@ -103,10 +103,9 @@ class ServedRuns:
         return found
 
     def running(self, run_id: str) -> bool:
-        """A task of this server, or another process, holds the run."""
-        task = self.tasks.get(run_id)
-        if task is not None and not task.done():
-            return True
+        """A process (this server's or another) holds the run's folder: the lock, not the task,
+        so that a run whose status says it stopped is no longer running (its task releases the
+        lock last)."""
         return owned(self.runs_dir / run_id)
 
     def left_over(self) -> tuple[list[RunEntry], list[RunEntry]]:
@@ -226,6 +225,8 @@ class ServedRuns:
         self.tasks[run_id] = task
 
         def done(finished: asyncio.Task[RunResult]) -> None:
+            if self.tasks.get(run_id) is finished:
+                del self.tasks[run_id]  # a long-lived server keeps no finished run
             self.changes.notify(run_id)
             if not finished.cancelled():
                 finished.exception()  # retrieved: a failure is in the run's folder, not the loop's log

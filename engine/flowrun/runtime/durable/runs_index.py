@@ -190,7 +190,7 @@ def note_run(run_dir: Path) -> None:
     with contextlib.suppress(sqlite3.Error, OSError, ValueError):
         conn = sqlite3.connect(index, timeout=NOTE_TIMEOUT_S, isolation_level=None)
         try:
-            row = summarize(run_dir, scan=False)
+            row = summarize(run_dir, scan=False, owner=True)
             if row is not None:
                 conn.execute(UPSERT, row)
         finally:
@@ -359,10 +359,11 @@ def owned(run_dir: Path) -> bool:
 Row = tuple[object, ...]  # the index's columns, in COLUMNS order
 
 
-def summarize(run_dir: Path, *, scan: bool = True) -> Row | None:
+def summarize(run_dir: Path, *, scan: bool = True, owner: bool = False) -> Row | None:
     """The index row of a folder (None when it cannot be read). What an ended run is comes from
     run.json, usage.json and its log's first and last lines; a running one's model calls are
-    counted in its log when `scan` (the runtime's own update skips that: the listing does it)."""
+    counted in its log when `scan` (the runtime's own update skips that: the listing does it).
+    `owner`: the caller holds the folder's lock (the runtime), its status is as recorded."""
     try:
         mtime = run_dir.stat().st_mtime_ns
     except OSError:
@@ -377,7 +378,12 @@ def summarize(run_dir: Path, *, scan: bool = True) -> Row | None:
     recorded = str(meta.get("status") or "running")
     if end is not None and recorded == "running" and isinstance(end.get("status"), str):
         recorded = str(end["status"])  # died between its run_end and run.json
-    status = recorded if recorded != "running" else "running" if owned(run_dir) else "interrupted"
+    # running while a live process holds the folder (also one finishing, its status written),
+    # interrupted when it says running and nobody does (killed, crashed)
+    if owner:  # the run's own process: what it recorded is what it is once it lets go
+        status = recorded
+    else:
+        status = "running" if owned(run_dir) else recorded if recorded != "running" else "interrupted"
     options = meta.get("options") or start.get("options") or {}
     if not isinstance(options, dict):
         options = {}
