@@ -2,12 +2,10 @@
 filter's change (status, then workflow, then a search) to the page showing the filtered rows,
 and from the page's load to its first rows. The issue's target: under a second for 2,000 runs.
 
-The folders are generated as the runtime leaves them (run.json, usage.json, events.jsonl). The
-server is tests/ui_server.py, the pages' stand-in for the runs API (it reads each folder's small
-files, cached by run.json's mtime); the real server (flowrun.serve.http_app, with its SQLite
-index) replaces it when present: pass --real.
+The folders are generated as the runtime leaves them (run.json, usage.json, events.jsonl); the
+server is `flowrun ui` (the runs API with its SQLite index, and the pages).
 
-Run: python bench/ui_runs_list.py [--runs 2000] [--repeat 5] [--real]
+Run: python bench/ui_runs_list.py [--runs 2000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -26,20 +24,16 @@ sys.path.insert(0, str(REPO / "tests"))
 from test_ui_browser import CHROMIUM, generate_runs  # noqa: E402  (tests/ is on the path above)
 
 
-def start_server(runs_dir: Path, real: bool) -> tuple[subprocess.Popen[str], str]:
-    if real:
-        command = [sys.executable, "-m", "flowrun", "ui", "--runs-dir", str(runs_dir), "--port", "0"]
-    else:
-        command = [sys.executable, str(REPO / "tests" / "ui_server.py"), "--runs-dir", str(runs_dir)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stream = proc.stderr if real else proc.stdout
-    assert stream is not None
-    line = stream.readline()
-    url = next((word for word in line.split() if word.startswith("http://")), "")
-    if not url:
-        proc.kill()
-        raise SystemExit(f"the server did not start: {line}")
-    return proc, url.split("/#")[0].rstrip("/")
+def start_server(runs_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    command = [sys.executable, "-m", "flowrun", "ui", "--runs-dir", str(runs_dir), "--port", "0"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    said = ""
+    for line in proc.stderr:
+        said += line
+        if line.startswith("the web UI: "):
+            return proc, line.split()[-1].split("/#")[0].rstrip("/")
+    raise SystemExit(f"the server did not start: {said}")
 
 
 def timed(page: object, action: object, total: int) -> float:
@@ -53,7 +47,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--real", action="store_true", help="time `flowrun ui` (the real server)")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -62,7 +55,7 @@ def main() -> None:
         generate_runs(runs_dir, args.runs)
         failed = len(range(1, args.runs, 4))  # generate_runs: status i % 4 == 1 is failed
         failed_early = len(range(1, min(args.runs, 1000), 4))  # ... and named run-00xxx
-        proc, url = start_server(runs_dir, args.real)
+        proc, url = start_server(runs_dir)
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -78,7 +71,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.communicate(timeout=10)
-    print(f"{args.runs} runs, {'flowrun ui' if args.real else 'tests/ui_server.py'}")
+    print(f"{args.runs} runs, flowrun ui")
     print(f"  first page of the list:  median {statistics.median(loads):.3f} s  max {max(loads):.3f} s")
     print(f"  a filter applied:        median {statistics.median(filters):.3f} s  max {max(filters):.3f} s")
     print(f"  target: under 1 s -> {'met' if max(filters) < 1 else 'NOT met'}")

@@ -6,16 +6,15 @@ and draws the same timeline. A model answer holding <script> or <img onerror> st
 
 The runs are real: the CLI runs a workflow whose model is the scripted wire server (the real
 openai SDK over HTTP on 127.0.0.1), and a Gate holds each model request until the test lets it
-through, so the page is seen mid-run. The pages talk to tests/ui_server.py, a stand-in for the
-runs API until the real server (flowrun.serve.http_app) lands. Screenshots of the run page and
-the timeline go to test-output/ui/ (ignored by git)."""
+through, so the page is seen mid-run. The pages talk to `flowrun ui` (the runs API of `serve
+http`, started as a process on a free port). Screenshots of the run page and the timeline go to
+test-output/ui/ (ignored by git)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, SECRET_VARS, TESTS, flowrun_cmd, run_cli
+from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
 from wire_server import Reply, Responder, Script, ToolCallSpec, WireRequest, WireServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -84,7 +83,7 @@ def shoot(target: Any, name: str) -> Path:
     return path
 
 
-# ---------------------------------------------------------------- runs, their server, the API stand-in
+# ---------------------------------------------------------------- runs and their server
 
 
 class Gate:
@@ -184,30 +183,35 @@ def wait_for_file(path: Path, proc: subprocess.Popen[str] | None = None, timeout
 
 @pytest.fixture
 def api_server() -> Iterator[Any]:
-    """Start tests/ui_server.py on a runs folder (with the model server's environment, for the
-    runs it resumes); the URL it listens on."""
+    """Start `flowrun ui` (the runs API of `serve http` with the pages) on a runs folder, on a
+    free port, with the model server's environment for the runs it starts or resumes; the URL
+    it serves at."""
     started: list[subprocess.Popen[str]] = []
 
     def start(runs_dir: Path, env: dict[str, str] | None = None, workflows: tuple[Path, ...] = ()) -> str:
         full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
+        runs_dir.mkdir(parents=True, exist_ok=True)
         proc = subprocess.Popen(
-            [sys.executable, str(TESTS / "ui_server.py"), "--runs-dir", str(runs_dir), *map(str, workflows)],
+            [*flowrun_cmd(), "ui", "--port", "0", "--runs-dir", str(runs_dir), *map(str, workflows)],
             cwd=runs_dir.parent,
             env=full,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
         started.append(proc)
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("listening on "), line + (proc.stderr.read() if proc.stderr else "")
-        return line.split()[-1]
+        assert proc.stderr is not None
+        said = ""
+        for line in proc.stderr:  # the banner; a server that cannot start ends the stream
+            said += line
+            if line.startswith("the web UI: "):
+                return line.split()[-1].rstrip("/")
+        raise AssertionError(f"flowrun ui did not start: {said}")
 
     yield start
     for proc in started:
         proc.terminate()
-        proc.communicate(timeout=10)  # and its pipes closed
+        proc.communicate(timeout=30)  # and its pipes closed
 
 
 def bars(page: Any) -> int:
@@ -406,7 +410,7 @@ def test_the_start_form_starts_a_run_of_a_served_workflow(tmp_path: Path, page: 
         wait_status(page, "completed")
         (request,) = server.requests
     assert request.last_user_text == "Write about tides in 3 rounds."
-    (run_dir,) = (tmp_path / "runs").iterdir()
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]  # beside the runs index
     assert json.loads((run_dir / "run.json").read_text())["inputs"] == {"topic": "tides", "rounds": 3}
 
 
@@ -688,10 +692,13 @@ def test_the_runs_list_follows_a_run_that_ends(tmp_path: Path, page: Any, api_se
     meta_path = tmp_path / "runs" / "run-00002" / "run.json"
     meta = json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps(meta | {"status": "running"}))
+    lock = meta_path.parent / "run.lock"  # a live process (this one) holds it: it is running
+    lock.write_text(str(os.getpid()))
     url = api_server(tmp_path / "runs")
     page.goto(f"{url}/")
     page.wait_for_selector("tr.run-row[data-id='run-00002'][data-status='running']", timeout=WAIT_MS)
     meta_path.write_text(json.dumps(meta | {"status": "completed", "updated": meta["updated"] + 1}))
+    lock.unlink()  # as a run releases it
     page.wait_for_selector("tr.run-row[data-id='run-00002'][data-status='completed']", timeout=WAIT_MS)
 
 
@@ -708,14 +715,7 @@ def test_the_pages_never_write_markup_from_text() -> None:
     assert found == []
 
 
-def test_flowrun_ui_without_the_server_says_so(tmp_path: Path) -> None:
-    import importlib.util
-
-    proc = run_cli(["ui", "--port", "0"], cwd=tmp_path)
-    if importlib.util.find_spec("flowrun.serve.http_app") is not None:
-        pytest.skip("the HTTP server is present: its own tests start `flowrun ui`")
-    assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == (
-        "error: the HTTP server is not available in this build (flowrun.serve.http_app is missing)"
-    )
-    assert "Traceback" not in proc.stderr
+def test_flowrun_ui_refuses_an_open_address_without_a_token(tmp_path: Path) -> None:
+    proc = run_cli(["ui", "--host", "0.0.0.0", "--port", "0"], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: --host 0.0.0.0 would serve these workflows"), proc.stderr

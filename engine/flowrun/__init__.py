@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
     from flowrun.runtime.decide import expire_decisions, pending_decisions, respond
     from flowrun.runtime.durable.decisions import Decision, PendingDecision
+    from flowrun.runtime.durable.runs_index import RunEntry, RunList, list_runs
     from flowrun.runtime.loop.approvals import ApprovalRequest
     from flowrun.runtime.options import RunOptions
 
@@ -60,6 +61,9 @@ _EXPORTS = {
     "expire_decisions": "flowrun.runtime.decide",
     "PendingDecision": "flowrun.runtime.durable.decisions",
     "Decision": "flowrun.runtime.durable.decisions",
+    "list_runs": "flowrun.runtime.durable.runs_index",
+    "RunEntry": "flowrun.runtime.durable.runs_index",
+    "RunList": "flowrun.runtime.durable.runs_index",
     "RunOptions": "flowrun.runtime.options",
     "ManifestInvalid": "flowrun.manifest.diagnostics",
     "Diagnostic": "flowrun.manifest.diagnostics",
@@ -80,8 +84,10 @@ __all__ = [
     "PendingDecision",
     "ProviderError",
     "ReplayResult",
+    "RunEntry",
     "RunError",
     "RunInUse",
+    "RunList",
     "RunOptions",
     "RunResult",
     "SandboxError",
@@ -89,6 +95,7 @@ __all__ = [
     "Workflow",
     "__version__",
     "expire_decisions",
+    "list_runs",
     "load",
     "pending_decisions",
     "replay",

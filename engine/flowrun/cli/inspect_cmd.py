@@ -8,17 +8,56 @@ import click
 
 from flowrun.cli.common import reported
 
+DEFAULT_LIMIT = 200
+
 
 @click.command()
 @click.option(
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
-def runs(runs_dir: Path) -> None:
+@click.option("--workflow", metavar="NAME", help="Only the runs of this workflow.")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    metavar="STATUS",
+    help="Only runs with this status (running, waiting, completed, failed, interrupted, ...; repeatable).",
+)
+@click.option(
+    "--since", metavar="WHEN", help="Only runs started since: a date (2025-01-31), or 30m, 2h, 7d ago."
+)
+@click.option("--search", "q", metavar="TEXT", help="Only runs whose id, workflow or inputs contain TEXT.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Show at most this many of the newest runs (0: all).",
+)
+def runs(
+    runs_dir: Path,
+    workflow: str | None,
+    statuses: tuple[str, ...],
+    since: str | None,
+    q: str | None,
+    limit: int,
+) -> None:
     """List runs: id, workflow, status, steps, tokens, cost, duration."""
     with reported(verbose=False):
-        from flowrun.cli.run_views import format_runs, list_runs, output_width
+        from flowrun.cli.runs_table import format_runs, list_runs, output_width, since_time
+        from flowrun.runtime.durable.runs_index import list_runs as index_list
 
-        click.echo(format_runs(list_runs(runs_dir), width=output_width()))
+        page = index_list(
+            runs_dir,
+            workflow=workflow,
+            status=list(statuses) or None,
+            since=since_time(since),
+            q=q,
+            limit=limit or None,
+        )
+        click.echo(format_runs(list_runs(page), width=output_width()))
+        if limit and page.total > len(page):
+            click.echo(f"the newest {len(page)} of {page.total:,} runs; --limit 0 shows them all", err=True)
 
 
 @click.command()

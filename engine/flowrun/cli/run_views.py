@@ -5,20 +5,31 @@ usage.json and events.jsonl; nothing here needs the workflow that wrote them."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, JustifyMethod, RenderableType
-from rich.table import Table
+from rich.console import Console, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from flowrun.cli.runs_table import (
+    STATUS_STYLE,
+    UNWRAPPED_WIDTH,
+    RunRow,
+    format_cost,
+    format_duration,
+    format_inputs,
+    format_runs,
+    list_runs,
+    output_width,
+    row_of,
+    since_time,
+)
+from flowrun.cli.runs_table import short as _short
 from flowrun.errors import FlowrunError, RunError
 from flowrun.events import (
     AgentEndEvent,
@@ -47,26 +58,23 @@ from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.options import RunOptions
 
+__all__ = [  # the table of `flowrun runs` lives in runs_table.py; these names stay importable here
+    "UNWRAPPED_WIDTH",
+    "RunRow",
+    "format_cost",
+    "format_duration",
+    "format_inputs",
+    "format_runs",
+    "list_runs",
+    "output_width",
+    "read_run_row",
+    "row_of",
+    "show_prompts",
+    "show_run",
+    "since_time",
+]
+
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
-
-
-@dataclass
-class RunRow:
-    id: str
-    path: Path
-    workflow: str
-    status: str
-    steps: int  # model calls over all agents
-    tokens: int
-    cost_usd: float | None  # None when the run's models have no prices or the run never ended
-    duration_s: float | None  # first to last event
-    started: float | None  # epoch seconds of the first event
-    options: RunOptions = field(default_factory=RunOptions)  # as run.json (or run_start) records them
-    inputs: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def dry_run(self) -> bool:
-        return self.options.dry_run
 
 
 # ------------------------------------------------------------------ reading a run folder
@@ -131,7 +139,8 @@ def _row(run_dir: Path, meta: RunRecord, events: list[Event]) -> RunRow:
         cost_usd=_run_cost(run_dir, events),
         duration_s=duration,
         started=started if started is not None else meta.get("updated"),
-        options=recorded_options(meta, start),
+        dry_run=(options := recorded_options(meta, start)).dry_run,
+        options=options,
         inputs=dict(meta.get("inputs") or (start.inputs if start else {}) or {}),
     )
 
@@ -146,26 +155,7 @@ def recorded_options(meta: RunRecord, start: RunStartEvent | None) -> RunOptions
         return RunOptions()
 
 
-def list_runs(runs_dir: Path) -> list[RunRow]:
-    """Every run folder directly under `runs_dir`, newest first."""
-    if not runs_dir.is_dir():
-        raise RunError(f"no runs folder at {runs_dir}", "run a workflow first, or pass --runs-dir")
-    rows = [read_run_row(p) for p in runs_dir.iterdir() if _is_run_dir(p)]
-    return sorted(rows, key=lambda r: (r.started or r.path.stat().st_mtime, r.id), reverse=True)
-
-
 # ------------------------------------------------------------------ formatting helpers
-
-
-# Piped output is not wrapped, so `flowrun show … | grep` finds whole lines.
-UNWRAPPED_WIDTH = 1000
-
-
-def output_width() -> int:
-    """The terminal's width when stdout is one, else wide enough never to wrap."""
-    if sys.stdout.isatty():
-        return shutil.get_terminal_size().columns
-    return UNWRAPPED_WIDTH
 
 
 def _render(renderables: list[RenderableType], width: int, color: bool | None) -> str:
@@ -186,24 +176,6 @@ def _render(renderables: list[RenderableType], width: int, color: bool | None) -
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
 
 
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def format_cost(cost: float | None) -> str:
-    return "unknown" if cost is None else f"${cost:.4f}"
-
-
 def _ms(start: float | None, end: float | None) -> str:
     if start is None or end is None:
         return "?"
@@ -213,68 +185,8 @@ def _ms(start: float | None, end: float | None) -> str:
     return f"{ms:.0f} ms" if ms < 10_000 else format_duration(ms / 1000)
 
 
-def _short(value: object, limit: int) -> str:
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-STATUS_STYLE = {
-    "completed": "green",
-    "success": "green",
-    "stopped": "green",
-    "partial": "yellow",
-    "max_steps": "yellow",
-    "budget_exceeded": "yellow",
-    "incomplete": "yellow",
-    "interrupted": "yellow",
-    "waiting": "magenta",
-    "running": "cyan",
-    "failed": "red",
-    "error": "red",
-}
-
-
 def _status(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
-
-
-def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = None) -> str:
-    """An aligned table of runs (newest first), plain text unless `color` (default: stdout is a TTY)."""
-    if not rows:
-        return "no runs yet"
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("run", "left"),
-        ("workflow", "left"),
-        ("status", "left"),
-        ("started", "left"),
-        ("steps", "right"),
-        ("tokens", "right"),
-        ("cost", "right"),
-        ("duration", "right"),
-        ("inputs", "left"),
-    )
-    for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=name != "inputs", overflow="ellipsis")
-    for row in sorted(rows, key=lambda r: r.started or 0, reverse=True):
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started)) if row.started else "-"
-        table.add_row(
-            row.id,
-            row.workflow + (" (dry run)" if row.dry_run else ""),
-            _status(row.status),
-            started,
-            str(row.steps),
-            f"{row.tokens:,}",
-            format_cost(row.cost_usd),
-            format_duration(row.duration_s),
-            format_inputs(row.inputs),
-        )
-    return _render([table], width, color)
-
-
-def format_inputs(inputs: Mapping[str, object], limit: int = 60) -> str:
-    """`question=How do Python's sort…` : each input, shortened, for one table cell."""
-    return _short(", ".join(f"{k}={_short(v, 40)}" for k, v in inputs.items()), limit) or "-"
 
 
 # ------------------------------------------------------------------ the tree of one run
@@ -586,7 +498,7 @@ def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
         f"cost {format_cost(row.cost_usd)}" + (f" · {tree.retries} model retries" if tree.retries else ""),
         f"tool calls: {tree.calls} ({tree.call_errors} errors)",
     ]
-    if options := row.options.summary():
+    if row.options is not None and (options := row.options.summary()):
         lines.append(f"options: {options}")
     if output := meta.get("output"):
         written = (run_dir / output).exists()

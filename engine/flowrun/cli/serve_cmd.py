@@ -1,17 +1,27 @@
 """`flowrun serve mcp WORKFLOW.yaml...`: the workflows as MCP tools, over stdio (default) or
-streamable HTTP (`--http PORT`; on an address other than loopback only with a token)."""
+streamable HTTP (`--http PORT`); `flowrun serve http WORKFLOW.yaml...`: the runs API (start,
+follow, decide, resume runs over HTTP). Either on an address other than loopback only with a
+token."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from flowrun.cli.common import fail, reported
 from flowrun.cli.run_options import RunArgs, run_options
 
+if TYPE_CHECKING:
+    import socket
+
+    from flowrun.api import Workflow
+    from flowrun.runtime.options import RunOptions
+
 TOKEN_ENV = "FLOWRUN_MCP_TOKEN"
+HTTP_TOKEN_ENV = "FLOWRUN_HTTP_TOKEN"
 
 
 @click.group()
@@ -78,9 +88,10 @@ def mcp(
     if importlib.util.find_spec("mcp") is None:
         fail("`flowrun serve mcp` needs the `mcp` package", "pip install 'flowrun[mcp]'")
     from flowrun.api import load
-    from flowrun.serve.mcp_server import WorkflowServer, bind, serve_http, serve_stdio
+    from flowrun.serve.access import bind
+    from flowrun.serve.mcp_server import WorkflowServer, serve_http, serve_stdio
 
-    token = _token(token_file, host) if port is not None else None
+    token = http_token(token_file, TOKEN_ENV, host) if port is not None else None
     with reported(False):
         from flowrun.cli.env_files import load_env_files
 
@@ -106,12 +117,150 @@ def mcp(
             return
 
 
-def _token(token_file: Path | None, host: str) -> str | None:
-    """The token HTTP requests must carry: the file's content, else $FLOWRUN_MCP_TOKEN; an
-    address other than loopback without one is refused."""
-    from flowrun.serve.mcp_server import MIN_TOKEN_CHARS, is_loopback
+@serve.command("http")
+@click.argument("workflows", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on. Another than loopback needs a token.",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8321, show_default=True, help="0: any free one."
+)
+@click.option(
+    "--token-env",
+    metavar="VAR",
+    default=HTTP_TOKEN_ENV,
+    show_default=True,
+    help="The environment variable holding the token every request must send (`Authorization: Bearer "
+    "TOKEN`).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read the token from this file instead.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another Host header to answer (a DNS name clients use); loopback names and the listening "
+    "address are always answered, any other is refused.",
+)
+@run_options(
+    "runs_dir",
+    "dry_run",
+    "model",
+    "sandbox",
+    "decisions",
+    "decide_within",
+    help={
+        "dry_run": "Every run uses the offline test provider.",
+        "model": "Use this model for every agent of every run (a request's options may choose another).",
+        "sandbox": "Override every `sandbox:` mode.",
+    },
+)
+def http(
+    workflows: tuple[Path, ...],
+    host: str,
+    port: int,
+    token_env: str,
+    token_file: Path | None,
+    allow_hosts: tuple[str, ...],
+    run_args: RunArgs,
+) -> None:
+    """Serve the runs API over HTTP: start runs of WORKFLOWS, follow their events, take their decisions."""
+    serve_api(workflows, host, port, http_token(token_file, token_env, host), allow_hosts, run_args)
 
-    make = "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+
+def serve_api(
+    workflows: tuple[Path, ...],
+    host: str,
+    port: int,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+    run_args: RunArgs,
+    open_browser: bool = False,
+) -> None:
+    """The runs API (and the web UI's pages) on HOST:PORT until Ctrl-C (`serve http`, `ui`)."""
+    import asyncio
+    import importlib.util
+
+    if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:
+        fail(
+            "`flowrun serve http` and `flowrun ui` need starlette and uvicorn", "pip install 'flowrun[serve]'"
+        )
+    with reported(False):
+        from flowrun.api import load
+        from flowrun.cli.env_files import load_env_files
+        from flowrun.serve.access import bind
+
+        load_env_files(workflows)
+        options = run_args.options()
+        loaded = [load(path) for path in workflows]
+        names = [wf.name for wf in loaded]
+        if len(set(names)) != len(names):
+            fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
+        try:
+            sock = bind(host, port)
+        except OSError as e:
+            fail(
+                f"cannot listen on {host}:{port}: {e.strerror or e}",
+                "choose another --port (0: any free one)",
+                2,
+            )
+        shown = f"[{host}]" if ":" in host else host
+        base = f"http://{shown}:{sock.getsockname()[1]}"
+        click.echo(f"serving the runs API at {base}/v1 (see /openapi.json)", err=True)
+        page = f"{base}/" + (f"#token={token}" if token else "")
+        click.echo(f"the web UI: {page}", err=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(page)
+        try:
+            asyncio.run(_serve_http(loaded, options, run_args.runs_dir, sock, host, token, allow_hosts))
+        except KeyboardInterrupt:
+            return
+
+
+async def _serve_http(
+    workflows: list[Workflow],
+    options: RunOptions,
+    runs_dir: Path,
+    sock: socket.socket,
+    host: str,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+) -> None:
+    import uvicorn
+
+    from flowrun.serve.http_app import build_app
+    from flowrun.serve.served_runs import ServedRuns
+
+    def told(served: ServedRuns) -> None:
+        waiting, interrupted = served.left_over()
+        for what, runs in (("wait for decisions", waiting), ("were interrupted", interrupted)):
+            if runs:
+                ids = ", ".join(e.id for e in runs[:5]) + (", ..." if len(runs) > 5 else "")
+                click.echo(f"{len(runs)} run(s) {what}: {ids}", err=True)
+        if waiting or interrupted:
+            click.echo(
+                "decide with POST /v1/runs/ID/decisions, continue with POST /v1/runs/ID/resume", err=True
+            )
+
+    app = build_app(lambda: ServedRuns(workflows, runs_dir, options), host, token, allow_hosts, told)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def http_token(token_file: Path | None, env: str, host: str) -> str | None:
+    """The token HTTP requests must carry: the file's content, else $`env`; an address other
+    than loopback without one is refused."""
+    from flowrun.serve.access import MAKE_TOKEN, MIN_TOKEN_CHARS, is_loopback
+
     if token_file is not None:
         try:
             token = token_file.read_text(encoding="utf-8").strip()
@@ -119,18 +268,22 @@ def _token(token_file: Path | None, host: str) -> str | None:
             fail(f"cannot read --token-file {token_file}: {getattr(e, 'strerror', None) or e}", "", 2)
         where = f"--token-file {token_file}"
     else:
-        token = os.environ.get(TOKEN_ENV, "").strip()
-        where = TOKEN_ENV
+        token = os.environ.get(env, "").strip()
+        where = env
     if not token:
         if is_loopback(host):
             return None
         fail(
             f"--host {host} would serve these workflows, and the tools of their agents, to the network "
             "without a token",
-            f"set {TOKEN_ENV} or give --token-file FILE (make one with {make}); clients send "
+            f"set {env} or give --token-file FILE (make one with {MAKE_TOKEN}); clients send "
             "`Authorization: Bearer TOKEN`",
             2,
         )
     if len(token) < MIN_TOKEN_CHARS:
-        fail(f"the token in {where} is shorter than {MIN_TOKEN_CHARS} characters", f"make one with {make}", 2)
+        fail(
+            f"the token in {where} is shorter than {MIN_TOKEN_CHARS} characters",
+            f"make one with {MAKE_TOKEN}",
+            2,
+        )
     return token

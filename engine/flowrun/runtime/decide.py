@@ -22,6 +22,7 @@ from flowrun.runtime.durable.decisions import (
 )
 from flowrun.runtime.durable.event_log import EventLog, read_events
 from flowrun.runtime.durable.run_folder import RunFolderLock, not_a_run_folder
+from flowrun.runtime.durable.runs_index import note_run
 from flowrun.runtime.execute import drop_torn_line, write_atomic
 
 
@@ -138,3 +139,4 @@ def _update_meta(folder: Path, still_open: list[PendingDecision]) -> None:
     meta["pending"] = [p.to_dict() for p in still_open]
     meta["updated"] = time.time()
     write_atomic(path, json.dumps(meta, indent=2, default=str))
+    note_run(folder)

@@ -30,6 +30,7 @@ from flowrun.events import (
 from flowrun.manifest.templates import render
 from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
+from flowrun.runtime.durable.runs_index import note_run
 from flowrun.runtime.durable.settle import settle, settle_decided
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
@@ -290,6 +291,7 @@ def _write_meta(run: Run, status: str) -> None:
     if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
         meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
     write_atomic(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
+    note_run(run.run_dir)  # the runs index, when its folder has one (never fails the run)
 
 
 def _chat_agent(run: Run) -> str | None:

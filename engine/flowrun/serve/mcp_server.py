@@ -28,6 +28,7 @@ from flowrun.errors import FlowrunError
 from flowrun.events import AgentEndEvent, AgentStartEvent, Event, ToolCallEvent
 from flowrun.manifest.specs import InputSpec
 from flowrun.runtime.options import RunOptions
+from flowrun.serve.access import BearerToken, accepted_hosts
 
 if TYPE_CHECKING:
     import socket
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from mcp.server.transport_security import TransportSecuritySettings
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp
 
     Context = ServerRequestContext[object]
 
@@ -47,8 +48,6 @@ JSON_TYPES = {
     "boolean": "boolean",
     "list": "array",
 }
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-MIN_TOKEN_CHARS = 16
 MAX_RESULT_CHARS = 200_000
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -178,48 +177,6 @@ async def serve_stdio(server: WorkflowServer) -> None:
         await app.run(read, write, app.create_initialization_options())
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket of `serve_http` (port 0: a free one; `getsockname()` tells which)."""
-    import socket
-
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(64)
-    return sock
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def accepted_hosts(host: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """The Host header values the server answers: loopback names, the address it listens on
-    (for 0.0.0.0 or ::, this machine's name and addresses) and `extra`."""
-    import socket
-
-    names = ["127.0.0.1", "localhost", "[::1]"]
-    if host in ("0.0.0.0", "::", ""):
-        machine = socket.gethostname()
-        names += [machine, socket.getfqdn()]
-        try:
-            names += [str(info[4][0]) for info in socket.getaddrinfo(machine, None)]
-        except OSError:
-            pass
-    else:
-        names.append(host)
-    names += list(extra)
-    shown = [f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names]
-    return list(dict.fromkeys(v for n in shown for v in (n, f"{n}:*")))
-
-
 def security(host: str, extra: tuple[str, ...] = ()) -> TransportSecuritySettings:
     """The transport's DNS-rebinding protection: on, whatever the address."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -229,31 +186,6 @@ def security(host: str, extra: tuple[str, ...] = ()) -> TransportSecuritySetting
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
-
-
-class BearerToken:
-    """ASGI: every HTTP request must carry `Authorization: Bearer TOKEN` (401 otherwise)."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        import hmac
-
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                body = b"a valid token is required: send Authorization: Bearer TOKEN"
-                headers = [
-                    (b"content-type", b"text/plain; charset=utf-8"),
-                    (b"www-authenticate", b"Bearer"),
-                    (b"content-length", str(len(body)).encode()),
-                ]
-                await send({"type": "http.response.start", "status": 401, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
 
 
 async def serve_http(

@@ -27,13 +27,19 @@ export async function batchesPage(main) {
     const { batches } = await getJSON("/v1/batches");
     main.appendChild(
       batches.length
-        ? h("ul", { class: "batches" }, batches.map((b) => h("li", {}, h("a", { href: "/batches/" + encodeURIComponent(b.name) }, b.name), ` · ${b.workflow || ""} · ${Object.values(b.counts || {}).reduce((a, n) => a + n, 0)}/${b.total} · ${fmtCost(b.cost_usd)}`)))
+        ? h("ul", { class: "batches" }, batches.map((b) => h("li", {}, h("a", { href: "/batches/" + encodeURIComponent(b.name) }, b.name), ` · ${workflowOf(b)} · ${Object.values(b.counts || {}).reduce((a, n) => a + n, 0)}/${totalOf(b)} · ${fmtCost(b.cost_usd)}`)))
         : h("p", { class: "muted" }, "no batch yet"),
     );
   } catch (e) {
     main.appendChild(h("p", { class: "error" }, String(e.message || e)));
   }
 }
+
+// The runs API's batch shapes (serve/workflow_info.py): `items` is the count in the list and the
+// results in a batch's own answer; the workflow is named by its file; the cost curve is points.
+const totalOf = (b) => b.total ?? (Array.isArray(b.items) ? b.items.length : b.items ?? 0);
+const workflowOf = (b) => b.workflow || String(b.workflow_file || "").split("/").pop().replace(/\.ya?ml$/, "");
+const curveOf = (b) => (b.cost_over_time || []).map((p) => (Array.isArray(p) ? p : [p.t, p.cost_usd]));
 
 export async function batchPage(main, name) {
   replaceContent(main, h("h1", {}, "batch ", name));
@@ -49,9 +55,9 @@ export async function batchPage(main, name) {
     h(
       "div",
       { class: "batch" },
-      h("p", { class: "batch-facts", "data-done": String(done), "data-total": String(b.total) }, `${done} of ${b.total} items ended · ${fmtCost(b.cost_usd)}`, " ", Object.entries(b.counts || {}).map(([k, n]) => h("span", { class: "fact" }, statusBadge(k), " " + n))),
-      progressBar(b.counts || {}, b.total),
-      lineChart("cost over time", b.cost_over_time || []),
+      h("p", { class: "batch-facts", "data-done": String(done), "data-total": String(totalOf(b)) }, `${done} of ${totalOf(b)} items ended · ${fmtCost(b.cost_usd)}`, " ", Object.entries(b.counts || {}).map(([k, n]) => h("span", { class: "fact" }, statusBadge(k), " " + n))),
+      progressBar(b.counts || {}, totalOf(b)),
+      lineChart("cost over time", curveOf(b)),
       h(
         "table",
         { class: "runs batch-items" },

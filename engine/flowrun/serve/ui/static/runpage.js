@@ -20,7 +20,7 @@ export async function runPage(main, runId) {
   document.title = `flowrun · ${runId}`;
   const source = {
     canDecide: true,
-    decide: (body) => postJSON(`/v1/runs/${enc}/decisions`, body),
+    decide: (body) => postJSON(`/v1/runs/${enc}/decisions`, { ...body, via: "ui" }),
     decided: () => {
       resuming = 20; // the server resumes the run once nothing is pending: follow it
       return refresh().then(follow);

@@ -163,7 +163,13 @@ export class RunView {
     replaceContent(this.sections.facts.body, factsNode(m, this.summary));
     const pending = this.pending();
     this.sections.decisions.section.hidden = !pending.length;
-    replaceContent(this.sections.decisions.body, pending.map((p) => decisionForm(p, this.source, () => this.source.decided && this.source.decided())));
+    // the forms are made again only when what is pending changes: a render while someone types
+    // an answer or a reason must not wipe it
+    const key = JSON.stringify(pending.map((p) => p.ref || `${p.agent_id}/${p.call_id}`));
+    if (key !== this.pendingKey) {
+      this.pendingKey = key;
+      replaceContent(this.sections.decisions.body, pending.map((p) => decisionForm(p, this.source, () => this.source.decided && this.source.decided())));
+    }
     const width = Math.max(this.sections.timeline.body.clientWidth - 4, 640);
     replaceContent(this.sections.timeline.body, timelineLegend(), h("div", { class: "timeline-box" }, drawTimeline(m, { width, now })));
     replaceContent(this.sections.tree.body, treeView(m));

@@ -1,0 +1,274 @@
+"""The runs index and `flowrun serve http`, measured (figures printed, nothing asserted):
+
+1. listing: 10,000 generated run folders (bench/run_folders.py); `flowrun runs` (a fresh
+   process: start-up included) and `GET /v1/runs` (a page of 50, and a filtered page), each with
+   the index made (the first listing builds it: printed apart), against the target of 0.3 s;
+2. sse: 100 clients follow one run's events (`GET /v1/runs/ID/events`) while it runs (15 model
+   calls at 20 ms latency): each must receive every event of its log exactly once; the server's
+   CPU time while they follow;
+3. runs: 50 runs started at once through `POST /v1/runs`, each one agent making two model calls
+   at 200 ms latency: the wall time from the first POST to the last run's end, over the ideal
+   (2 x 200 ms: they all run at once in the server's event loop), against the target of 1.1.
+
+The model is tests/wire_server.py in a process of its own, through the real `openai` SDK.
+
+Run: python bench/http_api.py [--part list|sse|runs|all] [--runs 10000] [--clients 100]
+                              [--concurrent 50] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_folders import generate  # noqa: E402
+
+FLOWRUN = [sys.executable, "-m", "flowrun"]
+TARGET_LIST_S = 0.3
+TARGET_RATIO = 1.1
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: {name}
+inputs:
+  question: {{description: the question}}
+models:
+  m: {{provider: openai-compatible, base_url: BASE_URL, model: m, stream: false}}
+default_model: m
+entry: {agent}
+task: "Question: {{{{ question }}}}"
+"""
+AGENTS = {
+    "answerer": "tools: [write_file]\nprompt: You answer questions.\n",
+    "chatter": "tools: [list_directory]\nprompt: You chat a lot.\n",
+}
+
+
+def wire_server(
+    folder: Path, latency: float, chatty_latency: float, chatty_calls: int
+) -> tuple[subprocess.Popen[str], str]:
+    answer = [
+        {
+            "tool_calls": [{"name": "write_file", "arguments": {"path": "answer.md", "content": "42\n"}}],
+            "delay_s": latency,
+        },
+        {"text": "answered", "delay_s": latency},
+    ]
+    chat = [
+        {"tool_calls": [{"name": "list_directory", "arguments": {"path": "."}}], "delay_s": chatty_latency}
+        for _ in range(chatty_calls - 1)
+    ] + [{"text": "chatted", "delay_s": chatty_latency}]
+    script = {
+        "agents": {"answerer": answer, "chatter": chat},
+        "match": {"answerer": "You answer questions", "chatter": "You chat a lot"},
+    }
+    path = folder / "script.json"
+    path.write_text(json.dumps(script))
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    return server, server.stdout.readline().strip()
+
+
+def project(folder: Path, url: str) -> list[Path]:
+    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, agent in (("answer", "answerer"), ("chat", "chatter")):
+        (folder / "agents.d" / f"{agent}.yaml").write_text(
+            f"version: 1\nkind: agent\nname: {agent}\n{AGENTS[agent]}"
+        )
+        path = folder / f"{name}.yaml"
+        path.write_text(WORKFLOW.format(name=name, agent=agent).replace("BASE_URL", url + "/v1"))
+        files.append(path)
+    return files
+
+
+class Server:
+    """`flowrun serve http` in a process of its own."""
+
+    def __init__(self, folder: Path, files: list[Path], runs: Path) -> None:
+        env = {**os.environ, "OPENAI_API_KEY": "bench-key-0000000000"}
+        argv = [*FLOWRUN, "serve", "http", *map(str, files), "--port", "0", "--runs-dir", str(runs)]
+        self.proc = subprocess.Popen(argv, cwd=folder, env=env, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        if not line.startswith("serving the runs API"):
+            raise SystemExit(f"the server did not start: {line}{self.proc.stderr.read()}")
+        self.base = "http://127.0.0.1:" + line.split()[5].rsplit(":", 1)[1].split("/")[0]
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def timed(action: object, times: int = 5) -> tuple[float, float]:
+    """(first, median of the rest) wall seconds of calling `action`."""
+    walls = []
+    for _ in range(times):
+        start = time.perf_counter()
+        action()  # type: ignore[operator]
+        walls.append(time.perf_counter() - start)
+    return walls[0], statistics.median(walls[1:])
+
+
+def part_list(folder: Path, n: int, files: list[Path]) -> None:
+    runs = folder / "many" / "runs"
+    start = time.perf_counter()
+    generate(runs, n)
+    print(f"generated {n:,} run folders in {time.perf_counter() - start:.1f} s")
+
+    def cli(*extra: str) -> None:
+        subprocess.run([*FLOWRUN, "runs", "--runs-dir", str(runs), *extra], capture_output=True, check=True)
+
+    first, warm = timed(cli)
+    print(f"flowrun runs: the first builds the index in {first:.3f} s")
+    show("flowrun runs (the newest 200)", warm, TARGET_LIST_S)
+    show("flowrun runs --status waiting", timed(lambda: cli("--status", "waiting"))[1])
+    show(f"flowrun runs --limit 0 ({n:,} lines)", timed(lambda: cli("--limit", "0"), 3)[1])
+    server = Server(folder, files, runs)
+    try:
+        with httpx.Client(base_url=server.base, timeout=60) as http:
+            for query, target in (
+                ({"limit": 50}, TARGET_LIST_S),
+                ({"status": "waiting", "q": "number 99"}, None),
+                ({"limit": 50, "offset": 9000}, None),
+            ):
+                wall = timed(lambda q=query: http.get("/v1/runs", params=q).raise_for_status(), 11)[1]
+                show("GET /v1/runs?" + "&".join(f"{k}={v}" for k, v in query.items()), wall, target)
+    finally:
+        server.stop()
+
+
+def show(what: str, wall: float, target: float | None = None) -> None:
+    print(f"  {what:<50} {wall:.3f} s" + (f"   target <= {target}" if target is not None else ""))
+
+
+def client(base: str) -> httpx.AsyncClient:
+    """One client for all (making one costs an SSL context: tens of ms), a connection each."""
+    limits = httpx.Limits(max_connections=500, max_keepalive_connections=500)
+    return httpx.AsyncClient(base_url=base, timeout=120, limits=limits)
+
+
+async def follow(http: httpx.AsyncClient, run_id: str) -> list[int]:
+    """The seqs of a run's events, as its event stream delivers them until its end."""
+    seqs: list[int] = []
+    async with http.stream("GET", f"/v1/runs/{run_id}/events") as response:
+        async for line in response.aiter_lines():
+            if line.startswith("id: "):
+                seqs.append(int(line[4:]))
+            elif line == "event: end":
+                break
+    return seqs
+
+
+async def part_sse(folder: Path, files: list[Path], clients: int) -> None:
+    runs = folder / "sse" / "runs"
+    server = Server(folder, files, runs)
+    try:
+        async with client(server.base) as http:
+            cpu = server.cpu_s()
+            start = time.perf_counter()
+            started = await http.post("/v1/runs", json={"workflow": "chat", "inputs": {"question": "q"}})
+            run_id = started.json()["id"]
+            got = await asyncio.gather(*(follow(http, run_id) for _ in range(clients)))
+            wall = time.perf_counter() - start
+            cpu = server.cpu_s() - cpu
+            status = (await http.get(f"/v1/runs/{run_id}")).json()["status"]
+    finally:
+        server.stop()
+    log = (runs / run_id / "events.jsonl").read_text().splitlines()
+    every = list(range(1, len(log) + 1))
+    complete = sum(seqs == every for seqs in got)
+    print(f"{clients} SSE clients following one run ({status}, {len(log)} events, {wall:.2f} s):")
+    print(f"  clients that got every event once, in order: {complete}/{clients}")
+    print(
+        f"  server CPU while they followed: {cpu:.2f} s "
+        f"({cpu / max(1, clients * len(log)) * 1e6:.0f} us per event delivered)"
+    )
+
+
+async def part_runs(folder: Path, files: list[Path], concurrent: int, latency: float) -> None:
+    runs = folder / "concurrent" / "runs"
+    server = Server(folder, files, runs)
+    try:
+        async with client(server.base) as http:
+            await http.get("/v1/workflows")  # the connection pool warm
+            warm = await http.post("/v1/runs", json={"workflow": "answer", "inputs": {"question": "warm"}})
+            await follow(http, warm.json()["id"])  # the SDK imported, its client made
+            cpu = server.cpu_s()
+            start = time.perf_counter()
+            posts = [
+                http.post("/v1/runs", json={"workflow": "answer", "inputs": {"question": f"q{i}"}})
+                for i in range(concurrent)
+            ]
+            ids = [r.json()["id"] for r in await asyncio.gather(*posts)]
+            posted = time.perf_counter() - start
+            await asyncio.gather(*(follow(http, run_id) for run_id in ids))
+            wall = time.perf_counter() - start
+            cpu = server.cpu_s() - cpu
+            listed = (await http.get("/v1/runs", params={"status": "completed", "limit": 1000})).json()
+    finally:
+        server.stop()
+    ideal = 2 * latency
+    mine = [r for r in listed["runs"] if r["id"] in set(ids)]
+    done = len(mine)
+    starts = [r["started"] for r in mine]
+    durations = sorted(r["duration_s"] for r in mine)
+    print(f"{concurrent} concurrent runs through the HTTP API at {latency * 1000:.0f} ms model latency:")
+    print(
+        f"  completed {done}/{concurrent}; wall {wall:.3f} s, ideal {ideal:.3f} s: "
+        f"{wall / ideal:.2f} x   target <= {TARGET_RATIO}"
+    )
+    print(f"  server CPU {cpu:.2f} s ({cpu / concurrent * 1000:.0f} ms per run)")
+    if mine:
+        spread = max(starts) - min(starts)
+        median = durations[len(durations) // 2]
+        print(f"  the POSTs took {posted:.3f} s; runs began within {spread:.3f} s; each took {median:.3f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["list", "sse", "runs", "all"], default="all")
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--concurrent", type=int, default=50)
+    parser.add_argument("--latency", type=float, default=0.2)
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory(prefix="flowrun-http-bench-") as tmp:
+        folder = Path(tmp)
+        wire, url = wire_server(folder, args.latency, 0.02, 15)
+        try:
+            files = project(folder, url)
+            if args.part in ("list", "all"):
+                part_list(folder, args.runs, files)
+            if args.part in ("sse", "all"):
+                asyncio.run(part_sse(folder, files, args.clients))
+            if args.part in ("runs", "all"):
+                asyncio.run(part_runs(folder, files, args.concurrent, args.latency))
+        finally:
+            wire.terminate()
+            wire.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,369 @@
+"""`flowrun serve http`: the runs API on Starlette (docs/reference/http-api.md has every route).
+
+    POST /v1/runs                      start a run of a served workflow
+    GET  /v1/runs                      the runs folder's runs (filters, paged; the runs index)
+    GET  /v1/runs/{id}                 one run: summary, inputs, options, pending decisions, usage
+    GET  /v1/runs/{id}/events          its log as server-sent events (Last-Event-ID resumes)
+    POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
+    POST /v1/runs/{id}/cancel|resume   stop it resumably, continue it
+    GET  /v1/runs/{id}/files[/PATH]    its folder's files, read-only
+    GET  /v1/workflows, /v1/batches[/NAME], /openapi.json
+
+Every request passes the Host and Origin check (serve/access.py) and, when the server has a
+token, must carry it. Blocking reads (the index, a folder) run in worker threads so the loop
+stays free for the runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flowrun.errors import FlowrunError, RunInUse
+from flowrun.runtime.durable.event_log import read_lines
+from flowrun.runtime.durable.run_folder import LOCK_NAME
+from flowrun.runtime.durable.runs_index import last_line, list_runs
+from flowrun.serve.access import BearerToken, HostCheck, accepted_hosts
+from flowrun.serve.event_feed import follow
+from flowrun.serve.openapi import document
+from flowrun.serve.served_runs import Conflict, NotFound, ServedRuns, decision_dict, describe_error
+from flowrun.serve.workflow_info import batch_detail, batches, workflow_info
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import ASGIApp
+
+MAX_FILES = 10_000  # a files listing stops here (a workspace may be huge)
+MAX_LIMIT = 1000
+JSON_HEADERS = {"cache-control": "no-store"}
+
+
+def build_app(
+    served: Callable[[], ServedRuns],
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    allowed_hosts: tuple[str, ...] = (),
+    on_start: Callable[[ServedRuns], None] | None = None,
+) -> ASGIApp:
+    """The ASGI app. `served` makes the server's ServedRuns once the loop runs; `on_start` is
+    told of it (the CLI prints the runs left waiting or interrupted)."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        runs = served()
+        app.state.served = runs
+        if on_start is not None:
+            on_start(runs)
+        try:
+            yield
+        finally:
+            await runs.close()  # each run ends interrupted: resumable after a restart
+
+    routes = [
+        Route("/v1/workflows", workflows_route, methods=["GET"]),
+        Route("/v1/runs", list_route, methods=["GET"]),
+        Route("/v1/runs", start_route, methods=["POST"]),
+        Route("/v1/runs/{id}", run_route, methods=["GET"]),
+        Route("/v1/runs/{id}/events", events_route, methods=["GET"]),
+        Route("/v1/runs/{id}/decisions", decisions_route, methods=["POST"]),
+        Route("/v1/runs/{id}/cancel", cancel_route, methods=["POST"]),
+        Route("/v1/runs/{id}/resume", resume_route, methods=["POST"]),
+        Route("/v1/runs/{id}/files", files_route, methods=["GET"]),
+        Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
+        Route("/v1/batches", batches_route, methods=["GET"]),
+        Route("/v1/batches/{name}", batch_route, methods=["GET"]),
+        Route("/openapi.json", openapi_route, methods=["GET"]),
+    ]
+    pages = importlib.util.find_spec("flowrun.serve.ui") is not None  # absent in a trimmed build
+    if pages:
+        importlib.import_module("flowrun.serve.ui").mount(routes)
+    app: ASGIApp = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={FlowrunError: flowrun_error, Exception: internal_error},
+    )
+    if token is not None:
+        app = BearerToken(app, token, query_token=True, public=api_free if pages else None)
+    return HostCheck(app, accepted_hosts(host, allowed_hosts))
+
+
+def api_free(path: str) -> bool:
+    """The web UI's shell and assets: served without the token, since a browser opening the
+    address `flowrun ui` prints cannot send it; they hold no run data, which the pages read
+    from /v1/... with the token."""
+    return not path.startswith("/v1/") and path != "/openapi.json"
+
+
+# ---------------------------------------------------------------- answers
+
+
+def reply(body: object, status: int = 200) -> Response:
+    from starlette.responses import Response
+
+    text = json.dumps(body, ensure_ascii=False, default=str)
+    return Response(text, status, headers=JSON_HEADERS, media_type="application/json")
+
+
+async def flowrun_error(request: Request, e: Exception) -> Response:
+    if isinstance(e, NotFound):
+        return reply(describe_error(e), 404)
+    if isinstance(e, Conflict | RunInUse):
+        return reply(describe_error(e), 409)
+    assert isinstance(e, FlowrunError)
+    return reply(describe_error(e), 400)
+
+
+async def internal_error(request: Request, e: Exception) -> Response:
+    return reply({"error": f"internal error: {type(e).__name__}: {e}", "hint": None}, 500)
+
+
+def runs_of(request: Request) -> ServedRuns:
+    served: ServedRuns = request.app.state.served
+    return served
+
+
+async def body_of(request: Request) -> Mapping[str, object]:
+    from flowrun.errors import UsageError
+
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as e:
+        raise UsageError(f"the body is not JSON: {e}", "send a JSON object") from None
+    if not isinstance(body, dict):
+        raise UsageError("the body must be a JSON object", "send a JSON object")
+    return body
+
+
+# ---------------------------------------------------------------- routes
+
+
+async def workflows_route(request: Request) -> Response:
+    served = runs_of(request)
+    return reply({"workflows": [workflow_info(wf) for wf in served.workflows.values()]})
+
+
+async def start_route(request: Request) -> Response:
+    body = await body_of(request)
+    served = runs_of(request)
+    run_id = await served.start(body.get("workflow"), body.get("inputs"), body.get("options"))
+    return reply({"id": run_id, "status": "running", "run": f"/v1/runs/{run_id}"}, 201)
+
+
+async def list_route(request: Request) -> Response:
+    from flowrun.errors import UsageError
+
+    served = runs_of(request)
+    query = request.query_params
+    try:
+        limit = min(int(query.get("limit", 50)), MAX_LIMIT)
+        offset = int(query.get("offset", 0))
+    except ValueError:
+        raise UsageError("limit and offset are whole numbers", "e.g. ?limit=50&offset=100") from None
+    statuses = [s for value in query.getlist("status") for s in value.split(",") if s]
+    if not served.runs_dir.is_dir():
+        return reply({"runs": [], "total": 0, "offset": offset, "limit": limit})
+    page = await asyncio.to_thread(
+        list_runs,
+        served.runs_dir,
+        workflow=query.get("workflow") or None,
+        status=statuses or None,
+        since=_time(query.get("since"), "since"),
+        until=_time(query.get("until"), "until"),
+        q=query.get("q") or None,
+        limit=limit,
+        offset=offset,
+    )
+    runs = [entry.to_dict() for entry in page]
+    return reply({"runs": runs, "total": page.total, "offset": offset, "limit": limit})
+
+
+def _time(value: str | None, name: str) -> float | None:
+    """Epoch seconds, or an ISO 8601 date or date and time."""
+    from datetime import datetime
+
+    from flowrun.errors import UsageError
+
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        raise UsageError(f"{name}={value!r} is not a time", "epoch seconds or 2025-01-31T12:00") from None
+
+
+async def run_route(request: Request) -> Response:
+    served = runs_of(request)
+    return reply(await asyncio.to_thread(run_detail, served, request.path_params["id"]))
+
+
+def run_detail(served: ServedRuns, run_id: str) -> dict[str, object]:
+    entry = served.entry(run_id)
+    folder = entry.path
+    meta = _json(folder / "run.json")
+    last = last_line(folder / "events.jsonl")
+    output = meta.get("output")
+    pending = meta.get("pending") if entry.status == "waiting" else []
+    return {
+        **entry.to_dict(),
+        "inputs": entry.inputs,
+        "options": entry.options,
+        "output": output if isinstance(output, str) and (folder / output).is_file() else None,
+        "message": last.get("message") if last.get("type") == "run_end" else None,
+        "pending": pending if isinstance(pending, list) else [],
+        "usage": _json(folder / "usage.json"),
+    }
+
+
+def _json(path: Path) -> dict[str, object]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+async def events_route(request: Request) -> Response:
+    from starlette.responses import StreamingResponse
+
+    from flowrun.errors import UsageError
+
+    served = runs_of(request)
+    run_id = request.path_params["id"]
+    folder = served.folder(run_id)
+    log = folder / "events.jsonl"
+    if request.query_params.get("format") == "json":
+        return reply({"events": await asyncio.to_thread(read_lines, log)})
+    given = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    try:
+        after = int(given)
+    except ValueError:
+        raise UsageError(f"Last-Event-ID {given!r} is not an event's seq", "a whole number") from None
+
+    def status() -> str:
+        entry = served.entry(run_id)
+        return entry.status
+
+    stream = follow(
+        log,
+        after,
+        running=lambda: served.running(run_id),
+        wait=lambda timeout: served.changes.wait(run_id, timeout),
+        status=status,
+    )
+    headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
+    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+
+async def decisions_route(request: Request) -> Response:
+    body = await body_of(request)
+    served = runs_of(request)
+    decision, pending, status = await served.decide(request.path_params["id"], body)
+    return reply(
+        {"decision": decision_dict(decision), "pending": [p.to_dict() for p in pending], "status": status}
+    )
+
+
+async def cancel_route(request: Request) -> Response:
+    run_id = request.path_params["id"]
+    runs_of(request).cancel(run_id)
+    return reply({"id": run_id, "status": "interrupted"}, 202)
+
+
+async def resume_route(request: Request) -> Response:
+    run_id = request.path_params["id"]
+    await runs_of(request).resume(run_id)
+    return reply({"id": run_id, "status": "running"}, 202)
+
+
+async def files_route(request: Request) -> Response:
+    folder = runs_of(request).folder(request.path_params["id"])
+    return reply({"files": await asyncio.to_thread(list_files, folder)})
+
+
+def list_files(folder: Path) -> list[dict[str, object]]:
+    """The run folder's files (not the lock), relative paths; symlinks not followed."""
+    found: list[dict[str, object]] = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            if path.is_symlink() or (root == str(folder) and name == LOCK_NAME):
+                continue
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                found.append(
+                    {
+                        "path": path.relative_to(folder).as_posix(),
+                        "size": info.st_size,
+                        "mtime": info.st_mtime,
+                    }
+                )
+            if len(found) >= MAX_FILES:
+                return found
+    return found
+
+
+async def file_route(request: Request) -> Response:
+    from starlette.responses import FileResponse
+
+    folder = runs_of(request).folder(request.path_params["id"])
+    path = confined(folder, request.path_params["path"])
+    if path is None:
+        raise NotFound(
+            f"no file {request.path_params['path']!r} in the run", "GET /v1/runs/ID/files lists them"
+        )
+    return FileResponse(path, headers={"cache-control": "no-store", "x-content-type-options": "nosniff"})
+
+
+def confined(folder: Path, given: str) -> Path | None:
+    """The regular file `given` names inside the run folder; None for anything else: a path
+    out of it (`..`, absolute), through a symlink, the lock, a folder, nothing."""
+    parts = Path(given).parts
+    if not parts or Path(given).is_absolute() or any(p in ("..", ".", "") for p in parts):
+        return None
+    path = folder.joinpath(*parts)
+    probe = folder
+    for part in parts:  # no symlink anywhere on the way, whatever it points at
+        probe = probe / part
+        if probe.is_symlink():
+            return None
+    try:
+        real = path.resolve(strict=True)
+    except OSError:
+        return None
+    if not real.is_relative_to(folder.resolve()) or not real.is_file() or parts == (LOCK_NAME,):
+        return None
+    return real
+
+
+async def batches_route(request: Request) -> Response:
+    served = runs_of(request)
+    return reply({"batches": await asyncio.to_thread(batches, served.runs_dir)})
+
+
+async def batch_route(request: Request) -> Response:
+    served = runs_of(request)
+    found = await asyncio.to_thread(batch_detail, served.runs_dir, request.path_params["name"])
+    if found is None:
+        raise NotFound(f"no batch {request.path_params['name']!r}", "GET /v1/batches lists them")
+    return reply(found)
+
+
+async def openapi_route(request: Request) -> Response:
+    return reply(document())

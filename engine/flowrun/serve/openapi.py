@@ -1,0 +1,311 @@
+"""The OpenAPI 3.1 document of `serve http` (GET /openapi.json), written by hand next to the
+routes it describes (serve/http_app.py; a test checks that it is valid and lists every route)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flowrun._version import __version__
+
+Json = dict[str, object]  # a piece of the document
+
+JSON = "application/json"
+
+
+def _ref(name: str) -> Json:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: Mapping[str, object], description: str) -> Json:
+    return {"description": description, "content": {JSON: {"schema": schema}}}
+
+
+def _responses(ok: str, answer: Json, *codes: int) -> Json:
+    """The responses of an operation: `ok` (its status) and the errors it may answer."""
+    out: Json = {ok: answer}
+    out.update(_errors(*codes))
+    return out
+
+
+def _errors(*codes: int) -> Json:
+    said = {
+        400: "A mistake in the request (one line, with a hint)",
+        401: "No valid token",
+        404: "No such run, workflow, batch or file",
+        409: "The run's state does not allow it now",
+    }
+    return {str(code): _json(_ref("Error"), said[code]) for code in codes}
+
+
+RUN_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "The run id",
+}
+NUMBER_OR_NULL = {"type": ["number", "null"]}
+STRING_OR_NULL = {"type": ["string", "null"]}
+
+SCHEMAS: Json = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "string"}, "hint": STRING_OR_NULL},
+    },
+    "RunSummary": {
+        "type": "object",
+        "required": ["id", "workflow", "status"],
+        "properties": {
+            "id": {"type": "string"},
+            "workflow": {"type": "string"},
+            "status": {
+                "type": "string",
+                "description": "running, waiting, completed, failed, max_steps, budget_exceeded or "
+                "interrupted",
+            },
+            "dry_run": {"type": "boolean"},
+            "started": NUMBER_OR_NULL,
+            "ended": NUMBER_OR_NULL,
+            "duration_s": NUMBER_OR_NULL,
+            "input_tokens": {"type": "integer"},
+            "output_tokens": {"type": "integer"},
+            "total_tokens": {"type": "integer"},
+            "cost_usd": NUMBER_OR_NULL,
+            "steps": {"type": "integer", "description": "Model calls over all agents"},
+            "pending": {"type": "integer", "description": "Decisions it waits for"},
+            "batch": STRING_OR_NULL,
+        },
+    },
+    "PendingDecision": {
+        "type": "object",
+        "required": ["kind", "call_id", "ref", "agent", "agent_id"],
+        "properties": {
+            "kind": {"enum": ["approval", "question", "budget"]},
+            "call_id": {"type": "string"},
+            "ref": {"type": "string", "description": "AGENT_ID/CALL_ID: unique within the run"},
+            "agent": {"type": "string"},
+            "agent_id": {"type": "string"},
+            "tool": {"type": "string"},
+            "arguments": {"type": "object"},
+            "question": {"type": "string"},
+            "limit": {"type": "string"},
+            "amount": {"type": "number"},
+            "message": {"type": "string"},
+            "since": {"type": "number"},
+            "deadline": {"type": "number"},
+        },
+    },
+    "RunDetail": {
+        "allOf": [
+            _ref("RunSummary"),
+            {
+                "type": "object",
+                "properties": {
+                    "inputs": {"type": "object"},
+                    "options": {"type": "object"},
+                    "output": STRING_OR_NULL,
+                    "message": STRING_OR_NULL,
+                    "pending": {"type": "array", "items": _ref("PendingDecision")},
+                    "usage": {"type": "object", "description": "usage.json"},
+                },
+            },
+        ]
+    },
+    "StartRun": {
+        "type": "object",
+        "required": ["workflow"],
+        "properties": {
+            "workflow": {"type": "string"},
+            "inputs": {"type": "object"},
+            "options": {
+                "type": "object",
+                "description": "Run options: model, agent_models, dry_run, stream, sandbox, yes, "
+                "no_thinking, limits, overrides, decisions (wait or refuse), decide_within",
+            },
+        },
+    },
+    "Decide": {
+        "type": "object",
+        "properties": {
+            "call": {
+                **STRING_OR_NULL,
+                "description": "The call id or ref; may be left out when one is pending",
+            },
+            "allow": {"type": ["boolean", "null"], "description": "An approval or a budget"},
+            "answer": {**STRING_OR_NULL, "description": "A question"},
+            "grant": {**NUMBER_OR_NULL, "description": "A budget: how much more of the limit"},
+            "reason": {**STRING_OR_NULL, "description": "A denial's reason reaches the agent"},
+            "user": {**STRING_OR_NULL, "description": "Who decided (recorded)"},
+            "continue": {"type": "boolean", "default": True, "description": "Resume once nothing is pending"},
+        },
+    },
+    "Accepted": {"type": "object", "properties": {"id": {"type": "string"}, "status": {"type": "string"}}},
+}
+
+
+def _paths() -> Json:
+    run = [RUN_ID]
+    query = [
+        {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
+        for name, schema, text in (
+            ("workflow", {"type": "string"}, "Only this workflow's runs"),
+            ("status", {"type": "string"}, "Only these statuses (comma-separated or repeated)"),
+            ("since", {"type": "string"}, "Started at or after: epoch seconds or ISO 8601"),
+            ("until", {"type": "string"}, "Started before: epoch seconds or ISO 8601"),
+            ("q", {"type": "string"}, "Text in the id, the workflow or the inputs"),
+            ("limit", {"type": "integer", "default": 50, "maximum": 1000}, "Page size"),
+            ("offset", {"type": "integer", "default": 0}, "Runs to skip"),
+        )
+    ]
+    listing = {
+        "type": "object",
+        "properties": {
+            "runs": {"type": "array", "items": _ref("RunSummary")},
+            "total": {"type": "integer"},
+            "offset": {"type": "integer"},
+            "limit": {"type": "integer"},
+        },
+    }
+    events_params = [
+        RUN_ID,
+        {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"}},
+        {"name": "after", "in": "query", "required": False, "schema": {"type": "integer"}},
+        {"name": "format", "in": "query", "required": False, "schema": {"enum": ["json"]}},
+    ]
+    started: Json = {"type": "object", "properties": {"id": {"type": "string"}, "run": {"type": "string"}}}
+    a_file: Json = {"description": "The file", "content": {"*/*": {"schema": {"type": "string"}}}}
+    sse: Json = {
+        "description": "Server-sent events: `id: SEQ`, `event: TYPE`, `data: LINE` per event of "
+        "events.jsonl, then `event: end` with the status (format=json: the whole log at once)",
+        "content": {
+            "text/event-stream": {"schema": {"type": "string"}},
+            JSON: {"schema": {"type": "object"}},
+        },
+    }
+    files = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "object"}}}}
+    batches = {"type": "object", "properties": {"batches": {"type": "array", "items": {"type": "object"}}}}
+    return {
+        "/v1/workflows": {
+            "get": {
+                "summary": "The workflows this server runs, with their inputs",
+                "operationId": "listWorkflows",
+                "responses": _responses("200", _json({"type": "object"}, "The workflows"), 401),
+            }
+        },
+        "/v1/runs": {
+            "get": {
+                "summary": "List runs, newest first (from the runs index)",
+                "operationId": "listRuns",
+                "parameters": query,
+                "responses": _responses("200", _json(listing, "A page of runs"), 400, 401),
+            },
+            "post": {
+                "summary": "Start a run",
+                "operationId": "startRun",
+                "requestBody": {"required": True, "content": {JSON: {"schema": _ref("StartRun")}}},
+                "responses": _responses("201", _json(started, "Started"), 400, 401, 404),
+            },
+        },
+        "/v1/runs/{id}": {
+            "get": {
+                "summary": "One run",
+                "operationId": "getRun",
+                "parameters": run,
+                "responses": _responses("200", _json(_ref("RunDetail"), "The run"), 401, 404),
+            }
+        },
+        "/v1/runs/{id}/events": {
+            "get": {
+                "summary": "The run's events, replayed then followed live",
+                "operationId": "runEvents",
+                "parameters": events_params,
+                "responses": _responses("200", sse, 400, 401, 404),
+            }
+        },
+        "/v1/runs/{id}/decisions": {
+            "post": {
+                "summary": "Take a decision the run waits for",
+                "operationId": "decide",
+                "parameters": run,
+                "requestBody": {"required": True, "content": {JSON: {"schema": _ref("Decide")}}},
+                "responses": _responses("200", _json({"type": "object"}, "Recorded"), 400, 401, 404, 409),
+            }
+        },
+        "/v1/runs/{id}/cancel": {
+            "post": {
+                "summary": "Stop a run (it ends interrupted, resumable)",
+                "operationId": "cancelRun",
+                "parameters": run,
+                "responses": _responses("202", _json(_ref("Accepted"), "Stopping"), 401, 404, 409),
+            }
+        },
+        "/v1/runs/{id}/resume": {
+            "post": {
+                "summary": "Continue a stopped or waiting run from its log",
+                "operationId": "resumeRun",
+                "parameters": run,
+                "responses": _responses("202", _json(_ref("Accepted"), "Resumed"), 400, 401, 404, 409),
+            }
+        },
+        "/v1/runs/{id}/files": {
+            "get": {
+                "summary": "The run folder's files",
+                "operationId": "listFiles",
+                "parameters": run,
+                "responses": _responses("200", _json(files, "Path, size and mtime of each"), 401, 404),
+            }
+        },
+        "/v1/runs/{id}/files/{path}": {
+            "get": {
+                "summary": "One file of the run folder (read-only; never outside it)",
+                "operationId": "getFile",
+                "parameters": [
+                    RUN_ID,
+                    {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}},
+                ],
+                "responses": _responses("200", a_file, 401, 404),
+            }
+        },
+        "/v1/batches": {
+            "get": {
+                "summary": "The batch folders beside the runs folder",
+                "operationId": "listBatches",
+                "responses": _responses("200", _json(batches, "The batches"), 401),
+            }
+        },
+        "/v1/batches/{name}": {
+            "get": {
+                "summary": "One batch: items, counts, cost over time",
+                "operationId": "getBatch",
+                "parameters": [
+                    {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                "responses": _responses("200", _json({"type": "object"}, "The batch"), 401, 404),
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "operationId": "openapi",
+                "responses": _responses("200", _json({"type": "object"}, "OpenAPI 3.1"), 401),
+            }
+        },
+    }
+
+
+def document() -> Json:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "flowrun runs API",
+            "version": __version__,
+            "description": "Start, follow, decide and resume flowrun runs (docs/reference/http-api.md).",
+        },
+        "paths": _paths(),
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{}, {"bearer": []}],  # the token: required off loopback
+    }

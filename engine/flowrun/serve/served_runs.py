@@ -1,0 +1,308 @@
+"""The runs of `flowrun serve http`: started, resumed and cancelled as tasks on the server's
+event loop (many at once share it: its model clients and the workflows' rate limits), each in
+its own folder under the runs folder, nobody at a terminal (an `approve: ask` call or a
+question makes the run wait for a decision taken through the API). The folders are the state:
+a run the server did not start, or started before a restart, is found there and resumed the
+same way."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TypedDict, TypeVar
+
+from flowrun.api import RunResult, Workflow, new_run_id, resume
+from flowrun.errors import FlowrunError, RunError, RunInUse, UsageError
+from flowrun.events import Event
+from flowrun.runtime.decide import pending_decisions, respond
+from flowrun.runtime.durable.decisions import Decision, PendingDecision
+from flowrun.runtime.durable.run_folder import check_run_id
+from flowrun.runtime.durable.runs_index import RunEntry, list_runs, owned, read_run
+from flowrun.runtime.options import RunOptions, unknown_option
+
+# the run options a client may set (RunOptions fields; not workdir: a folder of the server's)
+CLIENT_OPTIONS = (
+    "model",
+    "agent_models",
+    "dry_run",
+    "stream",
+    "sandbox",
+    "yes",
+    "no_thinking",
+    "limits",
+    "overrides",
+    "decisions",
+    "decide_within",
+)
+
+
+class Conflict(RunError):
+    """What the run's state does not allow now (HTTP 409)."""
+
+
+class NotFound(RunError):
+    """No such run or workflow (HTTP 404)."""
+
+
+class Changes:
+    """Wakes the readers of a run's log when the server's own run writes an event (others
+    are polled: a run resumed by another process writes where the server cannot hear)."""
+
+    def __init__(self) -> None:
+        self._next: dict[str, asyncio.Future[None]] = {}
+        self.loop = asyncio.get_running_loop()
+
+    def notify(self, run_id: str) -> None:
+        """From any thread (a tool's worker thread emits events too)."""
+        self.loop.call_soon_threadsafe(self._wake, run_id)
+
+    def _wake(self, run_id: str) -> None:
+        future = self._next.pop(run_id, None)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    async def wait(self, run_id: str, within: float) -> None:
+        """Until the run's next event, or `within` seconds."""
+        future = self._next.get(run_id)
+        if future is None or future.done():
+            future = self._next[run_id] = self.loop.create_future()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(future), within)
+
+
+class ServedRuns:
+    """The runs folder and the workflows of a server, and the runs going on in it."""
+
+    def __init__(self, workflows: list[Workflow], runs_dir: Path, options: RunOptions | None = None) -> None:
+        self.workflows = {wf.name: wf for wf in workflows}
+        self.runs_dir = runs_dir
+        self.options = options or RunOptions()  # the server's own flags, under each request's
+        self.tasks: dict[str, asyncio.Task[RunResult]] = {}
+        self.changes = Changes()
+
+    # ------------------------------------------------------------ finding runs
+
+    def folder(self, run_id: str) -> Path:
+        """The folder of a run id; NotFound when it is not a run of this runs folder."""
+        try:
+            check_run_id(run_id)
+        except UsageError:
+            raise NotFound(f"no run {run_id!r}", "GET /v1/runs lists them") from None
+        folder = self.runs_dir / run_id
+        if not ((folder / "events.jsonl").is_file() or (folder / "run.json").is_file()):
+            raise NotFound(f"no run {run_id!r} in {self.runs_dir}", "GET /v1/runs lists them")
+        return folder
+
+    def entry(self, run_id: str) -> RunEntry:
+        found = read_run(self.folder(run_id))
+        if found is None:
+            raise NotFound(f"no run {run_id!r}", "GET /v1/runs lists them")
+        return found
+
+    def running(self, run_id: str) -> bool:
+        """A process (this server's or another) holds the run's folder: the lock, not the task,
+        so that a run whose status says it stopped is no longer running (its task releases the
+        lock last)."""
+        return owned(self.runs_dir / run_id)
+
+    def left_over(self) -> tuple[list[RunEntry], list[RunEntry]]:
+        """The runs waiting for decisions and those interrupted (killed with a server, or
+        crashed): resumable through the API."""
+        if not self.runs_dir.is_dir():
+            return [], []
+        found = list_runs(self.runs_dir, status=["waiting", "interrupted"]).runs
+        return [e for e in found if e.status == "waiting"], [e for e in found if e.status == "interrupted"]
+
+    # ------------------------------------------------------------ starting and stopping
+
+    def workflow(self, name: object) -> Workflow:
+        if not isinstance(name, str) or name not in self.workflows:
+            known = ", ".join(sorted(self.workflows))
+            raise NotFound(f"no workflow {name!r} is served here", f"the workflows: {known}")
+        return self.workflows[name]
+
+    def run_options(self, given: object) -> RunOptions:
+        """The server's options with the request's over them (only those a client may set)."""
+        if given is None:
+            given = {}
+        if not isinstance(given, Mapping):
+            raise UsageError("options must be an object of run options", 'e.g. {"dry_run": true}')
+        for name in given:
+            if name not in CLIENT_OPTIONS:
+                if name in ("workdir", "verbosity"):
+                    raise UsageError(f"the option {name!r} is the server's", "start the server with it")
+                raise unknown_option(str(name), CLIENT_OPTIONS)
+        try:
+            return self.options.changed(**{str(k): v for k, v in given.items()})
+        except TypeError as e:
+            raise UsageError(f"bad options: {e}", "see GET /openapi.json") from None
+
+    async def start(self, name: object, inputs: object, options: object) -> str:
+        """Start a run of a served workflow; its id once its first event is written (a mistake
+        in the inputs or options, a missing key: a FlowrunError, no folder made)."""
+        workflow = self.workflow(name)
+        if inputs is not None and not isinstance(inputs, Mapping):
+            raise UsageError("inputs must be an object", '{"inputs": {"question": "..."}}')
+        opts = self.run_options(options)
+        run_id = new_run_id(workflow.name)
+        started = asyncio.Event()
+
+        def on_event(event: Event) -> None:
+            self.changes.notify(run_id)
+            self.changes.loop.call_soon_threadsafe(started.set)
+
+        task = asyncio.create_task(
+            workflow.run(dict(inputs or {}), opts, runs_dir=self.runs_dir, run_id=run_id, on_event=on_event)
+        )
+        self._keep(run_id, task)
+        await _first(task, started)
+        return run_id
+
+    async def resume(self, run_id: str) -> None:
+        """Continue a stopped or waiting run in the background (from its log: no model call
+        is made again); Conflict when it is running or done."""
+        folder = self.folder(run_id)
+        if self.running(run_id):
+            raise Conflict(f"run {run_id} is running", "wait for it to end, or cancel it")
+        entry = self.entry(run_id)
+        if entry.status == "completed":
+            raise Conflict(f"run {run_id} completed; there is nothing to resume", "start a new run")
+        started = asyncio.Event()
+
+        def on_event(event: Event) -> None:
+            self.changes.notify(run_id)
+            self.changes.loop.call_soon_threadsafe(started.set)
+
+        task = asyncio.create_task(resume(folder, on_event=on_event))
+        self._keep(run_id, task)
+        await _first(task, started)
+
+    def cancel(self, run_id: str) -> None:
+        """Stop a run of this server: it ends `interrupted`, resumable."""
+        self.folder(run_id)
+        task = self.tasks.get(run_id)
+        if task is None or task.done():
+            if owned(self.runs_dir / run_id):
+                raise Conflict(
+                    f"run {run_id} is run by another process", "stop that process (it is resumable)"
+                )
+            raise Conflict(f"run {run_id} is not running", "GET /v1/runs/ID says how it stands")
+        task.cancel("cancelled through the HTTP API")
+
+    async def decide(
+        self, run_id: str, body: Mapping[str, object]
+    ) -> tuple[Decision, list[PendingDecision], str]:
+        """Take one decision the run waits for (recorded `by` its `via`: http, or ui from the
+        web UI's pages); once none is pending and
+        `continue` (default), resume it in the background. (the decision, what is still
+        pending, the run's status)"""
+        folder = self.folder(run_id)
+        if self.running(run_id):
+            raise Conflict(f"run {run_id} is running", "decide once it waits (its status says waiting)")
+        fields = _decision_fields(body)
+        by = str(body.get("via") or "http")
+        try:
+            decision = await asyncio.to_thread(lambda: respond(folder, by=by, **fields))
+        except RunInUse as e:
+            raise Conflict(e.message, e.hint) from None
+        pending = await asyncio.to_thread(pending_decisions, folder)
+        status = "waiting"
+        if not pending and body.get("continue", True) is not False:
+            with contextlib.suppress(Conflict):
+                await self.resume(run_id)
+            status = "running"
+        return decision, pending, status
+
+    async def close(self) -> None:
+        """Stop every run of this server (each ends `interrupted`, resumable)."""
+        tasks = [task for task in self.tasks.values() if not task.done()]
+        for task in tasks:
+            task.cancel("the server stopped")
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _keep(self, run_id: str, task: asyncio.Task[RunResult]) -> None:
+        self.tasks[run_id] = task
+
+        def done(finished: asyncio.Task[RunResult]) -> None:
+            if self.tasks.get(run_id) is finished:
+                del self.tasks[run_id]  # a long-lived server keeps no finished run
+            self.changes.notify(run_id)
+            if not finished.cancelled():
+                finished.exception()  # retrieved: a failure is in the run's folder, not the loop's log
+
+        task.add_done_callback(done)
+
+
+async def _first(task: asyncio.Task[RunResult], started: asyncio.Event) -> None:
+    """Until the run wrote its first event (or ended before: its error is raised here)."""
+    waiter = asyncio.create_task(started.wait())
+    try:
+        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task.done() and not task.cancelled() and not started.is_set():
+        error = task.exception()
+        if error is not None:
+            raise error
+
+
+T = TypeVar("T")
+
+
+VIA = ("http", "ui")  # how a decision reached the server, recorded as its `by`
+
+
+class DecisionFields(TypedDict, total=False):
+    """`respond`'s keyword arguments, from a decision's JSON body."""
+
+    call_id: str
+    allow: bool
+    answer: str
+    grant: float
+    reason: str
+    user: str
+
+
+def _decision_fields(body: Mapping[str, object]) -> DecisionFields:
+    known = {"call", "allow", "answer", "grant", "reason", "continue", "user", "via"}
+    for name in body:
+        if name not in known:
+            raise UsageError(f"unknown field {name!r} in a decision", "fields: " + ", ".join(sorted(known)))
+    fields = DecisionFields()
+    if (call := body.get("call")) is not None:
+        fields["call_id"] = _typed("call", call, str)
+    if (answer := body.get("answer")) is not None:
+        fields["answer"] = _typed("answer", answer, str)
+    if (reason := body.get("reason")) is not None:
+        fields["reason"] = _typed("reason", reason, str)
+    via = body.get("via")
+    if via is not None and via not in VIA:
+        raise UsageError(f"via must be one of {', '.join(VIA)}, not {via!r}", "how the decision was taken")
+    if (user := body.get("user")) is not None:
+        fields["user"] = _typed("user", user, str)
+    if (allow := body.get("allow")) is not None:
+        fields["allow"] = _typed("allow", allow, bool)
+    if (grant := body.get("grant")) is not None:
+        if isinstance(grant, bool) or not isinstance(grant, int | float):
+            raise UsageError(f"grant must be a number, not {grant!r}", "how much more of the limit")
+        fields["grant"] = float(grant)
+    return fields
+
+
+def _typed(name: str, value: object, kind: type[T]) -> T:
+    if not isinstance(value, kind):
+        raise UsageError(
+            f"{name} must be a {kind.__name__}, not {value!r}", "see POST /v1/runs/{id}/decisions"
+        )
+    return value
+
+
+def decision_dict(decision: Decision) -> dict[str, object]:
+    return {**dataclasses.asdict(decision), "ref": decision.ref}
+
+
+def describe_error(e: FlowrunError) -> dict[str, object]:
+    return {"error": e.message, "hint": e.hint or None}

@@ -1,0 +1,189 @@
+"""A `flowrun serve http` subprocess for the tests, and the project it serves: `nested`
+(orchestrator -> manager -> worker, whose write_file needs an approval) and `talk` (one agent
+making two tool calls, whose second model call a test can hold at the wire server)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from conftest import SECRET_VARS, flowrun_cmd
+from proc_helpers import wait_for
+from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
+
+MODELS = {
+    "openai": {"provider": "openai", "model": "gpt-test"},
+    "anthropic": {"provider": "anthropic", "model": "claude-test"},
+}
+AGENTS: dict[str, list[Any]] = {
+    "orchestrator": ["manager"],
+    "manager": ["worker"],
+    "worker": [{"write_file": {"approve": "ask"}}],
+    "talker": ["list_directory"],
+}
+TOKEN = "a-token-long-enough-0123456789"
+
+
+def replies() -> Script:
+    agents = {
+        "orchestrator": [
+            Reply(tool_calls=[ToolCallSpec("manager", {"task": "Manage it."})]),
+            Reply("All done."),
+        ],
+        "manager": [Reply(tool_calls=[ToolCallSpec("worker", {"task": "Write it."})]), Reply("Managed.")],
+        "worker": [
+            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "approved\n"})]),
+            Reply("Wrote it."),
+        ],
+        "talker": [
+            Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
+            Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
+            Reply("Talked."),
+        ],
+    }
+    return Script(agents, {name: f"You are the {name}." for name in agents})
+
+
+class Held:
+    """The script, but while `armed`, the talker's second model call waits for `release`
+    (`holding` is set when it does): the run is going on, in flight, as long as a test needs."""
+
+    def __init__(self, inner: Script) -> None:
+        self.inner = inner
+        self.armed = False
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def arm(self) -> None:
+        self.holding.clear()
+        self.release.clear()
+        self.armed = True
+
+    def __call__(self, request: WireRequest) -> Reply:
+        if self.armed and self.inner.agent_for(request) == "talker" and request.assistant_turns == 1:
+            self.armed = False
+            self.holding.set()
+            self.release.wait(120)
+        return self.inner(request)
+
+
+def write_project(root: Path, provider: str) -> list[Path]:
+    """The two workflows (and their agents) using `provider`'s model."""
+    (root / "agents.d").mkdir(parents=True, exist_ok=True)
+    for name, tools in AGENTS.items():
+        agent = {
+            "version": 1,
+            "kind": "agent",
+            "name": name,
+            "prompt": f"You are the {name}.",
+            "tools": tools,
+        }
+        (root / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
+    files = []
+    for name, entry in (("nested", "orchestrator"), ("talk", "talker")):
+        spec = {
+            "version": 1,
+            "kind": "workflow",
+            "name": name,
+            "models": {"m": MODELS[provider]},
+            "default_model": "m",
+            "entry": entry,
+            "task": "Do the job.",
+        }
+        (root / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+        files.append(root / f"{name}.yaml")
+    return files
+
+
+def env_for(server: WireServer, provider: str) -> dict[str, str]:
+    if provider == "anthropic":
+        return {
+            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
+            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        }
+    return {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
+
+
+class Served:
+    """`flowrun serve http ARGS --port 0` in a subprocess; `base` is its address once it
+    listens (the first line it writes)."""
+
+    def __init__(self, cwd: Path, args: list[str], env: dict[str, str] | None = None) -> None:
+        full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
+        self.proc = subprocess.Popen(
+            [*flowrun_cmd(), "serve", "http", *args],
+            cwd=cwd,
+            env=full,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stderr is not None
+        first = self.proc.stderr.readline()
+        self.lines = [first]
+        assert first.startswith("serving the runs API at http://"), first + self.proc.stderr.read()
+        address = first.split()[5]  # http://HOST:PORT/v1
+        port = int(address.rsplit(":", 1)[1].split("/")[0])
+        self.base = f"http://127.0.0.1:{port}"
+        self._drain = threading.Thread(target=self._read, daemon=True)
+        self._drain.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def client(self, **headers: str) -> httpx.Client:
+        return httpx.Client(base_url=self.base, timeout=60, headers=headers)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+        self._close()
+
+    def _close(self) -> None:
+        self._drain.join(timeout=10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=60)  # reaped: its pid no longer looks alive
+        self._close()
+
+
+def status_of(http: httpx.Client, run_id: str) -> str:
+    answer = http.get(f"/v1/runs/{run_id}")
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["status"])
+
+
+def wait_status(http: httpx.Client, run_id: str, *wanted: str) -> dict[str, Any]:
+    """Poll the run until its status is one of `wanted`; its details then."""
+    seen: list[str] = []
+
+    def reached() -> bool:
+        seen.append(status_of(http, run_id))
+        return seen[-1] in wanted
+
+    assert wait_for(reached), f"{run_id} never reached {wanted}: {seen[-5:]}"
+    details: dict[str, Any] = http.get(f"/v1/runs/{run_id}").json()
+    return details
+
+
+def asked_twice(requests: list[WireRequest], script: Script) -> Counter[tuple[str, str, int]]:
+    """The model steps requested more than once: (agent, its task, its turn)."""
+    counts: Counter[tuple[str, str, int]] = Counter()
+    for request in requests:
+        first = next((m for m in request.messages if m.get("role") == "user"), {})
+        task = first.get("content")
+        counts[(str(script.agent_for(request)), str(task)[:80], request.assistant_turns)] += 1
+    return Counter({key: n for key, n in counts.items() if n > 1})
