@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import REPO, run_cli
 
-from flowrun.cli.run_views import format_duration, format_runs, list_runs, read_run_row, show_run
+from flowrun.cli.views.run_views import format_duration, format_runs, list_runs, read_run_row, show_run
 from flowrun.errors import RunError
 
 WORKFLOW = """\

@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, run_cli
 from rich.console import Console
 
-from flowrun.cli.progress import Progress, make_progress
+from flowrun.cli.views.progress import Progress, make_progress
 from flowrun.events import Event, ModelResponseEvent, ToolCallEvent, ToolResultEvent, parse_event
 from flowrun.manifest.model_config import model_config
 from flowrun.redaction import Redactor

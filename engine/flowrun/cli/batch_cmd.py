@@ -16,7 +16,7 @@ from flowrun.cli.run_options import RunArgs, run_options
 
 if TYPE_CHECKING:
     from flowrun.batch import BatchSummary
-    from flowrun.cli.batch_progress import BatchDisplay
+    from flowrun.cli.views.batch_progress import BatchDisplay
 
 RESUME_HINT = "the batch folder is kept: run the same command again to resume it"
 
@@ -98,7 +98,7 @@ def batch(
         load_env_files([workflow])
 
         from flowrun.batch import run_batch
-        from flowrun.cli.batch_progress import make_display
+        from flowrun.cli.views.batch_progress import make_display
 
         # -q and -v are about this display: the items' flowrun.log keep their default level
         options = replace(run_args.options(), verbosity=0)

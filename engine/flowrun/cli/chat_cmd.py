@@ -11,11 +11,11 @@ import click
 
 from flowrun.cli.chat_input import chat_reader
 from flowrun.cli.common import reported
+from flowrun.cli.input_args import parse_input_args
 from flowrun.cli.run_cmd import (
     _with_progress,
     ask_on_terminal,
     interrupted_hint,
-    parse_input_args,
     print_summary,
     terminal_approver,
 )

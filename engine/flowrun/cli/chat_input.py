@@ -15,7 +15,7 @@ import click
 from flowrun.cli.common import read_in_background
 
 if TYPE_CHECKING:
-    from flowrun.cli.progress import Progress
+    from flowrun.cli.views.progress import Progress
 
 END_WORDS = ("/exit", "/quit", "/bye")
 PROMPT = "you> "

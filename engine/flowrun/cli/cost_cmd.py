@@ -50,7 +50,7 @@ def cost(ctx: click.Context, workflow: Path, fmt: str, run_args: RunArgs) -> Non
 def _given_inputs(wf: Workflow, args: list[str], inputs_file: Path | None) -> dict[str, object]:
     """The inputs given, checked as `run` checks them; none given is fine (the ceiling does not
     need them)."""
-    from flowrun.cli.run_cmd import parse_input_args
+    from flowrun.cli.input_args import parse_input_args
 
     if not args and inputs_file is None:
         return {}

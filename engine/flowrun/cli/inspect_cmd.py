@@ -44,7 +44,7 @@ def runs(
 ) -> None:
     """List runs: id, workflow, status, steps, tokens, cost, duration."""
     with reported(verbose=False):
-        from flowrun.cli.runs_table import format_runs, list_runs, output_width, since_time
+        from flowrun.cli.views.runs_table import format_runs, list_runs, output_width, since_time
         from flowrun.runtime.durable.runs_index import list_runs as index_list
 
         page = index_list(
@@ -112,13 +112,13 @@ def show(
         if messages:
             _show_messages(run_dir, agent, full, as_json)
             return
-        from flowrun.cli.run_views import output_width, show_prompts, show_run
+        from flowrun.cli.views.run_views import output_width, show_prompts, show_run
 
         click.echo(show_prompts(run_dir, agent) if prompts else show_run(run_dir, width=output_width()))
 
 
 def _show_messages(run_dir: Path, agent: str | None, full: bool, as_json: bool) -> None:
-    from flowrun.cli.messages_view import format_messages, messages_json
+    from flowrun.cli.views.messages_view import format_messages, messages_json
 
     if as_json:
         import json

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from flowrun.cli.common import read_in_background
 
 if TYPE_CHECKING:
-    from flowrun.cli.progress import Progress
+    from flowrun.cli.views.progress import Progress
 
 ESC = b"\x1b"
 SEQUENCE_WAIT_S = 0.05  # the bytes of an escape sequence arrive together; a lone Esc has none after it

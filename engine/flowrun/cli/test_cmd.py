@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 import click
 
 from flowrun.cli.common import reported
+from flowrun.cli.input_args import parse_input_args
 from flowrun.cli.run_cmd import (
     _with_progress,
     ask_on_terminal,
-    parse_input_args,
     sandbox_option,
     terminal_approver,
     usage_table,

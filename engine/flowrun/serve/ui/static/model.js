@@ -2,7 +2,7 @@
 // the agent instances and their tool calls (the tree), the bars of the timeline (one lane per
 // instance: model calls from model_request to model_response, tool calls from tool_call to
 // tool_result), token and cost totals per agent and per model, each instance's conversation
-// (as `flowrun show --messages` folds it: cli/messages_view.py) and the decisions it waits for.
+// (as `flowrun show --messages` folds it: cli/views/messages_view.py) and the decisions it waits for.
 // The live page feeds it event by event from the server; the report feeds it the embedded log.
 
 const CONTINUE_TEXT = "Continue. Call a finish tool when the task is done.";
@@ -219,7 +219,7 @@ const HANDLERS = {
 
 // ------------------------------------------------------------------ conversations
 
-// Instances and the segments of their conversations, as cli/messages_view.py folds them: a
+// Instances and the segments of their conversations, as cli/views/messages_view.py folds them: a
 // sub-agent's conversation sits under the call that ran it.
 export class Conversations {
   constructor() {

@@ -16,7 +16,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
-from flowrun.cli.runs_table import (
+from flowrun.cli.views.runs_table import (
     STATUS_STYLE,
     UNWRAPPED_WIDTH,
     RunRow,
@@ -29,7 +29,7 @@ from flowrun.cli.runs_table import (
     row_of,
     since_time,
 )
-from flowrun.cli.runs_table import short as _short
+from flowrun.cli.views.runs_table import short as _short
 from flowrun.errors import FlowrunError, RunError
 from flowrun.events import (
     AgentEndEvent,
