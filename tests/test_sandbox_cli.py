@@ -386,7 +386,7 @@ def test_approval_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
     seen = b""
     try:
         deadline = time.monotonic() + 60
-        while b"allow it? [y/N]" not in seen and time.monotonic() < deadline:
+        while b"allow it? [y/N/later]" not in seen and time.monotonic() < deadline:
             seen += os.read(controller, 4096)
         assert b"boss wants to call execute_shell(command='echo approved-and-ran > ran.txt')" in seen, seen
         os.write(controller, f"{answer}\n".encode())
