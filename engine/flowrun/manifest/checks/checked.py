@@ -162,6 +162,12 @@ def python_probes(project: Project) -> list[Probe]:
         here = test.source.path.parent
         for named in (here / test.spec.workflow, here / test.spec.cassette):
             probes.add((FILE_PROBE, str(named), file_state(named)))
+    from flowrun.manifest.checks.eval_files import evalset_files
+
+    for evalset in project.evalsets:  # `kind: evalset` files name a workflow, a dataset, rubrics
+        here = evalset.source.path.parent
+        for named in evalset_files(evalset.spec):
+            probes.add((FILE_PROBE, str(here / named), file_state(here / named)))
     for variable in _model_variables(project):  # `${VAR}` in model settings: set or not
         probes.add((ENV_PROBE, variable, env_state(variable)))
     return sorted(probes)
