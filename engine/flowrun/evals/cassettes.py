@@ -1,0 +1,202 @@
+"""An eval's recording, for CI without a key: `--record` keeps every case's run as a cassette
+(as `flowrun record` does: its event log, run.json, usage.json and output) and every judge's
+answer; `--offline` replays each cassette into a new run folder with the workflow as it is now
+(no model, no server: a prompt or manifest edit that changes what an agent is asked shows as a
+divergence) and grades it again, the judges answering from the recording.
+
+    CASSETTES/ (the eval set's `cassettes:`, default cassettes/NAME next to it)
+      index.json            the eval set, its repeat, the variants, one entry per run
+      judges.jsonl          the judges' answers (case, repeat, judge, prompt digest, score, reason)
+      VARIANT/CASE.rN/      each run's cassette"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from flowrun import api
+from flowrun.errors import FlowrunError, UsageError
+from flowrun.evals.judges import JudgePanel, Key
+from flowrun.evals.report import EvalReport, VariantReport
+from flowrun.evals.runner import (
+    Case,
+    CaseRun,
+    EvalSet,
+    EvalSettings,
+    _finish,
+    _report,
+    grade_run,
+    load_evalset,
+    run_id,
+)
+from flowrun.testing import cassette_meta, save_cassette
+
+INDEX = "index.json"
+JUDGES = "judges.jsonl"
+
+
+def cassette_folder(evalset: EvalSet) -> Path:
+    return evalset.here / (evalset.spec.cassettes or f"cassettes/{evalset.spec.name}")
+
+
+def record(
+    evalset: EvalSet, report: EvalReport, out: Path, answers: list[dict[str, object]], output: str | None
+) -> Path:
+    """Keep the eval's runs and judges' answers as its cassettes (replacing an older recording)."""
+    folder = cassette_folder(evalset)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    runs = []
+    for variant in report.variants:
+        for run in variant.runs:
+            relative = f"{variant.name}/{run_id(run.case, run.repeat)}"
+            save_cassette(Path(run.run_dir), folder / relative, output)
+            runs.append(
+                {"variant": variant.name, "case": run.case, "repeat": run.repeat, "cassette": relative}
+            )
+    index = {
+        "evalset": evalset.spec.name,
+        "repeat": report.repeat,
+        "recorded": time.time(),
+        "variants": [{"name": v.name, "model": v.model, "overrides": v.overrides} for v in report.variants],
+        "runs": runs,
+    }
+    (folder / INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    (folder / JUDGES).write_text(
+        "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers), encoding="utf-8"
+    )
+    return folder
+
+
+def _index(folder: Path) -> dict[str, object]:
+    try:
+        raw = json.loads((folder / INDEX).read_text(encoding="utf-8"))
+    except OSError:
+        raise UsageError(
+            f"no recording in {folder}",
+            "record one with `flowrun eval EVALSET --record` (with a model, or --dry-run)",
+        ) from None
+    except ValueError as e:
+        raise UsageError(f"{folder / INDEX} is damaged ({e})", "record the eval again") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{folder / INDEX} is damaged", "record the eval again")
+    return raw
+
+
+def _answers(folder: Path) -> dict[Key, Mapping[str, object]]:
+    out: dict[Key, Mapping[str, object]] = {}
+    path = folder / JUDGES
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            raw = json.loads(line)
+            out[(str(raw["variant"]), str(raw["case"]), int(raw["repeat"]), str(raw["judge"]))] = raw
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+async def run_offline(path: str | Path, settings: EvalSettings | None = None) -> EvalReport:
+    """Grade the eval set's recording again with no model: replay each case's cassette, answer
+    the judges from the recorded answers."""
+    settings = settings or EvalSettings()
+    _refuse_live_options(settings)
+    evalset = load_evalset(path)
+    folder = cassette_folder(evalset)
+    index = _index(folder)
+    repeat = int(index.get("repeat") or 1)  # type: ignore[call-overload]
+    from flowrun.evals.runner import default_out
+
+    out = (settings.out or default_out(evalset)).resolve()
+    report = _report(evalset, settings, out, repeat)
+    report.offline = True
+    workflow = api.load(evalset.workflow_path)
+    load = WorkflowLoader(evalset.workflow_path)
+    panel = JudgePanel(workflow, evalset.here, concurrency=settings.concurrency, recorded=_answers(folder))
+    cases = {c.id: c for c in evalset.cases}
+    gate = asyncio.Semaphore(settings.concurrency)
+    recorded_variants = index.get("variants")
+    for variant in recorded_variants if isinstance(recorded_variants, list) else []:
+        name = str(variant["name"])
+        entries = [r for r in index.get("runs", []) if isinstance(r, dict) and r.get("variant") == name]  # type: ignore[attr-defined]
+        missing = sorted({str(r["case"]) for r in entries} - set(cases))
+        if missing:
+            raise UsageError(
+                f"the recording has case '{missing[0]}', which the eval set no longer has",
+                "record the eval again",
+            )
+
+        async def replayed(entry: dict[str, object], name: str = name) -> CaseRun:
+            case, repeat = cases[str(entry["case"])], int(str(entry["repeat"]))
+            target = out / name / "runs" / run_id(case.id, repeat)
+            async with gate:
+                return await _replay(folder / str(entry["cassette"]), target, case, repeat, load, settings)
+
+        runs = await asyncio.gather(*(replayed(e) for e in entries))
+        scored = await asyncio.gather(
+            *(grade_run(evalset, name, r, panel, workflow.spec.output) for r in runs)
+        )
+        report.variants.append(
+            VariantReport(name, variant.get("model"), list(variant.get("overrides") or []), list(scored))
+        )
+    _finish(report, panel, out)
+    return report
+
+
+def _refuse_live_options(settings: EvalSettings) -> None:
+    given = [
+        flag
+        for flag, value in (
+            ("--variant", settings.variants),
+            ("--model", settings.model),
+            ("--set", settings.overrides),
+            ("--repeat", settings.repeat),
+            ("--dry-run", settings.dry_run),
+            ("--record", settings.record),
+        )
+        if value
+    ]
+    if given:
+        raise UsageError(
+            f"--offline grades the recorded runs again: {given[0]} does not go with it",
+            "drop it, or run without --offline",
+        )
+
+
+async def _replay(
+    cassette: Path, target: Path, case: Case, repeat: int, load: WorkflowLoader, settings: EvalSettings
+) -> CaseRun:
+    events = cassette / "events.jsonl"
+    started = time.monotonic()
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    note = ""
+    try:
+        meta = cassette_meta(events)
+        options = api.replay_options(meta, sandbox=settings.sandbox)
+        _, ledger = await api.replay_events(load(options.overrides), events, meta, target, options)
+        if ledger.divergence is not None:
+            note = f"the replay diverged from the recording: {ledger.divergence.message}"
+    except FlowrunError as e:
+        note = f"cannot replay {cassette}: {e.message}"
+    return CaseRun(case, repeat, target, round(time.monotonic() - started, 3), note)
+
+
+class WorkflowLoader:
+    """The eval set's workflow with each recorded variant's overrides, loaded once each."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.loaded: dict[tuple[str, ...], api.Workflow] = {}
+
+    def __call__(self, overrides: tuple[str, ...]) -> api.Workflow:
+        if overrides not in self.loaded:
+            self.loaded[overrides] = api.load(self.path, list(overrides))
+        return self.loaded[overrides]

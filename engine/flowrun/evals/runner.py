@@ -1,0 +1,293 @@
+"""An eval from start to end: the eval set's cases run as a batch per variant (batch/: local
+tasks, worker processes or Ray, `concurrency` at once; each case's run a normal run folder of
+OUT/VARIANT/runs/CASE.rN), then every run is graded, judges included, into an EvalReport.
+Offline, each recorded run is replayed from its cassette instead (no model, no server) and the
+judges' recorded answers are used (evals/cassettes.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flowrun import api
+from flowrun.batch import BatchProgress, run_batch
+from flowrun.errors import UsageError
+from flowrun.evals.graders import GraderScore, grade
+from flowrun.evals.judges import JudgePanel, judge_variables
+from flowrun.evals.outcome import read_outcome
+from flowrun.evals.report import EvalReport, RunScore, VariantReport
+from flowrun.manifest.checks.eval_files import evalset_cases, grader_names
+from flowrun.manifest.diagnostics import ManifestInvalid
+from flowrun.manifest.eval_specs import EvalSetManifest, GraderBase, JudgeGrader
+from flowrun.manifest.project import Loaded, display_path, load_project
+from flowrun.runtime.options import RunOptions
+from flowrun.tools.sandbox import Mode
+
+DEFAULT_VARIANT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One way of running every case: a model and `--set` overrides over the workflow's."""
+
+    name: str
+    model: str | None = None
+    overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    id: str
+    inputs: dict[str, object]
+    expected: object
+    graders: list[tuple[GraderBase, str]]  # (grader, its name): the eval set's, then the case's
+
+
+@dataclass
+class EvalSet:
+    """A checked eval set, its cases and its workflow."""
+
+    path: Path
+    spec: EvalSetManifest
+    cases: list[Case]
+    workflow_path: Path
+
+    @property
+    def here(self) -> Path:
+        return self.path.parent
+
+    def judges(self) -> list[tuple[JudgeGrader, str]]:
+        seen: dict[str, JudgeGrader] = {}
+        for case in self.cases:
+            for grader, name in case.graders:
+                if isinstance(grader, JudgeGrader):
+                    seen.setdefault(f"{name}|{grader.judge.model}", grader)
+        return [(g, key.split("|")[0]) for key, g in seen.items()]
+
+    def grader_min(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for case in self.cases:
+            for grader, name in case.graders:
+                if grader.min_score is not None:
+                    out.setdefault(name, grader.min_score)
+        return out
+
+
+def load_evalset(path: str | Path) -> EvalSet:
+    """The eval set at `path`, checked as `validate` checks it; ManifestInvalid lists its errors."""
+    from flowrun.manifest.checks.eval_files import check_evalset
+
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise UsageError(f"{path} does not exist", "give the eval set file (NAME.eval.yaml)")
+    project = load_project(path.parent, [path])
+    loaded = next((e for e in project.evalsets if e.source.path.resolve() == path), None)
+    own = [d for d in project.errors if d.file == display_path(path)]
+    if loaded is None:
+        if not own:
+            raise UsageError(f"{display_path(path)} is not an eval set", "set `kind: evalset`")
+        raise ManifestInvalid(str(path), own)
+    errors = own + [d for d in check_evalset(loaded, project) if d.severity == "error"]
+    if errors:
+        raise ManifestInvalid(str(path), errors)
+    return EvalSet(path, loaded.spec, _cases(loaded), (path.parent / loaded.spec.workflow).resolve())
+
+
+def _cases(loaded: Loaded[EvalSetManifest]) -> list[Case]:
+    located, _ = evalset_cases(loaded)
+    out = []
+    for item in located:
+        graders: list[GraderBase] = [*loaded.spec.graders, *item.case.graders]
+        named = list(zip(graders, grader_names(graders), strict=True))
+        out.append(Case(item.case.id, dict(item.case.inputs), item.case.expected, named))
+    return out
+
+
+@dataclass
+class EvalSettings:
+    """How an eval runs (the options of `flowrun eval`)."""
+
+    variants: list[Variant] = field(default_factory=list)  # none: one, of `model` and `overrides`
+    model: str | None = None  # every variant's model, unless the variant names its own
+    overrides: tuple[str, ...] = ()  # every variant's `--set`s, before the variant's own
+    repeat: int | None = None  # None: the eval set's `repeat`
+    concurrency: int = 4
+    out: Path | None = None
+    dry_run: bool = False
+    sandbox: Mode | None = None
+    min_score: float | None = None  # None: the eval set's
+    grader_min: dict[str, float] = field(default_factory=dict)  # over the graders' own min_score
+    record: bool = False
+    backend: str = "local"
+    address: str | None = None
+    processes: int | None = None
+    on_progress: Callable[[str, BatchProgress], None] | None = None  # (variant, progress)
+
+
+def default_out(evalset: EvalSet) -> Path:
+    return Path("evals") / f"{evalset.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def variants_of(settings: EvalSettings) -> list[Variant]:
+    given = settings.variants or [Variant(DEFAULT_VARIANT)]
+    names = [v.name for v in given]
+    if len(set(names)) != len(names):
+        raise UsageError("two variants have the same name", "give each --variant NAME=... its own name")
+    return [Variant(v.name, v.model or settings.model, (*settings.overrides, *v.overrides)) for v in given]
+
+
+async def run_eval(path: str | Path, settings: EvalSettings | None = None) -> EvalReport:
+    """Run every case of the eval set at `path` (per variant, `repeat` times) and grade the runs."""
+    settings = settings or EvalSettings()
+    evalset = load_evalset(path)
+    if settings.concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, got {settings.concurrency}")
+    repeat = settings.repeat or evalset.spec.repeat
+    if repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeat}")
+    variants = variants_of(settings)
+    workflow = api.load(evalset.workflow_path)
+    if "id" in workflow.inputs:
+        raise UsageError(
+            f"workflow '{workflow.name}' has an input named `id`",
+            "flowrun eval names each run by its case id: rename the input",
+        )
+    panel = JudgePanel(workflow, evalset.here, dry_run=settings.dry_run, concurrency=settings.concurrency)
+    panel.check(evalset.judges())
+    out = (settings.out or default_out(evalset)).resolve()
+    report = _report(evalset, settings, out, repeat)
+    try:
+        for variant in variants:
+            runs = await _run_variant(evalset, workflow, variant, repeat, out, settings)
+            report.variants.append(await _graded(evalset, variant, runs, panel, workflow.spec.output))
+    finally:
+        await panel.aclose()
+    _finish(report, panel, out)
+    if settings.record:
+        from flowrun.evals.cassettes import record
+
+        record(evalset, report, out, panel.answers, workflow.spec.output)
+    return report
+
+
+def _report(evalset: EvalSet, settings: EvalSettings, out: Path, repeat: int) -> EvalReport:
+    return EvalReport(
+        evalset=evalset.spec.name,
+        file=str(evalset.path),
+        workflow=str(evalset.workflow_path),
+        repeat=repeat,
+        folder=str(out),
+        min_score=settings.min_score if settings.min_score is not None else evalset.spec.min_score,
+        grader_min={**evalset.grader_min(), **settings.grader_min},
+        created=time.time(),
+    )
+
+
+def _finish(report: EvalReport, panel: JudgePanel, out: Path) -> None:
+    report.judge_cost_usd = panel.cost_usd()
+    out.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in panel.answers)
+    (out / "judges.jsonl").write_text(lines, encoding="utf-8")
+    report.write(out / "report.json")
+
+
+def run_id(case: str, repeat: int) -> str:
+    return f"{case}.r{repeat}"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRun:
+    case: Case
+    repeat: int
+    run_dir: Path
+    duration_s: float = 0.0
+    note: str = ""  # what a replay found (a divergence), when it differs from the run's own message
+
+
+async def _run_variant(
+    evalset: EvalSet, workflow: api.Workflow, variant: Variant, repeat: int, out: Path, settings: EvalSettings
+) -> list[CaseRun]:
+    items = out / "items" / f"{variant.name}.jsonl"
+    items.parent.mkdir(parents=True, exist_ok=True)
+    rows = [
+        json.dumps({"id": run_id(case.id, n), **case.inputs}, ensure_ascii=False, default=str)
+        for case in evalset.cases
+        for n in range(1, repeat + 1)
+    ]
+    items.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    options = RunOptions(
+        model=variant.model, overrides=variant.overrides, dry_run=settings.dry_run, sandbox=settings.sandbox
+    )
+    on_progress = settings.on_progress
+    summary = await run_batch(
+        evalset.workflow_path,
+        items,
+        options,
+        out=out / variant.name,
+        concurrency=settings.concurrency,
+        backend=settings.backend,
+        address=settings.address,
+        processes=settings.processes,
+        on_progress=(lambda p: on_progress(variant.name, p)) if on_progress is not None else None,
+    )
+    from flowrun.batch.folder import BatchFolder
+
+    results = BatchFolder(summary.folder).results()
+    runs = out / variant.name / "runs"
+    return [
+        CaseRun(
+            case,
+            n,
+            runs / run_id(case.id, n),
+            results[run_id(case.id, n)].duration_s if run_id(case.id, n) in results else 0.0,
+        )
+        for case in evalset.cases
+        for n in range(1, repeat + 1)
+    ]
+
+
+async def _graded(
+    evalset: EvalSet, variant: Variant, runs: Sequence[CaseRun], panel: JudgePanel, declared: str | None
+) -> VariantReport:
+    scored = await asyncio.gather(*(grade_run(evalset, variant.name, run, panel, declared) for run in runs))
+    return VariantReport(variant.name, variant.model, list(variant.overrides), list(scored))
+
+
+async def grade_run(
+    evalset: EvalSet, variant: str, run: CaseRun, panel: JudgePanel, declared: str | None
+) -> RunScore:
+    """Every grader of the run's case on what the run left."""
+    outcome = read_outcome(run.run_dir, declared)
+    case = run.case
+    variables: Mapping[str, object] = {"inputs": case.inputs, "expected": case.expected, "case": case.id}
+    scores: list[GraderScore] = []
+    judged = judge_variables(outcome, case.id, case.inputs, case.expected)
+    for grader, name in case.graders:
+        if isinstance(grader, JudgeGrader):
+            scores.append(await panel.grade(grader, name, judged, (variant, case.id, run.repeat, name)))
+        else:
+            scores.append(grade(grader, name, outcome, variables, evalset.here))
+    weight = sum(s.weight for s in scores)
+    score = (
+        sum(s.score * s.weight for s in scores) / weight
+        if weight
+        else (1.0 if outcome.status == "completed" else 0.0)
+    )
+    message = run.note or ("" if outcome.status == "completed" else outcome.message)
+    return RunScore(
+        case=case.id,
+        repeat=run.repeat,
+        run_dir=str(run.run_dir),
+        status=outcome.status,
+        score=score,
+        passed=all(s.passed for s in scores) if scores else outcome.status == "completed",
+        graders=scores,
+        cost_usd=outcome.cost_usd,
+        steps=outcome.steps,
+        duration_s=run.duration_s,
+        message=message.splitlines()[0][:500] if message else "",
+    )
