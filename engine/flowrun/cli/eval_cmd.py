@@ -8,15 +8,19 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from flowrun.cli.common import reported
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from flowrun.batch import BatchProgress
     from flowrun.evals import EvalReport, Variant
     from flowrun.evals.report import Change
+    from flowrun.tools.sandbox import Mode
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -51,7 +55,8 @@ FILE = click.Path(dir_okay=False, path_type=Path)
     "min_scores",
     metavar="[GRADER=]X",
     multiple=True,
-    help="The overall score (or with GRADER=, that grader's mean) must reach X (0..1), else exit 1; repeatable.",
+    help="The overall score (or with GRADER=, that grader's mean) must reach X (0..1), else exit 1; "
+    "repeatable.",
 )
 @click.option(
     "--out",
@@ -135,7 +140,7 @@ def eval_(
             concurrency=concurrency,
             out=out,
             dry_run=dry_run,
-            sandbox=sandbox,  # type: ignore[arg-type]  # click's choice
+            sandbox=cast("Mode | None", sandbox),  # click's choice
             min_score=overall,
             grader_min=per_grader,
             record=record,
@@ -212,11 +217,8 @@ def parse_min_scores(given: tuple[str, ...]) -> tuple[float | None, dict[str, fl
     return overall, per_grader
 
 
-def _progress() -> object:
-    def show(variant: str, progress: object) -> None:
-        from flowrun.batch import BatchProgress
-
-        assert isinstance(progress, BatchProgress)
+def _progress() -> Callable[[str, BatchProgress], None]:
+    def show(variant: str, progress: BatchProgress) -> None:
         if progress.last is not None:
             last = progress.last
             done = progress.completed + progress.failed
@@ -289,7 +291,8 @@ def _print_table(report: EvalReport, changes: list[Change] | None, verbose: bool
         for variant in report.variants:
             for run in variant.runs:
                 console.print(
-                    f"{variant.name} {run.case}#{run.repeat} {run.status} score {run.score:.3f} {run.run_dir}",
+                    f"{variant.name} {run.case}#{run.repeat} {run.status} score {run.score:.3f} "
+                    f"{run.run_dir}",
                     markup=False,
                 )
                 for g in run.graders:

@@ -88,6 +88,10 @@ def _index(folder: Path) -> dict[str, object]:
     return raw
 
 
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
 def _answers(folder: Path) -> dict[Key, Mapping[str, object]]:
     out: dict[Key, Mapping[str, object]] = {}
     path = folder / JUDGES
@@ -110,7 +114,7 @@ async def run_offline(path: str | Path, settings: EvalSettings | None = None) ->
     evalset = load_evalset(path)
     folder = cassette_folder(evalset)
     index = _index(folder)
-    repeat = int(index.get("repeat") or 1)  # type: ignore[call-overload]
+    repeat = int(str(index.get("repeat") or 1))
     from flowrun.evals.runner import default_out
 
     out = (settings.out or default_out(evalset)).resolve()
@@ -122,9 +126,11 @@ async def run_offline(path: str | Path, settings: EvalSettings | None = None) ->
     cases = {c.id: c for c in evalset.cases}
     gate = asyncio.Semaphore(settings.concurrency)
     recorded_variants = index.get("variants")
-    for variant in recorded_variants if isinstance(recorded_variants, list) else []:
+    for variant in _list(recorded_variants):
+        if not isinstance(variant, dict):
+            continue
         name = str(variant["name"])
-        entries = [r for r in index.get("runs", []) if isinstance(r, dict) and r.get("variant") == name]  # type: ignore[attr-defined]
+        entries = [r for r in _list(index.get("runs")) if isinstance(r, dict) and r.get("variant") == name]
         missing = sorted({str(r["case"]) for r in entries} - set(cases))
         if missing:
             raise UsageError(
@@ -174,9 +180,7 @@ async def _replay(
 ) -> CaseRun:
     events = cassette / "events.jsonl"
     started = time.monotonic()
-    if target.exists():
-        shutil.rmtree(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _fresh(target)
     note = ""
     try:
         meta = cassette_meta(events)
@@ -187,6 +191,13 @@ async def _replay(
     except FlowrunError as e:
         note = f"cannot replay {cassette}: {e.message}"
     return CaseRun(case, repeat, target, round(time.monotonic() - started, 3), note)
+
+
+def _fresh(target: Path) -> None:
+    """An empty place for a replay (an earlier offline grading's folder is replaced)."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
 
 
 class WorkflowLoader:

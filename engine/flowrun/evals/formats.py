@@ -130,7 +130,8 @@ def _gates(report: EvalReport) -> str:
     for g in gates:
         mark = "<span class='pass'>ok</span>" if g.ok else "<span class='fail'>below</span>"
         rows.append(
-            f"<tr><td>{_e(g.variant)}</td><td>{_e(g.what)}</td><td class='num'>{g.need:.3f}</td><td class='num'>{g.got:.3f}</td><td>{mark}</td></tr>"
+            f"<tr><td>{_e(g.variant)}</td><td>{_e(g.what)}</td><td class='num'>{g.need:.3f}</td>"
+            f"<td class='num'>{g.got:.3f}</td><td>{mark}</td></tr>"
         )
     rows.append("</table>")
     return "\n".join(rows)
@@ -145,7 +146,8 @@ def _variant(variant: VariantReport, base: Path, verdicts: dict[tuple[str, str],
         parts.append(
             f"<tr><td><a href='#{_e(variant.name)}-{_e(case.case)}'>{_e(case.case)}</a></td>"
             f"<td class='num'>{case.mean:.3f}</td><td class='num'>{case.low:.2f}–{case.high:.2f}</td>"
-            f"<td class='num'>{case.passes}/{case.runs}</td><td>{_change(verdicts.get((variant.name, case.case)))}</td></tr>"
+            f"<td class='num'>{case.passes}/{case.runs}</td>"
+            f"<td>{_change(verdicts.get((variant.name, case.case)))}</td></tr>"
         )
     parts.append("</table>")
     for run in variant.runs:
@@ -159,7 +161,8 @@ def _run(variant: str, run: RunScore, base: Path) -> str:
     folder = _link(run.run_dir, base)
     rows = "".join(
         f"<tr><td>{_e(g.name)}</td><td class='num'>{g.score:.2f}</td>"
-        f"<td class='{'pass' if g.passed else 'fail'}'>{'pass' if g.passed else 'fail'}</td><td>{_e(g.detail)}</td></tr>"
+        f"<td class='{'pass' if g.passed else 'fail'}'>{'pass' if g.passed else 'fail'}</td>"
+        f"<td>{_e(g.detail)}</td></tr>"
         for g in run.graders
     )
     output = _output_preview(Path(run.run_dir))

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from flowrun.errors import FlowrunError
 from flowrun.evals.outcome import Outcome
@@ -133,7 +134,7 @@ def _search(pattern: str, text: str, flags: int) -> bool:
         raise FlowrunError(f"invalid regex /{pattern}/: {e}") from None
 
 
-def _json_of(outcome: Outcome, file: str | None) -> tuple[object, str]:
+def _json_of(outcome: Outcome, file: str | None) -> tuple[Any, str]:  # JSON: any value
     text, what = outcome.output_text(file)
     if text is None:
         raise FlowrunError(f"{what} was not written")
@@ -279,7 +280,8 @@ def _in_order(order: list[str], calls: list[str], who: str) -> Checked:
             seen = " -> ".join(dict.fromkeys(calls)) or "none"
             return Checked(
                 False,
-                f"{' before '.join(order)}{who}; {tool} is not called after the one before (calls: {short(seen)})",
+                f"{' before '.join(order)}{who}; {tool} is not called after the one before "
+                f"(calls: {short(seen)})",
             )
         position = later[0]
     return Checked(True, f"{' before '.join(order)}{who}")
@@ -287,7 +289,7 @@ def _in_order(order: list[str], calls: list[str], who: str) -> Checked:
 
 def _status(grader: GraderBase, name: str, outcome: Outcome, here: Path) -> GraderScore:
     assert isinstance(grader, StatusGrader)
-    wanted = _texts(grader.status)
+    wanted: list[str] = [grader.status] if isinstance(grader.status, str) else list(grader.status)
     ok = outcome.status in wanted
     detail = f"status {' or '.join(wanted)}" + (
         "" if ok else f"; the run ended {outcome.status}: {short(outcome.message)}"

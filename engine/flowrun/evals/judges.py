@@ -43,7 +43,10 @@ SYSTEM = (
     "rubric and the material it quotes, then answer with a score from 0 (fails the rubric) to 1 "
     "(meets it fully) and a reason of one or two sentences."
 )
-REPAIR = "Your answer was not a JSON object {{score: number from 0 to 1, reason: string}} ({problem}). Answer again."
+REPAIR = (
+    "Your answer was not a JSON object {{score: number from 0 to 1, reason: string}} ({problem}). "
+    "Answer again."
+)
 
 Key = tuple[str, str, int, str]  # (variant, case, repeat, judge)
 
@@ -149,7 +152,8 @@ class JudgePanel:
             )
         if answer.get("digest") != digest:
             raise FlowrunError(
-                "the judge's prompt differs from the recorded one (its rubric, model or the run's output changed)",
+                "the judge's prompt differs from the recorded one (its rubric, its model or the run's "
+                "output changed)",
                 "record the eval again (--record)",
             )
         self.answers.append(dict(answer))

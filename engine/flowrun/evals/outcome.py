@@ -73,9 +73,13 @@ def read_outcome(run_dir: Path, declared_output: str | None) -> Outcome:
         declared_output=declared_output,
         calls=calls,
         steps=steps,
-        total_tokens=int(usage.get("total_tokens") or 0),
+        total_tokens=_tokens(usage.get("total_tokens")),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
     )
+
+
+def _tokens(value: object) -> int:
+    return int(value) if isinstance(value, int | float) else 0
 
 
 def _usage(run_dir: Path) -> dict[str, object]:

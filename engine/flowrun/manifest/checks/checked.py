@@ -166,8 +166,8 @@ def python_probes(project: Project) -> list[Probe]:
 
     for evalset in project.evalsets:  # `kind: evalset` files name a workflow, a dataset, rubrics
         here = evalset.source.path.parent
-        for named in evalset_files(evalset.spec):
-            probes.add((FILE_PROBE, str(here / named), file_state(here / named)))
+        for rel in evalset_files(evalset.spec):
+            probes.add((FILE_PROBE, str(here / rel), file_state(here / rel)))
     for variable in _model_variables(project):  # `${VAR}` in model settings: set or not
         probes.add((ENV_PROBE, variable, env_state(variable)))
     return sorted(probes)

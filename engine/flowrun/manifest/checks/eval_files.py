@@ -41,10 +41,8 @@ class Where:
     column: int = 1
     path: str = ""
 
-    def diag(
-        self, message: str, hint: str = "", code: str = "invalid", severity: str = "error"
-    ) -> Diagnostic:
-        return Diagnostic(self.file, self.line, self.column, self.path, message, hint, code, severity)  # type: ignore[arg-type]
+    def diag(self, message: str, hint: str = "", code: str = "invalid") -> Diagnostic:
+        return Diagnostic(self.file, self.line, self.column, self.path, message, hint, code)
 
 
 @dataclass(frozen=True, slots=True)
