@@ -13,9 +13,11 @@ table, JSON, JUnit or HTML (evals/formats.py); evals/cassettes.py records and re
 
 from __future__ import annotations
 
-from flowrun.evals.cassettes import record, run_offline
+from flowrun.evals.cassettes import run_offline
+from flowrun.evals.evalset import EvalSet, load_evalset
+from flowrun.evals.recording import record
 from flowrun.evals.report import EvalReport, RunScore, VariantReport, compare, read_report
-from flowrun.evals.runner import EvalSet, EvalSettings, Variant, load_evalset, run_eval
+from flowrun.evals.runner import EvalSettings, Variant, run_eval
 
 __all__ = [
     "EvalReport",

@@ -20,57 +20,12 @@ from pathlib import Path
 
 from flowrun import api
 from flowrun.errors import FlowrunError, UsageError
+from flowrun.evals.evalset import Case, cassette_folder, load_evalset, run_id
 from flowrun.evals.judges import JudgePanel, Key
+from flowrun.evals.recording import INDEX, JUDGES
 from flowrun.evals.report import EvalReport, VariantReport
-from flowrun.evals.runner import (
-    Case,
-    CaseRun,
-    EvalSet,
-    EvalSettings,
-    _finish,
-    _report,
-    grade_run,
-    load_evalset,
-    run_id,
-)
-from flowrun.testing import cassette_meta, save_cassette
-
-INDEX = "index.json"
-JUDGES = "judges.jsonl"
-
-
-def cassette_folder(evalset: EvalSet) -> Path:
-    return evalset.here / (evalset.spec.cassettes or f"cassettes/{evalset.spec.name}")
-
-
-def record(
-    evalset: EvalSet, report: EvalReport, out: Path, answers: list[dict[str, object]], output: str | None
-) -> Path:
-    """Keep the eval's runs and judges' answers as its cassettes (replacing an older recording)."""
-    folder = cassette_folder(evalset)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    runs = []
-    for variant in report.variants:
-        for run in variant.runs:
-            relative = f"{variant.name}/{run_id(run.case, run.repeat)}"
-            save_cassette(Path(run.run_dir), folder / relative, output)
-            runs.append(
-                {"variant": variant.name, "case": run.case, "repeat": run.repeat, "cassette": relative}
-            )
-    index = {
-        "evalset": evalset.spec.name,
-        "repeat": report.repeat,
-        "recorded": time.time(),
-        "variants": [{"name": v.name, "model": v.model, "overrides": v.overrides} for v in report.variants],
-        "runs": runs,
-    }
-    (folder / INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
-    (folder / JUDGES).write_text(
-        "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers), encoding="utf-8"
-    )
-    return folder
+from flowrun.evals.runner import CaseRun, EvalSettings, finish_report, grade_run, new_report
+from flowrun.testing import cassette_meta
 
 
 def _index(folder: Path) -> dict[str, object]:
@@ -118,7 +73,7 @@ async def run_offline(path: str | Path, settings: EvalSettings | None = None) ->
     from flowrun.evals.runner import default_out
 
     out = (settings.out or default_out(evalset)).resolve()
-    report = _report(evalset, settings, out, repeat)
+    report = new_report(evalset, settings, out, repeat)
     report.offline = True
     workflow = api.load(evalset.workflow_path)
     load = WorkflowLoader(evalset.workflow_path)
@@ -151,7 +106,7 @@ async def run_offline(path: str | Path, settings: EvalSettings | None = None) ->
         report.variants.append(
             VariantReport(name, variant.get("model"), list(variant.get("overrides") or []), list(scored))
         )
-    _finish(report, panel, out)
+    finish_report(report, panel, out)
     return report
 
 

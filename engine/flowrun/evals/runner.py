@@ -16,14 +16,13 @@ from pathlib import Path
 from flowrun import api
 from flowrun.batch import BatchProgress, run_batch
 from flowrun.errors import UsageError
+from flowrun.evals.evalset import Case, EvalSet, load_evalset, run_id
 from flowrun.evals.graders import GraderScore, grade
 from flowrun.evals.judges import JudgePanel, judge_variables
 from flowrun.evals.outcome import read_outcome
+from flowrun.evals.recording import record
 from flowrun.evals.report import EvalReport, RunScore, VariantReport
-from flowrun.manifest.checks.eval_files import evalset_cases, grader_names
-from flowrun.manifest.diagnostics import ManifestInvalid
-from flowrun.manifest.eval_specs import EvalSetManifest, GraderBase, JudgeGrader
-from flowrun.manifest.project import Loaded, display_path, load_project
+from flowrun.manifest.eval_specs import JudgeGrader
 from flowrun.runtime.options import RunOptions
 from flowrun.tools.sandbox import Mode
 
@@ -37,74 +36,6 @@ class Variant:
     name: str
     model: str | None = None
     overrides: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Case:
-    id: str
-    inputs: dict[str, object]
-    expected: object
-    graders: list[tuple[GraderBase, str]]  # (grader, its name): the eval set's, then the case's
-
-
-@dataclass
-class EvalSet:
-    """A checked eval set, its cases and its workflow."""
-
-    path: Path
-    spec: EvalSetManifest
-    cases: list[Case]
-    workflow_path: Path
-
-    @property
-    def here(self) -> Path:
-        return self.path.parent
-
-    def judges(self) -> list[tuple[JudgeGrader, str]]:
-        seen: dict[str, JudgeGrader] = {}
-        for case in self.cases:
-            for grader, name in case.graders:
-                if isinstance(grader, JudgeGrader):
-                    seen.setdefault(f"{name}|{grader.judge.model}", grader)
-        return [(g, key.split("|")[0]) for key, g in seen.items()]
-
-    def grader_min(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for case in self.cases:
-            for grader, name in case.graders:
-                if grader.min_score is not None:
-                    out.setdefault(name, grader.min_score)
-        return out
-
-
-def load_evalset(path: str | Path) -> EvalSet:
-    """The eval set at `path`, checked as `validate` checks it; ManifestInvalid lists its errors."""
-    from flowrun.manifest.checks.eval_files import check_evalset
-
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise UsageError(f"{path} does not exist", "give the eval set file (NAME.eval.yaml)")
-    project = load_project(path.parent, [path])
-    loaded = next((e for e in project.evalsets if e.source.path.resolve() == path), None)
-    own = [d for d in project.errors if d.file == display_path(path)]
-    if loaded is None:
-        if not own:
-            raise UsageError(f"{display_path(path)} is not an eval set", "set `kind: evalset`")
-        raise ManifestInvalid(str(path), own)
-    errors = own + [d for d in check_evalset(loaded, project) if d.severity == "error"]
-    if errors:
-        raise ManifestInvalid(str(path), errors)
-    return EvalSet(path, loaded.spec, _cases(loaded), (path.parent / loaded.spec.workflow).resolve())
-
-
-def _cases(loaded: Loaded[EvalSetManifest]) -> list[Case]:
-    located, _ = evalset_cases(loaded)
-    out = []
-    for item in located:
-        graders: list[GraderBase] = [*loaded.spec.graders, *item.case.graders]
-        named = list(zip(graders, grader_names(graders), strict=True))
-        out.append(Case(item.case.id, dict(item.case.inputs), item.case.expected, named))
-    return out
 
 
 @dataclass
@@ -159,22 +90,20 @@ async def run_eval(path: str | Path, settings: EvalSettings | None = None) -> Ev
     panel = JudgePanel(workflow, evalset.here, dry_run=settings.dry_run, concurrency=settings.concurrency)
     panel.check(evalset.judges())
     out = (settings.out or default_out(evalset)).resolve()
-    report = _report(evalset, settings, out, repeat)
+    report = new_report(evalset, settings, out, repeat)
     try:
         for variant in variants:
             runs = await _run_variant(evalset, workflow, variant, repeat, out, settings)
             report.variants.append(await _graded(evalset, variant, runs, panel, workflow.spec.output))
     finally:
         await panel.aclose()
-    _finish(report, panel, out)
+    finish_report(report, panel, out)
     if settings.record:
-        from flowrun.evals.cassettes import record
-
         record(evalset, report, out, panel.answers, workflow.spec.output)
     return report
 
 
-def _report(evalset: EvalSet, settings: EvalSettings, out: Path, repeat: int) -> EvalReport:
+def new_report(evalset: EvalSet, settings: EvalSettings, out: Path, repeat: int) -> EvalReport:
     return EvalReport(
         evalset=evalset.spec.name,
         file=str(evalset.path),
@@ -187,16 +116,12 @@ def _report(evalset: EvalSet, settings: EvalSettings, out: Path, repeat: int) ->
     )
 
 
-def _finish(report: EvalReport, panel: JudgePanel, out: Path) -> None:
+def finish_report(report: EvalReport, panel: JudgePanel, out: Path) -> None:
     report.judge_cost_usd = panel.cost_usd()
     out.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in panel.answers)
     (out / "judges.jsonl").write_text(lines, encoding="utf-8")
     report.write(out / "report.json")
-
-
-def run_id(case: str, repeat: int) -> str:
-    return f"{case}.r{repeat}"
 
 
 @dataclass(frozen=True, slots=True)
