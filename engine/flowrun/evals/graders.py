@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from flowrun.errors import FlowrunError
 from flowrun.evals.outcome import Outcome
@@ -134,7 +134,7 @@ def _search(pattern: str, text: str, flags: int) -> bool:
         raise FlowrunError(f"invalid regex /{pattern}/: {e}") from None
 
 
-def _json_of(outcome: Outcome, file: str | None) -> tuple[Any, str]:  # JSON: any value
+def _json_of(outcome: Outcome, file: str | None) -> tuple[object, str]:
     text, what = outcome.output_text(file)
     if text is None:
         raise FlowrunError(f"{what} was not written")
@@ -204,7 +204,7 @@ def _json_schema(grader: GraderBase, name: str, outcome: Outcome, here: Path) ->
         except (OSError, ValueError) as e:
             raise FlowrunError(f"cannot read the schema {spec.schema_}: {e}") from None
     data, what = _json_of(outcome, spec.file)
-    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
+    errors = sorted(Draft202012Validator(schema).iter_errors(cast("Any", data)), key=lambda e: list(e.path))
     if not errors:
         return scored(grader, name, [Checked(True, f"{what} is valid against the schema")])
     first = errors[0]

@@ -7,7 +7,7 @@ A grader is a mapping with one kind key (`output:`, `json_path:`, `json_schema:`
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag
 
@@ -80,7 +80,7 @@ class JsonPathCheck(Strict):
         description="A JSON path into the output parsed as JSON: `$`, then `.key`, `[index]` or "
         "`['key']` steps (e.g. `$.citations[0].source`).",
     )
-    equals: Any = Field(description="The value found there must equal this.")
+    equals: object = Field(description="The value found there must equal this.")
     file: str | None = Field(
         default=None,
         description="The JSON file in the run folder (default: the workflow's `output`, else the final "
@@ -94,7 +94,7 @@ class JsonPathGrader(GraderBase):
 
 
 class JsonSchemaCheck(Strict):
-    schema_: dict[str, Any] | str = Field(
+    schema_: dict[str, object] | str = Field(
         alias="schema",
         description="A JSON Schema, inline or as a file path relative to the eval set.",
     )
@@ -241,8 +241,10 @@ class EvalCase(Strict):
     """One case: the workflow's inputs, what is expected, and graders of its own."""
 
     id: str = Field(pattern=CASE_ID, description="The case's name: letters, digits, _ and -.")
-    inputs: dict[str, Any] = Field(default_factory=dict, description="The workflow's inputs for this case.")
-    expected: Any = Field(
+    inputs: dict[str, object] = Field(
+        default_factory=dict, description="The workflow's inputs for this case."
+    )
+    expected: object = Field(
         default=None,
         description="What the case expects, any value: graders' texts and judges' rubrics see it as "
         "`expected` (e.g. `contains: '{{ expected.term }}'`).",
