@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import click
 
@@ -96,7 +96,10 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--address", metavar="ADDR", help="Ray: the cluster to join.")
 @click.option(
-    "--processes", type=int, help="Local: worker processes the runs are spread over (default: auto)."
+    "--processes",
+    metavar="N|auto",
+    help="Local: worker processes the runs are spread over (default 1: all in this process, beside "
+    "the judges; auto: as `flowrun batch`).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every grader of every run.")
@@ -119,7 +122,7 @@ def eval_(
     sandbox: str | None,
     backend: str,
     address: str | None,
-    processes: int | None,
+    processes: str | None,
     quiet: bool,
     verbose: bool,
 ) -> None:
@@ -146,7 +149,7 @@ def eval_(
             record=record,
             backend=backend,
             address=address,
-            processes=processes,
+            processes=parse_processes(processes),
             on_progress=None if quiet else _progress(),
         )
         before = read_report(baseline) if baseline is not None else None
@@ -192,6 +195,20 @@ def parse_variant(text: str) -> Variant:
         else:
             sets.append(value)
     return Variant(name.strip(), model, tuple(sets))
+
+
+def parse_processes(text: str | None) -> int | Literal["auto"] | None:
+    from flowrun.batch import PROCESSES_HINT
+    from flowrun.errors import UsageError
+
+    if text is None:
+        return None
+    if text == "auto":
+        return "auto"
+    if not text.strip().isdigit() or int(text) < 1:
+        message = f"--processes must be a whole number of at least 1, or auto; got {text}"
+        raise UsageError(message, PROCESSES_HINT)
+    return int(text)
 
 
 def parse_min_scores(given: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:

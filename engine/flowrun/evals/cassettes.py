@@ -23,7 +23,7 @@ from flowrun.errors import FlowrunError, UsageError
 from flowrun.evals.evalset import Case, cassette_folder, load_evalset, run_id
 from flowrun.evals.judges import JudgePanel, Key
 from flowrun.evals.recording import INDEX, JUDGES
-from flowrun.evals.report import EvalReport, VariantReport
+from flowrun.evals.report import EvalReport, RunScore, VariantReport
 from flowrun.evals.runner import CaseRun, EvalSettings, finish_report, grade_run, new_report
 from flowrun.testing import cassette_meta
 
@@ -93,16 +93,14 @@ async def run_offline(path: str | Path, settings: EvalSettings | None = None) ->
                 "record the eval again",
             )
 
-        async def replayed(entry: dict[str, object], name: str = name) -> CaseRun:
+        async def replayed(entry: dict[str, object], name: str = name) -> RunScore:
             case, repeat = cases[str(entry["case"])], int(str(entry["repeat"]))
             target = out / name / "runs" / run_id(case.id, repeat)
             async with gate:
-                return await _replay(folder / str(entry["cassette"]), target, case, repeat, load, settings)
+                run = await _replay(folder / str(entry["cassette"]), target, case, repeat, load, settings)
+            return await grade_run(evalset, name, run, panel, workflow.spec.output)
 
-        runs = await asyncio.gather(*(replayed(e) for e in entries))
-        scored = await asyncio.gather(
-            *(grade_run(evalset, name, r, panel, workflow.spec.output) for r in runs)
-        )
+        scored = await asyncio.gather(*(replayed(e) for e in entries))
         report.variants.append(
             VariantReport(name, variant.get("model"), list(variant.get("overrides") or []), list(scored))
         )

@@ -9,17 +9,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from flowrun import api
 from flowrun.batch import BatchProgress, run_batch
+from flowrun.batch.folder import NOT_STARTED, BatchFolder
 from flowrun.errors import UsageError
 from flowrun.evals.evalset import Case, EvalSet, load_evalset, run_id
 from flowrun.evals.graders import GraderScore, grade
 from flowrun.evals.judges import JudgePanel, judge_variables
-from flowrun.evals.outcome import read_outcome
+from flowrun.evals.outcome import Outcome, read_outcome
 from flowrun.evals.recording import record
 from flowrun.evals.report import EvalReport, RunScore, VariantReport
 from flowrun.manifest.eval_specs import JudgeGrader
@@ -55,7 +57,9 @@ class EvalSettings:
     record: bool = False
     backend: str = "local"
     address: str | None = None
-    processes: int | None = None
+    # local backend: None runs every case in this process, beside the judges (worker processes
+    # cost more to start than an eval of a few hundred runs gains from them); N or "auto" as batch
+    processes: int | Literal["auto"] | None = None
     on_progress: Callable[[str, BatchProgress], None] | None = None  # (variant, progress)
 
 
@@ -93,8 +97,8 @@ async def run_eval(path: str | Path, settings: EvalSettings | None = None) -> Ev
     report = new_report(evalset, settings, out, repeat)
     try:
         for variant in variants:
-            runs = await _run_variant(evalset, workflow, variant, repeat, out, settings)
-            report.variants.append(await _graded(evalset, variant, runs, panel, workflow.spec.output))
+            graded = await _run_variant(evalset, workflow, variant, repeat, out, settings, panel)
+            report.variants.append(graded)
     finally:
         await panel.aclose()
     finish_report(report, panel, out)
@@ -134,68 +138,86 @@ class CaseRun:
 
 
 async def _run_variant(
-    evalset: EvalSet, workflow: api.Workflow, variant: Variant, repeat: int, out: Path, settings: EvalSettings
-) -> list[CaseRun]:
+    evalset: EvalSet,
+    workflow: api.Workflow,
+    variant: Variant,
+    repeat: int,
+    out: Path,
+    settings: EvalSettings,
+    panel: JudgePanel,
+) -> VariantReport:
+    """Every case of the eval set run `repeat` times as one batch, each run graded as soon as
+    it ends: its judges' calls overlap the runs still going, instead of all waiting for the
+    slowest run of the batch."""
+    planned = {run_id(case.id, n): (case, n) for case in evalset.cases for n in range(1, repeat + 1)}
     items = out / "items" / f"{variant.name}.jsonl"
     items.parent.mkdir(parents=True, exist_ok=True)
     rows = [
-        json.dumps({"id": run_id(case.id, n), **case.inputs}, ensure_ascii=False, default=str)
-        for case in evalset.cases
-        for n in range(1, repeat + 1)
+        json.dumps({"id": rid, **case.inputs}, ensure_ascii=False, default=str)
+        for rid, (case, _) in planned.items()
     ]
     items.write_text("\n".join(rows) + "\n", encoding="utf-8")
     options = RunOptions(
         model=variant.model, overrides=variant.overrides, dry_run=settings.dry_run, sandbox=settings.sandbox
     )
-    on_progress = settings.on_progress
-    summary = await run_batch(
-        evalset.workflow_path,
-        items,
-        options,
-        out=out / variant.name,
-        concurrency=settings.concurrency,
-        backend=settings.backend,
-        address=settings.address,
-        processes=settings.processes,
-        on_progress=(lambda p: on_progress(variant.name, p)) if on_progress is not None else None,
-    )
-    from flowrun.batch.folder import BatchFolder
-
-    results = BatchFolder(summary.folder).results()
     runs = out / variant.name / "runs"
-    return [
-        CaseRun(
-            case,
-            n,
-            runs / run_id(case.id, n),
-            results[run_id(case.id, n)].duration_s if run_id(case.id, n) in results else 0.0,
+    declared = workflow.spec.output
+    grading: dict[str, asyncio.Task[RunScore]] = {}
+
+    def graded(rid: str, duration_s: float) -> None:
+        case, n = planned[rid]
+        run = CaseRun(case, n, runs / rid, duration_s)
+        grading[rid] = asyncio.create_task(grade_run(evalset, variant.name, run, panel, declared))
+
+    def on_progress(progress: BatchProgress) -> None:
+        last = progress.last
+        if last is not None and last.id in planned and last.id not in grading and last.status != NOT_STARTED:
+            graded(last.id, last.duration_s)
+        if settings.on_progress is not None:
+            settings.on_progress(variant.name, progress)
+
+    try:
+        summary = await run_batch(
+            workflow,
+            items,
+            options,
+            out=out / variant.name,
+            concurrency=settings.concurrency,
+            backend=settings.backend,
+            address=settings.address,
+            processes=1 if settings.processes is None and settings.backend == "local" else settings.processes,
+            on_progress=on_progress,
         )
-        for case in evalset.cases
-        for n in range(1, repeat + 1)
-    ]
-
-
-async def _graded(
-    evalset: EvalSet, variant: Variant, runs: Sequence[CaseRun], panel: JudgePanel, declared: str | None
-) -> VariantReport:
-    scored = await asyncio.gather(*(grade_run(evalset, variant.name, run, panel, declared) for run in runs))
+        # runs that did not end in this batch (done by an earlier one into the same folder, or
+        # never started) are graded from what their folders hold
+        results = BatchFolder(summary.folder).results()
+        for rid in planned:
+            if rid not in grading:
+                graded(rid, results[rid].duration_s if rid in results else 0.0)
+        scored = await asyncio.gather(*(grading[rid] for rid in planned))
+    finally:
+        for task in grading.values():
+            task.cancel()
+        await asyncio.gather(*grading.values(), return_exceptions=True)
     return VariantReport(variant.name, variant.model, list(variant.overrides), list(scored))
 
 
 async def grade_run(
     evalset: EvalSet, variant: str, run: CaseRun, panel: JudgePanel, declared: str | None
 ) -> RunScore:
-    """Every grader of the run's case on what the run left."""
-    outcome = read_outcome(run.run_dir, declared)
+    """Every grader of the run's case on what the run left. The run's files are read and the
+    deterministic graders scored in a worker thread (a slow disk holds up this run only, not the
+    runs still going on the loop); its judges are asked at once."""
     case = run.case
-    variables: Mapping[str, object] = {"inputs": case.inputs, "expected": case.expected, "case": case.id}
-    scores: list[GraderScore] = []
+    outcome, by_rule = await asyncio.to_thread(_graded_by_rule, evalset, run, declared)
     judged = judge_variables(outcome, case.id, case.inputs, case.expected)
-    for grader, name in case.graders:
-        if isinstance(grader, JudgeGrader):
-            scores.append(await panel.grade(grader, name, judged, (variant, case.id, run.repeat, name)))
-        else:
-            scores.append(grade(grader, name, outcome, variables, evalset.here))
+    judges = [
+        panel.grade(grader, name, judged, (variant, case.id, run.repeat, name))
+        for grader, name in case.graders
+        if isinstance(grader, JudgeGrader)
+    ]
+    verdicts = iter(await asyncio.gather(*judges))
+    scores = [score if score is not None else next(verdicts) for score in by_rule]
     weight = sum(s.weight for s in scores)
     score = (
         sum(s.score * s.weight for s in scores) / weight
@@ -216,3 +238,17 @@ async def grade_run(
         duration_s=run.duration_s,
         message=message.splitlines()[0][:500] if message else "",
     )
+
+
+def _graded_by_rule(
+    evalset: EvalSet, run: CaseRun, declared: str | None
+) -> tuple[Outcome, list[GraderScore | None]]:
+    """The run's outcome and its deterministic graders' scores (None in a judge's place)."""
+    outcome = read_outcome(run.run_dir, declared)
+    case = run.case
+    variables: Mapping[str, object] = {"inputs": case.inputs, "expected": case.expected, "case": case.id}
+    scores = [
+        None if isinstance(grader, JudgeGrader) else grade(grader, name, outcome, variables, evalset.here)
+        for grader, name in case.graders
+    ]
+    return outcome, scores
