@@ -234,6 +234,25 @@ def test_pass_at_k_over_three_repeats_where_one_fails(tmp_path: Path, wire: str)
     ]
 
 
+def test_runs_in_worker_processes_score_as_in_one(tmp_path: Path) -> None:
+    """`--processes 2`: the runs of the batch are spread over two worker processes (the batch
+    folder records them); each run is graded as it ends, in the eval's process, as before."""
+    with WireServer(Scripted()) as server:
+        evalset = project(tmp_path, server, "openai")
+        out = tmp_path / "out"
+        args = ["--processes", "2", "--concurrency", "4", "--repeat", "2", "--out", str(out)]
+        code, output, data = evaluate(evalset, "openai", *args)
+        judged = [r for r in server.requests if "You are the judge" in r.system]
+    assert code == 0, output
+    assert len(judged) == 4
+    assert json.loads((out / "default" / "batch.json").read_text())["options"]["processes"] == 2
+    scores = cases(data)
+    assert scores["capital"]["mean"] == pytest.approx(CAPITAL) and scores["capital"]["runs"] == 2
+    assert scores["sum"]["mean"] == pytest.approx(SUM)
+    bad = run_cli(["eval", str(evalset), "--processes", "two"], cwd=tmp_path, env=env("openai"))
+    assert bad.returncode == 2 and "--processes must be a whole number" in bad.stdout + bad.stderr
+
+
 @pytest.mark.parametrize("wire", WIRES)
 def test_two_variants_compared_side_by_side_and_with_a_baseline(tmp_path: Path, wire: str) -> None:
     with WireServer(Scripted()) as server:

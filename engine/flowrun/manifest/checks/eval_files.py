@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flowrun.errors import UsageError
-from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.diagnostics import Diagnostic, Severity
 from flowrun.manifest.eval_specs import (
     EvalCase,
     EvalSetManifest,
@@ -22,6 +22,7 @@ from flowrun.manifest.eval_specs import (
     JsonSchemaGrader,
     JudgeGrader,
     OutputGrader,
+    TrajectoryCheck,
     TrajectoryGrader,
 )
 from flowrun.manifest.project import Loaded, Project, display_path, parse_manifest
@@ -30,6 +31,8 @@ from flowrun.manifest.specs import WorkflowManifest
 
 JUDGE_VARIABLES = frozenset({"inputs", "expected", "output", "message", "status", "case"})
 MAX_ROW_PROBLEMS = 20
+# (message, hint, code) of an error, or (message, hint, code, "warning")
+Problem = tuple[str, str, str] | tuple[str, str, str, Severity]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +44,15 @@ class Where:
     column: int = 1
     path: str = ""
 
-    def diag(self, message: str, hint: str = "", code: str = "invalid") -> Diagnostic:
-        return Diagnostic(self.file, self.line, self.column, self.path, message, hint, code)
+    def diag(
+        self, message: str, hint: str = "", code: str = "invalid", severity: Severity = "error"
+    ) -> Diagnostic:
+        return Diagnostic(self.file, self.line, self.column, self.path, message, hint, code, severity)
+
+    def problem(self, problem: Problem) -> Diagnostic:
+        if len(problem) == 4:
+            return self.diag(problem[0], problem[1], problem[2], problem[3])
+        return self.diag(*problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,18 +88,20 @@ def read_dataset(path: Path) -> tuple[list[LocatedCase], list[Diagnostic]]:
     from pydantic import ValidationError
 
     display = display_path(path)
+    csv_rows = path.suffix.lower() == ".csv"
     try:
-        rows = list(_csv_rows(path) if path.suffix.lower() == ".csv" else _jsonl_rows(path))
+        rows = list(_csv_rows(path) if csv_rows else _jsonl_rows(path))
     except (OSError, UnicodeDecodeError) as e:
         return [], [
             Where(display, 1).diag(f"cannot read the dataset: {e}", "save it as UTF-8 text", "bad-file")
         ]
+    row_hint = "a header row, then a row a case" if csv_rows else "one JSON object a line"
     cases: list[LocatedCase] = []
     problems: list[Diagnostic] = []
     for line, row in rows:
         where = Where(display, line)
         if isinstance(row, str):
-            problems.append(where.diag(row, "one JSON object a line", "bad-row"))
+            problems.append(where.diag(row, row_hint, "bad-row"))
             continue
         try:
             cases.append(LocatedCase(EvalCase.model_validate(row), where))
@@ -175,11 +187,12 @@ def check_evalset(loaded: Loaded[EvalSetManifest], project: Project) -> list[Dia
         message = f"workflow '{spec.workflow}' not found, or not a valid workflow"
         hint = "the path is relative to the eval set; `flowrun validate` the workflow for its problems"
         out.append(src.diag(("workflow",), message, hint, "missing-file"))
+    tools = None if workflow is None else WorkflowTools.of(here / spec.workflow, workflow, project)
     cases, problems = evalset_cases(loaded)
     out += problems
     for i, grader in enumerate(spec.graders):
         where = Where(src.display, *src.position(("graders", i)), f"graders[{i}]")
-        out += [where.diag(*p) for p in grader_problems(grader, here, workflow, project)]
+        out += [where.problem(p) for p in grader_problems(grader, here, workflow, project, tools)]
     seen: dict[str, Where] = {}
     for located in cases:
         case, where = located.case, located.where
@@ -196,7 +209,7 @@ def check_evalset(loaded: Loaded[EvalSetManifest], project: Project) -> list[Dia
             out.append(where.diag(message, "give them distinct `name:`s", "duplicate-name"))
         for j, grader in enumerate(case.graders):
             at = _grader_where(loaded, where, j)
-            out += [at.diag(*p) for p in grader_problems(grader, here, workflow, project)]
+            out += [at.problem(p) for p in grader_problems(grader, here, workflow, project, tools)]
     if spec.cassettes is not None and Path(spec.cassettes).is_absolute():
         out.append(src.diag(("cassettes",), "`cassettes` must be relative to the eval set", "", "bad-path"))
     return _unique(out)
@@ -270,10 +283,14 @@ def grader_names(graders: list[GraderBase]) -> list[str]:
 
 
 def grader_problems(
-    grader: GraderBase, here: Path, workflow: WorkflowManifest | None, project: Project
-) -> list[tuple[str, str, str]]:
+    grader: GraderBase,
+    here: Path,
+    workflow: WorkflowManifest | None,
+    project: Project,
+    tools: WorkflowTools | None = None,
+) -> list[Problem]:
     """(message, hint, code) for each problem of one grader."""
-    out: list[tuple[str, str, str]] = []
+    out: list[Problem] = []
     patterns: list[str | None] = []
     if isinstance(grader, OutputGrader):
         patterns.append(grader.output.matches)
@@ -286,6 +303,8 @@ def grader_problems(
     elif isinstance(grader, TrajectoryGrader):
         bad = [n for n, limit in grader.trajectory.max_calls.items() if limit < 0]
         out += [(f"max_calls of '{n}' is negative", "give 0 or more", "bad-value") for n in bad]
+        if tools is not None:
+            out += tools.problems(grader.trajectory)
     for pattern in patterns:
         if pattern is not None and "{{" not in pattern:
             try:
@@ -297,7 +316,60 @@ def grader_problems(
     return out
 
 
-def _schema_problems(grader: JsonSchemaGrader, here: Path) -> list[tuple[str, str, str]]:
+@dataclass(frozen=True, slots=True)
+class WorkflowTools:
+    """The agents a run of the workflow may start and the tools they may call (an agent called
+    as a tool by its name; an MCP server's tools as SERVER__TOOL, known only at run time)."""
+
+    workflow: str
+    agents: frozenset[str]
+    tools: frozenset[str]
+    servers: frozenset[str]  # MCP servers: any SERVER__TOOL name is theirs
+
+    @classmethod
+    def of(cls, path: Path, workflow: WorkflowManifest, project: Project) -> WorkflowTools | None:
+        """None when the workflow's project does not load (its own validate says why)."""
+        from flowrun.manifest.graph import run_agents, tool_entries
+        from flowrun.manifest.kinds import tool_kind_for
+        from flowrun.manifest.project import load_project
+
+        if not project.roots or path.parent.resolve() != project.roots[0].resolve():
+            project = load_project(path.parent, [path])
+        if any(d.severity == "error" for d in project.errors):
+            return None
+        agents = run_agents(workflow, project)
+        tools: set[str] = set()
+        servers: set[str] = set()
+        for agent in agents & set(project.agents):
+            for _, name, _ in tool_entries(project.agents[agent].spec):
+                kind = tool_kind_for(name, project)
+                (servers if kind is not None and kind.name == "mcp" else tools).add(name)
+        return cls(workflow.name, frozenset(agents), frozenset(tools), frozenset(servers))
+
+    def problems(self, check: TrajectoryCheck) -> list[Problem]:
+        out: list[Problem] = []
+        if check.agent is not None and check.agent not in self.agents:
+            hint = did_you_mean(check.agent, self.agents) or "its agents: " + ", ".join(sorted(self.agents))
+            message = f"trajectory: workflow '{self.workflow}' runs no agent '{check.agent}'"
+            out.append((message, hint, "unknown-agent"))
+        # a tool that must be called must exist; one that must not (or only so often) may be a
+        # guard against a tool added later: only a near miss of a known tool is worth a warning
+        needed = dict.fromkeys([*check.called, *check.order])
+        guarded = dict.fromkeys(t for t in [*check.never, *check.max_calls] if t != "*" and t not in needed)
+        for tool in [*needed, *guarded]:
+            if tool in self.tools or any(tool.startswith(f"{s}__") for s in self.servers):
+                continue
+            near = did_you_mean(tool, self.tools)
+            message = f"trajectory: no agent of workflow '{self.workflow}' has the tool '{tool}'"
+            if tool in needed:
+                hint = near or "its agents' tools: " + (", ".join(sorted(self.tools)) or "(none)")
+                out.append((message, hint, "unknown-tool"))
+            elif near:
+                out.append((message, near, "unknown-tool", "warning"))
+        return out
+
+
+def _schema_problems(grader: JsonSchemaGrader, here: Path) -> list[Problem]:
     schema = grader.json_schema.schema_
     if isinstance(schema, str):
         path = here / schema
@@ -325,12 +397,12 @@ def _schema_problems(grader: JsonSchemaGrader, here: Path) -> list[tuple[str, st
 
 def _judge_problems(
     grader: JudgeGrader, here: Path, workflow: WorkflowManifest | None, project: Project
-) -> list[tuple[str, str, str]]:
+) -> list[Problem]:
     from flowrun.manifest.model_config import reference_problem
     from flowrun.manifest.templates import analyse
 
     judge = grader.judge
-    out: list[tuple[str, str, str]] = []
+    out: list[Problem] = []
     named = set(project.models) | set(workflow.models if workflow is not None else {})
     problem = reference_problem(judge.model, named)
     if problem is not None:
