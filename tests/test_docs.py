@@ -62,6 +62,7 @@ BASES: dict[str, dict[str, Any]] = {
     "models": {"version": 1, "kind": "models", "models": {"doc": {"provider": "test", "model": "doc"}}},
     "script": {"version": 1, "kind": "script", "agents": {}},
     "test": {"version": 1, "kind": "test", "name": "doc", "workflow": "w.yaml", "cassette": "c"},
+    "evalset": {"version": 1, "kind": "evalset", "name": "doc", "workflow": "w.yaml", "cases": [{"id": "a"}]},
 }
 
 

@@ -15,6 +15,7 @@ MANIFESTS = {
     "agent": sorted([*REPO.glob("agents.d/*.yaml"), *REPO.glob("examples/**/agents.d/*.yaml")]),
     "tool": sorted([*REPO.glob("tools.d/*.yaml"), *REPO.glob("examples/**/tools.d/*.yaml")]),
     "workflow": sorted(p for p in REPO.glob("examples/**/*.yaml") if "\nkind: workflow" in p.read_text()),
+    "evalset": sorted(p for p in REPO.glob("examples/**/*.yaml") if "\nkind: evalset" in p.read_text()),
 }
 
 

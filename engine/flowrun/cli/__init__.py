@@ -70,6 +70,10 @@ COMMANDS: dict[str, Registered] = {
         "flowrun.cli.test_cmd:test",
         "Replay recorded runs offline and check what test files (*.flowrun.yaml) expect.",
     ),
+    "eval": Registered(
+        "flowrun.cli.eval_cmd:eval_",
+        "Run an eval set's cases, grade the runs, report scores (exit 1 below a threshold).",
+    ),
     "record": Registered(
         "flowrun.cli.test_cmd:record", "Run a workflow live and keep the run as the cassette of TEST_FILE."
     ),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-KINDS = ("workflow", "agent", "tool", "models", "script", "test")
+KINDS = ("workflow", "agent", "tool", "models", "script", "test", "evalset")
 
 
 @click.command()

@@ -12,6 +12,7 @@ from typing import Generic, TypeVar
 from flowrun.manifest.check_cache import cached_check
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem import mcp_config
+from flowrun.manifest.eval_specs import EvalSetManifest
 from flowrun.manifest.extends import extended
 from flowrun.manifest.schema_check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
@@ -58,6 +59,7 @@ class Project:
     workflows: list[Loaded[WorkflowManifest]] = field(default_factory=list)
     scripts: list[Loaded[ScriptManifest]] = field(default_factory=list)
     tests: list[Loaded[FlowTestManifest]] = field(default_factory=list)  # `flowrun test` files
+    evalsets: list[Loaded[EvalSetManifest]] = field(default_factory=list)  # `flowrun eval` files
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
@@ -155,7 +157,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
         kind, spec, src, diags = parse_manifest(path)
-        if kind in (None, "workflow", "script", "test") or diags:
+        if kind in (None, "workflow", "script", "test", "evalset") or diags:
             project.diagnostics += diags
         if isinstance(spec, WorkflowManifest):
             project.workflows.append(Loaded(spec, src, project_root, False))
@@ -163,6 +165,8 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
             project.scripts.append(Loaded(spec, src, project_root, False))
         elif isinstance(spec, FlowTestManifest):
             project.tests.append(Loaded(spec, src, project_root, False))
+        elif isinstance(spec, EvalSetManifest):
+            project.evalsets.append(Loaded(spec, src, project_root, False))
     _add_mcp_servers(project, project_root)
     _add_settings_hooks(project, project_root)
     _settle_skipped_agents(project, failed)

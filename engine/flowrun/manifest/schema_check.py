@@ -18,7 +18,7 @@ from flowrun.paths import builtin_root
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-KIND_NAMES = ("workflow", "agent", "tool", "models", "script", "test")
+KIND_NAMES = ("workflow", "agent", "tool", "models", "script", "test", "evalset")
 FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
 SECRET_KEYS = {"api_key", "apikey", "key", "token", "auth_token", "secret", "password", "api_token"}
 JSON_TYPES = {

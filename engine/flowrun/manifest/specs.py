@@ -15,20 +15,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from flowrun.manifest import unions
+from flowrun.manifest.eval_specs import EvalSetManifest
+from flowrun.manifest.spec_base import NAME as NAME
+from flowrun.manifest.spec_base import Name as Name
+from flowrun.manifest.spec_base import Strict as Strict
+from flowrun.manifest.spec_base import Texts as Texts
 from flowrun.manifest.unions import KindUnion, key_tagger
 from flowrun.providers.presets import PRESETS as PRESET_TABLE
 from flowrun.providers.registry import PROVIDERS as PROVIDER_TABLE
 from flowrun.types import FileUse, ReplayUse
 
-NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 PRESETS = tuple(PRESET_TABLE)
 PROVIDERS = tuple(PROVIDER_TABLE)
 
-Name = Annotated[str, Field(pattern=NAME, description="Letters, digits, _ and -; starts with a letter.")]
 EnvName = Annotated[
     str, Field(pattern=ENV_NAME, description="The NAME of an environment variable, not its value.")
 ]
@@ -42,10 +45,6 @@ EnvNameRef = Annotated[
         "naming it.",
     ),
 ]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True, frozen=True)
 
 
 # ---------------------------------------------------------------- sandbox and approvals
@@ -823,8 +822,6 @@ class ScriptManifest(Strict):
 
 # ---------------------------------------------------------------- test files (`flowrun test`)
 
-Texts = str | list[str]
-
 
 class MessageExpect(Strict):
     contains: Texts | None = Field(default=None, description="Text (or texts) it must contain.")
@@ -910,4 +907,5 @@ KINDS: dict[str, type[Strict]] = {
     "models": ModelsManifest,
     "script": ScriptManifest,
     "test": FlowTestManifest,
+    "evalset": EvalSetManifest,
 }

@@ -14,7 +14,7 @@ import os
 import sys
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flowrun.manifest import check_cache
 from flowrun.manifest.diagnostics import Diagnostic
@@ -22,6 +22,7 @@ from flowrun.paths import builtin_root, display_path, is_builtin_file, search_ro
 
 if TYPE_CHECKING:
     from flowrun.manifest.project import Project
+    from flowrun.manifest.yaml_source import Source
 
 Probe = tuple[str, str, str]  # (python module, search root, what was found there)
 _LOADED: OrderedDict[str, tuple[tuple[Project, list[Diagnostic]], list[Probe]]] = OrderedDict()
@@ -75,7 +76,7 @@ def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Dia
 
 def _checked_files(project: Project, root: Path) -> set[str]:
     own_builtins = root.resolve() == builtin_root().resolve()
-    loaded: list[Any] = list(project.workflows) + list(project.scripts)
+    loaded: list[_Sourced] = [*project.workflows, *project.scripts]
     for layers in project.agent_layers.values():
         loaded += layers
     loaded += list(project.tools.values()) + list(project.models.values())
@@ -87,7 +88,18 @@ def _checked_files(project: Project, root: Path) -> set[str]:
     return files | {os.path.abspath(folder / "SKILL.md") for folder in skill_lint.skill_folders(root)}
 
 
-def _restore_check(entry: Any) -> tuple[list[Diagnostic], set[str]] | None:
+class _Sourced(Protocol):
+    """A loaded manifest, as far as the check cache needs it."""
+
+    @property
+    def source(self) -> Source: ...
+    @property
+    def builtin(self) -> bool: ...
+
+
+def _restore_check(entry: object) -> tuple[list[Diagnostic], set[str]] | None:
+    if not isinstance(entry, tuple | list) or len(entry) != 3:
+        return None
     try:
         diagnostics, checked, probes = entry
         if not probes_hold(probes):
@@ -133,7 +145,9 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
     return result
 
 
-def _restore_cross(entry: Any) -> list[Diagnostic] | None:
+def _restore_cross(entry: object) -> list[Diagnostic] | None:
+    if not isinstance(entry, tuple | list) or len(entry) != 2:
+        return None
     try:
         diagnostics, probes = entry
         return _diagnostics(diagnostics) if probes_hold(probes) else None
@@ -162,6 +176,12 @@ def python_probes(project: Project) -> list[Probe]:
         here = test.source.path.parent
         for named in (here / test.spec.workflow, here / test.spec.cassette):
             probes.add((FILE_PROBE, str(named), file_state(named)))
+    from flowrun.manifest.checks.eval_files import evalset_files
+
+    for evalset in project.evalsets:  # `kind: evalset` files name a workflow, a dataset, rubrics
+        here = evalset.source.path.parent
+        for rel in evalset_files(evalset.spec):
+            probes.add((FILE_PROBE, str(here / rel), file_state(here / rel)))
     for variable in _model_variables(project):  # `${VAR}` in model settings: set or not
         probes.add((ENV_PROBE, variable, env_state(variable)))
     return sorted(probes)

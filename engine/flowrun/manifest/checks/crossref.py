@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from flowrun.manifest.checks.costs import check_costs
+from flowrun.manifest.checks.eval_files import check_evalsets
 from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.checks.test_files import check_test_files
 from flowrun.manifest.checks.tools import schema_problems, unknown_entry
@@ -44,6 +45,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     out += _check_cycles(project)
     out += _check_server_names(project)
     out += check_test_files(project)
+    out += check_evalsets(project)
     reachable: set[str] = set()
     for wf in project.workflows:
         out += _check_workflow(wf, project, reachable)

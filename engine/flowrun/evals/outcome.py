@@ -1,0 +1,90 @@
+"""What a case's run left, as the graders read it: its status and final message, the declared
+output, its tool calls (events.jsonl, sub-agents included), its model calls and its usage
+(usage.json: tokens, and the cost, None when its models have no price)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flowrun.events import ModelResponseEvent, RunEndEvent, ToolCallEvent
+from flowrun.runtime.durable.event_log import read_events
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    agent: str
+    tool: str
+    arguments: dict[str, object]
+
+
+@dataclass(slots=True)
+class Outcome:
+    run_dir: Path
+    status: str
+    message: str  # the final answer, or what went wrong
+    declared_output: str | None  # the workflow's `output`, relative to the run folder
+    calls: list[ToolCall] = field(default_factory=list)
+    steps: int = 0  # model calls over all agents
+    total_tokens: int = 0
+    cost_usd: float | None = None
+
+    def file_text(self, name: str) -> str | None:
+        """A file of the run folder (None when missing or outside it)."""
+        root = self.run_dir.resolve()
+        path = (root / name).resolve()
+        if not path.is_relative_to(root) or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+
+    def output_text(self, file: str | None = None) -> tuple[str | None, str]:
+        """(text, what it is) of `file`, else the declared output, else the final answer."""
+        name = file or self.declared_output
+        if name is None:
+            return self.message, "the final answer"
+        return self.file_text(name), name
+
+
+def read_outcome(run_dir: Path, declared_output: str | None) -> Outcome:
+    """The outcome of the run in `run_dir` (a run that never began: failed, with no events)."""
+    events = read_events(run_dir / "events.jsonl")
+    status, message = "failed", "the run did not start"
+    try:
+        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        status = str(record.get("status") or status)
+    except (OSError, ValueError, AttributeError):
+        pass
+    calls: list[ToolCall] = []
+    steps = 0
+    for event in events:
+        if isinstance(event, ToolCallEvent):
+            calls.append(ToolCall(event.agent, event.tool, dict(event.arguments)))
+        elif isinstance(event, ModelResponseEvent):
+            steps += 1
+        elif isinstance(event, RunEndEvent):
+            status, message = event.status, event.message
+    usage = _usage(run_dir)
+    cost = usage.get("total_cost_usd", usage.get("cost_usd"))
+    return Outcome(
+        run_dir=run_dir,
+        status=status,
+        message=message,
+        declared_output=declared_output,
+        calls=calls,
+        steps=steps,
+        total_tokens=_tokens(usage.get("total_tokens")),
+        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+    )
+
+
+def _tokens(value: object) -> int:
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _usage(run_dir: Path) -> dict[str, object]:
+    try:
+        raw = json.loads((run_dir / "usage.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
