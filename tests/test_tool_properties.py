@@ -29,6 +29,7 @@ models:
 default_model: s
 entry: boss
 output: out.md
+limits: {max_total_steps: 100}  # a cap above the sub-agent tree (validate --strict warns without one)
 """
 
 # every call appends the tool's name to calls.log next to the module (outside any run folder)
@@ -340,6 +341,8 @@ NOT_TOOL_NAMES = {
     ("types.py", "finish"),
     # Claude Code's tool names translated to flowrun's: the names are the table's data
     ("manifest/ecosystem/claude_agents.py", "*"),
+    # the same table the other way, for Claude Code hook scripts (the names they match on)
+    ("runtime/hooks/claude_tools.py", "*"),
     # the dashboard strategy's companion tool: its check says an agent must list it
     ("runtime/context/dashboard.py", "update_dashboard"),
     # the keyword arguments of Workflow.run / resume (the ask_user callback), not the tool
