@@ -41,6 +41,7 @@ def test_compact_replaces_older_turns_with_a_summary_and_a_file(tmp_path: Path) 
         "worker#compact": [{"text": "Read big.txt six times; it is lorem ipsum."}] * 5,
     }
     agent = {"tools": ["read_file"], "context": {"strategy": "compact", "compact_at": 0.5, "keep_recent": 2}}
+    agent["max_repeated_calls"] = 10  # six reads of one file on purpose: the loop guard lets them run
     write_project(tmp_path, agent, replies, {"context_window": 4000})
     proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

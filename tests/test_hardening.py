@@ -816,7 +816,8 @@ def test_a_full_disk_fails_the_run_with_one_line_and_a_strict_log(tmp_path: Path
     step = {"text": long, "tool_calls": [{"name": "list_directory", "arguments": {}}]}
     scripted_project(
         tmp_path,
-        {"w": {"prompt": "You talk.", "tools": ["list_directory"]}},
+        # the same call twelve times on purpose (bulk for the log): the loop guard lets them run
+        {"w": {"prompt": "You talk.", "tools": ["list_directory"], "max_repeated_calls": 20}},
         {"w": [step] * 12 + [{"text": "done"}]},
         entry="w",
     )
