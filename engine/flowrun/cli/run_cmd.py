@@ -76,7 +76,7 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
         warn_skipped(wf.diagnostics)
         inputs = parse_input_args(wf, list(ctx.args), run_args.inputs_file)
         if run_args.estimate:  # the preview instead of the run: nothing is sent
-            from flowrun.cli.cost_cmd import estimate
+            from flowrun.cli.views.cost_view import estimate
 
             click.echo(estimate(wf, options, inputs, run_args.runs_dir))
             sys.exit(0)

@@ -7,7 +7,8 @@ The figures are ceilings, not forecasts:
   of its input and cache-write prices) and gets at most `max_tokens` output tokens; an agent's
   call costs at most the dearest of the models it may use (its own, its selectable models and
   their fallbacks);
-- an agent makes at most `max_steps` calls (an entry's `max_steps` lowers it for that caller);
+- an agent makes at most `max_steps` calls (an entry's `max_steps` replaces it for that caller),
+  plus `output_repairs` when it has an `output_schema`;
 - one step of a caller may start any number of sub-agent calls, so a sub-agent's calls are
   unbounded unless its entry sets `max_calls`, and each call's tree is capped by the entry's
   per-call `budget:` (plus the one model call in flight when it is reached);
@@ -174,7 +175,9 @@ class _Walker:
     ) -> AgentCeiling:
         spec = self.project.agents[agent].spec
         above = (*above, agent)
-        steps = min(max_steps or spec.max_steps, spec.max_steps)
+        steps = max_steps or spec.max_steps  # an entry's max_steps replaces the agent's
+        if spec.output_schema is not None:  # repair turns do not count toward max_steps
+            steps += spec.output_repairs
         call = self.dearest(agent, selectable)
         own = _calls(call, steps)
         total, subcalls = own, []
