@@ -126,6 +126,7 @@ def test_serve_over_http(tmp_path: Path) -> None:
         text=True,
     ) as proc:
         serve_and_call(proc, runs)
+    assert [p for p in runs.iterdir() if (p / "run.json").is_file()], "the call ran no workflow"
 
 
 def serve_and_call(proc: subprocess.Popen[str], runs: Path) -> None:

@@ -341,8 +341,6 @@ NOT_TOOL_NAMES = {
     ("types.py", "finish"),
     # Claude Code's tool names translated to flowrun's: the names are the table's data
     ("manifest/ecosystem/claude_agents.py", "*"),
-    # the same table the other way, for Claude Code hook scripts (the names they match on)
-    ("runtime/hooks/claude_tools.py", "*"),
     # the dashboard strategy's companion tool: its check says an agent must list it
     ("runtime/context/dashboard.py", "update_dashboard"),
     # the keyword arguments of Workflow.run / resume (the ask_user callback), not the tool

@@ -700,6 +700,8 @@ def test_the_runs_list_follows_a_run_that_ends(tmp_path: Path, page: Any, api_se
     meta_path.write_text(json.dumps(meta | {"status": "completed", "updated": meta["updated"] + 1}))
     lock.unlink()  # as a run releases it
     page.wait_for_selector("tr.run-row[data-id='run-00002'][data-status='completed']", timeout=WAIT_MS)
+    statuses = page.locator("tr.run-row").evaluate_all("rows => rows.map(r => r.dataset.status)")
+    assert len(statuses) == 3 and "running" not in statuses  # the row changed in place
 
 
 def test_the_pages_never_write_markup_from_text() -> None:

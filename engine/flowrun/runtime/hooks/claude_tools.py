@@ -9,25 +9,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from flowrun.manifest.ecosystem.claude_agents import TOOL_MAP
 from flowrun.types import ToolResult
 
-# flowrun tool -> its Claude Code name (the inverse of claude_agents.TOOL_MAP, one name each)
-CLAUDE_NAMES = {
-    "execute_shell": "Bash",
-    "get_shell_output": "BashOutput",
-    "kill_shell": "KillShell",
-    "read_file": "Read",
-    "write_file": "Write",
-    "edit_file": "Edit",
-    "glob": "Glob",
-    "grep": "Grep",
-    "list_directory": "LS",
-    "web_search": "WebSearch",
-    "visit_url": "WebFetch",
-    "use_skill": "Skill",
-    "run_skill_script": "Skill",
-    "ask_user": "AskUserQuestion",
-}
+
+def _claude_names() -> dict[str, str]:
+    """flowrun tool -> its Claude Code name: claude_agents.TOOL_MAP the other way, a tool's own
+    entry (the first of its tuple: get_shell_output is BashOutput, not Bash) before a shared one."""
+    names: dict[str, str] = {}
+    for claude, tools in TOOL_MAP.items():
+        names.setdefault(tools[0], claude)
+    for claude, tools in TOOL_MAP.items():
+        for tool in tools:
+            names.setdefault(tool, claude)
+    return names
+
+
+CLAUDE_NAMES = _claude_names()
 AGENT_TOOL = "Task"  # Claude Code's tool that runs a subagent
 # Claude Code input key -> flowrun argument, per tool whose keys differ
 PATH_KEYS = {"Read": "path", "Write": "path", "Edit": "path", "LS": "path", "Glob": "path", "Grep": "path"}
