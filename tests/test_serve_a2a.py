@@ -32,11 +32,13 @@ from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -315,8 +317,13 @@ async def test_get_and_cancel_a_long_run(one: Stack) -> None:
             client = await create_client(url, ClientConfig(httpx_client=http))
             got = await client.get_task(GetTaskRequest(id=started.id))
             assert got.status.state == TaskState.TASK_STATE_WORKING and got.context_id == started.context_id
+            stream = client.subscribe(SubscribeToTaskRequest(id=started.id))
+            first = await anext(stream)  # the subscription is on before the cancel
+            assert first.task.id == started.id and first.task.status.state == TaskState.TASK_STATE_WORKING
             cancelled = await client.cancel_task(CancelTaskRequest(id=started.id))
             assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+            rest = [event async for event in stream]
+            assert rest[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
             again = await client.get_task(GetTaskRequest(id=started.id))
             assert again.status.state == TaskState.TASK_STATE_CANCELED
             with pytest.raises(A2AError):  # an ended task is not cancelable
@@ -372,6 +379,32 @@ async def test_an_approval_is_input_required_and_yes_or_no_decides_it(one: Stack
     assert not (one.runs / denied.id / "out.txt").exists()
     (decision,) = [e for e in events_of(one.runs / denied.id) if e["type"] == "decision"]
     assert decision["allowed"] is False and decision["reason"] == "not today"
+
+
+async def test_the_root_endpoint_runs_the_skill_a_message_names(one: Stack) -> None:
+    """Several workflows: the root card has a skill each, its endpoint runs the one named in
+    the message's metadata; get, list and cancel (of a task waiting for input) there too."""
+    async with httpx.AsyncClient(timeout=60) as http:
+        client = await create_client(one.served.base, ClientConfig(streaming=False, httpx_client=http))
+        with pytest.raises(A2AError) as unnamed:
+            [e async for e in client.send_message(SendMessageRequest(message=user("Start.")))]
+        assert "serves several workflows" in str(unnamed.value) and "quiz" in str(unnamed.value)
+        named = user("Start.")
+        named.metadata.update({"skill": "quiz"})
+        (answer,) = [e async for e in client.send_message(SendMessageRequest(message=named))]
+        asked = answer.task
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert (await client.get_task(GetTaskRequest(id=asked.id))).id == asked.id
+        quiz = await create_client(f"{one.served.base}/a2a/quiz", ClientConfig(httpx_client=http))
+        listed = await quiz.list_tasks(ListTasksRequest(context_id=asked.context_id))
+        assert [t.id for t in listed.tasks] == [asked.id]
+        scribe = await create_client(f"{one.served.base}/a2a/scribe", ClientConfig(httpx_client=http))
+        with pytest.raises(A2AError):  # a workflow's endpoint knows only its own tasks
+            await scribe.get_task(GetTaskRequest(id=asked.id))
+        cancelled = await quiz.cancel_task(CancelTaskRequest(id=asked.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    meta = json.loads((one.runs / asked.id / "run.json").read_text())
+    assert meta["status"] == "waiting"  # cancelled where it stood: `flowrun answer` still can
 
 
 # ---------------------------------------------------------------- restart
