@@ -483,3 +483,19 @@ def test_without_the_extra_it_says_what_to_install(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.splitlines()[0] == "error: `flowrun serve a2a` needs the a2a-sdk's server"
     assert "pip install 'flowrun[a2a]'" in done.stderr
+
+
+async def test_with_one_workflow_the_root_is_its_agent(tmp_path: Path) -> None:
+    (tmp_path / "agents.d").mkdir()
+    (path,) = write_more(tmp_path, "openai")[:1]
+    with WireServer(replies()) as wire:
+        served = A2AServed(tmp_path, [str(path), "--port", "0"], env_for(wire, "openai"))
+        try:
+            async with httpx.AsyncClient(timeout=60) as http:
+                card = await A2ACardResolver(http, served.base).get_agent_card()
+            assert card.name == "scribe" and card.supported_interfaces[0].url == f"{served.base}/a2a/scribe"
+            task = await one_task(served.base, user("Otters"))  # found from the server's address
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            assert (tmp_path / "runs" / task.id / "report.md").read_text() == REPORT
+        finally:
+            served.stop()

@@ -167,15 +167,11 @@ def build_app(
 
         return answer
 
-    def fixed_card(name: str | None) -> Callable[[], AgentCard]:
-        # the card the handler checks capabilities against (its URL is not used there)
-        return lambda: build_card(workflows, name, "", token is not None)
-
     routes: list[BaseRoute] = [Route(CARD, card_route(None), methods=["GET"])]
-    routes += create_jsonrpc_routes(RunsHandler(runs, fixed_card(None), None), "/")
+    routes += create_jsonrpc_routes(RunsHandler(runs, None), "/")
     for wf in workflows:
         routes.append(Route(f"{PREFIX}/{wf.name}{CARD}", card_route(wf.name), methods=["GET"]))
-        routes += create_jsonrpc_routes(RunsHandler(runs, fixed_card(wf.name), wf.name), endpoint(wf.name))
+        routes += create_jsonrpc_routes(RunsHandler(runs, wf.name), endpoint(wf.name))
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
     if token is not None:
         app = BearerToken(app, token, public=lambda path: path.endswith(CARD))

@@ -79,11 +79,8 @@ class RunsHandler(RequestHandler):
     """One endpoint: a workflow's (`workflow` set), or the root's (any served workflow, the
     message's metadata `skill` choosing when several are served)."""
 
-    def __init__(
-        self, runs: Callable[[], ServedRuns], card: Callable[[], AgentCard], workflow: str | None
-    ) -> None:
+    def __init__(self, runs: Callable[[], ServedRuns], workflow: str | None) -> None:
         self.runs = runs  # the server's ServedRuns, made once its loop runs
-        self.card = card
         self.workflow = workflow
 
     # ------------------------------------------------------------ reading tasks
