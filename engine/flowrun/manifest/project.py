@@ -18,6 +18,7 @@ from flowrun.manifest.schema_check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
+    A2aAgentSpec,
     AgentManifest,
     FlowTestManifest,
     HooksSpec,
@@ -65,6 +66,8 @@ class Project:
     broken: set[str] = field(default_factory=set)
     # MCP servers: the project's .mcp.json, with each workflow's `mcp_servers:` over it
     mcp_servers: dict[str, Loaded[McpServerSpec]] = field(default_factory=dict)
+    # remote A2A agents: each workflow's `a2a_agents:`
+    a2a_agents: dict[str, Loaded[A2aAgentSpec]] = field(default_factory=dict)
     # the hooks of the project's .claude/settings.json and settings.local.json
     settings_hooks: list[Loaded[HooksSpec]] = field(default_factory=list)
 
@@ -168,6 +171,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
         elif isinstance(spec, EvalSetManifest):
             project.evalsets.append(Loaded(spec, src, project_root, False))
     _add_mcp_servers(project, project_root)
+    _add_a2a_agents(project)
     _add_settings_hooks(project, project_root)
     _settle_skipped_agents(project, failed)
     _claude_model_names(project)
@@ -280,6 +284,13 @@ def _add_mcp_servers(project: Project, root: Path) -> None:
     for wf in project.workflows:
         for name, spec in wf.spec.mcp_servers.items():
             project.mcp_servers[name] = Loaded(spec, wf.source, wf.root, False)
+
+
+def _add_a2a_agents(project: Project) -> None:
+    """A project's remote A2A agents: each workflow's `a2a_agents:` (a later one wins)."""
+    for wf in project.workflows:
+        for name, a2a in wf.spec.a2a_agents.items():
+            project.a2a_agents[name] = Loaded(a2a, wf.source, wf.root, False)
 
 
 def _add_settings_hooks(project: Project, root: Path) -> None:
