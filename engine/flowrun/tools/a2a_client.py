@@ -128,7 +128,12 @@ async def _card(http: object, target: Target) -> AgentCard:
 
 
 def _http(target: Target) -> object:
+    import importlib.util
+
     import httpx
+
+    if importlib.util.find_spec("a2a") is None:
+        raise CardUnavailable("the a2a-sdk package is not installed (pip install 'flowrun[a2a]')")
 
     return httpx.AsyncClient(headers=dict(target.headers), timeout=target.timeout_s)
 
@@ -167,16 +172,20 @@ def _text(parts: object) -> str:
 
 
 def _fold(outcome: _Outcome, response: StreamResponse, progress: Progress) -> None:
-    from a2a.types import TaskState
+    from a2a.types import Task, TaskState
 
     kind = response.WhichOneof("payload")
+    if kind in ("status_update", "artifact_update") and outcome.task is None:
+        # an answer to a question goes on in a task the stream does not send again
+        update = response.status_update if kind == "status_update" else response.artifact_update
+        outcome.task = Task(id=update.task_id, context_id=update.context_id)
     if kind == "message":
         outcome.message = response.message
     elif kind == "task":
         outcome.task = response.task
         for artifact in response.task.artifacts:
             outcome.artifacts[artifact.artifact_id] = (artifact.name, _text(artifact.parts))
-    elif kind == "status_update" and outcome.task is not None:
+    elif kind == "status_update" and outcome.task is not None:  # (always, as above: for mypy)
         status = response.status_update.status
         outcome.task.status.CopyFrom(status)
         state = TaskState.Name(status.state).removeprefix("TASK_STATE_").lower().replace("_", "-")

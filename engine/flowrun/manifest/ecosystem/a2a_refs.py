@@ -37,7 +37,9 @@ def name_problems(project: Project) -> list[Diagnostic]:
         if other is not None:
             message = f"A2A agent '{name}' has the name of the {other}, which an agent's `{name}` entry means"
             hint = f"rename the A2A agent (e.g. {name}-a2a)"
-            out.append(loaded.source.diag(("a2a_agents", name), message, hint, "ambiguous-name"))
+            out.append(
+                loaded.source.diag(("a2a_agents", name), message, hint, "ambiguous-name", severity="warning")
+            )
     return out
 
 
