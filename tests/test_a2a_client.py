@@ -263,7 +263,7 @@ def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> 
     write_project(tmp_path, agents, ["read_file"])
     code, out = validate(tmp_path)
     assert code == 1, out
-    assert "a2a_demo.yaml:15:10: error[invalid]: an A2A agent's url must start with http:// or https://" in out
+    assert "a2a_demo.yaml:15:10: error[invalid]: an A2A agent's url must start with http://" in out
     assert "a2a_demo.yaml:19:14: error[invalid]: header 'X-Key' has a '$' that names no variable" in out
     assert "hint: write a variable as ${NAME}" in out
 
