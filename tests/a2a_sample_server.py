@@ -1,10 +1,12 @@
 """A2A sample agents written with the `a2a-sdk` server classes, served over JSON-RPC on
 127.0.0.1 (uvicorn in a thread): an answering agent (one reply message), a streaming one (a task
-with status updates and an artifact), one that fails its task, one that asks for more input.
+with status updates and an artifact), one that fails its task, one that asks for more input, and
+one that never finishes.
 Every request's path and headers are kept, so a test counts the calls and sees the headers."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -83,11 +85,25 @@ class Asking(AgentExecutor):
         return None
 
 
+class Silent(AgentExecutor):
+    """Starts a task, then never says another word (until the call is cancelled)."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task or new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        await asyncio.Event().wait()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None
+
+
 AGENTS: dict[str, tuple[type[AgentExecutor], bool, str]] = {
     "answer": (Answering, False, "Answers any question in one message."),
     "stream": (Streaming, True, "Translates a text, reporting its progress."),
     "fail": (Failing, False, "Searches an index that is offline."),
     "ask": (Asking, True, "Tells the weather of a city it asks for."),
+    "silent": (Silent, True, "Thinks for ever."),
 }
 
 
@@ -152,7 +168,8 @@ class SampleServer:
                 self.seen.requests.append((scope["method"], scope["path"], headers))
             await app(scope, receive, send)
 
-        config = uvicorn.Config(recording, log_level="warning", lifespan="on")
+        # a silent agent's stream is still open at the end: stop without waiting for it
+        config = uvicorn.Config(recording, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()

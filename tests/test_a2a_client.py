@@ -310,3 +310,18 @@ def test_validate_connect_reads_the_cards(tmp_path: Path, sample: SampleServer) 
     assert any("A2A agent 'nocard'" in x and "HTTP 404" in x for x in lines), lines
     assert any("A2A agent 'translator' names ${A2A_TEST_TOKEN}, which is not set" in x for x in lines)
     assert all(x.startswith("a2a_demo.yaml:") for x in lines), lines
+
+
+def test_an_agent_that_does_not_finish_in_time_is_a_timeout(tmp_path: Path, sample: SampleServer) -> None:
+    workflow = write_project(
+        tmp_path, {"thinker": {"url": sample.url("silent"), "timeout_s": 1}}, ["thinker"]
+    )
+    replies = [Reply(tool_calls=[call("thinker", message="think")]), Reply(text="All done.")]
+    with WireServer(Script({WORKER: replies})) as server:
+        code, out, run_dir = run(tmp_path, workflow, server, "anthropic")
+        requests = server.requests
+    assert code == 0, out
+    (result,) = [e["result"] for e in events_of(run_dir) if e["type"] == "tool_result"]
+    assert result["error"]["code"] == "TIMEOUT"
+    assert sample.url("silent") in result["text"] and "did not answer in 1 s" in result["text"]
+    assert any("[error TIMEOUT]" in t for _, t, _ in requests[-1].tool_results)
