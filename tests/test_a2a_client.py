@@ -231,16 +231,24 @@ def test_a_resumed_run_never_sends_a_recorded_message_again(tmp_path: Path, samp
 
 
 def test_unset_variable_is_a_tool_error(tmp_path: Path, sample: SampleServer) -> None:
-    agents = {
-        "translator": {"url": sample.url("stream"), "headers": {"Authorization": "Bearer ${A2A_UNSET_TOKEN}"}}
-    }
-    workflow = write_project(tmp_path, agents, ["translator"])
-    replies = [Reply(tool_calls=[call("translator", message="x")]), Reply(text="All done.")]
+    # declared in the agent's own tool entry, next to one the workflow declares
+    inline = {"url": sample.url("stream"), "headers": {"Authorization": "Bearer ${A2A_UNSET_TOKEN}"}}
+    workflow = write_project(
+        tmp_path, {"helper": {"url": sample.url("answer")}}, ["helper", {"translator": {"a2a": inline}}]
+    )
+    code, out = validate(tmp_path)
+    assert code == 0, out
+    replies = [
+        Reply(tool_calls=[call("translator", message="x"), call("helper", message="y")]),
+        Reply(text="All done."),
+    ]
     before = sample.seen.posts("/stream")
     with WireServer(Script({WORKER: replies})) as server:
         code, out, run_dir = run(tmp_path, workflow, server, "openai")
     assert code == 0, out
-    (result,) = [e["result"] for e in events_of(run_dir) if e["type"] == "tool_result"]
+    results = {e["tool"]: e["result"] for e in events_of(run_dir) if e["type"] == "tool_result"}
+    assert results["helper"]["text"] == "answer: y"
+    result = results["translator"]
     assert result["error"]["code"] == "UNAVAILABLE"
     assert (
         "${A2A_UNSET_TOKEN}, which is not set" in result["text"]
@@ -277,8 +285,23 @@ def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> 
     assert "Traceback" not in out
     assert "warning[ambiguous-name]: A2A agent 'read_file' has the name of the tool 'read_file'" in out
     assert "agents.d/worker.yaml:8:5: error[bad-config]: 'helper' has no config key 'timeout'" in out
-    assert "its url, headers and timeout_s are in `a2a_agents:`" in out
+    assert "its url, headers and timeout_s go under `a2a:`" in out
     assert "error[unknown-tool]: unknown tool or agent 'helpr'" in out and "did you mean 'helper'?" in out
+
+    # declared in tool entries: checked at the entry; one name declared twice, or two ways
+    tools = [
+        {"ftp": {"a2a": {"url": "ftp://x"}}},
+        {"slow": {"a2a": {"url": "https://a.example.com", "timeout": 3}}},
+        {"helper": {"a2a": {"url": "https://b.example.com"}}},
+    ]
+    write_project(tmp_path, {"helper": {"url": "https://agents.example.com/helper"}}, tools)
+    code, out = validate(tmp_path)
+    assert code == 1, out
+    assert "agents.d/worker.yaml:" in out
+    assert "error[invalid]: an A2A agent's url must start with http://" in out
+    assert "(at tools[0].ftp.a2a.url)" in out
+    assert "error[unknown-key]: unknown key 'timeout'" in out and "did you mean 'timeout_s'?" in out
+    assert "A2A agent 'helper' is declared both here and in the workflow's `a2a_agents:`" in out
 
 
 def test_validate_connect_reads_the_cards(tmp_path: Path, sample: SampleServer) -> None:

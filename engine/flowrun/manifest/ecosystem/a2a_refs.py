@@ -38,24 +38,28 @@ def name_problems(project: Project) -> list[Diagnostic]:
             message = f"A2A agent '{name}' has the name of the {other}, which an agent's `{name}` entry means"
             hint = f"rename the A2A agent (e.g. {name}-a2a)"
             out.append(
-                loaded.source.diag(("a2a_agents", name), message, hint, "ambiguous-name", severity="warning")
+                loaded.source.diag(
+                    project.a2a_paths[name], message, hint, "ambiguous-name", severity="warning"
+                )
             )
     return out
 
 
 def check_entry(src: Source, index: int, name: str, config: Mapping[str, object]) -> list[Diagnostic]:
-    """An agent's entry for an A2A agent sets only `approve`."""
+    """An agent's entry for an A2A agent sets only `approve` (and `a2a`, a declaration, checked
+    when the project loads)."""
     out: list[Diagnostic] = []
     where: PathKey = ("tools", index, name)
     for key, value in config.items():
+        if key == "a2a":
+            continue
         if key == "approve":
             if value not in ("ask", "always", "never"):
                 message = f"approve must be ask, always or never, not {value!r}"
                 out.append(src.diag((*where, key), message, "", "bad-config"))
             continue
-        hint = (
-            "an A2A agent's entry takes only `approve`; its url, headers and timeout_s are in `a2a_agents:`"
-        )
+        hint = "an A2A agent's entry takes only `approve` and `a2a`; its url, headers and timeout_s "
+        hint += "go under `a2a:`"
         out.append(
             src.diag((*where, key), f"'{name}' has no config key '{key}'", hint, "bad-config", key=True)
         )

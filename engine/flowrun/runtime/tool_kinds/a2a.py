@@ -1,5 +1,6 @@
 """Remote A2A agents as tools: an agent's tool entry `NAME` for an agent declared in the
-workflow's `a2a_agents:`. The model calls the tool `NAME` with `{message, task_id?}`.
+workflow's `a2a_agents:`, or declared in the entry itself (`- NAME: {a2a: {url: ...}}`). The
+model calls the tool `NAME` with `{message, task_id?}`.
 
 The tool is described from the agent's card, read once per run when the first agent that lists
 it is about to call its model (`prepare`), and recorded (`a2a_card`): a resume and a replay
@@ -19,7 +20,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.a2a_config import resolved
 from flowrun.manifest.ecosystem.a2a_refs import a2a_ref, check_entry
 from flowrun.manifest.kinds import EntryRef
-from flowrun.manifest.project import Loaded, Project
+from flowrun.manifest.project import Project
 from flowrun.manifest.specs import A2aAgentSpec
 from flowrun.runtime.loop.contracts import (
     AgentInstance,
@@ -207,13 +208,14 @@ async def check_cards(project: Project) -> list[Diagnostic]:
     """`flowrun validate --connect`: read every declared agent's card; one diagnostic each that
     cannot be read, at its declaration."""
     names = sorted(project.a2a_agents)
-    found = await asyncio.gather(*(_card_problem(name, project.a2a_agents[name]) for name in names))
+    found = await asyncio.gather(*(_card_problem(name, project) for name in names))
     return [d for d in found if d is not None]
 
 
-async def _card_problem(name: str, loaded: Loaded[A2aAgentSpec]) -> Diagnostic | None:
+async def _card_problem(name: str, project: Project) -> Diagnostic | None:
+    loaded = project.a2a_agents[name]
     spec = loaded.spec
-    where = ("a2a_agents", name)
+    where = project.a2a_paths.get(name, ("a2a_agents", name))
     try:
         target = target_of(name, spec)
     except KeyError as e:
