@@ -348,3 +348,26 @@ def test_an_agent_that_does_not_finish_in_time_is_a_timeout(tmp_path: Path, samp
     assert result["error"]["code"] == "TIMEOUT"
     assert sample.url("silent") in result["text"] and "did not answer in 1 s" in result["text"]
     assert any("[error TIMEOUT]" in t for _, t, _ in requests[-1].tool_results)
+
+
+def test_flowrun_test_replays_the_recorded_answers_without_the_agents(
+    tmp_path: Path, sample: SampleServer
+) -> None:
+    agents = {"helper": {"url": sample.url("answer")}, "translator": {"url": sample.url("stream")}}
+    workflow = write_project(tmp_path, agents, ["helper", "translator"])
+    replies = [
+        Reply(tool_calls=[call("helper", message="one"), call("translator", message="two")]),
+        Reply(text="All done."),
+    ]
+    with WireServer(Script({WORKER: replies})) as server:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        test_file = tmp_path / "tests" / "a2a.flowrun.yaml"
+        recorded = run_cli(
+            ["record", str(test_file), str(workflow), "--question", "q"], cwd=tmp_path, env=env, timeout=180
+        )
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    count = len(sample.seen.requests)
+    tested = run_cli(["test", str(tmp_path / "tests"), "-v"], cwd=tmp_path, timeout=180)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "1 test(s): 1 passed" in tested.stdout + tested.stderr
+    assert len(sample.seen.requests) == count  # the recorded results and cards: no agent reached
