@@ -240,6 +240,30 @@ class ToolResultEvent(Event):
     result: ToolResult
 
 
+@event_type("tool_progress")
+@dataclass(kw_only=True, slots=True)
+class ToolProgressEvent(Event):
+    """A call still running said how it goes (a remote A2A agent's streamed status update)."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+    state: str  # the remote task's state: working, submitted, ...
+    message: str = ""
+
+
+@event_type("a2a_card")
+@dataclass(kw_only=True, slots=True)
+class A2aCardEvent(Event):
+    """The card of a remote A2A agent, read when an agent first needed it: the tool is described
+    from it, and a resume or a replay describes it the same way without reading it again."""
+
+    name: str  # the agent's name in `a2a_agents:`
+    url: str  # as declared (before its variables are read: never a secret)
+    card: dict[str, object] = field(default_factory=dict)  # name, description, streaming, version, skills
+
+
 @event_type("approval")
 @dataclass(kw_only=True, slots=True)
 class ApprovalEvent(Event):

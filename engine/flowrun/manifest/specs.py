@@ -653,6 +653,36 @@ class McpConfigFile(Strict):
     )
 
 
+# ---------------------------------------------------------------- remote A2A agents
+
+
+class A2aAgentSpec(Strict):
+    """A remote agent reached through the A2A protocol (1.x): an agent lists it as a tool by the
+    name it has in `a2a_agents:`. The tool is described from the agent's card (read when the
+    agent first needs it); `${VAR}` and `${VAR:-default}` in url and headers are read from the
+    environment when it is called, never recorded."""
+
+    url: str = Field(
+        min_length=1,
+        description="The agent's base URL (http or https); its card is at URL/.well-known/agent-card.json.",
+    )
+    description: str | None = Field(
+        default=None, description="What the model reads about the tool (default: from the agent's card)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Request headers (`Bearer ${TOKEN}` for a secret from the environment).",
+    )
+    timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds one call (card, message, the whole task) may take (then TIMEOUT).",
+    )
+    card_path: str = Field(
+        default="/.well-known/agent-card.json", description="Where the card is, below the URL."
+    )
+
+
 # ---------------------------------------------------------------- workflows
 
 
@@ -791,6 +821,10 @@ class WorkflowManifest(Strict):
         default_factory=dict,
         description="MCP servers whose tools agents list as SERVER or SERVER.TOOL (the .mcp.json shape); "
         "these win over a .mcp.json next to the workflow.",
+    )
+    a2a_agents: dict[Name, A2aAgentSpec] = Field(
+        default_factory=dict,
+        description="Remote A2A agents agents list as tools by these names (described by their cards).",
     )
     hooks: HooksSpec | None = Field(
         default=None,

@@ -27,7 +27,7 @@ from flowrun.runtime.loop.contracts import (
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepContext, StepKind
-from flowrun.runtime.tool_kinds import agent, command, mcp, python
+from flowrun.runtime.tool_kinds import a2a, agent, command, mcp, python
 
 # in the order they are asked to claim a tool name
 BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
@@ -35,6 +35,7 @@ BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
     command.KIND,
     agent.KIND,
     mcp.KIND,
+    a2a.KIND,
 )
 BUILTIN_STEP_KINDS: tuple[StepKind, ...] = (
     agent_step.KIND,

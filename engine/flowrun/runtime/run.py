@@ -201,6 +201,13 @@ class Run:
             return None
         return self.ledger.conditions.get(step)
 
+    def recorded_card(self, name: str) -> tuple[bool, dict[str, object] | None]:
+        """(whether this is a replay, the card of the A2A agent `name` the log holds): a resume
+        and a replay describe the tool as the recording did, and a replay reads no card."""
+        if self.ledger is None:
+            return False, None
+        return self.ledger.mode == "replay", self.ledger.cards.get(name)
+
     def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None:
         if self.ledger is not None:
             recorded = self.ledger.until.get((loop, iteration))

@@ -13,6 +13,7 @@ from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_
 from flowrun.manifest.checks.test_files import check_test_files
 from flowrun.manifest.checks.tools import schema_problems, unknown_entry
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem.a2a_refs import name_problems as a2a_name_problems
 from flowrun.manifest.env_refs import unset_diagnostics
 from flowrun.manifest.graph import (
     YamlPath,
@@ -44,6 +45,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
             out += _check_agent(agent, project)
     out += _check_cycles(project)
     out += _check_server_names(project)
+    out += a2a_name_problems(project)
     out += check_test_files(project)
     out += check_evalsets(project)
     reachable: set[str] = set()

@@ -12,6 +12,7 @@ from typing import Literal
 
 from flowrun.errors import FlowrunError, ProviderError
 from flowrun.events import (
+    A2aCardEvent,
     AgentEndEvent,
     AgentPromptEvent,
     AgentStartEvent,
@@ -185,6 +186,7 @@ class Ledger:
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
+    cards: dict[str, dict[str, object]] = field(default_factory=dict)  # A2A agent name -> its card
 
     @classmethod
     def from_events(cls, path: Path, mode: Mode) -> Ledger:
@@ -203,7 +205,7 @@ class Ledger:
                 ledger.user_messages[(event.agent_id, event.step)] = event.text
             elif isinstance(event, AgentStartEvent):
                 ledger.tasks.setdefault(event.agent_id, event.task)
-            elif isinstance(event, ToolIntentEvent | HookEvent):
+            elif isinstance(event, ToolIntentEvent | HookEvent | A2aCardEvent):
                 ledger._add_call_event(event)
             elif isinstance(event, StepConditionEvent):
                 ledger.conditions[event.step] = event.met
@@ -213,8 +215,10 @@ class Ledger:
                     ledger.failures[(event.agent_id, step)] = event.message
         return ledger
 
-    def _add_call_event(self, event: ToolIntentEvent | HookEvent) -> None:
-        if isinstance(event, HookEvent):
+    def _add_call_event(self, event: ToolIntentEvent | HookEvent | A2aCardEvent) -> None:
+        if isinstance(event, A2aCardEvent):  # what a tool call's description was read from
+            self.cards.setdefault(event.name, event.card)
+        elif isinstance(event, HookEvent):
             self.hooks[(event.agent_id, event.call_id, event.hook)] = event
         else:
             self.intents.add((event.agent_id, event.call_id))
