@@ -36,9 +36,8 @@ def guardrail_problems(src: Source, raw: object) -> list[Diagnostic]:
         if where == "input" and guard.get("on_fail") == "retry":
             message = "an input guardrail cannot retry: the agent's task is not the model's to change"
             out.append(src.diag((*path, "on_fail"), message, "use on_fail: stop or warn", "invalid"))
-        schema = guard.get("schema")
-        if isinstance(schema, dict):
-            out += _schema_problems(src, (*path, "schema"), schema)
+        if "schema" in guard:
+            out += _schema_problems(src, (*path, "schema"), guard["schema"])
     return out
 
 
@@ -61,11 +60,13 @@ def _regex_problems(src: Source, path: PathKey, where: str, guard: Mapping[str, 
     return out
 
 
-def _schema_problems(src: Source, path: PathKey, schema: dict[str, object]) -> list[Diagnostic]:
+def _schema_problems(src: Source, path: PathKey, schema: object) -> list[Diagnostic]:
     """Where the schema breaks its draft's meta-schema (`$schema`, else 2020-12)."""
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
+    if not isinstance(schema, dict):
+        return []  # the spec's schema says it must be a mapping
     cls = validator_for(schema, default=Draft202012Validator)
     errors = sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.path])
     hint = "a JSON Schema, e.g. {type: object, required: [title]}"

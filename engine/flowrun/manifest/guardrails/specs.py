@@ -7,7 +7,7 @@ run time is in runtime/guardrails/."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag
 
@@ -67,7 +67,7 @@ class SchemaGuardrail(GuardrailBase):
     (or, for an agent called as a tool, the call's arguments); a tool call, its arguments."""
 
     kind: ClassVar[str] = "schema"
-    schema_: dict[str, Any] = Field(
+    schema_: dict[str, object] = Field(
         alias="schema",
         description="The JSON Schema (inline), e.g. {type: object, required: [title]}.",
     )

@@ -87,7 +87,7 @@ class AgentInstance:
     prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
     write_within: Path | None = None  # writes confined here (called with `output_dir`)
     repeats: RepeatGuard = field(default_factory=lambda: RepeatGuard(DEFAULT_REPEAT_LIMIT))  # loop guard
-    arguments: dict[str, Any] | None = None  # called as a tool: the call's arguments (input guardrails)
+    arguments: dict[str, object] | None = None  # called as a tool: the call's arguments (input guardrails)
 
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern
