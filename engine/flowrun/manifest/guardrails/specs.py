@@ -25,8 +25,8 @@ class GuardrailBase(Strict):
     kind: ClassVar[str] = ""
     name: Name | None = Field(
         default=None,
-        description="Its name in events and messages (default: where it is and its position, e.g. "
-        "`output[0]`).",
+        description="Its name in events and messages, e.g. `no-secrets` (default: where it is and its "
+        "position: output[0], tools[1][0]).",
     )
     on_fail: OnFail | None = Field(
         default=None,
@@ -93,7 +93,8 @@ class JudgeGuardrail(GuardrailBase):
     judge: Name = Field(description="The judging agent's name, e.g. `reviewer`.")
     criteria: str | None = Field(
         default=None,
-        description="What the judge checks, added to its task (its own prompt may say it instead).",
+        description="What the judge checks, added to its task (its own prompt may say it instead), "
+        "e.g. `No placeholder text.`",
     )
 
 
@@ -127,8 +128,9 @@ class ToolGuardrails(Strict):
 
     tools: list[str] | None = Field(
         default=None,
-        description="The tool names it applies to (an agent called as a tool by its name; an MCP "
-        "tool as SERVER.TOOL), e.g. [execute_shell]; left out: every tool.",
+        description="The tool names (shell-style patterns) it applies to: an agent called as a tool "
+        "by its name, an MCP tool as the model sees it (SERVER__TOOL), e.g. [execute_shell]; left "
+        "out: every tool.",
     )
     check: list[Guardrail] = Field(
         min_length=1, description="The guardrails each call of those tools must pass."
