@@ -432,3 +432,11 @@ def test_validate_reports_each_problem_at_its_line(tmp_path: Path) -> None:
         },
     )
     assert "4 error(s)" in out  # the judge and the function that exist are fine
+
+
+def test_a_dry_run_checks_but_only_warns(tmp_path: Path) -> None:
+    impossible = {"match": "^never the test model's answer$", "name": "impossible", "on_fail": "stop"}
+    project(tmp_path, "openai", [writer(output=[impossible])], "writer")
+    proc = run_cli(["guarded.yaml", "--dry-run", "--run-id", "d"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert verdicts(events(tmp_path / "runs" / "d")) == [("impossible", "output", "warn")]

@@ -135,7 +135,7 @@ class Run:
             self.decisions.on_pending = self.hook_moments.notify
         # the agents' input, output and tool guardrails (runtime/guardrails/)
         roots = {name: loaded.root for name, loaded in project.agents.items() if loaded.spec.guardrails}
-        self.guardrails = Guardrails(self, roots, ledger) if roots else None
+        self.guardrails = Guardrails(self, roots, ledger, self.options.dry_run) if roots else None
         env.guardrails = self.guardrails
 
     def _hook_context(self, inst: AgentInstance | None) -> ToolContext:

@@ -9,7 +9,8 @@
   reason as its result (GUARDRAIL_REFUSED), up to `max_retries` times, then stops; `stop` stops
   the agent and none of the step's calls run.
 
-Guardrails are checked in order and the first failure that is not a warning decides. Every
+Guardrails are checked in order and the first failure that is not a warning decides (in a dry
+run, whose test model answers placeholders, every failure only warns). Every
 verdict is a `guardrail` event; a resumed or replayed run reuses the recorded verdict (a
 judge's recorded model calls are not made again)."""
 
@@ -73,8 +74,11 @@ def placed(guards: Sequence[Guardrail], prefix: str, default: OnFail) -> list[Pl
 
 
 class Guardrails:
-    def __init__(self, run: RunServices, roots: dict[str, Path], ledger: Ledger | None) -> None:
+    def __init__(
+        self, run: RunServices, roots: dict[str, Path], ledger: Ledger | None, dry_run: bool = False
+    ) -> None:
         self.run = run
+        self.dry_run = dry_run  # the test model's placeholder answers: a failure only warns
         self.roots = roots  # agent name -> the folder its python checks are imported from
         self.ledger = ledger
         self.failures: dict[tuple[str, str], int] = {}  # (agent id, guardrail) -> failures this task
@@ -186,6 +190,8 @@ class Guardrails:
         """What the failure does (counting it against `max_retries`), and the retries left."""
         if verdict.passed:
             return "pass", None
+        if self.dry_run:
+            return "warn", None
         if one.on_fail != "retry" or where == "input":
             return ("warn" if one.on_fail == "warn" else "stop"), None
         key = (inst.id, one.id)
