@@ -396,7 +396,7 @@ def test_validate_reports_each_problem_at_its_line(tmp_path: Path) -> None:
     # the rules within the file
     rules = {
         "input": [{"forbid": "(unclosed", "on_fail": "retry"}],
-        "output": [{"schema": {"type": "objekt"}}, {"match": "x", "argument": "path"}],
+        "output": [{"schema": {"type": "objekt"}}, {"match": "x", "argument": "path"}, {"name": "empty"}],
     }
     out = validate(
         tmp_path,
@@ -406,6 +406,7 @@ def test_validate_reports_each_problem_at_its_line(tmp_path: Path) -> None:
             "an input guardrail cannot retry": "on_fail: retry",
             "invalid JSON Schema": "objekt",
             "`argument` picks a tool call's argument": "argument: path",
+            "a guardrail needs a kind key": "name: empty",
         },
     )
     assert "hint: use on_fail: stop or warn" in out

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator, Mapping
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.guardrails.specs import KIND_KEYS
 from flowrun.manifest.yaml_source import PathKey, Source
 
 
@@ -32,6 +33,10 @@ def guardrail_problems(src: Source, raw: object) -> list[Diagnostic]:
     """The rules a schema cannot say, for an agent manifest's `guardrails:`."""
     out: list[Diagnostic] = []
     for path, where, guard in entries(raw):
+        if not any(key in guard for key in KIND_KEYS):
+            message = "a guardrail needs a kind key: match:, forbid:, schema:, python: or judge:"
+            hint = "e.g. {forbid: '(?i)password'} or {judge: reviewer}"
+            out.append(src.diag(path, message, hint, "invalid"))
         out += _regex_problems(src, path, where, guard)
         if where == "input" and guard.get("on_fail") == "retry":
             message = "an input guardrail cannot retry: the agent's task is not the model's to change"
