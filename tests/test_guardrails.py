@@ -221,7 +221,7 @@ def test_a_judge_agent_gives_a_structured_verdict(tmp_path: Path, provider: str)
     (failed, passed) = [e for e in evs if e["type"] == "guardrail"]
     assert failed["reason"] == "the draft still says TODO" and failed["kind"] == "judge"
     assert passed["reason"] == "reads well"
-    assert passed["judge_id"] == "writer/reviewer@guard-output-3-output-0"
+    assert passed["judge_id"] == "writer/reviewer@guard-output-2-output-0"
     assert failed["judge_id"] == "writer/reviewer@guard-output-1-output-0"
     assert evs[-1]["message"] == "Draft: finished."
 
@@ -418,9 +418,7 @@ def test_validate_reports_each_problem_at_its_line(tmp_path: Path) -> None:
             {"python": "checks.guards:missing_one"},
             {"python": "nowhere.at_all:check"},
         ],
-        "tools": [
-            {"tools": ["write_file"], "check": [{"judge": "reviewer"}, {"python": "checks.guards:no_digits"}]}
-        ],
+        "tools": [{"check": [{"judge": "reviewer"}, {"python": "checks.guards:no_digits"}]}],
     }
     out = validate(
         tmp_path,
@@ -432,7 +430,14 @@ def test_validate_reports_each_problem_at_its_line(tmp_path: Path) -> None:
             "module 'nowhere.at_all' does not import": "nowhere.at_all",
         },
     )
-    assert "4 error(s)" in out  # the judge and the function that exist are fine
+    assert "4 error(s), 0 warning(s)" in out  # the judge and the function that exist are fine
+    # a tool guardrail group naming a tool the agent does not have: a warning
+    stray = {"tools": [{"tools": ["write_fil"], "check": [{"forbid": "x"}]}]}
+    project(tmp_path, "openai", [agent("writer", tools=["write_file"], guardrails=stray)], "writer")
+    proc = run_cli(["validate", "guarded.yaml"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    assert "warning[unknown-tool]: no tool of agent 'writer' is named 'write_fil'" in proc.stdout
+    assert "did you mean 'write_file'" in proc.stdout
 
 
 def test_a_dry_run_checks_but_only_warns(tmp_path: Path) -> None:

@@ -4,7 +4,10 @@ checked). The rules within the file are in manifest/guardrails/rules.py."""
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.graph import tool_entries
 from flowrun.manifest.guardrails.rules import entries
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.schema_check import did_you_mean
@@ -29,6 +32,27 @@ def check_guardrails(loaded: Loaded[AgentManifest], project: Project) -> list[Di
             python.append(((*path, "python"), function))
     if python:
         out += _python_problems(loaded, python)
+    return out + _tool_name_problems(loaded)
+
+
+def _tool_name_problems(
+    loaded: Loaded[AgentManifest],
+) -> list[Diagnostic]:
+    """A tool guardrail group naming a tool the agent does not have never applies (a warning; an
+    MCP tool's name, SERVER__TOOL, is known only when its server runs)."""
+    spec = loaded.spec
+    if spec.guardrails is None or spec.extends is not None:
+        return []  # an inherited list is resolved later
+    names = {name for _, name, _ in tool_entries(spec)}
+    out: list[Diagnostic] = []
+    for j, group in enumerate(spec.guardrails.tools):
+        for k, pattern in enumerate(group.tools or []):
+            if "__" in pattern or any(fnmatchcase(name, pattern) for name in names):
+                continue
+            message = f"no tool of agent '{spec.name}' is named {pattern!r}: this group never applies"
+            hint = did_you_mean(pattern, names) or f"its tools: {', '.join(sorted(names)) or '(none)'}"
+            where = ("guardrails", "tools", j, "tools", k)
+            out.append(loaded.source.diag(where, message, hint, "unknown-tool", severity="warning"))
     return out
 
 
