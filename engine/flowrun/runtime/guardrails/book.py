@@ -128,6 +128,7 @@ class Guardrails:
             stop = await self._check_call(inst, spec, call)
             if stop is not None:
                 for made in calls:  # every call gets its turn: the history stays well-formed
+                    self.refused.pop((inst.id, made.id), None)
                     text = f"not run: {stop.message}"
                     turn = Message("tool", text, tool_call_id=made.id, name=made.name, is_error=True)
                     inst.messages.append(turn)
