@@ -406,6 +406,28 @@ class OutputInvalidEvent(Event):
     repairs_left: int
 
 
+@event_type("guardrail")
+@dataclass(kw_only=True, slots=True)
+class GuardrailEvent(Event):
+    """One guardrail's verdict on an agent's task (`where: input`), final answer (`output`) or
+    tool call (`tool`). `action`: pass, retry (the reason went back to the model: a new answer,
+    or the call refused), stop (the agent stopped), warn (recorded, it went on)."""
+
+    agent: str
+    agent_id: str
+    call_id: str  # the moment: input:N, output:N (N: the agent's model calls so far), tool:CALL_ID
+    guardrail: str  # its `name`, else e.g. output[0], tools[1][0]
+    where: str  # input | output | tool
+    kind: str  # regex | schema | python | judge
+    passed: bool
+    action: str  # pass | retry | stop | warn
+    reason: str = ""
+    tool: str | None = None  # a tool guardrail's tool
+    retries_left: int | None = None  # with on_fail: retry
+    judge_id: str | None = None  # the judge agent's instance (its model calls carry this id)
+    replayed: bool | None = None  # reused from the log by resume or replay
+
+
 @event_type("step_condition")
 @dataclass(kw_only=True, slots=True)
 class StepConditionEvent(Event):

@@ -9,6 +9,7 @@ from typing import Any
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.a2a_config import declaration_problems
 from flowrun.manifest.ecosystem.mcp_config import server_problems
+from flowrun.manifest.guardrails.rules import guardrail_problems
 from flowrun.manifest.hooks import hook_problems
 from flowrun.manifest.yaml_source import Source
 from flowrun.providers.registry import PROVIDERS, provider_class
@@ -40,6 +41,7 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
     elif kind == "agent":
         out += _agent_problems(src, data)
         out += hook_problems(src, ("hooks",), data.get("hooks"))
+        out += guardrail_problems(src, data.get("guardrails"))
     return out
 
 

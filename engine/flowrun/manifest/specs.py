@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from flowrun.manifest import unions
 from flowrun.manifest.eval_specs import EvalSetManifest
+from flowrun.manifest.guardrails.specs import GuardrailsSpec
 from flowrun.manifest.spec_base import NAME as NAME
 from flowrun.manifest.spec_base import Name as Name
 from flowrun.manifest.spec_base import Strict as Strict
@@ -577,6 +578,12 @@ class AgentManifest(Strict):
     hooks: HooksSpec | None = Field(
         default=None,
         description="Hooks (Claude Code's shape) for this agent's tool calls, prompts and answers.",
+    )
+    guardrails: GuardrailsSpec | None = Field(
+        default=None,
+        description="Checks on its task (`input`), its final answer (`output`) and its tool calls' "
+        "arguments (`tools`): a regex, a JSON Schema, a Python function or a judge agent, each with "
+        "`on_fail: retry | stop | warn` (docs: how-to/guardrails.md).",
     )
 
     @property

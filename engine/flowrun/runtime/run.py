@@ -17,6 +17,7 @@ from flowrun.redaction import Redactor
 from flowrun.runtime.durable.event_log import EventLog, Subscriber
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.guardrails.book import Guardrails
 from flowrun.runtime.hooks.book import HookBook
 from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strategy_for
@@ -132,6 +133,10 @@ class Run:
         env.hooks = self.hook_moments
         if self.hook_moments is not None:
             self.decisions.on_pending = self.hook_moments.notify
+        # the agents' input, output and tool guardrails (runtime/guardrails/)
+        roots = {name: loaded.root for name, loaded in project.agents.items() if loaded.spec.guardrails}
+        self.guardrails = Guardrails(self, roots, ledger, self.options.dry_run) if roots else None
+        env.guardrails = self.guardrails
 
     def _hook_context(self, inst: AgentInstance | None) -> ToolContext:
         """Where a hook command of `inst` (None: of the run) runs: as its tools' processes do."""
@@ -157,6 +162,20 @@ class Run:
         if self.hook_moments is None:
             return None
         return await self.hook_moments.stop(inst, outcome, active)
+
+    async def guard_input(self, inst: AgentInstance) -> None:
+        if self.guardrails is not None:
+            value = inst.arguments if inst.arguments is not None else dict(self.inputs)
+            await self.guardrails.check_input(inst, inst.task, value)
+
+    async def guard_output(self, inst: AgentInstance, outcome: Outcome) -> str | None:
+        if self.guardrails is None:
+            return None
+        return await self.guardrails.check_output(inst, outcome)
+
+    async def guard_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> None:
+        if self.guardrails is not None:
+            await self.guardrails.check_calls(inst, calls)
 
     # ------------------------------------------------------------ events
 

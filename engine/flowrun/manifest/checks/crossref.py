@@ -22,6 +22,7 @@ from flowrun.manifest.graph import (
     tool_entries,
     workflow_agents,
 )
+from flowrun.manifest.guardrails.checks import check_guardrails
 from flowrun.manifest.kinds import EntryRef, context_kind, tool_kind_for, tool_kinds
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.output_schemas import output_schema_diagnostics
@@ -103,6 +104,7 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
             hint = "quote the pattern with single quotes in YAML so backslashes stay"
             out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))
     out += context_kind(spec.context).check(loaded, project)
+    out += check_guardrails(loaded, project)
     return out
 
 

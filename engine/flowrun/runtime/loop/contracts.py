@@ -87,6 +87,7 @@ class AgentInstance:
     prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
     write_within: Path | None = None  # writes confined here (called with `output_dir`)
     repeats: RepeatGuard = field(default_factory=lambda: RepeatGuard(DEFAULT_REPEAT_LIMIT))  # loop guard
+    arguments: dict[str, object] | None = None  # called as a tool: the call's arguments (input guardrails)
 
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern
@@ -245,6 +246,21 @@ class LoopServices(Protocol):
     async def stop_hooks(self, inst: AgentInstance, outcome: Outcome, active: bool) -> str | None:
         """Before `inst` gives its final answer: a reason it must go on (Stop, SubagentStop
         hooks), or None."""
+        return None
+
+    async def guard_input(self, inst: AgentInstance) -> None:
+        """Its input guardrails on `inst.task`, before its first model call for it; raises
+        GuardrailFailed when one stops it (runtime/guardrails/)."""
+        return None
+
+    async def guard_output(self, inst: AgentInstance, outcome: Outcome) -> str | None:
+        """Its output guardrails on a final answer: None when it passes, else the message that
+        makes it answer again; raises GuardrailFailed when one stops it."""
+        return None
+
+    async def guard_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> None:
+        """Its tool guardrails on a step's calls, before any runs (refusals are answered by the
+        dispatcher); raises GuardrailFailed when one stops it."""
         return None
 
 

@@ -18,6 +18,7 @@ from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEven
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.guardrails.book import Guardrails
 from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
@@ -46,6 +47,7 @@ class ToolEnvironment:
     decisions: Decisions | None = None  # None: nothing waits (tests)
     dry_run: bool = False  # tools that declare `in_dry_run: simulate` are answered, not run
     hooks: HookMoments | None = None  # PreToolUse and PostToolUse hooks (runtime/hooks/)
+    guardrails: Guardrails | None = None  # the calls its tool guardrails refused (runtime/guardrails/)
 
 
 class ToolDispatcher:
@@ -113,6 +115,8 @@ class ToolDispatcher:
         )
         bound = inst.tools.get(call.name)
         refused = inst.repeats.refusal(call.id)  # the loop guard's (runtime/loop/repeats.py)
+        if refused is None and self.env.guardrails is not None:
+            refused = self.env.guardrails.refusal(inst, call.id)
         if refused is not None:
             result = refused
         elif bound is None:
