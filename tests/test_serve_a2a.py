@@ -239,7 +239,7 @@ async def test_the_cards_say_what_each_workflow_is_and_where(one: Stack) -> None
     async with httpx.AsyncClient(timeout=60) as http:
         root = (await http.get(f"{one.served.base}/.well-known/agent-card.json")).json()
         card = await A2ACardResolver(http, f"{one.served.base}/a2a/scribe").get_agent_card()
-    assert {s["id"] for s in root["skills"]} == {"nested", "talk", "scribe", "quiz"}
+    assert {s["id"] for s in root["skills"]} == {"nested", "talk", "branches", "scribe", "quiz"}
     assert root["supportedInterfaces"][0]["url"] == one.served.base
     scribe_skill = next(s for s in root["skills"] if s["id"] == "scribe")
     assert f"{one.served.base}/a2a/scribe/.well-known/agent-card.json" in scribe_skill["description"]
