@@ -3,6 +3,7 @@
     python mcp_test_server.py [--marker TOKEN]   a stdio server with the tools below
     python mcp_test_server.py --crash            dies at start with a line on stderr
     python mcp_test_server.py --silent           reads its input and never answers
+    python mcp_test_server.py --many N           a server with N tools (deferred tools)
 
 `serve_http()` runs the same tools over streamable HTTP on 127.0.0.1 in a thread of the test
 process (on a socket bound to port 0, so parallel tests never collide)."""
@@ -163,6 +164,31 @@ class HttpServer:
         self.sock.close()
 
 
+TOPICS = ("weather", "invoice", "calendar", "ticket", "repository", "customer", "shipment", "payroll")
+VERBS = ("get", "list", "create", "update", "delete")
+
+
+def build_many(count: int) -> MCPServer:
+    """A server with `count` tools, `TOPIC_VERB_N`, each with its own description and schema
+    (what a large SaaS server looks like); `weather_get_0` answers with the city it got."""
+    server = MCPServer("many-tools")
+    for i in range(count):
+        topic, verb = TOPICS[i % len(TOPICS)], VERBS[(i // len(TOPICS)) % len(VERBS)]
+        name = f"{topic}_{verb}_{i}"
+
+        server.add_tool(
+            _answers_as(name), name=name, description=f"{verb.capitalize()} {topic} records (variant {i})."
+        )
+    return server
+
+
+def _answers_as(tool: str) -> Any:
+    def handler(city: str) -> str:
+        return f"{tool} for {city}"
+
+    return handler
+
+
 def main(argv: list[str]) -> None:
     if "--crash" in argv:
         print("fatal: cannot read the config file tools.toml", file=sys.stderr, flush=True)
@@ -170,6 +196,9 @@ def main(argv: list[str]) -> None:
     if "--silent" in argv:
         for _ in sys.stdin:
             pass
+        return
+    if "--many" in argv:
+        build_many(int(argv[argv.index("--many") + 1])).run()
         return
     build().run()
 

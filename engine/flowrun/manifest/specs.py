@@ -635,6 +635,14 @@ class McpServerSpec(Strict):
         default=None,
         description="stdio: how the server process is confined (over the workflow's `sandbox:`).",
     )
+    defer: bool | None = Field(
+        default=None,
+        description="Offer the server's tools through `tool_search` instead of all their schemas "
+        "(default: when it has more than `defer_above` tools).",
+    )
+    defer_above: int = Field(
+        default=40, ge=0, description="With `defer` unset: defer when the server offers more tools than this."
+    )
 
     @property
     def transport(self) -> Literal["stdio", "http", "sse"]:

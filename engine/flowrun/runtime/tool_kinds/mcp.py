@@ -32,7 +32,9 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.mcp.deferral import Search, defers, run_search, search_tool
 from flowrun.runtime.mcp.launch import Placement, server_launch
+from flowrun.tools import tool_search
 from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
@@ -163,13 +165,22 @@ class McpKind(ToolKind):
             return False
         pool = pool_of(run)
         tools: dict[str, BoundTool] = {}
+        deferring: list[str] = []  # servers whose tools wait behind tool_search
         for key, bound in inst.tools.items():
             if not isinstance(bound.target, Pending):
                 tools[key] = bound
                 continue
-            for found in await self._expand(pool, bound, bound.target.ref, run.project):
-                tools[found.name] = found
+            ref = bound.target.ref
+            expanded = await self._expand(pool, bound, ref, run.project)
+            if not defers(run.project.mcp_servers[ref.server].spec, ref, len(expanded)):
+                tools.update((found.name, found) for found in expanded)
+                continue
+            inst.deferred.update((found.name, found) for found in expanded)
+            deferring.append(ref.server)
+            tools.setdefault(tool_search.NAME, bound)  # its place in the list; made below
         inst.tools = tools
+        if deferring:
+            tools[tool_search.NAME] = search_tool(self, inst, deferring)
         return True
 
     async def _expand(
@@ -207,6 +218,8 @@ class McpKind(ToolKind):
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         target = bound.target
+        if isinstance(target, Search):
+            return run_search(call.caller, call.arguments)
         if not isinstance(target, Remote):  # a placeholder the loop was never prepared for
             return ToolResult.fail("UNAVAILABLE", f"{bound.name} is not connected")
         return await pool_of(call.run).call(target, call.arguments)
