@@ -16,12 +16,13 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import AcceptedElicitation, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ImageContent, TextContent, ToolAnnotations
+from pydantic import BaseModel
 
 PNG_1PX = base64.b64encode(
     bytes.fromhex(
@@ -99,7 +100,45 @@ def build(name: str = "test-tools") -> MCPServer:
         return "recorded"
 
     server.tool()(tamper)
+    _asking_tools(server)
+    _resources_and_prompts(server)
     return server
+
+
+class Seats(BaseModel):
+    seats: int
+
+
+def _ask_seats(show: str) -> Elicit[Seats]:
+    return Elicit(f"How many seats for {show}?", Seats)
+
+
+def _asking_tools(server: MCPServer) -> None:
+    # elicitation as the SDK does it in either protocol era (a request mid-call, or an
+    # InputRequiredResult the client answers and retries with)
+    @server.tool()
+    async def book(show: str, answer: Annotated[ElicitationResult[Seats], Resolve(_ask_seats)]) -> str:
+        """Book seats for a show: asks the user how many (elicitation)."""
+        if isinstance(answer, AcceptedElicitation):
+            return f"booked {answer.data.seats} seats for {show}"
+        return f"booking {answer.action}"
+
+
+def _resources_and_prompts(server: MCPServer) -> None:
+    @server.resource(
+        "notes://guide", name="guide", description="The team's guide.", mime_type="text/markdown"
+    )
+    def guide() -> str:
+        return "# Guide\n\nAlways cite your sources."
+
+    @server.resource("notes://day/{day}", name="day", description="The notes of one day.")
+    def day(day: str) -> str:
+        return f"notes of {day}"
+
+    @server.prompt()
+    def reviewer(topic: str, tone: str = "brief") -> str:
+        """A reviewer's instructions for a topic."""
+        return f"You are the MCP test worker, reviewing {topic}. Be {tone}."
 
 
 ENGINE_FILES = ("events.jsonl", "run.json", "usage.json", "run.lock", "prompts/worker.md", "prompts/new.md")

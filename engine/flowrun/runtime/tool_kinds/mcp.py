@@ -36,6 +36,7 @@ from flowrun.runtime.mcp.deferral import Search, defers, run_search, search_tool
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.tools import tool_search
 from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
+from flowrun.tools.mcp_elicit import Ask
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
 
@@ -103,11 +104,11 @@ class McpPool:
             self.connections[server] = connection
             return tools
 
-    async def call(self, remote: Remote, arguments: dict[str, object]) -> ToolResult:
+    async def call(self, remote: Remote, arguments: dict[str, object], ask: Ask | None = None) -> ToolResult:
         connection = self.connections.get(remote.server)
         if connection is None:
             return ToolResult.fail("UNAVAILABLE", f"MCP server '{remote.server}' is not running")
-        return await connection.call(remote.tool, dict(arguments))
+        return await connection.call(remote.tool, dict(arguments), ask)
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
@@ -222,7 +223,8 @@ class McpKind(ToolKind):
             return run_search(call.caller, call.arguments)
         if not isinstance(target, Remote):  # a placeholder the loop was never prepared for
             return ToolResult.fail("UNAVAILABLE", f"{bound.name} is not connected")
-        return await pool_of(call.run).call(target, call.arguments)
+        # the server's elicitation requests are the caller's questions (tools/mcp_elicit.py)
+        return await pool_of(call.run).call(target, call.arguments, call.ctx.services.ask_user)
 
     async def aclose(self, run: RunServices) -> None:
         pool = _POOLS.pop(run, None)
