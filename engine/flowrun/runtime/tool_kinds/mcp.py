@@ -34,6 +34,7 @@ from flowrun.runtime.loop.contracts import (
 )
 from flowrun.runtime.mcp.deferral import Search, defers, run_search, search_tool
 from flowrun.runtime.mcp.launch import Placement, server_launch
+from flowrun.runtime.mcp.resources import ResourceOp, resource_tools, run_op
 from flowrun.tools import tool_search
 from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
 from flowrun.tools.mcp_elicit import Ask
@@ -189,6 +190,8 @@ class McpKind(ToolKind):
     ) -> list[BoundTool]:
         spec = project.mcp_servers[ref.server].spec
         remote = await pool.tools_of(ref.server)
+        resources = resource_tools(pool.connections[ref.server])  # its resources, as two tools
+        remote = [*remote, *resources]
         allowed = [t for t in remote if spec.tools is None or t.name in spec.tools]
         if ref.tool is not None:
             allowed = [t for t in allowed if t.name == ref.tool]
@@ -200,6 +203,9 @@ class McpKind(ToolKind):
                 )
         out = []
         for tool in allowed:
+            target: Remote | ResourceOp = (
+                ResourceOp(ref.server, tool.name) if tool in resources else Remote(ref.server, tool.name)
+            )
             name = model_name(ref.server, tool.name)
             description = tool.description or f"The {tool.name} tool of the {ref.server} MCP server."
             bound = BoundTool(
@@ -207,7 +213,7 @@ class McpKind(ToolKind):
                 ToolSpec(name, description, tool.parameters),
                 self,
                 limits={"timeout_s": spec.timeout_s + CALL_GRACE_S},
-                target=Remote(ref.server, tool.name),
+                target=target,
             )
             bound.approve = placeholder.approve
             bound.sandbox_layers = placeholder.sandbox_layers
@@ -221,6 +227,8 @@ class McpKind(ToolKind):
         target = bound.target
         if isinstance(target, Search):
             return run_search(call.caller, call.arguments)
+        if isinstance(target, ResourceOp):
+            return await run_op(pool_of(call.run).connections.get(target.server), target, call.arguments)
         if not isinstance(target, Remote):  # a placeholder the loop was never prepared for
             return ToolResult.fail("UNAVAILABLE", f"{bound.name} is not connected")
         # the server's elicitation requests are the caller's questions (tools/mcp_elicit.py)
