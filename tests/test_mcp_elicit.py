@@ -56,6 +56,35 @@ def test_a_server_question_waits_and_flowrun_answer_gives_the_server_its_content
     assert events[-1]["status"] == "completed"
     decisions = [e for e in events if e["type"] == "decision"]
     assert [d["answer"] for d in decisions] == ["3"]
+    # a replay gives the server the recorded answer: nothing is asked, the output is the same
+    replayed = run_cli(["replay", str(run_dir), "--into", str(tmp_path / "replayed")], cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    again = events_of(tmp_path / "replayed")
+    assert not [e for e in again if e["type"] == "decision_pending"]
+    assert again[-1]["status"] == "completed"
+
+
+def test_a_live_answer_through_the_ask_user_callback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-live")}, ["calc.book"])
+    monkeypatch.chdir(tmp_path)
+    asked: list[str] = []
+
+    def person(text: str) -> str:
+        asked.append(text)
+        return '{"seats": 4}'
+
+    with WireServer(booking_script()) as server:
+        for key, value in provider_env(server, "openai").items():
+            monkeypatch.setenv(key, value)
+        wf = flowrun.load(workflow)
+        options = flowrun.RunOptions(model="openai:gpt-test")
+        result = wf.run_sync(
+            {"question": "q"}, runs_dir=tmp_path / "runs", run_id="live", ask_user=person, options=options
+        )
+        last = server.requests[-1]
+    assert result.status == "completed", result
+    assert len(asked) == 1 and "How many seats for Hamlet?" in asked[0]
+    assert [text for _, text, _ in last.tool_results] == ["booked 4 seats for Hamlet"]
 
 
 def test_flowrun_respond_declines_and_a_wrong_answer_is_asked_again(

@@ -182,6 +182,13 @@ class McpKind(ToolKind):
             tools.setdefault(tool_search.NAME, bound)  # its place in the list; made below
         inst.tools = tools
         if deferring:
+            taken = tools.get(tool_search.NAME)
+            if taken is not None and not isinstance(taken.target, Pending):
+                raise McpStartError(
+                    f"agent '{inst.name}' has its own tool named {tool_search.NAME}, and the MCP server "
+                    f"'{deferring[0]}' defers its tools behind a tool of that name",
+                    "rename that tool, or set `defer: false` on the server",
+                )
             tools[tool_search.NAME] = search_tool(self, inst, deferring)
         return True
 
