@@ -26,6 +26,20 @@ def offers_resources(connection: McpConnection) -> bool:
     return getattr(client.server_capabilities, "resources", None) is not None
 
 
+async def has_resources(connection: McpConnection) -> bool:
+    """Whether the server has resources or resource templates to list (a server may declare
+    the capability and have none)."""
+    if not offers_resources(connection):
+        return False
+    client: Any = connection.client
+    try:
+        if (await client.list_resources()).resources:
+            return True
+        return bool((await client.list_resource_templates()).resource_templates)
+    except Exception:  # a server that cannot list them has none to read
+        return False
+
+
 def _client(connection: McpConnection) -> Any:
     if not connection.alive:
         raise McpServerDown(f"MCP server '{connection.launch.name}' is not running")

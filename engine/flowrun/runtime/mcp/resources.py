@@ -1,14 +1,15 @@
 """An MCP server's resources as two tools of the server: `SERVER__list_resources` and
-`SERVER__read_resource(uri)`, offered with an entry `SERVER` when the server has the
-`resources` capability (a server's own tool of the same name wins). They count as the
+`SERVER__read_resource(uri)`, offered with an entry `SERVER` when the server lists resources
+or resource templates (a server's own tool of the same name wins). They count as the
 server's tools: its `tools:` allowlist and `SERVER.read_resource` entries name them."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
-from flowrun.tools.mcp_resources import list_resources, offers_resources, read_resource
+from flowrun.tools.mcp_resources import has_resources, list_resources, read_resource
 from flowrun.types import ToolResult
 
 LIST, READ = "list_resources", "read_resource"
@@ -30,9 +31,15 @@ class ResourceOp:
     op: str
 
 
-def resource_tools(connection: McpConnection) -> list[RemoteTool]:
-    """The resource tools of a server that has resources and no tools of these names."""
-    if not offers_resources(connection):
+_HAS: weakref.WeakKeyDictionary[McpConnection, bool] = weakref.WeakKeyDictionary()
+
+
+async def resource_tools(connection: McpConnection) -> list[RemoteTool]:
+    """The resource tools of a server that has resources (asked once per connection) and no
+    tools of these names."""
+    if connection not in _HAS:
+        _HAS[connection] = await has_resources(connection)
+    if not _HAS[connection]:
         return []
     taken = {tool.name for tool in connection.tools}
     server = connection.launch.name

@@ -197,7 +197,7 @@ class McpKind(ToolKind):
     ) -> list[BoundTool]:
         spec = project.mcp_servers[ref.server].spec
         remote = await pool.tools_of(ref.server)
-        resources = resource_tools(pool.connections[ref.server])  # its resources, as two tools
+        resources = await resource_tools(pool.connections[ref.server])  # its resources, as two tools
         remote = [*remote, *resources]
         allowed = [t for t in remote if spec.tools is None or t.name in spec.tools]
         if ref.tool is not None:
