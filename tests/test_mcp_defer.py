@@ -95,6 +95,14 @@ def test_two_hundred_tools_are_offered_through_tool_search(tmp_path: Path, provi
     assert [len(p["tools"]) for p in prompts] == [2, 2, 5, 6]  # recorded each time the tools changed
     searched = [e["result"]["data"] for e in events if e.get("tool") == "tool_search" and "result" in e]
     assert [s["tools_loaded"] for s in searched] == [found]
+    # a replay offers the same tools at each step: no divergence, the same answer
+    replayed = run_cli(
+        ["replay", str(run_dir), "--into", str(tmp_path / "replayed")], cwd=tmp_path, timeout=180
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    again = events_of(tmp_path / "replayed")
+    assert [len(p["tools"]) for p in again if p["type"] == "agent_prompt"] == [2, 2, 5, 6]
+    assert again[-1]["status"] == "completed"
 
 
 def test_a_server_under_the_threshold_is_offered_whole_unless_deferred(tmp_path: Path) -> None:
