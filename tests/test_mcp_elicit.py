@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import select
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import SECRET_VARS, flowrun_cmd, run_cli
 from test_mcp_client import PROVIDERS, WORKER, call, events_of, stdio_server, write_project
 from test_mcp_defer import run
 from wire_server import Reply, Script, WireServer
@@ -125,3 +130,32 @@ def test_answers_are_read_as_the_requested_schema() -> None:
     one = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
     assert parse_answer("yes", one) == ("accept", {"ok": True}, "")
     assert "ok (boolean)" in question("srv", "tool", "Sure?", one)
+
+
+def test_a_terminal_answers_the_servers_question(tmp_path: Path) -> None:
+    """A pseudo-terminal: the server's question appears, the typed answer goes to the server."""
+    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-tty")}, ["calc.book"])
+    with WireServer(booking_script()) as server:
+        controller, terminal = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+        env |= provider_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
+        args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", "t"]
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
+        os.close(terminal)
+        seen = b""
+        deadline = time.monotonic() + 120
+        while b"or /later" not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1.0)[0]:  # a hang fails at the deadline, never blocks
+                seen += os.read(controller, 4096)
+        assert b"How many seats for Hamlet?" in seen, seen
+        os.write(controller, b"2\n")
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1.0)[0]:
+                try:
+                    seen += os.read(controller, 4096)
+                except OSError:  # the other side closed
+                    break
+        assert proc.wait(30) == 0, seen
+        os.close(controller)
+        last = server.requests[-1]
+    assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]
