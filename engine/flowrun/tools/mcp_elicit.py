@@ -18,12 +18,16 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientRequestContext
+    from mcp.types import ElicitRequestParams, ElicitResult
 
 ASK_ROUNDS = 3
 Ask = Callable[[str], Awaitable[str] | str]
 T = TypeVar("T")
-Content = dict[str, Any]  # the protocol's: str, int, float, bool, list[str] or None values
+Content = dict[str, str | int | float | bool | list[str] | None]  # the protocol's values
 Action = Literal["accept", "decline", "cancel"]
 
 
@@ -41,7 +45,9 @@ class _Asking:
 
     tool: str
     ask: Ask | None
-    requests: asyncio.Queue[tuple[Any, asyncio.Future[Any]]] = field(default_factory=asyncio.Queue)
+    requests: asyncio.Queue[tuple[ElicitRequestParams, asyncio.Future[ElicitResult]]] = field(
+        default_factory=asyncio.Queue
+    )
 
 
 class Elicitations:
@@ -49,14 +55,14 @@ class Elicitations:
         self.server = server
         self._calls: list[_Asking] = []
 
-    async def callback(self, context: object, params: Any) -> Any:
+    async def callback(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         """The SDK's elicitation callback: hand the request to the asking call and wait."""
         from mcp.types import ElicitResult
 
         asking = next((c for c in self._calls if c.ask is not None), None)
         if asking is None:  # no call that may ask a person is in flight
             return ElicitResult(action="decline")
-        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        answered: asyncio.Future[ElicitResult] = asyncio.get_running_loop().create_future()
         asking.requests.put_nowait((params, answered))
         return await answered
 
@@ -86,7 +92,7 @@ class Elicitations:
                 with contextlib.suppress(BaseException):
                     await task
 
-    async def _answer(self, tool: str, params: Any, ask: Ask | None) -> Any:
+    async def _answer(self, tool: str, params: ElicitRequestParams, ask: Ask | None) -> ElicitResult:
         if ask is None:
             return _result("decline")
         if getattr(params, "mode", "form") == "url":  # a page to open: not asked in a terminal
@@ -106,7 +112,7 @@ class Elicitations:
         return _result("cancel")
 
 
-def _result(action: Action, content: Content | None = None) -> Any:
+def _result(action: Action, content: Content | None = None) -> ElicitResult:
     from mcp.types import ElicitResult
 
     return ElicitResult(action=action, content=content)
