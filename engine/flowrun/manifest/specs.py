@@ -516,6 +516,18 @@ class StopSpec(Strict):
     on_text: bool = Field(default=True, description="End when the model answers without tool calls.")
 
 
+class McpPromptSpec(Strict):
+    """An agent's system prompt taken from an MCP server (`prompts/get`), fetched once per run
+    before the agent's first model call; its text is used as it is (not a Jinja2 template)."""
+
+    mcp: Name = Field(description="The MCP server (in `mcp_servers:` or .mcp.json).")
+    name: str = Field(min_length=1, description="The prompt's name on that server.")
+    arguments: dict[str, str] = Field(
+        default_factory=dict,
+        description="The prompt's arguments (Jinja2 over the inputs, e.g. '{{ question }}').",
+    )
+
+
 class AgentManifest(Strict):
     """`agents.d/NAME.yaml`: one role."""
 
@@ -529,7 +541,11 @@ class AgentManifest(Strict):
         default=None,
         description="What callers see when this agent is offered as a tool (default: 'The NAME agent.').",
     )
-    prompt: str | None = Field(default=None, description="Inline Jinja2 system prompt.")
+    prompt: str | McpPromptSpec | None = Field(
+        default=None,
+        description="Inline Jinja2 system prompt, or {mcp: SERVER, name: PROMPT, arguments: {...}}: "
+        "an MCP server's prompt.",
+    )
     prompt_file: str | None = Field(
         default=None, description="A Jinja2 template under prompts/ (the system prompt), a relative path."
     )
@@ -641,6 +657,14 @@ class McpServerSpec(Strict):
     sandbox: SandboxSetting | None = Field(
         default=None,
         description="stdio: how the server process is confined (over the workflow's `sandbox:`).",
+    )
+    defer: bool | None = Field(
+        default=None,
+        description="Offer the server's tools through `tool_search` instead of all their schemas "
+        "(default: when it has more than `defer_above` tools).",
+    )
+    defer_above: int = Field(
+        default=40, ge=0, description="With `defer` unset: defer when the server offers more tools than this."
     )
 
     @property

@@ -24,6 +24,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.deferred import load_noted
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepContext, StepKind
@@ -110,7 +111,7 @@ def bind_tools(requests: list[BindRequest]) -> dict[str, BoundTool]:
 async def prepare_tools(inst: AgentInstance, run: RunServices) -> bool:
     """Before an agent's model call, every kind finishes binding its tools (MCP starts its
     servers); True when the agent's tools changed."""
-    changed = False
+    changed = load_noted(inst)  # deferred tools a search found (runtime/loop/deferred.py)
     for kind in TOOL_KINDS.values():
         changed = await kind.prepare(inst, run) or changed
     return changed

@@ -30,6 +30,7 @@ from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.loop.prompts import PromptRenderer
 from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
+from flowrun.runtime.mcp.prompt_source import fetch_prompt
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
@@ -193,7 +194,8 @@ class Run:
     # ------------------------------------------------------------ RunServices
 
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
-        if await prepare_tools(inst, self):  # e.g. MCP servers started, their tools bound
+        changed = await prepare_tools(inst, self)  # e.g. MCP servers started, their tools bound
+        if await fetch_prompt(inst, self, self.prompts) or changed:  # an MCP server's prompt
             inst.system = self.prompts.system_prompt(
                 self.project.agents[inst.name], inst.tools, inst.model.name
             )

@@ -29,7 +29,14 @@ from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_setting
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest, seed
+from flowrun.manifest.specs import (
+    AgentManifest,
+    McpPromptSpec,
+    ModelSpec,
+    ToolManifest,
+    WorkflowManifest,
+    seed,
+)
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.yaml_source import Source
 from flowrun.paths import copy_source, display_path, safe_relative
@@ -168,6 +175,8 @@ def _prompt_source(
 ) -> tuple[str, str, int, Path | None] | None:
     """(template text, display file, line offset, template path) of an agent's prompt."""
     spec, src = loaded.spec, loaded.source
+    if isinstance(spec.prompt, McpPromptSpec):  # an MCP server's text: checked by _mcp_prompt
+        return None
     if spec.prompt is not None:
         line, _ = src.position(("prompt",))
         text_line = src.text.splitlines()[line - 1] if src.text else ""
@@ -181,10 +190,32 @@ def _prompt_source(
     return path.read_text(encoding="utf-8"), display_path(path), 0, path
 
 
+def _mcp_prompt(prompt: McpPromptSpec, src: Source, project: Project) -> list[Diagnostic]:
+    """An agent's `prompt: {mcp: SERVER, ...}` names a declared server; its arguments are
+    templates that compile (`validate --connect` does not fetch it)."""
+    out = []
+    if prompt.mcp not in project.mcp_servers:
+        servers = sorted(project.mcp_servers)
+        hint = did_you_mean(prompt.mcp, servers) or (
+            f"declared servers: {', '.join(servers)}"
+            if servers
+            else "declare it in `mcp_servers:` or .mcp.json"
+        )
+        out.append(src.diag(("prompt", "mcp"), f"unknown MCP server '{prompt.mcp}'", hint, "unknown-server"))
+    for key, value in prompt.arguments.items():
+        info = analyse(value)
+        if info.error:
+            where = ("prompt", "arguments", key)
+            out.append(src.diag(where, f"Jinja2 syntax error: {info.error}", "", "template-syntax"))
+    return out
+
+
 def _prompt_diagnostics(
     loaded: Loaded[AgentManifest], project: Project, inputs: set[str] | None
 ) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
+    if isinstance(spec.prompt, McpPromptSpec):
+        return _mcp_prompt(spec.prompt, src, project)
     found = _prompt_source(loaded, project)
     if found is None:
         if spec.prompt_file is not None:

@@ -365,6 +365,9 @@ class Ledger:
             and agent_id not in self.diverged
             and (agent_id, call_id) in self.intents
             and (agent_id, call_id) not in self.tool_results
+            # a call that stopped to wait for its question's answer runs again with the answer
+            and (agent_id, call_id) not in self.waiting
+            and (agent_id, call_id) not in self.decisions
         )
 
     def approval(self, agent_id: str, call_id: str) -> bool | None:

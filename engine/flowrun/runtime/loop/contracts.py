@@ -88,6 +88,10 @@ class AgentInstance:
     write_within: Path | None = None  # writes confined here (called with `output_dir`)
     repeats: RepeatGuard = field(default_factory=lambda: RepeatGuard(DEFAULT_REPEAT_LIMIT))  # loop guard
     arguments: dict[str, object] | None = None  # called as a tool: the call's arguments (input guardrails)
+    # tools bound but not offered until `tool_search` loads them (runtime/loop/deferred.py):
+    # every deferred tool, loaded or not, and the names to load before the next model call
+    deferred: dict[str, BoundTool] = field(default_factory=dict)
+    loading: list[str] = field(default_factory=list)
 
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern

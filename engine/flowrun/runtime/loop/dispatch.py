@@ -23,6 +23,7 @@ from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
 from flowrun.runtime.loop.decisions import Decisions, LiveAnswer, RunWaiting
+from flowrun.runtime.loop.deferred import not_loaded, note_loaded
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
 from flowrun.tools.base import RunState, ToolContext, ToolServices
 from flowrun.tools.sandbox import SandboxPolicy
@@ -120,9 +121,10 @@ class ToolDispatcher:
         if refused is not None:
             result = refused
         elif bound is None:
-            result = ToolResult.fail("UNKNOWN_TOOL", self._unknown(inst, call))
+            result = not_loaded(inst, call) or ToolResult.fail("UNKNOWN_TOOL", self._unknown(inst, call))
         else:
             result = await self._checked_call(inst, bound, call)
+        note_loaded(inst, result)  # tools a search found are offered from the next model call
         # the protocol's context.cwd: where relative paths started, relative to the agents' root
         if "cwd" not in result.context:
             result.context["cwd"] = _relative_cwd(inst.cwd, self.env.workspace)
