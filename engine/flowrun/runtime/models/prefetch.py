@@ -1,0 +1,41 @@
+"""Start importing the SDKs a run will call before it calls them: `flowrun.load` (and the
+command line, once it knows the run is not a dry run) names the providers of the models the
+workflow's agents use, and each SDK (with its HTTP transport) is imported in a background thread
+while the caller goes on checking manifests and setting up the run folder. The first call still
+imports through `providers/clients.import_sdk`, which waits for that thread and raises what the
+import raises, exactly as without the head start."""
+
+from __future__ import annotations
+
+from flowrun.manifest.graph import run_agents
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import WorkflowManifest
+from flowrun.providers.clients import http_transport, prefetch_sdk, transport_modules
+from flowrun.providers.registry import PROVIDERS, provider_class
+from flowrun.runtime.models.calls import ModelChoice
+
+
+def sdks_used(project: Project, workflow: WorkflowManifest, choice: ModelChoice) -> list[str]:
+    """The SDK modules of every model (fallbacks included) the run's agents would call."""
+    found: set[str] = set()
+    for name in sorted(run_agents(workflow, project)):
+        agent = project.agents[name].spec
+        for ref in {agent.model, *agent.model_choices}:
+            config = choice.config(ref, name)
+            for used in [config, *(choice.config(f, name) for f in config.fallback)]:
+                if used.provider in PROVIDERS and (sdk := provider_class(used.provider).sdk) is not None:
+                    found.add(sdk)
+    return sorted(found)
+
+
+def prefetch(project: Project, workflow: WorkflowManifest, choice: ModelChoice) -> None:
+    """Start the background imports of the run's SDKs. Never raises: a model that cannot be
+    resolved, or a transport that is wrongly chosen, is reported where it always was, when
+    the run starts."""
+    try:
+        sdks = sdks_used(project, workflow, choice)
+        extra = transport_modules(http_transport()) if sdks else ()
+    except Exception:  # the run's own checks report it, with their context
+        return
+    for sdk in sdks:
+        prefetch_sdk(sdk, *extra)
