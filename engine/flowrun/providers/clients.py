@@ -77,11 +77,12 @@ async def import_sdk(name: str, *also: str) -> ModuleType:
 _PREFETCHED: set[str] = set()  # SDKs a background import was started for
 
 
-def prefetch_sdk(name: str, *also: str) -> None:
+def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None) -> None:
     """Start `import name` (and `also`) in a background thread now, so the import runs while the
     caller still loads and checks manifests and sets up the run folder, instead of after, at the
     first call. Only a head start: a failed import is forgotten here, and the first call's
-    `import_sdk` imports again and fails as it would have without it. Once per SDK a process."""
+    `import_sdk` imports again and fails as it would have without it. Once per SDK a process.
+    `then` runs next in the same thread (what the first answer needs: the price table)."""
     with _LOCK:
         if name in _PREFETCHED or name in _IMPORTED:
             return
@@ -96,6 +97,10 @@ def prefetch_sdk(name: str, *also: str) -> None:
             except Exception:  # the first call imports again and reports it
                 return
             keep_imported()
+        if then is not None:
+            with contextlib.suppress(Exception):  # its own first use reports what fails
+                then()
+                keep_imported()
 
     # a daemon: a process that never calls the model does not wait for it to leave
     threading.Thread(target=load, name=f"flowrun-import-{name}", daemon=True).start()

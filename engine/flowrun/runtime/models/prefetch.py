@@ -10,21 +10,31 @@ from __future__ import annotations
 from flowrun.manifest.graph import run_agents
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.providers import prices
+from flowrun.providers.base import ModelConfig
 from flowrun.providers.clients import http_transport, prefetch_sdk, transport_modules
 from flowrun.providers.registry import PROVIDERS, provider_class
 from flowrun.runtime.models.calls import ModelChoice
 
 
-def sdks_used(project: Project, workflow: WorkflowManifest, choice: ModelChoice) -> list[str]:
-    """The SDK modules of every model (fallbacks included) the run's agents would call."""
-    found: set[str] = set()
+def models_used(project: Project, workflow: WorkflowManifest, choice: ModelChoice) -> list[ModelConfig]:
+    """Every model (fallbacks included) the run's agents would call."""
+    found: list[ModelConfig] = []
     for name in sorted(run_agents(workflow, project)):
         agent = project.agents[name].spec
         for ref in {agent.model, *agent.model_choices}:
             config = choice.config(ref, name)
-            for used in [config, *(choice.config(f, name) for f in config.fallback)]:
-                if used.provider in PROVIDERS and (sdk := provider_class(used.provider).sdk) is not None:
-                    found.add(sdk)
+            found += [config, *(choice.config(f, name) for f in config.fallback)]
+    return found
+
+
+def sdks_used(models: list[ModelConfig]) -> list[str]:
+    """The SDK modules those models' calls import."""
+    found = {
+        sdk
+        for config in models
+        if config.provider in PROVIDERS and (sdk := provider_class(config.provider).sdk) is not None
+    }
     return sorted(found)
 
 
@@ -33,9 +43,11 @@ def prefetch(project: Project, workflow: WorkflowManifest, choice: ModelChoice) 
     resolved, or a transport that is wrongly chosen, is reported where it always was, when
     the run starts."""
     try:
-        sdks = sdks_used(project, workflow, choice)
+        models = models_used(project, workflow, choice)
+        sdks = sdks_used(models)
         extra = transport_modules(http_transport()) if sdks else ()
+        priced = any(prices.table_provider(m) is not None for m in models if not prices.has_manifest_price(m))
     except Exception:  # the run's own checks report it, with their context
         return
-    for sdk in sdks:
-        prefetch_sdk(sdk, *extra)
+    for sdk in sdks:  # the price table after the first SDK, while the first request waits
+        prefetch_sdk(sdk, *extra, then=prices.warm if priced and sdk == sdks[0] else None)
