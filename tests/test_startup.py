@@ -101,7 +101,8 @@ def test_plain_prompts_need_no_template_engine(tmp_path: Path) -> None:
     (tmp_path / "agents.d" / "solo.yaml").write_text(
         "version: 1\nkind: agent\nname: solo\nprompt: You help.\n"
     )
-    (tmp_path / "wf.yaml").write_text("version: 1\nkind: workflow\nname: wf\nentry: solo\ndefault_model: openai:gpt-4o\n")
+    workflow = "version: 1\nkind: workflow\nname: wf\nentry: solo\ndefault_model: openai:gpt-4o\n"
+    (tmp_path / "wf.yaml").write_text(workflow)
     args = ["wf.yaml", "--dry-run", "-q", "--runs-dir", str(tmp_path / "runs")]
     code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
     assert code == 0 and "jinja2" in loaded  # the first check analyses the templates
