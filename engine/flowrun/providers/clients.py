@@ -79,10 +79,10 @@ _PREFETCHED: set[str] = set()  # SDKs a background import was started for
 
 def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None) -> None:
     """Start `import name` (and `also`) in a background thread now, so the import runs while the
-    caller still loads and checks manifests and sets up the run folder, instead of after, at the
-    first call. Only a head start: a failed import is forgotten here, and the first call's
-    `import_sdk` imports again and fails as it would have without it. Once per SDK a process.
-    `then` runs next in the same thread (what the first answer needs: the price table)."""
+    caller still builds the run and sets up its folder, instead of after, at the first call.
+    Only a head start: a failed import is forgotten here, and the first call's `import_sdk`
+    imports again and fails as it would have without it. Once per SDK a process. `then` runs
+    next in the same thread (what the first answer needs: the price table)."""
     with _LOCK:
         if name in _PREFETCHED or name in _IMPORTED:
             return

@@ -1,9 +1,11 @@
 """Start importing the SDKs a run will call before it calls them: `flowrun.load` (and the
 command line, once it knows the run is not a dry run) names the providers of the models the
-workflow's agents use, and each SDK (with its HTTP transport) is imported in a background thread
-while the caller goes on checking manifests and setting up the run folder. The first call still
-imports through `providers/clients.import_sdk`, which waits for that thread and raises what the
-import raises, exactly as without the head start."""
+workflow's agents use once its manifests are checked, and each SDK (with its HTTP transport) is
+imported in a background thread while the caller goes on: building the run, setting up its
+folder (files written in worker threads), until the first request. Python runs one thread at a
+time, so what overlaps is what waits (disk, network), not the checking itself. The first call
+still imports through `providers/clients.import_sdk`, which waits for that thread and raises
+what the import raises, exactly as without the head start."""
 
 from __future__ import annotations
 
