@@ -3,6 +3,9 @@
 
 Run: python bench/startup.py   (targets: import under 150 ms, --help under 100 ms, validate
 under 200 ms with a warm cache)
+
+flowrun's bytecode is compiled first, as `pip install` does (see bench/cold.py); `--no-compile`
+leaves that to the environment.
 """
 
 from __future__ import annotations
@@ -43,6 +46,12 @@ def median_seconds(argv: list[str]) -> tuple[float, float]:
 
 
 def main() -> None:
+    if "--no-compile" not in sys.argv[1:]:
+        import compileall
+
+        import flowrun
+
+        compileall.compile_dir(Path(flowrun.__file__).parent, quiet=1)
     print(f"load average {os.getloadavg()[0]:.1f} (other processes wanting the cores stretch wall times)")
     for label, argv, target in (
         ("import flowrun", [sys.executable, "-c", "import flowrun"], 150),

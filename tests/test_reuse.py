@@ -94,7 +94,7 @@ sys.addaudithook(hook)
 
 
 async def three():  # at once: two of them find the SDK half imported by the first
-    wf = flowrun.load(sys.argv[1])
+    wf = flowrun.load(sys.argv[1], prefetch=False)  # the first calls import it (test_sdk_prefetch: load)
     runs = [wf.run({"question": "q"}, runs_dir=sys.argv[2], model=sys.argv[3]) for _ in range(3)]
     return await asyncio.gather(*runs)
 

@@ -94,6 +94,34 @@ def test_a_quiet_run_imports_no_display(tmp_path: Path) -> None:
     assert code == 0 and "rich" in loaded
 
 
+def test_plain_prompts_need_no_template_engine(tmp_path: Path) -> None:
+    """Prompts without Jinja syntax are used as they are: with the check cache warm, a run of
+    such a workflow never imports jinja2 (nor does importing the API)."""
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "solo.yaml").write_text(
+        "version: 1\nkind: agent\nname: solo\nprompt: You help.\n"
+    )
+    workflow = "version: 1\nkind: workflow\nname: wf\nentry: solo\ndefault_model: openai:gpt-4o\n"
+    (tmp_path / "wf.yaml").write_text(workflow)
+    args = ["wf.yaml", "--dry-run", "-q", "--runs-dir", str(tmp_path / "runs")]
+    code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
+    assert code == 0 and "jinja2" in loaded  # the first check analyses the templates
+    code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
+    assert code == 0 and "status: completed" in out
+    assert "jinja2" not in loaded and "flowrun.api" in loaded
+    api = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, flowrun.api; print(sorted(m for m in ('jinja2', 'openai') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert api.stdout.strip() == "[]"
+
+
 # ---------------------------------------------------------------- the check cache
 
 

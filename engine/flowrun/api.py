@@ -47,6 +47,7 @@ from flowrun.manifest.overrides import Override, apply_overrides, parse_override
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
+from flowrun.providers.clients import keep_imported
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
 from flowrun.runtime.decide import expire_locked
 from flowrun.runtime.durable.decisions import PendingDecision
@@ -65,7 +66,9 @@ from flowrun.runtime.durable.run_log import RunLog
 from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.loop.approvals import Approver
 from flowrun.runtime.loop.sandboxes import startup_check
+from flowrun.runtime.models.calls import ModelChoice
 from flowrun.runtime.models.credentials import missing_credentials
+from flowrun.runtime.models.prefetch import prefetch as prefetch_sdks
 from flowrun.runtime.options import (
     FIELDS,
     AskUser,
@@ -233,6 +236,7 @@ class Workflow:
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
         run = self._new_run(values, target, options, hooks)
         _check_credentials(run)
+        prefetch_sdks(run.project, run.spec, run.models.choice)  # the models these options pick
         _probe_sandbox(run)  # before the folder exists: `required` fails closed here
         preflight(run)  # a seed, an output or a workdir of the wrong type: one line, no folder made
         async with RunFolderLock(target):
@@ -286,7 +290,6 @@ class Workflow:
         and dollars per agent, per sub-agent tree and for the run under its limits, with the
         models `options` pick (`model`, `dry_run`) and its `limits` applied. Nothing is sent."""
         from flowrun.manifest.ceiling import preview
-        from flowrun.runtime.models.calls import ModelChoice
 
         opts = options or RunOptions()
         self.check_models(opts)
@@ -429,11 +432,15 @@ class EventStream:
         return self._task.result()
 
 
-def load(path: str | Path, overrides: Mapping[str, object] | Iterable[str] | None = None) -> Workflow:
+def load(
+    path: str | Path, overrides: Mapping[str, object] | Iterable[str] | None = None, *, prefetch: bool = True
+) -> Workflow:
     """Load and check a workflow file with its project folders and the built-ins. `overrides`
     change manifest values for this load: `["agents.worker.max_steps=5"]` (values read as YAML,
     like `--set`) or `{"agents.worker.max_steps": 5}`. Raises ManifestInvalid (with every
-    diagnostic) when something is wrong."""
+    diagnostic) when something is wrong. Unless `prefetch` is False, the SDKs of the models its
+    agents use start importing in a background thread (runtime/models/prefetch.py), so a first
+    run does not wait for them."""
     path = Path(path)
     if not path.is_file():
         what = "is not a regular file" if path.exists() else "does not exist"
@@ -445,6 +452,10 @@ def load(path: str | Path, overrides: Mapping[str, object] | Iterable[str] | Non
     starts = [name for name, _ in workflow_agents(project.workflows[0].spec)]
     if errors := blocking(project, starts, diagnostics):  # not those of agents it never uses
         raise ManifestInvalid(str(path), errors)
+    spec = project.workflows[0].spec
+    if prefetch:
+        choice = ModelChoice(project, dict(spec.models), spec.default_model, path.parent.resolve())
+        prefetch_sdks(project, spec, choice)
     return Workflow(path, project, project.workflows[0], changes, diagnostics)
 
 
@@ -496,10 +507,12 @@ async def resume(
         inputs = dict(meta.get("inputs") or {})
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
             run = workflow._new_run(inputs, run_dir, options, hooks)
+            prefetch_sdks(run.project, run.spec, run.models.choice)
             _probe_sandbox(run)
             return await _execute(run)
         ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
         run = workflow._new_run(inputs, run_dir, options, hooks, ledger)
+        prefetch_sdks(run.project, run.spec, run.models.choice)
         _probe_sandbox(run)
         return await _execute(run, resume=True)
 
@@ -676,7 +689,8 @@ def recorded_run(run_dir: Path) -> tuple[RunRecord, Workflow]:
     workflow = Path(str(meta.get("workflow_file"))).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
-    return meta, load(workflow, list(RunOptions.from_record(meta).overrides))
+    # no head start for the SDKs here: a replay sends nothing (resume starts it once it knows)
+    return meta, load(workflow, list(RunOptions.from_record(meta).overrides), prefetch=False)
 
 
 def _recorded_result(run_dir: Path, meta: RunRecord) -> RunResult:
@@ -796,3 +810,6 @@ def _result(run: Run, summary: RunSummary) -> RunResult:
         run_dir=run.run_dir,
         pending=list(summary.pending),
     )
+
+
+keep_imported()  # flowrun's modules live as long as the process (providers/clients.keep_imported)

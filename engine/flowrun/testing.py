@@ -139,7 +139,7 @@ async def _replayed_checks(
         )
     meta = cassette_meta(events)
     options = api.replay_options(meta, sandbox=sandbox or spec.sandbox)
-    workflow = api.load(here / spec.workflow, list(options.overrides))
+    workflow = api.load(here / spec.workflow, list(options.overrides), prefetch=False)  # offline
     given = spec.inputs if spec.inputs is not None else dict(meta.get("inputs") or {})
     inputs = resolve_inputs(workflow.spec.inputs, given, workflow.name)
     target = keep / spec.name if keep is not None else Path(tempfile.mkdtemp(prefix="flowrun-test-"))

@@ -71,7 +71,7 @@ def chat(
         load_env_files([workflow])
 
         options = run_args.options()
-        wf = load(workflow, list(options.overrides))
+        wf = load(workflow, list(options.overrides), prefetch=not options.dry_run)
         wf.chat_agent(agent)  # an unknown --agent is told before the banner
         inputs = parse_input_args(wf, list(ctx.args))
         run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)

@@ -36,7 +36,7 @@ def cost(ctx: click.Context, workflow: Path, fmt: str, run_args: RunArgs) -> Non
 
         load_env_files([workflow])
         options = run_args.options()
-        wf = load(workflow, list(options.overrides))
+        wf = load(workflow, list(options.overrides), prefetch=False)  # nothing is sent
         warn_skipped(wf.diagnostics)
         inputs = _given_inputs(wf, list(ctx.args), run_args.inputs_file)
         click.echo(estimate(wf, options, inputs, run_args.runs_dir, fmt))

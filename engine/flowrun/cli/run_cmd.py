@@ -72,7 +72,8 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
         load_env_files([workflow])
 
         options = run_args.options()
-        wf = load(workflow, list(options.overrides))
+        # the SDK starts importing now, while the run is set up, unless nothing will be sent
+        wf = load(workflow, list(options.overrides), prefetch=not (options.dry_run or run_args.estimate))
         warn_skipped(wf.diagnostics)
         inputs = parse_input_args(wf, list(ctx.args), run_args.inputs_file)
         if run_args.estimate:  # the preview instead of the run: nothing is sent
@@ -357,7 +358,7 @@ def usage_table(usage: UsageRecord) -> str:
 def workflow_help(path: Path) -> str:
     from flowrun.api import load
 
-    wf = load(path)
+    wf = load(path, prefetch=False)
     lines = [f"Workflow '{wf.name}': {(wf.spec.description or '').strip()}", "Inputs:"]
     for name, inp in wf.inputs.items():
         lines.append(f"  --{name} {inp.type.upper():<8} {inp.description or ''} ({_need(inp)})")

@@ -75,7 +75,7 @@ async def run_offline(path: str | Path, settings: EvalSettings | None = None) ->
     out = (settings.out or default_out(evalset)).resolve()
     report = new_report(evalset, settings, out, repeat)
     report.offline = True
-    workflow = api.load(evalset.workflow_path)
+    workflow = api.load(evalset.workflow_path, prefetch=False)  # offline: nothing is sent
     load = WorkflowLoader(evalset.workflow_path)
     panel = JudgePanel(workflow, evalset.here, concurrency=settings.concurrency, recorded=_answers(folder))
     cases = {c.id: c for c in evalset.cases}
@@ -162,5 +162,5 @@ class WorkflowLoader:
 
     def __call__(self, overrides: tuple[str, ...]) -> api.Workflow:
         if overrides not in self.loaded:
-            self.loaded[overrides] = api.load(self.path, list(overrides))
+            self.loaded[overrides] = api.load(self.path, list(overrides), prefetch=False)
         return self.loaded[overrides]

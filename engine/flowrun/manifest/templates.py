@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-
-from jinja2 import StrictUndefined, Template, TemplateSyntaxError, meta, nodes
-from jinja2.sandbox import SandboxedEnvironment
+from typing import TYPE_CHECKING
 
 from flowrun.errors import ManifestError
+
+if TYPE_CHECKING:  # jinja2 is imported when a template with Jinja syntax is first compiled
+    from jinja2 import Template
+    from jinja2.sandbox import SandboxedEnvironment
 
 # Names the runtime provides to every agent prompt.
 PROMPT_BUILTINS = frozenset(
@@ -38,7 +40,8 @@ JINJA_GLOBALS = frozenset(
 
 
 def environment(search: list[Path] | None = None) -> SandboxedEnvironment:
-    from jinja2 import FileSystemLoader
+    from jinja2 import FileSystemLoader, StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
 
     loader = FileSystemLoader([str(p) for p in search]) if search else None
     return SandboxedEnvironment(
@@ -60,6 +63,8 @@ class TemplateInfo:
 
 
 def analyse(source: str, env: SandboxedEnvironment | None = None) -> TemplateInfo:
+    from jinja2 import TemplateSyntaxError, meta, nodes
+
     env = env or environment()
     try:
         ast = env.parse(source)
@@ -83,6 +88,8 @@ def analyse_expression(source: str) -> TemplateInfo:
 def render(
     source: str, variables: Mapping[str, object], *, search: list[Path] | None = None, what: str = ""
 ) -> str:
+    if is_plain(source):
+        return source
     from jinja2 import TemplateError
 
     try:
@@ -91,6 +98,12 @@ def render(
         raise ManifestError(
             f"cannot render {what or 'template'}: {e}", "check the variable names it uses"
         ) from e
+
+
+def is_plain(source: str) -> bool:
+    """Text with no Jinja syntax: every delimiter starts with "{", and without "\r" (which
+    Jinja turns into "\n") rendering returns it unchanged; jinja2 is not needed for it."""
+    return "{" not in source and "\r" not in source
 
 
 @lru_cache(maxsize=512)

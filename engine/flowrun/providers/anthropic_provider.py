@@ -299,6 +299,7 @@ class AnthropicProvider(Provider):
 
     key_env = "ANTHROPIC_API_KEY"
     token_env = "ANTHROPIC_AUTH_TOKEN"
+    sdk = "anthropic"
 
     def __init__(self, config: ModelConfig) -> None:
         if not config.api_key_env and not config.auth_token_env:

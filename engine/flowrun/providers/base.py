@@ -135,6 +135,8 @@ class Provider(ABC):
     needs_key: ClassVar[bool] = True  # False: it never calls a service (test, scripted)
     # model keys a manifest must set for this provider type -> the hint when one is missing
     requires: ClassVar[dict[str, str]] = {}
+    # the SDK module its calls import (the first time, in a thread; see clients.import_sdk)
+    sdk: ClassVar[str | None] = None
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config

@@ -326,6 +326,7 @@ class OpenAIProvider(Provider):
     """Calls Chat Completions through the `openai` SDK (imported on first use)."""
 
     key_env: ClassVar[str | None] = DEFAULT_KEY_ENV
+    sdk: ClassVar[str | None] = "openai"
 
     def __init__(self, config: ModelConfig) -> None:
         if not config.api_key_env and not config.auth_token_env and not config.base_url:

@@ -50,6 +50,17 @@ class TableEntry:
     context_window: int | None
 
 
+def warm() -> None:
+    """Load the price table (and read its version) now: the first call's answer needs it, and
+    its import is tens of ms that a background thread can spend while the first request waits
+    (runtime/models/prefetch.py)."""
+    from genai_prices.data_snapshot import get_snapshot
+
+    get_snapshot()
+    table_version()
+
+
+@functools.cache  # the package metadata scan is tens of ms; the version does not change
 def table_version() -> str:
     """The installed genai-prices version (the table's), or "" when it is not installed."""
     try:
@@ -72,7 +83,7 @@ def price_source(config: ModelConfig) -> PriceSource:
 def table_entry(config: ModelConfig) -> TableEntry | None:
     """The table's entry for this model, or None when the table does not know it (or the
     model is the offline test or scripted model)."""
-    where = _table_provider(config)
+    where = table_provider(config)
     if where is None:
         return None
     found = _lookup(where, config.model)
@@ -87,7 +98,7 @@ def cost_usd(usage: Usage, config: ModelConfig, when: datetime | None = None) ->
     flowrun's `input_tokens` exclude cached ones (the table's include them)."""
     if has_manifest_price(config):
         return manifest_cost(usage, config)
-    where = _table_provider(config)
+    where = table_provider(config)
     found = _lookup(where, config.model) if where is not None else None
     if found is None:
         return None
@@ -117,7 +128,7 @@ def manifest_cost(usage: Usage, config: ModelConfig) -> float:
     return cost / 1_000_000
 
 
-def _table_provider(config: ModelConfig) -> tuple[str | None, str | None] | None:
+def table_provider(config: ModelConfig) -> tuple[str | None, str | None] | None:
     """(provider id, API URL) to look the model up by; None: the table cannot price it."""
     if config.provider == "anthropic":
         return "anthropic", None

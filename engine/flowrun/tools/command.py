@@ -10,14 +10,15 @@ execute_shell.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+if TYPE_CHECKING:
+    from jinja2.sandbox import SandboxedEnvironment
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.command_policy import check_argv, config_patterns, describe
@@ -36,8 +37,6 @@ from flowrun.types import ToolResult
 
 DEFAULT_TIMEOUT_S = 120.0
 WHOLE_NAME = re.compile(r"^\{\{\s*([A-Za-z_]\w*)\s*\}\}$")
-
-_jinja = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
 class RenderError(Exception):
@@ -114,10 +113,22 @@ def render_argv(argv: list[str], arguments: dict[str, Any]) -> list[str]:
 
 
 def render(template: str, arguments: Mapping[str, object]) -> str:
+    from jinja2 import TemplateError
+
     try:
-        return _jinja.from_string(template).render(**arguments)
+        return _jinja().from_string(template).render(**arguments)
     except TemplateError as e:  # undefined names, syntax errors, sandbox violations
         raise RenderError(f"cannot render {template!r}: {e}") from e
+
+
+@functools.cache
+def _jinja() -> SandboxedEnvironment:
+    """The environment, made (and jinja2 imported) when a command tool first runs: a workflow
+    without one does not pay for jinja2 at start-up."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
 def _text(value: object) -> str:

@@ -1,0 +1,55 @@
+"""Start importing the SDKs a run will call before it calls them: `flowrun.load` (and the
+command line, once it knows the run is not a dry run) names the providers of the models the
+workflow's agents use once its manifests are checked, and each SDK (with its HTTP transport) is
+imported in a background thread while the caller goes on: building the run, setting up its
+folder (files written in worker threads), until the first request. Python runs one thread at a
+time, so what overlaps is what waits (disk, network), not the checking itself. The first call
+still imports through `providers/clients.import_sdk`, which waits for that thread and raises
+what the import raises, exactly as without the head start."""
+
+from __future__ import annotations
+
+from flowrun.manifest.graph import run_agents
+from flowrun.manifest.project import Project
+from flowrun.manifest.specs import WorkflowManifest
+from flowrun.providers import prices
+from flowrun.providers.base import ModelConfig
+from flowrun.providers.clients import http_transport, prefetch_sdk, transport_modules
+from flowrun.providers.registry import PROVIDERS, provider_class
+from flowrun.runtime.models.calls import ModelChoice
+
+
+def models_used(project: Project, workflow: WorkflowManifest, choice: ModelChoice) -> list[ModelConfig]:
+    """Every model (fallbacks included) the run's agents would call."""
+    found: list[ModelConfig] = []
+    for name in sorted(run_agents(workflow, project)):
+        agent = project.agents[name].spec
+        for ref in {agent.model, *agent.model_choices}:
+            config = choice.config(ref, name)
+            found += [config, *(choice.config(f, name) for f in config.fallback)]
+    return found
+
+
+def sdks_used(models: list[ModelConfig]) -> list[str]:
+    """The SDK modules those models' calls import."""
+    found = {
+        sdk
+        for config in models
+        if config.provider in PROVIDERS and (sdk := provider_class(config.provider).sdk) is not None
+    }
+    return sorted(found)
+
+
+def prefetch(project: Project, workflow: WorkflowManifest, choice: ModelChoice) -> None:
+    """Start the background imports of the run's SDKs. Never raises: a model that cannot be
+    resolved, or a transport that is wrongly chosen, is reported where it always was, when
+    the run starts."""
+    try:
+        models = models_used(project, workflow, choice)
+        sdks = sdks_used(models)
+        extra = transport_modules(http_transport()) if sdks else ()
+        priced = any(prices.table_provider(m) is not None for m in models if not prices.has_manifest_price(m))
+    except Exception:  # the run's own checks report it, with their context
+        return
+    for sdk in sdks:  # the price table after the first SDK, while the first request waits
+        prefetch_sdk(sdk, *extra, then=prices.warm if priced and sdk == sdks[0] else None)

@@ -1,0 +1,124 @@
+"""The SDKs' head start: `flowrun.load` starts importing the SDKs of the models a workflow's
+agents use in a background thread (runtime/models/prefetch.py); nothing is started for a load
+that sends nothing (`prefetch=False`, a dry run on the command line); and an SDK whose import
+fails in that thread fails the first call exactly as it does without the head start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import SECRET_VARS, run_cli
+from wire_server import Reply, Script, WireServer
+
+AGENT = "version: 1\nkind: agent\nname: solo\nprompt: You are solo.\n"
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: solo
+models:
+  m: {{provider: {provider}, model: m, api_key_env: PREFETCH_KEY, stream: false}}
+default_model: m
+entry: solo
+"""
+
+
+def project(folder: Path, provider: str = "openai") -> Path:
+    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
+    (folder / "agents.d" / "solo.yaml").write_text(AGENT)
+    (folder / "wf.yaml").write_text(WORKFLOW.format(provider=provider))
+    return folder / "wf.yaml"
+
+
+def python(code: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    full.update({"PREFETCH_KEY": "k", **(env or {})})
+    argv = [sys.executable, "-c", textwrap.dedent(code)]
+    return subprocess.run(argv, cwd=cwd, env=full, capture_output=True, text=True, timeout=120)
+
+
+LOADED = """\
+import sys, threading
+import flowrun
+wf = flowrun.load("wf.yaml", prefetch={prefetch})
+started = sorted(t.name for t in threading.enumerate() if t.name.startswith("flowrun-import"))
+for thread in threading.enumerate():
+    if thread.name.startswith("flowrun-import"):
+        thread.join()  # the state it leaves, not a time
+print(started, "{sdk}" in sys.modules)
+"""
+
+
+def test_load_starts_importing_the_workflows_sdk(tmp_path: Path) -> None:
+    for provider, sdk in (("openai", "openai"), ("anthropic", "anthropic")):
+        folder = project(tmp_path / provider, provider).parent
+        done = python(LOADED.format(prefetch=True, sdk=sdk), folder)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [f"['flowrun-import-{sdk}']", "True"]
+        other = "anthropic" if sdk == "openai" else "openai"
+        done = python(LOADED.format(prefetch=True, sdk=other), folder)
+        assert done.stdout.split()[-1] == "False"  # only the SDK its models use
+
+
+def test_no_head_start_for_a_load_that_sends_nothing(tmp_path: Path) -> None:
+    folder = project(tmp_path).parent
+    done = python(LOADED.format(prefetch=False, sdk="openai"), folder)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "False"]
+    probe = "import sys, runpy\nsys.argv = ['flowrun', *sys.argv[1:]]\n"
+    probe += "import atexit\natexit.register(lambda: print('SDK', 'openai' in sys.modules))\n"
+    probe += "runpy.run_module('flowrun', run_name='__main__')\n"
+    cli = subprocess.run(
+        [sys.executable, "-c", probe, "wf.yaml", "--dry-run", "-q", "--runs-dir", str(tmp_path / "runs")],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert "SDK False" in cli.stdout  # a dry run calls no model: its SDK is not imported
+
+
+BROKEN = "raise ImportError('this openai is broken')\n"
+RUN = """\
+import flowrun
+wf = flowrun.load("wf.yaml", prefetch={prefetch})
+try:
+    result = wf.run_sync({{}}, runs_dir="runs-{prefetch}")
+    print("RESULT", result.status, result.message)
+except Exception as e:
+    print("RAISED", type(e).__name__, e)
+"""
+
+
+def test_a_failed_background_import_fails_the_first_call_as_without_it(tmp_path: Path) -> None:
+    broken = tmp_path / "broken" / "openai"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text(BROKEN)
+    folder = project(tmp_path / "p").parent
+    env = {"PYTHONPATH": str(tmp_path / "broken"), "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    with_head_start = python(RUN.format(prefetch=True), folder, env)
+    without = python(RUN.format(prefetch=False), folder, env)
+    assert with_head_start.returncode == without.returncode
+    assert "this openai is broken" in with_head_start.stdout + with_head_start.stderr
+    assert with_head_start.stdout == without.stdout
+    assert with_head_start.stderr == without.stderr
+    cli = run_cli(["wf.yaml", "-q", "--runs-dir", "cli-runs"], cwd=folder, env={**env, "PREFETCH_KEY": "k"})
+    assert cli.returncode != 0 and "this openai is broken" in cli.stdout + cli.stderr
+    assert "Traceback" not in cli.stderr
+
+
+def test_a_run_after_the_head_start_reaches_the_server(tmp_path: Path) -> None:
+    script = Script({"solo": [Reply(text="hello from the server")]}, {"solo": "You are solo"})
+    with WireServer(script) as server:
+        folder = project(tmp_path).parent
+        env = {"OPENAI_BASE_URL": server.openai_base_url}
+        done = python(RUN.format(prefetch=True), folder, env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["RESULT", "completed"]
+    events = (next((folder / "runs-True").iterdir()) / "events.jsonl").read_text().splitlines()
+    assert any(json.loads(line)["type"] == "model_response" for line in events)
