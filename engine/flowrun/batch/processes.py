@@ -50,8 +50,7 @@ from flowrun.errors import FlowrunError, RunError, UsageError
 from flowrun.runtime.models.rate_limits import LocalBook
 
 ITEMS_PER_PROCESS = 16  # `auto`: one process per this many items of concurrency, up to the cores
-SMALL_MACHINE = 4  # CPUs: up to this many, `auto` gives a process to every SMALL_SHARE items
-SMALL_SHARE = 4
+SMALL_MACHINE = 4  # usable CPUs: up to this many, `auto` beyond ITEMS_PER_PROCESS uses them all
 GRACE_S = 10.0  # a stopped worker has this long to report its items and exit before it is killed
 DEATHS_PER_WORKER = 2  # workers dying without an item ending, in a row, before the batch gives up
 WORKERS_LOG = "workers.log"
@@ -59,13 +58,16 @@ RESUMES = "running the same batch again resumes it"
 
 
 def auto_processes(concurrency: int) -> int:
-    """`--processes auto`: one process per ITEMS_PER_PROCESS items of concurrency, at most one
-    per CPU this process may use; on a small machine (at most SMALL_MACHINE CPUs) one per
-    SMALL_SHARE items, so that a few items at once already keep every CPU busy when they are
-    CPU-bound (their run folders, the SDK's parsing) rather than waiting on the model."""
+    """`--processes auto`: up to ITEMS_PER_PROCESS items at once run in this process; more get
+    one process per ITEMS_PER_PROCESS of them, at most one per CPU this process may use, and on
+    a small machine (at most SMALL_MACHINE usable CPUs) one per CPU: there the items' own CPU
+    (their run folders, the SDK's parsing) fills a core long before the model's latency does."""
     cpus = usable_cpus()
-    per = SMALL_SHARE if cpus <= SMALL_MACHINE else ITEMS_PER_PROCESS
-    return max(1, min(cpus, math.ceil(concurrency / per)))
+    if concurrency <= ITEMS_PER_PROCESS:
+        return 1
+    if cpus <= SMALL_MACHINE:
+        return cpus
+    return max(1, min(cpus, math.ceil(concurrency / ITEMS_PER_PROCESS)))
 
 
 def usable_cpus() -> int:
