@@ -280,15 +280,19 @@ def main() -> None:
         f"plain SDK script, one process, same items and concurrency: {script['items_per_s']:.1f} items/s = "
         f"{script['items_per_s'] / ideal:.0%} of ideal, {script['cpu_ms_per_item']:.2f} ms CPU per item"
     )
-    speed = whole / script["items_per_s"]
+    speed = whole / script["whole_items_per_s"]
     print(
-        f"items/s over the whole batch, flowrun / plain SDK loop: {speed:.2f} "
-        f"(target >= {TARGET_SPEED}) {verdict(speed >= TARGET_SPEED)}"
+        f"items/s over the whole batch, flowrun / plain SDK loop: {whole:.1f} / "
+        f"{script['whole_items_per_s']:.1f} = {speed:.2f} (both from before their SDK import; "
+        f"target >= {TARGET_SPEED}) {verdict(speed >= TARGET_SPEED)}; sustained / the loop alone: "
+        f"{large['sustained'] / script['items_per_s']:.2f}"
     )
-    cpu_ratio = cpu_item * 1000 / script["cpu_ms_per_item"]
+    cpu_ratio = cpu_item * 1000 / script["whole_cpu_ms_per_item"]
     print(
-        f"CPU per item, flowrun / plain SDK loop: {cpu_item * 1000:.2f} / {script['cpu_ms_per_item']:.2f} ms "
-        f"= {cpu_ratio:.2f} (target <= {TARGET_CPU}) {verdict(cpu_ratio <= TARGET_CPU, 'ABOVE TARGET')}"
+        f"CPU per item, flowrun / plain SDK loop, both with their start-up: {cpu_item * 1000:.2f} / "
+        f"{script['whole_cpu_ms_per_item']:.2f} ms = {cpu_ratio:.2f} (target <= {TARGET_CPU}) "
+        f"{verdict(cpu_ratio <= TARGET_CPU, 'ABOVE TARGET')}; the SDK loop alone "
+        f"{script['cpu_ms_per_item']:.2f} ms"
     )
     print(
         f"open file descriptors at most {small['fds']:.0f} (100 items), "
