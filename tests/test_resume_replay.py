@@ -348,6 +348,10 @@ def test_a_kill_at_every_write_asks_no_answered_model_request_again(tmp_path: Pa
             )
             if proc.returncode == 0:  # the run needs fewer changes than `at`: every point was tried
                 assert len(server.requests) - first == 3
+                # the log was written in groups: fewer writes than events, one per effect boundary
+                # at least (3 requests, 3 answers, 2 tool calls, the end)
+                writes = proc.stderr.count(f"write {run_dir / 'events.jsonl'}\n")
+                assert 9 <= writes < len(events(run_dir)), (writes, len(events(run_dir)))
                 break
             assert proc.returncode == 137, proc.stdout + proc.stderr
             crashes += 1

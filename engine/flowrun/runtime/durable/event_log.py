@@ -100,7 +100,9 @@ class EventLog:
 
     def _defer(self) -> bool:
         """Leave the line for a flush when this thread's event loop next gets control; False
-        off a loop (write now)."""
+        off a loop, or once the log is closed (write now: the emitter hears of it)."""
+        if self._file.closed:
+            return False
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
