@@ -632,3 +632,36 @@ def test_run_batch_checks_processes(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match="--processes must be a whole number"):
             asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", processes=wrong))
     assert not (tmp_path / "out").exists()
+
+
+def children() -> set[int]:
+    """This process's child processes (every thread's)."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            found |= {int(pid) for pid in (task / "children").read_text().split()}
+    return found
+
+
+def test_workers_started_before_the_plan_are_closed_when_the_items_are_bad(tmp_path: Path) -> None:
+    """The workers start before the items file is read; a bad item is still the one-line
+    UsageError it was, and the workers started for nothing are gone when it is raised."""
+    with WireServer(answerer()) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = tmp_path / "items.jsonl"
+        items.write_text('{"question": "q1"}\n{"question": 5\n')
+        before = children()
+        with pytest.raises(UsageError, match="not JSON"):
+            asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=4, processes=2))
+        assert children() == before
+        assert not (tmp_path / "out" / "runs").exists()  # nothing ran
+        assert not server.requests
+
+
+def test_auto_processes_uses_every_usable_cpu_of_a_small_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to 16 items at once stay in the batch process; beyond, a machine of at most 4 usable
+    CPUs gets a worker per CPU, a bigger one a worker per 16 items (at most one per CPU). The
+    CPUs a process may use cannot be changed here: the affinity is set for the rule."""
+    for cpus, concurrency, wanted in [(2, 16, 1), (2, 17, 2), (2, 50, 2), (4, 20, 4), (1, 50, 1), (8, 20, 2)]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)))
+        assert processes.auto_processes(concurrency) == wanted, (cpus, concurrency)

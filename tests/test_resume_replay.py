@@ -288,3 +288,93 @@ def test_resume_without_run_json_uses_the_log(tmp_path: Path) -> None:
     assert sum(e["type"] == "model_response" for e in evs) == 2  # nothing asked twice
     assert json.loads((run_dir / "run.json").read_text())["inputs"] == {"topic": "tides"}
     assert (run_dir / "out.md").read_text() == "once"
+
+
+# ---------------------------------------------------------------- a kill at every write of the run folder
+
+CRASH_POINTS = Path(__file__).parent / "crash_points"  # kills the process before its k-th change
+WRITER = "version: 1\nkind: agent\nname: w\nprompt: You write.\ntools: [read_file, write_file]\n"
+
+
+def three_steps(request: Any) -> Reply:
+    """A write, a read, an answer: three model calls, two tools (a pure function of the request)."""
+    turn = request.assistant_turns
+    if turn == 0:
+        return Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.md", "content": "written\n"})])
+    if turn == 1:
+        return Reply(tool_calls=[ToolCallSpec("read_file", {"path": "out.md"})])
+    return Reply(text="done")
+
+
+def wire_project(tmp: Path, server: WireServer, api: str) -> None:
+    provider = "openai-compatible" if api == "openai" else "anthropic"
+    base = server.openai_base_url if api == "openai" else server.anthropic_base_url
+    workflow = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "crash",
+        "models": {"m": {"provider": provider, "base_url": base, "model": "m", "api_key_env": "K"}},
+        "default_model": "m",
+        "entry": "w",
+        "task": "Write the note.",
+    }
+    (tmp / "agents.d").mkdir(parents=True)
+    (tmp / "agents.d" / "w.yaml").write_text(WRITER)
+    (tmp / "wf.yaml").write_text(yaml.safe_dump(workflow))
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_kill_at_every_write_asks_no_answered_model_request_again(tmp_path: Path, api: str) -> None:
+    """The process dies (as with SIGKILL) just before its k-th change to the runs folder, the
+    writes of the event log included (each group of events is one write), for every k until the
+    run gets through; then `resume` (or the same --run-id, before run.json) finishes the run.
+    Counted at the scripted server: no model call whose answer the log held is asked again, and
+    over both processes at most the one call in flight at the kill is asked twice."""
+    with WireServer(three_steps) as server:
+        wire_project(tmp_path, server, api)
+        runs = tmp_path / "runs"
+        env = {"K": "test-key-5566", "FLOWRUN_RETRY_BASE_S": "0.01"}
+        crash = {"PYTHONPATH": str(CRASH_POINTS), "FLOWRUN_TEST_CRASH_ROOT": str(runs)}
+        crash["FLOWRUN_TEST_CRASH_WRITES"] = "1"
+        crashes = log_writes = 0
+        for at in range(1, 200):
+            run_id = f"c{at}"
+            run_dir = runs / run_id
+            first = len(server.requests)
+            proc = run_cli(
+                ["wf.yaml", "--run-id", run_id, "-q"],
+                cwd=tmp_path,
+                env={**env, **crash, "FLOWRUN_TEST_CRASH_AT": str(at), "FLOWRUN_TEST_CRASH_TRACE": "1"},
+            )
+            if proc.returncode == 0:  # the run needs fewer changes than `at`: every point was tried
+                assert len(server.requests) - first == 3
+                # the log was written in groups: fewer writes than events, one per effect boundary
+                # at least (3 requests, 3 answers, 2 tool calls, the end)
+                writes = proc.stderr.count(f"write {run_dir / 'events.jsonl'}\n")
+                assert 9 <= writes < len(events(run_dir)), (writes, len(events(run_dir)))
+                break
+            assert proc.returncode == 137, proc.stdout + proc.stderr
+            crashes += 1
+            log_writes += f"write {run_dir / 'events.jsonl'}" in proc.stderr.splitlines()[-1]
+            answered = (
+                {e["step"] - 1 for e in events(run_dir) if e["type"] == "model_response"}
+                if (run_dir / "events.jsonl").exists()
+                else set()
+            )
+            mark = len(server.requests)
+            recover = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+            if recover.returncode != 0:  # killed before run.json: the same --run-id starts it again
+                assert "does not exist" in recover.stderr or "same --run-id" in recover.stderr, recover.stderr
+                recover = run_cli(["wf.yaml", "--run-id", run_id, "-q"], cwd=tmp_path, env=env)
+            assert recover.returncode == 0, (at, recover.stdout + recover.stderr)
+            asked_again = [r.assistant_turns for r in server.requests[mark:]]
+            assert not set(asked_again) & answered, (at, asked_again, answered)
+            assert len(server.requests) - first <= 3 + 1, at  # at most the call in flight twice
+            final = events(run_dir)
+            assert [e["seq"] for e in final] == list(range(1, len(final) + 1)), at
+            assert sum(e["type"] == "run_end" for e in final) == 1, at
+            assert sum(e["type"] == "model_response" for e in final) == 3, at
+            assert json.loads((run_dir / "run.json").read_text())["status"] == "completed", at
+            assert (run_dir / "out.md").read_text() == "written\n", at
+    assert log_writes >= 5, log_writes  # the log's writes were kill points: the groups
+    assert crashes >= 15, crashes

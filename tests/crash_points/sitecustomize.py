@@ -2,17 +2,26 @@
 environment (and this folder on PYTHONPATH), the process dies at once (`os._exit(137)`, as a
 SIGKILL leaves things: no cleanup, no flush) just before its k-th change under that folder: a
 folder made, a file opened for writing, a rename, a removal, a truncation. Python's audit
-hooks see each of them before it happens. FLOWRUN_TEST_CRASH_TRACE=1 lists them on stderr."""
+hooks see each of them before it happens. With FLOWRUN_TEST_CRASH_WRITES=1 each write of the
+run's event log (one per group of events, runtime/durable/event_log.py) is a change too: the
+audit hooks do not see writes, so EventLog's write is wrapped as its module is imported.
+FLOWRUN_TEST_CRASH_TRACE=1 lists them on stderr."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import os
 import sys
+from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 _ROOT = os.environ.get("FLOWRUN_TEST_CRASH_ROOT", "")
 _AT = int(os.environ.get("FLOWRUN_TEST_CRASH_AT", "0") or 0)
 _TRACE = bool(os.environ.get("FLOWRUN_TEST_CRASH_TRACE"))
+_WRITES = bool(os.environ.get("FLOWRUN_TEST_CRASH_WRITES"))
+_EVENT_LOG = "flowrun.runtime.durable.event_log"
 _CHANGES = {"os.rename", "os.mkdir", "os.remove", "os.rmdir", "os.truncate", "os.link", "os.symlink"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _seen = 0
@@ -29,10 +38,14 @@ def _changes(event: str, args: tuple[Any, ...]) -> Any:
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
-    global _seen
     path = _changes(event, args)
     if path is None or isinstance(path, int):
         return
+    _change(event, path)
+
+
+def _change(event: str, path: Any) -> None:
+    global _seen
     full = os.path.abspath(os.fsdecode(path))
     if full != _ROOT and not full.startswith(_ROOT + os.sep):
         return
@@ -43,5 +56,40 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         os._exit(137)
 
 
+def _count_writes(module: ModuleType) -> None:
+    """Each write of a group of events (one with lines held back) is a change point."""
+    log = module.EventLog
+    write = log._write_pending
+
+    def counted(self: Any) -> Any:
+        if self._pending:
+            _change("write", self.path)
+        return write(self)
+
+    log._write_pending = counted
+
+
+class _EventLogFinder(importlib.abc.MetaPathFinder):
+    """Finds the event log's module as usual, and wraps its write once it is loaded."""
+
+    def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
+        if name != _EVENT_LOG:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        load = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            load(module)
+            _count_writes(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
 if _ROOT:
     sys.addaudithook(_hook)
+    if _WRITES:
+        sys.meta_path.insert(0, _EventLogFinder())

@@ -13,6 +13,7 @@ items, resumes interrupted ones and, with `retry_failed`, resumes failed ones.""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
@@ -78,19 +79,25 @@ async def run_batch(
     opts = item_options(opts, wf, max_cost_usd_per_item)
     if max_cost_usd is not None or max_cost_usd_per_item is not None:
         check_prices(wf, opts)
-    listed = read_items(items_path, wf.spec.inputs, wf.name)
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
-    given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
-    record = options_record(
-        opts,
-        max_cost_usd_per_item=max_cost_usd_per_item,
-        concurrency=concurrency,
-        max_cost_usd=max_cost_usd,
-        backend=backend,
-        processes=given,
-    )
-    folder.open(wf.path, items_path, record)
     runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf)
+    # worker processes start now: their start-up overlaps reading and planning the items
+    discard = await _start_early(runner)
+    try:
+        listed = read_items(items_path, wf.spec.inputs, wf.name)
+        given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
+        record = options_record(
+            opts,
+            max_cost_usd_per_item=max_cost_usd_per_item,
+            concurrency=concurrency,
+            max_cost_usd=max_cost_usd,
+            backend=backend,
+            processes=given,
+        )
+        folder.open(wf.path, items_path, record)
+    except BaseException:
+        await discard()
+        raise
     status = "interrupted"
     try:
         summary = await execute(
@@ -172,6 +179,21 @@ def _processes(value: object, backend: str, concurrency: int) -> int | None:
         message = f"--processes must be a whole number of at least 1, or auto; got {value}"
         raise UsageError(message, PROCESSES_HINT)
     return count
+
+
+async def _start_early(runner: Backend) -> Callable[[], Awaitable[None]]:
+    """Start the process pool's workers (the local backend over several processes); what
+    closes them again when the batch stops before it runs."""
+    from flowrun.batch.processes import ProcessBackend
+
+    if not isinstance(runner, ProcessBackend):
+        return _nothing
+    await runner.start()
+    return runner.discard
+
+
+async def _nothing() -> None:
+    """Nothing to close: no worker was started early."""
 
 
 def _backend(

@@ -15,6 +15,11 @@ does in one process. This process hands out the jobs and keeps the batch whole:
   dying without finishing an item, the batch stops with the reason. A worker that cannot load
   the workflow stops the batch with the loader's message.
 
+The workers are started before the batch reads and plans its items (`ProcessBackend.start`, as
+soon as the workflow is loaded), so their start-up (Python, flowrun, the workflow, its SDKs)
+overlaps the plan; a batch that then stops before running (a bad item, a batch folder of
+another workflow) closes them again.
+
 Workers are started with `python -m flowrun.batch.worker` (not multiprocessing: spawning would
 import a user's `__main__` again, forking a process with a running loop and threads is unsafe);
 what they write on stderr goes to `workers.log` in the batch folder."""
@@ -45,6 +50,7 @@ from flowrun.errors import FlowrunError, RunError, UsageError
 from flowrun.runtime.models.rate_limits import LocalBook
 
 ITEMS_PER_PROCESS = 16  # `auto`: one process per this many items of concurrency, up to the cores
+SMALL_MACHINE = 4  # usable CPUs: up to this many, `auto` beyond ITEMS_PER_PROCESS uses them all
 GRACE_S = 10.0  # a stopped worker has this long to report its items and exit before it is killed
 DEATHS_PER_WORKER = 2  # workers dying without an item ending, in a row, before the batch gives up
 WORKERS_LOG = "workers.log"
@@ -52,7 +58,24 @@ RESUMES = "running the same batch again resumes it"
 
 
 def auto_processes(concurrency: int) -> int:
-    return max(1, min(os.cpu_count() or 1, math.ceil(concurrency / ITEMS_PER_PROCESS)))
+    """`--processes auto`: up to ITEMS_PER_PROCESS items at once run in this process; more get
+    one process per ITEMS_PER_PROCESS of them, at most one per CPU this process may use, and on
+    a small machine (at most SMALL_MACHINE usable CPUs) one per CPU: there the items' own CPU
+    (their run folders, the SDK's parsing) fills a core long before the model's latency does."""
+    cpus = usable_cpus()
+    if concurrency <= ITEMS_PER_PROCESS:
+        return 1
+    if cpus <= SMALL_MACHINE:
+        return cpus
+    return max(1, min(cpus, math.ceil(concurrency / ITEMS_PER_PROCESS)))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's or taskset's limit)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def shares(concurrency: int, processes: int) -> list[int]:
@@ -77,11 +100,52 @@ class ProcessBackend:
         config = {"workflow": str(workflow.path.resolve()), "overrides": portable_overrides(workflow)}
         self.config = json.dumps(config)
         self.folder = folder
+        self.log = WorkersLog(folder.root / WORKERS_LOG)
+        self.early: list[WorkerProcess] = []  # started before the plan, not yet given a share
+
+    async def start(self) -> None:
+        """Start the workers now, while the batch reads and plans its items."""
+        for _ in range(min(self.processes, self.concurrency)):
+            self.early.append(await spawn_worker(self, 0))
+
+    async def discard(self) -> None:
+        """The workers started early that no pool took (fewer jobs than workers, or the batch
+        stopped before it ran): their input closed, they exit; waited for, killed if late."""
+        early, self.early = self.early, []
+        for worker in early:
+            worker.close_input()
+        try:
+            for worker in early:
+                await worker.ended()
+        except BaseException:  # interrupted meanwhile: none is left behind
+            for worker in early:
+                worker.kill()
+            raise
+        finally:
+            self.log.close()
 
     async def run(self, jobs: list[Job], tally: Tally) -> None:
         count = min(self.processes, self.concurrency, len(jobs))
-        if count:
-            await Pool(self, jobs, tally, count).run()
+        try:
+            if count:
+                await Pool(self, jobs, tally, count).run()
+        finally:
+            await self.discard()
+
+
+async def spawn_worker(backend: ProcessBackend, share: int) -> WorkerProcess:
+    proc = await asyncio.create_subprocess_exec(
+        backend.python,
+        "-m",
+        "flowrun.batch.worker",
+        backend.config,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_environment(),
+        limit=protocol.LINE_LIMIT,
+    )
+    return WorkerProcess(proc, share, backend.log)
 
 
 class WorkerProcess:
@@ -194,7 +258,7 @@ class Pool:
         self.halted = False
         self.deaths = 0  # workers that died in a row without an item ending
         self.failure: FlowrunError | None = None
-        self.log = WorkersLog(backend.folder.root / WORKERS_LOG)
+        self.log = backend.log
 
     async def run(self) -> None:
         drivers = [
@@ -210,7 +274,6 @@ class Pool:
             watcher.cancel()
             for worker in self.workers:  # only after a second interruption: no one is left behind
                 worker.kill()
-            self.log.close()
         for driver in drivers:
             driver.result()  # a bug in the pool is not swallowed
         if self.failure is not None:
@@ -270,18 +333,12 @@ class Pool:
             raise
 
     async def _spawn(self, share: int) -> WorkerProcess:
-        proc = await asyncio.create_subprocess_exec(
-            self.backend.python,
-            "-m",
-            "flowrun.batch.worker",
-            self.backend.config,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=_environment(),
-            limit=protocol.LINE_LIMIT,
-        )
-        worker = WorkerProcess(proc, share, self.log)
+        """A worker started before the plan when one is left, else a new one."""
+        if self.backend.early:
+            worker = self.backend.early.pop(0)
+            worker.share = share
+        else:
+            worker = await spawn_worker(self.backend, share)
         self.workers.add(worker)
         if self.closing:
             worker.close_input()

@@ -193,6 +193,22 @@ def _load(config: dict[str, Any]) -> Workflow:
     return load(config["workflow"], overrides)
 
 
+SDKS = {"openai": "openai", "openai-compatible": "openai", "anthropic": "anthropic"}  # provider -> SDK
+
+
+async def _import_sdks(workflow: Workflow) -> None:
+    """Import the SDKs of the workflow's models (and the HTTP client) before saying ready: the
+    worker was started while the parent plans the items, so this overlaps the plan instead of
+    the first items' calls. A failure is left for the first call to report, as in one process."""
+    from flowrun.providers.clients import http_transport, import_sdk, transport_modules
+
+    models = [*workflow.spec.models.values(), *(m.spec for m in workflow.project.models.values())]
+    wanted = sorted({SDKS[m.provider] for m in models if m.provider in SDKS})
+    with contextlib.suppress(Exception):
+        for sdk in wanted:
+            await import_sdk(sdk, *transport_modules(http_transport()))
+
+
 async def serve(config: dict[str, Any], to_parent: int, from_parent: int) -> int:
     channel, closed, reader = await _connect(to_parent, from_parent)
     try:
@@ -204,6 +220,7 @@ async def serve(config: dict[str, Any], to_parent: int, from_parent: int) -> int
         message = f"internal error: {type(e).__name__}: {e}"
         channel.send({"op": "error", "message": message, "hint": None, "exit_code": INTERNAL_ERROR})
         return await _close(channel, closed, INTERNAL_ERROR)
+    await _import_sdks(workflow)
     book = ParentBook(channel)
     rate_limits.use_book(book)
     channel.send({"op": "ready", "pid": os.getpid()})

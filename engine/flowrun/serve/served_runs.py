@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
@@ -54,10 +55,22 @@ class Changes:
     def __init__(self) -> None:
         self._next: dict[str, asyncio.Future[None]] = {}
         self.loop = asyncio.get_running_loop()
+        self.thread = threading.get_ident()
 
     def notify(self, run_id: str) -> None:
-        """From any thread (a tool's worker thread emits events too)."""
-        self.loop.call_soon_threadsafe(self._wake, run_id)
+        """From any thread (a tool's worker thread emits events too); on the loop's own thread
+        at once (call_soon_threadsafe wakes the loop through its self-pipe: a write per event)."""
+        if threading.get_ident() == self.thread:
+            self._wake(run_id)
+        else:
+            self.loop.call_soon_threadsafe(self._wake, run_id)
+
+    def call(self, callback: Callable[[], object]) -> None:
+        """`callback()` on the loop: at once on its thread, else soon (from a worker thread)."""
+        if threading.get_ident() == self.thread:
+            callback()
+        else:
+            self.loop.call_soon_threadsafe(callback)
 
     def _wake(self, run_id: str) -> None:
         future = self._next.pop(run_id, None)
@@ -152,7 +165,8 @@ class ServedRuns:
 
         def on_event(event: Event) -> None:
             self.changes.notify(run_id)
-            self.changes.loop.call_soon_threadsafe(started.set)
+            if not started.is_set():
+                self.changes.call(started.set)
 
         task = asyncio.create_task(
             workflow.run(dict(inputs or {}), opts, runs_dir=self.runs_dir, run_id=run_id, on_event=on_event)
@@ -174,7 +188,8 @@ class ServedRuns:
 
         def on_event(event: Event) -> None:
             self.changes.notify(run_id)
-            self.changes.loop.call_soon_threadsafe(started.set)
+            if not started.is_set():
+                self.changes.call(started.set)
 
         task = asyncio.create_task(resume(folder, on_event=on_event))
         self._keep(run_id, task)

@@ -1,9 +1,19 @@
-"""The run's event log: append-only JSON lines, flushed per event, secrets redacted. The loop
-emits typed events (flowrun.events) and prints nothing; subscribers (the run log, the CLI's
-progress display, an API caller's callback) get each event after it is written."""
+"""The run's event log: append-only JSON lines, secrets redacted. The loop emits typed events
+(flowrun.events) and prints nothing; subscribers (the run log, the CLI's progress display, an
+API caller's callback, the HTTP API's event feed) get each event after it is written.
+
+Writes are grouped between effect boundaries: an event that comes before an effect (a model
+request about to be sent, a tool call about to start, a call not safe to repeat) or that must
+not be lost once it exists (a model's answer, the run's end) is written at once, with whatever
+the run emitted before it, in one write; the events in between are written together when the
+event loop next gets control (or with the next boundary, whichever comes first). So nothing an
+effect depends on is ever held back when the effect happens, and a kill loses at most events
+that no effect followed yet (resume makes them again). Events emitted off the loop's thread are
+written at once."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import threading
@@ -13,12 +23,42 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.errors import RunError
-from flowrun.events import EVENT_TYPES, Event, UnknownEvent, parse_event
+from flowrun.events import (
+    EVENT_TYPES,
+    ApprovalEvent,
+    DecisionEvent,
+    DecisionPendingEvent,
+    Event,
+    HookEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    RunEndEvent,
+    ToolCallEvent,
+    ToolIntentEvent,
+    UnknownEvent,
+    UserMessageEvent,
+    parse_event,
+)
 from flowrun.redaction import Redactor, redact
 
 __all__ = ["EventLog", "Redactor", "Subscriber", "read_events", "read_lines", "read_lines_strict", "redact"]
 
 Subscriber = Callable[[Event], None]
+# written at once, with the group before them: what comes before an effect (a request sent, a
+# tool started), and what must not be lost once it exists (a model's answer, what a person or a
+# hook decided, the run's end); see the module docstring and docs/explanation/durability.md
+BOUNDARIES: tuple[type[Event], ...] = (
+    ModelRequestEvent,
+    ModelResponseEvent,
+    ToolCallEvent,
+    ToolIntentEvent,
+    ApprovalEvent,
+    UserMessageEvent,
+    HookEvent,
+    DecisionPendingEvent,
+    DecisionEvent,
+    RunEndEvent,
+)
 
 
 class EventLog:
@@ -26,10 +66,14 @@ class EventLog:
         self.path = path
         self.redactor = redactor or Redactor()
         self.subscribers: list[Subscriber] = []
+        self.writes = 0  # write calls made (bench/, and the docs' figures)
         self._lock = threading.Lock()
         self._seq = self._count_existing()
-        self._file = path.open("ab", buffering=0)  # one write per line, nothing held back
+        self._file = path.open("ab", buffering=0)  # one write per group, nothing held in a buffer
         self._size = self._file.seek(0, 2)
+        self._pending: list[tuple[Event, bytes]] = []  # emitted, not yet written
+        self._scheduled: asyncio.AbstractEventLoop | None = None  # a flush is due on this loop
+        self._failed: OSError | None = None  # a deferred write failed: the next emit raises it
 
     def _count_existing(self) -> int:
         if not self.path.exists():
@@ -39,34 +83,80 @@ class EventLog:
 
     def emit(self, event: Event) -> Event:
         with self._lock:
+            if self._failed is not None:
+                failed, self._failed = self._failed, None
+                raise failed
             self._seq += 1
             event.seq, event.t = self._seq, time.time()
             line = json.dumps(
                 {"seq": event.seq, "t": event.t, **event.to_dict()}, ensure_ascii=False, default=str
             )
             # a lone surrogate (text from undecodable bytes) is written as its JSON escape
-            self._append((self.redactor.text(line) + "\n").encode("utf-8", "backslashreplace"))
-        for subscriber in self.subscribers:
-            subscriber(event)
+            data = (self.redactor.text(line) + "\n").encode("utf-8", "backslashreplace")
+            self._pending.append((event, data))
+            written = self._write_pending() if isinstance(event, BOUNDARIES) or not self._defer() else []
+        self._notify(written)
         return event
 
-    def _append(self, data: bytes) -> None:
-        """Write one whole line, or none: when the disk is full (or the file size limit hit),
-        the part written is cut off again, so the log stays one JSON object per line."""
+    def _defer(self) -> bool:
+        """Leave the line for a flush when this thread's event loop next gets control; False
+        off a loop, or once the log is closed (write now: the emitter hears of it)."""
+        if self._file.closed:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        if self._scheduled is None:
+            self._scheduled = loop
+            loop.call_soon(self.flush)
+        return self._scheduled is loop
+
+    def flush(self) -> None:
+        """Write what is held back (the loop's callback, and close). A failure is kept and
+        raised by the next emit: the events of the group are not in the log, the run stops
+        with the error there."""
+        with self._lock:
+            self._scheduled = None
+            try:
+                written = self._write_pending()
+            except OSError as e:
+                self._failed = e
+                return
+        self._notify(written)
+
+    def _notify(self, written: list[Event]) -> None:
+        for event in written:
+            for subscriber in self.subscribers:
+                subscriber(event)
+
+    def _write_pending(self) -> list[Event]:
+        """Write every held line in one write, or none: when the disk is full (or the file size
+        limit hit), the part written is cut off again, so the log stays one JSON object per line
+        (and `seq` goes on from the last line written)."""
+        if not self._pending:
+            return []
+        pending, self._pending = self._pending, []
+        data = b"".join(line for _, line in pending) if len(pending) > 1 else pending[0][1]
         start = self._size
         try:
             view = memoryview(data)
             while view:
                 written = self._file.write(view) or 0
+                self.writes += 1
                 view = view[written:]
         except OSError:
-            self._seq -= 1
+            self._seq = pending[0][0].seq - 1
             with contextlib.suppress(OSError):
                 self._file.truncate(start)
             raise
         self._size = start + len(data)
+        return [event for event, _ in pending]
 
     def close(self) -> None:
+        if not self._file.closed:
+            with contextlib.suppress(OSError):  # a run that could not write has said so already
+                self.flush()
         with self._lock:
             if not self._file.closed:
                 self._file.close()

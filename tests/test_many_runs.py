@@ -1,0 +1,108 @@
+"""Many runs in one process: 200 runs at once through the Python API on one event loop, against
+the scripted wire server in a process of its own (so every descriptor and thread counted here is
+the runs'). Every run folder's log is whole and strict, each run held its folder's lock while it
+ran and gave it back, no thread was started per run, and the process's open descriptors are back
+to what they were once the loop is closed. Nothing is timed (bench/many_runs.py measures)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+import flowrun
+from flowrun.events import Event, RunStartEvent
+from flowrun.runtime.durable.event_log import read_events
+
+RUNS = 200
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: many
+inputs:
+  question: {description: the question}
+models:
+  m: {provider: openai-compatible, base_url: BASE_URL, model: m, stream: false, api_key_env: K}
+default_model: m
+entry: answerer
+task: "Question: {{ question }}"
+"""
+AGENT = "version: 1\nkind: agent\nname: answerer\nprompt: You answer questions.\ntools: [write_file]\n"
+SCRIPT = {
+    "agents": {
+        "answerer": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "answer.md", "content": "42\n"}}]},
+            {"text": "answered"},
+        ]
+    },
+    "match": {"answerer": "You answer questions"},
+}
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_two_hundred_runs_at_once_on_one_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(tmp_path / "script.json")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        (tmp_path / "agents.d").mkdir()
+        (tmp_path / "agents.d" / "answerer.yaml").write_text(AGENT)
+        (tmp_path / "wf.yaml").write_text(WORKFLOW.replace("BASE_URL", url + "/v1"))
+        monkeypatch.setenv("K", "test-key-1234")
+        workflow = flowrun.load(tmp_path / "wf.yaml")
+        runs = tmp_path / "runs"
+        before_fds, before_threads = open_fds(), threading.active_count()
+        most_threads = 0
+        lock_owners: dict[str, str] = {}
+
+        def on_event(event: Event) -> None:
+            nonlocal most_threads
+            most_threads = max(most_threads, threading.active_count())
+            if isinstance(event, RunStartEvent):  # the run holds its folder's lock as it starts
+                lock_owners[event.run_id] = (runs / event.run_id / "run.lock").read_text().strip()
+
+        async def many() -> list[flowrun.RunResult]:
+            return await asyncio.gather(
+                *(
+                    workflow.run({"question": f"q{i}"}, runs_dir=runs, run_id=f"r{i}", on_event=on_event)
+                    for i in range(RUNS)
+                )
+            )
+
+        results = asyncio.run(many())
+        after_fds = open_fds()
+    finally:
+        server.terminate()
+        server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+
+    assert [r.status for r in results] == ["completed"] * RUNS
+    assert lock_owners == {f"r{i}": str(os.getpid()) for i in range(RUNS)}
+    for i in range(RUNS):
+        run_dir = runs / f"r{i}"
+        events = read_events(run_dir / "events.jsonl", strict=True)  # whole lines, seq 1, 2, ...
+        kinds = [e.type for e in events]
+        assert kinds[0] == "run_start" and kinds[-1] == "run_end", (i, kinds)
+        assert kinds.count("model_response") == 2 and kinds.count("run_end") == 1, (i, kinds)
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+        assert (run_dir / "answer.md").read_text() == "42\n"
+        assert not (run_dir / "run.lock").exists()  # given back
+    # no thread per run: the loop's default executor (bounded) and the SDK's import at most
+    assert most_threads - before_threads <= 40 < RUNS, most_threads
+    assert after_fds == before_fds, sorted(after_fds ^ before_fds)
