@@ -59,6 +59,9 @@ CLIENT_SCENARIOS = [
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
     "auth/client-credentials-basic",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
 ]
 
 RUN = """version: 1
