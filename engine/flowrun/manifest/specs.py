@@ -610,12 +610,18 @@ class McpOAuthSpec(Strict):
         "machine client with `client_id` and `client_secret`.",
     )
     client_id: str | None = Field(
-        default=None, description="A pre-registered client (default: flowrun registers itself)."
+        default=None,
+        description="A pre-registered client's id, e.g. `${NOTES_CLIENT_ID}` (default: flowrun "
+        "registers itself).",
     )
-    client_secret: str | None = Field(default=None, description="Its secret (`${SECRET}`).")
-    scope: str | None = Field(default=None, description="The scopes to ask for, space-separated.")
+    client_secret: str | None = Field(default=None, description="Its secret, e.g. `${NOTES_CLIENT_SECRET}`.")
+    scope: str | None = Field(
+        default=None, description="The scopes to ask for, space-separated, e.g. `read write`."
+    )
     issuer: str | None = Field(
-        default=None, description="The authorization server the client's credentials belong to."
+        default=None,
+        description="The authorization server the client's credentials belong to, e.g. "
+        "`https://auth.example.com`.",
     )
     token_auth: Literal["client_secret_basic", "client_secret_post"] = Field(
         default="client_secret_basic", description="How the secret is sent to the token endpoint."
