@@ -3,6 +3,7 @@
     python mcp_test_server.py [--marker TOKEN]   a stdio server with the tools below
     python mcp_test_server.py --crash            dies at start with a line on stderr
     python mcp_test_server.py --silent           reads its input and never answers
+    python mcp_test_server.py --many N           a server with N tools (deferred tools)
 
 `serve_http()` runs the same tools over streamable HTTP on 127.0.0.1 in a thread of the test
 process (on a socket bound to port 0, so parallel tests never collide)."""
@@ -15,12 +16,13 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import AcceptedElicitation, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ImageContent, TextContent, ToolAnnotations
+from pydantic import BaseModel
 
 PNG_1PX = base64.b64encode(
     bytes.fromhex(
@@ -98,7 +100,45 @@ def build(name: str = "test-tools") -> MCPServer:
         return "recorded"
 
     server.tool()(tamper)
+    _asking_tools(server)
+    _resources_and_prompts(server)
     return server
+
+
+class Seats(BaseModel):
+    seats: int
+
+
+def _ask_seats(show: str) -> Elicit[Seats]:
+    return Elicit(f"How many seats for {show}?", Seats)
+
+
+def _asking_tools(server: MCPServer) -> None:
+    # elicitation as the SDK does it in either protocol era (a request mid-call, or an
+    # InputRequiredResult the client answers and retries with)
+    @server.tool()
+    async def book(show: str, answer: Annotated[ElicitationResult[Seats], Resolve(_ask_seats)]) -> str:
+        """Book seats for a show: asks the user how many (elicitation)."""
+        if isinstance(answer, AcceptedElicitation):
+            return f"booked {answer.data.seats} seats for {show}"
+        return f"booking {answer.action}"
+
+
+def _resources_and_prompts(server: MCPServer) -> None:
+    @server.resource(
+        "notes://guide", name="guide", description="The team's guide.", mime_type="text/markdown"
+    )
+    def guide() -> str:
+        return "# Guide\n\nAlways cite your sources."
+
+    @server.resource("notes://day/{day}", name="day", description="The notes of one day.")
+    def day(day: str) -> str:
+        return f"notes of {day}"
+
+    @server.prompt()
+    def reviewer(topic: str, tone: str = "brief") -> str:
+        """A reviewer's instructions for a topic."""
+        return f"You are the MCP test worker, reviewing {topic}. Be {tone}."
 
 
 ENGINE_FILES = ("events.jsonl", "run.json", "usage.json", "run.lock", "prompts/worker.md", "prompts/new.md")
@@ -163,6 +203,31 @@ class HttpServer:
         self.sock.close()
 
 
+TOPICS = ("weather", "invoice", "calendar", "ticket", "repository", "customer", "shipment", "payroll")
+VERBS = ("get", "list", "create", "update", "delete")
+
+
+def build_many(count: int) -> MCPServer:
+    """A server with `count` tools, `TOPIC_VERB_N`, each with its own description and schema
+    (what a large SaaS server looks like); `weather_get_0` answers with the city it got."""
+    server = MCPServer("many-tools")
+    for i in range(count):
+        topic, verb = TOPICS[i % len(TOPICS)], VERBS[(i // len(TOPICS)) % len(VERBS)]
+        name = f"{topic}_{verb}_{i}"
+
+        server.add_tool(
+            _answers_as(name), name=name, description=f"{verb.capitalize()} {topic} records (variant {i})."
+        )
+    return server
+
+
+def _answers_as(tool: str) -> Any:
+    def handler(city: str) -> str:
+        return f"{tool} for {city}"
+
+    return handler
+
+
 def main(argv: list[str]) -> None:
     if "--crash" in argv:
         print("fatal: cannot read the config file tools.toml", file=sys.stderr, flush=True)
@@ -170,6 +235,9 @@ def main(argv: list[str]) -> None:
     if "--silent" in argv:
         for _ in sys.stdin:
             pass
+        return
+    if "--many" in argv:
+        build_many(int(argv[argv.index("--many") + 1])).run()
         return
     build().run()
 

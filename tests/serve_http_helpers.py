@@ -1,6 +1,7 @@
 """A `flowrun serve http` subprocess for the tests, and the project it serves: `nested`
-(orchestrator -> manager -> worker, whose write_file needs an approval) and `talk` (one agent
-making two tool calls, whose second model call a test can hold at the wire server)."""
+(orchestrator -> manager -> worker, whose write_file needs an approval), `talk` (one agent
+making two tool calls, whose second model call a test can hold at the wire server) and
+`branches` (two parallel steps, alpha and beta, each of whose write_file needs an approval)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ AGENTS: dict[str, list[Any]] = {
     "manager": ["worker"],
     "worker": [{"write_file": {"approve": "ask"}}],
     "talker": ["list_directory"],
+    "alpha": [{"write_file": {"approve": "ask"}}],
+    "beta": [{"write_file": {"approve": "ask"}}],
 }
 TOKEN = "a-token-long-enough-0123456789"
 
@@ -47,6 +50,13 @@ def replies() -> Script:
             Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
             Reply("Talked."),
         ],
+        **{
+            side: [
+                Reply(tool_calls=[ToolCallSpec("write_file", {"path": f"{side}.txt", "content": side})]),
+                Reply(f"{side} done."),
+            ]
+            for side in ("alpha", "beta")
+        },
     }
     return Script(agents, {name: f"You are the {name}." for name in agents})
 
@@ -87,16 +97,16 @@ def write_project(root: Path, provider: str) -> list[Path]:
         }
         (root / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
     files = []
-    for name, entry in (("nested", "orchestrator"), ("talk", "talker")):
-        spec = {
+    parallel = {"parallel": [{"agent": side, "task": f"Side {side}."} for side in ("alpha", "beta")]}
+    for name, entry in (("nested", "orchestrator"), ("talk", "talker"), ("branches", None)):
+        spec: dict[str, object] = {
             "version": 1,
             "kind": "workflow",
             "name": name,
             "models": {"m": MODELS[provider]},
             "default_model": "m",
-            "entry": entry,
-            "task": "Do the job.",
         }
+        spec |= {"entry": entry, "task": "Do the job."} if entry else {"steps": [parallel]}
         (root / f"{name}.yaml").write_text(yaml.safe_dump(spec))
         files.append(root / f"{name}.yaml")
     return files

@@ -324,6 +324,7 @@ def test_manifest_reference_has_every_key(hook: Any) -> None:
         for key in kind_schema(kind)["properties"]:
             assert f"| `{key}` |" in text, (kind, key)
     nested = ("limits.max_cost_usd", "models.NAME.fallback", "steps[].foreach.collect", "context.compact_at")
+    nested += ("guardrails.output", "guardrails.input[].forbid", "guardrails.tools[].check")
     for key in nested:
         assert f"| `{key}` |" in text, key
     rows = [line for line in text.splitlines() if line.startswith("| `")]

@@ -1,10 +1,11 @@
 """`flowrun serve http`, a real subprocess, driven over HTTP on 127.0.0.1 with httpx; its runs
 talk to the scripted wire server through the real openai and anthropic SDKs. An approval two
 levels down makes a run started through the API wait; a decision through the API completes it
-with no model request made twice (counted at the wire server); a denial reaches the agent; the
-server is SIGKILLed while a run waits and the run is answered after a restart; the token is
-required off loopback; the event stream resumed with Last-Event-ID loses and repeats nothing;
-files are read-only and confined to the run folder."""
+with no model request made twice (counted at the wire server); a denial reaches the agent; two
+parallel branches wait at once and are decided one by one; the server is SIGKILLed while a run
+waits and the run is answered after a restart; the token is required off loopback; the event
+stream resumed with Last-Event-ID loses and repeats nothing; files are read-only and confined
+to the run folder."""
 
 from __future__ import annotations
 
@@ -142,6 +143,32 @@ def test_a_denial_over_http_reaches_the_agent(stack: Stack) -> None:
     assert not asked_twice(asked, stack.script)
 
 
+def test_two_parallel_branches_wait_at_once_and_are_decided_over_http(stack: Stack) -> None:
+    before = len(stack.wire.requests)
+    with stack.served.client() as http:
+        run_id = start(http, "branches")
+        waiting = wait_status(http, run_id, "waiting", "failed", "completed")
+        # whichever branch asked first, the other finished its model call while the run drained
+        pending = {p["agent"]: p for p in waiting["pending"]}
+        assert sorted(pending) == ["alpha", "beta"], waiting
+        first = http.post(
+            f"/v1/runs/{run_id}/decisions", json={"call": pending["alpha"]["ref"], "allow": True}
+        )
+        assert first.status_code == 200, first.text
+        assert first.json()["status"] == "waiting"  # beta still waits: the run does not go on yet
+        assert [p["agent"] for p in first.json()["pending"]] == ["beta"]
+        second = http.post(f"/v1/runs/{run_id}/decisions", json={"allow": False, "reason": "one is enough"})
+        assert second.status_code == 200 and second.json()["status"] == "running", second.text
+        done = wait_status(http, run_id, "completed", "failed", "waiting")
+    assert done["status"] == "completed", done
+    assert (stack.runs / run_id / "alpha.txt").read_text() == "alpha"
+    assert not (stack.runs / run_id / "beta.txt").exists()
+    asked = stack.wire.requests[before:]
+    assert len(asked) == 4 and not asked_twice(asked, stack.script)
+    decisions = [(e["allowed"], e["by"]) for e in events_of(stack.runs / run_id) if e["type"] == "decision"]
+    assert decisions == [(True, "http"), (False, "http")]
+
+
 def test_bad_requests_get_one_line_errors(stack: Stack) -> None:
     with stack.served.client() as http:
         unknown = http.post("/v1/runs", json={"workflow": "nope"})
@@ -156,7 +183,7 @@ def test_bad_requests_get_one_line_errors(stack: Stack) -> None:
     assert workdir.status_code == 400 and "server's" in workdir.json()["error"]
     assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]
     assert missing.status_code == 404 and path.status_code == 404
-    assert sorted(w["name"] for w in workflows) == ["nested", "talk"]
+    assert sorted(w["name"] for w in workflows) == ["branches", "nested", "talk"]
 
 
 # ---------------------------------------------------------------- the event stream

@@ -10,6 +10,7 @@
     ├── OutputInvalid             a final answer does not match the agent's output_schema, after repairs
     ├── HookBlocked               a UserPromptSubmit hook refused an agent's task
     ├── HookStopped               a hook answered `continue: false`: the run stops
+    ├── GuardrailFailed           a guardrail with `on_fail: stop` (or out of retries) stopped an agent
     ├── RunError                  a run cannot start or continue (missing run folder, ...)
     │   └── SandboxError          `sandbox: required` and the sandbox does not work here (exit 5)
     └── BudgetExceeded            a run limit was reached (the run stops cleanly)
@@ -72,6 +73,15 @@ class HookBlocked(FlowrunError):
 
 class HookStopped(FlowrunError):
     pass
+
+
+class GuardrailFailed(FlowrunError):
+    def __init__(
+        self, message: str, hint: str | None = None, *, agent: str = "", guardrail: str = ""
+    ) -> None:
+        super().__init__(message, hint)
+        self.agent = agent
+        self.guardrail = guardrail
 
 
 class RunError(FlowrunError):

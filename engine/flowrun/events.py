@@ -240,6 +240,30 @@ class ToolResultEvent(Event):
     result: ToolResult
 
 
+@event_type("tool_progress")
+@dataclass(kw_only=True, slots=True)
+class ToolProgressEvent(Event):
+    """A call still running said how it goes (a remote A2A agent's streamed status update)."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    tool: str
+    state: str  # the remote task's state: working, submitted, ...
+    message: str = ""
+
+
+@event_type("a2a_card")
+@dataclass(kw_only=True, slots=True)
+class A2aCardEvent(Event):
+    """The card of a remote A2A agent, read when an agent first needed it: the tool is described
+    from it, and a resume or a replay describes it the same way without reading it again."""
+
+    name: str  # the agent's name in `a2a_agents:`
+    url: str  # as declared (before its variables are read: never a secret)
+    card: dict[str, object] = field(default_factory=dict)  # name, description, streaming, version, skills
+
+
 @event_type("approval")
 @dataclass(kw_only=True, slots=True)
 class ApprovalEvent(Event):
@@ -380,6 +404,28 @@ class OutputInvalidEvent(Event):
     step: int  # the model call that gave the answer
     problem: str
     repairs_left: int
+
+
+@event_type("guardrail")
+@dataclass(kw_only=True, slots=True)
+class GuardrailEvent(Event):
+    """One guardrail's verdict on an agent's task (`where: input`), final answer (`output`) or
+    tool call (`tool`). `action`: pass, retry (the reason went back to the model: a new answer,
+    or the call refused), stop (the agent stopped), warn (recorded, it went on)."""
+
+    agent: str
+    agent_id: str
+    call_id: str  # the moment: input:N, output:N (N: the agent's model calls so far), tool:CALL_ID
+    guardrail: str  # its `name`, else e.g. output[0], tools[1][0]
+    where: str  # input | output | tool
+    kind: str  # regex | schema | python | judge
+    passed: bool
+    action: str  # pass | retry | stop | warn
+    reason: str = ""
+    tool: str | None = None  # a tool guardrail's tool
+    retries_left: int | None = None  # with on_fail: retry
+    judge_id: str | None = None  # the judge agent's instance (its model calls carry this id)
+    replayed: bool | None = None  # reused from the log by resume or replay
 
 
 @event_type("step_condition")

@@ -1,6 +1,7 @@
 """`flowrun serve mcp WORKFLOW.yaml...`: the workflows as MCP tools, over stdio (default) or
 streamable HTTP (`--http PORT`); `flowrun serve http WORKFLOW.yaml...`: the runs API (start,
-follow, decide, resume runs over HTTP). Either on an address other than loopback only with a
+follow, decide, resume runs over HTTP); `flowrun serve a2a WORKFLOW.yaml...`: the workflows as
+A2A agents. Any of them on an address other than loopback only with a
 token."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 TOKEN_ENV = "FLOWRUN_MCP_TOKEN"
 HTTP_TOKEN_ENV = "FLOWRUN_HTTP_TOKEN"
+A2A_TOKEN_ENV = "FLOWRUN_A2A_TOKEN"
 
 
 @click.group()
@@ -287,3 +289,114 @@ def http_token(token_file: Path | None, env: str, host: str) -> str | None:
             2,
         )
     return token
+
+
+@serve.command("a2a")
+@click.argument("workflows", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on. Another than loopback needs a token.",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8322, show_default=True, help="0: any free one."
+)
+@click.option(
+    "--token-env",
+    metavar="VAR",
+    default=A2A_TOKEN_ENV,
+    show_default=True,
+    help="The environment variable holding the token every request must send (`Authorization: Bearer "
+    "TOKEN`; the agent cards are public).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read the token from this file instead.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another Host header to answer (a DNS name clients use); loopback names and the listening "
+    "address are always answered, any other is refused.",
+)
+@run_options(
+    "runs_dir",
+    "dry_run",
+    "model",
+    "sandbox",
+    "decisions",
+    "decide_within",
+    help={
+        "dry_run": "Every run uses the offline test provider.",
+        "model": "Use this model for every agent of every run.",
+        "sandbox": "Override every `sandbox:` mode.",
+    },
+)
+def a2a(
+    workflows: tuple[Path, ...],
+    host: str,
+    port: int,
+    token_env: str,
+    token_file: Path | None,
+    allow_hosts: tuple[str, ...],
+    run_args: RunArgs,
+) -> None:
+    """Serve WORKFLOWS as A2A agents (protocol 1.0, JSON-RPC): a message starts a run, a task is a run."""
+    import asyncio
+    import importlib.util
+
+    needed = ("a2a", "sse_starlette", "starlette", "uvicorn")
+    if any(importlib.util.find_spec(name) is None for name in needed):
+        fail("`flowrun serve a2a` needs the a2a-sdk's server", "pip install 'flowrun[a2a]'")
+    token = http_token(token_file, token_env, host)
+    with reported(False):
+        from flowrun.api import load
+        from flowrun.cli.env_files import load_env_files
+        from flowrun.serve.access import bind
+
+        load_env_files(workflows)
+        options = run_args.options()
+        loaded = [load(path) for path in workflows]
+        names = [wf.name for wf in loaded]
+        if len(set(names)) != len(names):
+            fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
+        try:
+            sock = bind(host, port)
+        except OSError as e:
+            fail(
+                f"cannot listen on {host}:{port}: {e.strerror or e}",
+                "choose another --port (0: any free one)",
+                2,
+            )
+        shown = f"[{host}]" if ":" in host else host
+        base = f"http://{shown}:{sock.getsockname()[1]}"
+        click.echo(f"serving A2A at {base} (agent card: {base}/.well-known/agent-card.json)", err=True)
+        for name in names:
+            click.echo(f"  {name}: {base}/a2a/{name}", err=True)
+        try:
+            asyncio.run(_serve_a2a(loaded, options, run_args.runs_dir, sock, host, token, allow_hosts))
+        except KeyboardInterrupt:
+            return
+
+
+async def _serve_a2a(
+    workflows: list[Workflow],
+    options: RunOptions,
+    runs_dir: Path,
+    sock: socket.socket,
+    host: str,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+) -> None:
+    import uvicorn
+
+    from flowrun.serve.a2a_app import build_app
+    from flowrun.serve.served_runs import ServedRuns
+
+    app = build_app(workflows, lambda: ServedRuns(workflows, runs_dir, options), host, token, allow_hosts)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    await uvicorn.Server(config).serve(sockets=[sock])

@@ -73,7 +73,8 @@ def usage_report(message: str, hint: str = "") -> str:
 @click.option(
     "--connect",
     is_flag=True,
-    help="Also start each MCP server (stdio ones in the sandbox) and check the tools named exist.",
+    help="Also start each MCP server (stdio ones in the sandbox) and check the tools named exist, "
+    "and read each A2A agent's card.",
 )
 @click.option(
     "--sandbox",
@@ -158,14 +159,18 @@ def explanation(paths: list[Path]) -> list[str]:
 
 
 def connected(paths: list[Path], sandbox: str | None = None) -> list[Diagnostic]:
-    """`--connect`: the MCP servers of every project under `paths`, started and asked."""
+    """`--connect`: the MCP servers of every project under `paths`, started and asked, and the
+    cards of its A2A agents read."""
     import asyncio
 
     from flowrun.manifest.checks.validate import find_roots
     from flowrun.manifest.project import load_project
     from flowrun.runtime.mcp.check import check_servers
+    from flowrun.runtime.tool_kinds.a2a import check_cards
 
     out: list[Diagnostic] = []
     for root, files in find_roots(paths).items():
-        out += asyncio.run(check_servers(load_project(root, files), cast("Mode | None", sandbox)))
+        project = load_project(root, files)
+        out += asyncio.run(check_servers(project, cast("Mode | None", sandbox)))
+        out += asyncio.run(check_cards(project))
     return out

@@ -14,7 +14,38 @@ from flowrun.manifest.yaml_source import PathKey, Source, load_source
 from flowrun.paths import display_path
 
 SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
+# Claude Code's events with no moment in a flowrun run: a Claude Code file naming one is read
+# with a warning and the hooks skipped, so public agent files run unchanged (a typo of one of
+# flowrun's events stays an error, with a did-you-mean)
+CLAUDE_ONLY_EVENTS = (
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "PreCompact",
+    "PostCompact",
+    "SubagentStart",
+    "StopFailure",
+    "UserPromptExpansion",
+    "Elicitation",
+    "ElicitationResult",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Setup",
+    "InstructionsLoaded",
+    "ConfigChange",
+    "CwdChanged",
+    "FileChanged",
+    "WorktreeCreate",
+    "WorktreeRemove",
+)
+# Claude Code's hook types flowrun does not run (an LLM prompt, a sub-agent, an HTTP POST)
+CLAUDE_ONLY_TYPES = ("prompt", "agent", "http")
+# keys of a Claude Code command hook that flowrun reads past (it runs every hook and waits)
+CLAUDE_ONLY_HANDLER_KEYS = ("async", "asyncRewake", "once", "shell", "if")
 # events whose hooks Claude Code runs whatever their `matcher` says
+HOOKS_PAGE = "see how-to/hooks.md for the events and hook types flowrun runs"
 UNMATCHED = ("UserPromptSubmit", "Stop", "SubagentStop", "SessionEnd")
 
 
@@ -85,6 +116,67 @@ def _handler_problems(src: Source, where: PathKey, hook: dict[str, object]) -> l
     return []
 
 
+def claude_code_hooks(src: Source, parts: PathKey, raw: object) -> tuple[object, list[Diagnostic]]:
+    """A Claude Code file's `hooks` (settings.json, an agent's front matter) as flowrun runs
+    them: the events, hook types and keys flowrun has no moment or runner for are dropped, each
+    with a warning at its line; what is left is checked like a manifest's `hooks:`."""
+    if not isinstance(raw, dict):
+        return raw, []
+    kept: dict[object, object] = {}
+    warnings: list[Diagnostic] = []
+    for event, groups in raw.items():
+        if event in CLAUDE_ONLY_EVENTS:
+            message = f"Claude Code's {event} hooks have no moment in a flowrun run: skipped"
+            warnings.append(
+                src.diag(
+                    (*parts, str(event)), message, HOOKS_PAGE, "ignored-key", key=True, severity="warning"
+                )
+            )
+            continue
+        if event not in HOOK_EVENTS or not isinstance(groups, list):
+            kept[event] = groups
+            continue
+        left = []
+        for i, group in enumerate(groups):
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                left.append(group)
+                continue
+            handlers = []
+            for j, hook in enumerate(group["hooks"]):
+                where = (*parts, str(event), i, "hooks", j)
+                handler, said = _claude_handler(src, where, hook)
+                warnings += said
+                if handler is not None:
+                    handlers.append(handler)
+            if handlers:
+                left.append({**group, "hooks": handlers})
+        if left:
+            kept[event] = left
+    return kept, warnings
+
+
+def _claude_handler(src: Source, where: PathKey, hook: object) -> tuple[object | None, list[Diagnostic]]:
+    if not isinstance(hook, dict):
+        return hook, []
+    kind = hook.get("type")
+    if kind in CLAUDE_ONLY_TYPES:
+        message = f"Claude Code's {kind} hooks are not run by flowrun: skipped"
+        return None, [src.diag((*where, "type"), message, HOOKS_PAGE, "ignored-key", severity="warning")]
+    extra = [k for k in CLAUDE_ONLY_HANDLER_KEYS if k in hook]
+    said = [
+        src.diag(
+            (*where, k),
+            f"`{k}` is Claude Code's: flowrun runs the hook and waits for it",
+            HOOKS_PAGE,
+            "ignored-key",
+            key=True,
+            severity="warning",
+        )
+        for k in extra
+    ]
+    return {k: v for k, v in hook.items() if k not in extra}, said
+
+
 def load_settings_hooks(root: Path) -> tuple[list[tuple[HooksSpec, Source]], list[Diagnostic]]:
     """The `hooks` of root's `.claude/settings.json` and `settings.local.json` (each with its
     source, for the folder its commands are relative to), and their problems. Other settings
@@ -110,9 +202,10 @@ def load_settings_hooks(root: Path) -> tuple[list[tuple[HooksSpec, Source]], lis
         raw = data.get("hooks")
         if raw is None:
             continue
+        raw, skipped = claude_code_hooks(src, ("hooks",), raw)
         rules = hook_problems(src, ("hooks",), raw)
         spec, errors = check_model(src, HooksSpec, raw, ("hooks",))
-        diags += rules + errors
+        diags += skipped + rules + errors
         if isinstance(spec, HooksSpec) and not any(d.severity == "error" for d in rules):
             found.append((spec, src))
     return found, diags

@@ -18,6 +18,7 @@ from flowrun.manifest.schema_check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
+    A2aAgentSpec,
     AgentManifest,
     FlowTestManifest,
     HooksSpec,
@@ -65,6 +66,10 @@ class Project:
     broken: set[str] = field(default_factory=set)
     # MCP servers: the project's .mcp.json, with each workflow's `mcp_servers:` over it
     mcp_servers: dict[str, Loaded[McpServerSpec]] = field(default_factory=dict)
+    # remote A2A agents: each workflow's `a2a_agents:`, then those declared in agents' tool
+    # entries (`NAME: {a2a: {...}}`), with the YAML path of each declaration
+    a2a_agents: dict[str, Loaded[A2aAgentSpec]] = field(default_factory=dict)
+    a2a_paths: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
     # the hooks of the project's .claude/settings.json and settings.local.json
     settings_hooks: list[Loaded[HooksSpec]] = field(default_factory=list)
 
@@ -172,6 +177,7 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
     _settle_skipped_agents(project, failed)
     _claude_model_names(project)
     _resolve_extends(project)
+    _add_a2a_agents(project)
     return project
 
 
@@ -280,6 +286,23 @@ def _add_mcp_servers(project: Project, root: Path) -> None:
     for wf in project.workflows:
         for name, spec in wf.spec.mcp_servers.items():
             project.mcp_servers[name] = Loaded(spec, wf.source, wf.root, False)
+
+
+def _add_a2a_agents(project: Project) -> None:
+    """A project's remote A2A agents: each workflow's `a2a_agents:` (a later one wins), then
+    those the agents' tool entries declare."""
+    from flowrun.manifest.ecosystem.a2a_config import inline_agents
+
+    for wf in project.workflows:
+        for name, a2a in wf.spec.a2a_agents.items():
+            project.a2a_agents[name] = Loaded(a2a, wf.source, wf.root, False)
+            project.a2a_paths[name] = ("a2a_agents", name)
+    own = [(a.spec, a.source, a.root) for a in project.agents.values() if not a.builtin]
+    found, diags = inline_agents(own, project.a2a_agents)
+    project.diagnostics += diags
+    for name, inline in found.items():
+        project.a2a_agents[name] = Loaded(inline.spec, inline.source, inline.root, False)
+        project.a2a_paths[name] = inline.where
 
 
 def _add_settings_hooks(project: Project, root: Path) -> None:

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem.a2a_config import declaration_problems
 from flowrun.manifest.ecosystem.mcp_config import server_problems
+from flowrun.manifest.guardrails.rules import guardrail_problems
 from flowrun.manifest.hooks import hook_problems
 from flowrun.manifest.yaml_source import Source
 from flowrun.providers.registry import PROVIDERS, provider_class
@@ -29,6 +31,9 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
         servers = data.get("mcp_servers")
         for name, server in (servers if isinstance(servers, dict) else {}).items():
             out += server_problems(src, ("mcp_servers", name), server)
+        agents = data.get("a2a_agents")
+        for name, a2a in (agents if isinstance(agents, dict) else {}).items():
+            out += declaration_problems(src, ("a2a_agents", name), a2a)
         out += hook_problems(src, ("hooks",), data.get("hooks"))
     elif kind == "models":
         for name, model in (data.get("models") or {}).items():
@@ -36,6 +41,7 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
     elif kind == "agent":
         out += _agent_problems(src, data)
         out += hook_problems(src, ("hooks",), data.get("hooks"))
+        out += guardrail_problems(src, data.get("guardrails"))
     return out
 
 

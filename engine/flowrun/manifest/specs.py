@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from flowrun.manifest import unions
 from flowrun.manifest.eval_specs import EvalSetManifest
+from flowrun.manifest.guardrails.specs import GuardrailsSpec
 from flowrun.manifest.spec_base import NAME as NAME
 from flowrun.manifest.spec_base import Name as Name
 from flowrun.manifest.spec_base import Strict as Strict
@@ -515,6 +516,18 @@ class StopSpec(Strict):
     on_text: bool = Field(default=True, description="End when the model answers without tool calls.")
 
 
+class McpPromptSpec(Strict):
+    """An agent's system prompt taken from an MCP server (`prompts/get`), fetched once per run
+    before the agent's first model call; its text is used as it is (not a Jinja2 template)."""
+
+    mcp: Name = Field(description="The MCP server (in `mcp_servers:` or .mcp.json).")
+    name: str = Field(min_length=1, description="The prompt's name on that server.")
+    arguments: dict[str, str] = Field(
+        default_factory=dict,
+        description="The prompt's arguments (Jinja2 over the inputs, e.g. '{{ question }}').",
+    )
+
+
 class AgentManifest(Strict):
     """`agents.d/NAME.yaml`: one role."""
 
@@ -528,7 +541,11 @@ class AgentManifest(Strict):
         default=None,
         description="What callers see when this agent is offered as a tool (default: 'The NAME agent.').",
     )
-    prompt: str | None = Field(default=None, description="Inline Jinja2 system prompt.")
+    prompt: str | McpPromptSpec | None = Field(
+        default=None,
+        description="Inline Jinja2 system prompt, or {mcp: SERVER, name: PROMPT, arguments: {...}}: "
+        "an MCP server's prompt.",
+    )
     prompt_file: str | None = Field(
         default=None, description="A Jinja2 template under prompts/ (the system prompt), a relative path."
     )
@@ -577,6 +594,12 @@ class AgentManifest(Strict):
     hooks: HooksSpec | None = Field(
         default=None,
         description="Hooks (Claude Code's shape) for this agent's tool calls, prompts and answers.",
+    )
+    guardrails: GuardrailsSpec | None = Field(
+        default=None,
+        description="Checks on its task (`input`), its final answer (`output`) and its tool calls' "
+        "arguments (`tools`): a regex, a JSON Schema, a Python function or a judge agent, each with "
+        "`on_fail: retry | stop | warn` (docs: how-to/guardrails.md).",
     )
 
     @property
@@ -674,6 +697,14 @@ class McpServerSpec(Strict):
         default=None,
         description="stdio: how the server process is confined (over the workflow's `sandbox:`).",
     )
+    defer: bool | None = Field(
+        default=None,
+        description="Offer the server's tools through `tool_search` instead of all their schemas "
+        "(default: when it has more than `defer_above` tools).",
+    )
+    defer_above: int = Field(
+        default=40, ge=0, description="With `defer` unset: defer when the server offers more tools than this."
+    )
 
     @property
     def oauth(self) -> McpOAuthSpec | None:
@@ -694,6 +725,36 @@ class McpConfigFile(Strict):
 
     mcp_servers: dict[Name, McpServerSpec] = Field(
         default_factory=dict, alias="mcpServers", description="Server name -> declaration."
+    )
+
+
+# ---------------------------------------------------------------- remote A2A agents
+
+
+class A2aAgentSpec(Strict):
+    """A remote agent reached through the A2A protocol (1.x): an agent lists it as a tool by the
+    name it has in `a2a_agents:`. The tool is described from the agent's card (read when the
+    agent first needs it); `${VAR}` and `${VAR:-default}` in url and headers are read from the
+    environment when it is called, never recorded."""
+
+    url: str = Field(
+        min_length=1,
+        description="The agent's base URL (http or https); its card is at URL/.well-known/agent-card.json.",
+    )
+    description: str | None = Field(
+        default=None, description="What the model reads about the tool (default: from the agent's card)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Request headers (`Bearer ${TOKEN}` for a secret from the environment).",
+    )
+    timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds one call (card, message, the whole task) may take (then TIMEOUT).",
+    )
+    card_path: str = Field(
+        default="/.well-known/agent-card.json", description="Where the card is, below the URL."
     )
 
 
@@ -835,6 +896,10 @@ class WorkflowManifest(Strict):
         default_factory=dict,
         description="MCP servers whose tools agents list as SERVER or SERVER.TOOL (the .mcp.json shape); "
         "these win over a .mcp.json next to the workflow.",
+    )
+    a2a_agents: dict[Name, A2aAgentSpec] = Field(
+        default_factory=dict,
+        description="Remote A2A agents agents list as tools by these names (described by their cards).",
     )
     hooks: HooksSpec | None = Field(
         default=None,

@@ -24,10 +24,11 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.deferred import load_noted
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepContext, StepKind
-from flowrun.runtime.tool_kinds import agent, command, mcp, python
+from flowrun.runtime.tool_kinds import a2a, agent, command, mcp, python
 
 # in the order they are asked to claim a tool name
 BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
@@ -35,6 +36,7 @@ BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
     command.KIND,
     agent.KIND,
     mcp.KIND,
+    a2a.KIND,
 )
 BUILTIN_STEP_KINDS: tuple[StepKind, ...] = (
     agent_step.KIND,
@@ -109,7 +111,7 @@ def bind_tools(requests: list[BindRequest]) -> dict[str, BoundTool]:
 async def prepare_tools(inst: AgentInstance, run: RunServices) -> bool:
     """Before an agent's model call, every kind finishes binding its tools (MCP starts its
     servers); True when the agent's tools changed."""
-    changed = False
+    changed = load_noted(inst)  # deferred tools a search found (runtime/loop/deferred.py)
     for kind in TOOL_KINDS.values():
         changed = await kind.prepare(inst, run) or changed
     return changed

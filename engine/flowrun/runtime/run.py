@@ -17,6 +17,7 @@ from flowrun.redaction import Redactor
 from flowrun.runtime.durable.event_log import EventLog, Subscriber
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.guardrails.book import Guardrails
 from flowrun.runtime.hooks.book import HookBook
 from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strategy_for
@@ -29,6 +30,7 @@ from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.loop.prompts import PromptRenderer
 from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
+from flowrun.runtime.mcp.prompt_source import fetch_prompt
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
@@ -132,6 +134,10 @@ class Run:
         env.hooks = self.hook_moments
         if self.hook_moments is not None:
             self.decisions.on_pending = self.hook_moments.notify
+        # the agents' input, output and tool guardrails (runtime/guardrails/)
+        roots = {name: loaded.root for name, loaded in project.agents.items() if loaded.spec.guardrails}
+        self.guardrails = Guardrails(self, roots, ledger, self.options.dry_run) if roots else None
+        env.guardrails = self.guardrails
 
     def _hook_context(self, inst: AgentInstance | None) -> ToolContext:
         """Where a hook command of `inst` (None: of the run) runs: as its tools' processes do."""
@@ -158,6 +164,20 @@ class Run:
             return None
         return await self.hook_moments.stop(inst, outcome, active)
 
+    async def guard_input(self, inst: AgentInstance) -> None:
+        if self.guardrails is not None:
+            value = inst.arguments if inst.arguments is not None else dict(self.inputs)
+            await self.guardrails.check_input(inst, inst.task, value)
+
+    async def guard_output(self, inst: AgentInstance, outcome: Outcome) -> str | None:
+        if self.guardrails is None:
+            return None
+        return await self.guardrails.check_output(inst, outcome)
+
+    async def guard_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> None:
+        if self.guardrails is not None:
+            await self.guardrails.check_calls(inst, calls)
+
     # ------------------------------------------------------------ events
 
     def open_log(self) -> None:
@@ -174,7 +194,8 @@ class Run:
     # ------------------------------------------------------------ RunServices
 
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
-        if await prepare_tools(inst, self):  # e.g. MCP servers started, their tools bound
+        changed = await prepare_tools(inst, self)  # e.g. MCP servers started, their tools bound
+        if await fetch_prompt(inst, self, self.prompts) or changed:  # an MCP server's prompt
             inst.system = self.prompts.system_prompt(
                 self.project.agents[inst.name], inst.tools, inst.model.name
             )
@@ -200,6 +221,13 @@ class Run:
         if self.ledger is None or self.ledger.mode != "resume":
             return None
         return self.ledger.conditions.get(step)
+
+    def recorded_card(self, name: str) -> tuple[bool, dict[str, object] | None]:
+        """(whether this is a replay, the card of the A2A agent `name` the log holds): a resume
+        and a replay describe the tool as the recording did, and a replay reads no card."""
+        if self.ledger is None:
+            return False, None
+        return self.ledger.mode == "replay", self.ledger.cards.get(name)
 
     def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None:
         if self.ledger is not None:

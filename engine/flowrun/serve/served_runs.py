@@ -252,7 +252,7 @@ async def _first(task: asyncio.Task[RunResult], started: asyncio.Event) -> None:
 T = TypeVar("T")
 
 
-VIA = ("http", "ui")  # how a decision reached the server, recorded as its `by`
+VIA = ("http", "ui", "a2a")  # how a decision reached the server, recorded as its `by`
 
 
 class DecisionFields(TypedDict, total=False):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
+from flowrun.tools.mcp_elicit import Ask, AskStopped, Elicitations
 from flowrun.tools.mcp_oauth import OAuthSettings
 from flowrun.types import ToolResult
 
@@ -82,6 +83,7 @@ class McpConnection:
         self.restarts = 0
         self._http_refusal: tuple[int, str] | None = None  # the last HTTP error status and URL
         self._restarting = asyncio.Lock()
+        self.elicitations = Elicitations(launch.name)  # a server's questions during a call
 
     @property
     def alive(self) -> bool:
@@ -168,7 +170,11 @@ class McpConnection:
                 )
             )
             transport = streamable_http_client(launch.url, http_client=http)
-        client = Client(transport, read_timeout_seconds=launch.startup_timeout_s)
+        client = Client(
+            transport,
+            read_timeout_seconds=launch.startup_timeout_s,
+            elicitation_callback=self.elicitations.callback,
+        )
         return await stack.enter_async_context(client)
 
     def _stderr_tail(self) -> str:
@@ -186,8 +192,9 @@ class McpConnection:
         tail = line if len(line) <= STDERR_TAIL_CHARS else line[-STDERR_TAIL_CHARS:]
         return f"; its stderr ends: {tail}"
 
-    async def call(self, tool: str, arguments: Mapping[str, object]) -> ToolResult:
-        """One tool call; never raises (a dead server, a timeout, a protocol error are results)."""
+    async def call(self, tool: str, arguments: Mapping[str, object], ask: Ask | None = None) -> ToolResult:
+        """One tool call; never raises (a dead server, a timeout, a protocol error are results)
+        but what `ask` raises to stop it (tools/mcp_elicit.py: the server's questions go to `ask`)."""
         name = self.launch.name
         if not self.alive:
             gone = await self._restart()
@@ -198,7 +205,10 @@ class McpConnection:
         started = time.monotonic()
         try:
             async with asyncio.timeout(timeout + 2):
-                raw = await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+                called = client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+                raw = await self.elicitations.drive(called, tool, ask)
+        except AskStopped as stopped:
+            raise stopped.error from None
         except TimeoutError:
             return _timeout(name, tool, timeout)
         except Exception as e:

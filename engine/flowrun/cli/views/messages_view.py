@@ -23,6 +23,7 @@ from flowrun.events import (
     ContextResetEvent,
     ErrorEvent,
     Event,
+    GuardrailEvent,
     IterationStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
@@ -32,6 +33,7 @@ from flowrun.events import (
     UserMessageEvent,
 )
 from flowrun.runtime.durable.event_log import read_events
+from flowrun.runtime.guardrails.book import retry_message
 from flowrun.runtime.loop.agent import CONTINUE
 from flowrun.runtime.loop.structured import repair_message
 from flowrun.types import ToolResult
@@ -117,6 +119,10 @@ class Conversations:
                 self._add(event.agent_id, Turn("user", event.text, "message"))
             case OutputInvalidEvent():
                 self._add(event.agent_id, Turn("user", repair_message(event.problem), "engine"))
+            case GuardrailEvent(where="output", action="retry"):  # the model read it as a user turn
+                self._add(
+                    event.agent_id, Turn("user", retry_message(event.guardrail, event.reason), "engine")
+                )
             case _:
                 self._note(event)
 

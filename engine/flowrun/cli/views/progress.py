@@ -29,6 +29,7 @@ from flowrun.events import (
     ErrorEvent,
     Event,
     FanoutStartEvent,
+    GuardrailEvent,
     IterationStartEvent,
     ModelFallbackEvent,
     ModelRequestEvent,
@@ -102,6 +103,10 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
             return f"  {event.agent} → {event.tool}: {verdict} ({event.by})"
         case SeedKeptEvent():  # a file of the user's folder the seeds left alone
             return redact(event.message)
+        case GuardrailEvent(passed=False):
+            return (
+                f"! guardrail {event.guardrail} of {event.agent}: {event.action}: {short(event.reason, 100)}"
+            )
         case ModelRetryEvent():
             return (
                 f"! model {event.model} retry {event.retry} in {event.delay_s} s: {short(event.reason, 100)}"

@@ -41,6 +41,7 @@ from flowrun.events import (
     ErrorEvent,
     Event,
     FanoutStartEvent,
+    GuardrailEvent,
     HookEvent,
     IterationEndEvent,
     IterationStartEvent,
@@ -392,9 +393,22 @@ def _hook_note(e: HookEvent) -> str:
     return f"hook {e.event} {_short(e.command, 50)} · {answered}{decided}{why}{again}"
 
 
+def _guardrail_note(e: GuardrailEvent) -> str:
+    """One verdict: which guardrail, on what, and what it did."""
+    on = f" on {e.tool}" if e.tool else f" on the {e.where}"
+    why = f": {_short(e.reason, 100)}" if e.reason else ""
+    left = (
+        f" ({e.retries_left} retr{'y' if e.retries_left == 1 else 'ies'} left)" if e.action == "retry" else ""
+    )
+    again = " (recorded)" if e.replayed else ""
+    return f"guardrail {e.guardrail} ({e.kind}){on} · {e.action}{left}{why}{again}"
+
+
 def _agent_note(e: Event) -> str | None:
     if isinstance(e, HookEvent):
         return _hook_note(e)
+    if isinstance(e, GuardrailEvent):
+        return _guardrail_note(e)
     if isinstance(e, ModelFallbackEvent):
         return f"model call {e.step}: {e.from_model} → {e.to_model} ({_short(e.reason, 100)})"
     if isinstance(e, OutputInvalidEvent):

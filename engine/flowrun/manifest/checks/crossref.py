@@ -13,6 +13,7 @@ from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_
 from flowrun.manifest.checks.test_files import check_test_files
 from flowrun.manifest.checks.tools import schema_problems, unknown_entry
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.ecosystem.a2a_refs import name_problems as a2a_name_problems
 from flowrun.manifest.env_refs import unset_diagnostics
 from flowrun.manifest.graph import (
     YamlPath,
@@ -21,13 +22,21 @@ from flowrun.manifest.graph import (
     tool_entries,
     workflow_agents,
 )
+from flowrun.manifest.guardrails.checks import check_guardrails
 from flowrun.manifest.kinds import EntryRef, context_kind, tool_kind_for, tool_kinds
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_setting
 from flowrun.manifest.schema_check import did_you_mean
-from flowrun.manifest.specs import AgentManifest, ModelSpec, ToolManifest, WorkflowManifest, seed
+from flowrun.manifest.specs import (
+    AgentManifest,
+    McpPromptSpec,
+    ModelSpec,
+    ToolManifest,
+    WorkflowManifest,
+    seed,
+)
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.yaml_source import Source
 from flowrun.paths import copy_source, display_path, safe_relative
@@ -44,6 +53,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
             out += _check_agent(agent, project)
     out += _check_cycles(project)
     out += _check_server_names(project)
+    out += a2a_name_problems(project)
     out += check_test_files(project)
     out += check_evalsets(project)
     reachable: set[str] = set()
@@ -101,6 +111,7 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
             hint = "quote the pattern with single quotes in YAML so backslashes stay"
             out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))
     out += context_kind(spec.context).check(loaded, project)
+    out += check_guardrails(loaded, project)
     return out
 
 
@@ -164,6 +175,8 @@ def _prompt_source(
 ) -> tuple[str, str, int, Path | None] | None:
     """(template text, display file, line offset, template path) of an agent's prompt."""
     spec, src = loaded.spec, loaded.source
+    if isinstance(spec.prompt, McpPromptSpec):  # an MCP server's text: checked by _mcp_prompt
+        return None
     if spec.prompt is not None:
         line, _ = src.position(("prompt",))
         text_line = src.text.splitlines()[line - 1] if src.text else ""
@@ -177,10 +190,32 @@ def _prompt_source(
     return path.read_text(encoding="utf-8"), display_path(path), 0, path
 
 
+def _mcp_prompt(prompt: McpPromptSpec, src: Source, project: Project) -> list[Diagnostic]:
+    """An agent's `prompt: {mcp: SERVER, ...}` names a declared server; its arguments are
+    templates that compile (`validate --connect` does not fetch it)."""
+    out = []
+    if prompt.mcp not in project.mcp_servers:
+        servers = sorted(project.mcp_servers)
+        hint = did_you_mean(prompt.mcp, servers) or (
+            f"declared servers: {', '.join(servers)}"
+            if servers
+            else "declare it in `mcp_servers:` or .mcp.json"
+        )
+        out.append(src.diag(("prompt", "mcp"), f"unknown MCP server '{prompt.mcp}'", hint, "unknown-server"))
+    for key, value in prompt.arguments.items():
+        info = analyse(value)
+        if info.error:
+            where = ("prompt", "arguments", key)
+            out.append(src.diag(where, f"Jinja2 syntax error: {info.error}", "", "template-syntax"))
+    return out
+
+
 def _prompt_diagnostics(
     loaded: Loaded[AgentManifest], project: Project, inputs: set[str] | None
 ) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
+    if isinstance(spec.prompt, McpPromptSpec):
+        return _mcp_prompt(spec.prompt, src, project)
     found = _prompt_source(loaded, project)
     if found is None:
         if spec.prompt_file is not None:

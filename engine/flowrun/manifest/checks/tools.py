@@ -87,9 +87,9 @@ def unknown_entry(src: Source, index: int, name: str, project: Project) -> Diagn
             else "declared MCP servers: " + ", ".join(sorted(servers))
         )
         return src.diag(("tools", index), f"unknown MCP server '{server}' in '{name}'", hint, "unknown-tool")
-    hint = did_you_mean(name, names | set(project.mcp_servers)) or "known tools: " + ", ".join(
-        sorted(project.tools)
-    )
+    hint = did_you_mean(
+        name, names | set(project.mcp_servers) | set(project.a2a_agents)
+    ) or "known tools: " + ", ".join(sorted(project.tools))
     if name in AGENT_CALLERS or name.startswith("call_"):  # a design's call_agent(agent_type=...)
         agents = ", ".join(sorted(project.agents)) or "(none here)"
         hint = f"agents are offered as tools by their own names: list the agent itself (agents: {agents})"

@@ -324,12 +324,13 @@ def _hooks(meta: Mapping[str, object], out: Converted) -> None:
     raw = meta.get("hooks")
     if raw is None:
         return
-    from flowrun.manifest.hooks import hook_problems
+    from flowrun.manifest.hooks import claude_code_hooks, hook_problems
     from flowrun.manifest.specs import HooksSpec
     from flowrun.manifest.typed_check import check_model
 
+    raw, skipped = claude_code_hooks(out.src, ("hooks",), raw)
     rules = hook_problems(out.src, ("hooks",), raw)
     spec, problems = check_model(out.src, HooksSpec, raw, ("hooks",))
-    out.diagnostics += rules + problems
+    out.diagnostics += skipped + rules + problems
     if isinstance(spec, HooksSpec):
         out.data["hooks"] = raw

@@ -12,6 +12,7 @@ from typing import Literal
 
 from flowrun.errors import FlowrunError, ProviderError
 from flowrun.events import (
+    A2aCardEvent,
     AgentEndEvent,
     AgentPromptEvent,
     AgentStartEvent,
@@ -25,6 +26,7 @@ from flowrun.events import (
     Event,
     FanoutEndEvent,
     FanoutStartEvent,
+    GuardrailEvent,
     HookEvent,
     IterationEndEvent,
     IterationStartEvent,
@@ -70,6 +72,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     DecisionPendingEvent,
     HookEvent,
     RepeatedCallEvent,
+    GuardrailEvent,
 )
 EventKey = tuple[object, ...]
 
@@ -172,6 +175,8 @@ class Ledger:
     tasks: dict[str, str] = field(default_factory=dict)  # agent id -> the task its agent_start recorded
     intents: set[tuple[str, str]] = field(default_factory=set)  # calls not safe to repeat that started
     hooks: dict[tuple[str, str, str], HookEvent] = field(default_factory=dict)  # (agent id, moment, hook)
+    # guardrail verdicts by (agent id, moment, guardrail)
+    verdicts: dict[tuple[str, str, str], GuardrailEvent] = field(default_factory=dict)
     conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
     prints: dict[tuple[str, int], RequestPrint] = field(default_factory=dict)
@@ -185,6 +190,7 @@ class Ledger:
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
+    cards: dict[str, dict[str, object]] = field(default_factory=dict)  # A2A agent name -> its card
 
     @classmethod
     def from_events(cls, path: Path, mode: Mode) -> Ledger:
@@ -203,7 +209,7 @@ class Ledger:
                 ledger.user_messages[(event.agent_id, event.step)] = event.text
             elif isinstance(event, AgentStartEvent):
                 ledger.tasks.setdefault(event.agent_id, event.task)
-            elif isinstance(event, ToolIntentEvent | HookEvent):
+            elif isinstance(event, ToolIntentEvent | HookEvent | A2aCardEvent | GuardrailEvent):
                 ledger._add_call_event(event)
             elif isinstance(event, StepConditionEvent):
                 ledger.conditions[event.step] = event.met
@@ -213,9 +219,13 @@ class Ledger:
                     ledger.failures[(event.agent_id, step)] = event.message
         return ledger
 
-    def _add_call_event(self, event: ToolIntentEvent | HookEvent) -> None:
-        if isinstance(event, HookEvent):
+    def _add_call_event(self, event: ToolIntentEvent | HookEvent | A2aCardEvent | GuardrailEvent) -> None:
+        if isinstance(event, A2aCardEvent):  # what a tool call's description was read from
+            self.cards.setdefault(event.name, event.card)
+        elif isinstance(event, HookEvent):
             self.hooks[(event.agent_id, event.call_id, event.hook)] = event
+        elif isinstance(event, GuardrailEvent):
+            self.verdicts.setdefault((event.agent_id, event.call_id, event.guardrail), event)
         else:
             self.intents.add((event.agent_id, event.call_id))
 
@@ -336,6 +346,17 @@ class Ledger:
             return None
         return self.hooks.get((agent_id, moment, hook_id))
 
+    def verdict(self, agent_id: str, moment: str, guardrail: str) -> GuardrailEvent | None:
+        """A guardrail's recorded verdict at this moment (resume and replay reuse it). A judge's
+        recorded model calls are then never made again: they count as used."""
+        if agent_id in self.diverged:
+            return None
+        found = self.verdicts.get((agent_id, moment, guardrail))
+        if found is not None and found.judge_id:
+            prefix = found.judge_id + "/"
+            self.used |= {k for k in self.responses if k[0] == found.judge_id or k[0].startswith(prefix)}
+        return found
+
     def started_unfinished(self, agent_id: str, call_id: str) -> bool:
         """True for a call not safe to repeat that an earlier attempt started and never
         finished (resume only): its effect is unknown, so it is not run again."""
@@ -344,6 +365,9 @@ class Ledger:
             and agent_id not in self.diverged
             and (agent_id, call_id) in self.intents
             and (agent_id, call_id) not in self.tool_results
+            # a call that stopped to wait for its question's answer runs again with the answer
+            and (agent_id, call_id) not in self.waiting
+            and (agent_id, call_id) not in self.decisions
         )
 
     def approval(self, agent_id: str, call_id: str) -> bool | None:

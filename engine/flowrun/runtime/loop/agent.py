@@ -28,6 +28,7 @@ async def run_agent(
     the conversation goes on, with a fresh `max_steps` budget."""
     strategy = inst.strategy
     inst.task = await services.prompt_hooks(inst, task, True)
+    await services.guard_input(inst)
     inst.messages.append(Message("user", strategy.opening(inst, inst.task, services)))
     limit = max_steps or inst.spec.max_steps
     pattern = inst.stop_pattern()
@@ -41,6 +42,10 @@ async def run_agent(
         if outcome is None:
             continue
         if outcome.status == "stopped" or accept_final(services, inst, outcome, repairs):
+            retry = await services.guard_output(inst, outcome)  # a guardrail's retry counts as a step
+            if retry is not None:
+                inst.messages.append(Message("user", retry))
+                continue
             if outcome.status != "finished" and await _user_message(services, inst, outcome.text):
                 base = step
                 continue
@@ -91,6 +96,7 @@ async def _turn(
     stopped = _guard(services, inst, response.tool_calls, step)
     if stopped is not None:
         return stopped
+    await services.guard_calls(inst, response.tool_calls)
     results = await services.execute_calls(inst, response.tool_calls)
     control = _record_results(inst, response.tool_calls, results)
     if isinstance(control, Finish):

@@ -87,6 +87,11 @@ class AgentInstance:
     prompt_digests: tuple[str, str] | None = None  # (system, tools) digests, computed once
     write_within: Path | None = None  # writes confined here (called with `output_dir`)
     repeats: RepeatGuard = field(default_factory=lambda: RepeatGuard(DEFAULT_REPEAT_LIMIT))  # loop guard
+    arguments: dict[str, object] | None = None  # called as a tool: the call's arguments (input guardrails)
+    # tools bound but not offered until `tool_search` loads them (runtime/loop/deferred.py):
+    # every deferred tool, loaded or not, and the names to load before the next model call
+    deferred: dict[str, BoundTool] = field(default_factory=dict)
+    loading: list[str] = field(default_factory=list)
 
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern
@@ -247,6 +252,21 @@ class LoopServices(Protocol):
         hooks), or None."""
         return None
 
+    async def guard_input(self, inst: AgentInstance) -> None:
+        """Its input guardrails on `inst.task`, before its first model call for it; raises
+        GuardrailFailed when one stops it (runtime/guardrails/)."""
+        return None
+
+    async def guard_output(self, inst: AgentInstance, outcome: Outcome) -> str | None:
+        """Its output guardrails on a final answer: None when it passes, else the message that
+        makes it answer again; raises GuardrailFailed when one stops it."""
+        return None
+
+    async def guard_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> None:
+        """Its tool guardrails on a step's calls, before any runs (refusals are answered by the
+        dispatcher); raises GuardrailFailed when one stops it."""
+        return None
+
 
 class RunServices(LoopServices, Protocol):
     project: Project
@@ -282,3 +302,5 @@ class RunServices(LoopServices, Protocol):
     def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None: ...
 
     def confirm_condition(self, step: str, condition: str, met: bool) -> None: ...
+    # (whether this is a replay, the card of A2A agent `name` the log holds): runtime/tool_kinds/a2a.py
+    def recorded_card(self, name: str) -> tuple[bool, dict[str, object] | None]: ...

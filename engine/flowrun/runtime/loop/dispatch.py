@@ -18,10 +18,12 @@ from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEven
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.guardrails.book import Guardrails
 from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
 from flowrun.runtime.loop.decisions import Decisions, LiveAnswer, RunWaiting
+from flowrun.runtime.loop.deferred import not_loaded, note_loaded
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
 from flowrun.tools.base import RunState, ToolContext, ToolServices
 from flowrun.tools.sandbox import SandboxPolicy
@@ -46,6 +48,7 @@ class ToolEnvironment:
     decisions: Decisions | None = None  # None: nothing waits (tests)
     dry_run: bool = False  # tools that declare `in_dry_run: simulate` are answered, not run
     hooks: HookMoments | None = None  # PreToolUse and PostToolUse hooks (runtime/hooks/)
+    guardrails: Guardrails | None = None  # the calls its tool guardrails refused (runtime/guardrails/)
 
 
 class ToolDispatcher:
@@ -113,12 +116,15 @@ class ToolDispatcher:
         )
         bound = inst.tools.get(call.name)
         refused = inst.repeats.refusal(call.id)  # the loop guard's (runtime/loop/repeats.py)
+        if refused is None and self.env.guardrails is not None:
+            refused = self.env.guardrails.refusal(inst, call.id)
         if refused is not None:
             result = refused
         elif bound is None:
-            result = ToolResult.fail("UNKNOWN_TOOL", self._unknown(inst, call))
+            result = not_loaded(inst, call) or ToolResult.fail("UNKNOWN_TOOL", self._unknown(inst, call))
         else:
             result = await self._checked_call(inst, bound, call)
+        note_loaded(inst, result)  # tools a search found are offered from the next model call
         # the protocol's context.cwd: where relative paths started, relative to the agents' root
         if "cwd" not in result.context:
             result.context["cwd"] = _relative_cwd(inst.cwd, self.env.workspace)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from flowrun.errors import ManifestError
 from flowrun.manifest.kinds import context_kind
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
-from flowrun.manifest.specs import AgentManifest
+from flowrun.manifest.specs import AgentManifest, McpPromptSpec
 from flowrun.manifest.templates import render
 from flowrun.runtime.loop.contracts import BoundTool
 from flowrun.runtime.loop.workspace import WorkspaceView
@@ -23,6 +24,10 @@ def team_of(tools: dict[str, BoundTool]) -> list[dict[str, str]]:
         for b in tools.values()
         if b.delegates
     ]
+
+
+def mcp_prompt_key(prompt: McpPromptSpec, arguments: dict[str, str]) -> str:
+    return json.dumps([prompt.mcp, prompt.name, arguments], sort_keys=True)
 
 
 class PromptRenderer:
@@ -44,6 +49,7 @@ class PromptRenderer:
         self.output = output
         self.iteration = iteration
         self._view: WorkspaceView | None = None  # made on first use: it resolves the folder
+        self.mcp_texts: dict[str, str] = {}  # MCP prompts fetched in this run (mcp_prompt_key)
 
     def template_vars(self) -> dict[str, object]:
         """The variables of every template: prompts, the workflow's task, seeds, steps, until."""
@@ -57,6 +63,13 @@ class PromptRenderer:
             "output": self.output,
         }
 
+    def mcp_arguments(self, spec: AgentManifest) -> dict[str, str]:
+        """The arguments of an agent's MCP prompt, rendered over the inputs."""
+        assert isinstance(spec.prompt, McpPromptSpec)
+        variables = {**self.template_vars(), **spec.vars}
+        what = f"the MCP prompt arguments of agent '{spec.name}'"
+        return {key: render(value, variables, what=what) for key, value in spec.prompt.arguments.items()}
+
     def _workspace_view(self) -> WorkspaceView:
         if self._view is None:
             self._view = WorkspaceView(self.workspace)
@@ -64,6 +77,8 @@ class PromptRenderer:
 
     def system_prompt(self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str) -> str:
         spec = loaded.spec
+        if isinstance(spec.prompt, McpPromptSpec):  # an MCP server's text, fetched before (run.py)
+            return self.mcp_texts.get(mcp_prompt_key(spec.prompt, self.mcp_arguments(spec)), "")
         if spec.prompt is not None:
             source, what = spec.prompt, f"the prompt of agent '{spec.name}'"
         else:

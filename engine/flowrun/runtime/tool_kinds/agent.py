@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from flowrun.errors import HookBlocked, OutputInvalid, ProviderError
+from flowrun.errors import GuardrailFailed, HookBlocked, OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems
 from flowrun.manifest.diagnostics import Diagnostic
@@ -138,6 +138,7 @@ async def call_agent(
     session = bound.config.get("session") or callee.session
     inst = _sub_instance(run, caller, name, session, call, args.get("model"))
     inst.written = set()
+    inst.arguments = dict(args)
     inst.write_within = confined if confined is not None else caller.write_within
     inst.tree = run.subtrees.open(name, inst.id, call.id, caller.tree, bound.config.get("budget"))
     task = _sub_task(args)
@@ -170,6 +171,9 @@ async def call_agent(
     except HookBlocked as e:  # its task was refused: the caller can word it otherwise
         run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
         return ToolResult.fail("HOOK_BLOCKED", e.message)
+    except GuardrailFailed as e:  # one of its guardrails stopped it
+        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
+        return ToolResult.fail("GUARDRAIL_FAILED", e.message)
     files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
     caller.written |= set(files)
     run.emit(

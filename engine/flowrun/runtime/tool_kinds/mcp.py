@@ -32,8 +32,12 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.mcp.deferral import Search, defers, run_search, search_tool
 from flowrun.runtime.mcp.launch import Placement, server_launch
+from flowrun.runtime.mcp.resources import ResourceOp, resource_tools, run_op
+from flowrun.tools import tool_search
 from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
+from flowrun.tools.mcp_elicit import Ask
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
 
@@ -101,11 +105,11 @@ class McpPool:
             self.connections[server] = connection
             return tools
 
-    async def call(self, remote: Remote, arguments: dict[str, object]) -> ToolResult:
+    async def call(self, remote: Remote, arguments: dict[str, object], ask: Ask | None = None) -> ToolResult:
         connection = self.connections.get(remote.server)
         if connection is None:
             return ToolResult.fail("UNAVAILABLE", f"MCP server '{remote.server}' is not running")
-        return await connection.call(remote.tool, dict(arguments))
+        return await connection.call(remote.tool, dict(arguments), ask)
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
@@ -163,13 +167,29 @@ class McpKind(ToolKind):
             return False
         pool = pool_of(run)
         tools: dict[str, BoundTool] = {}
+        deferring: list[str] = []  # servers whose tools wait behind tool_search
         for key, bound in inst.tools.items():
             if not isinstance(bound.target, Pending):
                 tools[key] = bound
                 continue
-            for found in await self._expand(pool, bound, bound.target.ref, run.project):
-                tools[found.name] = found
+            ref = bound.target.ref
+            expanded = await self._expand(pool, bound, ref, run.project)
+            if not defers(run.project.mcp_servers[ref.server].spec, ref, len(expanded)):
+                tools.update((found.name, found) for found in expanded)
+                continue
+            inst.deferred.update((found.name, found) for found in expanded)
+            deferring.append(ref.server)
+            tools.setdefault(tool_search.NAME, bound)  # its place in the list; made below
         inst.tools = tools
+        if deferring:
+            taken = tools.get(tool_search.NAME)
+            if taken is not None and not isinstance(taken.target, Pending):
+                raise McpStartError(
+                    f"agent '{inst.name}' has its own tool named {tool_search.NAME}, and the MCP server "
+                    f"'{deferring[0]}' defers its tools behind a tool of that name",
+                    "rename that tool, or set `defer: false` on the server",
+                )
+            tools[tool_search.NAME] = search_tool(self, inst, deferring)
         return True
 
     async def _expand(
@@ -177,6 +197,8 @@ class McpKind(ToolKind):
     ) -> list[BoundTool]:
         spec = project.mcp_servers[ref.server].spec
         remote = await pool.tools_of(ref.server)
+        resources = await resource_tools(pool.connections[ref.server])  # its resources, as two tools
+        remote = [*remote, *resources]
         allowed = [t for t in remote if spec.tools is None or t.name in spec.tools]
         if ref.tool is not None:
             allowed = [t for t in allowed if t.name == ref.tool]
@@ -188,6 +210,9 @@ class McpKind(ToolKind):
                 )
         out = []
         for tool in allowed:
+            target: Remote | ResourceOp = (
+                ResourceOp(ref.server, tool.name) if tool in resources else Remote(ref.server, tool.name)
+            )
             name = model_name(ref.server, tool.name)
             description = tool.description or f"The {tool.name} tool of the {ref.server} MCP server."
             bound = BoundTool(
@@ -195,7 +220,7 @@ class McpKind(ToolKind):
                 ToolSpec(name, description, tool.parameters),
                 self,
                 limits={"timeout_s": spec.timeout_s + CALL_GRACE_S},
-                target=Remote(ref.server, tool.name),
+                target=target,
             )
             bound.approve = placeholder.approve
             bound.sandbox_layers = placeholder.sandbox_layers
@@ -207,9 +232,14 @@ class McpKind(ToolKind):
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         target = bound.target
+        if isinstance(target, Search):
+            return run_search(call.caller, call.arguments)
+        if isinstance(target, ResourceOp):
+            return await run_op(pool_of(call.run).connections.get(target.server), target, call.arguments)
         if not isinstance(target, Remote):  # a placeholder the loop was never prepared for
             return ToolResult.fail("UNAVAILABLE", f"{bound.name} is not connected")
-        return await pool_of(call.run).call(target, call.arguments)
+        # the server's elicitation requests are the caller's questions (tools/mcp_elicit.py)
+        return await pool_of(call.run).call(target, call.arguments, call.ctx.services.ask_user)
 
     async def aclose(self, run: RunServices) -> None:
         pool = _POOLS.pop(run, None)

@@ -1,0 +1,161 @@
+"""MCP elicitation: a server's question during a tool call is the calling agent's question;
+without a terminal the run waits for it, and `flowrun answer` / `flowrun.respond` answer it;
+the server gets the answer (accepted content, or a refusal) and the call finishes. Through both
+wire formats of the scripted model server, with the real test server (tests/mcp_test_server.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from test_mcp_client import PROVIDERS, WORKER, call, events_of, stdio_server, write_project
+from test_mcp_defer import run
+from wire_server import Reply, Script, WireServer
+
+import flowrun
+from flowrun.tools.mcp_elicit import parse_answer, question
+
+WAITING = 75  # EX_TEMPFAIL: the run waits for a decision
+
+
+def booking_script() -> Script:
+    return Script({WORKER: [Reply(tool_calls=[call("calc__book", show="Hamlet")]), Reply(text="All done.")]})
+
+
+def provider_env(server: WireServer, provider: str) -> dict[str, str]:
+    if provider == "anthropic":
+        return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_server_question_waits_and_flowrun_answer_gives_the_server_its_content(
+    tmp_path: Path, provider: str
+) -> None:
+    workflow = write_project(tmp_path, {"calc": stdio_server("elicit")}, ["calc.book"])
+    with WireServer(booking_script()) as server:
+        code, out, run_dir = run(tmp_path, workflow, server, provider)
+        assert code == WAITING, out
+        pending = json.loads((run_dir / "run.json").read_text())["pending"]
+        assert len(pending) == 1 and pending[0]["kind"] == "question"
+        assert (
+            "The MCP server 'calc' asks (during book): How many seats for Hamlet?" in pending[0]["question"]
+        )
+        assert "seats (integer)" in pending[0]["question"]
+        asked = len(server.requests)
+        answer = run_cli(
+            ["answer", str(run_dir), "3"], cwd=tmp_path, env=provider_env(server, provider), timeout=180
+        )
+        assert answer.returncode == 0, answer.stdout + answer.stderr
+        after = server.requests[asked:]
+    assert [text for _, text, _ in after[-1].tool_results] == ["booked 3 seats for Hamlet"]
+    events = events_of(run_dir)
+    assert events[-1]["status"] == "completed"
+    decisions = [e for e in events if e["type"] == "decision"]
+    assert [d["answer"] for d in decisions] == ["3"]
+    # a replay gives the server the recorded answer: nothing is asked, the output is the same
+    replayed = run_cli(["replay", str(run_dir), "--into", str(tmp_path / "replayed")], cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    again = events_of(tmp_path / "replayed")
+    assert not [e for e in again if e["type"] == "decision_pending"]
+    assert again[-1]["status"] == "completed"
+
+
+def test_a_live_answer_through_the_ask_user_callback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-live")}, ["calc.book"])
+    monkeypatch.chdir(tmp_path)
+    asked: list[str] = []
+
+    def person(text: str) -> str:
+        asked.append(text)
+        return '{"seats": 4}'
+
+    with WireServer(booking_script()) as server:
+        for key, value in provider_env(server, "openai").items():
+            monkeypatch.setenv(key, value)
+        wf = flowrun.load(workflow)
+        options = flowrun.RunOptions(model="openai:gpt-test")
+        result = wf.run_sync(
+            {"question": "q"}, runs_dir=tmp_path / "runs", run_id="live", ask_user=person, options=options
+        )
+        last = server.requests[-1]
+    assert result.status == "completed", result
+    assert len(asked) == 1 and "How many seats for Hamlet?" in asked[0]
+    assert [text for _, text, _ in last.tool_results] == ["booked 4 seats for Hamlet"]
+
+
+def test_flowrun_respond_declines_and_a_wrong_answer_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-py")}, ["calc.book"])
+    monkeypatch.chdir(tmp_path)
+    with WireServer(booking_script()) as server:
+        for key, value in provider_env(server, "anthropic").items():
+            monkeypatch.setenv(key, value)
+        wf = flowrun.load(workflow)
+        result = wf.run_sync({"question": "q"}, runs_dir=tmp_path / "runs", run_id="p1")
+        assert result.status == "waiting"
+        (first,) = result.pending
+        flowrun.respond(result.run_dir, first.ref, answer="three")  # not an integer: asked again
+        result = asyncio.run(flowrun.resume(result.run_dir))
+        assert result.status == "waiting"
+        (second,) = result.pending
+        assert "That answer did not fit" in second.describe()
+        flowrun.respond(result.run_dir, second.ref, answer="decline")
+        result = asyncio.run(flowrun.resume(result.run_dir))
+        assert result.status == "completed", result
+        last = server.requests[-1]
+    assert [text for _, text, _ in last.tool_results] == ["booking decline"]
+
+
+def test_answers_are_read_as_the_requested_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"seats": {"type": "integer"}, "aisle": {"type": "boolean"}},
+        "required": ["seats"],
+    }
+    assert parse_answer('{"seats": 2, "aisle": true}', schema) == ("accept", {"seats": 2, "aisle": True}, "")
+    assert parse_answer("Decline", schema) == ("decline", None, "")
+    assert parse_answer("cancel", schema) == ("cancel", None, "")
+    _, content, problem = parse_answer('{"aisle": true}', schema)
+    assert content is None and "'seats' is a required property" in problem
+    one = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    assert parse_answer("yes", one) == ("accept", {"ok": True}, "")
+    assert "ok (boolean)" in question("srv", "tool", "Sure?", one)
+
+
+def test_a_terminal_answers_the_servers_question(tmp_path: Path) -> None:
+    """A pseudo-terminal: the server's question appears, the typed answer goes to the server."""
+    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-tty")}, ["calc.book"])
+    with WireServer(booking_script()) as server:
+        controller, terminal = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+        env |= provider_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
+        args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", "t"]
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
+        os.close(terminal)
+        seen = b""
+        deadline = time.monotonic() + 120
+        while b"or /later" not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1.0)[0]:  # a hang fails at the deadline, never blocks
+                seen += os.read(controller, 4096)
+        assert b"How many seats for Hamlet?" in seen, seen
+        os.write(controller, b"2\n")
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1.0)[0]:
+                try:
+                    seen += os.read(controller, 4096)
+                except OSError:  # the other side closed
+                    break
+        assert proc.wait(30) == 0, seen
+        os.close(controller)
+        last = server.requests[-1]
+    assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]
