@@ -2,7 +2,7 @@
 --command "python client.py"`): flowrun's own path from a declaration to a call. It writes a
 workflow whose `mcp_servers:` names the suite's server (the URL it is given, `auth:` from the
 scenario's context), loads it, starts the server's connection as a run does
-(runtime/mcp/launch.py, tools/mcp_client.py, tools/mcp_oauth.py) and calls a tool."""
+(runtime/mcp/launch.py, tools/mcp_client.py, tools/auth/mcp_oauth.py) and calls a tool."""
 
 from __future__ import annotations
 
