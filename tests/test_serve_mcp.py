@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import REPO, SECRET_VARS, flowrun_cmd
 from mcp import Client, StdioServerParameters
 
@@ -298,3 +299,164 @@ def test_loopback_server_refuses_another_host(tmp_path: Path) -> None:
             proc.terminate()
             proc.wait(timeout=30)
     assert evil.status_code == 421
+
+
+# ---------------------------------------------------------------- long runs: logging, cancel, reconnect
+
+
+class HeldServer:
+    """`flowrun serve mcp --http 0` serving the `talk` workflow (serve_http_helpers) over the
+    wire server, whose talker's second model call waits while `held` is armed: a long run."""
+
+    def __init__(self, root: Path) -> None:
+        from serve_http_helpers import Held, env_for, replies, write_project
+        from wire_server import WireServer
+
+        self.held = Held(replies())
+        self.wire = WireServer(self.held)
+        files = write_project(root, "openai")
+        self.runs = root / "runs"
+        self.env = env() | env_for(self.wire, "openai")
+        self.proc = subprocess.Popen(
+            [*flowrun_cmd(), "serve", "mcp", *map(str, files), "--http", "0", "--runs-dir", str(self.runs)],
+            cwd=root,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        assert line.startswith("serving MCP at http://127.0.0.1:"), line
+        self.url = line.split()[-1]
+
+    def run_json(self) -> dict[str, Any]:
+        (folder,) = [p for p in self.runs.iterdir() if (p / "run.json").is_file()]
+        return dict(json.loads((folder / "run.json").read_text()), folder=str(folder))
+
+    def close(self) -> None:
+        self.held.release.set()
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        self.wire.stop()
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # logging: a 2025 feature
+def test_serve_names_its_version_and_logs_each_step(tmp_path: Path) -> None:
+    import flowrun
+
+    served = HeldServer(tmp_path)
+    try:
+
+        async def main() -> tuple[Any, list[Any]]:
+            logs: list[Any] = []
+
+            async def on_log(params: Any) -> None:
+                logs.append(params)
+
+            async with Client(served.url, logging_callback=on_log, mode="legacy") as client:
+                info = client.server_info
+                await client.set_logging_level("info")
+                await client.call_tool("talk", {})
+                return info, logs
+
+        info, logs = asyncio.run(asyncio.wait_for(main(), 120))
+    finally:
+        served.close()
+    assert info.name == "flowrun" and info.version == flowrun.__version__
+    lines = [entry.data for entry in logs]
+    assert "talker started" in lines and "talker → list_directory" in lines, lines
+    assert {entry.level for entry in logs} == {"info"} and {entry.logger for entry in logs} == {"flowrun"}
+
+
+def test_cancelling_a_call_stops_its_run_resumably(tmp_path: Path) -> None:
+    from proc_helpers import wait_for
+
+    served = HeldServer(tmp_path)
+    try:
+        served.held.arm()
+
+        async def main() -> None:
+            import anyio
+
+            async with Client(served.url) as client, anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "talk", {})
+                await anyio.to_thread.run_sync(served.held.holding.wait, 60)
+                group.cancel_scope.cancel()  # the client sends notifications/cancelled
+
+        asyncio.run(asyncio.wait_for(main(), 120))
+        assert served.held.holding.is_set()
+        assert wait_for(lambda: served.run_json()["status"] == "interrupted"), served.run_json()
+        served.held.release.set()
+        folder = served.run_json()["folder"]
+        resumed = subprocess.run(
+            [*flowrun_cmd(), "resume", folder], cwd=tmp_path, env=served.env, capture_output=True, text=True
+        )
+    finally:
+        served.close()
+    assert resumed.returncode == 0, resumed.stderr
+    assert served.run_json()["status"] == "completed"
+
+
+def test_a_client_that_lost_its_connection_gets_the_result_on_reconnecting(tmp_path: Path) -> None:
+    import httpx
+    from proc_helpers import wait_for
+
+    served = HeldServer(tmp_path)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    try:
+        with httpx.Client(timeout=60) as http:
+            hello = http.post(served.url, headers=headers, json=INITIALIZE)
+            session = {
+                "mcp-session-id": hello.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            http.post(
+                served.url,
+                headers=headers | session,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            )
+            served.held.arm()
+            call = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "talk", "arguments": {}},
+            }
+            last_id = None
+            with http.stream("POST", served.url, headers=headers | session, json=call) as stream:
+                for line in stream.iter_lines():
+                    if line.startswith("id:"):
+                        last_id = line[3:].strip()
+                        break  # the first event (the priming one): then the connection is lost
+            assert last_id is not None
+            assert served.held.holding.wait(60)
+            served.held.release.set()
+            assert wait_for(lambda: served.run_json()["status"] == "completed"), served.run_json()
+            answers: list[dict[str, Any]] = []
+            again = headers | session | {"Last-Event-ID": last_id}
+            with http.stream("GET", served.url, headers=again) as resumed:  # replays what was missed
+                for line in resumed.iter_lines():
+                    if line.startswith("data:") and line[5:].strip():
+                        answers.append(json.loads(line[5:]))
+                        if answers[-1].get("id") == 7:
+                            break
+    finally:
+        served.close()
+    (result,) = [a for a in answers if a.get("id") == 7]
+    text = result["result"]["content"][0]["text"]
+    assert "status: completed" in text and f"run folder: {served.run_json()['folder']}" in text
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}

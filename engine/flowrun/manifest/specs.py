@@ -622,6 +622,42 @@ class AgentManifest(Strict):
 # ---------------------------------------------------------------- MCP servers
 
 
+class McpOAuthSpec(Strict):
+    """`auth:` of an HTTP MCP server: sign in with OAuth as the MCP specification describes it
+    (tools/auth/mcp_oauth.py). `${VAR}` in the ids and secrets is read from the environment."""
+
+    type: Literal["oauth"] = Field(default="oauth", description="oauth (the only kind).")
+    grant: Literal["authorization_code", "client_credentials"] = Field(
+        default="authorization_code",
+        description="authorization_code: a person signs in once in a browser; client_credentials: a "
+        "machine client with `client_id` and `client_secret`.",
+    )
+    client_id: str | None = Field(
+        default=None,
+        description="A pre-registered client's id, e.g. `${NOTES_CLIENT_ID}` (default: flowrun "
+        "registers itself).",
+    )
+    client_secret: str | None = Field(default=None, description="Its secret, e.g. `${NOTES_CLIENT_SECRET}`.")
+    scope: str | None = Field(
+        default=None, description="The scopes to ask for, space-separated, e.g. `read write`."
+    )
+    issuer: str | None = Field(
+        default=None,
+        description="The authorization server the client's credentials belong to, e.g. "
+        "`https://auth.example.com`.",
+    )
+    token_auth: Literal["client_secret_basic", "client_secret_post"] = Field(
+        default="client_secret_basic", description="How the secret is sent to the token endpoint."
+    )
+    redirect_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="authorization_code: the loopback port of the redirect (0: a free one; a "
+        "pre-registered client needs the one its redirect URI names).",
+    )
+
+
 class McpServerSpec(Strict):
     """An MCP server, in the `.mcp.json` shape (Claude Code's): `command`/`args`/`env`/`cwd`
     for a stdio server, `url`/`headers` for streamable HTTP (or `type: sse`), plus flowrun's
@@ -647,6 +683,9 @@ class McpServerSpec(Strict):
     headers: dict[str, str] = Field(
         default_factory=dict, description="http / sse: request headers (`Bearer ${TOKEN}` for a secret)."
     )
+    auth: Literal["oauth"] | McpOAuthSpec | None = Field(
+        default=None, description="http: sign in with OAuth (`oauth`, or `{type: oauth, ...}` with settings)."
+    )
     timeout_s: float = Field(default=60.0, gt=0, description="Seconds one tool call may take (then TIMEOUT).")
     startup_timeout_s: float = Field(
         default=30.0, gt=0, description="Seconds the server may take to start and list its tools."
@@ -666,6 +705,11 @@ class McpServerSpec(Strict):
     defer_above: int = Field(
         default=40, ge=0, description="With `defer` unset: defer when the server offers more tools than this."
     )
+
+    @property
+    def oauth(self) -> McpOAuthSpec | None:
+        """`auth:` as settings (`oauth` alone: every default)."""
+        return McpOAuthSpec() if self.auth == "oauth" else self.auth
 
     @property
     def transport(self) -> Literal["stdio", "http", "sse"]:

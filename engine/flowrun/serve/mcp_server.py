@@ -4,14 +4,18 @@ over stdio or streamable HTTP.
 Each workflow is one tool: its name, its description, its inputs as the parameters (types,
 descriptions, choices, defaults and required from the input declarations). A call is a normal
 run in its own run folder under `runs_dir` (resumable with `flowrun resume`); while it runs,
-progress notifications say what the agents do; the result is the declared output's content
+progress notifications (when the client sent a progress token) and log messages (at `info`,
+unless the client set a higher level) say what the agents do; the client cancelling the call
+stops the run, which stays resumable (`flowrun resume`); the result is the declared output's content
 (or the final answer), the run folder's path, and in the structured content the status, exit
 code, run folder and output path. A run that does not complete is an `isError` result; one
 that waits for a decision (an `approve: ask` call, an ask_user question: nobody can answer
 through MCP) says what it waits for and how to decide (`flowrun approve`, `flowrun answer`,
 which continue it), and lists it in the structured content's `pending`.
 
-Over HTTP the server always checks the Host and Origin headers (DNS-rebinding protection):
+Over HTTP the server keeps what it sent on each stream (serve/mcp_events.py), so a client that
+lost its connection during a long run reconnects with `Last-Event-ID` and gets the result. It
+always checks the Host and Origin headers (DNS-rebinding protection):
 loopback names, the address it listens on, this machine's names and `allowed_hosts`. With a
 token, every request must carry `Authorization: Bearer TOKEN` (401 otherwise); the CLI
 refuses an address other than loopback without one, since the agents behind the tools may
@@ -19,10 +23,14 @@ have a shell."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import warnings
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flowrun._version import __version__
 from flowrun.api import Workflow
 from flowrun.errors import FlowrunError
 from flowrun.events import AgentEndEvent, AgentStartEvent, Event, ToolCallEvent
@@ -35,8 +43,17 @@ if TYPE_CHECKING:
 
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
+    from mcp.server.session import ServerSession
     from mcp.server.transport_security import TransportSecuritySettings
-    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+    from mcp.types import (
+        CallToolRequestParams,
+        CallToolResult,
+        EmptyResult,
+        ListToolsResult,
+        LoggingLevel,
+        PaginatedRequestParams,
+        SetLevelRequestParams,
+    )
     from starlette.types import ASGIApp
 
     Context = ServerRequestContext[object]
@@ -49,6 +66,7 @@ JSON_TYPES = {
     "list": "array",
 }
 MAX_RESULT_CHARS = 200_000
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -100,16 +118,40 @@ class WorkflowServer:
         self.workflows = {tool_name(wf): wf for wf in workflows}
         self.options = options or RunOptions()  # every call's run options
         self.runs_dir = runs_dir
+        # the level each client set with logging/setLevel (none set: info and above are sent)
+        self.log_levels: weakref.WeakKeyDictionary[ServerSession, str] = weakref.WeakKeyDictionary()
 
     def build(self) -> Server[object]:
         from mcp.server.lowlevel import Server
+        from mcp.shared.exceptions import MCPDeprecationWarning
 
-        return Server(
-            "flowrun",
-            instructions="Each tool runs a flowrun workflow (LLM agents) and returns its output.",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-        )
+        with warnings.catch_warnings():  # logging is deprecated from protocol 2026-07-28 on, not before
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            return Server(
+                "flowrun",
+                version=__version__,
+                instructions="Each tool runs a flowrun workflow (LLM agents) and returns its output.",
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_set_logging_level=self._set_level,
+            )
+
+    async def _set_level(self, ctx: Context, params: SetLevelRequestParams) -> EmptyResult:
+        from mcp.types import EmptyResult
+
+        self.log_levels[ctx.session] = params.level
+        return EmptyResult()
+
+    async def _log(self, ctx: Context, level: LoggingLevel, line: str) -> None:
+        from mcp.shared.exceptions import MCPDeprecationWarning
+
+        wanted = self.log_levels.get(ctx.session, "info")
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(wanted):
+            return
+        with warnings.catch_warnings():  # the call warns; its sending happens below, outside
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            sending = ctx.session.send_log_message(level, line, "flowrun", related_request_id=ctx.request_id)
+        await sending
 
     async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
         from mcp.types import ListToolsResult, Tool
@@ -138,6 +180,23 @@ class WorkflowServer:
     async def _run(
         self, ctx: Context, workflow: Workflow, arguments: dict[str, object]
     ) -> tuple[str, dict[str, object], bool]:
+        """The run in a task of its own, so that a cancelled call (the client's
+        notifications/cancelled: the SDK cancels this handler's scope, again at every await)
+        can wait, shielded, until the run has stopped and recorded that it was interrupted."""
+        import anyio
+
+        task = asyncio.create_task(self._follow(ctx, workflow, arguments))
+        try:
+            return await asyncio.shield(task)
+        except anyio.get_cancelled_exc_class():
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.gather(task, return_exceptions=True)
+            raise
+
+    async def _follow(
+        self, ctx: Context, workflow: Workflow, arguments: dict[str, object]
+    ) -> tuple[str, dict[str, object], bool]:
         steps = 0
         async with workflow.stream(arguments, self.options, runs_dir=self.runs_dir) as events:
             async for event in events:
@@ -145,6 +204,7 @@ class WorkflowServer:
                 if line is not None:
                     steps += 1
                     await ctx.session.report_progress(steps, None, line)
+                    await self._log(ctx, "info", line)
             result = events.result
         output = result.output.read_text(encoding="utf-8", errors="replace") if result.output else ""
         body = output or result.message or f"the run ended {result.status}"
@@ -195,12 +255,16 @@ async def serve_http(
     token: str | None = None,
     allowed_hosts: tuple[str, ...] = (),
 ) -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp on `sock` until cancelled: Host and Origin
-    checked always, the token (when given) on every request."""
+    """Streamable HTTP at http://HOST:PORT/mcp on `sock` until cancelled: resumable streams,
+    Host and Origin checked always, the token (when given) on every request."""
     import uvicorn
 
+    from flowrun.serve.mcp_events import MemoryEventStore
+
     protection = security(host, allowed_hosts)
-    app: ASGIApp = server.build().streamable_http_app(host=host, transport_security=protection)
+    app: ASGIApp = server.build().streamable_http_app(
+        host=host, transport_security=protection, event_store=MemoryEventStore()
+    )
     if token is not None:
         app = BearerToken(app, token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")

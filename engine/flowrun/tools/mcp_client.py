@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
+from flowrun.tools.auth.mcp_oauth import OAuthSettings
 from flowrun.tools.mcp_elicit import Ask, AskStopped, Elicitations
 from flowrun.types import ToolResult
 
@@ -65,6 +66,7 @@ class ServerLaunch:
     timeout_s: float = 60.0
     startup_timeout_s: float = 30.0
     hint: str = ""  # what to try when it does not start (added to the reason)
+    oauth: OAuthSettings | None = None  # http: sign in with OAuth (tools/auth/mcp_oauth.py)
 
 
 class McpConnection:
@@ -154,8 +156,14 @@ class McpConnection:
                 if response.status_code >= 400:
                     self._http_refusal = (response.status_code, str(response.request.url))
 
+            auth = None
+            if launch.oauth is not None:
+                from flowrun.tools.auth.mcp_oauth import oauth_auth
+
+                auth = oauth_auth(launch.name, launch.url, launch.oauth)
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
+                    auth=auth,
                     headers=launch.headers,
                     timeout=httpx2.Timeout(30.0, read=300.0),
                     event_hooks={"response": [seen]},

@@ -33,7 +33,7 @@ def server_problems(src: Source, parts: PathKey, raw: object) -> list[Diagnostic
     if has_command and kind in ("http", "streamable-http", "sse"):
         return [src.diag((*parts, "type"), f"type {kind} needs `url`, not `command`", "", "invalid")]
     stdio_only = [k for k in ("args", "env", "cwd", "sandbox") if k in raw] if has_url else []
-    http_only = [k for k in ("headers",) if k in raw] if has_command else []
+    http_only = [k for k in ("headers", "auth") if k in raw] if has_command else []
     return [
         src.diag(
             (*parts, key), f"`{key}` applies to {'stdio' if has_url else 'http'} servers only", "", "invalid"
@@ -86,6 +86,8 @@ def expand(text: str, environ: Mapping[str, str] | None = None) -> str:
 def variables(spec: McpServerSpec) -> list[str]:
     """Every variable a declaration reads."""
     texts = [spec.command or "", spec.url or "", *spec.args, *spec.env.values(), *spec.headers.values()]
+    if (auth := spec.oauth) is not None:
+        texts += [auth.client_id or "", auth.client_secret or "", auth.scope or ""]
     return sorted({m.group(1) for text in texts for m in VARIABLE.finditer(text)})
 
 

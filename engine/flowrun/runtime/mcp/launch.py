@@ -18,10 +18,11 @@ from typing import Any
 
 from flowrun.manifest.ecosystem.mcp_config import expand, server_policy
 from flowrun.manifest.project import Loaded
-from flowrun.manifest.specs import McpServerSpec, WorkflowManifest, sandbox_spec
+from flowrun.manifest.specs import McpOAuthSpec, McpServerSpec, WorkflowManifest, sandbox_spec
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.mcp.programs import Needs, ProgramNotShown, Where, program_needs
 from flowrun.tools import sandbox
+from flowrun.tools.auth.mcp_oauth import OAuthSettings
 from flowrun.tools.mcp_client import McpServerDown, ServerLaunch
 from flowrun.tools.sandbox import Layout, Mode, SandboxPolicy
 
@@ -48,6 +49,7 @@ def server_launch(server: str, loaded: Loaded[McpServerSpec], place: Placement) 
                 spec.transport,
                 url=url,
                 headers=headers,
+                oauth=_oauth(spec.oauth),
                 timeout_s=spec.timeout_s,
                 startup_timeout_s=spec.startup_timeout_s,
             )
@@ -63,6 +65,20 @@ def server_launch(server: str, loaded: Loaded[McpServerSpec], place: Placement) 
     )
     launch.argv, launch.env, launch.hint = _confined(argv, env, cwd, base, policy, place, loaded)
     return launch
+
+
+def _oauth(auth: McpOAuthSpec | None) -> OAuthSettings | None:
+    if auth is None:
+        return None
+    return OAuthSettings(
+        grant=auth.grant,
+        client_id=expand(auth.client_id) if auth.client_id else None,
+        client_secret=expand(auth.client_secret) if auth.client_secret else None,
+        scope=expand(auth.scope) if auth.scope else None,
+        issuer=auth.issuer,
+        token_auth=auth.token_auth,
+        redirect_port=auth.redirect_port,
+    )
 
 
 def _confined(

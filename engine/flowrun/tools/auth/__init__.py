@@ -1,0 +1,1 @@
+"""Signing in to the servers tools reach: OAuth for HTTP MCP servers."""
