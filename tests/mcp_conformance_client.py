@@ -2,7 +2,7 @@
 --command "python client.py"`): flowrun's own path from a declaration to a call. It writes a
 workflow whose `mcp_servers:` names the suite's server (the URL it is given, `auth:` from the
 scenario's context), loads it, starts the server's connection as a run does
-(runtime/mcp/launch.py, tools/mcp_client.py, tools/auth/mcp_oauth.py) and calls a tool."""
+(runtime/mcp/launch.py, tools/remote/mcp_client.py, tools/remote/mcp_oauth.py) and calls a tool."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import yaml
 
 from flowrun.api import load
 from flowrun.runtime.mcp.launch import Placement, server_launch
-from flowrun.tools.mcp_client import McpConnection
+from flowrun.tools.remote.mcp_client import McpConnection
 
 WORKFLOW = {
     "version": 1,

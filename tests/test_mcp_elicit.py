@@ -21,7 +21,7 @@ from test_mcp_defer import run
 from wire_server import Reply, Script, WireServer
 
 import flowrun
-from flowrun.tools.mcp_elicit import parse_answer, question
+from flowrun.tools.remote.mcp_elicit import parse_answer, question
 
 WAITING = 75  # EX_TEMPFAIL: the run waits for a decision
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import SECRET_VARS, flowrun_cmd
 
-from flowrun.tools.auth.mcp_oauth import FileTokenStorage, token_file
+from flowrun.tools.remote.mcp_oauth import FileTokenStorage, token_file
 
 WORKFLOW = """version: 1
 kind: workflow

@@ -624,7 +624,7 @@ class AgentManifest(Strict):
 
 class McpOAuthSpec(Strict):
     """`auth:` of an HTTP MCP server: sign in with OAuth as the MCP specification describes it
-    (tools/auth/mcp_oauth.py). `${VAR}` in the ids and secrets is read from the environment."""
+    (tools/remote/mcp_oauth.py). `${VAR}` in the ids and secrets is read from the environment."""
 
     type: Literal["oauth"] = Field(default="oauth", description="oauth (the only kind).")
     grant: Literal["authorization_code", "client_credentials"] = Field(

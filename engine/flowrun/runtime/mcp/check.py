@@ -15,7 +15,7 @@ from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import McpServerSpec
 from flowrun.runtime.mcp.launch import Placement, server_launch
-from flowrun.tools.mcp_client import McpConnection, McpServerDown
+from flowrun.tools.remote.mcp_client import McpConnection, McpServerDown
 from flowrun.tools.sandbox import Mode
 
 

@@ -22,8 +22,8 @@ from flowrun.manifest.specs import McpOAuthSpec, McpServerSpec, WorkflowManifest
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.mcp.programs import Needs, ProgramNotShown, Where, program_needs
 from flowrun.tools import sandbox
-from flowrun.tools.auth.mcp_oauth import OAuthSettings
-from flowrun.tools.mcp_client import McpServerDown, ServerLaunch
+from flowrun.tools.remote.mcp_client import McpServerDown, ServerLaunch
+from flowrun.tools.remote.mcp_oauth import OAuthSettings
 from flowrun.tools.sandbox import Layout, Mode, SandboxPolicy
 
 

@@ -9,8 +9,8 @@ from flowrun.manifest.specs import McpPromptSpec
 from flowrun.runtime.loop.contracts import AgentInstance, RunServices
 from flowrun.runtime.loop.prompts import PromptRenderer, mcp_prompt_key
 from flowrun.runtime.tool_kinds.mcp import McpStartError, pool_of
-from flowrun.tools.mcp_client import McpServerDown
-from flowrun.tools.mcp_resources import prompt_text
+from flowrun.tools.remote.mcp_client import McpServerDown
+from flowrun.tools.remote.mcp_resources import prompt_text
 
 
 async def fetch_prompt(inst: AgentInstance, run: RunServices, prompts: PromptRenderer) -> bool:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
-from flowrun.tools.mcp_resources import has_resources, list_resources, read_resource
+from flowrun.tools.remote.mcp_client import McpConnection, McpServerDown, RemoteTool
+from flowrun.tools.remote.mcp_resources import has_resources, list_resources, read_resource
 from flowrun.types import ToolResult
 
 LIST, READ = "list_resources", "read_resource"

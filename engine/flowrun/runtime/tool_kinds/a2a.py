@@ -30,7 +30,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
-from flowrun.tools.a2a_client import CardInfo, CardUnavailable, Target, card_url, fetch_card, send
+from flowrun.tools.remote.a2a_client import CardInfo, CardUnavailable, Target, card_url, fetch_card, send
 from flowrun.types import ToolResult, ToolSpec
 
 CALL_GRACE_S = 5.0  # the runtime's own deadline, past the agent's timeout_s

@@ -36,8 +36,8 @@ from flowrun.runtime.mcp.deferral import Search, defers, run_search, search_tool
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.runtime.mcp.resources import ResourceOp, resource_tools, run_op
 from flowrun.tools import tool_search
-from flowrun.tools.mcp_client import McpConnection, McpServerDown, RemoteTool
-from flowrun.tools.mcp_elicit import Ask
+from flowrun.tools.remote.mcp_client import McpConnection, McpServerDown, RemoteTool
+from flowrun.tools.remote.mcp_elicit import Ask
 from flowrun.tools.sandbox import SandboxPolicy
 from flowrun.types import ToolResult, ToolSpec
 
@@ -238,7 +238,7 @@ class McpKind(ToolKind):
             return await run_op(pool_of(call.run).connections.get(target.server), target, call.arguments)
         if not isinstance(target, Remote):  # a placeholder the loop was never prepared for
             return ToolResult.fail("UNAVAILABLE", f"{bound.name} is not connected")
-        # the server's elicitation requests are the caller's questions (tools/mcp_elicit.py)
+        # the server's elicitation requests are the caller's questions (tools/remote/mcp_elicit.py)
         return await pool_of(call.run).call(target, call.arguments, call.ctx.services.ask_user)
 
     async def aclose(self, run: RunServices) -> None:

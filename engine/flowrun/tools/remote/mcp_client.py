@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
-from flowrun.tools.auth.mcp_oauth import OAuthSettings
-from flowrun.tools.mcp_elicit import Ask, AskStopped, Elicitations
+from flowrun.tools.remote.mcp_elicit import Ask, AskStopped, Elicitations
+from flowrun.tools.remote.mcp_oauth import OAuthSettings
 from flowrun.types import ToolResult
 
 MAX_TEXT_CHARS = 100_000  # what the model reads of one result
@@ -66,7 +66,7 @@ class ServerLaunch:
     timeout_s: float = 60.0
     startup_timeout_s: float = 30.0
     hint: str = ""  # what to try when it does not start (added to the reason)
-    oauth: OAuthSettings | None = None  # http: sign in with OAuth (tools/auth/mcp_oauth.py)
+    oauth: OAuthSettings | None = None  # http: sign in with OAuth (tools/remote/mcp_oauth.py)
 
 
 class McpConnection:
@@ -158,7 +158,7 @@ class McpConnection:
 
             auth = None
             if launch.oauth is not None:
-                from flowrun.tools.auth.mcp_oauth import oauth_auth
+                from flowrun.tools.remote.mcp_oauth import oauth_auth
 
                 auth = oauth_auth(launch.name, launch.url, launch.oauth)
             http = await stack.enter_async_context(
@@ -194,7 +194,7 @@ class McpConnection:
 
     async def call(self, tool: str, arguments: Mapping[str, object], ask: Ask | None = None) -> ToolResult:
         """One tool call; never raises (a dead server, a timeout, a protocol error are results)
-        but what `ask` raises to stop it (tools/mcp_elicit.py: the server's questions go to `ask`)."""
+        but what `ask` raises to stop it (tools/remote/mcp_elicit.py: the server's questions go to `ask`)."""
         name = self.launch.name
         if not self.alive:
             gone = await self._restart()

@@ -1,4 +1,4 @@
-"""An MCP server's resources and prompts, through a running connection (tools/mcp_client.py).
+"""An MCP server's resources and prompts, through a running connection (tools/remote/mcp_client.py).
 
 Resources are read as files: `list_resources` lists what a server offers (its resources and
 resource templates, with URIs and MIME types) and `read_resource(uri)` returns a resource's
@@ -11,7 +11,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from flowrun.tools.mcp_client import MAX_TEXT_CHARS, McpConnection, McpServerDown
+from flowrun.tools.remote.mcp_client import MAX_TEXT_CHARS, McpConnection, McpServerDown
 from flowrun.types import ToolResult
 
 MAX_LISTED = 200  # resources and templates listed in one answer

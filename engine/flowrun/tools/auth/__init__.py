@@ -1,1 +1,0 @@
-"""Signing in to the servers tools reach: OAuth for HTTP MCP servers."""
