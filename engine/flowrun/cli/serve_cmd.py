@@ -7,13 +7,14 @@ token."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from flowrun.cli.common import fail, reported
-from flowrun.cli.run_options import RunArgs, run_options
+from flowrun.cli.run_options import Command, RunArgs, run_options
 
 if TYPE_CHECKING:
     import socket
@@ -119,51 +120,100 @@ def mcp(
             return
 
 
+def served_over_http(
+    port: int, token_env: str, token_note: str = "", model_note: str = ""
+) -> Callable[[Command], Command]:
+    """The options `serve http` and `serve a2a` share: where to listen, the token, other Host
+    names, and the runs' options."""
+
+    def apply(command: Command) -> Command:
+        options: list[Callable[[Command], Command]] = [
+            click.option(
+                "--host",
+                default="127.0.0.1",
+                show_default=True,
+                help="The address to listen on. Another than loopback needs a token.",
+            ),
+            click.option(
+                "--port",
+                type=click.IntRange(0, 65535),
+                default=port,
+                show_default=True,
+                help="0: any free one.",
+            ),
+            click.option(
+                "--token-env",
+                metavar="VAR",
+                default=token_env,
+                show_default=True,
+                help="The environment variable holding the token every request must send "
+                f"(`Authorization: Bearer TOKEN`{token_note}).",
+            ),
+            click.option(
+                "--token-file",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="Read the token from this file instead.",
+            ),
+            click.option(
+                "--allow-host",
+                "allow_hosts",
+                multiple=True,
+                metavar="NAME",
+                help="Another Host header to answer (a DNS name clients use); loopback names and the "
+                "listening address are always answered, any other is refused.",
+            ),
+            run_options(
+                "runs_dir",
+                "dry_run",
+                "model",
+                "sandbox",
+                "decisions",
+                "decide_within",
+                help={
+                    "dry_run": "Every run uses the offline test provider.",
+                    "model": "Use this model for every agent of every run" + model_note + ".",
+                },
+            ),
+        ]
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
+def load_served(workflows: tuple[Path, ...], run_args: RunArgs) -> tuple[list[Workflow], RunOptions]:
+    """The served workflows (their .env files read first; two with one name refused) and the
+    options of every run."""
+    from flowrun.api import load
+    from flowrun.cli.env_files import load_env_files
+
+    load_env_files(workflows)
+    options = run_args.options()
+    loaded = [load(path) for path in workflows]
+    names = [wf.name for wf in loaded]
+    if len(set(names)) != len(names):
+        fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
+    return loaded, options
+
+
+def listen(host: str, port: int) -> tuple[socket.socket, str]:
+    """A socket listening on host:port, and the base URL it answers at."""
+    from flowrun.serve.access import bind
+
+    try:
+        sock = bind(host, port)
+    except OSError as e:
+        fail(
+            f"cannot listen on {host}:{port}: {e.strerror or e}", "choose another --port (0: any free one)", 2
+        )
+    shown = f"[{host}]" if ":" in host else host
+    return sock, f"http://{shown}:{sock.getsockname()[1]}"
+
+
 @serve.command("http")
 @click.argument("workflows", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="The address to listen on. Another than loopback needs a token.",
-)
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8321, show_default=True, help="0: any free one."
-)
-@click.option(
-    "--token-env",
-    metavar="VAR",
-    default=HTTP_TOKEN_ENV,
-    show_default=True,
-    help="The environment variable holding the token every request must send (`Authorization: Bearer "
-    "TOKEN`).",
-)
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Read the token from this file instead.",
-)
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="Another Host header to answer (a DNS name clients use); loopback names and the listening "
-    "address are always answered, any other is refused.",
-)
-@run_options(
-    "runs_dir",
-    "dry_run",
-    "model",
-    "sandbox",
-    "decisions",
-    "decide_within",
-    help={
-        "dry_run": "Every run uses the offline test provider.",
-        "model": "Use this model for every agent of every run (a request's options may choose another).",
-        "sandbox": "Override every `sandbox:` mode.",
-    },
-)
+@served_over_http(8321, HTTP_TOKEN_ENV, model_note=" (a request's options may choose another)")
 def http(
     workflows: tuple[Path, ...],
     host: str,
@@ -195,26 +245,8 @@ def serve_api(
             "`flowrun serve http` and `flowrun ui` need starlette and uvicorn", "pip install 'flowrun[serve]'"
         )
     with reported(False):
-        from flowrun.api import load
-        from flowrun.cli.env_files import load_env_files
-        from flowrun.serve.access import bind
-
-        load_env_files(workflows)
-        options = run_args.options()
-        loaded = [load(path) for path in workflows]
-        names = [wf.name for wf in loaded]
-        if len(set(names)) != len(names):
-            fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
-        try:
-            sock = bind(host, port)
-        except OSError as e:
-            fail(
-                f"cannot listen on {host}:{port}: {e.strerror or e}",
-                "choose another --port (0: any free one)",
-                2,
-            )
-        shown = f"[{host}]" if ":" in host else host
-        base = f"http://{shown}:{sock.getsockname()[1]}"
+        loaded, options = load_served(workflows, run_args)
+        sock, base = listen(host, port)
         click.echo(f"serving the runs API at {base}/v1 (see /openapi.json)", err=True)
         page = f"{base}/" + (f"#token={token}" if token else "")
         click.echo(f"the web UI: {page}", err=True)
@@ -293,49 +325,7 @@ def http_token(token_file: Path | None, env: str, host: str) -> str | None:
 
 @serve.command("a2a")
 @click.argument("workflows", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="The address to listen on. Another than loopback needs a token.",
-)
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8322, show_default=True, help="0: any free one."
-)
-@click.option(
-    "--token-env",
-    metavar="VAR",
-    default=A2A_TOKEN_ENV,
-    show_default=True,
-    help="The environment variable holding the token every request must send (`Authorization: Bearer "
-    "TOKEN`; the agent cards are public).",
-)
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Read the token from this file instead.",
-)
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="Another Host header to answer (a DNS name clients use); loopback names and the listening "
-    "address are always answered, any other is refused.",
-)
-@run_options(
-    "runs_dir",
-    "dry_run",
-    "model",
-    "sandbox",
-    "decisions",
-    "decide_within",
-    help={
-        "dry_run": "Every run uses the offline test provider.",
-        "model": "Use this model for every agent of every run.",
-        "sandbox": "Override every `sandbox:` mode.",
-    },
-)
+@served_over_http(8322, A2A_TOKEN_ENV, "; the agent cards are public")
 def a2a(
     workflows: tuple[Path, ...],
     host: str,
@@ -354,26 +344,9 @@ def a2a(
         fail("`flowrun serve a2a` needs the a2a-sdk's server", "pip install 'flowrun[a2a]'")
     token = http_token(token_file, token_env, host)
     with reported(False):
-        from flowrun.api import load
-        from flowrun.cli.env_files import load_env_files
-        from flowrun.serve.access import bind
-
-        load_env_files(workflows)
-        options = run_args.options()
-        loaded = [load(path) for path in workflows]
+        loaded, options = load_served(workflows, run_args)
         names = [wf.name for wf in loaded]
-        if len(set(names)) != len(names):
-            fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
-        try:
-            sock = bind(host, port)
-        except OSError as e:
-            fail(
-                f"cannot listen on {host}:{port}: {e.strerror or e}",
-                "choose another --port (0: any free one)",
-                2,
-            )
-        shown = f"[{host}]" if ":" in host else host
-        base = f"http://{shown}:{sock.getsockname()[1]}"
+        sock, base = listen(host, port)
         click.echo(f"serving A2A at {base} (agent card: {base}/.well-known/agent-card.json)", err=True)
         for name in names:
             click.echo(f"  {name}: {base}/a2a/{name}", err=True)
