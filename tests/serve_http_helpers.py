@@ -34,7 +34,8 @@ AGENTS: dict[str, list[Any]] = {
 TOKEN = "a-token-long-enough-0123456789"
 
 
-def replies() -> Script:
+def replies(**more: list[Reply]) -> Script:
+    """The script of the project's agents (and of `more` agents a test serves beside them)."""
     agents = {
         "orchestrator": [
             Reply(tool_calls=[ToolCallSpec("manager", {"task": "Manage it."})]),
@@ -57,6 +58,7 @@ def replies() -> Script:
             ]
             for side in ("alpha", "beta")
         },
+        **more,
     }
     return Script(agents, {name: f"You are the {name}." for name in agents})
 

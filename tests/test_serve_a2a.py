@@ -25,6 +25,7 @@ import yaml
 from conftest import SECRET_VARS, flowrun_cmd
 from google.protobuf.json_format import MessageToDict
 from serve_http_helpers import MODELS, TOKEN, Held, env_for, write_project
+from serve_http_helpers import replies as shared_replies
 from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 pytest.importorskip("a2a.client")
@@ -49,31 +50,17 @@ REPORT = "# Report\n\nOtters hold hands.\n"
 
 
 def replies() -> Script:
-    agents = {
-        "orchestrator": [
-            Reply(tool_calls=[ToolCallSpec("manager", {"task": "Manage it."})]),
-            Reply("All done."),
-        ],
-        "manager": [Reply(tool_calls=[ToolCallSpec("worker", {"task": "Write it."})]), Reply("Managed.")],
-        "worker": [
-            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "approved\n"})]),
-            Reply("Wrote it."),
-        ],
-        "talker": [
-            Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
-            Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
-            Reply("Talked."),
-        ],
-        "scribe": [
+    """serve http's script, and the agents of `write_more`."""
+    return shared_replies(
+        scribe=[
             Reply(tool_calls=[ToolCallSpec("write_file", {"path": "report.md", "content": REPORT})]),
             Reply("The report is written."),
         ],
-        "quizzer": [
+        quizzer=[
             Reply(tool_calls=[ToolCallSpec("ask_user", {"question": "Which colour?"})]),
             Reply("Blue it is."),
         ],
-    }
-    return Script(agents, {name: f"You are the {name}." for name in agents})
+    )
 
 
 def write_more(root: Path, provider: str) -> list[Path]:
