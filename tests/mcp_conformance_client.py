@@ -74,8 +74,8 @@ async def main(url: str) -> int:
             if "add_numbers" in names:
                 result = await connection.call("add_numbers", {"a": 5, "b": 3})
                 print(result.text if hasattr(result, "text") else result)
-            elif tools:
-                result = await connection.call(tools[0].name, {})
+            elif tools:  # a person who accepts what the server proposes (its defaults)
+                result = await connection.call(tools[0].name, {}, ask=lambda question: "accept")
                 print(result)
         finally:
             await connection.close()

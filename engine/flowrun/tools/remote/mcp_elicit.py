@@ -7,8 +7,9 @@ The SDK answers the server's request in its own receiving task; the question is 
 task of the tool call instead (`drive`), so a run that stops to wait stops that call. A request
 goes to the oldest call in flight on the connection (the protocol does not say which call a
 request belongs to). The answer: `decline`, `cancel`, or the content: a JSON object matching
-the requested schema, or for a schema of one field its plain value; an answer that does not
-match is asked again (at most ASK_ROUNDS times), then the request is cancelled."""
+the requested schema, or for a schema of one field its plain value; `accept` or an empty answer
+takes the schema's defaults, and a field left out takes its default (SEP-1034); an answer that
+does not match is asked again (at most ASK_ROUNDS times), then the request is cancelled."""
 
 from __future__ import annotations
 
@@ -125,12 +126,13 @@ def question(server: str, tool: str, message: str, schema: Mapping[str, object],
     lines = [f"The MCP server '{server}' asks (during {tool}): {message}"]
     if problem:
         lines.append(f"That answer did not fit: {problem}.")
+    defaults = " (accept: the defaults)" if _defaults(fields) else ""
     if len(fields) == 1:
         name, spec = next(iter(fields.items()))
-        lines.append(f"Answer with the {name} ({_kind(spec)}), or decline, or cancel.")
+        lines.append(f"Answer with the {name} ({_kind(spec)}), or decline, or cancel{defaults}.")
     elif fields:
         listed = ", ".join(f"{name} ({_kind(spec)})" for name, spec in fields.items())
-        lines.append(f"Answer with a JSON object of: {listed}; or decline, or cancel.")
+        lines.append(f"Answer with a JSON object of: {listed}; or decline, or cancel{defaults}.")
     else:
         lines.append("Answer accept, decline or cancel.")
     return "\n".join(lines)
@@ -142,7 +144,15 @@ def _kind(spec: object) -> str:
     if isinstance(spec.get("enum"), list):
         return "one of " + ", ".join(map(str, spec["enum"]))
     kind = str(spec.get("type", "string"))
+    kind += f", default {json.dumps(spec['default'])}" if "default" in spec else ""
     return kind + (f": {spec['description']}" if spec.get("description") else "")
+
+
+def _defaults(fields: Mapping[str, object]) -> dict[str, object]:
+    """The fields' declared defaults (what a person who leaves a field out gets)."""
+    return {
+        name: spec["default"] for name, spec in fields.items() if isinstance(spec, dict) and "default" in spec
+    }
 
 
 def parse_answer(text: str, schema: Mapping[str, object]) -> tuple[Action, Content | None, str]:
@@ -159,7 +169,9 @@ def parse_answer(text: str, schema: Mapping[str, object]) -> tuple[Action, Conte
     if not fields:
         return ("accept", {}, "") if word in ("accept", "yes", "ok", "") else ("decline", None, "")
     content: object
-    if len(fields) == 1 and not answer.startswith("{"):
+    if word in ("accept", ""):  # the defaults, as they are
+        content = {}
+    elif len(fields) == 1 and not answer.startswith("{"):
         name, spec = next(iter(fields.items()))
         content = {name: _plain(answer, spec)}
     else:
@@ -171,7 +183,7 @@ def parse_answer(text: str, schema: Mapping[str, object]) -> tuple[Action, Conte
         return "accept", None, "not a JSON object"
     from jsonschema import Draft202012Validator
 
-    given = cast(Content, content)
+    given = cast(Content, _defaults(fields) | content)
     errors = [e.message for e in Draft202012Validator(dict(schema)).iter_errors(given)]
     if errors:
         return "accept", None, "; ".join(errors[:3])
