@@ -33,7 +33,18 @@ CALLER = {"version": 1, "kind": "agent", "name": "caller", "prompt": "Call it.",
 
 def declaration(url: str, scenario: str, context: dict[str, object]) -> dict[str, object]:
     server: dict[str, object] = {"url": url, "startup_timeout_s": 25}
-    if scenario.startswith("auth/client-credentials"):
+    if "private_key_pem" in context:  # client_credentials with a signed JWT (private_key_jwt)
+        os.environ["CONF_CLIENT_ID"] = str(context["client_id"])
+        os.environ["CONF_CLIENT_KEY"] = str(context["private_key_pem"])
+        server["auth"] = {
+            "type": "oauth",
+            "grant": "client_credentials",
+            "client_id": "${CONF_CLIENT_ID}",
+            "token_auth": "private_key_jwt",
+            "private_key": "${CONF_CLIENT_KEY}",
+            "signing_algorithm": str(context.get("signing_algorithm", "RS256")),
+        }
+    elif scenario.startswith("auth/client-credentials"):
         os.environ["CONF_CLIENT_ID"] = str(context["client_id"])
         os.environ["CONF_CLIENT_SECRET"] = str(context["client_secret"])
         server["auth"] = {

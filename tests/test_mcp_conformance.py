@@ -58,6 +58,7 @@ CLIENT_SCENARIOS = [
     "auth/pre-registration",
     "auth/2025-03-26-oauth-endpoint-fallback",
     "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
     "elicitation-sep1034-client-defaults",
     "auth/resource-mismatch",
     "auth/offline-access-scope",

@@ -43,6 +43,9 @@ def validate(tmp_path: Path, server: str) -> subprocess.CompletedProcess[str]:
         '{url: "https://notes.example.com/mcp", auth: oauth}',
         '{url: "https://notes.example.com/mcp", auth: {type: oauth, grant: client_credentials, '
         'client_id: "${NOTES_ID}", client_secret: "${NOTES_SECRET}", scope: "read"}}',
+        '{url: "https://notes.example.com/mcp", auth: {type: oauth, grant: client_credentials, '
+        'client_id: "${NOTES_ID}", token_auth: private_key_jwt, private_key: "${NOTES_KEY}", '
+        "signing_algorithm: ES256}}",
     ],
 )
 def test_an_http_server_may_sign_in_with_oauth(tmp_path: Path, server: str) -> None:
@@ -57,6 +60,12 @@ def test_oauth_mistakes_are_one_line_each(tmp_path: Path) -> None:
     grant = validate(tmp_path, '{url: "https://x.example/mcp", auth: {type: oauth, grant: password}}')
     assert grant.returncode != 0 and "grant" in grant.stdout + grant.stderr
     assert "Traceback" not in grant.stdout + grant.stderr + stdio.stdout + stdio.stderr
+    jwt = '{url: "https://x.example/mcp", auth: {type: oauth, grant: client_credentials, client_id: c, '
+    keyless = validate(tmp_path, jwt + "token_auth: private_key_jwt}}")
+    assert keyless.returncode != 0 and "flow.yaml:9:" in keyless.stdout
+    assert "token_auth private_key_jwt needs private_key" in keyless.stdout
+    stray = validate(tmp_path, jwt + 'client_secret: s, private_key: "${K}"}}')
+    assert stray.returncode != 0 and "`private_key` is for token_auth: private_key_jwt" in stray.stdout
 
 
 def test_tokens_are_kept_per_server_readable_by_their_owner_only(

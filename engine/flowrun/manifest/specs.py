@@ -646,8 +646,20 @@ class McpOAuthSpec(Strict):
         description="The authorization server the client's credentials belong to, e.g. "
         "`https://auth.example.com`.",
     )
-    token_auth: Literal["client_secret_basic", "client_secret_post"] = Field(
-        default="client_secret_basic", description="How the secret is sent to the token endpoint."
+    token_auth: Literal["client_secret_basic", "client_secret_post", "private_key_jwt"] = Field(
+        default="client_secret_basic",
+        description="How the client proves itself to the token endpoint: its secret (basic or post), "
+        "or private_key_jwt (client_credentials: a JWT signed with `private_key`, RFC 7523).",
+    )
+    private_key: str | None = Field(
+        default=None,
+        description="private_key_jwt: the client's private key in PEM, e.g. `${NOTES_CLIENT_KEY}` (never "
+        "written in the manifest itself).",
+    )
+    signing_algorithm: str = Field(
+        default="RS256",
+        pattern=r"^(RS|PS|ES)(256|384|512)$|^EdDSA$",
+        description="private_key_jwt: the JWT's signing algorithm (RS256, ES256, PS256, EdDSA, ...).",
     )
     redirect_port: int = Field(
         default=0,

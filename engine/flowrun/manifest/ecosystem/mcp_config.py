@@ -39,7 +39,26 @@ def server_problems(src: Source, parts: PathKey, raw: object) -> list[Diagnostic
             (*parts, key), f"`{key}` applies to {'stdio' if has_url else 'http'} servers only", "", "invalid"
         )
         for key in (*stdio_only, *http_only)
-    ]
+    ] + _oauth_problems(src, (*parts, "auth"), raw.get("auth"))
+
+
+def _oauth_problems(src: Source, parts: PathKey, auth: object) -> list[Diagnostic]:
+    """private_key_jwt signs a client_credentials assertion: it needs the client and its key."""
+    if not isinstance(auth, dict):
+        return []
+    if auth.get("token_auth") == "private_key_jwt":
+        missing = [k for k in ("client_id", "private_key") if not auth.get(k)]
+        if auth.get("grant") != "client_credentials":
+            message = "token_auth private_key_jwt is for grant: client_credentials"
+            return [src.diag((*parts, "token_auth"), message, "add grant: client_credentials", "invalid")]
+        if missing:
+            message = f"token_auth private_key_jwt needs {' and '.join(missing)}"
+            hint = "e.g. private_key: ${NOTES_CLIENT_KEY} (the PEM, from the environment)"
+            return [src.diag((*parts, "token_auth"), message, hint, "invalid")]
+    elif "private_key" in auth:
+        message = "`private_key` is for token_auth: private_key_jwt"
+        return [src.diag((*parts, "private_key"), message, "add token_auth: private_key_jwt", "invalid")]
+    return []
 
 
 def load_mcp_file(path: Path, display: str) -> tuple[dict[str, McpServerSpec], Source, list[Diagnostic]]:
@@ -87,7 +106,7 @@ def variables(spec: McpServerSpec) -> list[str]:
     """Every variable a declaration reads."""
     texts = [spec.command or "", spec.url or "", *spec.args, *spec.env.values(), *spec.headers.values()]
     if (auth := spec.oauth) is not None:
-        texts += [auth.client_id or "", auth.client_secret or "", auth.scope or ""]
+        texts += [auth.client_id or "", auth.client_secret or "", auth.scope or "", auth.private_key or ""]
     return sorted({m.group(1) for text in texts for m in VARIABLE.finditer(text)})
 
 

@@ -78,6 +78,8 @@ def _oauth(auth: McpOAuthSpec | None) -> OAuthSettings | None:
         issuer=auth.issuer,
         token_auth=auth.token_auth,
         redirect_port=auth.redirect_port,
+        private_key=expand(auth.private_key) if auth.private_key else None,
+        signing_algorithm=auth.signing_algorithm,
     )
 
 

@@ -4,7 +4,8 @@ authorization server's metadata, dynamic or pre-registered clients, PKCE, refres
 
 Two grants: `authorization_code` (a person signs in once: flowrun prints the authorization URL
 and opens a browser, and a loopback listener at http://127.0.0.1:PORT/callback takes the
-redirect) and `client_credentials` (a machine client: id and secret, no person). The tokens and
+redirect) and `client_credentials` (a machine client, no person: id and secret, or id and a
+private key signing a JWT assertion, `private_key_jwt`). The tokens and
 the registered client are kept per server URL in a file of their own outside every run folder
 (`token_dir()`, mode 0600), so that a run reuses them and refreshes them; they never reach an
 event, a log or a result."""
@@ -43,9 +44,13 @@ class OAuthSettings:
     client_secret: str | None = None
     scope: str | None = None
     issuer: str | None = None  # the authorization server the client's credentials belong to
-    token_auth: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
+    token_auth: Literal["client_secret_basic", "client_secret_post", "private_key_jwt"] = (
+        "client_secret_basic"
+    )
     redirect_port: int = 0  # 0: a free port (dynamic registration); a pre-registered client's
     client_name: str = "flowrun"
+    private_key: str | None = None  # private_key_jwt: the PEM signing the client's assertions
+    signing_algorithm: str = "RS256"
 
 
 def token_dir() -> Path:
@@ -182,17 +187,39 @@ def oauth_auth(server: str, url: str, settings: OAuthSettings) -> httpx2.Auth:
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
     if settings.grant == "client_credentials":
-        from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+        from mcp.client.auth.extensions.client_credentials import (
+            ClientCredentialsOAuthProvider,
+            PrivateKeyJWTOAuthProvider,
+            SignedJWTParameters,
+        )
         from mcp.shared.exceptions import MCPDeprecationWarning
 
         with warnings.catch_warnings():  # without `issuer`, the SDK takes what discovery finds
             warnings.simplefilter("ignore", MCPDeprecationWarning)
+            if settings.token_auth == "private_key_jwt":
+                client = settings.client_id or ""
+                signed = SignedJWTParameters(
+                    issuer=client,
+                    subject=client,
+                    signing_key=settings.private_key or "",
+                    signing_algorithm=settings.signing_algorithm,
+                )
+                return PrivateKeyJWTOAuthProvider(
+                    server_url=url,
+                    storage=FileTokenStorage(url),
+                    client_id=client,
+                    assertion_provider=signed.create_assertion_provider(),
+                    scope=settings.scope,
+                    issuer=settings.issuer,
+                )
             return ClientCredentialsOAuthProvider(
                 server_url=url,
                 storage=FileTokenStorage(url),
                 client_id=settings.client_id or "",
                 client_secret=settings.client_secret or "",
-                token_endpoint_auth_method=settings.token_auth,
+                token_endpoint_auth_method="client_secret_post"
+                if settings.token_auth == "client_secret_post"
+                else "client_secret_basic",
                 scope=settings.scope,
                 issuer=settings.issuer,
             )
