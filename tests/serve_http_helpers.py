@@ -6,6 +6,7 @@ making two tool calls, whose second model call a test can hold at the wire serve
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -123,14 +124,19 @@ def env_for(server: WireServer, provider: str) -> dict[str, str]:
     return {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
 
 
-class Served:
-    """`flowrun serve http ARGS --port 0` in a subprocess; `base` is its address once it
-    listens (the first line it writes)."""
+FIRST_LINE = {"http": "serving the runs API at http://", "a2a": "serving A2A at http://"}
 
-    def __init__(self, cwd: Path, args: list[str], env: dict[str, str] | None = None) -> None:
+
+class Served:
+    """`flowrun serve COMMAND ARGS --port 0` in a subprocess (`serve http` by default, or `serve
+    a2a`); `base` is its address once it listens (the first line it writes)."""
+
+    def __init__(
+        self, cwd: Path, args: list[str], env: dict[str, str] | None = None, command: str = "http"
+    ) -> None:
         full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
         self.proc = subprocess.Popen(
-            [*flowrun_cmd(), "serve", "http", *args],
+            [*flowrun_cmd(), "serve", command, *args],
             cwd=cwd,
             env=full,
             stdout=subprocess.DEVNULL,
@@ -140,10 +146,10 @@ class Served:
         assert self.proc.stderr is not None
         first = self.proc.stderr.readline()
         self.lines = [first]
-        assert first.startswith("serving the runs API at http://"), first + self.proc.stderr.read()
-        address = first.split()[5]  # http://HOST:PORT/v1
-        port = int(address.rsplit(":", 1)[1].split("/")[0])
-        self.base = f"http://127.0.0.1:{port}"
+        assert first.startswith(FIRST_LINE[command]), first + self.proc.stderr.read()
+        port = re.search(r"http://[^\s/]+:(\d+)", first)
+        assert port is not None, first
+        self.base = f"http://127.0.0.1:{port.group(1)}"
         self._drain = threading.Thread(target=self._read, daemon=True)
         self._drain.start()
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from a2a_sample_server import SampleServer
 from conftest import run_cli
+from test_mcp_client import write_project as mcp_project
 from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 PROVIDERS = ["anthropic", "openai"]
@@ -40,31 +40,7 @@ def closed_port_url() -> str:
 
 
 def write_project(tmp_path: Path, agents: dict[str, Any], tools: list[Any]) -> Path:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "a2a_demo",
-        "inputs": {"question": {}},
-        "models": {
-            "claude": {"provider": "anthropic", "model": "claude-test", "api_key_env": "ANTHROPIC_API_KEY"}
-        },
-        "default_model": "claude",
-        "entry": "worker",
-        "a2a_agents": agents,
-    }
-    agent = {
-        "version": 1,
-        "kind": "agent",
-        "name": "worker",
-        "prompt": WORKER + ". Use the tools.",
-        "max_steps": 12,
-        "tools": tools,
-    }
-    (tmp_path / "agents.d").mkdir(exist_ok=True)
-    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
-    path = tmp_path / "a2a_demo.yaml"
-    path.write_text(yaml.safe_dump(workflow, sort_keys=False))
-    return path
+    return mcp_project(tmp_path, agents, tools, declared="a2a_agents", name="a2a_demo", worker=WORKER)
 
 
 def run(

@@ -37,31 +37,41 @@ def python_binds() -> list[str]:
     return sorted({sys.prefix, sys.base_prefix})
 
 
-def write_project(tmp_path: Path, servers: dict[str, Any], tools: list[Any]) -> Path:
+def write_project(
+    tmp_path: Path,
+    servers: dict[str, Any],
+    tools: list[Any],
+    declared: str = "mcp_servers",
+    name: str = "mcp_demo",
+    worker: str = WORKER,
+) -> Path:
+    """A workflow NAME whose worker (prompt `worker`) uses `tools`, with `servers` under
+    `declared` (mcp_servers, or a2a_agents for tests/test_a2a_client.py); the test MCP server is
+    copied beside it."""
     shutil.copy(TESTS / "mcp_test_server.py", tmp_path / "mcp_test_server.py")
     workflow = {
         "version": 1,
         "kind": "workflow",
-        "name": "mcp_demo",
+        "name": name,
         "inputs": {"question": {}},
         "models": {
             "claude": {"provider": "anthropic", "model": "claude-test", "api_key_env": "ANTHROPIC_API_KEY"}
         },
         "default_model": "claude",
         "entry": "worker",
-        "mcp_servers": servers,
+        declared: servers,
     }
     agent = {
         "version": 1,
         "kind": "agent",
         "name": "worker",
-        "prompt": WORKER + ". Use the tools.",
+        "prompt": worker + ". Use the tools.",
         "max_steps": 12,
         "tools": tools,
     }
     (tmp_path / "agents.d").mkdir(exist_ok=True)
     (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
-    path = tmp_path / "mcp_demo.yaml"
+    path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(workflow, sort_keys=False))
     return path
 

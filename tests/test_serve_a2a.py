@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +22,7 @@ import pytest
 import yaml
 from conftest import SECRET_VARS, flowrun_cmd
 from google.protobuf.json_format import MessageToDict
-from serve_http_helpers import MODELS, TOKEN, Held, env_for, write_project
+from serve_http_helpers import MODELS, TOKEN, Held, Served, env_for, write_project
 from serve_http_helpers import replies as shared_replies
 from wire_server import Reply, Script, ToolCallSpec, WireServer
 
@@ -93,43 +91,6 @@ def write_more(root: Path, provider: str) -> list[Path]:
     return files
 
 
-class A2AServed:
-    """`flowrun serve a2a ARGS --port 0` in a subprocess; `base` once it listens (the first
-    line it writes)."""
-
-    def __init__(self, cwd: Path, args: list[str], env: dict[str, str] | None = None) -> None:
-        full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
-        self.proc = subprocess.Popen(
-            [*flowrun_cmd(), "serve", "a2a", *args],
-            cwd=cwd,
-            env=full,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stderr is not None
-        first = self.proc.stderr.readline()
-        self.lines = [first]
-        assert first.startswith("serving A2A at http://"), first + self.proc.stderr.read()
-        port = int(first.split()[3].rsplit(":", 1)[1])
-        self.base = f"http://127.0.0.1:{port}"
-        self._drain = threading.Thread(target=self._read, daemon=True)
-        self._drain.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=60)
-        self._drain.join(timeout=10)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
-
-
 class Stack:
     """The wire server and a `flowrun serve a2a` serving the project for one provider."""
 
@@ -144,9 +105,9 @@ class Stack:
         self.env = env_for(self.wire, provider) | (env or {})
         self.served = self.start()
 
-    def start(self) -> A2AServed:
+    def start(self) -> Served:
         args = [*map(str, self.files), "--port", "0", "--runs-dir", str(self.runs)]
-        return A2AServed(self.root, args, self.env)
+        return Served(self.root, args, self.env, command="a2a")
 
     def close(self) -> None:
         self.held.release.set()
@@ -476,7 +437,7 @@ async def test_with_one_workflow_the_root_is_its_agent(tmp_path: Path) -> None:
     (tmp_path / "agents.d").mkdir()
     (path,) = write_more(tmp_path, "openai")[:1]
     with WireServer(replies()) as wire:
-        served = A2AServed(tmp_path, [str(path), "--port", "0"], env_for(wire, "openai"))
+        served = Served(tmp_path, [str(path), "--port", "0"], env_for(wire, "openai"), command="a2a")
         try:
             async with httpx.AsyncClient(timeout=60) as http:
                 card = await A2ACardResolver(http, served.base).get_agent_card()

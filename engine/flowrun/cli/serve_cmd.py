@@ -6,6 +6,7 @@ token."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +20,11 @@ from flowrun.cli.run_options import Command, RunArgs, run_options
 if TYPE_CHECKING:
     import socket
 
+    from starlette.types import ASGIApp
+
     from flowrun.api import Workflow
     from flowrun.runtime.options import RunOptions
+    from flowrun.serve.served_runs import ServedRuns
 
 TOKEN_ENV = "FLOWRUN_MCP_TOKEN"
 HTTP_TOKEN_ENV = "FLOWRUN_HTTP_TOKEN"
@@ -237,7 +241,6 @@ def serve_api(
     open_browser: bool = False,
 ) -> None:
     """The runs API (and the web UI's pages) on HOST:PORT until Ctrl-C (`serve http`, `ui`)."""
-    import asyncio
     import importlib.util
 
     if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:
@@ -254,40 +257,34 @@ def serve_api(
             import webbrowser
 
             webbrowser.open(page)
-        try:
-            asyncio.run(_serve_http(loaded, options, run_args.runs_dir, sock, host, token, allow_hosts))
-        except KeyboardInterrupt:
-            return
+        from flowrun.serve.http_app import build_app
+        from flowrun.serve.served_runs import ServedRuns
+
+        runs_dir = run_args.runs_dir
+        app = build_app(lambda: ServedRuns(loaded, runs_dir, options), host, token, allow_hosts, _told)
+        run_app(app, sock)
 
 
-async def _serve_http(
-    workflows: list[Workflow],
-    options: RunOptions,
-    runs_dir: Path,
-    sock: socket.socket,
-    host: str,
-    token: str | None,
-    allow_hosts: tuple[str, ...],
-) -> None:
+def _told(served: ServedRuns) -> None:
+    """Say which runs a restarted server found waiting or interrupted, and what to do."""
+    waiting, interrupted = served.left_over()
+    for what, runs in (("wait for decisions", waiting), ("were interrupted", interrupted)):
+        if runs:
+            ids = ", ".join(e.id for e in runs[:5]) + (", ..." if len(runs) > 5 else "")
+            click.echo(f"{len(runs)} run(s) {what}: {ids}", err=True)
+    if waiting or interrupted:
+        click.echo("decide with POST /v1/runs/ID/decisions, continue with POST /v1/runs/ID/resume", err=True)
+
+
+def run_app(app: ASGIApp, sock: socket.socket) -> None:
+    """Serve an ASGI app on a listening socket until Ctrl-C (`serve http`, `ui`, `serve a2a`)."""
+    import asyncio
+
     import uvicorn
 
-    from flowrun.serve.http_app import build_app
-    from flowrun.serve.served_runs import ServedRuns
-
-    def told(served: ServedRuns) -> None:
-        waiting, interrupted = served.left_over()
-        for what, runs in (("wait for decisions", waiting), ("were interrupted", interrupted)):
-            if runs:
-                ids = ", ".join(e.id for e in runs[:5]) + (", ..." if len(runs) > 5 else "")
-                click.echo(f"{len(runs)} run(s) {what}: {ids}", err=True)
-        if waiting or interrupted:
-            click.echo(
-                "decide with POST /v1/runs/ID/decisions, continue with POST /v1/runs/ID/resume", err=True
-            )
-
-    app = build_app(lambda: ServedRuns(workflows, runs_dir, options), host, token, allow_hosts, told)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    await uvicorn.Server(config).serve(sockets=[sock])
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
 def http_token(token_file: Path | None, env: str, host: str) -> str | None:
@@ -336,7 +333,6 @@ def a2a(
     run_args: RunArgs,
 ) -> None:
     """Serve WORKFLOWS as A2A agents (protocol 1.0, JSON-RPC): a message starts a run, a task is a run."""
-    import asyncio
     import importlib.util
 
     needed = ("a2a", "sse_starlette", "starlette", "uvicorn")
@@ -350,26 +346,9 @@ def a2a(
         click.echo(f"serving A2A at {base} (agent card: {base}/.well-known/agent-card.json)", err=True)
         for name in names:
             click.echo(f"  {name}: {base}/a2a/{name}", err=True)
-        try:
-            asyncio.run(_serve_a2a(loaded, options, run_args.runs_dir, sock, host, token, allow_hosts))
-        except KeyboardInterrupt:
-            return
+        from flowrun.serve.a2a_app import build_app
+        from flowrun.serve.served_runs import ServedRuns
 
-
-async def _serve_a2a(
-    workflows: list[Workflow],
-    options: RunOptions,
-    runs_dir: Path,
-    sock: socket.socket,
-    host: str,
-    token: str | None,
-    allow_hosts: tuple[str, ...],
-) -> None:
-    import uvicorn
-
-    from flowrun.serve.a2a_app import build_app
-    from flowrun.serve.served_runs import ServedRuns
-
-    app = build_app(workflows, lambda: ServedRuns(workflows, runs_dir, options), host, token, allow_hosts)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    await uvicorn.Server(config).serve(sockets=[sock])
+        runs_dir = run_args.runs_dir
+        app = build_app(loaded, lambda: ServedRuns(loaded, runs_dir, options), host, token, allow_hosts)
+        run_app(app, sock)
