@@ -46,32 +46,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from answerer import start_server, write_project
+
 REPO = Path(__file__).resolve().parent.parent
 TARGET_SHARE = 0.9
 TARGET_RSS = 2.0
 TARGET_SPEED = 1.0  # flowrun's items/s over the whole batch / the plain SDK loop's (issue 25)
 TARGET_CPU = 1.5  # flowrun's CPU per item / the plain SDK loop's (issue 25)
 
-WORKFLOW = """\
-version: 1
-kind: workflow
-name: bench
-inputs:
-  question: {description: the question}
-models:
-  m: {provider: openai-compatible, base_url: BASE_URL, model: m, stream: false}
-default_model: m
-entry: answerer
-task: "Question: {{ question }}"
-output: answer.md
-"""
-AGENT = """\
-version: 1
-kind: agent
-name: answerer
-prompt: You answer questions.
-tools: [write_file]
-"""
 DRIVER = """\
 import asyncio, json, os, resource, sys, time
 from pathlib import Path
@@ -135,32 +117,6 @@ print(json.dumps({"status": summary.status, "completed": summary.completed, "wal
 """
 
 
-def start_server(folder: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
-    script = {
-        "agents": {
-            "answerer": [
-                {
-                    "tool_calls": [
-                        {"name": "write_file", "arguments": {"path": "answer.md", "content": "42\n"}}
-                    ],
-                    "delay_s": latency,
-                },
-                {"text": "answered", "delay_s": latency},
-            ]
-        },
-        "match": {"answerer": "You answer questions"},
-    }
-    path = folder / "script.json"
-    path.write_text(json.dumps(script))
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    return server, server.stdout.readline().strip()
-
-
 def run_batch(folder: Path, workflow: Path, items: int, concurrency: int, processes: str) -> dict[str, float]:
     items_file = folder / f"items-{items}.jsonl"
     items_file.write_text("".join(json.dumps({"question": f"question {i}"}) + "\n" for i in range(items)))
@@ -222,10 +178,7 @@ def main() -> None:
         folder = Path(tmp)
         server, url = start_server(folder, args.latency)
         try:
-            (folder / "p" / "agents.d").mkdir(parents=True)
-            workflow = folder / "p" / "bench.yaml"
-            workflow.write_text(WORKFLOW.replace("BASE_URL", url + "/v1"))
-            (folder / "p" / "agents.d" / "answerer.yaml").write_text(AGENT)
+            workflow = write_project(folder / "p" / "bench.yaml", url)
             os.environ.setdefault("FLOWRUN_CACHE_DIR", str(folder / "cache"))
             small = run_batch(folder, workflow, 100, args.concurrency, args.processes)
             time.sleep(0.5)

@@ -27,29 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from answerer import start_server, write_project
+
 TARGET = 1.5  # wall time within this factor of the ideal
 
-WORKFLOW = """\
-version: 1
-kind: workflow
-name: bench
-inputs:
-  question: {description: the question}
-models:
-  m: {provider: openai-compatible, base_url: BASE_URL, model: m, stream: false}
-default_model: m
-entry: answerer
-task: "Question: {{ question }}"
-output: answer.md
-"""
-AGENT = """\
-version: 1
-kind: agent
-name: answerer
-prompt: You answer questions.
-tools: [write_file]
-"""
 EVALSET = """\
 version: 1
 kind: evalset
@@ -64,31 +45,10 @@ graders:
 """
 
 
-def start_server(folder: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
-    script = {
-        "agents": {
-            "answerer": [
-                {
-                    "tool_calls": [
-                        {"name": "write_file", "arguments": {"path": "answer.md", "content": "42\n"}}
-                    ],
-                    "delay_s": latency,
-                },
-                {"text": "answered", "delay_s": latency},
-            ],
-            "judge": [{"text": json.dumps({"score": 1, "reason": "right"}), "delay_s": latency}],
-        },
-        "match": {"answerer": "You answer questions", "judge": "You are the judge"},
-    }
-    path = folder / "script.json"
-    path.write_text(json.dumps(script))
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    return server, server.stdout.readline().strip()
+def start_eval_server(folder: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
+    """The answerer's server, and the judge's answers."""
+    judge = [{"text": json.dumps({"score": 1, "reason": "right"}), "delay_s": latency}]
+    return start_server(folder, latency, {"judge": ("You are the judge", judge)})
 
 
 def main() -> None:
@@ -100,11 +60,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="flowrun-bench-eval-") as tmp:
         folder = Path(tmp)
-        server, url = start_server(folder, args.latency)
+        server, url = start_eval_server(folder, args.latency)
         try:
-            (folder / "agents.d").mkdir()
-            (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
-            (folder / "bench.yaml").write_text(WORKFLOW.replace("BASE_URL", url + "/v1"))
+            write_project(folder / "bench.yaml", url)
             (folder / "bench.eval.yaml").write_text(EVALSET)
             cases = "".join(
                 json.dumps({"id": f"c{i}", "inputs": {"question": f"question {i}"}}) + "\n"

@@ -27,22 +27,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from answerer import start_server, write_project
+
 TARGET_RATIO = 1.1
 TARGET_RSS_MB = 1024
-WORKFLOW = """\
-version: 1
-kind: workflow
-name: many
-inputs:
-  question: {description: the question}
-models:
-  m: {provider: openai-compatible, base_url: BASE_URL, model: m, stream: false}
-default_model: m
-entry: answerer
-task: "Question: {{ question }}"
-"""
-AGENT = "version: 1\nkind: agent\nname: answerer\nprompt: You answer questions.\ntools: [write_file]\n"
 DRIVER = """\
 import asyncio, json, os, resource, sys, threading, time
 import flowrun
@@ -92,24 +80,6 @@ print(json.dumps({
 """
 
 
-def start_server(folder: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
-    call = {"name": "write_file", "arguments": {"path": "answer.md", "content": "42\n"}}
-    script = {
-        "agents": {
-            "answerer": [{"tool_calls": [call], "delay_s": latency}, {"text": "answered", "delay_s": latency}]
-        },
-        "match": {"answerer": "You answer questions"},
-    }
-    (folder / "script.json").write_text(json.dumps(script))
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(folder / "script.json")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    return server, server.stdout.readline().strip()
-
-
 def verdict(ok: bool, fail: str) -> str:
     return "OK" if ok else fail
 
@@ -127,9 +97,7 @@ def main() -> None:
         folder = Path(tmp)
         server, url = start_server(folder, args.latency)
         try:
-            (folder / "agents.d").mkdir()
-            (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
-            (folder / "wf.yaml").write_text(WORKFLOW.replace("BASE_URL", url + "/v1"))
+            write_project(folder / "wf.yaml", url, name="many", output=False)
             env = {**os.environ, "OPENAI_API_KEY": "bench", "FLOWRUN_CACHE_DIR": str(folder / "cache")}
             argv = [
                 sys.executable,
