@@ -281,7 +281,15 @@ class Workflow:
         or itself when it has them all already."""
         own = self.override_texts
         more = [text for text in texts if text not in own]
-        return load(self.path, [*own, *more]) if more else self
+        return load(self.path, [*own, *more], prefetch=False) if more else self
+
+    def prefetch(self) -> None:
+        """Start importing the SDKs of the models its agents use, in a background thread
+        (runtime/models/prefetch.py): a first run in this process then does not wait for them."""
+        choice = ModelChoice(
+            self.project, dict(self.spec.models), self.spec.default_model, self.path.parent.resolve()
+        )
+        prefetch_sdks(self.project, self.spec, choice)
 
     def cost_preview(
         self, options: RunOptions | None = None, inputs: Mapping[str, object] | None = None
@@ -452,11 +460,10 @@ def load(
     starts = [name for name, _ in workflow_agents(project.workflows[0].spec)]
     if errors := blocking(project, starts, diagnostics):  # not those of agents it never uses
         raise ManifestInvalid(str(path), errors)
-    spec = project.workflows[0].spec
+    workflow = Workflow(path, project, project.workflows[0], changes, diagnostics)
     if prefetch:
-        choice = ModelChoice(project, dict(spec.models), spec.default_model, path.parent.resolve())
-        prefetch_sdks(project, spec, choice)
-    return Workflow(path, project, project.workflows[0], changes, diagnostics)
+        workflow.prefetch()
+    return workflow
 
 
 def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diagnostic]]:

@@ -71,11 +71,14 @@ async def run_batch(
     the items over, or "auto" (None: the default, one per 16 of `concurrency`, at most one per
     CPU; 1 runs every item in this process)."""
     opts = RunOptions.given(options, changes, BATCH_KEYWORDS)
-    wf = workflow if isinstance(workflow, Workflow) else load(workflow, list(opts.overrides))
+    # the SDKs are imported where the items run: here only when no worker process runs them
+    wf = workflow if isinstance(workflow, Workflow) else load(workflow, list(opts.overrides), prefetch=False)
     wf = wf.with_overrides(opts.overrides)
     items_path = Path(items)
     _check_options(concurrency, max_cost_usd_per_item, max_cost_usd, backend, ray_cpus)
     workers = _processes(processes, backend, concurrency)
+    if workers == 1:
+        wf.prefetch()
     opts = item_options(opts, wf, max_cost_usd_per_item)
     if max_cost_usd is not None or max_cost_usd_per_item is not None:
         check_prices(wf, opts)

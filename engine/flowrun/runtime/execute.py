@@ -31,7 +31,6 @@ from flowrun.manifest.templates import render
 from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.runs_index import note_run
-from flowrun.runtime.durable.settle import settle, settle_decided
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
@@ -168,9 +167,9 @@ def _emit_start(run: Run, resume: bool) -> None:
 
 
 async def execute_run(run: Run, resume: bool = False) -> RunSummary:
-    try:  # folders and files off the event loop (settle.py), where other runs may be going on
-        kept = await settle(lambda: prepare(run, resume))
-    except (asyncio.CancelledError, FlowrunError):  # a path of the wrong type: one line, nothing ran
+    try:  # on the loop: a thread hop costs a run more CPU than these few file operations
+        kept = prepare(run, resume)
+    except FlowrunError:  # a path of the wrong type: one line, nothing ran
         if run.events is not None:
             run.events.close()
         raise
@@ -207,7 +206,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     finally:
         await _session_end(run, status)
         await close_run(run)
-        await _finish(run, status, message)
+        _finish(run, status, message)
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
@@ -247,13 +246,14 @@ async def close_run(run: Run) -> None:
             return
 
 
-async def _finish(run: Run, status: str, message: str) -> None:
+def _finish(run: Run, status: str, message: str) -> None:
     """The run's last event, usage.json and run.json; each is attempted even when the one
     before failed (a full disk), so whatever can be recorded is. The event is emitted here (its
-    subscribers live on the loop); the files are written off the loop (settle.py)."""
+    subscribers live on the loop); nothing here awaits, so a late cancel (a second Ctrl-C)
+    cannot cut the recording of an outcome already reached."""
     with contextlib.suppress(OSError):
         run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
-    await settle_decided(lambda: _end_files(run, status))
+    _end_files(run, status)
 
 
 def _end_files(run: Run, status: str) -> None:

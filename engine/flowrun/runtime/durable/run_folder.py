@@ -11,7 +11,6 @@ by a run that was stopped before its first event (nothing ran in it yet)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import itertools
@@ -25,7 +24,6 @@ from typing import Any
 
 from flowrun.errors import RunError, RunInUse, UsageError
 from flowrun.records import RunRecord
-from flowrun.runtime.durable.settle import settle, settle_decided
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
@@ -79,19 +77,15 @@ class RunFolderLock:
         self.release()
 
     async def __aenter__(self) -> RunFolderLock:
-        try:  # off the loop (settle.py); nothing happens in the folder before it returns
-            await settle(self.acquire)
-        except asyncio.CancelledError:
-            self.release()  # taken just as the caller was cancelled: given back at once
-            raise
+        # on the loop, without awaiting: a thread hop costs more CPU than these few file
+        # operations, and a cancel cannot land between taking the lock and using it
+        self.acquire()
         return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        # unlink and close, off the loop (settle.py); a cancel meanwhile changes nothing: the
-        # block's outcome (a result, or its own error) is what the caller gets
-        await settle_decided(self.release)
+        self.release()  # nothing awaited: the block's outcome is what the caller gets
 
     def acquire(self) -> None:
         if self.create:
