@@ -85,6 +85,7 @@ from flowrun.runtime.replay.diff import divergence_details
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import preflight
 from flowrun.runtime.telemetry.live import live_export
+from flowrun.tools import sandbox
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -237,7 +238,7 @@ class Workflow:
         run = self._new_run(values, target, options, hooks)
         _check_credentials(run)
         prefetch_sdks(run.project, run.spec, run.models.choice)  # the models these options pick
-        _probe_sandbox(run)  # before the folder exists: `required` fails closed here
+        await _probe_sandbox(run)  # before the folder exists: `required` fails closed here
         preflight(run)  # a seed, an output or a workdir of the wrong type: one line, no folder made
         async with RunFolderLock(target):
             claim_new(target)
@@ -515,12 +516,12 @@ async def resume(
         if never_started(run_dir):  # stopped before its first event: it starts from the beginning
             run = workflow._new_run(inputs, run_dir, options, hooks)
             prefetch_sdks(run.project, run.spec, run.models.choice)
-            _probe_sandbox(run)
+            await _probe_sandbox(run)
             return await _execute(run)
         ledger = Ledger.from_events(run_dir / "events.jsonl", "resume")
         run = workflow._new_run(inputs, run_dir, options, hooks, ledger)
         prefetch_sdks(run.project, run.spec, run.models.choice)
-        _probe_sandbox(run)
+        await _probe_sandbox(run)
         return await _execute(run, resume=True)
 
 
@@ -586,7 +587,7 @@ async def replay_events(
     says where it first diverged."""
     ledger = Ledger.from_events(events, "replay")
     run = workflow._new_run(dict(meta.get("inputs") or {}), target, options, hooks or RunHooks(), ledger)
-    _probe_sandbox(run)
+    await _probe_sandbox(run)
     async with RunFolderLock(target):
         claim_new(target)
         result = await _execute(run)
@@ -781,9 +782,15 @@ def _unset_where(run: Run, e: UnsetVariable) -> list[Diagnostic]:
     raise e
 
 
-def _probe_sandbox(run: Run) -> None:
-    """Before the log or any model request: `required` fails closed here (SandboxError)."""
-    run.sandbox_warning = startup_check(run.project, run.spec, run.sandboxes, run.options.dry_run)
+async def _probe_sandbox(run: Run) -> None:
+    """Before the log or any model request: `required` fails closed here (SandboxError). The
+    first probe of a process starts one (a second at most): in a worker thread, so the loop's
+    other runs go on and a cancel meanwhile (a stopped batch) lands before the run begins."""
+    check = (run.project, run.spec, run.sandboxes, run.options.dry_run)
+    if sandbox.probed():
+        run.sandbox_warning = startup_check(*check)
+    else:
+        run.sandbox_warning = await asyncio.to_thread(startup_check, *check)
 
 
 async def _execute(run: Run, resume: bool = False) -> RunResult:

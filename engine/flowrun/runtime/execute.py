@@ -207,6 +207,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         await _session_end(run, status)
         await close_run(run)
         _finish(run, status, message)
+        await _absorb_late_cancel()
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
@@ -254,6 +255,20 @@ def _finish(run: Run, status: str, message: str) -> None:
     with contextlib.suppress(OSError):
         run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
     _end_files(run, status)
+
+
+async def _absorb_late_cancel() -> None:
+    """A cancel asked for while the run recorded its end (an `on_event` callback, another item
+    reaching a batch's budget) is taken back: the outcome was reached before it, and the caller
+    gets the result run.json records. A pending cancel is delivered at the next await, so one
+    is made here to receive it."""
+    task = asyncio.current_task()
+    if task is None or not task.cancelling():
+        return
+    try:
+        await asyncio.sleep(0)
+    except asyncio.CancelledError:
+        task.uncancel()
 
 
 def _end_files(run: Run, status: str) -> None:

@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,16 +164,27 @@ def _bundled_bwrap() -> str | None:
 
 
 _probes: dict[tuple[str, str | None], Probe] = {}
+_PROBING = threading.Lock()  # runs of one process that probe at once: one probe, then its answer
+
+
+def _probe_key() -> tuple[str, str | None]:
+    return (sys.platform, os.environ.get(BWRAP_ENV))
+
+
+def probed() -> bool:
+    """Whether probe() has its answer for this binary already (it starts no process then)."""
+    return _probe_key() in _probes
 
 
 def probe(refresh: bool = False) -> Probe:
     """Whether a sandboxed process really starts here (cached per binary)."""
-    key = (sys.platform, os.environ.get(BWRAP_ENV))
-    if not refresh and key in _probes:
-        return _probes[key]
-    result = _probe_once()
-    _probes[key] = result
-    return result
+    with _PROBING:
+        key = _probe_key()
+        if not refresh and key in _probes:
+            return _probes[key]
+        result = _probe_once()
+        _probes[key] = result
+        return result
 
 
 def _probe_once() -> Probe:

@@ -11,6 +11,7 @@ by a run that was stopped before its first event (nothing ran in it yet)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import itertools
@@ -77,8 +78,11 @@ class RunFolderLock:
         self.release()
 
     async def __aenter__(self) -> RunFolderLock:
-        # on the loop, without awaiting: a thread hop costs more CPU than these few file
-        # operations, and a cancel cannot land between taking the lock and using it
+        # a cancel pending for the caller (a batch stopped as this item was handed out) lands
+        # here, before the folder is touched; then the lock is taken on the loop without
+        # awaiting (a thread hop costs more CPU than these few file operations), so no cancel
+        # lands between taking it and using it
+        await asyncio.sleep(0)
         self.acquire()
         return self
 
