@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import SECRET_VARS, run_cli
 from wire_server import Reply, Script, WireServer
 
@@ -122,3 +123,77 @@ def test_a_run_after_the_head_start_reaches_the_server(tmp_path: Path) -> None:
     assert done.stdout.split()[:2] == ["RESULT", "completed"]
     events = (next((folder / "runs-True").iterdir()) / "events.jsonl").read_text().splitlines()
     assert any(json.loads(line)["type"] == "model_response" for line in events)
+
+
+BATCH = """\
+import asyncio, json, sys
+from pathlib import Path
+import flowrun
+Path("items.jsonl").write_text("".join(json.dumps({{"id": n}}) + "\\n" for n in "ab"))
+given = dict(out="out-{processes}", processes={processes}, dry_run={dry})
+summary = asyncio.run(flowrun.run_batch("wf.yaml", "items.jsonl", **given))
+print(summary.completed, "openai" in sys.modules)
+"""
+
+
+def test_a_batch_imports_the_sdk_where_its_items_run(tmp_path: Path) -> None:
+    """Over worker processes the batch process calls no model: it imports no SDK (the cores go
+    to the workers, which call the server); a dry run in one process sends nothing either."""
+    folder = project(tmp_path).parent
+    with WireServer(Script({"solo": [Reply(text="done")] * 2}, {"solo": "You are solo"})) as server:
+        env = {"OPENAI_BASE_URL": server.openai_base_url}
+        done = python(BATCH.format(processes=2, dry=False), folder, env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["2", "False"]
+        assert len(server.requests) == 2  # the workers' calls
+    done = python(BATCH.format(processes=1, dry=True), folder)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "False"]
+
+
+WARM = """\
+import asyncio, sys
+import flowrun
+from flowrun.batch.worker import _warm
+from flowrun.providers import clients
+asyncio.run(_warm(flowrun.load("wf.yaml", prefetch=False)))
+print("openai" in sys.modules, "aiohttp" in sys.modules, "genai_prices.data_snapshot" in sys.modules,
+      len(clients._SSL_CONTEXTS))
+"""
+
+
+def test_a_batch_worker_is_warm_when_it_says_ready(tmp_path: Path) -> None:
+    """What a worker does before it says ready: the SDK and its HTTP client imported, the price
+    table loaded (the model is priced from it), the clients' SSL context made; its first item
+    then waits for none of them."""
+    folder = project(tmp_path).parent
+    done = python(WARM, folder, {"FLOWRUN_HTTP": "aiohttp"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "1"]
+
+
+def test_aiohttp_clients_share_one_verifying_ssl_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One SSL context a process (the CA files read once), the SDKs' default: verifying, from
+    the system's CA files, or SSL_CERT_FILE when set (another context for another file)."""
+    import ssl
+
+    import openai
+
+    from flowrun.providers import clients
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    shared = clients.ssl_context()
+    assert shared is clients.ssl_context()
+    assert shared.verify_mode == ssl.CERT_REQUIRED and shared.check_hostname
+    options = clients.http_client_options(openai, "aiohttp")
+    transport = options["http_client"]._transport  # type: ignore[attr-defined]
+    assert transport.ssl_context is shared
+    certifi = ssl.get_default_verify_paths().openssl_cafile
+    if Path(certifi).is_file():
+        monkeypatch.setenv("SSL_CERT_FILE", certifi)
+        own = clients.ssl_context()
+        assert own is not shared and own.verify_mode == ssl.CERT_REQUIRED
+    assert clients.http_client_options(openai, "httpx") == {}

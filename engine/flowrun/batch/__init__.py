@@ -72,12 +72,13 @@ async def run_batch(
     CPU; 1 runs every item in this process)."""
     opts = RunOptions.given(options, changes, BATCH_KEYWORDS)
     # the SDKs are imported where the items run: here only when no worker process runs them
+    # (and a dry run sends nothing)
     wf = workflow if isinstance(workflow, Workflow) else load(workflow, list(opts.overrides), prefetch=False)
     wf = wf.with_overrides(opts.overrides)
     items_path = Path(items)
     _check_options(concurrency, max_cost_usd_per_item, max_cost_usd, backend, ray_cpus)
     workers = _processes(processes, backend, concurrency)
-    if workers == 1:
+    if workers == 1 and not opts.dry_run:
         wf.prefetch()
     opts = item_options(opts, wf, max_cost_usd_per_item)
     if max_cost_usd is not None or max_cost_usd_per_item is not None:

@@ -193,20 +193,29 @@ def _load(config: dict[str, Any]) -> Workflow:
     return load(config["workflow"], overrides)
 
 
-SDKS = {"openai": "openai", "openai-compatible": "openai", "anthropic": "anthropic"}  # provider -> SDK
+async def _warm(workflow: Workflow) -> None:
+    """Before saying ready, what the first run of this process would wait for: the SDKs of the
+    workflow's models (and the HTTP client), the price table when answers are priced from it,
+    and the clients' SSL context. The worker was started while the parent plans the items, so
+    this overlaps the plan instead of the first items' calls. A failure is left for the first
+    call to report, as in one process."""
+    from flowrun.providers import prices
+    from flowrun.providers.clients import import_sdk, ssl_context
+    from flowrun.runtime.models.calls import ModelChoice
+    from flowrun.runtime.models.prefetch import sdk_needs
 
-
-async def _import_sdks(workflow: Workflow) -> None:
-    """Import the SDKs of the workflow's models (and the HTTP client) before saying ready: the
-    worker was started while the parent plans the items, so this overlaps the plan instead of
-    the first items' calls. A failure is left for the first call to report, as in one process."""
-    from flowrun.providers.clients import http_transport, import_sdk, transport_modules
-
-    models = [*workflow.spec.models.values(), *(m.spec for m in workflow.project.models.values())]
-    wanted = sorted({SDKS[m.provider] for m in models if m.provider in SDKS})
+    spec = workflow.spec
+    choice = ModelChoice(
+        workflow.project, dict(spec.models), spec.default_model, workflow.path.parent.resolve()
+    )
     with contextlib.suppress(Exception):
-        for sdk in wanted:
-            await import_sdk(sdk, *transport_modules(http_transport()))
+        sdks, also, priced = sdk_needs(workflow.project, spec, choice)
+        for sdk in sdks:
+            await import_sdk(sdk, *also)
+        if priced:
+            await asyncio.to_thread(prices.warm)
+        if "aiohttp" in also:
+            await asyncio.to_thread(ssl_context)
 
 
 async def serve(config: dict[str, Any], to_parent: int, from_parent: int) -> int:
@@ -220,7 +229,7 @@ async def serve(config: dict[str, Any], to_parent: int, from_parent: int) -> int
         message = f"internal error: {type(e).__name__}: {e}"
         channel.send({"op": "error", "message": message, "hint": None, "exit_code": INTERNAL_ERROR})
         return await _close(channel, closed, INTERNAL_ERROR)
-    await _import_sdks(workflow)
+    await _warm(workflow)
     book = ParentBook(channel)
     rate_limits.use_book(book)
     channel.send({"op": "ready", "pid": os.getpid()})

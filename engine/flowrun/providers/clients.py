@@ -94,6 +94,8 @@ def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None
                 for module in (*also, name):
                     importlib.import_module(module)
                     _IMPORTED.add(module)
+                if "aiohttp" in also:
+                    ssl_context()  # what the first client makes (the CA files read)
             except Exception:  # the first call imports again and reports it
                 return
             keep_imported()
@@ -179,4 +181,21 @@ def transport_modules(transport: str) -> tuple[str, ...]:
 def http_client_options(sdk: ModuleType, transport: str) -> dict[str, object]:
     """The keyword arguments that give an SDK client (`openai`, `anthropic`, passed as the
     module) the chosen HTTP client; none for the SDK's default."""
-    return {"http_client": sdk.DefaultAioHttpClient()} if transport == "aiohttp" else {}
+    return {"http_client": sdk.DefaultAioHttpClient(verify=ssl_context())} if transport == "aiohttp" else {}
+
+
+_SSL_CONTEXTS: dict[tuple[str | None, str | None], Any] = {}
+
+
+def ssl_context() -> Any:
+    """The verifying SSL context the aiohttp clients share: the SDKs' own default (httpx2's,
+    from the system's CA files or SSL_CERT_FILE / SSL_CERT_DIR), made once a process instead of
+    once per client: reading the CA files takes 25-100 ms, which a first call paid on the
+    loop. The SDKs' background import makes it (`prefetch_sdk`, a batch worker's start-up)."""
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    context = _SSL_CONTEXTS.get(key)
+    if context is None:
+        import httpx2
+
+        context = _SSL_CONTEXTS.setdefault(key, httpx2.create_ssl_context(verify=True, trust_env=True))
+    return context

@@ -30,7 +30,7 @@ from flowrun.events import (
 from flowrun.manifest.templates import render
 from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
-from flowrun.runtime.durable.runs_index import note_run
+from flowrun.runtime.durable.runs_index import has_index, note_run
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
@@ -182,6 +182,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         _resumed_files(run)
     status, message = "failed", ""
     try:
+        await _noted(run)
         outcome = await _run_body(run, resume)
         status = "max_steps" if outcome.status == "max_steps" else "completed"
         message = outcome.text
@@ -207,7 +208,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         await _session_end(run, status)
         await close_run(run)
         _finish(run, status, message)
-        await _absorb_late_cancel()
+        await _noted_end(run)
     output = None
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
@@ -257,18 +258,28 @@ def _finish(run: Run, status: str, message: str) -> None:
     _end_files(run, status)
 
 
-async def _absorb_late_cancel() -> None:
-    """A cancel asked for while the run recorded its end (an `on_event` callback, another item
-    reaching a batch's budget) is taken back: the outcome was reached before it, and the caller
-    gets the result run.json records. A pending cancel is delivered at the next await, so one
-    is made here to receive it."""
+async def _noted(run: Run) -> None:
+    """The runs index's row brought up to date after run.json changed, when the runs folder has
+    an index (runs_index.note_run): in a worker thread, as SQLite's commit waits for the disk
+    (and up to NOTE_TIMEOUT_S for another writer). A folder without an index pays nothing."""
+    if has_index(run.run_dir):
+        await asyncio.to_thread(note_run, run.run_dir)
+
+
+async def _noted_end(run: Run) -> None:
+    """After the end files: the index's row, and a cancel asked for while the run recorded its
+    end (an `on_event` callback, another item reaching a batch's budget) taken back: the
+    outcome was reached before it, and the caller gets the result run.json records. A pending
+    cancel is delivered at the next await, so one is made to receive it."""
     task = asyncio.current_task()
-    if task is None or not task.cancelling():
-        return
     try:
-        await asyncio.sleep(0)
+        if has_index(run.run_dir):
+            await asyncio.to_thread(note_run, run.run_dir)
+        elif task is not None and task.cancelling():
+            await asyncio.sleep(0)
     except asyncio.CancelledError:
-        task.uncancel()
+        if task is not None:
+            task.uncancel()
 
 
 def _end_files(run: Run, status: str) -> None:
@@ -306,7 +317,6 @@ def _write_meta(run: Run, status: str) -> None:
     if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
         meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
     write_atomic(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
-    note_run(run.run_dir)  # the runs index, when its folder has one (never fails the run)
 
 
 def _chat_agent(run: Run) -> str | None:

@@ -181,6 +181,11 @@ def read_run(run_dir: str | Path) -> RunEntry | None:
     return _entry(folder.parent, (*row[4:21], row[0]))
 
 
+def has_index(run_dir: Path) -> bool:
+    """Whether the runs folder of `run_dir` has an index (a run never makes one)."""
+    return (run_dir.parent / INDEX_NAME).is_file()
+
+
 def note_run(run_dir: Path) -> None:
     """Bring the run's row up to date after its run.json changed, when its runs folder has an
     index (a run never makes one). Never raises: the next listing catches up."""

@@ -40,15 +40,25 @@ def sdks_used(models: list[ModelConfig]) -> list[str]:
     return sorted(found)
 
 
+def sdk_needs(
+    project: Project, workflow: WorkflowManifest, choice: ModelChoice
+) -> tuple[list[str], tuple[str, ...], bool]:
+    """What the run's first calls import and load: the SDK modules, the HTTP client's modules,
+    and whether an answer is priced from the table (genai-prices). Raises what resolving the
+    models raises (a model that cannot be resolved, a wrongly chosen transport)."""
+    models = models_used(project, workflow, choice)
+    sdks = sdks_used(models)
+    extra = transport_modules(http_transport()) if sdks else ()
+    priced = any(prices.table_provider(m) is not None for m in models if not prices.has_manifest_price(m))
+    return sdks, extra, priced
+
+
 def prefetch(project: Project, workflow: WorkflowManifest, choice: ModelChoice) -> None:
     """Start the background imports of the run's SDKs. Never raises: a model that cannot be
     resolved, or a transport that is wrongly chosen, is reported where it always was, when
     the run starts."""
     try:
-        models = models_used(project, workflow, choice)
-        sdks = sdks_used(models)
-        extra = transport_modules(http_transport()) if sdks else ()
-        priced = any(prices.table_provider(m) is not None for m in models if not prices.has_manifest_price(m))
+        sdks, extra, priced = sdk_needs(project, workflow, choice)
     except Exception:  # the run's own checks report it, with their context
         return
     for sdk in sdks:  # the price table after the first SDK, while the first request waits
