@@ -65,7 +65,7 @@ from flowrun.runtime.durable.run_folder import (
 from flowrun.runtime.durable.run_log import RunLog
 from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
 from flowrun.runtime.loop.approvals import Approver
-from flowrun.runtime.loop.sandboxes import startup_check
+from flowrun.runtime.loop.sandboxes import sandbox_modes, startup_check
 from flowrun.runtime.models.calls import ModelChoice
 from flowrun.runtime.models.credentials import missing_credentials
 from flowrun.runtime.models.prefetch import prefetch as prefetch_sdks
@@ -784,13 +784,12 @@ def _unset_where(run: Run, e: UnsetVariable) -> list[Diagnostic]:
 
 async def _probe_sandbox(run: Run) -> None:
     """Before the log or any model request: `required` fails closed here (SandboxError). The
-    first probe of a process starts one (a second at most): in a worker thread, so the loop's
-    other runs go on and a cancel meanwhile (a stopped batch) lands before the run begins."""
-    check = (run.project, run.spec, run.sandboxes, run.options.dry_run)
-    if sandbox.probed():
-        run.sandbox_warning = startup_check(*check)
-    else:
-        run.sandbox_warning = await asyncio.to_thread(startup_check, *check)
+    first probe of a process starts one: in a worker thread (one probe at a time), so the
+    loop's other runs go on and a cancel meanwhile (a stopped batch) lands before the run
+    begins; later runs read its answer."""
+    if not sandbox.probed() and sandbox_modes(run.project, run.spec, run.sandboxes):
+        await asyncio.to_thread(sandbox.probe)
+    run.sandbox_warning = startup_check(run.project, run.spec, run.sandboxes, run.options.dry_run)
 
 
 async def _execute(run: Run, resume: bool = False) -> RunResult:

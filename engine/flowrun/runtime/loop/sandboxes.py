@@ -45,13 +45,22 @@ class SandboxPolicies:
         return found
 
 
+def sandbox_modes(project: Project, workflow: WorkflowManifest, policies: SandboxPolicies) -> set[str]:
+    """The sandbox modes (`auto`, `required`) of the run's tools that start processes; empty
+    when none does (or all say `off`): then no probe is needed."""
+    modes: set[str] = {
+        p.mode for _, _, p in process_policies(project, workflow, policies.base, policies.override)
+    }
+    modes.discard("off")
+    return modes
+
+
 def startup_check(
     project: Project, workflow: WorkflowManifest, policies: SandboxPolicies, dry_run: bool
 ) -> tuple[str, str] | None:
     """(reason, mode) when the sandbox does not work and the run goes on anyway; None when it
     works or no tool of the run starts processes. Raises SandboxError to fail closed."""
-    modes = {p.mode for _, _, p in process_policies(project, workflow, policies.base, policies.override)}
-    modes.discard("off")
+    modes = sandbox_modes(project, workflow, policies)
     if not modes:
         return None
     found = sandbox.probe()
