@@ -56,24 +56,31 @@ def write_project(tmp: Path, primary_api: str, cooldown: float = 30.0) -> None:
 
 class Outage:
     """The primary model answers 503 to its first `failures` requests, then works; the backup
-    always works and holds its second answer for `hold` seconds (so the primary's cooldown runs
-    out meanwhile: the cooldown is long because a first SDK import on a busy machine can take
-    seconds). Replies: two tool calls, then a text answer (by assistant turns)."""
+    always works and holds its second answer until `hold` seconds after the primary's last 503
+    (the client's cooldown starts after that 503, so with `hold` a little over the cooldown,
+    the primary's cooldown has run out when the answer comes; the cooldown itself is long
+    enough for the second call to come within it, a first SDK import on a busy machine
+    included). Replies: two tool calls, then a text answer (by assistant turns)."""
 
     def __init__(self, failures: int, hold: float) -> None:
         self.failures = failures
         self.hold = hold
         self.lock = threading.Lock()
+        self.failed_at = time.monotonic()
 
     def __call__(self, request: WireRequest) -> Reply:
         if request.body.get("model") == PRIMARY:
             with self.lock:
                 failing = self.failures > 0
                 self.failures -= 1 if failing else 0
+                if failing:
+                    self.failed_at = time.monotonic()
             if failing:
                 return Reply(status=503)
         turn = request.assistant_turns
-        delay = self.hold if request.body.get("model") == BACKUP and turn == 1 else 0.0
+        delay = 0.0
+        if request.body.get("model") == BACKUP and turn == 1:
+            delay = max(0.0, self.failed_at + self.hold - time.monotonic())
         if turn < 2:
             return Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})], delay_s=delay)
         return Reply(text=f"done by {request.body.get('model')}", delay_s=delay)
@@ -95,8 +102,8 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("primary_api", ["anthropic", "openai"])
 def test_fallback_after_503s_then_cooldown_then_primary_again(tmp_path: Path, primary_api: str) -> None:
-    write_project(tmp_path, primary_api)
-    with WireServer(Outage(failures=2, hold=32.0)) as server:
+    write_project(tmp_path, primary_api, cooldown=12.0)
+    with WireServer(Outage(failures=2, hold=13.0)) as server:
         proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
