@@ -228,3 +228,26 @@ def test_flowrun_runs_filters_and_limits(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
     none = run_cli(["runs", "--runs-dir", str(runs), "--status", "running"])
     assert none.stdout.strip() == "no runs yet"
+
+
+def test_runs_after_the_index_is_made_again_update_the_new_file(tmp_path: Path) -> None:
+    """The runtime keeps its connection to the index open between runs; an index made again (a
+    rebuild, another file) gets the next run's row, not the file it replaced."""
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "writer.yaml").write_text(WRITER)
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    list_runs(runs)
+    wf = flowrun.load(tmp_path / "wf.yaml")
+    assert wf.run_sync({"topic": "x"}, dry_run=True, runs_dir=runs, run_id="one").status == "completed"
+    for made_again in ("two", "three"):
+        (runs / INDEX_NAME).unlink()
+        for extra in runs.glob(INDEX_NAME + "-*"):  # its WAL files go with it
+            extra.unlink()
+        assert list_runs(runs).total >= 1  # made again from the folders
+        result = wf.run_sync({"topic": "x"}, dry_run=True, runs_dir=runs, run_id=made_again)
+        assert result.status == "completed"
+        with sqlite3.connect(runs / INDEX_NAME) as conn:  # before any listing: the run wrote its row
+            row = conn.execute("SELECT status FROM runs WHERE name = ?", (made_again,)).fetchone()
+        assert row == ("completed",)

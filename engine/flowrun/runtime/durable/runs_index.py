@@ -16,10 +16,13 @@ listing). A runs folder that cannot be written is listed from an index in memory
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import sqlite3
+import stat
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -190,16 +193,53 @@ def note_run(run_dir: Path) -> None:
     """Bring the run's row up to date after its run.json changed, when its runs folder has an
     index (a run never makes one). Never raises: the next listing catches up."""
     index = run_dir.parent / INDEX_NAME
-    if not index.is_file():
-        return
-    with contextlib.suppress(sqlite3.Error, OSError, ValueError):
-        conn = sqlite3.connect(index, timeout=NOTE_TIMEOUT_S, isolation_level=None)
-        try:
-            row = summarize(run_dir, scan=False, owner=True)
-            if row is not None:
-                conn.execute(UPSERT, row)
-        finally:
-            conn.close()
+    with contextlib.suppress(sqlite3.Error, OSError, ValueError), _NOTING:
+        conn = _noting_connection(index)
+        if conn is None:
+            return
+        row = summarize(run_dir, scan=False, owner=True)
+        if row is not None:
+            conn.execute(UPSERT, row)
+
+
+_NOTING = threading.Lock()  # note_run is called from worker threads; one connection, one at a time
+_NOTERS: dict[Path, tuple[tuple[int, int], sqlite3.Connection]] = {}
+_NOTERS_CLOSED_AT_EXIT: list[object] = []  # the exit handler, once registered
+
+
+def _noting_connection(index: Path) -> sqlite3.Connection | None:
+    """The process's open connection to `index` (None when there is no index). Kept open: a new
+    connection's first statement reads the schema, and closing the last connection of a WAL
+    database checkpoints it and removes its log, together five times the update itself. A
+    file made again (a rebuild, a damaged index replaced: another inode) gets a new one."""
+    try:
+        found = os.stat(index)
+    except FileNotFoundError:
+        found = None
+    kept = _NOTERS.get(index)
+    identity = (found.st_dev, found.st_ino) if found is not None else None
+    if kept is not None and kept[0] != identity:
+        del _NOTERS[index]
+        with contextlib.suppress(sqlite3.Error):
+            kept[1].close()
+        kept = None
+    if found is None or not stat.S_ISREG(found.st_mode):
+        return None
+    if kept is None:
+        if not _NOTERS_CLOSED_AT_EXIT:
+            _NOTERS_CLOSED_AT_EXIT.append(atexit.register(_close_noting_connections))
+        conn = sqlite3.connect(index, timeout=NOTE_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA synchronous=NORMAL")  # the index is made again from the folders if lost
+        kept = _NOTERS[index] = ((found.st_dev, found.st_ino), conn)
+    return kept[1]
+
+
+def _close_noting_connections() -> None:
+    with _NOTING:
+        for _, conn in _NOTERS.values():
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        _NOTERS.clear()
 
 
 def rebuild(runs_dir: str | Path) -> int:
