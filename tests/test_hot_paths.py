@@ -3,12 +3,17 @@ what the plain ways give (speed without a change of behaviour)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import threading
 from collections import namedtuple
 from pathlib import Path
 
+import pytest
+
 from flowrun.batch.folder import ItemResult
+from flowrun.runtime.durable.settle import settle
 from flowrun.runtime.loop.contracts import parameters_validator
 from flowrun.runtime.loop.prompt_record import _pretty
 from flowrun.runtime.models.usage import UsageLine
@@ -74,3 +79,28 @@ def test_the_validator_is_shared_by_equal_schemas() -> None:
 def test_pretty_schema_is_the_indented_dump() -> None:
     schema = {"type": "object", "properties": {"z": {"description": "caf\u00e9", "default": 1.0}, "a": {}}}
     assert _pretty(json.dumps(schema, ensure_ascii=False)) == json.dumps(schema, indent=2, ensure_ascii=False)
+
+
+async def test_settle_does_the_whole_work_through_cancels() -> None:
+    """A run's seeding that copies files is done off the loop; a cancel meanwhile (a second
+    Ctrl-C) waits for the copying to end and is then a cancel as usual."""
+    started, release, done = threading.Event(), threading.Event(), []
+
+    def work() -> int:
+        started.set()
+        release.wait(10)
+        done.append("written")
+        return 7
+
+    task = asyncio.create_task(settle(work))
+    assert await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    await asyncio.sleep(0.05)
+    task.cancel()
+    await asyncio.sleep(0.05)
+    assert not task.done() and not done
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert done == ["written"]
+    assert await settle(lambda: 3) == 3

@@ -31,12 +31,13 @@ from flowrun.manifest.templates import render
 from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.runs_index import has_index, note_run
+from flowrun.runtime.durable.settle import settle
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
-from flowrun.runtime.seeding import check_places, plan_seeds, write_seeds
+from flowrun.runtime.seeding import SeedPlan, check_places, plan_seeds, write_seeds
 from flowrun.runtime.steps.base import StepContext, top_agent
 
 # waiting: 75, EX_TEMPFAIL of sysexits.h: "try again later" (once the decisions are taken)
@@ -66,16 +67,22 @@ def default_task(run: Run) -> str:
     return "\n".join(lines) or "Begin."
 
 
-def prepare(run: Run, resume: bool = False) -> list[SeedKeptEvent]:
-    """Ready the folder (the caller holds its lock). A new run checks the places its workflow
-    names and renders its seeds before it writes anything (a path of the wrong type is a
-    UsageError and the folder is as it was), then writes run.json first, so a folder stopped
-    from here on is known as flowrun's, to be resumed or used again. The seeds the user's
-    folder already had come back, to be reported once the log has its first event."""
-    plan = None
-    if not resume:
-        check_places(run)
-        plan = plan_seeds(run)
+def seed_plan(run: Run, resume: bool) -> SeedPlan | None:
+    """A new run checks the places its workflow names and renders its seeds before it writes
+    anything (a path of the wrong type is a UsageError and the folder is as it was); None for
+    a resumed run (its seeds were written)."""
+    if resume:
+        return None
+    check_places(run)
+    return plan_seeds(run)
+
+
+def prepare(run: Run, plan: SeedPlan | None) -> list[SeedKeptEvent]:
+    """Ready the folder (the caller holds its lock) once `seed_plan` checked it: run.json first,
+    so a folder stopped from here on is known as flowrun's, to be resumed or used again. The
+    seeds the user's folder already had come back, to be reported once the log has its first
+    event."""
+    resume = plan is None
     run.run_dir.mkdir(parents=True, exist_ok=True)
     log = run.run_dir / "events.jsonl"
     if resume:
@@ -166,15 +173,24 @@ def _emit_start(run: Run, resume: bool) -> None:
         run.emit(SandboxUnavailableEvent(reason=reason, mode=mode, unconfined=mode == "auto"))
 
 
-async def execute_run(run: Run, resume: bool = False) -> RunSummary:
-    try:  # on the loop: a thread hop costs a run more CPU than these few file operations
-        kept = prepare(run, resume)
-    except FlowrunError:  # a path of the wrong type: one line, nothing ran
+async def _ready_folder(run: Run, resume: bool) -> list[SeedKeptEvent]:
+    """prepare() on the loop (a thread hop costs more CPU than its few file operations), in a
+    worker thread when seeding copies files (their size is the user's: settle.py)."""
+    try:
+        plan = seed_plan(run, resume)
+        if plan is not None and (plan.copies or plan.kept):
+            return await settle(lambda: prepare(run, plan))
+        return prepare(run, plan)
+    except (asyncio.CancelledError, FlowrunError):  # a path of the wrong type: one line, nothing ran
         if run.events is not None:
             run.events.close()
         raise
     except OSError as e:  # nothing recorded yet: the folder is as it was
         raise unwritable(run.run_dir, e) from None
+
+
+async def execute_run(run: Run, resume: bool = False) -> RunSummary:
+    kept = await _ready_folder(run, resume)
     _emit_start(run, resume)
     for event in kept:  # the user's files the seeds left alone, said once the run has started
         run.emit(event)
