@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,9 @@ def test_agent_calls_remote_agents_and_a_replay_sends_nothing(
     stream_posts = [h for method, path, h in seen if method == "POST" and path == "/stream"]
     assert stream_posts and all(h.get("authorization") == f"Bearer {TOKEN}" for h in stream_posts)
     assert TOKEN not in (run_dir / "events.jsonl").read_text()
+    # each card was read once: the description and every call after it (weather's two) use it
+    card_reads = Counter(path for method, path, _ in seen if method == "GET")
+    assert card_reads and set(card_reads.values()) == {1}, card_reads
     # the answer went back into the same task, which then completed
     assert answered["status"] == "success" and answered["text"] == "weather in Oslo: sunny"
     assert answered["data"]["task_id"] == asked["data"]["task_id"]

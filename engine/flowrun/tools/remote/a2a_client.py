@@ -13,6 +13,7 @@ and say what to do."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -113,18 +114,38 @@ def _short(error: BaseException) -> str:
     return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 3] + "..."
 
 
+CARD_FRESH_S = 300.0  # a card read this long ago is used again (an agent redeployed is read anew after)
+_CARDS: dict[tuple[str, str, str], tuple[float, AgentCard]] = {}
+
+
+def _card_key(target: Target) -> tuple[str, str, str]:
+    """The card's URL and a digest of the headers it was read with (they may hold secrets, and
+    another token may see another card)."""
+    headers = repr(sorted(target.headers.items())).encode()
+    return target.url, target.card_path, hashlib.sha256(headers).hexdigest()
+
+
 async def _card(http: object, target: Target) -> AgentCard:
+    """The agent's card, read at most once every CARD_FRESH_S a process: the run's description
+    of its tools and every call after it use the card that read got (a call once cost a GET of
+    the card before its message)."""
     import httpx
     from a2a.client import A2ACardResolver, AgentCardResolutionError
 
+    key = _card_key(target)
+    kept = _CARDS.get(key)
+    if kept is not None and time.monotonic() - kept[0] < CARD_FRESH_S:
+        return kept[1]
     assert isinstance(http, httpx.AsyncClient)
     resolver = A2ACardResolver(http, target.url, target.card_path)
     try:
-        return await resolver.get_agent_card()
+        card = await resolver.get_agent_card()
     except AgentCardResolutionError as e:
         raise CardUnavailable(_short(e)) from None
     except ValueError as e:  # a card that is JSON but not a card (protobuf's ParseError)
         raise CardUnavailable(f"not an agent card: {_short(e)}") from None
+    _CARDS[key] = (time.monotonic(), card)
+    return card
 
 
 def _http(target: Target) -> object:
