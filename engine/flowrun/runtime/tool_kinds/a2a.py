@@ -224,7 +224,7 @@ async def _card_problem(name: str, project: Project) -> Diagnostic | None:
             where, f"A2A agent '{name}' names ${{{e.args[0]}}}, which is not set", hint, "a2a-connect"
         )
     try:
-        await fetch_card(target)
+        await fetch_card(target, fresh=True)  # a check reads the card as it is now
     except CardUnavailable as e:
         message = f"A2A agent '{name}': its card ({card_url(target)}) could not be read: {e}"
         hint = "check the url (the agent's base URL), that the agent runs, and its headers"

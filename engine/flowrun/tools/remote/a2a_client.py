@@ -125,7 +125,7 @@ def _card_key(target: Target) -> tuple[str, str, str]:
     return target.url, target.card_path, hashlib.sha256(headers).hexdigest()
 
 
-async def _card(http: object, target: Target) -> AgentCard:
+async def _card(http: object, target: Target, fresh: bool = False) -> AgentCard:
     """The agent's card, read at most once every CARD_FRESH_S a process: the run's description
     of its tools and every call after it use the card that read got (a call once cost a GET of
     the card before its message)."""
@@ -134,7 +134,7 @@ async def _card(http: object, target: Target) -> AgentCard:
 
     key = _card_key(target)
     kept = _CARDS.get(key)
-    if kept is not None and time.monotonic() - kept[0] < CARD_FRESH_S:
+    if kept is not None and not fresh and time.monotonic() - kept[0] < CARD_FRESH_S:
         return kept[1]
     assert isinstance(http, httpx.AsyncClient)
     resolver = A2ACardResolver(http, target.url, target.card_path)
@@ -159,8 +159,9 @@ def _http(target: Target) -> object:
     return httpx.AsyncClient(headers=dict(target.headers), timeout=target.timeout_s)
 
 
-async def fetch_card(target: Target) -> CardInfo:
-    """The agent's card; CardUnavailable says why there is none."""
+async def fetch_card(target: Target, fresh: bool = False) -> CardInfo:
+    """The agent's card (`fresh`: read now, whatever this process read before); CardUnavailable
+    says why there is none."""
     import httpx
 
     client = _http(target)
@@ -168,7 +169,7 @@ async def fetch_card(target: Target) -> CardInfo:
     async with client:
         try:
             async with asyncio.timeout(target.timeout_s):
-                return _info(await _card(client, target))
+                return _info(await _card(client, target, fresh))
         except TimeoutError:
             raise CardUnavailable(f"no answer in {target.timeout_s:g} s") from None
 
