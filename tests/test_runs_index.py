@@ -167,12 +167,18 @@ def test_running_means_a_live_process_holds_the_lock(tmp_path: Path) -> None:
     assert next(e for e in list_runs(runs) if e.id == "run-000001").status == "completed"  # its run_end
 
 
-def test_the_runtime_updates_the_index_as_the_run_changes(tmp_path: Path) -> None:
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "writer.yaml").write_text(WRITER)
-    (tmp_path / "wf.yaml").write_text(WORKFLOW)
-    runs = tmp_path / "runs"
+def tiny_project(folder: Path) -> Path:
+    """The tiny workflow and its writer in `folder`; its runs folder (made, empty)."""
+    (folder / "agents.d").mkdir()
+    (folder / "agents.d" / "writer.yaml").write_text(WRITER)
+    (folder / "wf.yaml").write_text(WORKFLOW)
+    runs = folder / "runs"
     runs.mkdir()
+    return runs
+
+
+def test_the_runtime_updates_the_index_as_the_run_changes(tmp_path: Path) -> None:
+    runs = tiny_project(tmp_path)
     assert list_runs(runs).total == 0  # the index now exists
     wf = flowrun.load(tmp_path / "wf.yaml")
     result = wf.run_sync({"topic": "x"}, dry_run=True, runs_dir=runs, run_id="one")
@@ -190,11 +196,7 @@ def test_the_runtime_updates_the_index_as_the_run_changes(tmp_path: Path) -> Non
 
 
 def test_a_locked_index_never_fails_a_run(tmp_path: Path) -> None:
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "writer.yaml").write_text(WRITER)
-    (tmp_path / "wf.yaml").write_text(WORKFLOW)
-    runs = tmp_path / "runs"
-    runs.mkdir()
+    runs = tiny_project(tmp_path)
     list_runs(runs)
     blocker = sqlite3.connect(runs / INDEX_NAME, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # nobody else may write it now
@@ -233,11 +235,7 @@ def test_flowrun_runs_filters_and_limits(tmp_path: Path) -> None:
 def test_runs_after_the_index_is_made_again_update_the_new_file(tmp_path: Path) -> None:
     """The runtime keeps its connection to the index open between runs; an index made again (a
     rebuild, another file) gets the next run's row, not the file it replaced."""
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "writer.yaml").write_text(WRITER)
-    (tmp_path / "wf.yaml").write_text(WORKFLOW)
-    runs = tmp_path / "runs"
-    runs.mkdir()
+    runs = tiny_project(tmp_path)
     list_runs(runs)
     wf = flowrun.load(tmp_path / "wf.yaml")
     assert wf.run_sync({"topic": "x"}, dry_run=True, runs_dir=runs, run_id="one").status == "completed"
