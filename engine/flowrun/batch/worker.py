@@ -200,7 +200,7 @@ async def _warm(workflow: Workflow) -> None:
     this overlaps the plan instead of the first items' calls. A failure is left for the first
     call to report, as in one process."""
     from flowrun.providers import prices
-    from flowrun.providers.clients import import_sdk, ssl_context
+    from flowrun.providers.clients import import_sdk, keep_imported, ssl_context
     from flowrun.runtime.models.calls import ModelChoice
     from flowrun.runtime.models.prefetch import sdk_needs
 
@@ -216,6 +216,7 @@ async def _warm(workflow: Workflow) -> None:
             await asyncio.to_thread(prices.warm)
         if "aiohttp" in also:
             await asyncio.to_thread(ssl_context)
+        keep_imported()  # the price table too: the collector's passes skip it from now on
 
 
 async def serve(config: dict[str, Any], to_parent: int, from_parent: int) -> int:
