@@ -170,3 +170,33 @@ def test_provider_names_map_to_the_tables_providers() -> None:
     assert cost_usd(one, proxy) == pytest.approx(
         float(calc_price(TableUsage(input_tokens=1_000_000), "gpt-4o", provider_id="openai").total_price)
     )
+
+
+LOOKUP = """\
+import sys
+from flowrun.manifest.model_config import model_config
+from flowrun.providers.prices import maybe_priced, price_source
+config = model_config("m", provider="openai", model=sys.argv[1], base_url="http://127.0.0.1:9/v1")
+print(maybe_priced(config), price_source(config), "genai_prices" in sys.modules)
+"""
+
+
+def test_a_model_the_table_lacks_is_looked_up_once_per_table(tmp_path: Path) -> None:
+    """A local server's model: the first process loads the table and finds nothing; later ones
+    know it from the cache and do not load the table (0.1 s of CPU each), with the same answer.
+    A model the table knows is looked up every time; without the cache, every time too."""
+    import os
+    import subprocess
+    import sys
+
+    def lookup(model: str, **env: str) -> list[str]:
+        full = {**os.environ, "FLOWRUN_CACHE_DIR": str(tmp_path / "cache"), **env}
+        done = subprocess.run([sys.executable, "-c", LOOKUP, model], env=full, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert lookup("house-model-7") == ["True", "unknown", "True"]  # the table loaded, no entry
+    assert lookup("house-model-7") == ["False", "unknown", "False"]  # known unpriced: not loaded
+    assert lookup("house-model-7", FLOWRUN_NO_CACHE="1") == ["True", "unknown", "True"]
+    assert lookup("gpt-4o") == ["True", "table", "True"]
+    assert lookup("gpt-4o") == ["True", "table", "True"]  # a priced model leaves no mark

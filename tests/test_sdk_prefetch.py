@@ -159,17 +159,24 @@ from flowrun.providers import clients
 asyncio.run(_warm(flowrun.load("wf.yaml", prefetch=False)))
 print("openai" in sys.modules, "aiohttp" in sys.modules, "genai_prices.data_snapshot" in sys.modules,
       len(clients._SSL_CONTEXTS))
+from flowrun.providers import prices
+assert prices._lookup(("openai", None), "m") is None  # what the first answer looks up: no entry
 """
 
 
 def test_a_batch_worker_is_warm_when_it_says_ready(tmp_path: Path) -> None:
     """What a worker does before it says ready: the SDK and its HTTP client imported, the price
-    table loaded (the model is priced from it), the clients' SSL context made; its first item
-    then waits for none of them."""
+    table loaded (the model may be priced from it), the clients' SSL context made; its first
+    item then waits for none of them."""
     folder = project(tmp_path).parent
-    done = python(WARM, folder, {"FLOWRUN_HTTP": "aiohttp"})
+    env = {"FLOWRUN_HTTP": "aiohttp", "FLOWRUN_CACHE_DIR": str(tmp_path / "cache")}
+    done = python(WARM, folder, env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True", "1"]
+    # the table has no entry for the model: the next worker knows it and does not load it
+    again = python(WARM, folder, env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split() == ["True", "True", "False", "1"]
 
 
 def test_aiohttp_clients_share_one_verifying_ssl_context(

@@ -19,6 +19,18 @@ EXAMPLE_DIRS = ("agents.d", "tools.d", "prompts", "skills", "schemas")
 MANIFEST_DIRS = ("agents.d", "tools.d", "models.d")  # folders of manifests on every search-path root
 
 
+def cache_base() -> Path | None:
+    """flowrun's cache folder: FLOWRUN_CACHE_DIR, else $XDG_CACHE_HOME/flowrun or ~/.cache/flowrun;
+    None when FLOWRUN_NO_CACHE=1. What is in it can be deleted at any time."""
+    if os.environ.get("FLOWRUN_NO_CACHE", "").lower() in ("1", "true", "yes"):
+        return None
+    configured = os.environ.get("FLOWRUN_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "flowrun"
+
+
 @cache
 def builtin_root() -> Path:
     here = Path(__file__).resolve().parent

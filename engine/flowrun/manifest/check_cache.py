@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from flowrun._version import __version__
 from flowrun.manifest import unions
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.paths import builtin_root
+from flowrun.paths import builtin_root, cache_base
 
 if TYPE_CHECKING:
     from flowrun.manifest.yaml_source import Source
@@ -64,14 +64,9 @@ _SAFE_GLOBALS = {
 def cache_dir() -> Path | None:
     """The cache folder, or None when the cache is off (also while a kind beyond the built-in
     ones is registered: what its code decides is not in any key)."""
-    if os.environ.get("FLOWRUN_NO_CACHE", "").lower() in ("1", "true", "yes") or unions.extended():
+    base = cache_base()
+    if base is None or unions.extended():
         return None
-    configured = os.environ.get("FLOWRUN_CACHE_DIR")
-    if configured:
-        base = Path(configured)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "flowrun"
     return base / f"checks-{FORMAT}"
 
 

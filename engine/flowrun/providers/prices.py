@@ -14,12 +14,17 @@ serve local models the table cannot price: give them `price:` (zeros for a free 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import importlib.metadata
+import importlib.util
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from flowrun.paths import cache_base
 from flowrun.providers.base import ModelConfig
 from flowrun.providers.presets import PRESETS
 from flowrun.types import Usage
@@ -146,6 +151,9 @@ def table_provider(config: ModelConfig) -> tuple[str | None, str | None] | None:
 
 @functools.lru_cache(maxsize=512)
 def _lookup(where: tuple[str | None, str | None], model: str) -> tuple[Provider, ModelInfo] | None:
+    marker = _unpriced_marker(where, model)
+    if marker is not None and marker.exists():
+        return None  # this table had no entry for it: loading the table would not find one
     from genai_prices.data_snapshot import get_snapshot
 
     provider_id, url = where
@@ -158,4 +166,53 @@ def _lookup(where: tuple[str | None, str | None], model: str) -> tuple[Provider,
     try:
         return snapshot.find_provider_model(model, None, provider_id, url)
     except LookupError:
+        if marker is not None:
+            with contextlib.suppress(OSError):
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
         return None
+
+
+def maybe_priced(config: ModelConfig) -> bool:
+    """Whether the table may price this model's calls, without loading it: False for a model
+    whose provider it cannot price, or that an earlier process looked up and did not find
+    (what the prefetch thread then leaves unloaded)."""
+    where = table_provider(config)
+    if where is None:
+        return False
+    marker = _unpriced_marker(where, config.model)
+    return marker is None or not marker.exists()
+
+
+def _unpriced_marker(where: tuple[str | None, str | None], model: str) -> Path | None:
+    """The file that says this installed table has no entry for the model (a local server's,
+    a proxy's model): later processes skip loading the table for it, 0.1 s of CPU each (the
+    package and its snapshot). Keyed by the table's files, so a new genai-prices looks again;
+    None when the cache is off or the table is not installed."""
+    table = _table_identity()
+    base = cache_base()
+    if table is None or base is None:
+        return None
+    key = hashlib.sha256(repr((table, where, model)).encode()).hexdigest()[:32]
+    return base / f"prices-{MARKER_FORMAT}" / key
+
+
+MARKER_FORMAT = "1"
+
+
+@functools.cache
+def _table_identity() -> tuple[str, int, int] | None:
+    """The installed table's data file (path, size, time): it changes with every genai-prices
+    release. Found without importing the package (a spec search)."""
+    try:
+        spec = importlib.util.find_spec("genai_prices")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    data = Path(next(iter(spec.submodule_search_locations))) / "data.py"
+    try:
+        found = data.stat()
+    except OSError:
+        return None
+    return str(data), found.st_size, found.st_mtime_ns

@@ -49,7 +49,7 @@ def sdk_needs(
     models = models_used(project, workflow, choice)
     sdks = sdks_used(models)
     extra = transport_modules(http_transport()) if sdks else ()
-    priced = any(prices.table_provider(m) is not None for m in models if not prices.has_manifest_price(m))
+    priced = any(prices.maybe_priced(m) for m in models if not prices.has_manifest_price(m))
     return sdks, extra, priced
 
 
