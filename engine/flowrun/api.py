@@ -287,10 +287,13 @@ class Workflow:
     def prefetch(self) -> None:
         """Start importing the SDKs of the models its agents use, in a background thread
         (runtime/models/prefetch.py): a first run in this process then does not wait for them."""
-        choice = ModelChoice(
+        prefetch_sdks(self.project, self.spec, self.default_models())
+
+    def default_models(self) -> ModelChoice:
+        """The models its agents call when a run's options pick none."""
+        return ModelChoice(
             self.project, dict(self.spec.models), self.spec.default_model, self.path.parent.resolve()
         )
-        prefetch_sdks(self.project, self.spec, choice)
 
     def cost_preview(
         self, options: RunOptions | None = None, inputs: Mapping[str, object] | None = None

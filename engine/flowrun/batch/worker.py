@@ -201,15 +201,10 @@ async def _warm(workflow: Workflow) -> None:
     call to report, as in one process."""
     from flowrun.providers import prices
     from flowrun.providers.clients import import_sdk, keep_imported, ssl_context
-    from flowrun.runtime.models.calls import ModelChoice
     from flowrun.runtime.models.prefetch import sdk_needs
 
-    spec = workflow.spec
-    choice = ModelChoice(
-        workflow.project, dict(spec.models), spec.default_model, workflow.path.parent.resolve()
-    )
     with contextlib.suppress(Exception):
-        sdks, also, priced = sdk_needs(workflow.project, spec, choice)
+        sdks, also, priced = sdk_needs(workflow.project, workflow.spec, workflow.default_models())
         for sdk in sdks:
             await import_sdk(sdk, *also)
         if priced:
