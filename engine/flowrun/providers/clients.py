@@ -94,10 +94,11 @@ def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None
                 for module in (*also, name):
                     importlib.import_module(module)
                     _IMPORTED.add(module)
-                if "aiohttp" in also:
-                    ssl_context()  # what the first client makes (the CA files read)
             except Exception:  # the first call imports again and reports it
                 return
+            if "aiohttp" in also:
+                with contextlib.suppress(Exception):  # the first client makes it and reports it
+                    ssl_context()  # what the first client makes (the CA files read)
             keep_imported()
         if then is not None:
             with contextlib.suppress(Exception):  # its own first use reports what fails
@@ -195,7 +196,9 @@ def ssl_context() -> Any:
     key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
     context = _SSL_CONTEXTS.get(key)
     if context is None:
-        import httpx2
-
-        context = _SSL_CONTEXTS.setdefault(key, httpx2.create_ssl_context(verify=True, trust_env=True))
+        try:  # the SDKs' HTTP library, or httpx for an SDK release still on it
+            http = importlib.import_module("httpx2")
+        except ImportError:
+            http = importlib.import_module("httpx")
+        context = _SSL_CONTEXTS.setdefault(key, http.create_ssl_context(verify=True, trust_env=True))
     return context
