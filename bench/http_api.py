@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -33,6 +32,7 @@ import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answerer import start_server  # noqa: E402
 from run_folders import generate  # noqa: E402
 
 FLOWRUN = [sys.executable, "-m", "flowrun"]
@@ -59,30 +59,13 @@ AGENTS = {
 def wire_server(
     folder: Path, latency: float, chatty_latency: float, chatty_calls: int
 ) -> tuple[subprocess.Popen[str], str]:
-    answer = [
-        {
-            "tool_calls": [{"name": "write_file", "arguments": {"path": "answer.md", "content": "42\n"}}],
-            "delay_s": latency,
-        },
-        {"text": "answered", "delay_s": latency},
-    ]
-    chat = [
+    """The answerer (bench/answerer.py) and a chatter that lists the folder `chatty_calls - 1`
+    times, then answers."""
+    chat: list[dict[str, object]] = [
         {"tool_calls": [{"name": "list_directory", "arguments": {"path": "."}}], "delay_s": chatty_latency}
         for _ in range(chatty_calls - 1)
     ] + [{"text": "chatted", "delay_s": chatty_latency}]
-    script = {
-        "agents": {"answerer": answer, "chatter": chat},
-        "match": {"answerer": "You answer questions", "chatter": "You chat a lot"},
-    }
-    path = folder / "script.json"
-    path.write_text(json.dumps(script))
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    return server, server.stdout.readline().strip()
+    return start_server(folder, latency, {"chatter": ("You chat a lot", chat)})
 
 
 def project(folder: Path, url: str) -> list[Path]:

@@ -94,20 +94,12 @@ def mcp(
 
     if importlib.util.find_spec("mcp") is None:
         fail("`flowrun serve mcp` needs the `mcp` package", "pip install 'flowrun[mcp]'")
-    from flowrun.api import load
     from flowrun.serve.access import bind
     from flowrun.serve.mcp_server import WorkflowServer, serve_http, serve_stdio
 
     token = http_token(token_file, TOKEN_ENV, host) if port is not None else None
     with reported(False):
-        from flowrun.cli.env_files import load_env_files
-
-        load_env_files(workflows)
-        options = run_args.options()
-        loaded = [load(path) for path in workflows]
-        names = [wf.name for wf in loaded]
-        if len(set(names)) != len(names):
-            fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
+        loaded, options = load_served(workflows, run_args)
         server = WorkflowServer(loaded, options, run_args.runs_dir)
         try:
             if port is None:
