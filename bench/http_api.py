@@ -60,10 +60,14 @@ def wire_server(
     folder: Path, latency: float, chatty_latency: float, chatty_calls: int
 ) -> tuple[subprocess.Popen[str], str]:
     """The answerer (bench/answerer.py) and a chatter that lists the folder `chatty_calls - 1`
-    times, then answers."""
+    times, then answers (naming it "." and "./" in turn: the same call over and over would be
+    stopped by the loop guard, `max_repeated_calls`)."""
     chat: list[dict[str, object]] = [
-        {"tool_calls": [{"name": "list_directory", "arguments": {"path": "."}}], "delay_s": chatty_latency}
-        for _ in range(chatty_calls - 1)
+        {
+            "tool_calls": [{"name": "list_directory", "arguments": {"path": "./"[: 1 + i % 2]}}],
+            "delay_s": chatty_latency,
+        }
+        for i in range(chatty_calls - 1)
     ] + [{"text": "chatted", "delay_s": chatty_latency}]
     return start_server(folder, latency, {"chatter": ("You chat a lot", chat)})
 
