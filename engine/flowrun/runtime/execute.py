@@ -289,9 +289,8 @@ async def _noted_end(run: Run) -> None:
     cancel is delivered at the next await, so one is made to receive it."""
     task = asyncio.current_task()
     try:
-        if has_index(run.run_dir):
-            await asyncio.to_thread(note_run, run.run_dir)
-        elif task is not None and task.cancelling():
+        await _noted(run)
+        if task is not None and task.cancelling():
             await asyncio.sleep(0)
     except asyncio.CancelledError:
         if task is not None:
