@@ -18,6 +18,8 @@ REPO = TESTS.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
+import cli_forkserver  # noqa: E402
+
 # tests read manifests in-process as the CLI does: the kinds are registered on first use
 unions.on_first_use(lambda: __import__("flowrun.runtime.kinds"))
 
@@ -90,8 +92,12 @@ def flowrun_cmd() -> list[str]:
 def run_cli(
     args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
+    """`flowrun ARGS` as a process of its own; through the fork server (cli_forkserver.py) when
+    nothing it is given needs a fresh interpreter."""
     full_env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
     full_env.update(env or {})
+    if cli_forkserver.forkable(env or {}):
+        return cli_forkserver.run(args, cwd, full_env, env or {}, timeout)
     return subprocess.run(
         [*flowrun_cmd(), *args],
         cwd=cwd,

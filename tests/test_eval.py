@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -251,6 +252,33 @@ def test_runs_in_worker_processes_score_as_in_one(tmp_path: Path) -> None:
     assert scores["sum"]["mean"] == pytest.approx(SUM)
     bad = run_cli(["eval", str(evalset), "--processes", "two"], cwd=tmp_path, env=env("openai"))
     assert bad.returncode == 2 and "--processes must be a whole number" in bad.stdout + bad.stderr
+
+
+def test_an_eval_in_the_same_second_as_another_gets_a_folder_of_its_own(tmp_path: Path) -> None:
+    """The default `evals/NAME-TIMESTAMP` is claimed, never shared: with the names of the next
+    two minutes taken (another eval, each with a finished run in it), this one runs every case
+    in a `-2` folder and leaves the others as they were."""
+    with WireServer(Scripted()) as server:
+        evalset = project(tmp_path, server, "openai")
+        now = time.time()
+        taken = {
+            tmp_path / "evals" / f"qa-basics-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now + s))}"
+            for s in range(120)
+        }
+        for folder in taken:
+            (folder / "default").mkdir(parents=True)
+            (folder / "default" / "marker").write_text("another eval's")
+        code, output, data = evaluate(evalset, "openai")
+        answered = [r for r in server.requests if "You are the judge" not in r.system]
+    assert code == 0, output
+    runs = Path(data["folder"])
+    assert runs.parent == tmp_path / "evals" and runs not in taken, runs
+    assert runs.name.endswith("-2") and runs.with_name(runs.name[:-2]) in taken, runs
+    assert len(answered) == 4  # both cases run here: two model calls each
+    assert all((f / "default" / "marker").read_text() == "another eval's" for f in taken)
+    assert sorted(p.name for p in (tmp_path / "evals").iterdir()) == sorted(
+        [*(f.name for f in taken), runs.name]
+    )
 
 
 @pytest.mark.parametrize("wire", WIRES)

@@ -64,7 +64,19 @@ class EvalSettings:
 
 
 def default_out(evalset: EvalSet) -> Path:
-    return Path("evals") / f"{evalset.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    """A new folder, `evals/NAME-TIMESTAMP`, made here: an eval started in the same second as
+    another (two CI jobs, or one right after another) gets `-2`, `-3`, ... rather than resuming
+    the other's runs (`mkdir` claims a name: two at once never share one)."""
+    first = Path("evals") / f"{evalset.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    first.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        folder = first if n == 1 else first.with_name(f"{first.name}-{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            n += 1
 
 
 def variants_of(settings: EvalSettings) -> list[Variant]:
