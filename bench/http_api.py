@@ -8,7 +8,9 @@
    CPU time while they follow;
 3. runs: 50 runs started at once through `POST /v1/runs`, each one agent making two model calls
    at 200 ms latency: the wall time from the first POST to the last run's end, over the ideal
-   (2 x 200 ms: they all run at once in the server's event loop), against the target of 1.1.
+   (2 x 200 ms: they all run at once in the server's event loop), against the target of 1.1;
+   then the same conversations by a plain `openai` script (bench/sdk_batch.py): what the
+   machine allows the SDK alone, with nothing recorded and no HTTP in front.
 
 The model is tests/wire_server.py in a process of its own, through the real `openai` SDK.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -193,7 +196,7 @@ async def part_sse(folder: Path, files: list[Path], clients: int) -> None:
     )
 
 
-async def part_runs(folder: Path, files: list[Path], concurrent: int, latency: float) -> None:
+async def part_runs(folder: Path, files: list[Path], url: str, concurrent: int, latency: float) -> None:
     runs = folder / "concurrent" / "runs"
     server = Server(folder, files, runs)
     try:
@@ -230,6 +233,21 @@ async def part_runs(folder: Path, files: list[Path], concurrent: int, latency: f
         spread = max(starts) - min(starts)
         median = durations[len(durations) // 2]
         print(f"  the POSTs took {posted:.3f} s; runs began within {spread:.3f} s; each took {median:.3f} s")
+    plain = sdk_conversations(url, concurrent)
+    plain_wall = concurrent / plain["items_per_s"]
+    print(
+        f"  the same {concurrent} conversations by a plain SDK script (bench/sdk_batch.py, one loop, "
+        f"nothing recorded, no HTTP in front): wall {plain_wall:.3f} s = "
+        f"{plain_wall / ideal:.2f} x the ideal, {plain['cpu_ms_per_item']:.1f} ms of CPU each"
+    )
+
+
+def sdk_conversations(url: str, n: int) -> dict[str, float]:
+    """bench/sdk_batch.py's plain `openai` loop, `n` conversations at once: this machine's floor."""
+    argv = [sys.executable, str(REPO / "bench" / "sdk_batch.py"), url + "/v1", "--items", str(n)]
+    done = subprocess.run([*argv, "--concurrency", str(n)], capture_output=True, text=True, check=True)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
@@ -251,7 +269,7 @@ def main() -> None:
             if args.part in ("sse", "all"):
                 asyncio.run(part_sse(folder, files, args.clients))
             if args.part in ("runs", "all"):
-                asyncio.run(part_runs(folder, files, args.concurrent, args.latency))
+                asyncio.run(part_runs(folder, files, url, args.concurrent, args.latency))
         finally:
             wire.terminate()
             wire.wait()

@@ -211,3 +211,34 @@ def test_a_cancel_after_the_outcome_is_decided_leaves_the_run_completed(tmp_path
     meta = json.loads((result.run_dir / "run.json").read_text())
     assert meta["status"] == "completed"
     assert not (result.run_dir / "run.lock").exists()
+
+
+async def test_runs_started_in_one_second_get_ids_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Generated run ids never clash, whatever the random part gives: here each random value
+    comes twice (as two ids of one second in a busy server would), and a folder named by the
+    first value of each of the next two minutes is there already (an earlier run's). Every one
+    of 12 runs started at once completes in a folder of its own; the earlier one is untouched."""
+    import time
+    import uuid
+
+    real = uuid.uuid4
+    values = iter(
+        [uuid.UUID(hex="07" + "0" * 30)] * 2 + [v for v in (real() for _ in range(40)) for _ in (0, 1)]
+    )
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(values))
+    wf = flowrun.load(RESEARCH)
+    now = time.time()
+    taken = [
+        tmp_path / f"{time.strftime('%Y%m%d-%H%M%S', time.localtime(now + s))}-research-070000"
+        for s in range(120)
+    ]
+    for folder in taken:
+        folder.mkdir()
+        (folder / "run.json").write_text('{"status": "completed"}')
+    results = await asyncio.gather(*(wf.run(QUESTION, runs_dir=tmp_path, dry_run=True) for _ in range(12)))
+    assert [r.status for r in results] == ["completed"] * 12, [r.message for r in results]
+    folders = {r.run_dir for r in results}
+    assert len(folders) == 12 and not folders & set(taken)
+    assert all((f / "run.json").read_text() == '{"status": "completed"}' for f in taken)

@@ -233,7 +233,7 @@ class Workflow:
         options = dataclasses.replace(
             options, workdir=self.agents_folder(values, options.workdir), overrides=self.override_texts
         )
-        name = check_run_id(run_id) if run_id is not None else new_run_id(self.name)
+        name = check_run_id(run_id) if run_id is not None else new_run_id(self.name, runs_dir)
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
         run = self._new_run(values, target, options, hooks)
         _check_credentials(run)
@@ -749,8 +749,22 @@ def _tighter(current: object, given: object) -> object:
     return min(current, given) if isinstance(current, int | float) else given
 
 
-def new_run_id(name: str) -> str:
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-{uuid.uuid4().hex[:4]}"
+_ISSUED: tuple[str, set[str]] = ("", set())  # the ids this process gave out in the current second
+
+
+def new_run_id(name: str, runs_dir: str | Path | None = None) -> str:
+    """`YYYYMMDD-HHMMSS-NAME-XXXXXX`: never one this process gave out already, nor (given the runs
+    folder) one whose folder is there: a server or a script starting many runs in one second
+    gets as many ids, not a clash that fails a run the user never named."""
+    global _ISSUED
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if _ISSUED[0] != stamp:
+        _ISSUED = (stamp, set())
+    while True:
+        run_id = f"{stamp}-{name}-{uuid.uuid4().hex[:6]}"
+        if run_id not in _ISSUED[1] and (runs_dir is None or not (Path(runs_dir) / run_id).exists()):
+            _ISSUED[1].add(run_id)
+            return run_id
 
 
 def _replay_folder(run_dir: Path) -> Path:

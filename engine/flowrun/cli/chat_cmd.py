@@ -64,9 +64,8 @@ def chat(
 
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
-        from flowrun.api import load, new_run_id
+        from flowrun.api import load
         from flowrun.cli.env_files import load_env_files
-        from flowrun.runtime.durable.run_folder import check_run_id
 
         load_env_files([workflow])
 
@@ -74,7 +73,7 @@ def chat(
         wf = load(workflow, list(options.overrides), prefetch=not options.dry_run)
         wf.chat_agent(agent)  # an unknown --agent is told before the banner
         inputs = parse_input_args(wf, list(ctx.args))
-        run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
+        run_id = run_args.folder_name(wf.name)
         folder.append(run_args.runs_dir / run_id)
         level = run_args.verbosity
         click.echo("chat: Ctrl-D or /exit ends; the run folder keeps the conversation", err=True)

@@ -65,9 +65,8 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
             if workflow is not None and workflow.is_file():
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
-        from flowrun.api import load, new_run_id
+        from flowrun.api import load
         from flowrun.cli.env_files import load_env_files
-        from flowrun.runtime.durable.run_folder import check_run_id
 
         load_env_files([workflow])
 
@@ -81,7 +80,7 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
 
             click.echo(estimate(wf, options, inputs, run_args.runs_dir))
             sys.exit(0)
-        run_id = check_run_id(run_args.run_id) if run_args.run_id is not None else new_run_id(wf.name)
+        run_id = run_args.folder_name(wf.name)
         folder.append(run_args.runs_dir / run_id)
         level = run_args.verbosity
         pause = terminal_pause()

@@ -145,6 +145,13 @@ class RunArgs:
         """The terminal's: -1 (-q), 0 or 1 (-v)."""
         return verbosity(self.quiet, self.verbose)
 
+    def folder_name(self, workflow: str) -> str:
+        """The run id: --run-id (checked: a name, not a path), else a new one for `workflow`."""
+        from flowrun.api import new_run_id
+        from flowrun.runtime.durable.run_folder import check_run_id
+
+        return check_run_id(self.run_id) if self.run_id is not None else new_run_id(workflow, self.runs_dir)
+
     def options(self) -> RunOptions:
         """The flowrun.RunOptions these flags make (UsageError for a --model given twice)."""
         from flowrun.runtime.options import RunOptions, duration

@@ -160,7 +160,7 @@ class ServedRuns:
         if inputs is not None and not isinstance(inputs, Mapping):
             raise UsageError("inputs must be an object", '{"inputs": {"question": "..."}}')
         opts = self.run_options(options)
-        run_id = new_run_id(workflow.name)
+        run_id = new_run_id(workflow.name, self.runs_dir)
         started = asyncio.Event()
 
         def on_event(event: Event) -> None:
