@@ -135,7 +135,9 @@ def child(request: dict[str, Any], fds: list[int]) -> None:
     import random
 
     random.seed()  # each fresh process has its own
+    tempfile.tempdir = None  # found again from this environment's TMPDIR
     sys.argv = [SCRIPT, *request["args"]]
+    sys.path[0] = os.path.dirname(SCRIPT)  # a console script's own folder, not tests/
     if request.get("crash_points"):
         load_crash_points()
     from flowrun.cli import entry
