@@ -3,6 +3,7 @@
     python mcp_test_server.py [--marker TOKEN]   a stdio server with the tools below
     python mcp_test_server.py --crash            dies at start with a line on stderr
     python mcp_test_server.py --silent           reads its input and never answers
+        [--eof-file F]                               then writes F: its age when its input closed
     python mcp_test_server.py --many N           a server with N tools (deferred tools)
 
 `serve_http()` runs the same tools over streamable HTTP on 127.0.0.1 in a thread of the test
@@ -16,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -228,6 +230,12 @@ def _answers_as(tool: str) -> Any:
     return handler
 
 
+def process_age() -> float:
+    """Seconds since this process started (/proc: its imports and the sandbox's set-up included)."""
+    started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return float(Path("/proc/uptime").read_text().split()[0]) - started / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv: list[str]) -> None:
     if "--crash" in argv:
         print("fatal: cannot read the config file tools.toml", file=sys.stderr, flush=True)
@@ -235,6 +243,8 @@ def main(argv: list[str]) -> None:
     if "--silent" in argv:
         for _ in sys.stdin:
             pass
+        if "--eof-file" in argv:  # how long after it started its input closed, by the kernel's clock
+            Path(argv[argv.index("--eof-file") + 1]).write_text(f"{process_age():.3f}")
         return
     if "--many" in argv:
         build_many(int(argv[argv.index("--many") + 1])).run()

@@ -268,6 +268,8 @@ class McpConnection:
         self._stop.set()
         task = self._task
         if task is not None and not task.done():
+            if not self._ready.is_set():  # still starting: nothing there waits for _stop, so stop it now
+                task.cancel()
             try:
                 await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT_S)
             except (TimeoutError, asyncio.CancelledError):
