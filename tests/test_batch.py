@@ -332,6 +332,47 @@ def test_a_killed_batch_resumes_without_repeating_a_recorded_request(tmp_path: P
         assert (out / line["output"]).read_text().startswith("Answer to: q")
 
 
+def test_the_same_batch_started_twice_at_once_is_refused_and_the_first_completes(tmp_path: Path) -> None:
+    """A batch running into its folder (the default one, two items mid-call) and the same
+    command started again: the second is refused in one line, exit 2, and touches nothing;
+    the first completes every item; run again afterwards, it resumes (nothing to do)."""
+    questions = [f"q{i}" for i in range(6)]
+    held = Held(answerer(), lambda q: True)  # every request waits until released
+    with WireServer(held) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", questions)
+        args = ["batch", str(workflow), str(items), "-c", "2", "-q"]
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+        first = subprocess.Popen(
+            [*flowrun_cmd(), *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert wait_for(lambda: len(held_on_the_wire(server, held.held)) == 2 or first.poll() is not None)
+            assert first.poll() is None, first.communicate()
+            (folder,) = (tmp_path / "batches").iterdir()
+            before = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+            second = run_cli(args, cwd=tmp_path)
+            after = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+        finally:
+            held.release()
+        _, err = first.communicate(timeout=DEADLINE_S)
+        again = run_cli(args, cwd=tmp_path)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert f"batch folder {folder.relative_to(tmp_path)} is in use by pid {first.pid}" in second.stderr, (
+        second.stderr
+    )
+    assert "Traceback" not in second.stderr and before == after
+    assert first.returncode == 0, err
+    lines = results(folder)
+    assert len(lines) == 6 and all(r["status"] == "completed" for r in lines), lines
+    assert again.returncode == 0 and "6 items: 6 completed" in again.stdout, again.stdout + again.stderr
+
+
 def test_an_item_stopped_before_its_run_began_is_not_started(tmp_path: Path) -> None:
     """run_batch cancelled (as Ctrl-C stops it) the moment an item is handed out: that item's
     run had not begun, so it gets no line in results.jsonl (no run_dir without a run.json) and

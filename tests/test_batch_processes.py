@@ -596,6 +596,10 @@ def test_workers_that_cannot_start_end_the_batch_with_the_reason(
     assert "workers.log" in message  # the hint: where their stderr went
     assert "encodings" in (tmp_path / "out" / "workers.log").read_text()
     assert time.monotonic() - started < 60
+    monkeypatch.delenv("PYTHONHOME")  # the environment mended: the same batch runs in the same folder
+    again = flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=2, processes=2, dry_run=True)
+    summary = asyncio.run(again)
+    assert (summary.status, summary.completed) == ("completed", 2)
 
 
 # ---------------------------------------------------------------- mistakes

@@ -84,41 +84,42 @@ async def run_batch(
     if max_cost_usd is not None or max_cost_usd_per_item is not None:
         check_prices(wf, opts)
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
-    runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf)
-    # worker processes start now: their start-up overlaps reading and planning the items
-    discard = await _start_early(runner)
-    try:
-        listed = read_items(items_path, wf.spec.inputs, wf.name)
-        given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
-        record = options_record(
-            opts,
-            max_cost_usd_per_item=max_cost_usd_per_item,
-            concurrency=concurrency,
-            max_cost_usd=max_cost_usd,
-            backend=backend,
-            processes=given,
-        )
-        folder.open(wf.path, items_path, record)
-    except BaseException:
-        await discard()
-        raise
-    status = "interrupted"
-    try:
-        summary = await execute(
-            wf,
-            listed,
-            folder,
-            runner,
-            options=opts,
-            retry_failed=retry_failed,
-            max_cost_usd=max_cost_usd,
-            on_progress=on_progress,
-        )
-        status = summary.status
-    finally:
-        folder.write_meta(wf.path, items_path, record, status)
-    summary.processes = workers
-    return summary
+    with folder.claimed():  # the same batch started twice at once: the second is refused
+        runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf)
+        # worker processes start now: their start-up overlaps reading and planning the items
+        discard = await _start_early(runner)
+        try:
+            listed = read_items(items_path, wf.spec.inputs, wf.name)
+            given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
+            record = options_record(
+                opts,
+                max_cost_usd_per_item=max_cost_usd_per_item,
+                concurrency=concurrency,
+                max_cost_usd=max_cost_usd,
+                backend=backend,
+                processes=given,
+            )
+            folder.open(wf.path, items_path, record)
+        except BaseException:
+            await discard()
+            raise
+        status = "interrupted"
+        try:
+            summary = await execute(
+                wf,
+                listed,
+                folder,
+                runner,
+                options=opts,
+                retry_failed=retry_failed,
+                max_cost_usd=max_cost_usd,
+                on_progress=on_progress,
+            )
+            status = summary.status
+        finally:
+            folder.write_meta(wf.path, items_path, record, status)
+        summary.processes = workers
+        return summary
 
 
 BATCH_KEYWORDS = (

@@ -6,16 +6,19 @@
                        duration, error (appended as items end; one line per item, in the order
                        of the items file, once the batch stops)
       runs/<item id>/  each item's run folder, exactly as `flowrun run` makes it
+      batch.lock       locked by the process running the batch (a second one into it is refused)
 
 The folder is the batch's state: running the same batch again reads it to skip what is done."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,6 +29,8 @@ from flowrun.types import as_plain
 META = "batch.json"
 RESULTS = "results.jsonl"
 RUNS = "runs"
+LOCK = "batch.lock"  # held (flock) by the process running the batch; left in place after
+WORKERS_LOG = "workers.log"  # what worker processes wrote on stderr (batch/processes.py)
 FINAL = frozenset({"completed", "failed", "max_steps", "budget_exceeded"})
 # a job stopped before its run began: reported to the tally, never recorded (the item stays as
 # it was: not started, or its earlier result)
@@ -68,9 +73,83 @@ class BatchFolder:
         self.runs = root / RUNS
         self._lock = threading.Lock()
         self._appending: TextIO | None = None  # results.jsonl, open while items end
+        self._lock_fd: int | None = None  # batch.lock, while this process runs the batch
+        self._made: list[Path] = []  # the folders claim() made (removed again if nothing ran)
 
     def run_dir(self, item_id: str) -> Path:
         return self.runs / item_id
+
+    def claim(self) -> None:
+        """Own the folder until release(): the same batch started twice at once (a CI job
+        retried while the first still runs) is refused here, before anything runs, instead of
+        both failing each other's items and mixing their results. The lock is the kernel's
+        (flock), so a killed batch leaves none behind."""
+        self._refuse_foreign()
+        self._made = [p for p in (self.root, *self.root.parents) if not p.exists()]
+        while True:
+            fd = self._open_lock()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                os.close(fd)
+                who = f"pid {owner}" if owner.isdigit() else "another process"
+                raise UsageError(
+                    f"batch folder {self.root} is in use by {who}: the same batch is running",
+                    "wait for it to end (then run the command again to resume it), or give another --out",
+                ) from None
+            if self._still_the_lock(fd):
+                break
+            os.close(fd)  # removed by a batch that stopped as this one opened it: lock the new one
+        mine = f"{os.getpid()}\n".encode()
+        os.pwrite(fd, mine, 0)
+        os.ftruncate(fd, len(mine))
+        self._lock_fd = fd
+
+    @contextlib.contextmanager
+    def claimed(self) -> Iterator[None]:
+        self.claim()
+        try:
+            yield
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        if self._lock_fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._lock_fd, 0)
+            if self._made and [p.name for p in self.root.iterdir()] == [LOCK]:
+                # it stopped before it began (a mistake in its items): no folder left behind
+                (self.root / LOCK).unlink()
+                for made in self._made:
+                    made.rmdir()
+        os.close(self._lock_fd)  # closing drops the flock
+        self._lock_fd = None
+
+    def _open_lock(self) -> int:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            return os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise UsageError(
+                f"cannot write the batch folder {self.root}: {e.strerror or e}", "choose another --out"
+            ) from None
+
+    def _still_the_lock(self, fd: int) -> bool:
+        try:
+            return os.stat(self.root / LOCK).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            return False
+
+    def _refuse_foreign(self) -> None:
+        """A folder that is there, not empty and not a batch's is the user's: left alone."""
+        if (self.root / META).exists() or not self.root.exists():
+            return
+        if any(
+            p.name not in (LOCK, WORKERS_LOG) for p in self.root.iterdir()
+        ):  # a batch's own: not the user's
+            raise UsageError(f"{self.root} exists and is not a batch folder", "choose another --out folder")
 
     def open(self, workflow: Path, items: Path, options: Mapping[str, object]) -> None:
         """Create the folder, or check that it holds a batch of the same workflow."""
@@ -86,8 +165,8 @@ class BatchFolder:
                     f"{self.root} is a batch of {recorded}, not of {workflow}",
                     "choose another --out folder for this workflow",
                 )
-        elif self.root.exists() and any(self.root.iterdir()):
-            raise UsageError(f"{self.root} exists and is not a batch folder", "choose another --out folder")
+        else:
+            self._refuse_foreign()
         self.runs.mkdir(parents=True, exist_ok=True)
         self.write_meta(workflow, items, options, "running")
 

@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 from flowrun.api import Workflow
 from flowrun.batch import protocol
-from flowrun.batch.folder import BatchFolder, ItemResult
+from flowrun.batch.folder import WORKERS_LOG, BatchFolder, ItemResult
 from flowrun.batch.jobs import Job, portable_overrides, stopped
 from flowrun.batch.runner import Tally
 from flowrun.errors import FlowrunError, RunError, UsageError
@@ -53,7 +53,6 @@ ITEMS_PER_PROCESS = 16  # `auto`: one process per this many items of concurrency
 SMALL_MACHINE = 4  # usable CPUs: up to this many, `auto` beyond ITEMS_PER_PROCESS uses them all
 GRACE_S = 10.0  # a stopped worker has this long to report its items and exit before it is killed
 DEATHS_PER_WORKER = 2  # workers dying without an item ending, in a row, before the batch gives up
-WORKERS_LOG = "workers.log"
 RESUMES = "running the same batch again resumes it"
 
 
