@@ -29,7 +29,7 @@ from flowrun.types import as_plain
 META = "batch.json"
 RESULTS = "results.jsonl"
 RUNS = "runs"
-LOCK = "batch.lock"  # held (flock) by the process running the batch; left in place after
+LOCK = "batch.lock"  # held (flock) by the process running the batch; left there after it
 WORKERS_LOG = "workers.log"  # what worker processes wrote on stderr (batch/processes.py)
 FINAL = frozenset({"completed", "failed", "max_steps", "budget_exceeded"})
 # a job stopped before its run began: reported to the tally, never recorded (the item stays as
@@ -146,9 +146,8 @@ class BatchFolder:
         """A folder that is there, not empty and not a batch's is the user's: left alone."""
         if (self.root / META).exists() or not self.root.exists():
             return
-        if any(
-            p.name not in (LOCK, WORKERS_LOG) for p in self.root.iterdir()
-        ):  # a batch's own: not the user's
+        theirs = [p for p in self.root.iterdir() if p.name not in (LOCK, WORKERS_LOG)]  # not a batch's
+        if theirs:
             raise UsageError(f"{self.root} exists and is not a batch folder", "choose another --out folder")
 
     def open(self, workflow: Path, items: Path, options: Mapping[str, object]) -> None:
