@@ -161,6 +161,17 @@ async def test_replay_reproduces_without_a_network(server: WireServer, tmp_path:
     assert again.recorded_status == "completed"
 
 
+async def test_two_replays_of_one_run_at_once_get_a_folder_each(tmp_path: Path) -> None:
+    """Without --into a replay goes to RUN-replay, then RUN-replay2, ...: two at once both
+    complete, each in its own (they used to pick the same one, and the second failed)."""
+    wf = flowrun.load(RESEARCH)
+    original = await wf.run(QUESTION, runs_dir=tmp_path, run_id="rec", dry_run=True)
+    first, second = await asyncio.gather(flowrun.replay(original.run_dir), flowrun.replay(original.run_dir))
+    assert {first.run_dir.name, second.run_dir.name} == {"rec-replay", "rec-replay2"}
+    assert first.status == second.status == "completed", (first.message, second.message)
+    assert first.output_reproduced and second.output_reproduced
+
+
 def test_import_flowrun_loads_no_heavy_module() -> None:
     code = (
         "import sys, flowrun; heavy = {'pydantic', 'jsonschema', 'rich', 'openai', 'anthropic', 'jinja2',"

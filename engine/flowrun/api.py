@@ -768,11 +768,21 @@ def new_run_id(name: str, runs_dir: str | Path | None = None) -> str:
 
 
 def _replay_folder(run_dir: Path) -> Path:
-    target, n = run_dir.with_name(run_dir.name + "-replay"), 1
-    while target.exists():
-        n += 1
-        target = run_dir.with_name(f"{run_dir.name}-replay{n}")
-    return target
+    """`RUN-replay`, else `RUN-replay2`, ...: made here (mkdir claims the name), so two replays
+    of one run at once get a folder each."""
+    n = 1
+    while True:
+        target = run_dir.with_name(f"{run_dir.name}-replay{n if n > 1 else ''}")
+        try:
+            target.mkdir()
+            return target
+        except FileExistsError:
+            n += 1
+        except OSError as e:
+            raise UsageError(
+                f"cannot create the replay folder {target}: {e.strerror or e}",
+                "give --into a folder you can write",
+            ) from None
 
 
 def _check_credentials(run: Run) -> None:
