@@ -108,6 +108,14 @@ def run_cli(
     )
 
 
+def popen_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`flowrun ARGS` started fresh and not waited for (a test that signals or races it), its
+    output piped; `env` over the test's environment without the real keys."""
+    given = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
+    pipe = subprocess.PIPE
+    return subprocess.Popen([*flowrun_cmd(), *args], cwd=cwd, env=given, stdout=pipe, stderr=pipe, text=True)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
     """Each test's outcome on its item (`item.rep_call`), for fixtures that keep evidence of a

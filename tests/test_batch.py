@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from conftest import SECRET_VARS, flowrun_cmd, popen_cli, run_cli
 from proc_helpers import DEADLINE_S, wait_for
 from wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer
 
@@ -342,15 +342,7 @@ def test_the_same_batch_started_twice_at_once_is_refused_and_the_first_completes
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", questions)
         args = ["batch", str(workflow), str(items), "-c", "2", "-q"]
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-        first = subprocess.Popen(
-            [*flowrun_cmd(), *args],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        first = popen_cli(args, tmp_path)
         try:
             assert wait_for(lambda: len(held_on_the_wire(server, held.held)) == 2 or first.poll() is not None)
             assert first.poll() is None, first.communicate()

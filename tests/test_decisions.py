@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -20,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from conftest import popen_cli, run_cli
 from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 import flowrun
@@ -403,15 +401,7 @@ def test_sigkill_while_the_run_drains_then_answer_completes_it(tmp_path: Path) -
     held = HeldFirst(replies, "beta")
     run_dir = tmp_path / "runs" / "k"
     with WireServer(held) as server:
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | env_for(server, provider)
-        child = subprocess.Popen(
-            [*flowrun_cmd(), str(wf), "--run-id", "k", "-q"],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        child = popen_cli([str(wf), "--run-id", "k", "-q"], tmp_path, env_for(server, provider))
         try:
             deadline = time.monotonic() + 120
             while not any(e["type"] == "decision_pending" for e in _lines(run_dir)):
