@@ -47,6 +47,7 @@ from flowrun.manifest.overrides import Override, apply_overrides, parse_override
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
+from flowrun.paths import claim_folder
 from flowrun.providers.clients import keep_imported
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
 from flowrun.runtime.decide import expire_locked
@@ -753,7 +754,7 @@ _ISSUED: tuple[str, set[str]] = ("", set())  # the ids this process gave out in 
 
 
 def new_run_id(name: str, runs_dir: str | Path | None = None) -> str:
-    """`YYYYMMDD-HHMMSS-NAME-XXXXXX`: never one this process gave out already, nor (given the runs
+    """`YYYYMMDD-HHMMSS-NAME-<6 hex>`: never one this process gave out already, nor (given the runs
     folder) one whose folder is there: a server or a script starting many runs in one second
     gets as many ids, not a clash that fails a run the user never named."""
     global _ISSUED
@@ -770,19 +771,13 @@ def new_run_id(name: str, runs_dir: str | Path | None = None) -> str:
 def _replay_folder(run_dir: Path) -> Path:
     """`RUN-replay`, else `RUN-replay2`, ...: made here (mkdir claims the name), so two replays
     of one run at once get a folder each."""
-    n = 1
-    while True:
-        target = run_dir.with_name(f"{run_dir.name}-replay{n if n > 1 else ''}")
-        try:
-            target.mkdir()
-            return target
-        except FileExistsError:
-            n += 1
-        except OSError as e:
-            raise UsageError(
-                f"cannot create the replay folder {target}: {e.strerror or e}",
-                "give --into a folder you can write",
-            ) from None
+    try:
+        return claim_folder(lambda n: run_dir.with_name(f"{run_dir.name}-replay{n if n > 1 else ''}"))
+    except OSError as e:
+        raise UsageError(
+            f"cannot create a replay folder beside {run_dir}: {e.strerror or e}",
+            "give --into a folder you can write",
+        ) from None
 
 
 def _check_credentials(run: Run) -> None:

@@ -8,6 +8,7 @@ prompts, tools, skills and output schemas), so a copy of an example workflow fin
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -29,6 +30,19 @@ def cache_base() -> Path | None:
         return Path(configured)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "flowrun"
+
+
+def claim_folder(named: Callable[[int], Path]) -> Path:
+    """The first of `named(1)`, `named(2)`, ... that mkdir makes here: a folder claimed so is
+    never shared by two processes started at once. An OSError but FileExistsError is raised."""
+    n = 1
+    while True:
+        folder = named(n)
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            n += 1
 
 
 @cache

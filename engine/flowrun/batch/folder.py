@@ -13,7 +13,6 @@ The folder is the batch's state: running the same batch again reads it to skip w
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import threading
@@ -24,12 +23,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from flowrun.errors import UsageError
+from flowrun.runtime.durable.run_folder import LockHeld, drop_lock, take_lock
 from flowrun.types import as_plain
 
 META = "batch.json"
 RESULTS = "results.jsonl"
 RUNS = "runs"
-LOCK = "batch.lock"  # held (flock) by the process running the batch; left there after it
+LOCK = "batch.lock"  # held (flock) by the process running the batch, removed as it ends
 WORKERS_LOG = "workers.log"  # what worker processes wrote on stderr (batch/processes.py)
 FINAL = frozenset({"completed", "failed", "max_steps", "budget_exceeded"})
 # a job stopped before its run began: reported to the tally, never recorded (the item stays as
@@ -82,29 +82,23 @@ class BatchFolder:
     def claim(self) -> None:
         """Own the folder until release(): the same batch started twice at once (a CI job
         retried while the first still runs) is refused here, before anything runs, instead of
-        both failing each other's items and mixing their results. The lock is the kernel's
-        (flock), so a killed batch leaves none behind."""
+        both failing each other's items and mixing their results. The lock is a run folder's
+        (runtime/durable/run_folder.py: the kernel's flock), so a killed batch holds none."""
         self._refuse_foreign()
         self._made = [p for p in (self.root, *self.root.parents) if not p.exists()]
-        while True:
-            fd = self._open_lock()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-                os.close(fd)
-                who = f"pid {owner}" if owner.isdigit() else "another process"
-                raise UsageError(
-                    f"batch folder {self.root} is in use by {who}: the same batch is running",
-                    "wait for it to end (then run the command again to resume it), or give another --out",
-                ) from None
-            if self._still_the_lock(fd):
-                break
-            os.close(fd)  # removed by a batch that stopped as this one opened it: lock the new one
-        mine = f"{os.getpid()}\n".encode()
-        os.pwrite(fd, mine, 0)
-        os.ftruncate(fd, len(mine))
-        self._lock_fd = fd
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._lock_fd, _ = take_lock(self.root / LOCK)
+        except LockHeld as held:
+            who = f"pid {held.owner}" if held.owner else "another process"
+            raise UsageError(
+                f"batch folder {self.root} is in use by {who}: the same batch is running",
+                "wait for it to end (then run the command again to resume it), or give another --out",
+            ) from None
+        except OSError as e:
+            raise UsageError(
+                f"cannot write the batch folder {self.root}: {e.strerror or e}", "choose another --out"
+            ) from None
 
     @contextlib.contextmanager
     def claimed(self) -> Iterator[None]:
@@ -117,30 +111,12 @@ class BatchFolder:
     def release(self) -> None:
         if self._lock_fd is None:
             return
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._lock_fd, 0)
-            if self._made and [p.name for p in self.root.iterdir()] == [LOCK]:
-                # it stopped before it began (a mistake in its items): no folder left behind
-                (self.root / LOCK).unlink()
-                for made in self._made:
-                    made.rmdir()
-        os.close(self._lock_fd)  # closing drops the flock
+        drop_lock(self.root / LOCK, self._lock_fd)
         self._lock_fd = None
-
-    def _open_lock(self) -> int:
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            return os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as e:
-            raise UsageError(
-                f"cannot write the batch folder {self.root}: {e.strerror or e}", "choose another --out"
-            ) from None
-
-    def _still_the_lock(self, fd: int) -> bool:
-        try:
-            return os.stat(self.root / LOCK).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            return False
+        # the folders it made, if empty: it stopped before it began (a mistake in its items)
+        with contextlib.suppress(OSError):
+            for made in self._made:
+                made.rmdir()
 
     def _refuse_foreign(self) -> None:
         """A folder that is there, not empty and not a batch's is the user's: left alone."""

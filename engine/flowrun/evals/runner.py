@@ -25,6 +25,7 @@ from flowrun.evals.outcome import Outcome, read_outcome
 from flowrun.evals.recording import record
 from flowrun.evals.report import EvalReport, RunScore, VariantReport
 from flowrun.manifest.eval_specs import JudgeGrader
+from flowrun.paths import claim_folder
 from flowrun.runtime.options import RunOptions
 from flowrun.tools.sandbox import Mode
 
@@ -69,14 +70,7 @@ def default_out(evalset: EvalSet) -> Path:
     the other's runs (`mkdir` claims a name: two at once never share one)."""
     first = Path("evals") / f"{evalset.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     first.parent.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while True:
-        folder = first if n == 1 else first.with_name(f"{first.name}-{n}")
-        try:
-            folder.mkdir()
-            return folder
-        except FileExistsError:
-            n += 1
+    return claim_folder(lambda n: first if n == 1 else first.with_name(f"{first.name}-{n}"))
 
 
 def variants_of(settings: EvalSettings) -> list[Variant]:

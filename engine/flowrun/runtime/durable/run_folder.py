@@ -96,49 +96,68 @@ class RunFolderLock:
             make_folder(self.run_dir)
         elif not self.run_dir.is_dir():
             raise RunError(f"there is no run folder {self.run_dir}", "check the path (see `flowrun runs`)")
-        while True:
-            fd = self._open()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                owner = _owner_pid(fd)
-                os.close(fd)
-                who = f"pid {owner}" if owner else "another process"
-                raise RunInUse(
-                    f"run is in use by {who} ({self.run_dir})",
-                    "wait for it to end, or stop it (Ctrl-C, or `kill PID`) and resume",
-                ) from None
-            if self._still_the_file(fd):
-                break
-            os.close(fd)  # the owner removed it as we opened it: lock the new one
-        self.previous_owner = _read_pid(fd)
-        mine = f"{os.getpid()}\n".encode()
-        os.pwrite(fd, mine, 0)  # then cut: the file is never empty for a process reading the owner
-        os.ftruncate(fd, len(mine))
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is None:
-            return
-        with contextlib.suppress(OSError):
-            self.path.unlink()
-        os.close(self._fd)  # closing drops the flock
-        self._fd = None
-
-    def _open(self) -> int:
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._fd, self.previous_owner = take_lock(self.path)
+        except LockHeld as held:
+            who = f"pid {held.owner}" if held.owner else "another process"
+            raise RunInUse(
+                f"run is in use by {who} ({self.run_dir})",
+                "wait for it to end, or stop it (Ctrl-C, or `kill PID`) and resume",
+            ) from None
         except OSError as e:
             raise UsageError(
                 f"cannot write in the run folder {self.run_dir}: {e.strerror or e}",
                 "choose a writable --runs-dir",
             ) from None
 
-    def _still_the_file(self, fd: int) -> bool:
+    def release(self) -> None:
+        if self._fd is not None:
+            drop_lock(self.path, self._fd)
+            self._fd = None
+
+
+class LockHeld(Exception):
+    """A live process holds the lock file: `owner`, its pid (None when it could not be read)."""
+
+    def __init__(self, owner: int | None) -> None:
+        super().__init__(owner)
+        self.owner = owner
+
+
+def take_lock(path: Path) -> tuple[int, int | None]:
+    """An exclusive `flock` on `path` (made if missing) that names this process: its descriptor,
+    and the pid the file named before (an owner that died). LockHeld when a live process holds
+    it; OSError when it cannot be opened. A run folder's lock and a batch folder's."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            return False
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = _owner_pid(fd)
+            os.close(fd)
+            raise LockHeld(owner) from None
+        if _still_the_file(path, fd):
+            break
+        os.close(fd)  # the owner removed it as we opened it: lock the new one
+    previous = _read_pid(fd)
+    mine = f"{os.getpid()}\n".encode()
+    os.pwrite(fd, mine, 0)  # then cut: the file is never empty for a process reading the owner
+    os.ftruncate(fd, len(mine))
+    return fd, previous
+
+
+def drop_lock(path: Path, fd: int) -> None:
+    """Let go of a lock take_lock took: the file is removed, then closing drops the flock."""
+    with contextlib.suppress(OSError):
+        path.unlink()
+    os.close(fd)
+
+
+def _still_the_file(path: Path, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _owner_pid(fd: int) -> int | None:
