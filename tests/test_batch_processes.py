@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -47,6 +48,7 @@ from wire_server import WireRequest, WireServer
 
 import flowrun
 from flowrun.batch import processes
+from flowrun.batch.forked import FORK_ENV, WORKER_NAME
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.tools import sandbox
 
@@ -78,6 +80,29 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def is_worker(pid: int) -> bool:
+    """A batch worker: forked from the batch (named flowrun-worker) or a fresh interpreter."""
+    return comm(pid) == WORKER_NAME.decode() or WORKER_MODULE in cmdline(pid)
+
+
+def pipes_of(pid: int) -> set[str]:
+    """The pipes a process has open (their inodes, as /proc shows them: `pipe:[N]`)."""
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("pipe:"):
+                found.add(target)
+    return found
+
+
 def parent_of(pid: int) -> int | None:
     fields = _stat(pid)
     return int(fields[1]) if fields is not None else None
@@ -89,13 +114,13 @@ def workers_of(parent: int) -> set[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             pid = int(entry.name)
-            if parent_of(pid) == parent and WORKER_MODULE in cmdline(pid) and alive(pid):
+            if parent_of(pid) == parent and is_worker(pid) and alive(pid):
                 found.add(pid)
     return found
 
 
 def lock_owners(out: Path) -> dict[int, tuple[int | None, str]]:
-    """The processes that hold the run folders' locks now: pid -> (its parent, its command line).
+    """The processes that hold the run folders' locks now: pid -> (its parent, its name and command line).
     A run's lock holds the pid of the process that runs it (runtime/durable/run_folder.py)."""
     owners = {}
     for lock in (out / "runs").glob("*/run.lock"):
@@ -103,7 +128,7 @@ def lock_owners(out: Path) -> dict[int, tuple[int | None, str]]:
             pid = int(lock.read_text().strip())
         except (OSError, ValueError):
             continue
-        owners[pid] = (parent_of(pid), cmdline(pid))
+        owners[pid] = (parent_of(pid), f"{comm(pid)} {cmdline(pid)}")
     return owners
 
 
@@ -216,7 +241,10 @@ def assert_rerun_completes(
 # ---------------------------------------------------------------- items over two processes
 
 
-def test_items_run_in_two_worker_processes_through_the_cli(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["fork", "exec"])
+def test_items_run_in_two_worker_processes_through_the_cli(tmp_path: Path, start: str) -> None:
+    """The workers are forked from the command (named flowrun-worker, with nothing to import),
+    or fresh interpreters with FLOWRUN_BATCH_FORK=0; either way the same results."""
     out = tmp_path / "out"
     seen: dict[int, tuple[int | None, str]] = {}
     with WireServer(watching(out, answerer(delay_s=0.05), seen)) as server:
@@ -224,7 +252,7 @@ def test_items_run_in_two_worker_processes_through_the_cli(tmp_path: Path) -> No
         questions = [f"q{i}" for i in range(24)]
         items = write_items(tmp_path / "items.jsonl", questions)
         args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2"]
-        proc = start_cli(args, tmp_path)
+        proc = start_cli(args, tmp_path, {FORK_ENV: "1" if start == "fork" else "0"})
         stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert "24 items: 24 completed, 0 failed (24 run now)" in stdout
@@ -242,7 +270,11 @@ def test_items_run_in_two_worker_processes_through_the_cli(tmp_path: Path) -> No
     # the items ran in two processes the command started, both workers, neither the command
     assert len(seen) == 2, seen
     for pid, (parent, command) in seen.items():
-        assert pid != proc.pid and parent == proc.pid and WORKER_MODULE in command
+        assert pid != proc.pid and parent == proc.pid
+        if start == "fork":
+            assert command.startswith(f"{WORKER_NAME.decode()} ") and WORKER_MODULE not in command
+        else:
+            assert WORKER_MODULE in command
     assert json.loads((out / "batch.json").read_text())["options"]["processes"] == 2
     assert not (out / "workers.log").exists()  # the workers had nothing to say
 
@@ -497,10 +529,16 @@ def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
             # a new worker takes its place while items remain
             assert wait_for(lambda: bool(workers_of(proc.pid) - first) or proc.poll() is not None)
             replaced = bool(workers_of(proc.pid) - first)
+            # each worker holds its own pipes only: a later fork closed the others' (a worker
+            # sees the end of its input only once every copy of its writing end is closed)
+            now = sorted(workers_of(proc.pid))
+            shared = [pipes_of(a) & pipes_of(b) for a, b in itertools.combinations(now, 2)]
         finally:
             held.release()
         stdout, stderr = proc.communicate(timeout=DEADLINE_S)
         assert replaced, (stdout, stderr)
+        assert len(now) == 2 and shared == [set()], (now, shared)
+        assert all(comm(pid) == WORKER_NAME.decode() for pid in {*first, *now} if alive(pid))
         assert proc.returncode == 130, stderr  # some items were interrupted
         lost = [r for r in results(out) if r["status"] == "interrupted"]
         assert len(lost) == 2 and "interrupted" in stdout, stdout  # the two it was running
@@ -563,11 +601,15 @@ def test_workers_of_a_killed_parent_stop_their_runs_and_exit(tmp_path: Path) -> 
         assert_rerun_completes(server, args, tmp_path, out, 16)
 
 
-def test_a_workflow_that_no_longer_loads_stops_the_batch_with_its_error(tmp_path: Path) -> None:
+def test_a_workflow_that_no_longer_loads_stops_the_batch_with_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with WireServer(answerer()) as server:
         workflow = make_project(tmp_path / "p", server)
         wf = flowrun.load(workflow)
         workflow.write_text(workflow.read_text().replace("entry: answerer", "entry: nobody"))
+        # fresh interpreters load the file again (forked workers run the workflow as loaded)
+        monkeypatch.setenv(FORK_ENV, "0")
         items = write_items(tmp_path / "items.jsonl", ["a", "b", "c"])
         out = tmp_path / "out"
         with pytest.raises(FlowrunError) as caught:
@@ -587,6 +629,7 @@ def test_workers_that_cannot_start_end_the_batch_with_the_reason(
     workflow = project_without_server(tmp_path)
     items = write_items(tmp_path / "items.jsonl", ["a", "b"])
     monkeypatch.setenv("PYTHONHOME", str(tmp_path / "no-such-python"))
+    monkeypatch.setenv(FORK_ENV, "0")  # fresh interpreters (a forked worker has its Python already)
     started = time.monotonic()
     with pytest.raises(FlowrunError) as caught:
         asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / "out", concurrency=2, processes=2))

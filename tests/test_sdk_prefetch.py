@@ -16,6 +16,8 @@ import pytest
 from conftest import SECRET_VARS, run_cli
 from wire_server import Reply, Script, WireServer
 
+from flowrun.batch.forked import FORK_ENV
+
 AGENT = "version: 1\nkind: agent\nname: solo\nprompt: You are solo.\n"
 WORKFLOW = """\
 version: 1
@@ -126,29 +128,36 @@ def test_a_run_after_the_head_start_reaches_the_server(tmp_path: Path) -> None:
 
 
 BATCH = """\
-import asyncio, json, sys
+import asyncio, json, os, sys
 from pathlib import Path
 import flowrun
 Path("items.jsonl").write_text("".join(json.dumps({{"id": n}}) + "\\n" for n in "ab"))
-given = dict(out="out-{processes}", processes={processes}, dry_run={dry})
+out = "out-{processes}-{dry}-" + os.environ.get("FLOWRUN_BATCH_FORK", "")
+given = dict(out=out, processes={processes}, dry_run={dry})
 summary = asyncio.run(flowrun.run_batch("wf.yaml", "items.jsonl", **given))
 print(summary.completed, "openai" in sys.modules)
 """
 
 
 def test_a_batch_imports_the_sdk_where_its_items_run(tmp_path: Path) -> None:
-    """Over worker processes the batch process calls no model: it imports no SDK (the cores go
-    to the workers, which call the server); a dry run in one process sends nothing either."""
+    """Over worker processes forked from the batch (batch/forked.py), the batch process imports
+    the SDK once, before the forks, for all of them; over fresh interpreters
+    (FLOWRUN_BATCH_FORK=0) it calls no model and imports no SDK (the cores go to the workers,
+    which call the server); a dry run, over workers or in one process, imports none."""
     folder = project(tmp_path).parent
-    with WireServer(Script({"solo": [Reply(text="done")] * 2}, {"solo": "You are solo"})) as server:
+    with WireServer(Script({"solo": [Reply(text="done")] * 4}, {"solo": "You are solo"})) as server:
         env = {"OPENAI_BASE_URL": server.openai_base_url}
         done = python(BATCH.format(processes=2, dry=False), folder, env)
         assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["2", "True"]
+        fresh = python(BATCH.format(processes=2, dry=False), folder, {**env, FORK_ENV: "0"})
+        assert fresh.returncode == 0, fresh.stderr
+        assert fresh.stdout.split() == ["2", "False"]
+        assert len(server.requests) == 4  # the workers' calls
+    for processes in (1, 2):
+        done = python(BATCH.format(processes=processes, dry=True), folder)
+        assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["2", "False"]
-        assert len(server.requests) == 2  # the workers' calls
-    done = python(BATCH.format(processes=1, dry=True), folder)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["2", "False"]
 
 
 WARM = """\

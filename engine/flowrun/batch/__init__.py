@@ -85,7 +85,7 @@ async def run_batch(
         check_prices(wf, opts)
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
     with folder.claimed():  # the same batch started twice at once: the second is refused
-        runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf)
+        runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf, opts)
         # worker processes start now: their start-up overlaps reading and planning the items
         discard = await _start_early(runner)
         try:
@@ -210,6 +210,7 @@ def _backend(
     ship: bool | None,
     folder: BatchFolder,
     wf: Workflow,
+    options: RunOptions,
 ) -> Backend:
     if name == "ray":
         from flowrun.batch.ray_backend import RayBackend
@@ -218,7 +219,7 @@ def _backend(
     if processes is not None and processes > 1:
         from flowrun.batch.processes import ProcessBackend
 
-        return ProcessBackend(concurrency, processes, wf, folder)
+        return ProcessBackend(concurrency, processes, wf, folder, calls=not options.dry_run)
     from flowrun.batch.local import LocalBackend
 
     return LocalBackend(concurrency, wf)

@@ -20,9 +20,9 @@ soon as the workflow is loaded), so their start-up (Python, flowrun, the workflo
 overlaps the plan; a batch that then stops before running (a bad item, a batch folder of
 another workflow) closes them again.
 
-Workers are started with `python -m flowrun.batch.worker` (not multiprocessing: spawning would
-import a user's `__main__` again, forking a process with a running loop and threads is unsafe);
-what they write on stderr goes to `workers.log` in the batch folder."""
+Workers are forked from this process when that is safe (batch/forked.py: no other thread, Linux),
+else started as `python -m flowrun.batch.worker` (not multiprocessing: spawning would import a
+user's `__main__` again); what they write on stderr goes to `workers.log` in the batch folder."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ from typing import Any, TextIO
 from flowrun.api import Workflow
 from flowrun.batch import protocol
 from flowrun.batch.folder import WORKERS_LOG, BatchFolder, ItemResult
+from flowrun.batch.forked import ForkedProcess, Forker, fork_possible, warm
 from flowrun.batch.jobs import Job, portable_overrides, stopped
 from flowrun.batch.runner import Tally
 from flowrun.errors import FlowrunError, RunError, UsageError
@@ -92,9 +93,14 @@ class WorkerFailed(FlowrunError):
 
 
 class ProcessBackend:
-    def __init__(self, concurrency: int, processes: int, workflow: Workflow, folder: BatchFolder) -> None:
+    def __init__(
+        self, concurrency: int, processes: int, workflow: Workflow, folder: BatchFolder, calls: bool = True
+    ) -> None:
         self.concurrency = concurrency
         self.processes = processes
+        self.workflow = workflow
+        self.calls = calls  # the items call models (not a dry run): the SDKs are imported before forking
+        self.forker: Forker | None = None  # workers are forked from this process (batch/forked.py)
         self.python = _python()
         config = {"workflow": str(workflow.path.resolve()), "overrides": portable_overrides(workflow)}
         self.config = json.dumps(config)
@@ -103,7 +109,13 @@ class ProcessBackend:
         self.early: list[WorkerProcess] = []  # started before the plan, not yet given a share
 
     async def start(self) -> None:
-        """Start the workers now, while the batch reads and plans its items."""
+        """Start the workers now, before the batch reads and plans its items: forked from this
+        process once it has imported what they need, or fresh interpreters (batch/forked.py)."""
+        if fork_possible():
+            if self.calls:
+                await warm(self.workflow)
+            if fork_possible():
+                self.forker = Forker(self.workflow)
         for _ in range(min(self.processes, self.concurrency)):
             self.early.append(await spawn_worker(self, 0))
 
@@ -133,6 +145,9 @@ class ProcessBackend:
 
 
 async def spawn_worker(backend: ProcessBackend, share: int) -> WorkerProcess:
+    if backend.forker is not None and fork_possible():
+        with contextlib.suppress(OSError):  # the system cannot fork now: a fresh interpreter
+            return WorkerProcess(await backend.forker.fork(), share, backend.log)
     proc = await asyncio.create_subprocess_exec(
         backend.python,
         "-m",
@@ -150,7 +165,7 @@ async def spawn_worker(backend: ProcessBackend, share: int) -> WorkerProcess:
 class WorkerProcess:
     """One worker as the parent sees it: its process, pipes, slots and the jobs it runs."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, share: int, log: WorkersLog) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process | ForkedProcess, share: int, log: WorkersLog) -> None:
         self.proc = proc
         self.share = share
         self.running: dict[str, Job] = {}

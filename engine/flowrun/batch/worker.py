@@ -194,23 +194,28 @@ def _load(config: dict[str, Any]) -> Workflow:
 
 
 async def _warm(workflow: Workflow) -> None:
-    """Before saying ready, what the first run of this process would wait for: the SDKs of the
-    workflow's models (and the HTTP client), the price table when answers are priced from it,
-    and the clients' SSL context. The worker was started while the parent plans the items, so
-    this overlaps the plan instead of the first items' calls. A failure is left for the first
-    call to report, as in one process."""
+    """Before saying ready, what the first run of this process would wait for (`warm_imports`,
+    in a thread). The worker was started while the parent plans the items, so this overlaps
+    the plan instead of the first items' calls."""
+    await asyncio.to_thread(warm_imports, workflow)
+
+
+def warm_imports(workflow: Workflow) -> None:
+    """What a worker's first run would wait for: the SDKs of the workflow's models (and the
+    HTTP client), the price table when answers are priced from it, and the clients' SSL
+    context. A failure is left for the first call to report, as in one process."""
     from flowrun.providers import prices
-    from flowrun.providers.clients import import_sdk, keep_imported, ssl_context
+    from flowrun.providers.clients import import_sdk_now, keep_imported, ssl_context
     from flowrun.runtime.models.prefetch import sdk_needs
 
     with contextlib.suppress(Exception):
         sdks, also, priced = sdk_needs(workflow.project, workflow.spec, workflow.default_models())
         for sdk in sdks:
-            await import_sdk(sdk, *also)
+            import_sdk_now(sdk, *also)
         if priced:
-            await asyncio.to_thread(prices.warm)
+            prices.warm()
         if "aiohttp" in also:
-            await asyncio.to_thread(ssl_context)
+            ssl_context()
         keep_imported()  # the price table too: the collector's passes skip it from now on
 
 
@@ -226,11 +231,31 @@ async def serve(config: dict[str, Any], to_parent: int, from_parent: int) -> int
         channel.send({"op": "error", "message": message, "hint": None, "exit_code": INTERNAL_ERROR})
         return await _close(channel, closed, INTERNAL_ERROR)
     await _warm(workflow)
+    return await _serve_loaded(workflow, channel, closed, reader)
+
+
+async def _serve_loaded(
+    workflow: Workflow, channel: Channel, closed: _Closed, reader: asyncio.StreamReader
+) -> int:
     book = ParentBook(channel)
     rate_limits.use_book(book)
     channel.send({"op": "ready", "pid": os.getpid()})
     await Worker(workflow, channel, book).serve(reader)
     return await _close(channel, closed, 0)
+
+
+async def _serve_forked(workflow: Workflow, to_parent: int, from_parent: int) -> int:
+    channel, closed, reader = await _connect(to_parent, from_parent)
+    return await _serve_loaded(workflow, channel, closed, reader)
+
+
+def run_forked(workflow: Workflow) -> int:
+    """The worker's life in a process forked from the batch's (batch/forked.py), with the parent's
+    pipes already on fds 0-2 and the workflow, its SDKs and its price table already in memory;
+    its exit status."""
+    to_parent, from_parent = _take_protocol_fds()
+    signal.signal(signal.SIGINT, ignore_interrupt)
+    return asyncio.run(_serve_forked(workflow, to_parent, from_parent))
 
 
 async def _close(channel: Channel, closed: _Closed, code: int) -> int:
@@ -245,14 +270,14 @@ def main(argv: list[str] | None = None) -> NoReturn:
     to_parent, from_parent = _take_protocol_fds()
     # Ctrl-C reaches the parent too: it decides. A handler, not SIG_IGN, which the processes
     # that tools start would inherit
-    signal.signal(signal.SIGINT, _ignore)
+    signal.signal(signal.SIGINT, ignore_interrupt)
     args = sys.argv[1:] if argv is None else argv
     config = json.loads(args[0])
     code = asyncio.run(serve(config, to_parent, from_parent))
     _leave(code)
 
 
-def _ignore(signum: int, frame: object) -> None:
+def ignore_interrupt(signum: int, frame: object) -> None:
     """SIGINT: the parent tells this worker when to stop."""
 
 

@@ -60,18 +60,19 @@ async def import_sdk(name: str, *also: str) -> ModuleType:
         return sys.modules[name]
     # (not sys.modules: a module is there from the start of its import, half made, while
     # another run's thread is still importing it)
+    return await asyncio.to_thread(import_sdk_now, name, *also)
 
-    def load() -> ModuleType:
-        with _IMPORT_LOCK:
-            for extra in also:
-                importlib.import_module(extra)
-                _IMPORTED.add(extra)
-            module = importlib.import_module(name)
-            _IMPORTED.add(name)
-            keep_imported()
-            return module
 
-    return await asyncio.to_thread(load)
+def import_sdk_now(name: str, *also: str) -> ModuleType:
+    """`import_sdk` in the calling thread (a thread of its own, or before any loop runs)."""
+    with _IMPORT_LOCK:
+        for extra in also:
+            importlib.import_module(extra)
+            _IMPORTED.add(extra)
+        module = importlib.import_module(name)
+        _IMPORTED.add(name)
+        keep_imported()
+        return module
 
 
 _PREFETCHED: set[str] = set()  # SDKs a background import was started for

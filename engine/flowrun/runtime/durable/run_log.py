@@ -4,16 +4,19 @@ and ERROR where they belong, and at DEBUG (`-v`, or FLOWRUN_LOG=debug) one line 
 failed tool call is a WARNING; a model failure that ends the run is logged once (where the call
 failed).
 
-It is a stdlib `logging.Logger` of its own (not registered, not propagating), so a program that
-runs workflows through the API keeps its logging configuration untouched. Every line passes
-through the run's redaction before it is written."""
+Lines look like the stdlib `logging` module's and use its levels, but no logger is registered,
+so a program that runs workflows through the API keeps its logging configuration untouched.
+Every line passes through the run's redaction before it is written."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from flowrun.events import (
     AgentEndEvent,
@@ -32,7 +35,6 @@ from flowrun.events import (
 )
 
 LOG_NAME = "flowrun.log"
-LOG_FORMAT = "%(asctime)s.%(msecs)03d | %(levelname)-7s | %(message)s"
 WARNINGS: tuple[type[Event], ...] = (ModelRetryEvent, BudgetExceededEvent, UntilErrorEvent)
 MILESTONES: tuple[type[Event], ...] = (RunStartEvent, RunEndEvent, AgentEndEvent, SeedKeptEvent)
 
@@ -45,36 +47,35 @@ def log_level(verbosity: int) -> int:
     return logging.WARNING if wanted in ("warning", "error") else logging.INFO
 
 
-class _RedactingHandler(logging.FileHandler):
-    """Each line redacted, then written and flushed (StreamHandler.emit flushes every record,
-    so a crash loses nothing); a line that cannot be written is dropped (handleError)."""
-
-    def __init__(self, path: Path, redact: Callable[[str], str]) -> None:
-        super().__init__(path, encoding="utf-8")
-        self.redact = redact
-
-    def format(self, record: logging.LogRecord) -> str:
-        return self.redact(super().format(record))
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        """A line that cannot be written is dropped quietly: no "Logging error" traceback."""
-
-
 class RunLog:
-    """The run's log file; `on_event` is the subscriber that writes one line per event."""
+    """The run's log file; `on_event` is the subscriber that writes one line per event. Each
+    line is redacted, written and flushed at once (a crash loses nothing); a line that cannot
+    be written is dropped quietly. Written directly, not through `logging`: a record, a handler
+    and a formatter per line cost a batch item more CPU than the rest of its log."""
 
     def __init__(self, run_dir: Path, verbosity: int, redact: Callable[[str], str]) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
-        self.logger = logging.Logger(f"flowrun.run.{run_dir.name}", log_level(verbosity))
-        self.handler = _RedactingHandler(run_dir / LOG_NAME, redact)
-        self.handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
-        self.logger.addHandler(self.handler)
+        self.level_wanted = log_level(verbosity)
+        self.redact = redact
+        self._file: TextIO | None = (run_dir / LOG_NAME).open("a", encoding="utf-8")
         self.model_errors: set[str] = set()  # failures already logged where the model call failed
 
     def on_event(self, event: Event) -> None:
         level = self.level(event)
-        if self.logger.isEnabledFor(level):  # formatting costs nothing unless the line is kept
-            self.logger.log(level, "%s", describe_event(event))
+        if level >= self.level_wanted:  # formatting costs nothing unless the line is kept
+            self.write(level, describe_event(event))
+
+    def write(self, level: int, message: str) -> None:
+        if self._file is None:
+            return
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+        line = f"{stamp}.{int(now * 1000) % 1000:03d} | {logging.getLevelName(level):<7} | {message}"
+        try:
+            self._file.write(self.redact(line) + "\n")
+            self._file.flush()
+        except (OSError, ValueError):
+            pass  # a full disk loses the engine's log lines, not the run (events.jsonl says it)
 
     def level(self, event: Event) -> int:
         if isinstance(event, ErrorEvent):
@@ -92,8 +93,10 @@ class RunLog:
         return logging.DEBUG
 
     def close(self) -> None:
-        self.logger.removeHandler(self.handler)
-        self.handler.close()
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
 
 
 def describe_event(event: Event) -> str:
