@@ -62,6 +62,7 @@ from flowrun.providers.clients import http_transport
 
 most_fds = 0
 most_rss_kb = 0
+names = set()  # the workers' names: flowrun-worker when forked (batch/forked.py)
 last_sample = 0.0
 ended = []
 
@@ -92,7 +93,13 @@ def sample(progress):
         last_sample = now
         most_fds = max(most_fds, len(os.listdir("/proc/self/fd")))
         # the parent and its workers together
-        most_rss_kb = max(most_rss_kb, rss_kb("self") + sum(rss_kb(pid) for pid in children()))
+        pids = children()
+        most_rss_kb = max(most_rss_kb, rss_kb("self") + sum(rss_kb(pid) for pid in pids))
+        for pid in pids:
+            try:
+                names.add(Path(f"/proc/{pid}/comm").read_text().strip())
+            except OSError:
+                pass
 
 workflow, items, out, concurrency = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 processes = sys.argv[5] if sys.argv[5] == "auto" else int(sys.argv[5])
@@ -113,7 +120,8 @@ print(json.dumps({"status": summary.status, "completed": summary.completed, "wal
                   "own_cpu": own_cpu,
                   "sustained": ((9 * n) // 10 - n // 10) / (hi - lo) if hi > lo else 0.0,
                   "rss_kb": max(most_rss_kb, own), "own_rss_kb": own, "child_rss_kb": largest_child,
-                  "fds": most_fds, "processes": summary.processes, "http": http_transport()}))
+                  "fds": most_fds, "processes": summary.processes, "http": http_transport(),
+                  "forked": "flowrun-worker" in names}))
 """
 
 
@@ -194,7 +202,8 @@ def main() -> None:
     cpu_item = large["cpu"] / args.items
     growth = large["rss_kb"] / small["rss_kb"]
     processes = int(large["processes"])
-    where = "in one process" if processes == 1 else f"over {processes} processes"
+    started = "forked from the batch's" if large["forked"] else "fresh interpreters"
+    where = "in one process" if processes == 1 else f"over {processes} processes, {started}"
     print(
         f"batch: {args.items} items, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms per model "
         f"call, 2 calls per item (local backend {where} (--processes {args.processes}), HTTP client "

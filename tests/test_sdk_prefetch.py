@@ -67,6 +67,22 @@ def test_load_starts_importing_the_workflows_sdk(tmp_path: Path) -> None:
         assert done.stdout.split()[-1] == "False"  # only the SDK its models use
 
 
+def test_the_head_start_loads_jsonschema_when_the_agents_call_tools(tmp_path: Path) -> None:
+    """The first tool call checks its arguments with jsonschema (20-100 ms to import): it is
+    imported after the SDK, while the first request waits, when an agent of the run has tools."""
+    code = LOADED.format(prefetch=True, sdk="jsonschema")
+    env = {"FLOWRUN_CACHE_DIR": str(tmp_path / "cache")}  # checking manifests imports it too: warm
+    folder = project(tmp_path / "plain").parent
+    python(code, folder, env)
+    assert python(code, folder, env).stdout.split()[-1] == "False"  # solo has no tools
+    with_tools = project(tmp_path / "tools").parent
+    (with_tools / "agents.d" / "solo.yaml").write_text(AGENT + "tools: [read_file]\n")
+    python(code, with_tools, env)
+    done = python(code, with_tools, env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "True"
+
+
 def test_no_head_start_for_a_load_that_sends_nothing(tmp_path: Path) -> None:
     folder = project(tmp_path).parent
     done = python(LOADED.format(prefetch=False, sdk="openai"), folder)

@@ -9,6 +9,10 @@ what the import raises, exactly as without the head start."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+from collections.abc import Callable
+
 from flowrun.manifest.graph import run_agents
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
@@ -59,7 +63,29 @@ def prefetch(project: Project, workflow: WorkflowManifest, choice: ModelChoice) 
     the run starts."""
     try:
         sdks, extra, priced = sdk_needs(project, workflow, choice)
+        then = _first_answer_needs(priced, _calls_tools(project, workflow))
     except Exception:  # the run's own checks report it, with their context
         return
-    for sdk in sdks:  # the price table after the first SDK, while the first request waits
-        prefetch_sdk(sdk, *extra, then=prices.warm if priced and sdk == sdks[0] else None)
+    for sdk in sdks:  # after the first SDK, while the first request waits
+        prefetch_sdk(sdk, *extra, then=then if sdk == sdks[0] else None)
+
+
+def _first_answer_needs(priced: bool, tools: bool) -> Callable[[], None] | None:
+    """What comes right after the first answer, loaded while it is awaited: the price table
+    (to price the answer) and jsonschema (to check the arguments of the first tool call: its
+    import is 20-100 ms the run would otherwise wait for there)."""
+    if not (priced or tools):
+        return None
+
+    def load() -> None:
+        if priced:
+            with contextlib.suppress(Exception):  # its own first use reports what fails
+                prices.warm()
+        if tools:
+            importlib.import_module("jsonschema")
+
+    return load
+
+
+def _calls_tools(project: Project, workflow: WorkflowManifest) -> bool:
+    return any(project.agents[name].spec.tools for name in run_agents(workflow, project))
