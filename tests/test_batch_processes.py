@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import json
 import os
+import pty
 import signal
 import subprocess
 import threading
@@ -277,6 +278,44 @@ def test_items_run_in_two_worker_processes_through_the_cli(tmp_path: Path, start
             assert WORKER_MODULE in command
     assert json.loads((out / "batch.json").read_text())["options"]["processes"] == 2
     assert not (out / "workers.log").exists()  # the workers had nothing to say
+
+
+def test_workers_are_forked_at_a_terminal_too(tmp_path: Path) -> None:
+    """At a terminal the progress bar (and its refresh thread) starts at the first update, once
+    the workers are forked: a thread before the forks would make them fresh interpreters."""
+    out = tmp_path / "out"
+    seen: dict[int, tuple[int | None, str]] = {}
+    shown: list[bytes] = []
+    with WireServer(watching(out, answerer(delay_s=0.05), seen)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(8)])
+        primary, secondary = pty.openpty()
+        args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2"]
+        proc = subprocess.Popen(
+            [*flowrun_cmd(), *args],
+            cwd=tmp_path,
+            env={**cli_env(), "TERM": "xterm", "COLUMNS": "100"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+        )
+        os.close(secondary)
+        reader = threading.Thread(target=drain, args=(primary, shown), daemon=True)
+        reader.start()
+        stdout, _ = proc.communicate(timeout=120)
+        reader.join(timeout=DEADLINE_S)
+        os.close(primary)
+    assert proc.returncode == 0, b"".join(shown)
+    assert b"8 items: 8 completed" in stdout
+    assert b"batch" in b"".join(shown) and b"8/8" in b"".join(shown)  # the bar was drawn
+    assert len(seen) == 2 and all(command.startswith(WORKER_NAME.decode()) for _, command in seen.values())
+
+
+def drain(fd: int, into: list[bytes]) -> None:
+    """Read a pty until its other side is closed (EIO), so the writer never blocks."""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(fd, 65536):
+            into.append(chunk)
 
 
 def test_a_small_batch_stays_in_the_process_by_default(tmp_path: Path) -> None:

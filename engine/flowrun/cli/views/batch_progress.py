@@ -56,11 +56,14 @@ class BatchDisplay:
                 transient=False,
             )
             self.task = self.bar.add_task("batch", total=None, stats="")
-            self.bar.start()
 
     def update(self, progress: BatchProgress) -> None:
         with self._lock:
             if self.bar is not None and self.task is not None:
+                if not self.bar.live.is_started:
+                    # at the first update, not before: the bar's refresh thread must not exist
+                    # yet when the batch forks its workers (batch/forked.py)
+                    self.bar.start()
                 done = progress.completed + progress.failed
                 self.bar.update(self.task, total=progress.total, completed=done, stats=stats(progress))
                 if progress.last is not None and self.verbosity > 0:
