@@ -17,6 +17,7 @@ from test_e2e_research import MATCH, research_script
 from wire_server import Script, WireServer
 
 import flowrun
+from flowrun.errors import RunError
 from flowrun.events import (
     AgentStartEvent,
     Event,
@@ -170,6 +171,23 @@ async def test_two_replays_of_one_run_at_once_get_a_folder_each(tmp_path: Path) 
     assert {first.run_dir.name, second.run_dir.name} == {"rec-replay", "rec-replay2"}
     assert first.status == second.status == "completed", (first.message, second.message)
     assert first.output_reproduced and second.output_reproduced
+
+
+async def test_a_replay_that_stops_before_it_begins_leaves_no_folder(tmp_path: Path) -> None:
+    """A recording it cannot read (a damaged line mid-log): the error, and no empty RUN-replay
+    folder left behind for the next replay to step over."""
+    wf = flowrun.load(RESEARCH)
+    original = await wf.run(QUESTION, runs_dir=tmp_path, run_id="rec", dry_run=True)
+    log = original.run_dir / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join([*lines[:2], "{not json\n", *lines[2:]]))
+    with pytest.raises(RunError, match=r"events\.jsonl"):
+        await flowrun.replay(original.run_dir)
+    assert names(tmp_path) == ["rec"]
+
+
+def names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
 
 
 def test_import_flowrun_loads_no_heavy_module() -> None:

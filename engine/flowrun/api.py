@@ -565,6 +565,11 @@ async def replay(
             workflow, run_dir / "events.jsonl", meta, target, options, RunHooks(on_event)
         )
         return _compared(result, run_dir, meta, ledger)
+    except BaseException:
+        if into is None and not temporary:  # the RUN-replay folder this replay made, still empty
+            with contextlib.suppress(OSError):
+                target.rmdir()
+        raise
     finally:
         if temporary:
             shutil.rmtree(target, ignore_errors=True)
