@@ -12,9 +12,10 @@ from conftest import REPO
 
 PACKAGE = REPO / "engine" / "flowrun"
 
+BASE = ("_version", "types", "records", "events", "errors", "paths", "redaction", "yaml_limits", "collector")
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("_version", "types", "records", "events", "errors", "paths", "redaction", "yaml_limits")),
+    ("base", BASE),
     ("providers", ("providers",)),
     ("tools", ("tools",)),
     ("manifest", ("manifest",)),

@@ -11,12 +11,14 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, run_cli
 from test_validate_cli import make_project
 
 import flowrun
+from flowrun import collector
 from flowrun.cli import COMMANDS
 
 PROBE = """\
@@ -298,3 +300,24 @@ def test_leaving_without_teardown_loses_no_output_and_no_run_file(tmp_path: Path
     assert log.endswith("\n") and "run_end" in log.splitlines()[-1]
     failed = run_cli([str(REPO / "examples" / "research.yaml"), "--no-such-input", "x"], cwd=tmp_path)
     assert failed.returncode == 2 and failed.stderr.startswith("error: unknown option --no-such-input")
+
+
+def test_flowruns_own_processes_tune_the_collector_and_a_program_keeps_its_own(tmp_path: Path) -> None:
+    """The command line collects its youngest objects every 10,000 new ones, not 700
+    (flowrun/collector.py); a program running a workflow through the API keeps its settings."""
+    probe = "import atexit, gc, runpy, sys\nsys.argv = ['flowrun', *sys.argv[1:]]\n"
+    probe += "atexit.register(lambda: print('GC', *gc.get_threshold()))\n"
+    probe += "runpy.run_module('flowrun', run_name='__main__')\n"
+    cli = subprocess.run([sys.executable, "-c", probe, "--version"], **TEXT)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.splitlines()[-1] == "GC " + " ".join(map(str, collector.THRESHOLDS))
+    api = "import gc, sys, flowrun\nwf = flowrun.load(sys.argv[1])\n"
+    api += "wf.run_sync({'question': 'q?'}, dry_run=True, runs_dir=sys.argv[2])\nprint(*gc.get_threshold())\n"
+    workflow = str(REPO / "examples" / "research.yaml")
+    done = subprocess.run([sys.executable, "-c", api, workflow, str(tmp_path / "runs")], **TEXT)
+    bare = subprocess.run([sys.executable, "-c", "import gc; print(*gc.get_threshold())"], **TEXT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-3:] == bare.stdout.split() != [str(n) for n in collector.THRESHOLDS]
+
+
+TEXT: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 120}

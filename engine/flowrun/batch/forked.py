@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
+from flowrun import collector
 from flowrun.api import Workflow
 from flowrun.batch import protocol
 from flowrun.batch.worker import ignore_interrupt, run_forked, warm_imports
@@ -191,6 +192,7 @@ def _become_worker(workflow: Workflow, fds: tuple[int, int, int], close: set[int
         # what the parent made stays out of the collector's way: no finalizer of a parent's
         # object runs here (one could close a descriptor number this process reuses)
         gc.freeze()
+        collector.tune()  # this process is flowrun's (the parent may be a program of yours)
         signal.set_wakeup_fd(-1)  # the parent's loop's, not this process's
         for signum in signal.valid_signals():
             with contextlib.suppress(OSError, ValueError, RuntimeError):

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NoReturn
 
+from flowrun import collector
 from flowrun.api import Workflow, load
 from flowrun.batch import protocol
 from flowrun.batch.folder import ItemResult
@@ -267,6 +268,7 @@ async def _close(channel: Channel, closed: _Closed, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
+    collector.tune()
     to_parent, from_parent = _take_protocol_fds()
     # Ctrl-C reaches the parent too: it decides. A handler, not SIG_IGN, which the processes
     # that tools start would inherit

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import click
 
+from flowrun import collector
 from flowrun._version import __version__
 from flowrun.cli.exit import leave
 from flowrun.manifest import unions
@@ -158,6 +159,7 @@ def main() -> None:
 
 def entry() -> None:
     """The console script (and `python -m flowrun`): run the command line, then leave."""
+    collector.tune()
     try:
         main.main(prog_name="flowrun")
     except SystemExit as e:
