@@ -5,7 +5,7 @@ A fresh worker spends about 1.5 s of CPU before its first item: the interpreter,
 workflow's load and the SDK's import (the `openai` package alone is about 1 s). Forked, a worker
 starts with all of it in memory: the batch's process imports the SDKs, the HTTP client and the
 price table once (in a thread of its own that has ended before the first fork), then forks each
-worker. On a two-core machine that is about 1.5 ms of CPU less per item of a 1,000-item batch.
+worker. Over 2 workers that is 1.5-2.5 ms of CPU less per item of a 1,000-item batch.
 
 A fork copies only the thread that forks, so workers are forked only while the batch's process
 has no other thread (a program with threads of its own gets fresh interpreters, as before), on

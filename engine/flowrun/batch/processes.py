@@ -16,13 +16,12 @@ does in one process. This process hands out the jobs and keeps the batch whole:
   the workflow stops the batch with the loader's message.
 
 The workers are started before the batch reads and plans its items (`ProcessBackend.start`, as
-soon as the workflow is loaded), so their start-up (Python, flowrun, the workflow, its SDKs)
-overlaps the plan; a batch that then stops before running (a bad item, a batch folder of
-another workflow) closes them again.
-
-Workers are forked from this process when that is safe (batch/forked.py: no other thread, Linux),
-else started as `python -m flowrun.batch.worker` (not multiprocessing: spawning would import a
-user's `__main__` again); what they write on stderr goes to `workers.log` in the batch folder."""
+soon as the workflow is loaded); a batch that then stops before running (a bad item, a batch
+folder of another workflow) closes them again. They are forked from this process once it has
+imported the workflow's SDKs, when that is safe (batch/forked.py: no other thread, Linux), else
+started as `python -m flowrun.batch.worker`, whose start-up (Python, flowrun, the workflow, its
+SDKs) then overlaps the plan (not multiprocessing: its spawn start imports a user's `__main__`
+again). What they write on stderr goes to `workers.log` in the batch folder."""
 
 from __future__ import annotations
 
