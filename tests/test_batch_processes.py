@@ -17,6 +17,7 @@ import os
 import pty
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -309,6 +310,34 @@ def test_workers_are_forked_at_a_terminal_too(tmp_path: Path) -> None:
     assert b"8 items: 8 completed" in stdout
     assert b"batch" in b"".join(shown) and b"8/8" in b"".join(shown)  # the bar was drawn
     assert len(seen) == 2 and all(command.startswith(WORKER_NAME.decode()) for _, command in seen.values())
+
+
+PROGRAM = """\
+import asyncio, atexit, sys
+import flowrun
+atexit.register(lambda: print("the program's exit handler"))
+batch = flowrun.run_batch(sys.argv[1], sys.argv[2], out=sys.argv[3], concurrency=4, processes=2)
+summary = asyncio.run(batch)
+print(summary.status, summary.completed)
+"""
+
+
+def test_workers_forked_from_a_program_leave_its_exit_handlers_to_it(tmp_path: Path) -> None:
+    """A program of yours calling `flowrun.run_batch` (no other thread): its workers are forked
+    from it and do not run its exit handlers (they would print into workers.log); it runs its
+    own, once."""
+    out = tmp_path / "out"
+    seen: dict[int, tuple[int | None, str]] = {}
+    with WireServer(watching(out, answerer(delay_s=0.05), seen)) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(8)])
+        argv = [sys.executable, "-c", PROGRAM, str(workflow), str(items), str(out)]
+        done = subprocess.run(argv, cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["completed 8", "the program's exit handler"]
+    assert len(seen) == 2 and all(command.startswith(WORKER_NAME.decode()) for _, command in seen.values())
+    assert not any(alive(pid) for pid in seen)
+    assert not (out / "workers.log").exists()  # nothing of the program's ran in a worker
 
 
 def drain(fd: int, into: list[bytes]) -> None:
