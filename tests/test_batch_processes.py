@@ -316,16 +316,17 @@ PROGRAM = """\
 import asyncio, atexit, sys
 import flowrun
 atexit.register(lambda: print("the program's exit handler"))
-batch = flowrun.run_batch(sys.argv[1], sys.argv[2], out=sys.argv[3], concurrency=4, processes=2)
+workflow = flowrun.load(sys.argv[1])  # its SDK's import starts in a thread (the head start)
+batch = flowrun.run_batch(workflow, sys.argv[2], out=sys.argv[3], concurrency=4, processes=2)
 summary = asyncio.run(batch)
 print(summary.status, summary.completed)
 """
 
 
 def test_workers_forked_from_a_program_leave_its_exit_handlers_to_it(tmp_path: Path) -> None:
-    """A program of yours calling `flowrun.run_batch` (no other thread): its workers are forked
-    from it and do not run its exit handlers (they would print into workers.log); it runs its
-    own, once."""
+    """A program of yours calling `flowrun.run_batch` (no thread of its own; the head start's
+    import thread, which `flowrun.load` started, is waited for): its workers are forked from it
+    and do not run its exit handlers (they would print into workers.log); it runs its own, once."""
     out = tmp_path / "out"
     seen: dict[int, tuple[int | None, str]] = {}
     with WireServer(watching(out, answerer(delay_s=0.05), seen)) as server:

@@ -161,7 +161,7 @@ def test_a_batch_imports_the_sdk_where_its_items_run(tmp_path: Path) -> None:
     (FLOWRUN_BATCH_FORK=0) it calls no model and imports no SDK (the cores go to the workers,
     which call the server); a dry run, over workers or in one process, imports none."""
     folder = project(tmp_path).parent
-    with WireServer(Script({"solo": [Reply(text="done")] * 4}, {"solo": "You are solo"})) as server:
+    with WireServer(Script({"solo": [Reply(text="done")] * 6}, {"solo": "You are solo"})) as server:
         env = {"OPENAI_BASE_URL": server.openai_base_url}
         done = python(BATCH.format(processes=2, dry=False), folder, env)
         assert done.returncode == 0, done.stderr
@@ -169,7 +169,13 @@ def test_a_batch_imports_the_sdk_where_its_items_run(tmp_path: Path) -> None:
         fresh = python(BATCH.format(processes=2, dry=False), folder, {**env, FORK_ENV: "0"})
         assert fresh.returncode == 0, fresh.stderr
         assert fresh.stdout.split() == ["2", "False"]
-        assert len(server.requests) == 4  # the workers' calls
+        # a program with a thread of its own cannot fork: it imports nothing for workers it will
+        # not fork, and they are fresh interpreters
+        threaded = "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+        done = python(threaded + BATCH.format(processes=2, dry=False), folder, {**env, FORK_ENV: "1"})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["2", "False"]
+        assert len(server.requests) == 6  # the workers' calls
     for processes in (1, 2):
         done = python(BATCH.format(processes=processes, dry=True), folder)
         assert done.returncode == 0, done.stderr

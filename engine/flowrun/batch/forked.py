@@ -8,7 +8,9 @@ price table once (in a thread of its own that has ended before the first fork), 
 worker. Over 2 workers that is 1.5-2.5 ms of CPU less per item of a 1,000-item batch.
 
 A fork copies only the thread that forks, so workers are forked only while the batch's process
-has no other thread (a program with threads of its own gets fresh interpreters, as before), on
+has no other thread (the SDK imports `flowrun.load` started in the background are waited for; a
+program with threads of its own gets fresh interpreters, as before, and imports nothing for
+them), on
 Linux (the parent waits for each worker through a pidfd), and unless FLOWRUN_BATCH_FORK=0. A
 forked worker runs the workflow as the batch loaded it. It keeps what the process had open, as
 multiprocessing's `fork` start method does, except the other workers' pipes (so each worker
@@ -35,17 +37,16 @@ from flowrun import collector
 from flowrun.api import Workflow
 from flowrun.batch import protocol
 from flowrun.batch.worker import ignore_interrupt, run_forked, warm_imports
+from flowrun.providers.clients import prefetch_done, prefetch_threads
 
 FORK_ENV = "FLOWRUN_BATCH_FORK"  # "0": every worker a fresh interpreter
 WORKER_NAME = b"flowrun-worker"  # the workers' name in ps and top (/proc/PID/comm)
 FORK_FAILED = 70  # the exit status of a forked child that could not become a worker
 
 
-def fork_possible() -> bool:
-    """Whether a worker may be forked from this process now (see the module docstring)."""
+def fork_allowed() -> bool:
+    """Whether this system and settings allow forking workers (FLOWRUN_BATCH_FORK, Linux)."""
     if os.environ.get(FORK_ENV, "").strip() == "0" or not hasattr(os, "fork"):
-        return False
-    if threading.active_count() != 1 or threading.current_thread() is not threading.main_thread():
         return False
     try:
         os.close(os.pidfd_open(os.getpid()))
@@ -54,9 +55,20 @@ def fork_possible() -> bool:
     return True
 
 
-async def warm(workflow: Workflow) -> None:
-    """Import what the workers' first calls need, once, here: in a thread of its own (the loop
-    goes on meanwhile), ended when this returns. A failure is left for the first call."""
+def fork_possible(*, but_imports: bool = False) -> bool:
+    """Whether a worker may be forked from this process now (see the module docstring); with
+    `but_imports`, once the SDK imports flowrun started in the background have ended."""
+    others = {thread for thread in threading.enumerate() if thread is not threading.main_thread()}
+    if but_imports:
+        others -= set(prefetch_threads())
+    return not others and threading.current_thread() is threading.main_thread() and fork_allowed()
+
+
+async def warm(workflow: Workflow, imports: bool = True) -> None:
+    """Import what the workers' first calls need (with `imports`), once, here, after the SDK
+    imports flowrun started in the background (`flowrun.load`'s head start) have ended: in a
+    thread of its own (the loop goes on meanwhile), ended when this returns. A failure is left
+    for the first call."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -66,7 +78,9 @@ async def warm(workflow: Workflow) -> None:
 
     def work() -> None:
         try:
-            warm_imports(workflow)
+            prefetch_done()
+            if imports:
+                warm_imports(workflow)
         finally:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(finished)

@@ -110,9 +110,8 @@ class ProcessBackend:
     async def start(self) -> None:
         """Start the workers now, before the batch reads and plans its items: forked from this
         process once it has imported what they need, or fresh interpreters (batch/forked.py)."""
-        if fork_possible():
-            if self.calls:
-                await warm(self.workflow)
+        if fork_possible(but_imports=True):
+            await warm(self.workflow, imports=self.calls)
             if fork_possible():
                 self.forker = Forker(self.workflow)
         for _ in range(min(self.processes, self.concurrency)):

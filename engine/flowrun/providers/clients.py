@@ -107,7 +107,26 @@ def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None
                 keep_imported()
 
     # a daemon: a process that never calls the model does not wait for it to leave
-    threading.Thread(target=load, name=f"flowrun-import-{name}", daemon=True).start()
+    thread = threading.Thread(target=load, name=f"flowrun-import-{name}", daemon=True)
+    _PREFETCH_THREADS.append(thread)
+    thread.start()
+
+
+_PREFETCH_THREADS: list[threading.Thread] = []
+
+
+def prefetch_threads() -> list[threading.Thread]:
+    """The background imports `prefetch_sdk` started that still run."""
+    return [thread for thread in _PREFETCH_THREADS if thread.is_alive()]
+
+
+def prefetch_done() -> None:
+    """Wait until the background imports `prefetch_sdk` started have ended (a batch forks its
+    workers only once no other thread runs)."""
+    for thread in list(_PREFETCH_THREADS):
+        thread.join()
+        with contextlib.suppress(ValueError):
+            _PREFETCH_THREADS.remove(thread)
 
 
 _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = weakref.WeakKeyDictionary()
