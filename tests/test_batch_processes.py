@@ -341,6 +341,37 @@ def test_workers_forked_from_a_program_leave_its_exit_handlers_to_it(tmp_path: P
     assert not (out / "workers.log").exists()  # nothing of the program's ran in a worker
 
 
+INTERRUPTED_FORK = """\
+import asyncio, os, sys
+from pathlib import Path
+import flowrun
+
+def refuse(*args, **kwargs):  # a cancel that lands while a forked worker's pipes are connected
+    raise asyncio.CancelledError
+
+asyncio.base_events.BaseEventLoop.connect_read_pipe = refuse
+fds = len(os.listdir("/proc/self/fd"))
+batch = flowrun.run_batch(sys.argv[1], sys.argv[2], out="out", concurrency=4, processes=2, dry_run=True)
+try:
+    asyncio.run(batch)
+except BaseException as e:
+    print(type(e).__name__)
+children = [c for t in Path("/proc/self/task").iterdir() for c in (t / "children").read_text().split()]
+print(children, len(os.listdir("/proc/self/fd")) - fds)
+"""
+
+
+def test_a_fork_interrupted_before_its_pipes_are_ready_leaves_no_worker(tmp_path: Path) -> None:
+    """Cancelled between the fork and the worker's pipes on the loop: the child is killed and
+    reaped (no worker waits forever on an input nobody closes, no zombie), no pipe is left open."""
+    workflow = project_without_server(tmp_path)
+    items = write_items(tmp_path / "items.jsonl", ["a", "b"])
+    argv = [sys.executable, "-c", INTERRUPTED_FORK, str(workflow), str(items)]
+    done = subprocess.run(argv, cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["CancelledError", "[] 0"], done.stdout + done.stderr
+
+
 def drain(fd: int, into: list[bytes]) -> None:
     """Read a pty until its other side is closed (EIO), so the writer never blocks."""
     with contextlib.suppress(OSError):

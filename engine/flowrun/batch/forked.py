@@ -179,24 +179,49 @@ class Forker:
         for fd in (stdin_r, stdout_w, stderr_w):
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        pipes = await _connect(stdin_w, stdout_r, stderr_r)
+        try:
+            pipes = await _connect(stdin_w, stdout_r, stderr_r)
+        except BaseException:  # cancelled meanwhile: no worker is left behind, nor a zombie
+            _kill_now(pid, pidfd)
+            raise
         worker = ForkedProcess(pid, pidfd, pipes, self.live.discard)
         self.live.add(worker)
         return worker
 
 
+def _kill_now(pid: int, pidfd: int) -> None:
+    """Kill a worker that never started and reap it (a killed process ends at once: the wait
+    is not the disk's or the network's)."""
+    with contextlib.suppress(ProcessLookupError):
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    os.close(pidfd)
+
+
 async def _connect(stdin: int, stdout: int, stderr: int) -> Pipes:
+    """The worker's pipes on the loop; if this is interrupted, every one of them is closed."""
     loop = asyncio.get_running_loop()
-    writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(stdin, "wb", buffering=0))
-    readers = []
-    for fd in (stdout, stderr):
-        reader = asyncio.StreamReader(limit=protocol.LINE_LIMIT)
-        pipe = os.fdopen(fd, "rb", buffering=0)
-        make = functools.partial(asyncio.StreamReaderProtocol, reader)
-        transport, _ = await loop.connect_read_pipe(make, pipe)
-        readers.append((reader, transport))
-    (out, out_transport), (err, err_transport) = readers
-    return Pipes(writer, out, err, (writer, out_transport, err_transport))
+    files = [os.fdopen(stdin, "wb", buffering=0)]
+    files += [os.fdopen(fd, "rb", buffering=0) for fd in (stdout, stderr)]
+    transports: list[asyncio.BaseTransport] = []
+    try:
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, files[0])
+        transports.append(writer)
+        readers = []
+        for pipe in files[1:]:
+            reader = asyncio.StreamReader(limit=protocol.LINE_LIMIT)
+            make = functools.partial(asyncio.StreamReaderProtocol, reader)
+            read, _ = await loop.connect_read_pipe(make, pipe)
+            transports.append(read)
+            readers.append(reader)
+    except BaseException:
+        for transport in transports:
+            transport.close()
+        for file in files:  # (a transport's close closes its file later: closing twice is nothing)
+            file.close()
+        raise
+    return Pipes(writer, readers[0], readers[1], tuple(transports))
 
 
 def _become_worker(workflow: Workflow, fds: tuple[int, int, int], close: set[int]) -> NoReturn:
