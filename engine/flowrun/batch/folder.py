@@ -90,9 +90,8 @@ class BatchFolder:
             self.root.mkdir(parents=True, exist_ok=True)
             self._lock_fd, _ = take_lock(self.root / LOCK)
         except LockHeld as held:
-            who = f"pid {held.owner}" if held.owner else "another process"
             raise UsageError(
-                f"batch folder {self.root} is in use by {who}: the same batch is running",
+                f"batch folder {self.root} is in use by {held.holder}: the same batch is running",
                 "wait for it to end (then run the command again to resume it), or give another --out",
             ) from None
         except OSError as e:

@@ -10,12 +10,11 @@ worker. Over 2 workers that is 1.5-2.5 ms of CPU less per item of a 1,000-item b
 A fork copies only the thread that forks, so workers are forked only while the batch's process
 has no other thread (the SDK imports `flowrun.load` started in the background are waited for; a
 program with threads of its own gets fresh interpreters, as before, and imports nothing for
-them), on
-Linux (the parent waits for each worker through a pidfd), and unless FLOWRUN_BATCH_FORK=0. A
-forked worker runs the workflow as the batch loaded it. It keeps what the process had open, as
-multiprocessing's `fork` start method does, except the other workers' pipes (so each worker
-sees its input end when the batch closes it); its signal handlers and exit handlers are reset
-to what a fresh worker has. `ps` and `top` show it as `flowrun-worker`."""
+them), on Linux (the parent waits for each worker through a pidfd), and unless
+FLOWRUN_BATCH_FORK=0. A forked worker runs the workflow as the batch loaded it. It keeps what
+the process had open, as multiprocessing's `fork` start method does, except the other workers'
+pipes (so each worker sees its input end when the batch closes it); its signal handlers and
+exit handlers are reset to what a fresh worker has. `ps` and `top` show it as `flowrun-worker`."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ from typing import NoReturn
 from flowrun import collector
 from flowrun.api import Workflow
 from flowrun.batch import protocol
-from flowrun.batch.worker import ignore_interrupt, run_forked, warm_imports
+from flowrun.batch.worker import exit_now, ignore_interrupt, run_forked, warm_imports
 from flowrun.providers.clients import prefetch_done, prefetch_threads
 
 FORK_ENV = "FLOWRUN_BATCH_FORK"  # "0": every worker a fresh interpreter
@@ -263,15 +262,13 @@ def _pipes_on_standard_fds(fds: tuple[int, int, int], close: set[int]) -> None:
 
 
 def _end(code: int) -> NoReturn:
-    """Exit as a fresh worker does (batch/worker.py `_leave`): its threads finished, its exit
-    handlers run, its streams flushed; then out, without unwinding the parent's stack."""
+    """Exit as a fresh worker does (batch/worker.py), its threads finished first (a fresh one
+    leaves that to the interpreter's shutdown, which would unwind the parent's stack here)."""
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             with contextlib.suppress(RuntimeError):
                 thread.join()
-    with contextlib.suppress(Exception):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+    try:
+        exit_now(code)
+    finally:
+        os._exit(code)  # whatever an exit handler raised: never back into the parent's stack

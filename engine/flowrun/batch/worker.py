@@ -288,6 +288,12 @@ def _leave(code: int) -> NoReturn:
     command line does, cli/exit.py): the parent waits for its workers at the end of a batch."""
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)
+    exit_now(code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Run the exit handlers, flush the standard streams and leave, without module teardown
+    (a forked worker's way out too: batch/forked.py, which must not unwind its parent's stack)."""
     run_exit_handlers: Callable[[], None] | None = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_handlers is not None:
         run_exit_handlers()

@@ -76,6 +76,7 @@ def import_sdk_now(name: str, *also: str) -> ModuleType:
 
 
 _PREFETCHED: set[str] = set()  # SDKs a background import was started for
+_PREFETCH_THREADS: list[threading.Thread] = []  # those imports' threads (prefetch_done waits)
 
 
 def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None) -> None:
@@ -110,9 +111,6 @@ def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None
     thread = threading.Thread(target=load, name=f"flowrun-import-{name}", daemon=True)
     _PREFETCH_THREADS.append(thread)
     thread.start()
-
-
-_PREFETCH_THREADS: list[threading.Thread] = []
 
 
 def prefetch_threads() -> list[threading.Thread]:

@@ -99,9 +99,8 @@ class RunFolderLock:
         try:
             self._fd, self.previous_owner = take_lock(self.path)
         except LockHeld as held:
-            who = f"pid {held.owner}" if held.owner else "another process"
             raise RunInUse(
-                f"run is in use by {who} ({self.run_dir})",
+                f"run is in use by {held.holder} ({self.run_dir})",
                 "wait for it to end, or stop it (Ctrl-C, or `kill PID`) and resume",
             ) from None
         except OSError as e:
@@ -122,6 +121,11 @@ class LockHeld(Exception):
     def __init__(self, owner: int | None) -> None:
         super().__init__(owner)
         self.owner = owner
+
+    @property
+    def holder(self) -> str:
+        """Who holds it, for a message: `pid N`, or `another process`."""
+        return f"pid {self.owner}" if self.owner else "another process"
 
 
 def take_lock(path: Path) -> tuple[int, int | None]:
