@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -145,6 +148,63 @@ async def test_write_file_overwrite_and_append_keep_mode(ws: Path) -> None:
     assert target.read_text() == "fresh\n"
     assert target.stat().st_mode & 0o777 == 0o600
     assert code(await write_file(ctx, path="log.txt", content="x", mode="truncate")) == "INVALID_PARAM"
+
+
+async def test_write_file_waits_for_the_disk_in_a_thread_only(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """create and overwrite run on the event loop but for the fsync (the one call that waits
+    for the disk); append's read-modify-write stays whole in a worker thread."""
+    loop_thread, seen = threading.get_ident(), []
+    real_fsync, real_replace, real_link = os.fsync, os.replace, os.link
+
+    def noted(name: str, real: Callable[..., None]) -> Callable[..., None]:
+        def call(*args: object) -> None:
+            seen.append((name, threading.get_ident() == loop_thread))
+            real(*args)
+
+        return call
+
+    monkeypatch.setattr(os, "fsync", noted("fsync", real_fsync))
+    monkeypatch.setattr(os, "replace", noted("replace", real_replace))
+    monkeypatch.setattr(os, "link", noted("link", real_link))
+    ctx = make_ctx(ws)
+    assert (await write_file(ctx, path="a/new.md", content="one\n")).status == "success"
+    assert seen == [("fsync", False), ("link", True)]
+    seen.clear()
+    assert (await write_file(ctx, path="a/new.md", content="two\n", mode="overwrite")).status == "success"
+    assert seen == [("fsync", False), ("replace", True)]
+    seen.clear()
+    assert (await write_file(ctx, path="a/new.md", content="three\n", mode="append")).status == "success"
+    assert seen == [("fsync", False), ("replace", False)]
+    assert (ws / "a" / "new.md").read_text() == "two\nthree\n"
+
+
+async def test_write_file_cancelled_while_syncing_leaves_the_file_as_it_was(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel (a run stopped) while the data goes to disk waits for the fsync, then removes the
+    temp file: the old content stays, and no `.tmp` is left in the user's folder."""
+    (ws / "keep.md").write_text("old\n")
+    syncing, release = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        syncing.set()
+        release.wait(30)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    task = asyncio.create_task(write_file(make_ctx(ws), path="keep.md", content="new\n", mode="overwrite"))
+    assert await asyncio.to_thread(syncing.wait, 30)
+    task.cancel()
+    await asyncio.sleep(0)
+    assert not task.done()  # the fsync is still under way: the cancel waits for it
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (ws / "keep.md").read_text() == "old\n"
+    assert sorted(os.listdir(ws)) == ["keep.md"]
 
 
 async def test_write_file_policy_denials(ws: Path) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from flowrun.batch.folder import ItemResult
-from flowrun.runtime.durable.settle import settle
 from flowrun.runtime.loop.contracts import parameters_validator
 from flowrun.runtime.loop.prompt_record import _pretty
 from flowrun.runtime.models.usage import UsageLine
+from flowrun.settle import settle
 from flowrun.types import (
     Finish,
     Message,

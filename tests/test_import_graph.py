@@ -12,7 +12,18 @@ from conftest import REPO
 
 PACKAGE = REPO / "engine" / "flowrun"
 
-BASE = ("_version", "types", "records", "events", "errors", "paths", "redaction", "yaml_limits", "collector")
+BASE = (
+    "_version",
+    "types",
+    "records",
+    "events",
+    "errors",
+    "paths",
+    "redaction",
+    "yaml_limits",
+    "collector",
+    "settle",
+)
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", BASE),

@@ -31,7 +31,6 @@ from flowrun.manifest.templates import render
 from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.runs_index import has_index, note_run
-from flowrun.runtime.durable.settle import settle
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
@@ -39,6 +38,7 @@ from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import SeedPlan, check_places, plan_seeds, write_seeds
 from flowrun.runtime.steps.base import StepContext, top_agent
+from flowrun.settle import settle
 
 # waiting: 75, EX_TEMPFAIL of sysexits.h: "try again later" (once the decisions are taken)
 EXIT_CODES = {

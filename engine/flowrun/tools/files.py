@@ -6,13 +6,13 @@ streaming reader in file_stream.py. Every path goes through `paths.resolve_path`
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import (
     atomic_write,
+    atomic_write_on_loop,
     check_text,
     encode_text,
     encoding_problem,
@@ -24,6 +24,7 @@ from flowrun.tools.file_io import (
     plural,
     read_text,
     run_path_tool,
+    run_small_write,
 )
 from flowrun.tools.paths import display_path
 from flowrun.types import ToolResult
@@ -192,41 +193,62 @@ async def write_file(
     if len(data) > limit:
         return error("INVALID_PARAM", f"content is {len(data)} bytes, over this agent's max_bytes={limit}")
 
+    if mode != "append":  # one file of a bounded size: on the loop, its fsync in a thread
+
+        async def replace(resolved: Path) -> ToolResult:
+            return await _replace(resolved, display_path(ctx, resolved), data, mode)
+
+        return await run_small_write(ctx, params, path, replace)
+
     def work(resolved: Path) -> ToolResult:
-        with file_update(resolved) if mode == "append" else contextlib.nullcontext():
-            return _write(resolved, display_path(ctx, resolved), data, mode, encoding, content)
+        with file_update(resolved):
+            return _append(resolved, display_path(ctx, resolved), data, encoding, content)
 
     return await run_path_tool(ctx, params, path, work, write=True)
 
 
-def _write(
-    resolved: Path, shown: str, data: bytes, mode: str, encoding: str = "utf-8", content: str = ""
-) -> ToolResult:
+def _before_write(resolved: Path, shown: str, mode: str) -> tuple[ToolResult | None, bool]:
+    """(the refusal, or None; whether the file exists), its folder made for the write."""
     if resolved.is_dir():
-        return error("IS_DIRECTORY", f"{shown} is a directory; give a file path")
+        return error("IS_DIRECTORY", f"{shown} is a directory; give a file path"), True
     existed = resolved.exists()
     if existed and mode == "create":
         return error(
             "ALREADY_EXISTS",
             f"{shown} already exists ({human_size(resolved.stat().st_size)}); use mode=overwrite to "
             "replace it, mode=append to add to its end, or edit_file for a targeted change",
-        )
+        ), True
     resolved.parent.mkdir(parents=True, exist_ok=True)
-    if mode == "append" and existed and not is_utf8(encoding):
+    return None, existed
+
+
+async def _replace(resolved: Path, shown: str, data: bytes, mode: str) -> ToolResult:
+    refused, existed = _before_write(resolved, shown, mode)
+    if refused is not None:
+        return refused
+    try:
+        await atomic_write_on_loop(resolved, data, exclusive=mode == "create")
+    except FileExistsError:
+        return error("ALREADY_EXISTS", f"{shown} was created by someone else meanwhile; use mode=overwrite")
+    return _written(resolved, shown, data, mode, existed)
+
+
+def _append(resolved: Path, shown: str, data: bytes, encoding: str, content: str) -> ToolResult:
+    refused, existed = _before_write(resolved, shown, "append")
+    if refused is not None:
+        return refused
+    if existed and not is_utf8(encoding):
         # decode and encode the whole text, so a byte-order mark is not repeated mid-file
         joined = encode_text(read_text(resolved, shown, encoding) + content, encoding, shown)
         if isinstance(joined, ToolResult):
             return joined
         atomic_write(resolved, joined)
-    elif mode == "append" and existed:
-        atomic_write(resolved, resolved.read_bytes() + data)
     else:
-        try:
-            atomic_write(resolved, data, exclusive=mode == "create")
-        except FileExistsError:
-            return error(
-                "ALREADY_EXISTS", f"{shown} was created by someone else meanwhile; use mode=overwrite"
-            )
+        atomic_write(resolved, (resolved.read_bytes() if existed else b"") + data)
+    return _written(resolved, shown, data, "append", existed)
+
+
+def _written(resolved: Path, shown: str, data: bytes, mode: str, existed: bool) -> ToolResult:
     size = resolved.stat().st_size
     verb = "Created" if not existed else ("Overwrote" if mode == "overwrite" else "Appended to")
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)

@@ -1,7 +1,10 @@
 """Work that must be done whole, off the event loop: a run's seeding when it copies files (their
 size is the user's: a `workspace.copy` folder can take seconds, and on the loop thread that
-holds up every other run of the process). A run's other bookkeeping (its folder, run.json, its
-lock) is done on the loop: a hop to a worker thread costs more CPU than those few operations."""
+holds up every other run of the process), and the fsync of a file a tool writes (it waits for
+the disk). A run's other bookkeeping (its folder, run.json, its lock) and a small file tool's
+other system calls are done on the loop: a hop to a worker thread costs more CPU than those
+few operations, as every system call the thread makes hands the interpreter lock to the loop's
+thread and back."""
 
 from __future__ import annotations
 
