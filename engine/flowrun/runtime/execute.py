@@ -91,7 +91,7 @@ def prepare(run: Run, plan: SeedPlan | None) -> list[SeedKeptEvent]:
         _write_meta(run, "running")
         log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
         write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
-    if run.workspace == run.run_dir.resolve():
+    if run.workspace == run.run_real:
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
         try:

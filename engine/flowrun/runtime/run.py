@@ -63,10 +63,13 @@ class Run:
         self.workflow_dir = workflow.source.path.parent.resolve()
         self.workflow_file = workflow.source.path.resolve()  # as run.json records it (written 2-3 times)
         self.run_id = run_dir.name
+        # the run folder without symlinks, walked once (one lstat per part of the path): the
+        # folder may not exist yet, and it is made by the run, never replaced by a link
+        self.run_real = run_dir.resolve()
         # the agents' root: the run folder, or a folder of the user's (--workdir, workspace.dir)
         # that is kept across runs while the run folder keeps the engine's files; a dry run
         # never writes there: its agents work in a stand-in inside its run folder (seeding.py)
-        self.workspace = (self.options.workdir or run_dir).resolve()
+        self.workspace = self.run_real if self.options.workdir is None else self.options.workdir.resolve()
         if self.options.dry_run and self.options.workdir is not None:
             self.workspace = (run_dir / DRY_WORKDIR).resolve()
         self.limits = self.spec.limits
@@ -103,7 +106,7 @@ class Run:
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
         )
-        self.models.local_paths = local_paths(self.workspace, run_dir)
+        self.models.local_paths = local_paths(self.workspace, self.run_real)
         # what only a person can decide (approvals, questions, budgets), and the run waiting for it
         self.decisions = Decisions(
             self.options.decisions,

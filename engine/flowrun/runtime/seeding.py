@@ -116,7 +116,7 @@ def check_places(run: Run) -> None:
     written: the agents' folder itself, `output`, and each step path only the inputs decide
     (UsageError naming the first). Paths that depend on an iteration or an item are checked
     when the step comes to them."""
-    root = user_folder(run) or run.run_dir.resolve()
+    root = user_folder(run) or run.run_real
     if run.options.workdir is not None:
         need_folder(Path(root.anchor), root, "the agents' folder (--workdir, workspace.dir)")
     if run.spec.output:

@@ -36,7 +36,7 @@ ERROR_DETAIL_CHARS = 500  # exception text shown to the model: never flood its c
 class ToolEnvironment:
     """What every tool call of a run shares."""
 
-    workspace: Path
+    workspace: Path  # resolved (Run.workspace): each call's context starts with it walked
     run_dir: Path
     search_path: list[Path]
     interactive: bool = False  # questions are answered (live, or waited for)
@@ -233,6 +233,7 @@ class ToolDispatcher:
             protected=PROTECTED,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
             write_within=inst.write_within,
+            resolved={env.workspace: env.workspace, base: base},
         )
 
     def _services(self, inst: AgentInstance, call: ToolCall) -> ToolServices:

@@ -243,9 +243,9 @@ class ModelService:
 
 
 def local_paths(workspace: Path, run_dir: Path) -> tuple[tuple[str, str], ...]:
-    """The run's own folders as digests leave them out (a replay runs in another folder, and a
-    prompt or task that names `{{ workspace }}` is still the same request)."""
-    pairs = {str(workspace.resolve()): "<workspace>", str(run_dir.resolve()): "<run>"}
+    """The run's own folders (both resolved) as digests leave them out (a replay runs in another
+    folder, and a prompt or task that names `{{ workspace }}` is still the same request)."""
+    pairs = {str(workspace): "<workspace>", str(run_dir): "<run>"}
     return tuple(sorted(pairs.items(), key=lambda pair: -len(pair[0])))  # the longer path first
 
 
