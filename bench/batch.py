@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 from answerer import start_server, write_project
+from bytecode import compile_flowrun
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_SHARE = 0.9
@@ -179,6 +180,7 @@ def main() -> None:
     parser.add_argument("--processes", default="auto", help="N or auto (as flowrun batch --processes)")
     parser.add_argument("--folder", type=Path, help="where batch folders go (default: a temporary folder)")
     args = parser.parse_args()
+    compile_flowrun()  # as an installed flowrun has it (bench/bytecode.py)
     load_before = os.getloadavg()[0]
     if args.folder is not None:
         args.folder.mkdir(parents=True, exist_ok=True)

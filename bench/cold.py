@@ -23,7 +23,6 @@ Run: python bench/cold.py [--pairs 10] [--latency 0.2]
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
 import platform
 import statistics
@@ -31,6 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bytecode import compile_flowrun
 from cli_fanout import flowrun_command, model_calls, timed
 from fanout_setup import CHAIN, LATENCY_S, MODEL_CALLS, make_project, server_process
 
@@ -50,12 +50,6 @@ def machine(load_before: float) -> str:
         f"machine: {os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}; "
         f"load average {load_before:.1f} before, {load[0]:.1f} after ({load[1]:.1f} over 5 min)"
     )
-
-
-def compile_flowrun() -> None:
-    import flowrun
-
-    compileall.compile_dir(Path(flowrun.__file__).parent, quiet=1)
 
 
 def main() -> None:

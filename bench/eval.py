@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from answerer import start_server, write_project
+from bytecode import compile_flowrun
 
 TARGET = 1.5  # wall time within this factor of the ideal
 
@@ -58,6 +59,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--processes", help="worker processes of the runs (default: the command's, 1)")
     args = parser.parse_args()
+    compile_flowrun()  # as an installed flowrun has it (bench/bytecode.py)
     with tempfile.TemporaryDirectory(prefix="flowrun-bench-eval-") as tmp:
         folder = Path(tmp)
         server, url = start_eval_server(folder, args.latency)
