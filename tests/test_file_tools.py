@@ -221,6 +221,21 @@ async def test_write_file_policy_denials(ws: Path) -> None:
     )
 
 
+async def test_paths_nested_too_deep_are_refused_not_crashed(ws: Path) -> None:
+    """A path of 2,000 levels (under the 4,096-character limit) used to overflow the stack making
+    its folders; it is an INVALID_PARAM like any bad path. 200 levels are made."""
+    ctx = make_ctx(ws)
+    deep = "/".join(["d"] * 2000)
+    for result in (
+        await write_file(ctx, path=deep, content="x"),
+        await create_directory(ctx, path=deep),
+        await write_file(ctx, path=deep, content="x", mode="append"),
+    ):
+        assert code(result) == "INVALID_PARAM" and "2000 levels deep" in result.text
+    assert not (ws / "d").exists()
+    assert (await write_file(ctx, path="/".join(["d"] * 200), content="x")).status == "success"
+
+
 async def test_write_file_into_a_directory(ws: Path) -> None:
     (ws / "dir").mkdir()
     assert code(await write_file(make_ctx(ws), path="dir", content="x", mode="overwrite")) == "IS_DIRECTORY"

@@ -17,6 +17,7 @@ from flowrun.tools.base import ToolContext, error
 from flowrun.types import ToolResult
 
 MAX_PATH_CHARS = 4096
+MAX_PATH_PARTS = 256
 
 
 class PathDenied(Exception):
@@ -51,8 +52,12 @@ def resolve_path(
         raise PathDenied("INVALID_PARAM", "path must be a non-empty string")
     if "\x00" in path:
         raise PathDenied("ACCESS_DENIED", "path contains a NUL byte")
-    if len(path) > MAX_PATH_CHARS or any(len(part) > 255 for part in path.replace("\\", "/").split("/")):
+    parts = path.replace("\\", "/").split("/")
+    if len(path) > MAX_PATH_CHARS or any(len(part) > 255 for part in parts):
         raise PathDenied("INVALID_PARAM", f"path is too long ({len(path)} characters); use a shorter name")
+    if len(parts) > MAX_PATH_PARTS:  # (making its folders, one call per level, would overflow the stack)
+        deep = f"path is nested {len(parts)} levels deep, over {MAX_PATH_PARTS}; use a shallower path"
+        raise PathDenied("INVALID_PARAM", deep)
     if path.startswith(("/", "\\")) or PureWindowsPath(path).drive or Path(path).is_absolute():
         raise PathDenied(
             "ACCESS_DENIED",
