@@ -236,6 +236,36 @@ async def test_paths_nested_too_deep_are_refused_not_crashed(ws: Path) -> None:
     assert (await write_file(ctx, path="/".join(["d"] * 200), content="x")).status == "success"
 
 
+async def test_fifos_are_refused_without_waiting(ws: Path) -> None:
+    """A FIFO (made by a shell command, say) would hold a reading tool forever in its open(), and
+    the run with it; every tool that reads a file refuses it at once."""
+    os.mkfifo(ws / "pipe")
+    ctx = make_ctx(ws)
+    calls = (
+        read_file(ctx, path="pipe"),
+        read_file(ctx, path="pipe", encoding="latin-1"),
+        stream_read_file(ctx, path="pipe"),
+        edit_file(ctx, path="pipe", old_string="a", new_string="b"),
+        write_file(ctx, path="pipe", content="x", mode="append"),
+    )
+    for result in await asyncio.wait_for(asyncio.gather(*calls), 120):  # (a hang, not a timing)
+        assert code(result) == "INVALID_PARAM" and "pipe is a FIFO, not a regular file" in result.text
+    found = await asyncio.wait_for(grep(ctx, pattern="x", path="."), 120)
+    assert found.status == "success"  # a folder search passes it by
+
+
+async def test_a_lone_surrogate_in_a_path_is_invalid_param(ws: Path) -> None:
+    """JSON can carry "\\ud800", which no file name holds; every path tool says so."""
+    ctx = make_ctx(ws)
+    for result in (
+        await delete_file(ctx, path="\ud800"),
+        await write_file(ctx, path="a\ud800.md", content="x"),
+        await read_file(ctx, path="\ud800"),
+    ):
+        assert code(result) == "INVALID_PARAM" and "no file name holds" in result.text
+    assert (await write_file(ctx, path="b\udc80.md", content="x")).status == "success"  # an undecodable byte
+
+
 async def test_write_file_into_a_directory(ws: Path) -> None:
     (ws / "dir").mkdir()
     assert code(await write_file(make_ctx(ws), path="dir", content="x", mode="overwrite")) == "IS_DIRECTORY"

@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -27,6 +28,14 @@ NEW_FILE_MODE = 0o644
 
 class NotText(Exception):
     """The file is binary or not UTF-8; the tools report BINARY_FILE."""
+
+
+class NotRegular(Exception):
+    """A FIFO, a device or a socket: reading one can wait forever (a FIFO nobody writes), so the
+    file tools refuse it (INVALID_PARAM)."""
+
+
+EXPECTED = (PathDenied, NotText, NotRegular, OSError)  # a path tool's work maps these to results
 
 
 async def run_path_tool(
@@ -51,7 +60,7 @@ async def run_path_tool(
                 ctx, path, write=write, enforce_paths=enforce_paths, follow_symlinks=follow_symlinks
             )
             result = work(resolved)
-        except (PathDenied, NotText, OSError) as e:
+        except EXPECTED as e:
             result = failure_result(ctx, e, path, resolved)
         return finish_result(result, params, started, ctx.relative(resolved) if resolved else None)
 
@@ -74,7 +83,7 @@ async def run_small_write(
     try:
         resolved = resolve_path(ctx, path, write=True)
         result = await work(resolved)
-    except (PathDenied, NotText, OSError) as e:
+    except EXPECTED as e:
         result = failure_result(ctx, e, path, resolved)
     return finish_result(result, params, started, ctx.relative(resolved) if resolved else None)
 
@@ -85,6 +94,8 @@ def failure_result(ctx: ToolContext, e: Exception, path: str, resolved: Path | N
         return e.to_result()
     if isinstance(e, NotText):
         return error("BINARY_FILE", str(e))
+    if isinstance(e, NotRegular):
+        return error("INVALID_PARAM", str(e))
     assert isinstance(e, OSError)
     return oserror_result(e, display_path(ctx, resolved) if resolved else path)
 
@@ -156,9 +167,32 @@ def encode_text(text: str, encoding: str, shown: str) -> bytes | ToolResult:
         )
 
 
+def open_regular(path: Path, shown: str) -> IO[bytes]:
+    """`path` opened for reading without ever waiting: with O_NONBLOCK a FIFO's open returns at
+    once, and anything but a regular file is NotRegular (a folder: IsADirectoryError)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise NotRegular(f"{shown} is {kind}, not a regular file; the file tools read regular files only")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path, shown: str) -> bytes:
+    with open_regular(path, shown) as f:
+        return f.read()
+
+
 def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
     """The whole file as text in `encoding`, or NotText."""
-    data = path.read_bytes()
+    data = read_regular(path, shown)
     if not is_utf8(encoding):
         try:
             return data.decode(encoding)

@@ -5,13 +5,14 @@ number, file size and mtime to notice changes) live in the run's `FileStreams` (
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
-from flowrun.tools.file_io import check_text, numbered, run_path_tool
+from flowrun.tools.file_io import NotRegular, check_text, numbered, open_regular, run_path_tool
 from flowrun.tools.paths import display_path
 from flowrun.types import ToolResult
 
@@ -48,8 +49,8 @@ async def stream_read_file(ctx: ToolContext, *, path: str, chunk_lines: int = 10
         shown = display_path(ctx, resolved)
         if resolved.is_dir():
             return error("IS_DIRECTORY", f"{shown} is a directory; use list_directory")
-        info = resolved.stat()
-        with resolved.open("rb") as f:
+        with open_regular(resolved, shown) as f:
+            info = os.fstat(f.fileno())
             check_text(f, shown, info.st_size, "read_file reads text in other encodings (its `encoding`)")
         cursor = StreamCursor(resolved, shown, 0, 1, lines, max_bytes, info.st_size, info.st_mtime_ns)
         return _next_chunk(ctx, secrets.token_hex(4), cursor)
@@ -71,11 +72,10 @@ async def continue_stream_read(ctx: ToolContext, *, stream_id: str) -> ToolResul
         return finish_result(result, params, started)
     try:
         result = await asyncio.to_thread(_next_chunk, ctx, stream_id, cursor)
-    except OSError as e:
+    except (OSError, NotRegular) as e:
         _streams(ctx).pop(stream_id, None)
-        result = error(
-            "NOT_FOUND", f"{cursor.shown} can no longer be read ({e.strerror or e}); stream closed"
-        )
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        result = error("NOT_FOUND", f"{cursor.shown} can no longer be read ({why}); stream closed")
     return finish_result(result, params, started, ctx.relative(cursor.path))
 
 
@@ -124,7 +124,7 @@ def _read_lines(cursor: StreamCursor) -> tuple[list[str], int]:
     longer than max_bytes comes as consecutive pieces, each counted as a line."""
     lines: list[str] = []
     used = 0
-    with cursor.path.open("rb") as f:
+    with open_regular(cursor.path, cursor.shown) as f:
         f.seek(cursor.offset)
         while len(lines) < cursor.chunk_lines:
             raw = f.readline(max(1, cursor.max_bytes - used) if lines else cursor.max_bytes)

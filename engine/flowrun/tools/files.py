@@ -6,6 +6,7 @@ streaming reader in file_stream.py. Every path goes through `paths.resolve_path`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -21,7 +22,9 @@ from flowrun.tools.file_io import (
     is_utf8,
     iter_lines,
     numbered,
+    open_regular,
     plural,
+    read_regular,
     read_text,
     run_path_tool,
     run_small_write,
@@ -110,8 +113,8 @@ def _read_range(
 ) -> ToolResult:
     if resolved.is_dir():
         return error("IS_DIRECTORY", f"{shown} is a directory; use list_directory to see what it holds")
-    with resolved.open("rb") as f:
-        check_text(f, shown, resolved.stat().st_size)
+    with open_regular(resolved, shown) as f:
+        check_text(f, shown, os.fstat(f.fileno()).st_size)
         lines, total, next_start, long_line = _collect(
             iter_lines(f, max_bytes + 1), start, end, max_lines, max_bytes
         )
@@ -244,7 +247,7 @@ def _append(resolved: Path, shown: str, data: bytes, encoding: str, content: str
             return joined
         atomic_write(resolved, joined)
     else:
-        atomic_write(resolved, (resolved.read_bytes() if existed else b"") + data)
+        atomic_write(resolved, (read_regular(resolved, shown) if existed else b"") + data)
     return _written(resolved, shown, data, "append", existed)
 
 

@@ -48,21 +48,7 @@ def resolve_path(
     `follow_symlinks=False` resolves only the parent, so a final symlink names the link itself
     (delete_file removes links, never their targets).
     """
-    if not isinstance(path, str) or path.strip() == "":
-        raise PathDenied("INVALID_PARAM", "path must be a non-empty string")
-    if "\x00" in path:
-        raise PathDenied("ACCESS_DENIED", "path contains a NUL byte")
-    parts = path.replace("\\", "/").split("/")
-    if len(path) > MAX_PATH_CHARS or any(len(part) > 255 for part in parts):
-        raise PathDenied("INVALID_PARAM", f"path is too long ({len(path)} characters); use a shorter name")
-    if len(parts) > MAX_PATH_PARTS:  # (making its folders, one call per level, would overflow the stack)
-        deep = f"path is nested {len(parts)} levels deep, over {MAX_PATH_PARTS}; use a shallower path"
-        raise PathDenied("INVALID_PARAM", deep)
-    if path.startswith(("/", "\\")) or PureWindowsPath(path).drive or Path(path).is_absolute():
-        raise PathDenied(
-            "ACCESS_DENIED",
-            f"absolute paths are not allowed ({path!r}); use a path relative to the workspace",
-        )
+    check_path_text(path)
     base = ctx.real(ctx.base_dir)
     start = ctx.real(ctx.cwd)
     if not _inside(start, base):
@@ -83,6 +69,29 @@ def resolve_path(
             "PERMISSION_DENIED", f"{path!r} is outside the paths this agent may access: {_show(ctx, 'paths')}"
         )
     return resolved
+
+
+def check_path_text(path: object) -> None:
+    """PathDenied for a path string no file tool takes, before any file is looked at."""
+    if not isinstance(path, str) or path.strip() == "":
+        raise PathDenied("INVALID_PARAM", "path must be a non-empty string")
+    if "\x00" in path:
+        raise PathDenied("ACCESS_DENIED", "path contains a NUL byte")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as e:  # a lone surrogate (JSON's "\ud800") no file name can hold
+        raise PathDenied("INVALID_PARAM", f"path has a character no file name holds at {e.start}") from None
+    parts = path.replace("\\", "/").split("/")
+    if len(path) > MAX_PATH_CHARS or any(len(part) > 255 for part in parts):
+        raise PathDenied("INVALID_PARAM", f"path is too long ({len(path)} characters); use a shorter name")
+    if len(parts) > MAX_PATH_PARTS:  # (making its folders, one call per level, would overflow the stack)
+        deep = f"path is nested {len(parts)} levels deep, over {MAX_PATH_PARTS}; use a shallower path"
+        raise PathDenied("INVALID_PARAM", deep)
+    if path.startswith(("/", "\\")) or PureWindowsPath(path).drive or Path(path).is_absolute():
+        raise PathDenied(
+            "ACCESS_DENIED",
+            f"absolute paths are not allowed ({path!r}); use a path relative to the workspace",
+        )
 
 
 def _outside(ctx: ToolContext, path: str, base: Path) -> str:
