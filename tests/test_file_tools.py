@@ -266,6 +266,27 @@ async def test_a_lone_surrogate_in_a_path_is_invalid_param(ws: Path) -> None:
     assert (await write_file(ctx, path="b\udc80.md", content="x")).status == "success"  # an undecodable byte
 
 
+async def test_edit_and_append_refuse_a_file_over_max_bytes(ws: Path) -> None:
+    """edit_file and an append read the file whole (and write it anew): a file over the tool's
+    max_bytes is refused before it is read, and left as it was."""
+    (ws / "big.log").write_text("a\n" * 1000)  # 2,000 bytes
+    small = make_ctx(ws, max_bytes=1000)
+    edited = await edit_file(small, path="big.log", start_line=1, new_content="b")
+    appended = await write_file(small, path="big.log", content="tail\n", mode="append")
+    latin = await write_file(small, path="big.log", content="tail\n", mode="append", encoding="latin-1")
+    assert (
+        code(edited) == "INVALID_PARAM"
+        and "big.log is 2.0 KB, over the 1000 B this tool reads" in edited.text
+    )
+    for result in (appended, latin):
+        assert code(result) == "INVALID_PARAM" and "would be over this tool's max_bytes=1000" in result.text
+    assert (ws / "big.log").read_text() == "a\n" * 1000
+    roomy = make_ctx(ws, max_bytes=2005)
+    assert code(await write_file(roomy, path="big.log", content="123456", mode="append")) == "INVALID_PARAM"
+    assert (await write_file(roomy, path="big.log", content="12345", mode="append")).status == "success"
+    assert (await edit_file(roomy, path="big.log", start_line=1, new_content="b")).status == "success"
+
+
 async def test_write_file_into_a_directory(ws: Path) -> None:
     (ws / "dir").mkdir()
     assert code(await write_file(make_ctx(ws), path="dir", content="x", mode="overwrite")) == "IS_DIRECTORY"

@@ -23,6 +23,7 @@ from flowrun.types import ToolResult
 
 SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
+DEFAULT_MAX_EDIT_BYTES = 10_000_000  # a file is read, changed and written whole
 
 
 def _edit_repeat_safe(arguments: Mapping[str, object]) -> bool:
@@ -66,6 +67,8 @@ async def edit_file(
     if problem:
         return error("INVALID_PARAM", problem)
 
+    limit = int(ctx.config.get("max_bytes", DEFAULT_MAX_EDIT_BYTES))
+
     def work(resolved: Path) -> ToolResult:
         with file_update(resolved):  # two agents editing one file at once: both edits kept
             return edit(resolved)
@@ -74,7 +77,7 @@ async def edit_file(
         shown = display_path(ctx, resolved)
         if resolved.is_dir():
             return error("IS_DIRECTORY", f"{shown} is a directory")
-        text = read_text(resolved, shown, encoding)
+        text = read_text(resolved, shown, encoding, limit)
         if old_string is not None:
             result, new_text = _replace(text, shown, old_string, new_string or "", replace_all)
         elif insert_line is not None:

@@ -30,12 +30,12 @@ class NotText(Exception):
     """The file is binary or not UTF-8; the tools report BINARY_FILE."""
 
 
-class NotRegular(Exception):
-    """A FIFO, a device or a socket: reading one can wait forever (a FIFO nobody writes), so the
-    file tools refuse it (INVALID_PARAM)."""
+class Unreadable(Exception):
+    """A file the tools do not read (INVALID_PARAM): a FIFO, a device or a socket (reading one
+    can wait forever: a FIFO nobody writes), or one over the size a tool reads whole."""
 
 
-EXPECTED = (PathDenied, NotText, NotRegular, OSError)  # a path tool's work maps these to results
+EXPECTED = (PathDenied, NotText, Unreadable, OSError)  # a path tool's work maps these to results
 
 
 async def run_path_tool(
@@ -94,7 +94,7 @@ def failure_result(ctx: ToolContext, e: Exception, path: str, resolved: Path | N
         return e.to_result()
     if isinstance(e, NotText):
         return error("BINARY_FILE", str(e))
-    if isinstance(e, NotRegular):
+    if isinstance(e, Unreadable):
         return error("INVALID_PARAM", str(e))
     assert isinstance(e, OSError)
     return oserror_result(e, display_path(ctx, resolved) if resolved else path)
@@ -169,7 +169,7 @@ def encode_text(text: str, encoding: str, shown: str) -> bytes | ToolResult:
 
 def open_regular(path: Path, shown: str) -> IO[bytes]:
     """`path` opened for reading without ever waiting: with O_NONBLOCK a FIFO's open returns at
-    once, and anything but a regular file is NotRegular (a folder: IsADirectoryError)."""
+    once, and anything but a regular file is Unreadable (a folder: IsADirectoryError)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         mode = os.fstat(fd).st_mode
@@ -177,7 +177,7 @@ def open_regular(path: Path, shown: str) -> IO[bytes]:
             raise IsADirectoryError(21, "Is a directory", str(path))
         if not stat.S_ISREG(mode):
             kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-            raise NotRegular(f"{shown} is {kind}, not a regular file; the file tools read regular files only")
+            raise Unreadable(f"{shown} is {kind}, not a regular file; the file tools read regular files only")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -185,14 +185,22 @@ def open_regular(path: Path, shown: str) -> IO[bytes]:
         raise
 
 
-def read_regular(path: Path, shown: str) -> bytes:
+def read_regular(path: Path, shown: str, limit: int | None = None) -> bytes:
+    """The whole file; Unreadable when it is over `limit` bytes (memory goes to a file read whole,
+    a few times over when it is decoded and written back)."""
     with open_regular(path, shown) as f:
+        size = os.fstat(f.fileno()).st_size
+        if limit is not None and size > limit:
+            raise Unreadable(
+                f"{shown} is {human_size(size)}, over the {human_size(limit)} this tool reads whole "
+                "(its `max_bytes`); change it another way, or raise max_bytes"
+            )
         return f.read()
 
 
-def read_text(path: Path, shown: str, encoding: str = "utf-8") -> str:
-    """The whole file as text in `encoding`, or NotText."""
-    data = read_regular(path, shown)
+def read_text(path: Path, shown: str, encoding: str = "utf-8", limit: int | None = None) -> str:
+    """The whole file as text in `encoding` (at most `limit` bytes), or NotText."""
+    data = read_regular(path, shown, limit)
     if not is_utf8(encoding):
         try:
             return data.decode(encoding)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
-from flowrun.tools.file_io import NotRegular, check_text, numbered, open_regular, run_path_tool
+from flowrun.tools.file_io import Unreadable, check_text, numbered, open_regular, run_path_tool
 from flowrun.tools.paths import display_path
 from flowrun.types import ToolResult
 
@@ -72,7 +72,7 @@ async def continue_stream_read(ctx: ToolContext, *, stream_id: str) -> ToolResul
         return finish_result(result, params, started)
     try:
         result = await asyncio.to_thread(_next_chunk, ctx, stream_id, cursor)
-    except (OSError, NotRegular) as e:
+    except (OSError, Unreadable) as e:
         _streams(ctx).pop(stream_id, None)
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         result = error("NOT_FOUND", f"{cursor.shown} can no longer be read ({why}); stream closed")

@@ -205,7 +205,7 @@ async def write_file(
 
     def work(resolved: Path) -> ToolResult:
         with file_update(resolved):
-            return _append(resolved, display_path(ctx, resolved), data, encoding, content)
+            return _append(resolved, display_path(ctx, resolved), data, encoding, content, limit)
 
     return await run_path_tool(ctx, params, path, work, write=True)
 
@@ -236,18 +236,28 @@ async def _replace(resolved: Path, shown: str, data: bytes, mode: str) -> ToolRe
     return _written(resolved, shown, data, mode, existed)
 
 
-def _append(resolved: Path, shown: str, data: bytes, encoding: str, content: str) -> ToolResult:
+def _append(resolved: Path, shown: str, data: bytes, encoding: str, content: str, limit: int) -> ToolResult:
+    """Append by writing the file anew (atomic, as every write): the file as it is, then the text,
+    the whole at most `limit` bytes (max_bytes)."""
     refused, existed = _before_write(resolved, shown, "append")
     if refused is not None:
         return refused
+    size = resolved.stat().st_size if existed else 0
+    if size + len(data) > limit:
+        return error(
+            "INVALID_PARAM",
+            f"{shown} is {human_size(size)}; with {len(data)} bytes more it would be over this tool's "
+            f"max_bytes={limit} (an append writes the file anew)",
+        )
+    room = limit - len(data)  # (the file read is held to it, should it grow meanwhile)
     if existed and not is_utf8(encoding):
         # decode and encode the whole text, so a byte-order mark is not repeated mid-file
-        joined = encode_text(read_text(resolved, shown, encoding) + content, encoding, shown)
+        joined = encode_text(read_text(resolved, shown, encoding, room) + content, encoding, shown)
         if isinstance(joined, ToolResult):
             return joined
         atomic_write(resolved, joined)
     else:
-        atomic_write(resolved, (read_regular(resolved, shown) if existed else b"") + data)
+        atomic_write(resolved, (read_regular(resolved, shown, room) if existed else b"") + data)
     return _written(resolved, shown, data, "append", existed)
 
 
