@@ -163,6 +163,44 @@ def test_a_good_answer_after_every_bad_one_completes_the_run(tmp_path: Path, api
     assert [e["response"]["text"] for e in events if e["type"] == "model_response"][-1] == "written"
 
 
+@pytest.mark.parametrize(("api", "stream"), COMBOS, ids=COMBO_IDS)
+def test_arguments_nested_too_deep_or_with_nan_go_back_to_the_model(
+    tmp_path: Path, api: str, stream: bool
+) -> None:
+    """Tool arguments nested thousands of levels deep (which had broken the stack: an internal
+    error, exit 70), 100 levels deep, or holding NaN or Infinity (not JSON) are refused to the
+    model, which goes on; the log stays strict JSON."""
+    deep = '{"path": "report.md", "content": "x", "n": ' + "[" * 100 + "]" * 100 + "}"
+    calls = [
+        deep,
+        '{"path": "report.md", "content": "x", "n": NaN}',
+        '{"path": "report.md", "content": "x", "n": -Infinity}',
+    ]
+    if (api, stream) != ("anthropic", False):  # (that body's input is an object: no text carries it)
+        calls.insert(0, '{"path": "report.md", "content": ' + "[" * 5000 + "]" * 5000 + "}")
+    replies = [Reply(tool_calls=[ToolCallSpec("write_file", c)]) for c in calls]
+    script = Script(
+        {
+            "answer checker": [
+                *replies,
+                Reply(tool_calls=[ToolCallSpec("write_file", {"path": "report.md", "content": "ok"})]),
+                Reply(text="done"),
+            ]
+        }
+    )
+    with WireServer(script) as server:
+        code, out, run_dir = run(tmp_path, api, server, stream, retries=0)
+    assert code == 0, out
+    results = [e["result"] for e in check_log(run_dir) if e["type"] == "tool_result"]
+    said = [r["text"] for r in results[:-1]]
+    assert all(r["error"]["code"] == "INVALID_PARAM" for r in results[:-1]), said
+    assert sum("nested more than 64 levels deep" in t for t in said) == len(calls) - 2, said
+    assert any("NaN is not a JSON value" in t for t in said) and any(
+        "-Infinity is not a JSON value" in t for t in said
+    )
+    assert (run_dir / "report.md").read_text() == "ok"
+
+
 @pytest.mark.parametrize(
     ("api", "stream"), [("openai", False), ("anthropic", True)], ids=["openai-plain", "anthropic-stream"]
 )

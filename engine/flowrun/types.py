@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
@@ -230,16 +231,49 @@ class ModelResponse:
         )
 
 
+MAX_ARGUMENT_DEPTH = 64  # arrays and objects in one another; deeper breaks the stack of the code after
+TOO_DEEP = f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep (arrays and objects)"
+_CONSTANTS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def parse_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
     """Decode a model's tool arguments. Returns (arguments, error); never raises."""
     if isinstance(raw, dict):
-        return raw, None
-    if raw is None or raw.strip() == "":
+        value: object = raw
+    elif raw is None or raw.strip() == "":
         return {}, None
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as e:
-        return {}, f"arguments are not valid JSON ({e.msg} at char {e.pos})"
+    else:
+        try:
+            value = json.loads(raw, parse_constant=_no_constant)
+        except json.JSONDecodeError as e:
+            return {}, f"arguments are not valid JSON ({e.msg} at char {e.pos})"
+        except RecursionError:
+            return {}, TOO_DEEP
+        except ValueError as e:  # NaN or Infinity (_no_constant)
+            return {}, f"arguments are not valid JSON ({e})"
     if not isinstance(value, dict):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"
+    if problem := _not_json(value):
+        return {}, problem
     return value, None
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _not_json(value: object) -> str | None:
+    """Why `value` (decoded by an SDK: Anthropic's `input`) is no JSON a tool may take: nested past
+    MAX_ARGUMENT_DEPTH, or holding NaN or an infinity; walked without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return "arguments are not valid JSON (" + _CONSTANTS[repr(item)] + " is not a JSON value)"
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > MAX_ARGUMENT_DEPTH:
+            return TOO_DEEP
+        stack.extend((child, depth + 1) for child in children)
+    return None
