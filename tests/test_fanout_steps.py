@@ -266,8 +266,13 @@ def test_foreach_over_a_jsonl_file_an_earlier_step_wrote(tmp_path: Path) -> None
     [
         (None, "foreach: plan.jsonl was not found in the run folder"),
         ('{"name": "a"}\nnot json\n', "foreach: plan.jsonl line 2 is not valid JSON"),
+        # (an agent's file: 5,000 levels had broken the stack, an internal error)
+        (
+            '{"name": "a"}\n' + "[" * 5000 + "]" * 5000 + "\n",
+            "plan.jsonl line 2 is not valid JSON (nested more than 64",
+        ),
     ],
-    ids=["missing", "bad-line"],
+    ids=["missing", "bad-line", "too-deep"],
 )
 def test_a_bad_foreach_list_is_a_clear_failure(tmp_path: Path, plan: str | None, message: str) -> None:
     scripted_project(tmp_path, plan or "x")

@@ -352,6 +352,29 @@ def test_until_on_a_missing_file_is_not_met(tmp_path: Path) -> None:
     assert any(e["type"] == "until_error" for e in evs)
 
 
+def test_until_on_a_file_nested_too_deep_is_not_met(tmp_path: Path) -> None:
+    """An agent's JSON nested 5,000 levels deep had broken the stack reading it (an internal
+    error); `workspace.json` gives the default for it, as for any file that is not JSON."""
+    wf = WORKFLOW.replace("entry: boss\n", "") + textwrap.dedent(
+        """\
+        steps:
+          - loop:
+              max_iterations: 2
+              until: "workspace.json('eval/result.json').success_rate | default(0) >= 0.9"
+              steps:
+                - agent: boss
+                  task: "iteration {{ iteration }}"
+        """
+    )
+    deep = {"path": "eval/result.json", "content": "[" * 5000 + "]" * 5000, "mode": "overwrite"}
+    turn = [{"tool_calls": [{"name": "write_file", "arguments": deep}]}, {"text": "tried"}]
+    project(tmp_path, {"tools": ["write_file"]}, {"boss": turn * 2}, {"wf.yaml": wf})
+    code, out, run_dir = run(tmp_path)
+    assert code == 0, out
+    evs = events(run_dir)
+    assert [e["until_met"] for e in evs if e["type"] == "iteration_end"] == [False, False]
+
+
 def test_model_override_by_workflow_model_name_and_optional_inputs(tmp_path: Path) -> None:
     wf = WORKFLOW.replace(
         "  question: {description: q}\n", "  question: {description: q}\n  tone: {required: false}\n"

@@ -196,6 +196,29 @@ def test_workflow_json_output_and_a_failing_top_agent(tmp_path: Path, provider: 
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_answer_nested_thousands_deep_gets_a_repair_turn(tmp_path: Path, provider: str) -> None:
+    """JSON arrays 5,000 levels deep (the answer's text on OpenAI, the final_answer call's input on
+    Anthropic) had broken the stack: an internal error. It is an answer that is not valid JSON,
+    and the repair turn gets the agent's good answer."""
+    project(tmp_path)
+    deep = "[" * 5000 + "]" * 5000
+
+    def nested_first(request: WireRequest) -> Reply:
+        if request.assistant_turns > 0:
+            return answer(request, GOOD)
+        if request.api == "anthropic":
+            return Reply(tool_calls=[ToolCallSpec("final_answer", '{"citations": ' + deep + "}")])
+        return Reply(text=deep)
+
+    with WireServer(nested_first) as server:
+        code, out, run_dir = run(tmp_path, server, provider, "direct.yaml", "--stream")
+    assert code == 0, out
+    (invalid,) = [e for e in events(run_dir) if e["type"] == "output_invalid"]
+    assert "nested more than 64 levels deep" in invalid["problem"]
+    assert json.loads((run_dir / "out" / "citations.json").read_text()) == GOOD
+
+
 def test_instructions_instead_of_native_output(tmp_path: Path) -> None:
     """`tool_calling: react` and `structured_output: instructions` put the schema in the system
     prompt (no response_format), and the answer is still validated."""

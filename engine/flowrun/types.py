@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
@@ -231,8 +232,8 @@ class ModelResponse:
         )
 
 
-MAX_ARGUMENT_DEPTH = 64  # arrays and objects in one another; deeper breaks the stack of the code after
-TOO_DEEP = f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep (arrays and objects)"
+MAX_JSON_DEPTH = 64  # arrays and objects in one another; deeper breaks the stack of the code after
+TOO_DEEP = f"arguments are nested more than {MAX_JSON_DEPTH} levels deep (arrays and objects)"
 _CONSTANTS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
@@ -264,16 +265,40 @@ def _no_constant(name: str) -> object:
 
 def _not_json(value: object) -> str | None:
     """Why `value` (decoded by an SDK: Anthropic's `input`) is no JSON a tool may take: nested past
-    MAX_ARGUMENT_DEPTH, or holding NaN or an infinity; walked without recursion."""
+    MAX_JSON_DEPTH, or holding NaN or an infinity; walked without recursion."""
+    for item, depth in _walk(value):
+        if isinstance(item, float) and not math.isfinite(item):
+            return "arguments are not valid JSON (" + _CONSTANTS[repr(item)] + " is not a JSON value)"
+        if depth > MAX_JSON_DEPTH and isinstance(item, dict | list):
+            return TOO_DEEP
+    return None
+
+
+def _walk(value: object) -> Iterator[tuple[object, int]]:
+    """Every value in `value` and how deep it sits (1: `value`), without recursion; arrays and
+    objects below MAX_JSON_DEPTH + 1 are not opened."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return "arguments are not valid JSON (" + _CONSTANTS[repr(item)] + " is not a JSON value)"
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > MAX_ARGUMENT_DEPTH:
-            return TOO_DEEP
-        stack.extend((child, depth + 1) for child in children)
-    return None
+        yield item, depth
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        if depth <= MAX_JSON_DEPTH:
+            stack.extend((child, depth + 1) for child in children)
+
+
+def decode_json(text: str) -> Any:
+    """json.loads for JSON a model or an agent wrote: a JSONDecodeError, too, for arrays and objects
+    nested more than MAX_JSON_DEPTH levels (the code that walks a value recurses: deeper, it would
+    break the stack)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep", text, 0) from None
+    require_shallow(value, text)
+    return value
+
+
+def require_shallow(value: object, text: str = "") -> None:
+    """JSONDecodeError when `value` nests arrays and objects more than MAX_JSON_DEPTH levels."""
+    if any(depth > MAX_JSON_DEPTH and isinstance(item, dict | list) for item, depth in _walk(value)):
+        raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep", text, 0)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from flowrun.errors import OutputInvalid
 from flowrun.events import OutputInvalidEvent
 from flowrun.runtime.loop.contracts import AgentInstance, LoopServices, Outcome
-from flowrun.types import Message
+from flowrun.types import MAX_JSON_DEPTH, Message, decode_json, require_shallow
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -32,14 +32,17 @@ def parse_answer(text: str) -> tuple[Any, str | None]:
     candidates = [stripped] + ([fenced.group(1).strip()] if fenced else [])
     for candidate in candidates:
         try:
-            return json.loads(candidate), None
+            return decode_json(candidate), None
         except json.JSONDecodeError:
             pass
     start = min((i for i in (stripped.find("{"), stripped.find("[")) if i >= 0), default=-1)
     if start >= 0:
         try:
             value, _ = json.JSONDecoder().raw_decode(stripped[start:])
+            require_shallow(value)
             return value, None
+        except RecursionError:
+            return None, f"the answer is not valid JSON (nested more than {MAX_JSON_DEPTH} levels deep)"
         except json.JSONDecodeError as e:
             return None, f"the answer is not valid JSON ({e.msg} at char {start + e.pos})"
     return None, f"the answer holds no JSON value (it reads: {_quoted(stripped)})"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from flowrun.types import decode_json
+
 
 class WorkspaceView:
     def __init__(self, root: Path) -> None:
@@ -32,6 +34,6 @@ class WorkspaceView:
         file is missing or not valid JSON, so `until` conditions can test fields safely."""
         text = self.read(relative)
         try:
-            return json.loads(text) if text else (default if default is not None else {})
+            return decode_json(text) if text else (default if default is not None else {})
         except json.JSONDecodeError:
             return default if default is not None else {}

@@ -27,6 +27,7 @@ from flowrun.runtime.steps import agent
 from flowrun.runtime.steps.agent import AgentStep
 from flowrun.runtime.steps.base import STEP_VARS, StepContext, StepKind, confined
 from flowrun.runtime.steps.fanout import combined, run_branches, statuses
+from flowrun.types import decode_json
 
 
 class ForeachBody(Strict):
@@ -147,7 +148,7 @@ def read_items(path: Path, relative: str) -> list[object]:
 
 def _json(text: str, where: str, hint: str) -> object:
     try:
-        return json.loads(text)
+        return decode_json(text)
     except json.JSONDecodeError as e:
         raise RunError(f"foreach: {where} is not valid JSON ({e.msg} at char {e.pos})", hint) from None
 
