@@ -311,6 +311,24 @@ def test_answers_are_found_around_fences_and_prose(text: str, value: Any) -> Non
     assert parse_answer(text) == (value, None)
 
 
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("[" * 5000 + "]" * 5000, "nested more than 64 levels deep"),
+        ("Here: " + "[" * 5000 + "]" * 5000, "nested more than 64 levels deep"),
+        ("[" * 65 + "]" * 65, "nested more than 64 levels deep"),
+        ("[" + "9" * 5000 + "]", "a number has more than 4300 digits"),
+        ("Here: [" + "9" * 5000 + "]", "a number has more than 4300 digits"),
+    ],
+    ids=["deep", "deep-in-prose", "65-levels", "long-number", "long-number-in-prose"],
+)
+def test_answers_no_code_can_walk_are_not_valid_json(text: str, why: str) -> None:
+    from flowrun.runtime.loop.structured import parse_answer
+
+    value, problem = parse_answer(text)
+    assert value is None and problem is not None and "is not valid JSON" in problem and why in problem
+
+
 def test_strict_mode_only_for_closed_schemas() -> None:
     from flowrun.providers.structured import openai_response_format
 

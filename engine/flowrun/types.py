@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
@@ -250,8 +251,8 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], s
             return {}, f"arguments are not valid JSON ({e.msg} at char {e.pos})"
         except RecursionError:
             return {}, TOO_DEEP
-        except ValueError as e:  # NaN or Infinity (_no_constant)
-            return {}, f"arguments are not valid JSON ({e})"
+        except ValueError as e:  # NaN or Infinity (_no_constant), a number of thousands of digits
+            return {}, f"arguments are not valid JSON ({unreadable_number(e)})"
     if not isinstance(value, dict):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"
     if problem := _not_json(value):
@@ -292,10 +293,21 @@ def decode_json(text: str) -> Any:
     break the stack)."""
     try:
         value = json.loads(text)
+    except json.JSONDecodeError:
+        raise
     except RecursionError:
         raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep", text, 0) from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise json.JSONDecodeError(unreadable_number(e), text, 0) from None
     require_shallow(value, text)
     return value
+
+
+def unreadable_number(e: ValueError) -> str:
+    """What a ValueError of json.loads (not a JSONDecodeError) says, in a model's terms."""
+    if "integer string conversion" in str(e):
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return str(e)
 
 
 def require_shallow(value: object, text: str = "") -> None:

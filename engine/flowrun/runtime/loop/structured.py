@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from flowrun.errors import OutputInvalid
 from flowrun.events import OutputInvalidEvent
 from flowrun.runtime.loop.contracts import AgentInstance, LoopServices, Outcome
-from flowrun.types import MAX_JSON_DEPTH, Message, decode_json, require_shallow
+from flowrun.types import MAX_JSON_DEPTH, Message, decode_json, require_shallow, unreadable_number
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -41,10 +41,12 @@ def parse_answer(text: str) -> tuple[Any, str | None]:
             value, _ = json.JSONDecoder().raw_decode(stripped[start:])
             require_shallow(value)
             return value, None
-        except RecursionError:
-            return None, f"the answer is not valid JSON (nested more than {MAX_JSON_DEPTH} levels deep)"
         except json.JSONDecodeError as e:
             return None, f"the answer is not valid JSON ({e.msg} at char {start + e.pos})"
+        except RecursionError:
+            return None, f"the answer is not valid JSON (nested more than {MAX_JSON_DEPTH} levels deep)"
+        except ValueError as e:  # an integer of more digits than Python converts
+            return None, f"the answer is not valid JSON ({unreadable_number(e)})"
     return None, f"the answer holds no JSON value (it reads: {_quoted(stripped)})"
 
 
