@@ -287,6 +287,29 @@ async def test_edit_and_append_refuse_a_file_over_max_bytes(ws: Path) -> None:
     assert (await edit_file(roomy, path="big.log", start_line=1, new_content="b")).status == "success"
 
 
+async def test_grep_with_a_pattern_that_backtracks_times_out_and_the_loop_runs_meanwhile(ws: Path) -> None:
+    """(x+x+)+y on a long line of x backtracks for hours; with `re` it held the interpreter lock all
+    that time, so no other run of the process moved and the tool's timeout never fired. The search
+    gives up at its share of timeout_s with a TIMEOUT saying why, and the event loop goes on."""
+    (ws / "a.txt").write_text("ok\n" + "x" * 5000 + "\n")
+    ctx = ToolContext(workspace=ws, base_dir=ws, cwd=ws, run_dir=ws.parent, limits={"timeout_s": 3})
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    result = await asyncio.wait_for(grep(ctx, pattern="(x+x+)+y", path="."), 120)  # (a hang, not a timing)
+    ticker.cancel()
+    assert code(result) == "TIMEOUT" and "took over 2.7s (in a.txt)" in result.text and "(a+)+" in result.text
+    assert ticks > 10  # the loop ran while the search did
+    found = await grep(make_ctx(ws), pattern="o[k]", path=".")
+    assert found.status == "success" and found.data["matches"][0]["line"] == 1
+
+
 async def test_write_file_into_a_directory(ws: Path) -> None:
     (ws / "dir").mkdir()
     assert code(await write_file(make_ctx(ws), path="dir", content="x", mode="overwrite")) == "IS_DIRECTORY"

@@ -4,8 +4,8 @@ folders, skip the names in config `ignore`, and drop what the agent's `paths` po
 from __future__ import annotations
 
 import os
-import re
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,8 @@ DEFAULT_MAX_ENTRIES = 500
 DEFAULT_MAX_RESULTS = 500
 DEFAULT_MAX_MATCHES = 200
 DEFAULT_MAX_FILE_BYTES = 10_000_000
+DEFAULT_SEARCH_S = 120.0  # grep's timeout_s, when a context has no limits
+SEARCH_SHARE = 0.9  # of it for the search: its own TIMEOUT comes before the runtime's
 MAX_LINE_CHARS = 500
 
 
@@ -143,21 +145,33 @@ async def grep(
         "max_matches": max_matches,
         "ignore_case": ignore_case,
     }
+    # the `regex` module, Python's syntax: a search that can time out and that lets the event
+    # loop's thread run meanwhile (`re` holds the interpreter lock for as long as a pattern that
+    # backtracks, (a+)+$ on a long line, takes: minutes, and every run of the process waits)
+    import regex  # (lazy: 70 ms)
+
     try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as e:
+        compiled = regex.compile(pattern, regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0))
+    except (regex.error, ValueError, OverflowError, RecursionError) as e:
         return error("INVALID_PARAM", f"invalid regular expression {pattern!r}: {e}")
     limit = _cap(ctx, "max_matches", DEFAULT_MAX_MATCHES, max_matches)
-    search = _Search(ctx, regex, max(0, context_lines), limit, glob)
+    # the search's own deadline, within the tool's timeout_s: its result says which file took long
+    budget = float(ctx.limits.get("timeout_s") or DEFAULT_SEARCH_S) * SEARCH_SHARE
+    search = _Search(ctx, compiled, max(0, context_lines), limit, glob, budget)
     return await run_path_tool(ctx, params, path, search.run, enforce_paths=False)
 
 
 class _Search:
-    """One grep call: walks the files, collects matches up to the cap."""
+    """One grep call: walks the files, collects matches up to the cap, within `budget` seconds."""
 
-    def __init__(self, ctx: ToolContext, regex: re.Pattern[str], context: int, limit: int, glob: str | None):
+    def __init__(
+        self, ctx: ToolContext, compiled: Any, context: int, limit: int, glob: str | None, budget: float
+    ) -> None:
         self.ctx = ctx
-        self.regex = regex
+        self.regex = compiled  # a regex.Pattern
+        self.budget = budget
+        self.deadline = 0.0  # set when the search starts
+        self.slow: str | None = None  # the file being searched when the time ran out
         self.context = context
         self.limit = limit
         self.glob = glob
@@ -172,11 +186,19 @@ class _Search:
         if not root.exists():
             return error("NOT_FOUND", f"{display_path(self.ctx, root)} does not exist")
         files = [root] if root.is_file() else (p for p in _walk(root, _ignore(self.ctx)) if p.is_file())
+        self.deadline = time.monotonic() + self.budget
         for file in files:
-            if self.truncated:
+            if self.truncated or self.slow is not None:
                 break
             if self._selected(root, file):
                 self._search_file(file)
+        if self.slow is not None:
+            return error(
+                "TIMEOUT",
+                f"the search for {self.regex.pattern!r} took over {self.budget:g}s (in {self.slow}): "
+                "a pattern that backtracks, such as (a+)+ or (x|x)*, can take that long on one line; "
+                "make it simpler or search a narrower path",
+            )
         return self._result(root)
 
     def _selected(self, root: Path, file: Path) -> bool:
@@ -204,7 +226,14 @@ class _Search:
         shown = display_path(self.ctx, file)
         last_printed = 0
         for n, line in enumerate(lines, 1):
-            if not self.regex.search(line):
+            try:
+                found = self.regex.search(
+                    line, concurrent=True, timeout=max(0.001, self.deadline - time.monotonic())
+                )
+            except TimeoutError:
+                self.slow = shown
+                return
+            if not found:
                 continue
             if len(self.matches) >= self.limit:
                 self.truncated = True
