@@ -310,6 +310,30 @@ async def test_grep_with_a_pattern_that_backtracks_times_out_and_the_loop_runs_m
     assert found.status == "success" and found.data["matches"][0]["line"] == 1
 
 
+async def test_globs_a_regular_expression_would_backtrack_on_are_quick(ws: Path) -> None:
+    """A glob made into a regular expression backtracked: `*a*a*...*b` against a long name of
+    `a`s, or sixty `**`, took hours holding the interpreter lock. The matcher is linear in the
+    pattern times the path; a negated class never matches the `/` between folders."""
+    (ws / ("a" * 200)).write_text("x")
+    (ws / "x" / "y").mkdir(parents=True)
+    (ws / "x" / "y" / "f.txt").write_text("x")
+    ctx = make_ctx(ws)
+    calls = [
+        glob(ctx, pattern="*a" * 40 + "*b"),
+        glob(ctx, pattern="**/" * 60 + "z"),
+        glob(ctx, pattern="x[!a]y"),
+    ]
+    slow, deep, negated = await asyncio.wait_for(asyncio.gather(*calls), 120)  # (a hang, not a timing)
+    for result in (slow, deep, negated):
+        assert result.status == "success" and result.text.startswith("No paths match")
+    found = await glob(ctx, pattern="**/**/*.txt")
+    assert found.text.startswith("1 paths match") and "x/y/f.txt" in found.text
+    assert (await glob(ctx, pattern="*a" * 40 + "*")).text.startswith("1 paths match")
+    assert (await grep(ctx, pattern="x", path=".", glob="**/" * 60 + "*.txt")).data["matches"][0][
+        "file"
+    ] == "x/y/f.txt"
+
+
 async def test_write_file_into_a_directory(ws: Path) -> None:
     (ws / "dir").mkdir()
     assert code(await write_file(make_ctx(ws), path="dir", content="x", mode="overwrite")) == "IS_DIRECTORY"

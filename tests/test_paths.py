@@ -165,6 +165,14 @@ def test_path_allowed_filters(tree: Path) -> None:
         ("c.py", "[!ab].py", True),
         ("a.py", "[!ab].py", False),
         ("", "**", True),
+        ("x/y", "x[!a]y", False),  # a negated class never matches the `/` between folders
+        ("a", "a/**/**", True),  # as `a/**`
+        ("a/b", "a/**/**/**/b", True),
+        ("a" * 200, "*a" * 40 + "*b", False),  # (a regular expression backtracked for hours)
+        ("a" * 200, "*a" * 40 + "*", True),
+        ("x/" * 100 + "y", "**/" * 60 + "z", False),
+        ("[a]", "[[]a]", True),  # `[` in a class is literal
+        ("a&b", "a[&]b", True),
     ],
 )
 def test_glob_matches(rel: str, pattern: str, expected: bool) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import human_size, looks_binary, run_path_tool
-from flowrun.tools.paths import display_path, glob_matches, path_allowed
+from flowrun.tools.globs import glob_matches
+from flowrun.tools.paths import display_path, path_allowed
 from flowrun.types import ToolResult
 
 DEFAULT_IGNORE = (".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache")

@@ -9,11 +9,10 @@ so `a/../../x`, a symlink pointing outside and an absolute path are all caught t
 from __future__ import annotations
 
 import os
-import re
-from functools import lru_cache
 from pathlib import Path, PureWindowsPath
 
 from flowrun.tools.base import ToolContext, error
+from flowrun.tools.globs import glob_matches
 from flowrun.types import ToolResult
 
 MAX_PATH_CHARS = 4096
@@ -132,11 +131,6 @@ def display_path(ctx: ToolContext, resolved: Path) -> str:
     return Path(os.path.relpath(resolved, ctx.real(ctx.cwd))).as_posix()
 
 
-def glob_matches(rel: str, pattern: str) -> bool:
-    """Whether the base-relative posix path `rel` matches a glob (`*`, `?`, `[..]`, `**`)."""
-    return _glob_regex(pattern.strip("/")).fullmatch(rel) is not None
-
-
 def _check_write(ctx: ToolContext, path: str, rel: str) -> None:
     if ctx.write_within is not None:
         inside = ctx.real(ctx.write_within)
@@ -162,45 +156,6 @@ def _matches_any(rel: str, patterns: list[str], *, empty_allows: bool = True) ->
     parts = rel.split("/") if rel else []
     prefixes = ["/".join(parts[:i]) for i in range(len(parts), -1, -1)]
     return any(glob_matches(prefix, pattern) for pattern in patterns for prefix in prefixes)
-
-
-@lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    pieces: list[str] = []
-    segments = pattern.split("/") if pattern else []
-    after_globstar = False  # a middle `**` already ends with the separator
-    for i, segment in enumerate(segments):
-        sep = "/" if pieces and not after_globstar else ""
-        if segment == "**" and i == len(segments) - 1:
-            # a trailing `**` matches anything below, and `a/**` also matches `a` itself
-            pieces.append("(?:/.*)?" if pieces and not after_globstar else ".*")
-        elif segment == "**":
-            pieces.append(sep + "(?:[^/]*/)*")
-        else:
-            pieces.append(sep + _segment_regex(segment))
-        after_globstar = segment == "**"
-    return re.compile("".join(pieces), re.DOTALL)
-
-
-def _segment_regex(segment: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(segment):
-        char = segment[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and (end := segment.find("]", i + 2)) != -1:
-            body = segment[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
 
 
 def _protected(ctx: ToolContext, resolved: Path) -> bool:

@@ -147,7 +147,7 @@ def tool_path(bound: BoundTool, default: str | None, agent: str) -> str | None:
     globs = _write_globs(bound)
     if not globs or default is None:
         return default
-    from flowrun.tools.paths import glob_matches
+    from flowrun.tools.globs import glob_matches
 
     parts = default.split("/")
     prefixes = ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
