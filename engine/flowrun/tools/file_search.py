@@ -8,13 +8,16 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import human_size, looks_binary, run_path_tool
 from flowrun.tools.globs import glob_matches
 from flowrun.tools.paths import display_path, path_allowed
 from flowrun.types import ToolResult
+
+if TYPE_CHECKING:
+    import regex
 
 DEFAULT_IGNORE = (".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache")
 DEFAULT_MAX_ENTRIES = 500
@@ -166,10 +169,16 @@ class _Search:
     """One grep call: walks the files, collects matches up to the cap, within `budget` seconds."""
 
     def __init__(
-        self, ctx: ToolContext, compiled: Any, context: int, limit: int, glob: str | None, budget: float
+        self,
+        ctx: ToolContext,
+        compiled: regex.Pattern[str],
+        context: int,
+        limit: int,
+        glob: str | None,
+        budget: float,
     ) -> None:
         self.ctx = ctx
-        self.regex = compiled  # a regex.Pattern
+        self.regex = compiled
         self.budget = budget
         self.deadline = 0.0  # set when the search starts
         self.slow: str | None = None  # the file being searched when the time ran out
