@@ -334,6 +334,22 @@ async def test_globs_a_regular_expression_would_backtrack_on_are_quick(ws: Path)
     ] == "x/y/f.txt"
 
 
+async def test_replace_all_of_a_short_string_in_a_large_file(ws: Path) -> None:
+    """replace_all of a letter in a 1 MB file (a million occurrences): their lines were counted
+    from the top for each one (hours, holding the interpreter lock); an edit that would grow the
+    file past max_bytes is refused before it is made; the result lists the first 200 lines."""
+    (ws / "big.txt").write_text(("e" * 99 + "\n") * 10_000)
+    ctx = make_ctx(ws, max_bytes=2_000_000)
+    done = await asyncio.wait_for(
+        edit_file(ctx, path="big.txt", old_string="e", new_string="f", replace_all=True), 120
+    )  # (a hang, not a timing)
+    assert done.status == "success" and done.data["replacements"] == 990_000
+    assert done.data["lines"] == [1] * 99 + [2] * 99 + [3] * 2
+    grown = await edit_file(ctx, path="big.txt", old_string="f", new_string="fff", replace_all=True)
+    assert code(grown) == "INVALID_PARAM" and "over this tool's max_bytes=2000000" in grown.text
+    assert (ws / "big.txt").read_text() == ("f" * 99 + "\n") * 10_000
+
+
 async def test_write_file_into_a_directory(ws: Path) -> None:
     (ws / "dir").mkdir()
     assert code(await write_file(make_ctx(ws), path="dir", content="x", mode="overwrite")) == "IS_DIRECTORY"

@@ -23,6 +23,7 @@ from flowrun.types import ToolResult
 
 SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
+MAX_LINES_LISTED = 200  # the lines of a replace_all a result lists (its count says how many)
 DEFAULT_MAX_EDIT_BYTES = 10_000_000  # a file is read, changed and written whole
 
 
@@ -79,7 +80,7 @@ async def edit_file(
             return error("IS_DIRECTORY", f"{shown} is a directory")
         text = read_text(resolved, shown, encoding, limit)
         if old_string is not None:
-            result, new_text = _replace(text, shown, old_string, new_string or "", replace_all)
+            result, new_text = _replace(text, shown, old_string, new_string or "", replace_all, limit)
         elif insert_line is not None:
             assert new_content is not None
             result, new_text = _insert(text, shown, insert_line, position, new_content)
@@ -90,6 +91,8 @@ async def edit_file(
             data = encode_text(new_text, encoding, shown)
             if isinstance(data, ToolResult):
                 return data
+            if len(data) > limit:
+                return _too_large(shown, len(data), limit)
             atomic_write(resolved, data)
         return result
 
@@ -173,7 +176,9 @@ def _insert(
     return result, new_text
 
 
-def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tuple[ToolResult, str | None]:
+def _replace(
+    text: str, shown: str, old: str, new: str, replace_all: bool, limit: int
+) -> tuple[ToolResult, str | None]:
     positions = _find_all(text, old)
     if not positions and "\r\n" in text and "\r\n" not in old:
         # the model usually writes \n; the file uses CRLF
@@ -181,24 +186,47 @@ def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tu
         positions = _find_all(text, old)
     if not positions:
         return error("NOT_FOUND", f"old_string was not found in {shown}. {_near_miss_hint(text, old)}"), None
-    lines = [text.count("\n", 0, pos) + 1 for pos in positions]
+    lines = _line_numbers(text, positions)
     if len(positions) > 1 and not replace_all:
         where = ", ".join(str(n) for n in lines[:20]) + (" ..." if len(lines) > 20 else "")
         message = (
             f"old_string occurs {len(positions)} times in {shown} (at lines {where}); include more "
             "surrounding text to make it unique, or set replace_all=true to replace every occurrence"
         )
-        return error("CONFLICT", message, occurrences=len(positions), lines=lines), None
+        return error("CONFLICT", message, occurrences=len(positions), lines=lines[:MAX_LINES_LISTED]), None
+    count = len(positions) if replace_all else 1
+    size = len(text) + count * (len(new) - len(old))  # characters: at most the bytes written
+    if size > limit:  # (checked before the text is made: a short old_string, a long new one)
+        return _too_large(shown, size, limit), None
     new_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     # show the first edited site; with replace_all the others are listed by line
     snippet = _snippet(new_text, lines[0], lines[0] + new.count("\n"))
-    count = len(positions)
     text_out = f"Replaced {plural(count, 'occurrence')} in {shown}. Now:\n{snippet}"
+    shown_lines = lines[:MAX_LINES_LISTED]
     return (
         ToolResult.ok(
-            text_out, applied=True, operation="replace", replacements=count, lines=lines, path=shown
+            text_out, applied=True, operation="replace", replacements=count, lines=shown_lines, path=shown
         ),
         new_text,
+    )
+
+
+def _line_numbers(text: str, positions: list[int]) -> list[int]:
+    """The line of each position (ascending), counting each newline once: O(len(text)), where
+    counting from the start for each one was quadratic (replace_all of a short string)."""
+    lines, line, last = [], 1, 0
+    for pos in positions:
+        line += text.count("\n", last, pos)
+        last = pos
+        lines.append(line)
+    return lines
+
+
+def _too_large(shown: str, size: int, limit: int) -> ToolResult:
+    return error(
+        "INVALID_PARAM",
+        f"the edit would make {shown} {size} bytes or more, over this tool's max_bytes={limit}; "
+        "edit less at a time",
     )
 
 
