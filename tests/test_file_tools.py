@@ -350,6 +350,19 @@ async def test_replace_all_of_a_short_string_in_a_large_file(ws: Path) -> None:
     assert (ws / "big.txt").read_text() == ("f" * 99 + "\n") * 10_000
 
 
+async def test_grep_refuses_repeat_counts_that_would_take_minutes_to_compile(ws: Path) -> None:
+    """(?:a{10000}){10000} is unrolled to a hundred million steps when it is compiled (minutes,
+    gigabytes, on the event loop): refused, naming the product; ordinary counts still work."""
+    (ws / "a.txt").write_text("2026-11-27\n")
+    ctx = make_ctx(ws)
+    huge = await asyncio.wait_for(grep(ctx, pattern="(?:a{10000}){10000}", path="."), 120)  # (a hang)
+    assert code(huge) == "INVALID_PARAM" and "multiply to 100000000, over 1000000" in huge.text
+    long_count = await grep(ctx, pattern="a{" + "9" * 5000 + "}", path=".")
+    assert code(long_count) == "INVALID_PARAM"
+    dates = await grep(ctx, pattern=r"\d{4}-\d{2}-\d{2}", path=".")
+    assert dates.status == "success" and dates.data["matches"][0]["line"] == 1
+
+
 async def test_write_file_into_a_directory(ws: Path) -> None:
     (ws / "dir").mkdir()
     assert code(await write_file(make_ctx(ws), path="dir", content="x", mode="overwrite")) == "IS_DIRECTORY"

@@ -4,6 +4,7 @@ folders, skip the names in config `ignore`, and drop what the agent's `paths` po
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ DEFAULT_MAX_MATCHES = 200
 DEFAULT_MAX_FILE_BYTES = 10_000_000
 DEFAULT_SEARCH_S = 120.0  # grep's timeout_s, when a context has no limits
 SEARCH_SHARE = 0.9  # of it for the search: its own TIMEOUT comes before the runtime's
+REPEAT = re.compile(r"\{(\d+)?(?:,(\d+)?)?\}")  # a {m}, {m,}, {,n} or {m,n} count
+MAX_REPEATS = 1_000_000  # the product of a pattern's counts (regex unrolls them: 0.5 s at this)
 MAX_LINE_CHARS = 500
 
 
@@ -154,6 +157,12 @@ async def grep(
     # backtracks, (a+)+$ on a long line, takes: minutes, and every run of the process waits)
     import regex  # (lazy: 70 ms)
 
+    if (repeats := _repeats(pattern)) > MAX_REPEATS:
+        return error(
+            "INVALID_PARAM",
+            f"the repeat counts of {pattern[:200]!r} multiply to {repeats}, over {MAX_REPEATS}; "
+            "use smaller {m,n} counts, or + and *",
+        )
     try:
         compiled = regex.compile(pattern, regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0))
     except (regex.error, ValueError, OverflowError, RecursionError) as e:
@@ -163,6 +172,22 @@ async def grep(
     budget = float(ctx.limits.get("timeout_s") or DEFAULT_SEARCH_S) * SEARCH_SHARE
     search = _Search(ctx, compiled, max(0, context_lines), limit, glob, budget)
     return await run_path_tool(ctx, params, path, search.run, enforce_paths=False)
+
+
+def _repeats(pattern: str) -> int:
+    """The product of the pattern's `{m}`/`{m,n}` counts (the larger bound of each): what compiling
+    it unrolls, as nested counts multiply (`(?:a{10000}){10000}` would take minutes and gigabytes,
+    holding the event loop). Counted from the text, so an escaped brace counts too."""
+    product = 1
+    for low, high in REPEAT.findall(pattern):
+        product *= max(_count(low), _count(high), 1)
+        if product > MAX_REPEATS:
+            return product
+    return product
+
+
+def _count(digits: str) -> int:
+    return int(digits) if 0 < len(digits) <= 12 else (MAX_REPEATS + 1 if digits else 0)
 
 
 class _Search:
