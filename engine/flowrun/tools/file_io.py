@@ -76,8 +76,8 @@ async def run_small_write(
     """run_path_tool for a write of one file whose size the tool bounds, on the event loop:
     `work` hands what waits for the disk (the fsync, atomic_write_on_loop) to a thread. A hop
     of the whole work to a thread costs more CPU than the work: each of its dozen system calls
-    hands the interpreter lock between the thread and the loop's thread (about 60 context
-    switches per call, against 5)."""
+    hands the interpreter lock between the thread and the loop's thread (54-62 context switches
+    per batch item, against 14-15 with the fsync alone in a thread)."""
     started = time.perf_counter()
     resolved: Path | None = None
     try:
