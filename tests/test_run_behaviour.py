@@ -332,18 +332,23 @@ def test_nested_agents_do_not_deadlock_with_concurrency_one(tmp_path: Path) -> N
     assert len(results(tmp_path / "runs" / "r", "nap")) == 2
 
 
-def test_until_on_a_missing_file_is_not_met(tmp_path: Path) -> None:
-    wf = WORKFLOW.replace("entry: boss\n", "") + textwrap.dedent(
+def loop_until(condition: str) -> str:
+    """The workflow as a loop of two iterations of boss, until `condition`."""
+    return WORKFLOW.replace("entry: boss\n", "") + textwrap.dedent(
         """\
         steps:
           - loop:
               max_iterations: 2
-              until: "workspace.json('eval/result.json').success_rate >= 0.9"
+              until: "CONDITION"
               steps:
                 - agent: boss
                   task: "iteration {{ iteration }}"
         """
-    )
+    ).replace("CONDITION", condition)
+
+
+def test_until_on_a_missing_file_is_not_met(tmp_path: Path) -> None:
+    wf = loop_until("workspace.json('eval/result.json').success_rate >= 0.9")
     project(tmp_path, {}, {"boss": [{"text": "tried"}]}, {"wf.yaml": wf})
     code, out, run_dir = run(tmp_path)
     assert code == 0, out
@@ -355,17 +360,7 @@ def test_until_on_a_missing_file_is_not_met(tmp_path: Path) -> None:
 def test_until_on_a_file_nested_too_deep_is_not_met(tmp_path: Path) -> None:
     """An agent's JSON nested 5,000 levels deep had broken the stack reading it (an internal
     error); `workspace.json` gives the default for it, as for any file that is not JSON."""
-    wf = WORKFLOW.replace("entry: boss\n", "") + textwrap.dedent(
-        """\
-        steps:
-          - loop:
-              max_iterations: 2
-              until: "workspace.json('eval/result.json').success_rate | default(0) >= 0.9"
-              steps:
-                - agent: boss
-                  task: "iteration {{ iteration }}"
-        """
-    )
+    wf = loop_until("workspace.json('eval/result.json').success_rate | default(0) >= 0.9")
     deep = {"path": "eval/result.json", "content": "[" * 5000 + "]" * 5000, "mode": "overwrite"}
     turn = [{"tool_calls": [{"name": "write_file", "arguments": deep}]}, {"text": "tried"}]
     project(tmp_path, {"tools": ["write_file"]}, {"boss": turn * 2}, {"wf.yaml": wf})
