@@ -311,6 +311,34 @@ hooks:
     assert hook["failure"] == "timed out after 1 s" and hook["decision"] == "deny"
 
 
+def test_a_hook_answer_nested_too_deep_is_plain_output(tmp_path: Path) -> None:
+    """A hook that prints JSON 5,000 levels deep (echoing a model's arguments, say) had broken
+    the stack reading it: it is output that is not JSON, and the call goes on."""
+    deep = """
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - command: '"$CLAUDE_PROJECT_DIR"/deep.sh'
+"""
+    workflow = plain_project(tmp_path, deep)
+    write(
+        workflow.parent / "deep.sh",
+        "#!/bin/sh\nprintf '{\"a\": '\nhead -c 5000 /dev/zero | tr '\\0' '['\n"
+        "head -c 5000 /dev/zero | tr '\\0' ']'\necho '}'\n",
+        executable=True,
+    )
+    script = Script(
+        {PLAIN: [Reply(tool_calls=[call("execute_shell", command="echo hi > made.txt")]), Reply(text="ok")]}
+    )
+    with WireServer(script) as server:
+        proc = run(workflow, server, "openai", "d")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "runs" / "d" / "made.txt").read_text() == "hi\n"
+    (hook,) = hook_events(tmp_path / "runs" / "d")
+    assert hook["decision"] == "none"
+
+
 def test_a_user_prompt_hook_can_refuse_the_task(tmp_path: Path) -> None:
     refuse = """
 hooks:

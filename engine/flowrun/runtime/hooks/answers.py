@@ -6,9 +6,10 @@ unless the hook says `on_failure: continue`, and the reason says what failed."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Literal
+
+from flowrun.types import decode_json
 
 Decision = Literal["none", "allow", "ask", "deny", "block", "stop"]
 # events whose hooks can hold something up (exit 2, `decision: block`, a failure)
@@ -81,7 +82,7 @@ def _output(event: str, stdout: str) -> Verdict:
     parsed: object = None
     if text.startswith("{"):
         try:
-            parsed = json.loads(text)
+            parsed = decode_json(text)  # (what a hook prints may echo a model's deep arguments)
         except ValueError:
             parsed = None
     if not isinstance(parsed, dict):
