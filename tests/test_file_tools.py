@@ -348,6 +348,11 @@ async def test_replace_all_of_a_short_string_in_a_large_file(ws: Path) -> None:
     grown = await edit_file(ctx, path="big.txt", old_string="f", new_string="fff", replace_all=True)
     assert code(grown) == "INVALID_PARAM" and "over this tool's max_bytes=2000000" in grown.text
     assert (ws / "big.txt").read_text() == ("f" * 99 + "\n") * 10_000
+    clash = await edit_file(ctx, path="big.txt", old_string="f", new_string="g")
+    assert (
+        code(clash) == "CONFLICT" and "occurs 990000 times in big.txt (at lines 1, 2, 3, 4, 5," in clash.text
+    )
+    assert len(clash.data["lines"]) == 200
 
 
 async def test_grep_refuses_repeat_counts_that_would_take_minutes_to_compile(ws: Path) -> None:

@@ -188,7 +188,8 @@ def _replace(
         return error("NOT_FOUND", f"old_string was not found in {shown}. {_near_miss_hint(text, old)}"), None
     lines = _line_numbers(text, positions)
     if len(positions) > 1 and not replace_all:
-        where = ", ".join(str(n) for n in lines[:20]) + (" ..." if len(lines) > 20 else "")
+        distinct = list(dict.fromkeys(lines))  # (several occurrences on one line: named once)
+        where = ", ".join(str(n) for n in distinct[:20]) + (" ..." if len(distinct) > 20 else "")
         message = (
             f"old_string occurs {len(positions)} times in {shown} (at lines {where}); include more "
             "surrounding text to make it unique, or set replace_all=true to replace every occurrence"
