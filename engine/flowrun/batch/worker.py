@@ -254,8 +254,7 @@ def run_forked(workflow: Workflow) -> int:
     """The worker's life in a process forked from the batch's (batch/forked.py), with the parent's
     pipes already on fds 0-2 and the workflow, its SDKs and its price table already in memory;
     its exit status."""
-    to_parent, from_parent = _take_protocol_fds()
-    signal.signal(signal.SIGINT, ignore_interrupt)
+    to_parent, from_parent = _take_protocol_fds()  # (SIGINT is already ignore_interrupt's: forked.py)
     return asyncio.run(_serve_forked(workflow, to_parent, from_parent))
 
 

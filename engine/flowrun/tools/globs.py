@@ -133,7 +133,7 @@ def _wildcard_match(tokens: list[Token], text: str) -> bool:
     star, mark = -1, 0
     while n < len(text):
         token = tokens[t] if t < len(tokens) else None
-        if t < len(tokens) and _is_star(token):
+        if t < len(tokens) and token == STAR:
             star, mark = t, n
             t += 1
         elif t < len(tokens) and _one(token, text[n]):
@@ -144,10 +144,6 @@ def _wildcard_match(tokens: list[Token], text: str) -> bool:
             n = mark
         else:
             return False
-    while t < len(tokens) and _is_star(tokens[t]):
+    while t < len(tokens) and tokens[t] == STAR:
         t += 1
     return t == len(tokens)
-
-
-def _is_star(token: Token) -> bool:
-    return token == STAR
