@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from flowrun.tools.agent_protocol import all_finished, ask_user, finish, update_dashboard, write_atomic
+from flowrun.atomic_files import replace_beneath
+from flowrun.tools.agent_protocol import all_finished, ask_user, finish, update_dashboard
 from flowrun.tools.base import ToolContext, ToolServices
 from flowrun.types import Finish, ResetContext
 
@@ -88,11 +89,11 @@ async def test_concurrent_updates_leave_one_whole_version(tmp_path: Path) -> Non
     assert (ctx.workspace / "current_dashboard.md").read_text(encoding="utf-8") in versions
 
 
-def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> None:
+def test_a_dashboards_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> None:
     target = tmp_path / "d.md"
     target.write_text("old")
     with pytest.raises(UnicodeEncodeError):
-        write_atomic(target, "bad \udcff surrogate")
+        replace_beneath(tmp_path, target, "bad \udcff surrogate")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["d.md"]
 

@@ -9,6 +9,7 @@ FLOWRUN_TEST_CRASH_TRACE=1 lists them on stderr."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import os
@@ -28,13 +29,22 @@ _seen = 0
 
 
 def _changes(event: str, args: tuple[Any, ...]) -> Any:
-    """The path `event` changes, or None."""
+    """The path `event` changes, or None. A name relative to a folder's descriptor (the
+    engine's writes beneath the workspace, flowrun/atomic_files.py) is joined to the folder's
+    path; an open has no descriptor in its audit event, so those are seen at their rename."""
     if event == "open":
         path, mode, flags = args
         if isinstance(mode, str):
             return path if any(c in mode for c in "wax+") else None
         return path if (flags or 0) & _WRITE_FLAGS else None
-    return args[0] if event in _CHANGES else None
+    if event not in _CHANGES:
+        return None
+    path = args[0]
+    folder = {"os.mkdir": 2, "os.rename": 2, "os.remove": 1, "os.rmdir": 1}.get(event)
+    if folder is not None and len(args) > folder and isinstance(args[folder], int) and args[folder] >= 0:
+        with contextlib.suppress(OSError):
+            return os.path.join(os.readlink(f"/proc/self/fd/{args[folder]}"), os.fsdecode(path))
+    return path
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:

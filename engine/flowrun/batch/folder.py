@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -22,6 +21,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TextIO
 
+from flowrun.atomic_files import replace_file
 from flowrun.errors import UsageError
 from flowrun.runtime.durable.run_folder import LockHeld, drop_lock, take_lock
 from flowrun.types import as_plain
@@ -155,7 +155,7 @@ class BatchFolder:
             "updated": time.time(),
             **extra,
         }
-        _write_atomic(self.root / META, json.dumps(meta, indent=2))
+        replace_file(self.root / META, json.dumps(meta, indent=2))
 
     def results(self) -> dict[str, ItemResult]:
         """The latest result of each item (a damaged or torn line is skipped)."""
@@ -189,15 +189,9 @@ class BatchFolder:
         text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in kept)
         with self._lock:
             self._close_results()
-            _write_atomic(self.root / RESULTS, text)
+            replace_file(self.root / RESULTS, text)
 
     def _close_results(self) -> None:
         if self._appending is not None:
             self._appending.close()
             self._appending = None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -10,6 +10,7 @@ import json
 import time
 from pathlib import Path
 
+from flowrun.atomic_files import replace_file
 from flowrun.errors import UsageError
 from flowrun.events import DecisionEvent
 from flowrun.runtime.durable.decisions import (
@@ -23,7 +24,7 @@ from flowrun.runtime.durable.decisions import (
 from flowrun.runtime.durable.event_log import EventLog, read_events
 from flowrun.runtime.durable.run_folder import RunFolderLock, not_a_run_folder
 from flowrun.runtime.durable.runs_index import note_run
-from flowrun.runtime.execute import drop_torn_line, write_atomic
+from flowrun.runtime.execute import drop_torn_line
 
 
 def respond(
@@ -138,5 +139,5 @@ def _update_meta(folder: Path, still_open: list[PendingDecision]) -> None:
         return
     meta["pending"] = [p.to_dict() for p in still_open]
     meta["updated"] = time.time()
-    write_atomic(path, json.dumps(meta, indent=2, default=str))
+    replace_file(path, json.dumps(meta, indent=2, default=str))
     note_run(folder)

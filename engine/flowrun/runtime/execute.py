@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import importlib.util
 import json
-import os
 import re
 import sys
 import time
@@ -17,6 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from flowrun._version import __version__
+from flowrun.atomic_files import replace_file
 from flowrun.errors import BudgetExceeded, FlowrunError, UsageError
 from flowrun.events import (
     BudgetExceededEvent,
@@ -90,7 +90,7 @@ def prepare(run: Run, plan: SeedPlan | None) -> list[SeedKeptEvent]:
     else:
         _write_meta(run, "running")
         log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
-        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        replace_file(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
     if run.workspace == run.run_real:
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
@@ -299,7 +299,7 @@ async def _noted_end(run: Run) -> None:
 
 def _end_files(run: Run, status: str) -> None:
     steps: tuple[Callable[[], object], ...] = (
-        lambda: write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2)),
+        lambda: replace_file(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2)),
         lambda: _write_meta(run, status),
     )
     for step in steps:
@@ -314,7 +314,7 @@ def _resumed_files(run: Run) -> None:
     """A resumed run is running again; every engine file exists before a tool runs."""
     _write_meta(run, "running")
     if not (run.run_dir / "usage.json").exists():
-        write_atomic(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        replace_file(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
 
 
 def _write_meta(run: Run, status: str) -> None:
@@ -331,19 +331,12 @@ def _write_meta(run: Run, status: str) -> None:
     }
     if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
         meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
-    write_atomic(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
+    replace_file(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
 
 
 def _chat_agent(run: Run) -> str | None:
     talk = run.hooks.conversation
     return talk.agent if talk is not None and talk.chat else None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """A crash never leaves a half-written run.json or usage.json behind."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 async def _run_body(run: Run, resume: bool) -> Outcome:

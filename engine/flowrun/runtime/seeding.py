@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flowrun.atomic_files import replace_beneath
 from flowrun.errors import ManifestError, UsageError
 from flowrun.events import SeedKeptEvent
 from flowrun.manifest.checks.step_checks import step_templates
@@ -86,7 +86,7 @@ def write_seeds(run: Run, plan: SeedPlan) -> list[SeedKeptEvent]:
     kept = [_kept_event(rel) for rel in plan.kept]
     try:
         for rel, text in plan.write:
-            _write_atomic(root / rel, text)
+            replace_beneath(root, root / rel, text)
         if users is not None and users != root:  # a dry run: its stand-in shows the user's files
             for rel in plan.kept:
                 _copy_file(users / rel, root / rel)
@@ -196,17 +196,3 @@ def _copy_file(source: Path, target: Path) -> None:
     if source.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)
-
-
-def _write_atomic(target: Path, text: str) -> None:
-    """Write through a temp file renamed over the target: a symlink there is replaced, never
-    followed out of the folder."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -8,12 +8,11 @@ ResetContext); the runtime acts on it once every call of the step has returned.
 from __future__ import annotations
 
 import inspect
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from flowrun.atomic_files import LeavesRoot, replace_beneath
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.file_io import oserror_result
 from flowrun.types import Finish, ResetContext, ToolResult
@@ -97,7 +96,10 @@ async def update_dashboard(ctx: ToolContext, content: str, name: str | None = No
         message = f"dashboard {name!r} points outside the workspace ({dashboards[name]!r})"
         return finish_result(error("ACCESS_DENIED", message), params, started)
     try:
-        write_atomic(target, content)
+        replace_beneath(workspace, target, content)
+    except LeavesRoot:
+        message = f"dashboard {name!r} points outside the workspace through a symlink"
+        return finish_result(error("ACCESS_DENIED", message), params, started)
     except OSError as e:  # a folder where the file goes, a file where a folder is needed, ...
         failed = oserror_result(e, f"dashboard {name!r} ({ctx.relative(target)})")
         return finish_result(failed, params, started)
@@ -110,20 +112,6 @@ async def update_dashboard(ctx: ToolContext, content: str, name: str | None = No
         "success", text, {"name": name, "path": rel, "chars": len(content)}, control=ResetContext()
     )
     return finish_result(out, params, started, path_resolved=rel)
-
-
-def write_atomic(target: Path, content: str) -> None:
-    """Write via a temp file in the same folder and rename it over the target, so a reader
-    (or a crash) never sees half a dashboard."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @tool(replay="recorded")  # a person: a replay gives the answer they gave

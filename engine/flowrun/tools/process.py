@@ -386,7 +386,12 @@ def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
                 skills.append(folder)
     writable = None
     if ctx.write_within is not None:
-        writable = (ctx.write_within.resolve(), home or root / sandbox.HOME_DIR)
+        inside = ctx.write_within.resolve()
+        if not inside.is_relative_to(root):  # swapped for a symlink since the agent was called
+            raise SandboxUnavailable(
+                f"{ctx.write_within}, where this agent may write, now leads out of {root}"
+            )
+        writable = (inside, home or root / sandbox.HOME_DIR)
     return Layout(
         root=root, cwd=cwd, protected=protected, read_only=tuple(skills), writable=writable, home=home
     )

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from flowrun.atomic_files import replace_beneath
 from flowrun.errors import ProviderError
 from flowrun.events import ContextCompactedEvent
 from flowrun.manifest.specs import StrategySpec
@@ -77,8 +78,7 @@ async def compact(services: LoopServices, inst: AgentInstance, ctx: CompactConte
     count = sum(1 for m in messages if m.content.startswith("[Earlier turns")) + 1
     rel = f"context/{inst.id.replace('/', '__').replace('@', '_')}-{count}.md"
     path = services.workspace / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    replace_beneath(services.workspace, path, text)
     try:
         summary = await services.side_call(inst, SUMMARY_SYSTEM, text, purpose="compact")
     except ProviderError:

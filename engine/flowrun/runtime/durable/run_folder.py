@@ -23,13 +23,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from flowrun.atomic_files import replace_file, temp_name
 from flowrun.errors import RunError, RunInUse, UsageError
 from flowrun.records import RunRecord
 
 LOCK_NAME = "run.lock"
 ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log"})
 # what an atomic write of run.json or usage.json leaves when the process dies in the middle
-ENGINE_TEMPS = frozenset({".run.json.tmp", ".usage.json.tmp"})
+ENGINE_TEMPS = frozenset({temp_name("run.json"), temp_name("usage.json")})
 # what no tool, shell or MCP server may write or delete in a run folder: the engine's files, the
 # lock and the recorded prompts (a name ending in "/" is a folder, protected with its contents)
 PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/"}
@@ -293,6 +294,4 @@ def _last_event(log: Path) -> dict[str, Any] | None:
 
 
 def _write_json(path: Path, value: Mapping[str, object]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    replace_file(path, json.dumps(value, indent=2, default=str))

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flowrun.atomic_files import replace_beneath
 from flowrun.errors import OutputInvalid
 from flowrun.events import OutputInvalidEvent
 from flowrun.runtime.loop.contracts import AgentInstance, LoopServices, Outcome
@@ -129,5 +130,4 @@ def write_json_output(workspace: Path, output: str | None, outcome: Outcome) -> 
         return
     path = (workspace / output).resolve()
     if path.is_relative_to(workspace):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(outcome.answer(), encoding="utf-8")
+        replace_beneath(workspace, path, outcome.answer())

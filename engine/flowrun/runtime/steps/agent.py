@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from flowrun.atomic_files import replace_beneath
 from flowrun.manifest.kinds import Template, YamlPath
 from flowrun.manifest.specs import Name, StepSpec
 from flowrun.runtime.loop.contracts import Outcome
@@ -56,8 +57,7 @@ class AgentStepKind(StepKind):
         outcome = await top_agent(ctx.run, step.agent, f"{prefix}{step.agent}#{index}", task, workdir)
         if output:
             path = confined(ctx.run, output, "output")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(outcome.answer(), encoding="utf-8")
+            replace_beneath(ctx.run.workspace, path, outcome.answer())
             outcome.output = path.relative_to(ctx.run.workspace).as_posix()
         return outcome
 

@@ -66,9 +66,19 @@ def confined(run: RunServices, relative: str, what: str, folder: bool = False) -
     """A path of the run folder a step names (a workdir, an output, a collect file); a path
     that exists with the wrong type (`folder`: a folder is needed, else a file) is a UsageError
     naming it."""
-    path = (run.workspace / relative).resolve()
+    given = run.workspace / relative
+    # a file's own name is not followed: a symlink there is replaced by the file, not written through
+    keep_name = not folder and given.name not in ("", ".", "..")
+    path = given.parent.resolve() / given.name if keep_name else given.resolve()
     if not relative.strip() or not path.is_relative_to(run.workspace):
-        raise ManifestError(f"{what} '{relative}' leaves the workspace", "use a relative path without '..'")
+        if ".." in Path(relative).parts or Path(relative).is_absolute():
+            raise ManifestError(
+                f"{what} '{relative}' leaves the workspace", "use a relative path without '..'"
+            )
+        raise RunError(
+            f"{what} '{relative}' leads out of the workspace through a symlink",
+            "a tool replaced a folder on its way with a symlink; nothing was written there",
+        )
     check = need_folder if folder else need_file
     check(run.workspace, path, f"{what} {relative}")
     return path

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
 
+from flowrun.atomic_files import replace_beneath
 from flowrun.errors import RunError
 from flowrun.events import FanoutEndEvent, FanoutStartEvent
 from flowrun.manifest.diagnostics import Diagnostic
@@ -108,7 +108,7 @@ class ForeachStepKind(StepKind):
         )
         branches = [branch(k, item) for k, item in enumerate(items, start=1)]
         outcomes = await run_branches(branches, body.concurrency)
-        write_collected(target, items, outcomes)
+        write_collected(ctx.run.workspace, target, items, outcomes)
         ctx.run.emit(
             FanoutEndEvent(step=step_id, kind="foreach", statuses=statuses(outcomes), collect=collect)
         )
@@ -153,7 +153,7 @@ def _json(text: str, where: str, hint: str) -> object:
         raise RunError(f"foreach: {where} is not valid JSON ({e.msg} at char {e.pos})", hint) from None
 
 
-def write_collected(target: Path, items: list[Any], outcomes: list[Outcome | None]) -> None:
+def write_collected(root: Path, target: Path, items: list[Any], outcomes: list[Outcome | None]) -> None:
     entries = []
     for k, (item, outcome, status) in enumerate(zip(items, outcomes, statuses(outcomes), strict=True), 1):
         entry: dict[str, object] = {"index": k, "item": item, "status": status}
@@ -162,10 +162,7 @@ def write_collected(target: Path, items: list[Any], outcomes: list[Outcome | Non
             if outcome.data is not None:
                 entry["data"] = outcome.data
         entries.append(entry)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(entries, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    replace_beneath(root, target, json.dumps(entries, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 # ---------------------------------------------------------------- checks

@@ -1,0 +1,188 @@
+"""What a tool leaves in the run folder or the workspace cannot take the engine's own writes
+elsewhere: through `flowrun` with the real sandbox, a shell command plants symlinks, a FIFO or
+a folder where the engine writes next (its temp files, a step's output, a compaction's
+transcript, a sub-agent's output_dir), and the files outside stay as they were."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import run_cli
+
+from flowrun.tools import sandbox
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sandbox_works() -> None:
+    """These tests run the real sandbox: a machine where it cannot start fails them."""
+    found = sandbox.probe(refresh=True)
+    assert found.ok, found.reason
+
+
+def project(
+    tmp: Path, workflow: dict[str, Any], agents: dict[str, dict[str, Any]], script: dict[str, Any]
+) -> None:
+    base = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "t",
+        "models": {
+            "s": {"provider": "scripted", "model": "s", "script": "script.yaml", "context_window": 4000}
+        },
+        "default_model": "s",
+    }
+    (tmp / "agents.d").mkdir()
+    (tmp / "wf.yaml").write_text(yaml.safe_dump({**base, **workflow}))
+    for name, spec in agents.items():
+        agent = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are {name}.", **spec}
+        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
+    (tmp / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
+
+
+def shell(*commands: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "execute_shell", "arguments": {"command": c}} for c in commands]}
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def outside(tmp: Path) -> tuple[Path, Path]:
+    """A folder out of the run's reach and a file in it, which must stay as they are."""
+    folder = tmp / "outside"
+    folder.mkdir()
+    victim = folder / "victim.txt"
+    victim.write_text("precious\n")
+    return folder, victim
+
+
+def untouched(folder: Path, victim: Path) -> None:
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["victim.txt"]
+
+
+def test_what_sits_at_the_temp_names_of_run_json_and_usage_json_is_not_written_through(
+    tmp_path: Path,
+) -> None:
+    folder, victim = outside(tmp_path)
+    plant = shell(
+        f"ln -s {victim} .run.json.tmp",  # the end's run.json would have rewritten the victim
+        f"ln -s {folder}/usage.txt .usage.json.tmp",  # and made a file out of the run folder
+    )
+    script = {"boss": [plant, shell("mkfifo .run.json.tmp.x"), {"text": "done"}]}
+    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": ["execute_shell"]}}, script)
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    untouched(folder, victim)
+    run_dir = tmp_path / "runs" / "r"
+    for name in ("run.json", "usage.json"):
+        assert not (run_dir / name).is_symlink()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    assert json.loads((run_dir / "usage.json").read_text())["total_tokens"] > 0
+
+
+@pytest.mark.parametrize("planted", ["fifo", "folder", "hard link"])
+def test_a_fifo_a_folder_or_a_second_link_at_a_temp_name_neither_blocks_nor_takes_the_write(
+    tmp_path: Path, planted: str
+) -> None:
+    make = {
+        "fifo": "mkfifo .run.json.tmp && mkfifo .usage.json.tmp",
+        "folder": "mkdir -p .run.json.tmp/x .usage.json.tmp",
+        "hard link": "echo mine > mine.txt && ln mine.txt .run.json.tmp && ln mine.txt .usage.json.tmp",
+    }[planted]
+    script = {"boss": [shell(make), {"text": "done"}]}
+    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": ["execute_shell"]}}, script)
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "runs" / "r"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    assert json.loads((run_dir / "usage.json").read_text())["total_tokens"] > 0
+    if planted == "hard link":  # the agent's own file is not the engine's temp
+        assert (run_dir / "mine.txt").read_text() == "mine\n"
+
+
+def compacting(tmp: Path, plant: str) -> None:
+    reads = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]} for _ in range(6)]
+    workflow = {"entry": "worker", "task": "go", "workspace": {"files": {"big.txt": "lorem ipsum " * 400}}}
+    agent = {
+        "tools": ["read_file", "execute_shell"],
+        "context": {"strategy": "compact", "compact_at": 0.5, "keep_recent": 2},
+        "max_repeated_calls": 10,
+    }
+    script = {"worker": [shell(plant), *reads, {"text": "done"}], "worker#compact": [{"text": "read it"}] * 5}
+    project(tmp, workflow, {"worker": agent}, script)
+
+
+def test_a_transcript_is_not_written_through_a_symlink_at_its_name(tmp_path: Path) -> None:
+    folder, victim = outside(tmp_path)
+    compacting(tmp_path, f"mkdir context && ln -s {victim} context/worker-1.md")
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    untouched(folder, victim)
+    transcript = tmp_path / "runs" / "r" / "context" / "worker-1.md"
+    assert not transcript.is_symlink() and "lorem ipsum" in transcript.read_text()
+
+
+def test_a_transcript_folder_swapped_for_a_symlink_out_fails_the_run_and_writes_nothing_there(
+    tmp_path: Path,
+) -> None:
+    folder, victim = outside(tmp_path)
+    compacting(tmp_path, f"ln -s {folder} context")
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 1
+    untouched(folder, victim)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "context leads out of" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert json.loads((tmp_path / "runs" / "r" / "run.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize("plant", ["file", "folder"])
+def test_a_steps_output_is_not_written_through_a_symlink(tmp_path: Path, plant: str) -> None:
+    folder, victim = outside(tmp_path)
+    command = f"mkdir out && ln -s {victim} out/report.md" if plant == "file" else f"ln -s {folder} out"
+    workflow = {"steps": [{"agent": "writer", "task": "write", "output": "out/report.md"}]}
+    script = {"writer": [shell(command), {"text": "the report"}]}
+    project(tmp_path, workflow, {"writer": {"tools": ["execute_shell"]}}, script)
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    untouched(folder, victim)
+    assert "Traceback" not in proc.stderr
+    report = tmp_path / "runs" / "r" / "out" / "report.md"
+    if plant == "file":  # the link inside the workspace is replaced by the report
+        assert proc.returncode == 0, proc.stderr
+        assert not report.is_symlink() and report.read_text() == "the report"
+    else:
+        assert proc.returncode != 0 and "out/report.md" in proc.stderr, proc.stderr
+
+
+def test_a_sub_agents_output_dir_swapped_for_a_symlink_is_not_bound_into_its_sandbox(tmp_path: Path) -> None:
+    """The boss calls the helper (writes confined to out/) and, at the same time, swaps out/ for
+    a symlink to a folder out of the run; the helper's next command must not get that folder
+    writable in its sandbox."""
+    folder, victim = outside(tmp_path)
+    swap = f"until [ -d out ]; do sleep 0.05; done; mv out old && ln -s {folder} out && touch swapped"
+    call = {"name": "helper", "arguments": {"task": "write", "output_dir": "out"}}
+    boss = [
+        {"tool_calls": [call, {"name": "execute_shell", "arguments": {"command": swap}}]},
+        {"text": "done"},
+    ]
+    helper = [
+        shell("until [ -e swapped ]; do sleep 0.05; done"),
+        shell(f"echo pwned > {folder}/pwned.txt"),
+        {"text": "written"},
+    ]
+    agents = {
+        "boss": {"tools": ["helper", "execute_shell"]},
+        "helper": {"description": "Writes.", "tools": ["execute_shell"]},
+    }
+    project(tmp_path, {"entry": "boss", "task": "go"}, agents, {"boss": boss, "helper": helper})
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    untouched(folder, victim)
+    results = [e["result"] for e in events(tmp_path / "runs" / "r") if e["type"] == "tool_result"]
+    refused = [r for r in results if r.get("error") and r["error"]["code"] == "SANDBOX_UNAVAILABLE"]
+    assert len(refused) == 1 and "leads out of" in refused[0]["text"]
