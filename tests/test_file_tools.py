@@ -159,9 +159,9 @@ async def test_write_file_waits_for_the_disk_in_a_thread_only(
     real_fsync, real_replace, real_link = os.fsync, os.replace, os.link
 
     def noted(name: str, real: Callable[..., None]) -> Callable[..., None]:
-        def call(*args: object) -> None:
+        def call(*args: object, **kwargs: object) -> None:
             seen.append((name, threading.get_ident() == loop_thread))
-            real(*args)
+            real(*args, **kwargs)
 
         return call
 

@@ -6,6 +6,9 @@ transcript, a sub-agent's output_dir), and the files outside stay as they were."
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,8 @@ import pytest
 import yaml
 from conftest import run_cli
 
+import flowrun
+from flowrun.events import Event
 from flowrun.tools import sandbox
 
 
@@ -186,3 +191,120 @@ def test_a_sub_agents_output_dir_swapped_for_a_symlink_is_not_bound_into_its_san
     results = [e["result"] for e in events(tmp_path / "runs" / "r") if e["type"] == "tool_result"]
     refused = [r for r in results if r.get("error") and r["error"]["code"] == "SANDBOX_UNAVAILABLE"]
     assert len(refused) == 1 and "leads out of" in refused[0]["text"]
+
+
+# ---------------------------------------------------------------- a folder swapped mid-call
+# The file tools run in flowrun's own process. A command running beside them (the calls of one
+# response run at once) can swap a folder for a symlink between a tool's path check and its
+# open. An audit hook makes that happen at the worst moment: just before flowrun first opens (or
+# lists) the watched path, `d/` becomes a symlink to a folder out of the workspace.
+
+_swap: dict[str, Any] = {}
+
+
+def _swap_hook(event: str, args: tuple[Any, ...]) -> None:
+    if not _swap or event not in ("open", "os.scandir", "os.listdir") or not args:
+        return
+    path = args[0]
+    if isinstance(path, int) or path is None:
+        return
+    text = os.fsdecode(path)
+    if text not in _swap["when"]:
+        return
+    folder, target = _swap.pop("folder"), _swap.pop("target")
+    _swap.clear()
+    os.rename(folder, folder.with_name("d-before"))
+    os.symlink(target, folder)
+
+
+sys.addaudithook(_swap_hook)
+
+
+def swapped_call(
+    tmp: Path, call: dict[str, Any], when: Callable[[Path], set[str]]
+) -> tuple[dict[str, Any], Path]:
+    """Run one tool call through the Python API with `d/` swapped at the moment `when(run_dir)`
+    names; the call's result and the outside folder (holding secret.txt)."""
+    folder = tmp / "outside"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("TOP SECRET\n")
+    (folder / "x.txt").write_text("outside\n")
+    workflow = {
+        "entry": "boss",
+        "task": "go",
+        "workspace": {"files": {"d/secret.txt": "public\n", "d/x.txt": "inside\n"}},
+    }
+    tools = ["read_file", "write_file", "delete_file", "grep", "list_directory", "edit_file"]
+    project(tmp, workflow, {"boss": {"tools": tools}}, {"boss": [{"tool_calls": [call]}, {"text": "done"}]})
+    run_dir = tmp / "runs" / "r"
+
+    def arm(event: Event) -> None:  # once the seeds are written: as the call starts
+        if event.type == "tool_call":
+            _swap.update(folder=run_dir / "d", target=folder, when=when(run_dir))
+
+    try:
+        result = flowrun.load(tmp / "wf.yaml").run_sync(run_dir=run_dir, on_event=arm)
+    finally:
+        _swap.clear()
+    assert result.status == "completed"
+    assert (run_dir / "d").is_symlink(), "the swap did not happen"
+    results = [e["result"] for e in events(run_dir) if e["type"] == "tool_result"]
+    assert len(results) == 1
+    return results[0], folder
+
+
+def _at(*names: str) -> Callable[[Path], set[str]]:
+    return lambda run_dir: {str(run_dir / name) for name in names} | set(names)
+
+
+@pytest.mark.parametrize(
+    ("call", "when"),
+    [
+        ({"name": "read_file", "arguments": {"path": "d/secret.txt"}}, _at("d/secret.txt")),
+        ({"name": "grep", "arguments": {"pattern": "SECRET|public"}}, _at("d/secret.txt")),
+        (
+            {
+                "name": "edit_file",
+                "arguments": {"path": "d/x.txt", "old_string": "inside", "new_string": "hi"},
+            },
+            _at("d/x.txt"),
+        ),
+    ],
+    ids=["read_file", "grep", "edit_file"],
+)
+def test_a_read_never_follows_a_folder_swapped_after_its_check(
+    tmp_path: Path, call: dict[str, Any], when: Callable[[Path], set[str]]
+) -> None:
+    result, folder = swapped_call(tmp_path, call, when)
+    assert "TOP SECRET" not in json.dumps(result) and "outside" not in result.get("text", "")
+    assert (folder / "x.txt").read_text() == "outside\n" and (
+        folder / "secret.txt"
+    ).read_text() == "TOP SECRET\n"
+    if call["name"] != "grep":  # grep skips the file it cannot read as checked
+        assert result["error"]["code"] == "ACCESS_DENIED", result
+
+
+@pytest.mark.parametrize(
+    ("call", "when"),
+    [
+        (
+            {"name": "write_file", "arguments": {"path": "d/x.txt", "content": "pwned", "mode": "overwrite"}},
+            _at("d"),
+        ),
+        ({"name": "write_file", "arguments": {"path": "d/new.txt", "content": "pwned"}}, _at("d")),
+        ({"name": "delete_file", "arguments": {"path": "d/x.txt"}}, _at("d")),
+        ({"name": "list_directory", "arguments": {"path": ".", "recursive": True}}, _at("d")),
+    ],
+    ids=["overwrite", "create", "delete", "list"],
+)
+def test_a_change_never_lands_in_a_folder_swapped_after_its_check(
+    tmp_path: Path, call: dict[str, Any], when: Callable[[Path], set[str]]
+) -> None:
+    result, folder = swapped_call(tmp_path, call, when)
+    assert sorted(p.name for p in folder.iterdir()) == ["secret.txt", "x.txt"]
+    assert (folder / "x.txt").read_text() == "outside\n"
+    if call["name"] == "list_directory":  # the swapped folder is not entered
+        assert "secret.txt" not in result["text"] or "d-before" in result["text"], result["text"]
+        assert not any(e["path"].startswith("d/") for e in result["data"]["entries"]), result["data"]
+    else:
+        assert result["error"]["code"] == "ACCESS_DENIED", result

@@ -23,6 +23,7 @@ BASE = (
     "yaml_limits",
     "collector",
     "settle",
+    "pinned",
     "atomic_files",
 )
 # lowest first; a module may import its own layer and the ones before it

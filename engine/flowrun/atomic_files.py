@@ -10,8 +10,9 @@ runs outside the sandbox, so a write that followed one would land wherever the l
   is made (O_EXCL), so what a tool left in the way neither redirects nor blocks the write;
 - the temp is renamed over the target: a symlink at the target is replaced, never written
   through, and a reader (or a crash) sees the old file or the new one, never half;
-- `replace_beneath` opens each folder from the root down without following a symlink, so a
-  folder swapped for one between the check and the write fails the write instead of moving it.
+- `replace_beneath` opens the folder pinned to its checked real path (flowrun/pinned.py), so a
+  folder swapped for a symlink between the check and the write fails the write instead of
+  moving it.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import secrets
 import stat
 from pathlib import Path
 
+from flowrun.pinned import open_folder
+
 # O_NONBLOCK: opening a FIFO for writing with no reader fails at once (ENXIO) instead of waiting
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FRESH_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_MODE = 0o666  # less the umask, as open() makes files
-FOLDER_MODE = 0o777
 
 
 class LeavesRoot(OSError):
@@ -48,38 +49,17 @@ def replace_file(path: Path, data: str | bytes) -> None:
 def replace_beneath(root: Path, target: Path, data: str | bytes) -> None:
     """`target` (under `root`) replaced whole with `data`, its missing folders made. A symlink
     on the way is followed only when it stays under `root` (checked on the real paths); the
-    folders are then opened one by one from the real root without following any, so one a tool
-    swaps meanwhile fails the write (LeavesRoot) rather than taking it out of `root`."""
-    real_root = os.path.realpath(root)
-    parent = os.path.realpath(target.parent)
-    rel = os.path.relpath(parent, real_root)
-    if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
+    folder is then opened pinned to that real path (flowrun/pinned.py), so one a tool swaps
+    meanwhile fails the write (Moved) rather than taking it out of `root`."""
+    real_root = Path(os.path.realpath(root))
+    parent = Path(os.path.realpath(target.parent))
+    if not parent.is_relative_to(real_root):
         raise LeavesRoot(f"{target.parent} leads out of {root}")
-    folder = os.open(real_root, _FOLDER_FLAGS)
+    folder = open_folder(parent, make=True)
     try:
-        for part in [] if rel == "." else rel.split("/"):
-            folder = _enter(folder, part, target)
         _replace(folder, None, target.name, data)
     finally:
         os.close(folder)
-
-
-def _enter(folder: int, part: str, target: Path) -> int:
-    """The sub-folder `part` of `folder` opened (made when missing); `folder` is closed."""
-    try:
-        try:
-            os.mkdir(part, FOLDER_MODE, dir_fd=folder)
-        except FileExistsError:
-            pass
-        try:
-            inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
-        except OSError as e:
-            if not stat.S_ISLNK(os.lstat(part, dir_fd=folder).st_mode):
-                raise
-            raise LeavesRoot(f"{part} on the way to {target} became a symlink") from e
-    finally:
-        os.close(folder)
-    return inner
 
 
 def _replace(folder: int | None, where: str | None, name: str, data: str | bytes) -> None:

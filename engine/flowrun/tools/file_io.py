@@ -6,17 +6,19 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import errno
 import fcntl
 import functools
 import os
+import secrets
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
+from flowrun.pinned import Moved, open_folder, open_pinned
 from flowrun.settle import settle
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.paths import PathDenied, display_path, resolve_path
@@ -96,6 +98,9 @@ def failure_result(ctx: ToolContext, e: Exception, path: str, resolved: Path | N
         return error("BINARY_FILE", str(e))
     if isinstance(e, Unreadable):
         return error("INVALID_PARAM", str(e))
+    if isinstance(e, Moved):  # a concurrent command swapped a folder on the way for a symlink
+        shown = display_path(ctx, resolved) if resolved else path
+        return error("ACCESS_DENIED", f"{shown} changed while it was being opened; nothing was done to it")
     assert isinstance(e, OSError)
     return oserror_result(e, display_path(ctx, resolved) if resolved else path)
 
@@ -170,7 +175,7 @@ def encode_text(text: str, encoding: str, shown: str) -> bytes | ToolResult:
 def open_regular(path: Path, shown: str) -> IO[bytes]:
     """`path` opened for reading without ever waiting: with O_NONBLOCK a FIFO's open returns at
     once, and anything but a regular file is Unreadable (a folder: IsADirectoryError)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)  # the checked file, not what replaced it
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
@@ -265,61 +270,80 @@ def file_update(path: Path) -> Iterator[None]:
 
 def atomic_write(path: Path, data: bytes, *, exclusive: bool = False) -> None:
     """Write via a temp file in the same folder and an atomic rename; `exclusive` never
-    replaces an existing file (FileExistsError). Keeps the mode of a file it replaces."""
-    fd, tmp = _temp_beside(path)
-    try:
+    replaces an existing file (FileExistsError). Keeps the mode of a file it replaces. The
+    folder (made when missing) is opened pinned to the checked path and everything after is
+    done by name in it (flowrun/pinned.py): a folder swapped for a symlink meanwhile is Moved."""
+    with _temp_beside(path) as (folder, fd, tmp):
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        _put_in_place(tmp, path, exclusive)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        _put_in_place(folder, tmp, path.name, exclusive)
 
 
 async def atomic_write_on_loop(path: Path, data: bytes, *, exclusive: bool = False) -> None:
     """atomic_write from the event loop: only the fsync runs in a worker thread, and a cancel
     waits for it (the temp file is then removed, the file left as it was)."""
-    fd, tmp = _temp_beside(path)
-    try:
+    with _temp_beside(path) as (folder, fd, tmp):
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             await settle(functools.partial(os.fsync, f.fileno()))
-        _put_in_place(tmp, path, exclusive)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        _put_in_place(folder, tmp, path.name, exclusive)
 
 
-def _temp_beside(path: Path) -> tuple[int, Path]:
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:80]}.", suffix=".tmp")
-    return fd, Path(tmp_name)
-
-
-def _put_in_place(tmp: Path, path: Path, exclusive: bool) -> None:
-    """The written temp file becomes `path`, with the mode of the file it replaces."""
+@contextlib.contextmanager
+def _temp_beside(path: Path) -> Iterator[tuple[int, int, str]]:
+    """(the folder, a new temp file in it, its name); both closed and the temp removed after."""
+    folder = open_folder(path.parent, make=True)
     try:
-        mode = path.stat().st_mode & 0o7777
+        fd, tmp = _new_temp(folder, path.name)
+        try:
+            yield folder, fd, tmp
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _new_temp(folder: int, name: str) -> tuple[int, str]:
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        tmp = f".{name[:80]}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o600, dir_fd=folder), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temp name", name)
+
+
+def _put_in_place(folder: int, tmp: str, name: str, exclusive: bool) -> None:
+    """The written temp file becomes `name`, with the mode of the file it replaces."""
+    try:
+        mode = os.stat(name, dir_fd=folder).st_mode & 0o7777
     except FileNotFoundError:
         mode = NEW_FILE_MODE
-    os.chmod(tmp, mode)
+    os.chmod(tmp, mode, dir_fd=folder)
     if exclusive:
-        _link_exclusive(tmp, path)
+        _link_exclusive(folder, tmp, name)
     else:
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
 
 
-def _link_exclusive(tmp: Path, path: Path) -> None:
+def _link_exclusive(folder: int, tmp: str, name: str) -> None:
     try:
-        os.link(tmp, path)  # fails if `path` exists: no window where another file is clobbered
+        # fails if `name` exists: no window where another file is clobbered
+        os.link(tmp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
     except FileExistsError:
         raise
     except OSError:  # a filesystem without hard links
-        if path.exists():
-            raise FileExistsError(str(path)) from None
-        os.replace(tmp, path)
+        try:
+            os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+            return
+        raise FileExistsError(errno.EEXIST, "exists", name) from None
 
 
 def human_size(size: int) -> str:

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flowrun.pinned import open_folder
 from flowrun.tools.base import ToolContext, error, tool
-from flowrun.tools.file_io import human_size, looks_binary, run_path_tool
+from flowrun.tools.file_io import Unreadable, human_size, looks_binary, open_regular, run_path_tool
 from flowrun.tools.globs import glob_matches
 from flowrun.tools.paths import display_path, path_allowed
 from flowrun.types import ToolResult
@@ -33,12 +34,28 @@ MAX_LINE_CHARS = 500
 
 
 def _walk(root: Path, ignore: set[str]) -> Iterator[Path]:
-    """Every entry below `root`, depth first in name order, not entering symlinked folders."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in ignore)
-        base = Path(dirpath)
-        names = sorted([*dirnames, *(f for f in filenames if f not in ignore)])
-        yield from (base / name for name in names)
+    """Every entry below `root`, depth first in name order, not entering symlinked folders:
+    from `root` opened pinned to its checked path, each folder by name from its parent
+    (os.fwalk), so one a command swaps for a symlink during the walk is not entered."""
+    top = open_folder(root)
+    try:
+        for dirpath, dirnames, filenames, _ in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in ignore)
+            base = root / dirpath
+            names = sorted([*dirnames, *(f for f in filenames if f not in ignore)])
+            yield from (base / name for name in names)
+    finally:
+        os.close(top)
+
+
+def _listing(root: Path) -> Iterator[Path]:
+    """The entries of `root` (opened pinned), in name order."""
+    top = open_folder(root)
+    try:
+        names = os.listdir(top)
+    finally:
+        os.close(top)
+    return iter(sorted(root / name for name in names))
 
 
 def _ignore(ctx: ToolContext) -> set[str]:
@@ -84,7 +101,7 @@ async def list_directory(
             if root.exists():
                 return error("INVALID_PARAM", f"{shown} is a file, not a directory; use read_file to read it")
             return error("NOT_FOUND", f"{shown} does not exist")
-        found = _walk(root, _ignore(ctx)) if recursive else iter(sorted(root.iterdir()))
+        found = _walk(root, _ignore(ctx)) if recursive else _listing(root)
         entries: list[dict[str, object]] = []
         total = 0
         for p in found:
@@ -225,8 +242,8 @@ class _Search:
         for file in files:
             if self.truncated or self.slow is not None:
                 break
-            if self._selected(root, file):
-                self._search_file(file)
+            if (real := self._selected(root, file)) is not None:
+                self._search_file(file, real)
         if self.slow is not None:
             return error(
                 "TIMEOUT",
@@ -236,21 +253,25 @@ class _Search:
             )
         return self._result(root)
 
-    def _selected(self, root: Path, file: Path) -> bool:
+    def _selected(self, root: Path, file: Path) -> Path | None:
+        """The file's real path when it is to be searched."""
         if self.glob and file != root:
             rel = file.relative_to(root).as_posix()
             if not glob_matches(rel if "/" in self.glob else file.name, self.glob):
-                return False
+                return None
         # a symlinked file is searched only when its target is allowed too
-        return path_allowed(self.ctx, file) and path_allowed(self.ctx, file.resolve())
+        real = file.resolve()
+        return real if path_allowed(self.ctx, file) and path_allowed(self.ctx, real) else None
 
-    def _search_file(self, file: Path) -> None:
+    def _search_file(self, file: Path, real: Path) -> None:
+        """`real` read as checked (pinned: not a file a command put there since), shown as `file`."""
         try:
-            if file.stat().st_size > self.max_file_bytes:
-                self.skipped += 1
-                return
-            data = file.read_bytes()
-        except OSError:
+            with open_regular(real, str(file)) as f:
+                if os.fstat(f.fileno()).st_size > self.max_file_bytes:
+                    self.skipped += 1
+                    return
+                data = f.read()
+        except (OSError, Unreadable):
             self.skipped += 1
             return
         if looks_binary(data[:8192]):

@@ -7,9 +7,11 @@ streaming reader in file_stream.py. Every path goes through `paths.resolve_path`
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from flowrun.pinned import open_folder
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import (
     atomic_write,
@@ -211,7 +213,7 @@ async def write_file(
 
 
 def _before_write(resolved: Path, shown: str, mode: str) -> tuple[ToolResult | None, bool]:
-    """(the refusal, or None; whether the file exists), its folder made for the write."""
+    """(the refusal, or None; whether the file exists)."""
     if resolved.is_dir():
         return error("IS_DIRECTORY", f"{shown} is a directory; give a file path"), True
     existed = resolved.exists()
@@ -221,8 +223,7 @@ def _before_write(resolved: Path, shown: str, mode: str) -> tuple[ToolResult | N
             f"{shown} already exists ({human_size(resolved.stat().st_size)}); use mode=overwrite to "
             "replace it, mode=append to add to its end, or edit_file for a targeted change",
         ), True
-    resolved.parent.mkdir(parents=True, exist_ok=True)
-    return None, existed
+    return None, existed  # (the write makes the folders it needs, file_io.atomic_write)
 
 
 async def _replace(resolved: Path, shown: str, data: bytes, mode: str) -> ToolResult:
@@ -290,27 +291,43 @@ async def delete_file(ctx: ToolContext, *, path: str) -> ToolResult:
 
 
 def _delete(ctx: ToolContext, resolved: Path) -> ToolResult:
+    """By name in its folder, opened pinned to the checked path (flowrun/pinned.py): a folder on
+    the way swapped for a symlink meanwhile removes nothing."""
     shown = display_path(ctx, resolved)
     if resolved == ctx.base_dir.resolve():
         return error("ACCESS_DENIED", "refusing to delete the workspace root")
-    if resolved.is_symlink():
-        resolved.unlink()
+    folder = open_folder(resolved.parent)
+    try:
+        return _delete_in(folder, resolved.name, shown)
+    finally:
+        os.close(folder)
+
+
+def _delete_in(folder: int, name: str, shown: str) -> ToolResult:
+    info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    if stat.S_ISLNK(info.st_mode):
+        os.unlink(name, dir_fd=folder)
         return ToolResult.ok(
             f"Deleted the symlink {shown} (its target was not touched).", applied=True, path=shown
         )
-    if resolved.is_dir():
-        entries = sum(1 for _ in resolved.iterdir())
+    if stat.S_ISDIR(info.st_mode):
+        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+        try:
+            entries = len(os.listdir(inner))
+        finally:
+            os.close(inner)
         if entries:
             return error(
                 "INVALID_PARAM",
                 f"{shown} is a directory with {entries} entries; delete_file removes files and empty "
                 "directories only, so delete its contents first",
             )
-        resolved.rmdir()
+        os.rmdir(name, dir_fd=folder)
         return ToolResult.ok(f"Deleted the empty directory {shown}.", applied=True, path=shown, type="dir")
-    size = resolved.stat().st_size
-    resolved.unlink()
-    return ToolResult.ok(f"Deleted {shown} ({human_size(size)}).", applied=True, path=shown, type="file")
+    os.unlink(name, dir_fd=folder)
+    return ToolResult.ok(
+        f"Deleted {shown} ({human_size(info.st_size)}).", applied=True, path=shown, type="file"
+    )
 
 
 @tool(files="change")
@@ -323,7 +340,7 @@ async def create_directory(ctx: ToolContext, *, path: str) -> ToolResult:
             return ToolResult.ok(f"{shown} already exists.", applied=False, path=shown, created=False)
         if resolved.exists():
             return error("ALREADY_EXISTS", f"{shown} exists and is a file, not a directory")
-        resolved.mkdir(parents=True)
+        os.close(open_folder(resolved, make=True))  # each folder made by name in its pinned parent
         return ToolResult.ok(f"Created the directory {shown}.", applied=True, path=shown, created=True)
 
     return await run_path_tool(ctx, params, path, work, write=True)

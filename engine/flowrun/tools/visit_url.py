@@ -22,8 +22,10 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
+from flowrun.pinned import Moved
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir
+from flowrun.tools.file_io import Unreadable, open_regular
 from flowrun.tools.net_guard import AddressRefused, NetPolicy
 from flowrun.types import ToolResult
 
@@ -178,8 +180,15 @@ def _read_file_url(ctx: ToolContext, url: str) -> tuple[Fetched, Path]:
             "UNSUPPORTED_CONTENT", f"{path.name} is {guessed}, not a page or text this tool can read"
         )
     max_bytes = int(ctx.config.get("max_bytes") or 2_000_000)
-    with path.open("rb") as f:
-        body = f.read(max_bytes + 1)
+    try:
+        with open_regular(path, url) as f:  # the checked file (pinned), never a FIFO
+            body = f.read(max_bytes + 1)
+    except Moved:
+        raise VisitError(
+            "ACCESS_DENIED", f"{url} changed while it was being opened; nothing was read"
+        ) from None
+    except Unreadable as e:
+        raise VisitError("INVALID_PARAM", str(e)) from None
     return Fetched(body[:max_bytes], guessed, None, url, len(body) > max_bytes), path
 
 

@@ -1,0 +1,69 @@
+"""Opening exactly the file or folder a path check approved, not what is there a moment later.
+
+The file tools check a path (symlinks resolved, inside the workspace) and then open it. A shell
+command running at the same time (the calls of one model response run concurrently) can swap a
+folder on that path for a symlink in between, and an open by path would follow it out of the
+workspace: a read of `~/.ssh/id_rsa`, a write into `~/.ssh`. Here a descriptor is kept only
+when the kernel's own path for it (`/proc/self/fd/N`) is the checked path; otherwise it is
+closed and `Moved` raised. Writes, removals and listings then work relative to a folder opened
+this way, by name, so nothing after the check goes through a path again. Where /proc is not
+mounted the check cannot be made and the descriptor is kept (flowrun's sandbox needs Linux and
+its /proc anyway)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+FOLDER_MODE = 0o777  # less the umask, as mkdir makes folders
+
+
+class Moved(OSError):
+    """What a path named changed between its check and its opening (a folder on the way became
+    a symlink, the file was replaced): nothing was read or written."""
+
+
+def kernel_path(fd: int) -> str | None:
+    """The path the kernel holds for an open descriptor; None without /proc."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def open_pinned(path: Path, flags: int, mode: int = 0o666) -> int:
+    """`path` (absolute, symlink-free: resolved) opened with `flags`; Moved when the descriptor
+    is not that path's file."""
+    fd = os.open(path, flags | os.O_CLOEXEC, mode)
+    held = kernel_path(fd)
+    if held is not None and held != str(path):
+        os.close(fd)
+        raise Moved(f"{path} changed while it was being opened (now {held})")
+    return fd
+
+
+def open_folder(path: Path, *, make: bool = False) -> int:
+    """The folder `path` (resolved) opened as `open_pinned` does; with `make`, the folders
+    missing on the way are made, each opened by name from its parent without following a
+    symlink."""
+    try:
+        return open_pinned(path, FOLDER)
+    except FileNotFoundError:
+        if not make or path.parent == path:
+            raise
+    parent = open_folder(path.parent, make=True)
+    try:
+        try:
+            os.mkdir(path.name, FOLDER_MODE, dir_fd=parent)
+        except FileExistsError:
+            pass
+        try:
+            return os.open(path.name, FOLDER | os.O_NOFOLLOW, dir_fd=parent)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            raise Moved(f"{path} became a symlink while its folders were being made") from None
+    finally:
+        os.close(parent)
