@@ -308,3 +308,51 @@ def test_a_change_never_lands_in_a_folder_swapped_after_its_check(
         assert not any(e["path"].startswith("d/") for e in result["data"]["entries"]), result["data"]
     else:
         assert result["error"]["code"] == "ACCESS_DENIED", result
+
+
+_at_start: dict[str, Any] = {}
+
+
+def _start_hook(event: str, args: tuple[Any, ...]) -> None:
+    """Just before bwrap starts (after the sandbox's folders were checked), swap the watched
+    folder for a symlink."""
+    if not _at_start or event != "subprocess.Popen" or not any(_at_start["mark"] in str(a) for a in args[1]):
+        return
+    folder, target = _at_start.pop("folder"), _at_start.pop("target")
+    _at_start.clear()
+    os.rename(folder, folder.with_name("out-before"))
+    os.symlink(
+        os.path.relpath(target, folder.parent), folder
+    )  # (relative: it resolves in bwrap's new root too)
+
+
+sys.addaudithook(_start_hook)
+
+
+def test_a_writable_folder_swapped_as_its_sandbox_starts_is_not_what_gets_bound(tmp_path: Path) -> None:
+    """A sub-agent's output_dir is checked, then swapped for a symlink to a folder the sandbox
+    shows read-only (a data set in ro_binds) just before bwrap starts: bwrap must bind the
+    checked folder, so the data set stays read-only and unchanged."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "keep.txt").write_text("data set\n")
+    call = {"name": "helper", "arguments": {"task": "write", "output_dir": "out"}}
+    helper = [shell(f"echo pwned > {data}/pwned.txt; echo mark-7f3a"), {"text": "written"}]
+    agents = {
+        "boss": {"tools": ["helper"]},
+        "helper": {"description": "Writes.", "tools": ["execute_shell"]},
+    }
+    workflow = {"entry": "boss", "task": "go", "sandbox": {"mode": "required", "ro_binds": [str(data)]}}
+    project(
+        tmp_path, workflow, agents, {"boss": [{"tool_calls": [call]}, {"text": "done"}], "helper": helper}
+    )
+    run_dir = tmp_path / "runs" / "r"
+    _at_start.update(folder=run_dir / "out", target=data, mark="mark-7f3a")
+    try:
+        result = flowrun.load(tmp_path / "wf.yaml").run_sync(run_dir=run_dir)
+    finally:
+        _at_start.clear()
+    assert result.status == "completed"
+    assert (run_dir / "out").is_symlink(), "the swap did not happen"
+    assert sorted(p.name for p in data.iterdir()) == ["keep.txt"]
+    assert (data / "keep.txt").read_text() == "data set\n"

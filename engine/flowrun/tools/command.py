@@ -73,7 +73,12 @@ async def run_command(
     try:
         how = launch(ctx, rendered, cwd=workdir, extra_env=rendered_env)
         outcome = await run_process(
-            how.argv, cwd=how.cwd, env=how.env, timeout_s=timeout, max_output_bytes=output_cap(ctx)
+            how.argv,
+            cwd=how.cwd,
+            env=how.env,
+            timeout_s=timeout,
+            max_output_bytes=output_cap(ctx),
+            pass_fds=how.pass_fds,
         )
     except SandboxUnavailable as e:
         result = unavailable(e)

@@ -99,7 +99,12 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     try:
         how = launch(ctx, command, extra_env=_settings(ctx), keep_env=KEPT_ENV)
         outcome = await run_process(
-            how.argv, cwd=how.cwd, env=how.env, timeout_s=timeout, max_output_bytes=limit
+            how.argv,
+            cwd=how.cwd,
+            env=how.env,
+            timeout_s=timeout,
+            max_output_bytes=limit,
+            pass_fds=how.pass_fds,
         )
     except SandboxUnavailable as e:
         return finish_result(unavailable(e), params, started)

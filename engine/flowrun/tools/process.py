@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flowrun.pinned import open_pinned
 from flowrun.tools import sandbox
 from flowrun.tools.base import ToolContext, error
 from flowrun.tools.sandbox import Layout, SandboxUnavailable
@@ -109,12 +110,14 @@ async def run_process(
     max_output_bytes: int,
     leftover_mark: bool = False,
     stdin: bytes | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ProcessOutcome:
     """Run `argv` (no shell) to completion or timeout. Raises FileNotFoundError /
     PermissionError when the program cannot be started. `leftover_mark`: argv was wrapped by
     `launch(..., report_leftovers=True)` in the sandbox. `stdin`: what the process reads on
-    its standard input (a hook's JSON), then end of file; None: /dev/null."""
-    proc = await spawn_process(argv, cwd, env, stdin=stdin is not None)
+    its standard input (a hook's JSON), then end of file; None: /dev/null. `pass_fds`: as
+    spawn_process."""
+    proc = await spawn_process(argv, cwd, env, stdin=stdin is not None, pass_fds=pass_fds)
     outcome = ProcessOutcome(proc.pid, None, CappedOutput(max_output_bytes), CappedOutput(max_output_bytes))
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
@@ -164,11 +167,13 @@ async def spawn_process(
     *,
     stderr: int = asyncio.subprocess.PIPE,
     stdin: bool = False,
+    pass_fds: tuple[int, ...] = (),
 ) -> asyncio.subprocess.Process:
     """Start the process, whole: a cancel (Ctrl-C, SIGTERM, a budget stopping the others)
     that lands while asyncio is still setting it up must not leave it running unseen (or the
     setup waiting on it), so the start is shielded and a process started for a cancelled call
-    is killed with its group at once."""
+    is killed with its group at once. `pass_fds` go to the process and are closed here once it
+    started (or failed to)."""
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             *argv,
@@ -178,6 +183,7 @@ async def spawn_process(
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
             start_new_session=True,  # its own process group, so a kill reaches every child
+            pass_fds=pass_fds,
         )
     )
     try:
@@ -188,6 +194,12 @@ async def spawn_process(
             kill_group_now(proc.pid)
             await reap(proc)
         raise
+    finally:
+        if pass_fds:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(spawn)  # (the child has its copies once it started)
+            for fd in pass_fds:
+                os.close(fd)
 
 
 async def reap(proc: asyncio.subprocess.Process) -> None:
@@ -322,6 +334,9 @@ class Launch:
     cwd: Path
     confined: bool
     leftover_mark: bool = False  # stderr may end with LEFTOVER_MARK
+    # descriptors the process gets (a sub-agent's writable folder, pinned); spawn_process hands
+    # them over and closes them here
+    pass_fds: tuple[int, ...] = ()
 
 
 def launch(
@@ -361,8 +376,27 @@ def launch(
     assert found.binary is not None
     if report_leftovers:
         argv = ["/bin/sh", "-c", LEFTOVER_CHECK, "sh", *argv]
-    wrapped = sandbox.bwrap_argv(found.binary, argv, policy, layout, env)
-    return Launch(wrapped, env, workdir, True, report_leftovers)
+    pinned = _pin_writable(layout)
+    wrapped = sandbox.bwrap_argv(found.binary, argv, policy, layout, env, pinned)
+    return Launch(wrapped, env, workdir, True, report_leftovers, tuple(pinned.values()))
+
+
+def _pin_writable(layout: Layout) -> dict[Path, int]:
+    """A descriptor on each folder a sub-agent may write, opened pinned to its checked path, for
+    bwrap to bind (sandbox.bwrap_argv): a folder a command swaps for a symlink after the check
+    can then not be what the sandbox gets writable."""
+    pinned: dict[Path, int] = {}
+    try:
+        for path in layout.writable or ():
+            if path.is_relative_to(layout.root):
+                pinned[path] = open_pinned(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        for fd in pinned.values():
+            os.close(fd)
+        raise SandboxUnavailable(
+            f"cannot open {e.filename or path}, where this agent may write: {e}"
+        ) from None
+    return pinned
 
 
 def sandbox_layout(ctx: ToolContext, cwd: Path) -> Layout:
@@ -416,6 +450,7 @@ async def run_confined(ctx: ToolContext, argv: list[str], timeout_s: float, labe
             timeout_s=timeout_s,
             max_output_bytes=output_cap(ctx),
             leftover_mark=how.leftover_mark,
+            pass_fds=how.pass_fds,
         )
     except SandboxUnavailable as e:
         return unavailable(e)

@@ -275,9 +275,15 @@ def _in_container() -> bool:
 
 
 def bwrap_argv(
-    binary: str, argv: list[str], policy: SandboxPolicy, layout: Layout, env: Mapping[str, str]
+    binary: str,
+    argv: list[str],
+    policy: SandboxPolicy,
+    layout: Layout,
+    env: Mapping[str, str],
+    pinned: Mapping[Path, int] | None = None,
 ) -> list[str]:
-    """`argv` wrapped in bwrap under `policy`, seeing `layout`, with exactly `env`."""
+    """`argv` wrapped in bwrap under `policy`, seeing `layout`, with exactly `env`; a writable
+    folder in `pinned` is bound from that descriptor (which the process must be given)."""
     root = layout.root
     if root == Path("/") or any(Path(p).is_relative_to(root) for p in ("/usr", "/etc")):
         raise SandboxUnavailable(f"the run folder {root} would expose the whole system")
@@ -301,7 +307,10 @@ def bwrap_argv(
     else:  # a sub-agent confined to its output_dir: the rest of the run folder is read-only
         out += ["--ro-bind", str(root), str(root)]
         for path in layout.writable:
-            out += ["--bind", str(path), str(path)]
+            # from a descriptor pinned to the checked folder: what a command put at the path since
+            # is not what gets bound (bwrap reads /proc/self/fd/N as the folder itself)
+            source = f"/proc/self/fd/{pinned[path]}" if pinned and path in pinned else str(path)
+            out += ["--bind", source, str(path)]
     if not layout.home_dir.is_relative_to(root):
         out += ["--bind", str(layout.home_dir), str(layout.home_dir)]
     # after the root, so they cover what it shows: engine files become read-only

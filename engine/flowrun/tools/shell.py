@@ -154,7 +154,9 @@ async def _start_job(ctx: ToolContext, command: str) -> ToolResult:
         )
     try:
         how = launch(ctx, ["bash", "-c", command])
-        proc = await spawn_process(how.argv, how.cwd, how.env, stderr=asyncio.subprocess.STDOUT)
+        proc = await spawn_process(
+            how.argv, how.cwd, how.env, stderr=asyncio.subprocess.STDOUT, pass_fds=how.pass_fds
+        )
     except SandboxUnavailable as e:
         return unavailable(e)
     except OSError as e:

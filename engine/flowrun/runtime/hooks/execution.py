@@ -48,7 +48,13 @@ async def _run_command(
     try:
         how = launch(ctx, [SHELL, "-c", command], extra_env=settings)
         outcome = await run_process(
-            how.argv, cwd=how.cwd, env=how.env, timeout_s=limit_s, max_output_bytes=OUTPUT_CAP, stdin=data
+            how.argv,
+            cwd=how.cwd,
+            env=how.env,
+            timeout_s=limit_s,
+            max_output_bytes=OUTPUT_CAP,
+            stdin=data,
+            pass_fds=how.pass_fds,
         )
     except SandboxUnavailable as e:
         return HookAnswer(failure=f"the sandbox cannot start: {e.reason}")
