@@ -356,3 +356,24 @@ def test_a_writable_folder_swapped_as_its_sandbox_starts_is_not_what_gets_bound(
     assert (run_dir / "out").is_symlink(), "the swap did not happen"
     assert sorted(p.name for p in data.iterdir()) == ["keep.txt"]
     assert (data / "keep.txt").read_text() == "data set\n"
+
+
+def test_a_run_folder_inside_the_workdir_moved_away_keeps_the_runs_records(tmp_path: Path) -> None:
+    """With --workdir, a runs folder inside it is visible to the shell: moved away and replaced by
+    a symlink, the run's later writes (its prompt records, run.json and usage.json at the end)
+    still go to the run's own folder, never where the symlink points."""
+    folder, victim = outside(tmp_path)
+    move = f"mv runs/r runs/moved && ln -s {folder} runs/r"
+    call = {"name": "helper", "arguments": {"task": "look"}}
+    script = {"boss": [shell(move), {"tool_calls": [call]}, {"text": "done"}], "helper": [{"text": "seen"}]}
+    agents = {"boss": {"tools": ["execute_shell", "helper"]}, "helper": {"description": "Looks."}}
+    project(tmp_path, {"entry": "boss", "task": "go"}, agents, script)
+    proc = run_cli(["wf.yaml", "--run-id", "r", "--workdir", ".", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    untouched(folder, victim)
+    moved = tmp_path / "runs" / "moved"
+    assert json.loads((moved / "run.json").read_text())["status"] == "completed"
+    assert json.loads((moved / "usage.json").read_text())["total_tokens"] > 0
+    assert (moved / "prompts" / "boss.helper@call_1.md").exists() or len(
+        list((moved / "prompts").iterdir())
+    ) == 2

@@ -46,6 +46,12 @@ def replace_file(path: Path, data: str | bytes) -> None:
     _replace(None, str(path.parent), path.name, data)
 
 
+def replace_in(folder: int, name: str, data: str | bytes) -> None:
+    """`name` in the folder open as `folder` replaced whole with `data`: by name, so a folder a
+    tool moved or swapped for a symlink since it was opened cannot redirect the write."""
+    _replace(folder, None, name, data)
+
+
 def replace_beneath(root: Path, target: Path, data: str | bytes) -> None:
     """`target` (under `root`) replaced whole with `data`, its missing folders made. A symlink
     on the way is followed only when it stays under `root` (checked on the real paths); the

@@ -38,7 +38,8 @@ def open_pinned(path: Path, flags: int, mode: int = 0o666) -> int:
     is not that path's file."""
     fd = os.open(path, flags | os.O_CLOEXEC, mode)
     held = kernel_path(fd)
-    if held is not None and held != str(path):
+    # (a case-insensitive filesystem, WSL's /mnt/c, gives the name as stored: not a move)
+    if held is not None and held != str(path) and held.casefold() != str(path).casefold():
         os.close(fd)
         raise Moved(f"{path} changed while it was being opened (now {held})")
     return fd

@@ -16,7 +16,6 @@ from functools import cache
 from pathlib import Path
 
 from flowrun._version import __version__
-from flowrun.atomic_files import replace_file
 from flowrun.errors import BudgetExceeded, FlowrunError, UsageError
 from flowrun.events import (
     BudgetExceededEvent,
@@ -90,7 +89,7 @@ def prepare(run: Run, plan: SeedPlan | None) -> list[SeedKeptEvent]:
     else:
         _write_meta(run, "running")
         log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
-        replace_file(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        run.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2))
     if run.workspace == run.run_real:
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
@@ -182,8 +181,7 @@ async def _ready_folder(run: Run, resume: bool) -> list[SeedKeptEvent]:
             return await settle(lambda: prepare(run, plan))
         return prepare(run, plan)
     except (asyncio.CancelledError, FlowrunError):  # a path of the wrong type: one line, nothing ran
-        if run.events is not None:
-            run.events.close()
+        run.close_files()
         raise
     except OSError as e:  # nothing recorded yet: the folder is as it was
         raise unwritable(run.run_dir, e) from None
@@ -299,22 +297,21 @@ async def _noted_end(run: Run) -> None:
 
 def _end_files(run: Run, status: str) -> None:
     steps: tuple[Callable[[], object], ...] = (
-        lambda: replace_file(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2)),
+        lambda: run.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2)),
         lambda: _write_meta(run, status),
     )
     for step in steps:
         with contextlib.suppress(OSError):
             step()
-    if run.events:
-        with contextlib.suppress(OSError):  # the last flush of a log that cannot be written
-            run.events.close()
+    with contextlib.suppress(OSError):  # the last flush of a log that cannot be written
+        run.close_files()
 
 
 def _resumed_files(run: Run) -> None:
     """A resumed run is running again; every engine file exists before a tool runs."""
     _write_meta(run, "running")
     if not (run.run_dir / "usage.json").exists():
-        replace_file(run.run_dir / "usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        run.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2))
 
 
 def _write_meta(run: Run, status: str) -> None:
@@ -331,7 +328,7 @@ def _write_meta(run: Run, status: str) -> None:
     }
     if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
         meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
-    replace_file(run.run_dir / "run.json", json.dumps(meta, indent=2, default=str))
+    run.replace("run.json", json.dumps(meta, indent=2, default=str))
 
 
 def _chat_agent(run: Run) -> str | None:

@@ -5,14 +5,17 @@ budgets; the event log) and offers them to the loop, tool kinds and step kinds t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+from flowrun.atomic_files import replace_file, replace_in
 from flowrun.events import Event, UserMessageEvent
 from flowrun.manifest.graph import tool_entries
 from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.pinned import open_folder
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.event_log import EventLog, Subscriber
 from flowrun.runtime.durable.ledger import Ledger
@@ -77,6 +80,9 @@ class Run:
         self.persistent: dict[str, AgentInstance] = {}
         self.redactor = Redactor()
         self.events: EventLog | None = None
+        # the run folder, opened (pinned) with its log, before any tool runs: the engine's later
+        # writes there go by name in it (a tool that moved the folder away cannot redirect them)
+        self.folder: int | None = None
         self.subscribers: list[Subscriber] = []
         self.usage = UsageBook()
         self.budgets = Budgets(self.limits, self.usage)
@@ -184,8 +190,27 @@ class Run:
     # ------------------------------------------------------------ events
 
     def open_log(self) -> None:
+        self.folder = open_folder(self.run_real)
         self.events = EventLog(self.run_dir / "events.jsonl", self.redactor)
         self.events.subscribers.extend(self.subscribers)
+
+    def replace(self, name: str, text: str) -> None:
+        """A file of the run folder (run.json, usage.json) replaced whole: in the folder opened
+        with the log, or by path before it is (nothing but the engine runs then)."""
+        if self.folder is None:
+            replace_file(self.run_dir / name, text)
+        else:
+            replace_in(self.folder, name, text)
+
+    def close_files(self) -> None:
+        """The log (its last flush) and the run folder's descriptor."""
+        try:
+            if self.events is not None:
+                self.events.close()
+        finally:
+            if self.folder is not None:
+                os.close(self.folder)
+                self.folder = None
 
     def emit(self, event: Event) -> None:
         if self.events is None:
@@ -275,8 +300,8 @@ class Run:
         """The instance's system prompt and tools: an event, and prompts/<instance>.md."""
         event = prompt_event(inst)
         self.emit(event)
-        if self.events is not None:
-            write_prompt_file(self.run_dir, event, self.redactor.text)
+        if self.folder is not None:
+            write_prompt_file(self.folder, event, self.redactor.text)
 
     async def user_turn(self, inst: AgentInstance, answer: str | None) -> str | None:
         """A user message for `inst` at this point (before a model call, or after an answer that

@@ -4,12 +4,14 @@ of truth: system prompt, tools and their schemas) and a readable copy in
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
 
+from flowrun.atomic_files import replace_in
 from flowrun.events import AgentPromptEvent
 from flowrun.runtime.loop.contracts import AgentInstance
 
@@ -56,8 +58,15 @@ def _pretty(schema_json: str) -> str:
     return json.dumps(json.loads(schema_json), indent=2, ensure_ascii=False)
 
 
-def write_prompt_file(run_dir: Path, event: AgentPromptEvent, redact: Callable[[str], str]) -> None:
-    folder = run_dir / PROMPTS_DIR
-    folder.mkdir(exist_ok=True)
-    text = redact(prompt_markdown(event))
-    (folder / prompt_file_name(event.agent_id)).write_text(text, encoding="utf-8")
+def write_prompt_file(run_folder: int, event: AgentPromptEvent, redact: Callable[[str], str]) -> None:
+    """prompts/<instance>.md, by name in the run folder open as `run_folder` (never through a
+    symlink a tool left: prompts/ is made here, and is read-only to the tools' processes)."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(PROMPTS_DIR, 0o777, dir_fd=run_folder)
+    folder = os.open(
+        PROMPTS_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=run_folder
+    )
+    try:
+        replace_in(folder, prompt_file_name(event.agent_id), redact(prompt_markdown(event)))
+    finally:
+        os.close(folder)
