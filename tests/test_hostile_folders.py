@@ -377,3 +377,24 @@ def test_a_run_folder_inside_the_workdir_moved_away_keeps_the_runs_records(tmp_p
     assert (moved / "prompts" / "boss.helper@call_1.md").exists() or len(
         list((moved / "prompts").iterdir())
     ) == 2
+
+
+def test_the_http_apis_file_route_serves_the_file_it_checked(tmp_path: Path) -> None:
+    """GET /v1/runs/ID/files/PATH checks the path, then opens it: a running tool that swaps a
+    folder on it for a symlink in between must not get an outside file served."""
+    from flowrun.serve.http_app import open_confined
+
+    folder, _ = outside(tmp_path)
+    (folder / "note.md").write_text("TOP SECRET\n")
+    run_dir = tmp_path / "run"
+    (run_dir / "d").mkdir(parents=True)
+    (run_dir / "d" / "note.md").write_text("# inside\n")
+    opened = open_confined(run_dir, "d/note.md")
+    assert opened is not None and opened[0].read() == b"# inside\n"
+    opened[0].close()
+    _swap.update(folder=run_dir / "d", target=folder, when={str(run_dir.resolve() / "d" / "note.md")})
+    try:
+        assert open_confined(run_dir, "d/note.md") is None
+    finally:
+        _swap.clear()
+    assert (run_dir / "d").is_symlink(), "the swap did not happen"

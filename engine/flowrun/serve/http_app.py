@@ -19,12 +19,15 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import mimetypes
 import os
+import stat
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from flowrun.errors import FlowrunError, RunInUse
+from flowrun.pinned import open_pinned
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
 from flowrun.runtime.durable.runs_index import last_line, list_runs
@@ -320,15 +323,47 @@ def list_files(folder: Path) -> list[dict[str, object]]:
 
 
 async def file_route(request: Request) -> Response:
-    from starlette.responses import FileResponse
+    from starlette.responses import StreamingResponse
 
     folder = runs_of(request).folder(request.path_params["id"])
-    path = confined(folder, request.path_params["path"])
-    if path is None:
-        raise NotFound(
-            f"no file {request.path_params['path']!r} in the run", "GET /v1/runs/ID/files lists them"
-        )
-    return FileResponse(path, headers={"cache-control": "no-store", "x-content-type-options": "nosniff"})
+    given = request.path_params["path"]
+    opened = await asyncio.to_thread(open_confined, folder, given)
+    if opened is None:
+        raise NotFound(f"no file {given!r} in the run", "GET /v1/runs/ID/files lists them")
+    file, size = opened
+
+    async def body() -> AsyncIterator[bytes]:
+        """The file as it was when opened: `size` bytes (a live run's log grows meanwhile)."""
+        left = size
+        try:
+            while left > 0 and (chunk := await asyncio.to_thread(file.read, min(left, 1 << 16))):
+                left -= len(chunk)
+                yield chunk
+        finally:
+            file.close()
+
+    media = mimetypes.guess_type(given)[0] or "text/plain"
+    headers = {"cache-control": "no-store", "x-content-type-options": "nosniff", "content-length": str(size)}
+    return StreamingResponse(body(), media_type=media, headers=headers)
+
+
+def open_confined(folder: Path, given: str) -> tuple[BinaryIO, int] | None:
+    """The regular file `given` names inside the run folder, opened as checked (a folder a
+    running tool swaps for a symlink meanwhile is not followed: flowrun/pinned.py), and its
+    size; None for anything else (see `confined`)."""
+    real = confined(folder, given)
+    if real is None:
+        return None
+    try:
+        fd = open_pinned(real, os.O_RDONLY | os.O_NONBLOCK)  # (never waits on a FIFO put there since)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb"), info.st_size
 
 
 def confined(folder: Path, given: str) -> Path | None:
