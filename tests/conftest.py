@@ -8,8 +8,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from flowrun.manifest import unions
 
@@ -114,6 +116,31 @@ def popen_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> 
     given = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
     pipe = subprocess.PIPE
     return subprocess.Popen([*flowrun_cmd(), *args], cwd=cwd, env=given, stdout=pipe, stderr=pipe, text=True)
+
+
+def scripted_project(
+    tmp: Path, workflow: dict[str, Any], agents: dict[str, dict[str, Any]], script: dict[str, Any]
+) -> Path:
+    """A project in `tmp` on the scripted model: `workflow` merged over a workflow whose entry
+    is `boss` (a key set to None is dropped), an agent manifest per `agents` entry, and the
+    model's replies per agent (`script`)."""
+    base = {
+        "version": 1,
+        "kind": "workflow",
+        "name": "t",
+        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
+        "default_model": "s",
+        "entry": "boss",
+        "task": "do it",
+    }
+    (tmp / "agents.d").mkdir(exist_ok=True)
+    merged = {k: v for k, v in {**base, **workflow}.items() if v is not None}
+    (tmp / "wf.yaml").write_text(yaml.safe_dump(merged))
+    for name, spec in agents.items():
+        agent = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are {name}.", **spec}
+        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
+    (tmp / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
+    return tmp
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from conftest import run_cli
+from conftest import scripted_project as project
 
 import flowrun
 from flowrun.events import Event
@@ -26,26 +26,6 @@ def _sandbox_works() -> None:
     """These tests run the real sandbox: a machine where it cannot start fails them."""
     found = sandbox.probe(refresh=True)
     assert found.ok, found.reason
-
-
-def project(
-    tmp: Path, workflow: dict[str, Any], agents: dict[str, dict[str, Any]], script: dict[str, Any]
-) -> None:
-    base = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "t",
-        "models": {
-            "s": {"provider": "scripted", "model": "s", "script": "script.yaml", "context_window": 4000}
-        },
-        "default_model": "s",
-    }
-    (tmp / "agents.d").mkdir()
-    (tmp / "wf.yaml").write_text(yaml.safe_dump({**base, **workflow}))
-    for name, spec in agents.items():
-        agent = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are {name}.", **spec}
-        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
-    (tmp / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
 
 
 def shell(*commands: str) -> dict[str, Any]:
@@ -112,7 +92,14 @@ def test_a_fifo_a_folder_or_a_second_link_at_a_temp_name_neither_blocks_nor_take
 
 def compacting(tmp: Path, plant: str) -> None:
     reads = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]} for _ in range(6)]
-    workflow = {"entry": "worker", "task": "go", "workspace": {"files": {"big.txt": "lorem ipsum " * 400}}}
+    workflow = {
+        "entry": "worker",
+        "task": "go",
+        "workspace": {"files": {"big.txt": "lorem ipsum " * 400}},
+        "models": {
+            "s": {"provider": "scripted", "model": "s", "script": "script.yaml", "context_window": 4000}
+        },
+    }
     agent = {
         "tools": ["read_file", "execute_shell"],
         "context": {"strategy": "compact", "compact_at": 0.5, "keep_recent": 2},
@@ -150,7 +137,11 @@ def test_a_transcript_folder_swapped_for_a_symlink_out_fails_the_run_and_writes_
 def test_a_steps_output_is_not_written_through_a_symlink(tmp_path: Path, plant: str) -> None:
     folder, victim = outside(tmp_path)
     command = f"mkdir out && ln -s {victim} out/report.md" if plant == "file" else f"ln -s {folder} out"
-    workflow = {"steps": [{"agent": "writer", "task": "write", "output": "out/report.md"}]}
+    workflow = {
+        "entry": None,
+        "task": None,
+        "steps": [{"agent": "writer", "task": "write", "output": "out/report.md"}],
+    }
     script = {"writer": [shell(command), {"text": "the report"}]}
     project(tmp_path, workflow, {"writer": {"tools": ["execute_shell"]}}, script)
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)

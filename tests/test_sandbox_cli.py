@@ -16,36 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
+from conftest import scripted_project as project
 from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 import flowrun
 from flowrun.events import ApprovalEvent, Event
 
 KEY = "sk-wire-test-0123456789abcdefXYZ"  # the model's key, as the provider reads it
-
-
-def project(
-    tmp: Path, workflow: dict[str, Any], agents: dict[str, dict[str, Any]], script: dict[str, Any]
-) -> Path:
-    base = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "t",
-        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
-        "default_model": "s",
-        "entry": "boss",
-        "task": "do it",
-    }
-    (tmp / "agents.d").mkdir(exist_ok=True)
-    merged = {k: v for k, v in {**base, **workflow}.items() if v is not None}  # None: drop the key
-    (tmp / "wf.yaml").write_text(yaml.safe_dump(merged))
-    for name, spec in agents.items():
-        agent = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are {name}.", **spec}
-        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
-    (tmp / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
-    return tmp
 
 
 def shell(command: str) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from flowrun.tools.process import (
     launch,
     outcome_result,
     output_cap,
-    run_process,
     unavailable,
 )
 from flowrun.tools.sandbox import SandboxUnavailable
@@ -72,14 +71,7 @@ async def run_command(
     timeout = capped(ctx.config.get("timeout"), float(ctx.limits.get("timeout_s") or DEFAULT_TIMEOUT_S), None)
     try:
         how = launch(ctx, rendered, cwd=workdir, extra_env=rendered_env)
-        outcome = await run_process(
-            how.argv,
-            cwd=how.cwd,
-            env=how.env,
-            timeout_s=timeout,
-            max_output_bytes=output_cap(ctx),
-            pass_fds=how.pass_fds,
-        )
+        outcome = await how.run(timeout, output_cap(ctx))
     except SandboxUnavailable as e:
         result = unavailable(e)
     except FileNotFoundError:

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from flowrun.tools.base import ToolContext, error, finish_result, tool
-from flowrun.tools.process import exec_failure, launch, outcome_result, output_cap, run_process, unavailable
+from flowrun.tools.process import exec_failure, launch, outcome_result, output_cap, unavailable
 from flowrun.tools.sandbox import SandboxUnavailable
 from flowrun.types import ToolResult
 
@@ -98,14 +98,7 @@ async def git(ctx: ToolContext, *, args: list[str] | str) -> ToolResult:
     command += [argv[0], *NO_PROGRAMS.get(argv[0], []), *argv[1:]]
     try:
         how = launch(ctx, command, extra_env=_settings(ctx), keep_env=KEPT_ENV)
-        outcome = await run_process(
-            how.argv,
-            cwd=how.cwd,
-            env=how.env,
-            timeout_s=timeout,
-            max_output_bytes=limit,
-            pass_fds=how.pass_fds,
-        )
+        outcome = await how.run(timeout, limit)
     except SandboxUnavailable as e:
         return finish_result(unavailable(e), params, started)
     except OSError as e:

@@ -338,6 +338,21 @@ class Launch:
     # them over and closes them here
     pass_fds: tuple[int, ...] = ()
 
+    async def run(
+        self, timeout_s: float, max_output_bytes: int, stdin: bytes | None = None
+    ) -> ProcessOutcome:
+        """run_process with what the launch says: argv, folder, environment, descriptors."""
+        return await run_process(
+            self.argv,
+            cwd=self.cwd,
+            env=self.env,
+            timeout_s=timeout_s,
+            max_output_bytes=max_output_bytes,
+            leftover_mark=self.leftover_mark,
+            stdin=stdin,
+            pass_fds=self.pass_fds,
+        )
+
 
 def launch(
     ctx: ToolContext,
@@ -442,16 +457,7 @@ async def run_confined(ctx: ToolContext, argv: list[str], timeout_s: float, labe
     """`argv` run to its end under the tool's sandbox policy (leftover processes reported), as
     a tool result: its output, or why it could not start. `label` names it in messages."""
     try:
-        how = launch(ctx, argv, report_leftovers=True)
-        outcome = await run_process(
-            how.argv,
-            cwd=how.cwd,
-            env=how.env,
-            timeout_s=timeout_s,
-            max_output_bytes=output_cap(ctx),
-            leftover_mark=how.leftover_mark,
-            pass_fds=how.pass_fds,
-        )
+        outcome = await launch(ctx, argv, report_leftovers=True).run(timeout_s, output_cap(ctx))
     except SandboxUnavailable as e:
         return unavailable(e)
     except OSError as e:

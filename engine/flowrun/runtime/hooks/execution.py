@@ -19,7 +19,7 @@ from flowrun.errors import ManifestError
 from flowrun.manifest.specs import HookHandler
 from flowrun.runtime.hooks.answers import NOT_FOUND_CODES, HookAnswer
 from flowrun.tools.base import ToolContext
-from flowrun.tools.process import exec_failure, launch, run_process
+from flowrun.tools.process import exec_failure, launch
 from flowrun.tools.sandbox import SandboxUnavailable
 
 DEFAULT_TIMEOUT_S = 60.0  # Claude Code's
@@ -47,15 +47,7 @@ async def _run_command(
     data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     try:
         how = launch(ctx, [SHELL, "-c", command], extra_env=settings)
-        outcome = await run_process(
-            how.argv,
-            cwd=how.cwd,
-            env=how.env,
-            timeout_s=limit_s,
-            max_output_bytes=OUTPUT_CAP,
-            stdin=data,
-            pass_fds=how.pass_fds,
-        )
+        outcome = await how.run(limit_s, OUTPUT_CAP, stdin=data)
     except SandboxUnavailable as e:
         return HookAnswer(failure=f"the sandbox cannot start: {e.reason}")
     except OSError as e:
