@@ -25,6 +25,7 @@ BASE = (
     "settle",
     "pinned",
     "atomic_files",
+    "open_files",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 import flowrun
 from flowrun.events import Event, RunStartEvent
@@ -106,3 +107,61 @@ def test_two_hundred_runs_at_once_on_one_loop(tmp_path: Path, monkeypatch: pytes
     # no thread per run: the loop's default executor (bounded) and the SDK's import at most
     assert most_threads - before_threads <= 40 < RUNS, most_threads
     assert after_fds == before_fds, sorted(after_fds ^ before_fds)
+
+
+TOGETHER = 24  # runs held open at once: 5 descriptors or more each, well over LOW_LIMIT
+LOW_LIMIT = 64
+CHILD = """\
+import asyncio, json, resource, sys
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[3]), hard))  # a low default, as many systems have
+import flowrun
+workflow = flowrun.load(sys.argv[1])
+async def many():
+    n, runs_dir = int(sys.argv[4]), sys.argv[2]
+    runs = (workflow.run({"question": f"q{i}"}, runs_dir=runs_dir, run_id=f"r{i}") for i in range(n))
+    return await asyncio.gather(*runs, return_exceptions=True)
+results = asyncio.run(many())
+print(json.dumps({"statuses": [getattr(r, "status", repr(r)) for r in results],
+                  "soft": resource.getrlimit(resource.RLIMIT_NOFILE)[0]}))
+"""
+
+
+class Together:
+    """The script's replies, the first of each run held until `n` runs have asked: that many
+    runs are then open at once, whatever the machine's speed."""
+
+    def __init__(self, n: int) -> None:
+        self.script = Script(
+            {
+                "answerer": [
+                    Reply(tool_calls=[ToolCallSpec("write_file", {"path": "a.md", "content": "42\n"})])
+                ]
+            },
+            {"answerer": "You answer questions"},
+        )
+        self.barrier = threading.Barrier(n)
+
+    def __call__(self, request: WireRequest) -> Reply:
+        if request.assistant_turns == 0:
+            self.barrier.wait(timeout=60)
+        return self.script(request)
+
+
+def test_runs_at_once_past_a_low_open_files_limit(tmp_path: Path) -> None:
+    """A process started with a soft limit of 64 open files (many systems give 1,024, which
+    stopped about 170 runs at once) runs 24 at once: the first run raised the limit."""
+    with WireServer(Together(TOGETHER)) as server:
+        (tmp_path / "agents.d").mkdir()
+        (tmp_path / "agents.d" / "answerer.yaml").write_text(AGENT)
+        (tmp_path / "wf.yaml").write_text(WORKFLOW.replace("BASE_URL", server.openai_base_url))
+        argv = [str(tmp_path / "wf.yaml"), str(tmp_path / "runs"), str(LOW_LIMIT), str(TOGETHER)]
+        env = {**os.environ, "K": "test-key-1234"}
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert server.max_in_flight >= TOGETHER
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["statuses"] == ["completed"] * TOGETHER, report
+    assert report["soft"] > LOW_LIMIT

@@ -17,6 +17,7 @@ runs outside the sandbox, so a write that followed one would land wherever the l
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -28,6 +29,9 @@ from flowrun.pinned import open_folder
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FRESH_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_MODE = 0o666  # less the umask, as open() makes files
+# what opening the usual temp name says when something a tool left is there: a symlink (ELOOP),
+# a FIFO with no reader or a socket (ENXIO), a folder (EISDIR)
+_IN_THE_WAY = frozenset({errno.ELOOP, errno.ENXIO, errno.EISDIR})
 
 
 class LeavesRoot(OSError):
@@ -99,7 +103,9 @@ def _open_temp(folder: int | None, where: str | None, name: str) -> tuple[int, s
     tmp = temp_name(name)
     try:
         fd = os.open(_at(where, tmp), _TEMP_FLAGS, FILE_MODE, dir_fd=folder)
-    except OSError:
+    except OSError as e:
+        if e.errno not in _IN_THE_WAY:  # (too many files open, no space, no permission: as it is)
+            raise
         return _fresh_temp(folder, where, name)
     info = os.fstat(fd)
     if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:

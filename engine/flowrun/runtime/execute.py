@@ -27,6 +27,7 @@ from flowrun.events import (
     SeedKeptEvent,
 )
 from flowrun.manifest.templates import render
+from flowrun.open_files import allow_open_files
 from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
 from flowrun.runtime.durable.runs_index import has_index, note_run
@@ -188,6 +189,7 @@ async def _ready_folder(run: Run, resume: bool) -> list[SeedKeptEvent]:
 
 
 async def execute_run(run: Run, resume: bool = False) -> RunSummary:
+    allow_open_files()  # (many runs at once: five descriptors or more each)
     kept = await _ready_folder(run, resume)
     _emit_start(run, resume)
     for event in kept:  # the user's files the seeds left alone, said once the run has started

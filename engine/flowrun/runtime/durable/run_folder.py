@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import itertools
 import json
@@ -241,10 +242,10 @@ def unwritable(run_dir: Path, e: OSError) -> UsageError:
     """A run folder (or one of its engine files) that cannot be written when the run starts:
     nothing was recorded, the folder is as it was."""
     where = f" ({e.filename})" if e.filename else ""
-    return UsageError(
-        f"cannot write in the run folder {run_dir}: {e.strerror or e}{where}",
-        "check the permissions of the run folder and its files, and the free space",
-    )
+    hint = "check the permissions of the run folder and its files, and the free space"
+    if e.errno in (errno.EMFILE, errno.ENFILE):
+        hint = "the process has too many files open: run fewer at once, or raise the limit (ulimit -n)"
+    return UsageError(f"cannot write in the run folder {run_dir}: {e.strerror or e}{where}", hint)
 
 
 def not_a_run_folder(run_dir: Path) -> RunError:
