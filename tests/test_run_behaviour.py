@@ -370,6 +370,21 @@ def test_until_on_a_file_nested_too_deep_is_not_met(tmp_path: Path) -> None:
     assert [e["until_met"] for e in evs if e["type"] == "iteration_end"] == [False, False]
 
 
+@pytest.mark.parametrize("planted", ["fifo", "over 10 MB"])
+def test_until_reading_a_fifo_or_an_oversized_file_gets_the_default(tmp_path: Path, planted: str) -> None:
+    """A condition reads a file the agents' shell made a FIFO (nobody writes it: a read had
+    waited forever) or a sparse file over the 10 MB a template reads (a sparse 100 GB one had
+    been read whole): it gets the default, so this loop stops after its first iteration."""
+    make = "mkfifo flag.txt" if planted == "fifo" else "truncate -s 11M flag.txt"
+    wf = loop_until("workspace.read('flag.txt', 'unread') == 'unread'")
+    plant = {"tool_calls": [{"name": "execute_shell", "arguments": {"command": make}}]}
+    project(tmp_path, {"tools": ["execute_shell"]}, {"boss": [plant, {"text": "tried"}]}, {"wf.yaml": wf})
+    proc = run_cli(["wf.yaml", "--question", "q", "--run-id", "r"], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    evs = events(tmp_path / "runs" / "r")
+    assert [e["until_met"] for e in evs if e["type"] == "iteration_end"] == [True]
+
+
 def test_model_override_by_workflow_model_name_and_optional_inputs(tmp_path: Path) -> None:
     wf = WORKFLOW.replace(
         "  question: {description: q}\n", "  question: {description: q}\n  tone: {required: false}\n"

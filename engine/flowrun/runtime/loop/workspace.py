@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
+from flowrun.pinned import open_pinned
 from flowrun.types import decode_json
+
+MAX_READ_BYTES = 10_000_000  # what a template reads of one file (a sparse 100 GB file is not read)
 
 
 class WorkspaceView:
@@ -24,10 +29,25 @@ class WorkspaceView:
         return bool(path and path.exists())
 
     def read(self, relative: str, default: str = "") -> str:
+        """The file's text; `default` when it is missing, not a regular file, over MAX_READ_BYTES,
+        or changed while being opened (a folder swapped for a symlink: flowrun/pinned.py). It is
+        read on the event loop, so a FIFO a tool left is never waited on."""
         path = self._path(relative)
-        if path is None or not path.is_file():
+        if path is None:
             return default
-        return path.read_text(encoding="utf-8", errors="replace")
+        try:
+            fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return default
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
+                return default
+            os.set_blocking(fd, True)
+            data = f.read(MAX_READ_BYTES + 1)
+        if len(data) > MAX_READ_BYTES:  # (it grew while being read)
+            return default
+        return data.decode("utf-8", errors="replace")
 
     def json(self, relative: str, default: object = None) -> object:
         """Parsed JSON of a workspace file; `default` (an empty dict unless given) when the
