@@ -261,6 +261,28 @@ def test_foreach_over_a_jsonl_file_an_earlier_step_wrote(tmp_path: Path) -> None
     assert sorted(tasks) == ["Work on a", "Work on c"]
 
 
+def test_a_foreach_list_over_50_mb_is_a_clear_failure(tmp_path: Path) -> None:
+    """The planner's shell makes a sparse 60 MB plan.jsonl: read whole it would take the memory
+    of a list of millions; the run fails in one line naming the limit."""
+    scripted_project(tmp_path, "x")
+    shell = {"name": "execute_shell", "arguments": {"command": "truncate -s 60M plan.jsonl"}}
+    script = {"planner": [{"tool_calls": [shell]}, {"text": "planned"}], "worker": [{"text": "worked"}]}
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
+    planner = {
+        "version": 1,
+        "kind": "agent",
+        "name": "planner",
+        "prompt": "Plan.",
+        "tools": ["execute_shell"],
+    }
+    (tmp_path / "agents.d" / "planner.yaml").write_text(yaml.safe_dump(planner))
+    proc = run_cli(["plan.yaml", "--run-id", "r"], cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "foreach: plan.jsonl is over 50 MB, more than a foreach list may be" in out
+    assert "Traceback" not in out
+
+
 @pytest.mark.parametrize(
     ("plan", "message"),
     [

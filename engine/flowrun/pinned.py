@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -68,3 +69,27 @@ def open_folder(path: Path, *, make: bool = False) -> int:
             raise Moved(f"{path} became a symlink while its folders were being made") from None
     finally:
         os.close(parent)
+
+
+class TooLarge(OSError):
+    """A file over the size its reader takes."""
+
+
+def read_checked(path: Path, limit: int) -> bytes:
+    """The regular file `path` (resolved) read whole, opened as `open_pinned` does and without
+    waiting on a FIFO; Moved, TooLarge (over `limit` bytes, also when it grows while read), or
+    another OSError (IsADirectoryError for a folder, ENXIO-like for anything not regular)."""
+    fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if info.st_size > limit:
+            raise TooLarge(errno.EFBIG, f"over {limit} bytes", str(path))
+        os.set_blocking(fd, True)
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(errno.EFBIG, f"over {limit} bytes", str(path))
+    return data

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 
-from flowrun.pinned import open_pinned
+from flowrun.pinned import read_checked
 from flowrun.types import decode_json
 
 MAX_READ_BYTES = 10_000_000  # what a template reads of one file (a sparse 100 GB file is not read)
@@ -36,18 +34,9 @@ class WorkspaceView:
         if path is None:
             return default
         try:
-            fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)
+            return read_checked(path, MAX_READ_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return default
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
-                return default
-            os.set_blocking(fd, True)
-            data = f.read(MAX_READ_BYTES + 1)
-        if len(data) > MAX_READ_BYTES:  # (it grew while being read)
-            return default
-        return data.decode("utf-8", errors="replace")
 
     def json(self, relative: str, default: object = None) -> object:
         """Parsed JSON of a workspace file; `default` (an empty dict unless given) when the

@@ -22,12 +22,15 @@ from flowrun.manifest.project import Loaded
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import Name, StepSpec, Strict, WorkflowManifest
 from flowrun.manifest.templates import WORKFLOW_BUILTINS, analyse
+from flowrun.pinned import TooLarge, read_checked
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.steps import agent
 from flowrun.runtime.steps.agent import AgentStep
 from flowrun.runtime.steps.base import STEP_VARS, StepContext, StepKind, confined
 from flowrun.runtime.steps.fanout import combined, run_branches, statuses
 from flowrun.types import decode_json
+
+MAX_ITEMS_BYTES = 50_000_000  # a foreach list file an agent wrote
 
 
 class ForeachBody(Strict):
@@ -133,7 +136,15 @@ def read_items(path: Path, relative: str) -> list[object]:
     hint = "an earlier step must write it: a JSON array, or JSON Lines (one value per line)"
     if not path.is_file():
         raise RunError(f"foreach: {relative} was not found in the run folder", hint)
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:  # (an agent's file: read as checked, never a FIFO, at most MAX_ITEMS_BYTES)
+        text = read_checked(path, MAX_ITEMS_BYTES).decode("utf-8", errors="replace")
+    except TooLarge:
+        raise RunError(
+            f"foreach: {relative} is over {MAX_ITEMS_BYTES // 1_000_000} MB, more than a foreach list may be",
+            "split the work, or have the step write a shorter list",
+        ) from None
+    except OSError as e:
+        raise RunError(f"foreach: cannot read {relative}: {e.strerror or e}", hint) from None
     if relative.endswith(".jsonl"):
         items = []
         for number, line in enumerate(text.splitlines(), start=1):
