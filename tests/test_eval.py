@@ -15,6 +15,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
+import yaml
 from conftest import run_cli
 from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
@@ -373,3 +374,29 @@ def test_record_then_offline_grades_identically_with_no_server(tmp_path: Path, w
     # options of a live eval do not go with --offline
     refused = run_cli(["eval", str(evalset), "--offline", "--model", "m2"], cwd=tmp_path)
     assert refused.returncode == 2 and "--model does not go with it" in refused.stderr
+
+
+def test_a_grader_reads_the_first_10_mb_of_an_agents_file(tmp_path: Path) -> None:
+    """The agent's shell makes answer.md a sparse file of 11 MB of zeros, then the needle: a
+    grader reads its first 10 MB (a sparse file can claim any size, and had been read whole),
+    so the needle past them is not found, and nothing fails otherwise."""
+    make = "truncate -s 11M answer.md && echo NEEDLE >> answer.md"
+    shell = {"name": "execute_shell", "arguments": {"command": make}}
+    script = {"answerer": [{"tool_calls": [shell]}, {"text": "written"}] * 2}
+    files = {
+        "qa.yaml": WORKFLOW.split("models:")[0]
+        + "models:\n  s: {provider: scripted, model: s, script: script.yaml}\ndefault_model: s\n"
+        + 'entry: answerer\ntask: "Question: {{ question }}"\noutput: answer.md\n',
+        "agents.d/answerer.yaml": AGENT.replace("[write_file]", "[execute_shell]"),
+        "script.yaml": yaml.safe_dump({"version": 1, "kind": "script", "agents": script}),
+        "qa.eval.yaml": EVALSET.split("graders:")[0]
+        + "graders:\n  - name: needle\n    output: {contains: NEEDLE}\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    _, output, data = evaluate(tmp_path / "qa.eval.yaml", "openai")
+    assert data, output
+    assert {run["status"] for run in data["variants"][0]["runs"]} == {"completed"}, output
+    needle = graders_of(data, "capital")["needle"]
+    assert needle["score"] == 0 and "contains 'NEEDLE'" in needle["detail"], needle

@@ -75,10 +75,11 @@ class TooLarge(OSError):
     """A file over the size its reader takes."""
 
 
-def read_checked(path: Path, limit: int) -> bytes:
+def read_checked(path: Path, limit: int, *, cut: bool = False) -> bytes:
     """The regular file `path` (resolved) read whole, opened as `open_pinned` does and without
-    waiting on a FIFO; Moved, TooLarge (over `limit` bytes, also when it grows while read), or
-    another OSError (IsADirectoryError for a folder, ENXIO-like for anything not regular)."""
+    waiting on a FIFO; Moved, TooLarge (over `limit` bytes, also when it grows while read; with
+    `cut`, its first `limit` bytes instead), or another OSError (IsADirectoryError for a
+    folder, EINVAL for anything else that is not a regular file)."""
     fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(fd)
@@ -86,10 +87,12 @@ def read_checked(path: Path, limit: int) -> bytes:
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        if info.st_size > limit:
+        if info.st_size > limit and not cut:
             raise TooLarge(errno.EFBIG, f"over {limit} bytes", str(path))
         os.set_blocking(fd, True)
         data = f.read(limit + 1)
     if len(data) > limit:
+        if cut:
+            return data[:limit]
         raise TooLarge(errno.EFBIG, f"over {limit} bytes", str(path))
     return data

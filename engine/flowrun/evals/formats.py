@@ -10,6 +10,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from flowrun.evals.report import Change, EvalReport, RunScore, VariantReport
+from flowrun.pinned import read_checked
 
 
 def junit(report: EvalReport) -> str:
@@ -185,7 +186,11 @@ def _output_preview(run_dir: Path) -> str:
     except (OSError, ValueError):
         return ""
     name = record.get("output") if isinstance(record, dict) else None
-    if not isinstance(name, str) or not (run_dir / name).is_file():
+    path = (run_dir / name).resolve() if isinstance(name, str) else None
+    if path is None or not path.is_relative_to(run_dir.resolve()):
         return ""
-    text = (run_dir / name).read_text(encoding="utf-8", errors="replace")[:20000]
+    try:  # (an agent's file: its start, never all of a sparse file that claims any size)
+        text = read_checked(path, 20000, cut=True).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
     return f"<details><summary>{_e(name)}</summary><pre>{_e(text)}</pre></details>"

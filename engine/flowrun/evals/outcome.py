@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowrun.events import ModelResponseEvent, RunEndEvent, ToolCallEvent
+from flowrun.pinned import read_checked
 from flowrun.runtime.durable.event_log import read_events
+
+MAX_FILE_BYTES = 10_000_000  # what a grader reads of a file of the run
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +34,17 @@ class Outcome:
     cost_usd: float | None = None
 
     def file_text(self, name: str) -> str | None:
-        """A file of the run folder (None when missing or outside it)."""
+        """A file of the run folder (None when missing, outside it or not a regular file), its
+        first MAX_FILE_BYTES when larger: an agent's file is graded, never read whole into
+        memory (a sparse file can claim any size)."""
         root = self.run_dir.resolve()
         path = (root / name).resolve()
-        if not path.is_relative_to(root) or not path.is_file():
+        if not path.is_relative_to(root):
             return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        try:
+            return read_checked(path, MAX_FILE_BYTES, cut=True).decode("utf-8", errors="replace")
+        except OSError:
+            return None
 
     def output_text(self, file: str | None = None) -> tuple[str | None, str]:
         """(text, what it is) of `file`, else the declared output, else the final answer."""
