@@ -169,6 +169,9 @@ class Workflow:
         self.loaded = loaded
         self.overrides = list(overrides or [])  # the --set changes this workflow was loaded with
         self.diagnostics = list(diagnostics or [])  # the project's problems (none stops this workflow)
+        # the model choices whose SDKs were started importing: a second run with the same ones
+        # skips working them out again (runtime/models/prefetch.py; 0.1-0.2 ms a batch item)
+        self._prefetched: set[tuple[object, ...]] = set()
 
     @property
     def spec(self) -> WorkflowManifest:
@@ -238,7 +241,10 @@ class Workflow:
         target = Path(run_dir) if run_dir is not None else Path(runs_dir) / name
         run = self._new_run(values, target, options, hooks)
         _check_credentials(run)
-        prefetch_sdks(run.project, run.spec, run.models.choice)  # the models these options pick
+        picked = (options.model, tuple(sorted(options.agent_models.items())), options.dry_run)
+        if picked not in self._prefetched:  # the models these options pick
+            self._prefetched.add(picked)
+            prefetch_sdks(run.project, run.spec, run.models.choice)
         await _probe_sandbox(run)  # before the folder exists: `required` fails closed here
         preflight(run)  # a seed, an output or a workdir of the wrong type: one line, no folder made
         async with RunFolderLock(target):

@@ -5,6 +5,7 @@ budgets; the event log) and offers them to the loop, tool kinds and step kinds t
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,14 @@ from flowrun.types import ModelResponse, ToolCall, ToolResult
 DRY_WORKDIR = "workdir"  # a dry run's stand-in for the user's folder, in its run folder
 
 
+
+@functools.lru_cache(maxsize=64)
+def real_path(path: Path) -> Path:
+    """A workflow file's (or folder's) real path: the same for every run of it in a process (a
+    batch's thousand items walked it each)."""
+    return path.resolve()
+
+
 class Run:
     def __init__(
         self,
@@ -63,8 +72,8 @@ class Run:
         self.options = options or RunOptions()  # recorded in run.json
         self.hooks = hooks or RunHooks()  # the caller's callbacks, never recorded
         self.ledger = ledger
-        self.workflow_dir = workflow.source.path.parent.resolve()
-        self.workflow_file = workflow.source.path.resolve()  # as run.json records it (written 2-3 times)
+        self.workflow_dir = real_path(workflow.source.path.parent)
+        self.workflow_file = real_path(workflow.source.path)  # as run.json records it (written 2-3 times)
         self.run_id = run_dir.name
         # the run folder without symlinks, walked once (one lstat per part of the path): the
         # folder may not exist yet, and it is made by the run, never replaced by a link
