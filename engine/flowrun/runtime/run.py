@@ -45,7 +45,6 @@ from flowrun.types import ModelResponse, ToolCall, ToolResult
 DRY_WORKDIR = "workdir"  # a dry run's stand-in for the user's folder, in its run folder
 
 
-
 @functools.lru_cache(maxsize=64)
 def real_path(path: Path) -> Path:
     """A workflow file's (or folder's) real path: the same for every run of it in a process (a
