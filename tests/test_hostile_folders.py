@@ -389,3 +389,22 @@ def test_the_http_apis_file_route_serves_the_file_it_checked(tmp_path: Path) -> 
     finally:
         _swap.clear()
     assert (run_dir / "d").is_symlink(), "the swap did not happen"
+
+
+def test_a_folder_tree_nested_thousands_deep_is_walked_to_256_levels(tmp_path: Path) -> None:
+    """A shell nests 3,000 folders: list_directory, glob and grep walk the first 256 levels (no
+    tool takes a longer path) instead of failing with a RecursionError."""
+    nest = "python3 -c \"import os\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')\""
+    calls = [
+        {"name": "list_directory", "arguments": {"path": ".", "recursive": True, "max_entries": 1}},
+        {"name": "glob", "arguments": {"pattern": "**/nothing"}},
+        {"name": "grep", "arguments": {"pattern": "nothing"}},
+    ]
+    script = {"boss": [shell(nest), {"tool_calls": calls}, {"text": "done"}]}
+    tools = ["execute_shell", "list_directory", "glob", "grep"]
+    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": tools}}, script)
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    results = {e["tool"]: e["result"] for e in events(tmp_path / "runs" / "r") if e["type"] == "tool_result"}
+    assert results["list_directory"]["data"]["total"] >= 256, results["list_directory"]
+    assert results["glob"]["status"] == "success" and results["grep"]["status"] == "success", results
