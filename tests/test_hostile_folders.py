@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -391,7 +392,15 @@ def test_the_http_apis_file_route_serves_the_file_it_checked(tmp_path: Path) -> 
     assert (run_dir / "d").is_symlink(), "the swap did not happen"
 
 
-def test_a_folder_tree_nested_thousands_deep_is_walked_to_256_levels(tmp_path: Path) -> None:
+@pytest.fixture
+def deep_tmp(tmp_path: Path) -> Iterator[Path]:
+    """tmp_path, emptied with `rm -rf` after the test: pytest's own cleanup (shutil.rmtree)
+    recurses, and fails on 3,000 nested folders."""
+    yield tmp_path
+    subprocess.run(["rm", "-rf", str(tmp_path / "runs")], check=True)
+
+
+def test_a_folder_tree_nested_thousands_deep_is_walked_to_256_levels(deep_tmp: Path) -> None:
     """A shell nests 3,000 folders: list_directory, glob and grep walk the first 256 levels (no
     tool takes a longer path) instead of failing with a RecursionError."""
     nest = "python3 -c \"import os\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')\""
@@ -402,9 +411,34 @@ def test_a_folder_tree_nested_thousands_deep_is_walked_to_256_levels(tmp_path: P
     ]
     script = {"boss": [shell(nest), {"tool_calls": calls}, {"text": "done"}]}
     tools = ["execute_shell", "list_directory", "glob", "grep"]
-    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": tools}}, script)
-    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
+    project(deep_tmp, {"entry": "boss", "task": "go"}, {"boss": {"tools": tools}}, script)
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=deep_tmp)
     assert proc.returncode == 0, proc.stderr
-    results = {e["tool"]: e["result"] for e in events(tmp_path / "runs" / "r") if e["type"] == "tool_result"}
+    results = {e["tool"]: e["result"] for e in events(deep_tmp / "runs" / "r") if e["type"] == "tool_result"}
     assert results["list_directory"]["data"]["total"] >= 256, results["list_directory"]
     assert results["glob"]["status"] == "success" and results["grep"]["status"] == "success", results
+
+
+def test_a_sub_agents_output_nested_thousands_deep_still_reports_its_files(deep_tmp: Path) -> None:
+    """The files a sub-agent wrote under its output_dir are found by a walk: 3,000 nested
+    folders there end in its result, not in a RecursionError; the run folder's listing in the
+    HTTP API walks the same way."""
+    from flowrun.serve.http_app import list_files
+
+    deep = "python3 -c \"import os\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')\""
+    nest = f"cd out && echo hi > top.md && {deep}"
+    call = {"name": "helper", "arguments": {"task": "write", "output_dir": "out"}}
+    script = {
+        "boss": [{"tool_calls": [call]}, {"text": "done"}],
+        "helper": [shell(nest), {"text": "written"}],
+    }
+    agents = {"boss": {"tools": ["helper"]}, "helper": {"description": "Writes.", "tools": ["execute_shell"]}}
+    project(deep_tmp, {"entry": "boss", "task": "go"}, agents, script)
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=deep_tmp)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = deep_tmp / "runs" / "r"
+    helper = next(
+        e["result"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == "helper"
+    )
+    assert helper["status"] == "success" and helper["data"]["output_files"] == ["out/top.md"], helper
+    assert "out/top.md" in {f["path"] for f in list_files(run_dir)}

@@ -12,13 +12,16 @@ its /proc anyway)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 FOLDER_MODE = 0o777  # less the umask, as mkdir makes folders
+MAX_DEPTH = 256  # how deep a walk goes (the file tools take paths of at most 256 parts)
 
 
 class Moved(OSError):
@@ -96,3 +99,49 @@ def read_checked(path: Path, limit: int, *, cut: bool = False) -> bytes:
             return data[:limit]
         raise TooLarge(errno.EFBIG, f"over {limit} bytes", str(path))
     return data
+
+
+def walk(root: Path, ignore: Collection[str] = (), max_depth: int = MAX_DEPTH) -> Iterator[Path]:
+    """Every entry below `root` (resolved) but the names in `ignore`: a folder's entries in name
+    order, then each sub-folder's, never entering a symlinked folder nor one more than
+    `max_depth` deep (a shell can nest thousands; os.walk and os.fwalk recurse, and fail).
+    From `root` opened pinned to its checked path, each folder is opened by name from its
+    parent without following a symlink, so one a command swaps for a symlink during the walk
+    is not entered. One descriptor per level; no recursion."""
+    top = open_folder(root)
+    stack: list[tuple[int, Path, Iterator[str]]] = []  # open folders with the sub-folders left
+    try:
+        folder: int | None = top
+        base = root
+        while folder is not None:
+            names, subfolders = _entries(folder, ignore)
+            yield from (base / name for name in names)
+            stack.append((folder, base, iter(subfolders if len(stack) < max_depth else [])))
+            folder = None
+            while stack and folder is None:
+                parent, parent_base, left = stack[-1]
+                for name in left:
+                    with contextlib.suppress(OSError):  # a symlink now (ELOOP), or gone: not entered
+                        folder = os.open(name, FOLDER | os.O_NOFOLLOW, dir_fd=parent)
+                        base = parent_base / name
+                        break
+                else:
+                    os.close(parent)
+                    stack.pop()
+    finally:
+        for parent, _, _ in stack:
+            os.close(parent)
+
+
+def _entries(folder: int, ignore: Collection[str]) -> tuple[list[str], list[str]]:
+    """(every name but the ignored ones, the real sub-folders among them), in name order."""
+    names, subfolders = [], []
+    with os.scandir(folder) as found:
+        for entry in found:
+            if entry.name in ignore:
+                continue
+            names.append(entry.name)
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(entry.name)
+    return sorted(names), sorted(subfolders)

@@ -24,6 +24,7 @@ from flowrun.manifest.eval_specs import (
     StatusGrader,
     TrajectoryGrader,
 )
+from flowrun.pinned import walk
 
 SHOWN = 200  # characters of a text quoted in a detail
 
@@ -245,9 +246,10 @@ def _glob(root: Path, pattern: str) -> list[str]:
         path = (root / pattern).resolve()
         return [pattern] if path.is_relative_to(root.resolve()) and path.is_file() else []
     found = []
-    for path in root.rglob("*"):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and fnmatch.fnmatchcase(rel, pattern):
+    real = root.resolve()
+    for path in walk(real):  # (the agents' tree: walked without recursion, 256 deep at most)
+        rel = path.relative_to(real).as_posix()
+        if fnmatch.fnmatchcase(rel, pattern) and path.is_file():
             found.append(rel)
     return found
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from flowrun.errors import FlowrunError, RunInUse
-from flowrun.pinned import open_pinned
+from flowrun.pinned import open_pinned, walk
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
 from flowrun.runtime.durable.runs_index import last_line, list_runs
@@ -300,19 +300,18 @@ async def files_route(request: Request) -> Response:
 
 
 def list_files(folder: Path) -> list[dict[str, object]]:
-    """The run folder's files (not the lock), relative paths; symlinks not followed."""
+    """The run folder's regular files (not the lock), relative paths; symlinks not followed."""
     found: list[dict[str, object]] = []
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(root) / name
-            if path.is_symlink() or (root == str(folder) and name == LOCK_NAME):
-                continue
-            with contextlib.suppress(OSError):
-                info = path.stat()
+    real = folder.resolve()
+    for path in walk(real):  # (a tree the agents made: walked without recursion, 256 deep at most)
+        if path.parent == real and path.name == LOCK_NAME:
+            continue
+        with contextlib.suppress(OSError):
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
                 found.append(
                     {
-                        "path": path.relative_to(folder).as_posix(),
+                        "path": path.relative_to(real).as_posix(),
                         "size": info.st_size,
                         "mtime": info.st_mtime,
                     }

@@ -3,7 +3,6 @@ folders, skip the names in config `ignore`, and drop what the agent's `paths` po
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowrun.pinned import FOLDER, open_folder
+from flowrun.pinned import open_folder, walk
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import Unreadable, human_size, looks_binary, open_regular, run_path_tool
 from flowrun.tools.globs import glob_matches
@@ -35,48 +34,9 @@ MAX_LINE_CHARS = 500
 
 
 def _walk(root: Path, ignore: set[str]) -> Iterator[Path]:
-    """Every entry below `root`, a folder's entries in name order and then each sub-folder's,
-    not entering symlinked folders nor folders more than MAX_PATH_PARTS deep (no tool takes a
-    path that long; a shell can nest thousands). From `root` opened pinned to its checked
-    path, each folder is opened by name from its parent without following a symlink, so one a
-    command swaps for a symlink during the walk is not entered. One descriptor per level."""
-    top = open_folder(root)
-    stack: list[tuple[int, Path, Iterator[str]]] = []  # open folders with the sub-folders left
-    try:
-        folder: int | None = top
-        base = root
-        while folder is not None:
-            names, subfolders = _entries(folder, ignore)
-            yield from (base / name for name in names)
-            stack.append((folder, base, iter(subfolders if len(stack) < MAX_PATH_PARTS else [])))
-            folder = None
-            while stack and folder is None:
-                parent, parent_base, left = stack[-1]
-                for name in left:
-                    with contextlib.suppress(OSError):  # a symlink now (ELOOP), or gone: not entered
-                        folder = os.open(name, FOLDER | os.O_NOFOLLOW, dir_fd=parent)
-                        base = parent_base / name
-                        break
-                else:
-                    os.close(parent)
-                    stack.pop()
-    finally:
-        for parent, _, _ in stack:
-            os.close(parent)
-
-
-def _entries(folder: int, ignore: set[str]) -> tuple[list[str], list[str]]:
-    """(every name but the ignored ones, the real sub-folders among them), in name order."""
-    names, subfolders = [], []
-    with os.scandir(folder) as found:
-        for entry in found:
-            if entry.name in ignore:
-                continue
-            names.append(entry.name)
-            with contextlib.suppress(OSError):
-                if entry.is_dir(follow_symlinks=False):
-                    subfolders.append(entry.name)
-    return sorted(names), sorted(subfolders)
+    """Every entry below `root` (flowrun/pinned.py's walk: no symlinked folder entered, none
+    swapped in meanwhile, at most MAX_PATH_PARTS deep: no tool takes a longer path)."""
+    return walk(root, ignore, MAX_PATH_PARTS)
 
 
 def _listing(root: Path) -> Iterator[Path]:

@@ -4,6 +4,7 @@ its caller a short summary, the files it wrote, its step count and its instance 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest
+from flowrun.pinned import walk
 from flowrun.runtime.loop.agent import run_agent
 from flowrun.runtime.loop.contracts import (
     AgentInstance,
@@ -261,11 +263,12 @@ def _changed_under(run: RunServices, folder: str | None, since: float) -> set[st
     root = (run.workspace / folder).resolve()
     if not root.is_relative_to(run.workspace) or not root.is_dir():
         return set()
-    return {
-        p.relative_to(run.workspace).as_posix()
-        for p in root.rglob("*")
-        if p.is_file() and p.stat().st_mtime >= since - 1
-    }
+    changed: set[str] = set()
+    for p in walk(root):  # (an agent's tree: as deep and as full as it made it)
+        with contextlib.suppress(OSError):
+            if p.is_file() and p.stat().st_mtime >= since - 1:
+                changed.add(p.relative_to(run.workspace).as_posix())
+    return changed
 
 
 def _sub_result(
