@@ -143,3 +143,30 @@ def test_output_dir_confines_writes_and_the_call_gets_its_steps(tmp_path: Path) 
     helper_tool = next(t for t in requests[0].tools if t["function"]["name"] == "helper")
     params = helper_tool["function"]["parameters"]["properties"]
     assert params["max_steps"]["maximum"] == 5 and params["return_full_output"]["type"] == "boolean"
+
+
+def test_a_sub_agent_that_writes_thousands_of_files_gets_a_bounded_listing(tmp_path: Path) -> None:
+    """The helper's shell makes 3,000 files in its output_dir: the boss is shown the first 100
+    and how many more, the result's data keeps the first 1,000 and the total."""
+    many = "cd out && python3 -c \"[open(f'f{i:05}.txt', 'w').close() for i in range(3000)]\""
+    script = Script(
+        {
+            "boss": [
+                Reply(tool_calls=[ToolCallSpec("helper", {"task": "write", "output_dir": "out"})]),
+                Reply(text="done"),
+            ],
+            "helper": [
+                Reply(tool_calls=[ToolCallSpec("execute_shell", {"command": many})]),
+                Reply(text="wrote them"),
+            ],
+        },
+        {"boss": "You are the boss", "helper": "You are the helper"},
+    )
+    proc, events, _ = run(tmp_path, script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = results(events, "boss")[0]
+    assert result["text"].count("\n- out/") == 100 and "[and 2900 more]" in result["text"]
+    assert len(result["data"]["output_files"]) == 1000 and result["data"]["output_files_total"] == 3000
+    assert result["data"]["output_files"][0] == "out/f00000.txt"
+    ended = next(e for e in events if e["type"] == "agent_end" and e["agent"] == "helper")
+    assert len(ended["output_files"]) == 1000

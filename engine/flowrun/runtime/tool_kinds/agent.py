@@ -5,6 +5,7 @@ its caller a short summary, the files it wrote, its step count and its instance 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -35,6 +36,10 @@ AGENT_TOOL_SUFFIX = (
     " It works in its own conversation, writes long output to files in the workspace, "
     "and returns a short summary plus the list of files it wrote."
 )
+
+MAX_FILES_SHOWN = 100  # output files a sub-agent's result lists for the model
+MAX_FILES_KEPT = 1000  # in its data and its agent_end event
+MAX_WALKED = 100_000  # entries of an output_dir looked at for what changed
 
 
 def agent_tool_parameters(selectable: list[str], max_steps: int = 10_000) -> dict[str, object]:
@@ -180,7 +185,11 @@ async def call_agent(
     caller.written |= set(files)
     run.emit(
         AgentEndEvent(
-            agent=name, agent_id=inst.id, status=outcome.status, steps=outcome.steps, output_files=files
+            agent=name,
+            agent_id=inst.id,
+            status=outcome.status,
+            steps=outcome.steps,
+            output_files=files[:MAX_FILES_KEPT],
         )
     )
     return _sub_result(inst, callee, outcome, files, bool(args.get("return_full_output")))
@@ -264,11 +273,27 @@ def _changed_under(run: RunServices, folder: str | None, since: float) -> set[st
     if not root.is_relative_to(run.workspace) or not root.is_dir():
         return set()
     changed: set[str] = set()
-    for p in walk(root):  # (an agent's tree: as deep and as full as it made it)
+    # (an agent's tree: as deep and as full as it made it; MAX_WALKED entries are looked at)
+    for p in itertools.islice(walk(root), MAX_WALKED):
         with contextlib.suppress(OSError):
             if p.is_file() and p.stat().st_mtime >= since - 1:
                 changed.add(p.relative_to(run.workspace).as_posix())
     return changed
+
+
+def _listing(files: list[str]) -> str:
+    """The output files for the model: the first MAX_FILES_SHOWN, and how many more."""
+    shown = "\n".join(f"- {f}" for f in files[:MAX_FILES_SHOWN]) or "(none)"
+    more = len(files) - MAX_FILES_SHOWN
+    return f"{shown}\n[and {more} more]" if more > 0 else shown
+
+
+def _kept(files: list[str]) -> dict[str, object]:
+    """The output files a result's data and the agent_end event keep (a sub-agent can make a
+    million): the first MAX_FILES_KEPT, and the total when there are more."""
+    if len(files) <= MAX_FILES_KEPT:
+        return {"output_files": files}
+    return {"output_files": files[:MAX_FILES_KEPT], "output_files_total": len(files)}
 
 
 def _sub_result(
@@ -279,7 +304,7 @@ def _sub_result(
     cut = len(summary) > cap and not full
     if cut:
         summary = summary[:cap] + f"\n[summary cut at {cap} characters; details are in the files]"
-    listing = "\n".join(f"- {f}" for f in files) or "(none)"
+    listing = _listing(files)
     text = f"{summary}\n\nOutput files:\n{listing}"
     if outcome.status == "max_steps":
         text = f"{inst.name} stopped at its step limit ({outcome.steps}) before finishing.\n\n{text}"
@@ -287,7 +312,7 @@ def _sub_result(
         text = f"{outcome.text}.\n\nOutput files:\n{listing}"
     status: Status = "partial" if (cut or outcome.status in ("max_steps", "repeated_call")) else "success"
     data = {
-        "output_files": files,
+        **_kept(files),
         "steps_used": outcome.steps,
         "agent_id": inst.id,
         "outcome": outcome.status,
@@ -325,15 +350,15 @@ def budget_partial(
             agent_id=inst.id,
             status="budget_exceeded",
             steps=inst.model_calls,
-            output_files=files,
+            output_files=files[:MAX_FILES_KEPT],
             error=message,
         )
     )
-    listing = "\n".join(f"- {f}" for f in files) or "(none)"
+    listing = _listing(files)
     last = inst.last_text.strip() or "(it wrote no answer yet)"
     text = f"{message}. Its last words:\n{last}\n\nOutput files:\n{listing}"
     data = {
-        "output_files": files,
+        **_kept(files),
         "steps_used": inst.model_calls,
         "agent_id": inst.id,
         "outcome": "budget_exceeded",
