@@ -106,21 +106,25 @@ def _open_temp(folder: int | None, where: str | None, name: str) -> tuple[int, s
     except OSError as e:
         if e.errno not in _IN_THE_WAY:  # (too many files open, no space, no permission: as it is)
             raise
-        return _fresh_temp(folder, where, name)
+        return fresh_temp(folder, name, where=where)
     info = os.fstat(fd)
     if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
         if info.st_size:
             os.ftruncate(fd, 0)
         return fd, tmp
     os.close(fd)
-    return _fresh_temp(folder, where, name)
+    return fresh_temp(folder, name, where=where)
 
 
-def _fresh_temp(folder: int | None, where: str | None, name: str) -> tuple[int, str]:
+def fresh_temp(
+    folder: int | None, name: str, mode: int = FILE_MODE, *, where: str | None = None
+) -> tuple[int, str]:
+    """A new temp file beside `name` with a random name (O_EXCL: nothing there is opened), in
+    `folder` (a descriptor) or the folder path `where`; its descriptor and name."""
     for _ in range(100):
         tmp = f".{name[:180]}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(_at(where, tmp), _FRESH_FLAGS, FILE_MODE, dir_fd=folder), tmp
+            return os.open(_at(where, tmp), _FRESH_FLAGS, mode, dir_fd=folder), tmp
         except FileExistsError:
             continue
-    raise FileExistsError(f"no free temp name beside {name}")
+    raise FileExistsError(errno.EEXIST, "no free temp name", name)

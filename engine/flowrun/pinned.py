@@ -18,6 +18,7 @@ import os
 import stat
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 FOLDER_MODE = 0o777  # less the umask, as mkdir makes folders
@@ -78,21 +79,41 @@ class TooLarge(OSError):
     """A file over the size its reader takes."""
 
 
-def read_checked(path: Path, limit: int, *, cut: bool = False) -> bytes:
-    """The regular file `path` (resolved) read whole, opened as `open_pinned` does and without
-    waiting on a FIFO; Moved, TooLarge (over `limit` bytes, also when it grows while read; with
-    `cut`, its first `limit` bytes instead), or another OSError (IsADirectoryError for a
-    folder, EINVAL for anything else that is not a regular file)."""
+class NotRegular(OSError):
+    """A FIFO, a socket or a device where a file was to be read (reading one can wait forever:
+    a FIFO nobody writes); `kind` says which."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"{kind}, not a regular file", str(path))
+        self.kind = kind
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """The regular file `path` (resolved) opened for reading as `open_pinned` does, without ever
+    waiting (O_NONBLOCK: a FIFO's open returns at once); IsADirectoryError for a folder,
+    NotRegular for anything else."""
     fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        if info.st_size > limit and not cut:
-            raise TooLarge(errno.EFBIG, f"over {limit} bytes", str(path))
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise NotRegular(path, kind)
         os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_checked(path: Path, limit: int, *, cut: bool = False) -> bytes:
+    """The regular file `path` (resolved) read whole, opened as `open_regular` does; Moved,
+    TooLarge (over `limit` bytes, also when it grows while read; with `cut`, its first `limit`
+    bytes instead), or another OSError (IsADirectoryError, NotRegular)."""
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > limit and not cut:
+            raise TooLarge(errno.EFBIG, f"over {limit} bytes", str(path))
         data = f.read(limit + 1)
     if len(data) > limit:
         if cut:

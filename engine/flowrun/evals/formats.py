@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from flowrun.evals.outcome import run_file_text
 from flowrun.evals.report import Change, EvalReport, RunScore, VariantReport
-from flowrun.pinned import read_checked
 
 
 def junit(report: EvalReport) -> str:
@@ -186,11 +186,7 @@ def _output_preview(run_dir: Path) -> str:
     except (OSError, ValueError):
         return ""
     name = record.get("output") if isinstance(record, dict) else None
-    path = (run_dir / name).resolve() if isinstance(name, str) else None
-    if path is None or not path.is_relative_to(run_dir.resolve()):
-        return ""
-    try:  # (an agent's file: its start, never all of a sparse file that claims any size)
-        text = read_checked(path, 20000, cut=True).decode("utf-8", errors="replace")
-    except OSError:
+    text = run_file_text(run_dir, name, 20000) if isinstance(name, str) else None
+    if text is None:
         return ""
     return f"<details><summary>{_e(name)}</summary><pre>{_e(text)}</pre></details>"

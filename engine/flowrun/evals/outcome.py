@@ -15,6 +15,20 @@ from flowrun.runtime.durable.event_log import read_events
 MAX_FILE_BYTES = 10_000_000  # what a grader reads of a file of the run
 
 
+def run_file_text(run_dir: Path, name: str, limit: int) -> str | None:
+    """The first `limit` bytes of a file of the run folder as text; None when it is missing,
+    outside the folder or not a regular file. An agent's file is never read whole into memory
+    (a sparse file can claim any size)."""
+    root = run_dir.resolve()
+    path = (root / name).resolve()
+    if not path.is_relative_to(root):
+        return None
+    try:
+        return read_checked(path, limit, cut=True).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     agent: str
@@ -34,17 +48,8 @@ class Outcome:
     cost_usd: float | None = None
 
     def file_text(self, name: str) -> str | None:
-        """A file of the run folder (None when missing, outside it or not a regular file), its
-        first MAX_FILE_BYTES when larger: an agent's file is graded, never read whole into
-        memory (a sparse file can claim any size)."""
-        root = self.run_dir.resolve()
-        path = (root / name).resolve()
-        if not path.is_relative_to(root):
-            return None
-        try:
-            return read_checked(path, MAX_FILE_BYTES, cut=True).decode("utf-8", errors="replace")
-        except OSError:
-            return None
+        """A file of the run folder, its first MAX_FILE_BYTES (see run_file_text)."""
+        return run_file_text(self.run_dir, name, MAX_FILE_BYTES)
 
     def output_text(self, file: str | None = None) -> tuple[str | None, str]:
         """(text, what it is) of `file`, else the declared output, else the final answer."""

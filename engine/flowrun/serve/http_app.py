@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from flowrun.errors import FlowrunError, RunInUse
-from flowrun.pinned import open_pinned, walk
+from flowrun.pinned import open_regular, walk
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
 from flowrun.runtime.durable.runs_index import last_line, list_runs
@@ -354,15 +354,10 @@ def open_confined(folder: Path, given: str) -> tuple[BinaryIO, int] | None:
     if real is None:
         return None
     try:
-        fd = open_pinned(real, os.O_RDONLY | os.O_NONBLOCK)  # (never waits on a FIFO put there since)
+        file = open_regular(real)  # (never waits on a FIFO put there since)
     except OSError:
         return None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        return None
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb"), info.st_size
+    return file, os.fstat(file.fileno()).st_size
 
 
 def confined(folder: Path, given: str) -> Path | None:

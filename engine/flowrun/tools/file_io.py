@@ -10,15 +10,15 @@ import errno
 import fcntl
 import functools
 import os
-import secrets
-import stat
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
-from flowrun.pinned import Moved, open_folder, open_pinned
+from flowrun import pinned
+from flowrun.atomic_files import fresh_temp
+from flowrun.pinned import Moved, open_folder
 from flowrun.settle import settle
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.paths import PathDenied, display_path, resolve_path
@@ -173,21 +173,14 @@ def encode_text(text: str, encoding: str, shown: str) -> bytes | ToolResult:
 
 
 def open_regular(path: Path, shown: str) -> IO[bytes]:
-    """`path` opened for reading without ever waiting: with O_NONBLOCK a FIFO's open returns at
-    once, and anything but a regular file is Unreadable (a folder: IsADirectoryError)."""
-    fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)  # the checked file, not what replaced it
+    """`path` opened for reading as checked and without ever waiting (pinned.open_regular):
+    anything but a regular file is Unreadable (a folder: IsADirectoryError)."""
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-            raise Unreadable(f"{shown} is {kind}, not a regular file; the file tools read regular files only")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+        return pinned.open_regular(path)
+    except pinned.NotRegular as e:
+        raise Unreadable(
+            f"{shown} is {e.kind}, not a regular file; the file tools read regular files only"
+        ) from None
 
 
 def read_regular(path: Path, shown: str, limit: int | None = None) -> bytes:
@@ -297,7 +290,7 @@ def _temp_beside(path: Path) -> Iterator[tuple[int, int, str]]:
     """(the folder, a new temp file in it, its name); both closed and the temp removed after."""
     folder = open_folder(path.parent, make=True)
     try:
-        fd, tmp = _new_temp(folder, path.name)
+        fd, tmp = fresh_temp(folder, path.name, 0o600)  # (its mode is set once written)
         try:
             yield folder, fd, tmp
         finally:
@@ -305,17 +298,6 @@ def _temp_beside(path: Path) -> Iterator[tuple[int, int, str]]:
                 os.unlink(tmp, dir_fd=folder)
     finally:
         os.close(folder)
-
-
-def _new_temp(folder: int, name: str) -> tuple[int, str]:
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    for _ in range(100):
-        tmp = f".{name[:80]}.{secrets.token_hex(4)}.tmp"
-        try:
-            return os.open(tmp, flags, 0o600, dir_fd=folder), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no free temp name", name)
 
 
 def _put_in_place(folder: int, tmp: str, name: str, exclusive: bool) -> None:

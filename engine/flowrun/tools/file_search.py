@@ -15,7 +15,7 @@ from flowrun.pinned import open_folder, walk
 from flowrun.tools.base import ToolContext, error, tool
 from flowrun.tools.file_io import Unreadable, human_size, looks_binary, open_regular, run_path_tool
 from flowrun.tools.globs import glob_matches
-from flowrun.tools.paths import MAX_PATH_PARTS, display_path, path_allowed
+from flowrun.tools.paths import display_path, path_allowed
 from flowrun.types import ToolResult
 
 if TYPE_CHECKING:
@@ -31,12 +31,6 @@ SEARCH_SHARE = 0.9  # of it for the search: its own TIMEOUT comes before the run
 REPEAT = re.compile(r"\{(\d+)?(?:,(\d+)?)?\}")  # a {m}, {m,}, {,n} or {m,n} count
 MAX_REPEATS = 1_000_000  # the product of a pattern's counts (regex unrolls them: 0.5 s at this)
 MAX_LINE_CHARS = 500
-
-
-def _walk(root: Path, ignore: set[str]) -> Iterator[Path]:
-    """Every entry below `root` (flowrun/pinned.py's walk: no symlinked folder entered, none
-    swapped in meanwhile, at most MAX_PATH_PARTS deep: no tool takes a longer path)."""
-    return walk(root, ignore, MAX_PATH_PARTS)
 
 
 def _listing(root: Path) -> Iterator[Path]:
@@ -92,7 +86,7 @@ async def list_directory(
             if root.exists():
                 return error("INVALID_PARAM", f"{shown} is a file, not a directory; use read_file to read it")
             return error("NOT_FOUND", f"{shown} does not exist")
-        found = _walk(root, _ignore(ctx)) if recursive else _listing(root)
+        found = walk(root, _ignore(ctx)) if recursive else _listing(root)
         entries: list[dict[str, object]] = []
         total = 0
         for p in found:
@@ -124,7 +118,7 @@ async def glob(ctx: ToolContext, *, pattern: str, path: str = ".") -> ToolResult
             return error("NOT_FOUND", f"{display_path(ctx, root)} is not a directory")
         hits = [
             p
-            for p in _walk(root, _ignore(ctx))
+            for p in walk(root, _ignore(ctx))
             if glob_matches(p.relative_to(root).as_posix(), pattern) and path_allowed(ctx, p)
         ]
         paths = [display_path(ctx, p) for p in hits[:limit]]
@@ -228,7 +222,7 @@ class _Search:
     def run(self, root: Path) -> ToolResult:
         if not root.exists():
             return error("NOT_FOUND", f"{display_path(self.ctx, root)} does not exist")
-        files = [root] if root.is_file() else (p for p in _walk(root, _ignore(self.ctx)) if p.is_file())
+        files = [root] if root.is_file() else (p for p in walk(root, _ignore(self.ctx)) if p.is_file())
         self.deadline = time.monotonic() + self.budget
         for file in files:
             if self.truncated or self.slow is not None:

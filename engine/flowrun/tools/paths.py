@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from pathlib import Path, PureWindowsPath
 
+from flowrun.pinned import MAX_DEPTH
 from flowrun.tools.base import ToolContext, error
 from flowrun.tools.globs import glob_matches
 from flowrun.types import ToolResult
 
 MAX_PATH_CHARS = 4096
-MAX_PATH_PARTS = 256
+MAX_PATH_PARTS = MAX_DEPTH  # (the depth the walks stop at: no longer path is taken)
 
 
 class PathDenied(Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import stat
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -276,7 +277,8 @@ def _changed_under(run: RunServices, folder: str | None, since: float) -> set[st
     # (an agent's tree: as deep and as full as it made it; MAX_WALKED entries are looked at)
     for p in itertools.islice(walk(root), MAX_WALKED):
         with contextlib.suppress(OSError):
-            if p.is_file() and p.stat().st_mtime >= since - 1:
+            info = p.stat()  # (one stat: the type and the time)
+            if stat.S_ISREG(info.st_mode) and info.st_mtime >= since - 1:
                 changed.add(p.relative_to(run.workspace).as_posix())
     return changed
 
