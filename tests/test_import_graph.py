@@ -26,6 +26,7 @@ BASE = (
     "pinned",
     "atomic_files",
     "open_files",
+    "environ",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

@@ -327,6 +327,7 @@ def test_subscriber_is_thread_safe() -> None:
 
 def test_run_log_levels_redaction_and_close(tmp_path: Path, events: list[Event]) -> None:
     error = parse_event({"seq": 7, "type": "error", "where": "model", "message": f"bad key {SECRET}"})
+    (tmp_path / "run").mkdir()  # (made by the run folder's lock, before the log opens)
     log = RunLog(tmp_path / "run", 0, redact)
     for event in [*events[:6], error, events[-1]]:
         log.on_event(event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,24 @@ def test_secret_names_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHORT_TOKEN", "abc")
     assert "tok-0123456789" in secret_env_values() and "abc" not in secret_env_values()
     assert redact("a tok-0123456789 b") == f"a {MARK} b"
+
+
+def test_secret_values_follow_every_change_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment is decoded once per change (flowrun/environ.py): a variable set, changed
+    or removed after a first read is seen by the next (by os.environ, whichever way it is edited)."""
+    monkeypatch.setenv("LATER_SERVICE_TOKEN", "first-0123456789")
+    assert "first-0123456789" in secret_env_values()
+    monkeypatch.setenv("LATER_SERVICE_TOKEN", "second-0123456789")
+    found = secret_env_values()
+    assert "second-0123456789" in found and "first-0123456789" not in found
+    monkeypatch.delenv("LATER_SERVICE_TOKEN")
+    assert "second-0123456789" not in secret_env_values()
+    os.environ.update({"UPDATED_SERVICE_SECRET": "third-0123456789"})
+    try:
+        assert "third-0123456789" in secret_env_values()
+    finally:
+        del os.environ["UPDATED_SERVICE_SECRET"]
+    assert "third-0123456789" not in secret_env_values()
 
 
 async def test_the_shell_tools_encodings_are_redacted(tmp_path: Path) -> None:

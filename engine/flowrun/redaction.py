@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from flowrun.environ import variables
+
 if TYPE_CHECKING:
     from flowrun.types import ToolResult
 
@@ -47,8 +49,8 @@ def is_secret_name(name: str) -> bool:
 
 def secret_env_values(environ: dict[str, str] | None = None) -> set[str]:
     """Values of the environment variables whose names look secret."""
-    env = os.environ if environ is None else environ
-    return {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_GUESSED}
+    pairs = variables() if environ is None else environ.items()
+    return {v for k, v in pairs if is_secret_name(k) and len(v) >= MIN_GUESSED}
 
 
 def secret_forms(secret: str) -> list[str]:

@@ -72,9 +72,13 @@ class Project:
     a2a_paths: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
     # the hooks of the project's .claude/settings.json and settings.local.json
     settings_hooks: list[Loaded[HooksSpec]] = field(default_factory=list)
+    _prompt_dirs: list[Path] | None = field(default=None, repr=False, compare=False)
 
     def prompt_dirs(self) -> list[Path]:
-        return [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
+        """The roots' prompts/ folders, looked for once (every agent instance's prompt asks)."""
+        if self._prompt_dirs is None:
+            self._prompt_dirs = [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
+        return list(self._prompt_dirs)
 
     def find_prompt(self, name: str) -> Path | None:
         for folder in self.prompt_dirs():

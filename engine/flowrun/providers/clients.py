@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, Callable, Hashable
 from types import ModuleType
 from typing import Any
 
+from flowrun.environ import variables
 from flowrun.errors import UsageError
 
 
@@ -163,7 +164,7 @@ def secret_digest(value: str | None) -> str:
 def sdk_environment(prefix: str) -> str:
     """What an SDK reads from the environment when a client is made (OPENAI_BASE_URL, ...), as a
     fingerprint: a changed variable means another client."""
-    found = sorted((k, v) for k, v in os.environ.items() if k.startswith(prefix))
+    found = sorted((k, v) for k, v in variables() if k.startswith(prefix))
     return secret_digest(repr(found))
 
 

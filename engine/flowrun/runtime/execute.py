@@ -82,8 +82,7 @@ def prepare(run: Run, plan: SeedPlan | None) -> list[SeedKeptEvent]:
     so a folder stopped from here on is known as flowrun's, to be resumed or used again. The
     seeds the user's folder already had come back, to be reported once the log has its first
     event."""
-    resume = plan is None
-    run.run_dir.mkdir(parents=True, exist_ok=True)
+    resume = plan is None  # (the folder exists: the lock's holder made it)
     log = run.run_dir / "events.jsonl"
     if resume:
         drop_torn_line(log)

@@ -203,10 +203,15 @@ class ToolContext:
 
     def relative(self, path: Path) -> str:
         """`path` as the model and the event log should see it: relative to the workspace."""
+        return self.shown(path.resolve())
+
+    def shown(self, resolved: Path) -> str:
+        """`relative` for a path paths.resolve_path gave (already without symlinks: it is not
+        walked again, and a final symlink it kept as itself is shown as itself)."""
         try:
-            rel = path.resolve().relative_to(self.real(self.workspace))
+            rel = resolved.relative_to(self.real(self.workspace))
         except ValueError:
-            return str(path)
+            return str(resolved)
         return rel.as_posix() or "."
 
 

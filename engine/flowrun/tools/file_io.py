@@ -64,7 +64,7 @@ async def run_path_tool(
             result = work(resolved)
         except EXPECTED as e:
             result = failure_result(ctx, e, path, resolved)
-        return finish_result(result, params, started, ctx.relative(resolved) if resolved else None)
+        return finish_result(result, params, started, ctx.shown(resolved) if resolved else None)
 
     return await asyncio.to_thread(call)
 
@@ -87,7 +87,7 @@ async def run_small_write(
         result = await work(resolved)
     except EXPECTED as e:
         result = failure_result(ctx, e, path, resolved)
-    return finish_result(result, params, started, ctx.relative(resolved) if resolved else None)
+    return finish_result(result, params, started, ctx.shown(resolved) if resolved else None)
 
 
 def failure_result(ctx: ToolContext, e: Exception, path: str, resolved: Path | None) -> ToolResult:

@@ -44,7 +44,7 @@ class PromptRenderer:
         self.today = today  # a resumed or replayed run keeps its recorded date
         self.project = project
         self.inputs = inputs
-        self.workspace = workspace
+        self.workspace = workspace  # without symlinks (Run resolved it)
         self.run_id = run_id
         self.output = output
         self.iteration = iteration
@@ -72,7 +72,7 @@ class PromptRenderer:
 
     def _workspace_view(self) -> WorkspaceView:
         if self._view is None:
-            self._view = WorkspaceView(self.workspace)
+            self._view = WorkspaceView(self.workspace, real=True)
         return self._view
 
     def system_prompt(self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str) -> str:

@@ -12,8 +12,9 @@ MAX_READ_BYTES = 10_000_000  # what a template reads of one file (a sparse 100 G
 
 
 class WorkspaceView:
-    def __init__(self, root: Path) -> None:
-        self._root = root.resolve()
+    def __init__(self, root: Path, *, real: bool = False) -> None:
+        """`real`: `root` is already without symlinks (the run's workspace: Run resolved it)."""
+        self._root = root if real else root.resolve()
 
     def __str__(self) -> str:
         return str(self._root)
