@@ -321,6 +321,27 @@ def test_unfamiliar_manifests_get_one_clear_diagnostic(tmp_path: Path, case: str
 
 
 @pytest.mark.parametrize(
+    ("rel", "text", "path"),
+    [
+        ("wf.yaml", WORKFLOW.replace("provider: anthropic", "provider: 0"), "models.main.provider"),
+        ("agents.d/helper.yaml", HELPER.replace("version: 1", "version: [1]"), "version"),
+        ("agents.d/helper.yaml", HELPER + "context: {strategy: 7}\n", "context.strategy"),
+    ],
+)
+def test_a_value_outside_the_allowed_ones_is_one_error(
+    tmp_path: Path, rel: str, text: str, path: str
+) -> None:
+    """Of the wrong type and not among the allowed values: one error, naming what is allowed
+    (not a second one about its type with a hint to quote it)."""
+    make_project(tmp_path, {rel: text})
+    exit_code, out = validate(tmp_path, "--format", "json")
+    assert exit_code == 1, out
+    errors = [d for d in json.loads(out)["diagnostics"] if d["severity"] == "error"]
+    assert [(d["code"], d["path"]) for d in errors] == [("bad-value", path)], errors
+    assert errors[0]["hint"].startswith("use one of") or "did you mean" in errors[0]["hint"], errors
+
+
+@pytest.mark.parametrize(
     ("agent_context", "expected"),
     [
         (

@@ -93,8 +93,16 @@ def check_schema(src: Source, kind: str) -> list[Diagnostic]:
     for err in validator_for(kind).iter_errors(data):
         # jsonschema reports one `required` error per missing key, each naming them all
         out.extend(d for d in _explain(src, err, root) if d not in out)
+    out = _one_per_value(out)
     out.sort(key=lambda d: (d.line, d.column))
     return out
+
+
+def _one_per_value(found: list[Diagnostic]) -> list[Diagnostic]:
+    """One mistake, one error: a value outside a list of allowed values (`provider: 0`) is
+    also of the wrong type, and jsonschema says both; the list of what is allowed is kept."""
+    listed = {(d.line, d.column, d.path) for d in found if d.code == "bad-value"}
+    return [d for d in found if d.code != "wrong-type" or (d.line, d.column, d.path) not in listed]
 
 
 def _explain(src: Source, err: Any, root: dict[str, Any]) -> list[Diagnostic]:
