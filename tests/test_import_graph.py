@@ -27,6 +27,7 @@ BASE = (
     "atomic_files",
     "open_files",
     "environ",
+    "surrogates",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

@@ -205,6 +205,46 @@ def test_arguments_nested_too_deep_or_with_nan_go_back_to_the_model(
     assert (run_dir / "report.md").read_text() == "ok"
 
 
+@pytest.mark.parametrize(("api", "stream"), COMBOS, ids=COMBO_IDS)
+def test_lone_surrogates_in_an_answer_never_stop_the_run(tmp_path: Path, api: str, stream: bool) -> None:
+    """An answer whose JSON holds a lone surrogate escape (\\ud800: no character UTF-8 can
+    encode) in its text, a tool's name or a tool call's arguments: the call is refused to the
+    model, the text is kept with U+FFFD in its place (in the log, the history sent back and
+    the output file), and the run goes on to complete. It had ended in an internal error
+    (exit 70) when the next request was built."""
+    script = Script(
+        {
+            "answer checker": [
+                Reply(
+                    text="thinking \ud800 aloud",
+                    tool_calls=[
+                        ToolCallSpec("write_file", {"path": "a\ud800.md", "content": "x"}),
+                        ToolCallSpec("write\udfff_file", {"path": "b.md", "content": "y"}),
+                    ],
+                ),
+                Reply(tool_calls=[ToolCallSpec("write_file", {"path": "report.md", "content": "\udc80"})]),
+                Reply(text="done \ud800"),
+            ]
+        }
+    )
+    with WireServer(script) as server:
+        code, out, run_dir = run(tmp_path, api, server, stream, retries=0)
+        sent = [json.dumps(r.body, ensure_ascii=False) for r in server.requests]
+    assert code == 0, out
+    events = check_log(run_dir)
+    results = {e["tool"]: e["result"] for e in events if e["type"] == "tool_result"}
+    said = sorted(r["text"] for r in results.values())
+    assert all(r["status"] == "error" for r in results.values()) and len(said) == 2, said
+    assert "there is no tool named 'write\ufffd_file'" in said[1], said  # (unknown: said cleaned)
+    writes = [e["result"]["text"] for e in events if e["type"] == "tool_result" and e["tool"] == "write_file"]
+    assert len(writes) == 2 and all("not valid Unicode" in t for t in writes), writes
+    texts = [e["response"]["text"] for e in events if e["type"] == "model_response"]
+    assert texts[0] == "thinking \ufffd aloud" and texts[-1] == "done \ufffd", texts
+    assert "thinking \ufffd aloud" in sent[1] and "write\ufffd_file" in sent[1], sent[1]
+    assert not list(run_dir.glob("a*.md"))  # the refused call wrote nothing
+    assert status_of(run_dir) == "completed"
+
+
 @pytest.mark.parametrize(
     ("api", "stream"), [("openai", False), ("anthropic", True)], ids=["openai-plain", "anthropic-stream"]
 )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from flowrun import surrogates
 from flowrun.errors import BudgetExceeded, FlowrunError, HookStopped
 from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
 from flowrun.redaction import Redactor
@@ -327,7 +328,7 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
             f"could not read the arguments of {call.name}: {call.parse_error}. Received: {raw!r}. "
             "Send the arguments as one JSON object.",
         )
-    broken = _lone_surrogate(call.arguments)
+    broken = surrogates.find(call.arguments)
     if broken is not None:
         return ToolResult.fail(
             "INVALID_PARAM",
@@ -343,23 +344,6 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
             "INVALID_PARAM",
             f"invalid arguments for {call.name}: " + "; ".join(problems[:5]) + ". Fix them and call again.",
         )
-    return None
-
-
-def _lone_surrogate(value: object, where: str = "arguments") -> str | None:
-    """Where a string of the (JSON-decoded) arguments holds a lone surrogate, if any."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return where
-        return None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        found = _lone_surrogate(key, f"{where} key") if isinstance(key, str) else None
-        found = found or _lone_surrogate(item, f"{where}/{key}")
-        if found:
-            return found
     return None
 
 

@@ -9,7 +9,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.fallback import FallbackChains
 from flowrun.runtime.models.rate_limits import rate_limited
 from flowrun.runtime.models.usage import UsageBook, cost_of
+from flowrun.surrogates import clean_response, clean_text, sendable
 from flowrun.types import Message, ModelResponse
 
 Hints = Callable[[AgentInstance], dict[str, Any]]
@@ -164,6 +165,7 @@ class ModelService:
         self.budgets.spend_call()
         inst.model_calls += 1
         step = inst.model_calls
+        request = _sendable(request)
         digest = history_digest(request.messages, self.local_paths)
         model_id = f"{inst.model.provider}:{inst.model.model}"
         self.emit(
@@ -190,6 +192,7 @@ class ModelService:
             drain = self.decisions.drain.work() if self.decisions is not None else contextlib.nullcontext()
             async with drain:  # in flight: a run stopping to wait lets it finish and log it
                 response, served = await self._live(inst, request, step)
+        response = clean_response(response)  # (what the run keeps, logs and sends back is UTF-8 text)
         self.usage.add(inst.name, served, response.usage, fallback=served.name != inst.model.name)
         if inst.tree is not None:
             inst.tree.add(response.usage.total, cost_of(response.usage, served))
@@ -242,6 +245,17 @@ class ModelService:
             await provider.aclose()
 
 
+def _sendable(request: ModelRequest) -> ModelRequest:
+    """The request with every text a model can be sent (flowrun/surrogates.py); itself when
+    nothing needed cleaning (the usual case: no copy)."""
+    system = clean_text(request.system)
+    messages = [sendable(m) for m in request.messages]
+    unchanged = all(new is old for new, old in zip(messages, request.messages, strict=True))
+    if system is request.system and unchanged:
+        return request
+    return replace(request, system=system, messages=messages)
+
+
 def local_paths(workspace: Path, run_dir: Path) -> tuple[tuple[str, str], ...]:
     """The run's own folders (both resolved) as digests leave them out (a replay runs in another
     folder, and a prompt or task that names `{{ workspace }}` is still the same request)."""
@@ -261,10 +275,10 @@ def prompt_digests(request: ModelRequest, paths: tuple[tuple[str, str], ...] = (
     the tools (names, descriptions, JSON Schemas) with the output schema. A replay compares
     them, so an edited prompt or tool list is a divergence, not a silent reuse. The run's own
     folders (`paths`) count as placeholders."""
-    system = hashlib.sha256(_placed(request.system, paths).encode()).hexdigest()[:16]
+    system = hashlib.sha256(_placed(request.system, paths).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     tools = [[t.name, t.description, t.parameters] for t in request.tools]
     text = json.dumps([tools, request.output_schema], sort_keys=True, ensure_ascii=False, default=str)
-    return system, hashlib.sha256(text.encode()).hexdigest()[:16]
+    return system, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def history_digest(messages: list[Message], paths: tuple[tuple[str, str], ...] = ()) -> str:
@@ -274,5 +288,6 @@ def history_digest(messages: list[Message], paths: tuple[tuple[str, str], ...] =
     h = hashlib.sha256()
     for m in messages:
         calls = ",".join(f"{c.id}:{c.name}" for c in m.tool_calls)
-        h.update(f"{m.role}\x1f{_placed(m.content, paths)}\x1f{m.tool_call_id}\x1f{calls}\x1e".encode())
+        line = f"{m.role}\x1f{_placed(m.content, paths)}\x1f{m.tool_call_id}\x1f{calls}\x1e"
+        h.update(line.encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:16]
