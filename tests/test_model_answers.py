@@ -243,6 +243,10 @@ def test_lone_surrogates_in_an_answer_never_stop_the_run(tmp_path: Path, api: st
     assert "thinking \ufffd aloud" in sent[1] and "write\ufffd_file" in sent[1], sent[1]
     assert not list(run_dir.glob("a*.md"))  # the refused call wrote nothing
     assert status_of(run_dir) == "completed"
+    for view in ([], ["--messages"]):  # the refused call's arguments are shown as their escape
+        shown = run_cli(["show", str(run_dir), *view], cwd=tmp_path)
+        no_traceback(shown)
+        assert shown.returncode == 0 and "a\\ud800.md" in shown.stdout, shown.stdout + shown.stderr
 
 
 @pytest.mark.parametrize(

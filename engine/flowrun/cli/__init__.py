@@ -5,7 +5,9 @@ line starts fast. `entry` is the console script: it leaves without the interpret
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -160,8 +162,20 @@ def main() -> None:
 def entry() -> None:
     """The console script (and `python -m flowrun`): run the command line, then leave."""
     collector.tune()
+    _printable_streams()
     try:
         main.main(prog_name="flowrun")
     except SystemExit as e:
         leave(e.code)
     leave(0)
+
+
+def _printable_streams() -> None:
+    """Whatever a run's records hold can be printed (a lone surrogate a model sent in a tool
+    call's arguments, which no encoding can write, is shown as its escape `\\ud800`): the
+    standard streams escape what they cannot encode instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # (a stream replaced by something else)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError):
+                reconfigure(errors="backslashreplace")
