@@ -320,6 +320,43 @@ def test_unfamiliar_manifests_get_one_clear_diagnostic(tmp_path: Path, case: str
     assert all(d["file"] and d["line"] >= 1 for d in report["diagnostics"])
 
 
+def test_anchors_and_merge_keys_override_without_a_duplicate_error(tmp_path: Path) -> None:
+    """`<<: *anchor` then a key of the mapping's own (YAML's merge): the own key wins, as YAML
+    says; it had been reported as a duplicate key of the merged one."""
+    models = (
+        "models:\n"
+        "  main: &base {provider: anthropic, model: claude-x, api_key_env: ANTHROPIC_API_KEY}\n"
+        "  big:\n    <<: *base\n    model: claude-big\n"
+        "  both: {<<: [*base, {max_tokens: 99}], max_tokens: 7}\n"
+    )
+    wf = WORKFLOW.replace(
+        "models:\n  main: {provider: anthropic, model: claude-x, api_key_env: ANTHROPIC_API_KEY}\n", models
+    )
+    assert wf != WORKFLOW
+    make_project(tmp_path, {"wf.yaml": wf + "limits: {max_total_steps: 9}\n"})
+    code, out = validate(tmp_path)
+    assert code == 0, out
+    shown = run_cli(["validate", "--format", "json", "."], cwd=tmp_path)
+    assert json.loads(shown.stdout)["diagnostics"] == [], shown.stdout
+    make_project(tmp_path, {"wf.yaml": wf.replace("<<: *base", "<<: 5")})
+    code, out = validate(tmp_path)
+    assert code == 1 and "wf.yaml:9:9: error[yaml-value]: `<<` merges a mapping" in out, out
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "said"),
+    [
+        (HELPER + "---\nversion: 1\n", "helper.yaml:7:1: error[yaml-syntax]", "holds one YAML document"),
+        (HELPER.replace("prompt:", "\tprompt:"), "helper.yaml:5:1: error[yaml-syntax]", "never tabs"),
+    ],
+    ids=["two-documents", "tab"],
+)
+def test_yaml_syntax_errors_say_what_to_change(tmp_path: Path, text: str, where: str, said: str) -> None:
+    make_project(tmp_path, {"agents.d/helper.yaml": text})
+    code, out = validate(tmp_path)
+    assert code == 1 and where in out and said in out, out
+
+
 @pytest.mark.parametrize(
     ("rel", "text", "path"),
     [

@@ -89,12 +89,10 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
         )
     if isinstance(node, yaml.MappingNode):
         out: dict[object, object] = {}
+        merged: dict[object, object] = {}  # `<<: *anchor`'s keys: the mapping's own keys win
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                merged = _walk(value_node, parts, src, dupes)
-                for item in merged if isinstance(merged, list) else [merged]:
-                    if isinstance(item, dict):
-                        out = {**item, **out}
+                merged = _merge(value_node, parts, src, dupes, merged)
                 src.values[parts] = (mark.line + 1, mark.column + 1)
                 continue
             key = _key(key_node, src, dupes)
@@ -114,10 +112,37 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
                 )
             src.keys[here] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             out[key] = _walk(value_node, here, src, dupes)
-        return out
+        return {**merged, **out} if merged else out
     if isinstance(node, yaml.SequenceNode):
         return [_walk(child, (*parts, i), src, dupes) for i, child in enumerate(node.value)]
     return _scalar(node, src, dupes)
+
+
+def _merge(
+    node: yaml.Node, parts: PathKey, src: Source, problems: list[Diagnostic], merged: dict[object, object]
+) -> dict[object, object]:
+    """`merged` with what a merge key (`<<: *anchor`, or a list of them) brings: a key already
+    there, or in an earlier mapping of the list, wins (YAML's merge); anything but mappings
+    is reported."""
+    value = _walk(node, parts, src, problems)
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if not isinstance(item, dict):
+            mark = node.start_mark
+            problems.append(
+                Diagnostic(
+                    src.display,
+                    mark.line + 1,
+                    mark.column + 1,
+                    yaml_path(parts),
+                    "`<<` merges a mapping (an alias *name of one) or a list of them",
+                    "point it at an anchored mapping: `base: &base {...}` then `<<: *base`",
+                    "yaml-value",
+                )
+            )
+            break
+        merged = {**item, **merged}
+    return merged
 
 
 def _key(node: yaml.Node, src: Source, problems: list[Diagnostic]) -> str:
@@ -167,6 +192,21 @@ def _scalar(node: yaml.Node, src: Source | None = None, problems: list[Diagnosti
         return str(node.value)
 
 
+def _syntax_error(e: yaml.MarkedYAMLError, line: str) -> tuple[str, str]:
+    """What a YAML syntax error on `line` says, and the hint that fits it."""
+    problem = e.problem or str(e)
+    if e.context == "expected a single document in the stream":
+        message = "a manifest file holds one YAML document, and another one starts here"
+        return message, "put each manifest in a file of its own (a `---` line starts a document)"
+    context = f" {e.context}" if e.context else ""
+    if "\t" in line[: len(line) - len(line.lstrip())] or "tab character" in problem:
+        hint = "YAML indents with spaces, never tabs: replace the tab at the start of the line"
+    else:
+        hint = "check indentation and quoting on this line and the one before it"
+        hint += " (a value with ': ' or '#' needs quotes)"
+    return f"YAML syntax error: {problem}{context}", hint
+
+
 def load_source(path: Path, display: str | None = None) -> tuple[Source, list[Diagnostic]]:
     """Parse `path`. Problems (unreadable, special or oversized file, YAML syntax, a limit of
     yaml_limits.py, duplicate keys) come back as diagnostics; `source.data` is None when the
@@ -189,20 +229,9 @@ def parse_text(src: Source) -> list[Diagnostic]:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = e.problem or str(e)
-        context = f" {e.context}" if e.context else ""
-        return [
-            Diagnostic(
-                src.display,
-                line,
-                col,
-                "",
-                f"YAML syntax error: {problem}{context}",
-                "check indentation and quoting on this line and the one before it "
-                "(a value with ': ' or '#' needs quotes)",
-                "yaml-syntax",
-            )
-        ]
+        lines = src.text.splitlines()
+        message, hint = _syntax_error(e, lines[line - 1] if 0 < line <= len(lines) else "")
+        return [Diagnostic(src.display, line, col, "", message, hint, "yaml-syntax")]
     except yaml.YAMLError as e:
         return [
             Diagnostic(src.display, 1, 1, "", f"YAML error: {' '.join(str(e).split())}", "", "yaml-syntax")
