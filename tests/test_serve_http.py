@@ -290,6 +290,8 @@ def test_files_are_read_only_and_confined_to_the_run_folder(stack: Stack, tmp_pa
                 "run.lock",
                 "workspace",
                 "nothing.txt",
+                "%00",  # (no file name holds it: had been a 500, "embedded null byte")
+                "workspace/note.md%00.txt",
             )
         }
         put = http.put(f"/v1/runs/{run_id}/files/workspace/note.md", content=b"x")

@@ -363,6 +363,8 @@ def open_confined(folder: Path, given: str) -> tuple[BinaryIO, int] | None:
 def confined(folder: Path, given: str) -> Path | None:
     """The regular file `given` names inside the run folder; None for anything else: a path
     out of it (`..`, absolute), through a symlink, the lock, a folder, nothing."""
+    if "\x00" in given:  # (no file name holds one; the system calls would refuse the path)
+        return None
     parts = Path(given).parts
     if not parts or Path(given).is_absolute() or any(p in ("..", ".", "") for p in parts):
         return None
