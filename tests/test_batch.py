@@ -191,6 +191,28 @@ def test_csv_items_ids_and_defaults(server: WireServer, tmp_path: Path) -> None:
     assert second["inputs"] == {"question": "Why?", "level": 1}  # an empty cell: the default
 
 
+def test_json_items_a_list_of_objects_through_the_cli(server: WireServer, tmp_path: Path) -> None:
+    """A `.json` items file holding a list of objects (what most tools export) runs one item per
+    object; a mistake in it is reported at the line its object starts on; one object is one item
+    and JSON lines named .json are read as such. It had been read as JSON lines: "got list"."""
+    workflow = make_project(tmp_path / "p", server)
+    items = tmp_path / "items.json"
+    items.write_text('\ufeff[\n  {"id": "first", "question": "a"},\n  {"question": "b", "level": 2}\n]\n')
+    proc = run_cli(["batch", str(workflow), str(items), "--out", str(tmp_path / "out"), "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = results(tmp_path / "out")
+    assert [r["line"] for r in lines] == [2, 3] and lines[0]["id"] == "first"
+    items.write_text('[\n  {"question": "a"},\n  "b",\n  {"question": "c", "level": "high"}\n]\n')
+    proc = run_cli(["batch", str(workflow), str(items), "--out", str(tmp_path / "bad")], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "items.json:3: an item is a JSON object of inputs, got a string" in proc.stderr, proc.stderr
+    assert "items.json:4: --level expects integer" in proc.stderr and "items.json:2" not in proc.stderr
+    for text, count in (('{"question": "solo"}', 1), ('{"question": "x"}\n{"question": "y"}\n', 2)):
+        items.write_text(text)
+        summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / f"out{count}"))
+        assert summary.ok and summary.completed == count
+
+
 def test_item_ids_are_stable_when_items_are_added_and_reordered(server: WireServer, tmp_path: Path) -> None:
     workflow = make_project(tmp_path / "p", server)
     out = tmp_path / "out"

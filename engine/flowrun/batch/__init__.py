@@ -5,7 +5,7 @@
     summary = await flowrun.run_batch("examples/research.yaml", "questions.jsonl", concurrency=20)
     print(summary.status, summary.completed, summary.failed, summary.cost_usd, summary.results)
 
-Each item of ITEMS (JSONL or CSV, batch/items.py) runs in its own run folder of the batch folder
+Each item of ITEMS (JSONL, JSON or CSV, batch/items.py) runs in its own run folder of the batch folder
 (batch/folder.py); the local backend runs them as tasks of one event loop (batch/local.py), or of
 several worker processes' loops (`processes`, batch/processes.py), the Ray backend as Ray tasks
 (batch/ray_backend.py). Running the same batch again skips completed

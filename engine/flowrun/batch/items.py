@@ -1,5 +1,6 @@
-"""The items of a batch: a JSONL file (one JSON object per line) or a CSV file (a header row,
-then one row per item), each line one set of the workflow's inputs, a key or column per input.
+"""The items of a batch: a JSONL file (one JSON object per line), a JSON file (a list of
+objects), or a CSV file (a header row, then one row per item), each item one set of the
+workflow's inputs, a key or column per input.
 
 Every item gets a stable id, the name of its run folder: its `id` key or column when it has one
 (and the workflow has no input of that name), else a digest of its inputs, so appending,
@@ -33,8 +34,15 @@ class Item:
 
 def read_items(path: Path, declared: dict[str, InputSpec], workflow: str) -> list[Item]:
     """Every item of `path` (`.csv`, else JSON lines), checked; UsageError lists the problems."""
+    suffix = path.suffix.lower()
     try:
-        rows = _csv_rows(path) if path.suffix.lower() == ".csv" else _jsonl_rows(path)
+        rows = (
+            _csv_rows(path)
+            if suffix == ".csv"
+            else _json_rows(path)
+            if suffix == ".json"
+            else _jsonl_rows(path)
+        )
     except OSError as e:
         raise UsageError(f"cannot read the items file {path}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
@@ -55,7 +63,8 @@ def read_items(path: Path, declared: dict[str, InputSpec], workflow: str) -> lis
         more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
         raise UsageError(f"{len(problems)} problem(s) in the items, nothing was run:\n  {shown}{more}")
     if not items:
-        raise UsageError(f"{path} has no items", "one JSON object per line, or a CSV header and rows")
+        hint = "one JSON object per line (.jsonl), a list of objects (.json), or a CSV header and rows"
+        raise UsageError(f"{path} has no items", hint)
     return items
 
 
@@ -66,12 +75,13 @@ def _item(
     inputs = resolve_inputs(declared, row, workflow)
     if explicit not in (None, ""):
         item_id = str(explicit)
+        shown = repr(item_id if len(item_id) <= 60 else item_id[:60] + "...")
         if not ID_PATTERN.match(item_id):
             raise UsageError(
-                f"item id {item_id!r} cannot name a folder", "letters, digits, '.', '_' and '-', at most 100"
+                f"item id {shown} cannot name a folder", "letters, digits, '.', '_' and '-', at most 100"
             )
         if item_id in seen:
-            raise UsageError(f"item id {item_id!r} repeats line {seen[item_id]}", "give each item its own id")
+            raise UsageError(f"item id {shown} repeats line {seen[item_id]}", "give each item its own id")
     else:
         base = (
             "item-"
@@ -96,11 +106,60 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:
             except json.JSONDecodeError as e:
                 rows.append((number, f"not JSON: {e.msg} at column {e.colno}"))
                 continue
-            if not isinstance(value, dict):
-                rows.append((number, f"an item is a JSON object of inputs, got {type(value).__name__}"))
-                continue
-            rows.append((number, value))
+            rows.append((number, value if isinstance(value, dict) else _not_an_object(value)))
     return rows
+
+
+def _json_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:
+    """A `.json` file: a list of objects (each at the line it starts on), or one object; a
+    file of one object per line (JSON lines named .json) is read as such."""
+    text = path.read_text(encoding="utf-8-sig")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data":  # one JSON value per line: JSON lines in a .json file
+            return _jsonl_rows(path)
+        return [(e.lineno, f"not JSON: {e.msg} at column {e.colno}")]
+    if isinstance(value, dict):
+        return [(_first_line(text), value)]
+    if not isinstance(value, list):
+        return [(_first_line(text), f"a .json items file holds a list of objects, got {_json_kind(value)}")]
+    lines = _element_lines(text, len(value))
+    return [
+        (line, v if isinstance(v, dict) else _not_an_object(v)) for line, v in zip(lines, value, strict=True)
+    ]
+
+
+def _first_line(text: str) -> int:
+    stripped = text.lstrip()
+    return text.count("\n", 0, len(text) - len(stripped)) + 1
+
+
+def _element_lines(text: str, count: int) -> list[int]:
+    """The line each element of the top-level list in `text` starts on (the list parsed already)."""
+    decoder = json.JSONDecoder()
+    at = text.index("[") + 1
+    lines = []
+    for _ in range(count):
+        while text[at] in " \t\r\n,":
+            at += 1
+        lines.append(text.count("\n", 0, at) + 1)
+        _, at = decoder.raw_decode(text, at)
+    return lines
+
+
+def _not_an_object(value: object) -> str:
+    return f"an item is a JSON object of inputs, got {_json_kind(value)}"
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _csv_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:

@@ -64,7 +64,8 @@ COMMANDS: dict[str, Registered] = {
         "Check manifests: YAML, schema, and cross-references (files or folders; default: .).",
     ),
     "batch": Registered(
-        "flowrun.cli.batch_cmd:batch", "Run WORKFLOW.yaml once per item of ITEMS (JSONL or CSV), resumably."
+        "flowrun.cli.batch_cmd:batch",
+        "Run WORKFLOW.yaml once per item of ITEMS (JSONL, JSON or CSV), resumably.",
     ),
     "schema": Registered(
         "flowrun.cli.schema_cmd:schema", "Print the JSON Schema of a manifest KIND (default: workflow)."

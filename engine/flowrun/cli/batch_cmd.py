@@ -87,7 +87,7 @@ def batch(
     ship_runs: bool | None,
     run_args: RunArgs,
 ) -> None:
-    """Run WORKFLOW.yaml once per item of ITEMS (JSONL or CSV), resumably."""
+    """Run WORKFLOW.yaml once per item of ITEMS (JSONL, JSON or CSV), resumably."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # like Ctrl-C: resumable
     with reported(run_args.verbose, RESUME_HINT):
         import asyncio
