@@ -442,3 +442,44 @@ def test_a_sub_agents_output_nested_thousands_deep_still_reports_its_files(deep_
     )
     assert helper["status"] == "success" and helper["data"]["output_files"] == ["out/top.md"], helper
     assert "out/top.md" in {f["path"] for f in list_files(run_dir)}
+
+
+def test_a_fifo_or_a_folder_where_a_run_keeps_its_records_hangs_no_command(tmp_path: Path) -> None:
+    """A FIFO (or a folder) at run.json, events.jsonl or usage.json of a run folder, made by
+    hand or by an agent's shell when the runs folder is inside its workdir: every command that
+    reads run folders answers at once (resume, replay, answer and show refuse that one; runs
+    and the HTTP API list the others). They had waited forever for a writer, SIGTERM too."""
+    from serve_http_helpers import Served
+
+    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": []}}, {"boss": [{"text": "done"}]})
+    proc = run_cli(["wf.yaml", "--run-id", "good", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    runs = tmp_path / "runs"
+    for name, what in (("fifo", os.mkfifo), ("folder", os.mkdir)):
+        for record in ("run.json", "events.jsonl", "usage.json"):
+            planted = runs / f"{name}-{record.split('.')[0]}"
+            subprocess.run(["cp", "-r", str(runs / "good"), str(planted)], check=True)
+            (planted / record).unlink()
+            what(planted / record)
+    planted = sorted(p.name for p in runs.iterdir() if p.name != "good")
+    for run_id in planted:
+        for args in (["resume"], ["replay"], ["show"], ["show", "--messages"], ["answer"]):
+            shown = run_cli(
+                [*args, f"runs/{run_id}", *(["yes"] if args == ["answer"] else [])], cwd=tmp_path, timeout=60
+            )
+            assert "Traceback" not in shown.stderr and shown.returncode in (0, 1, 2), (
+                run_id,
+                args,
+                shown.stderr,
+            )
+    listed = run_cli(["runs"], cwd=tmp_path, timeout=60)
+    assert listed.returncode == 0 and "good" in listed.stdout, listed.stderr
+    served = Served(tmp_path, ["wf.yaml", "--port", "0"])
+    try:
+        with served.client() as http:
+            assert "good" in {r["id"] for r in http.get("/v1/runs").json()["runs"]}
+            for run_id in planted:
+                assert http.get(f"/v1/runs/{run_id}").status_code in (200, 404), run_id
+                assert http.get(f"/v1/runs/{run_id}/files").status_code in (200, 404), run_id
+    finally:
+        served.stop()

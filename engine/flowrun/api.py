@@ -48,6 +48,7 @@ from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
 from flowrun.paths import claim_folder
+from flowrun.pinned import read_regular
 from flowrun.providers.clients import keep_imported
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
 from flowrun.runtime.decide import expire_locked
@@ -56,6 +57,7 @@ from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import (
     RunFolderLock,
+    check_records,
     check_run_id,
     claim_new,
     never_started,
@@ -691,8 +693,9 @@ def recorded_run(run_dir: Path) -> tuple[RunRecord, Workflow]:
     its workflow, loaded again."""
     if not (run_dir / "events.jsonl").is_file() and not (run_dir / "run.json").is_file():
         raise not_a_run_folder(run_dir)
+    check_records(run_dir)
     try:
-        decoded = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        decoded = json.loads(read_regular(run_dir / "run.json"))
     except (OSError, ValueError):  # missing, not JSON, not UTF-8
         decoded = None
     if isinstance(decoded, dict) and isinstance(decoded.get("workflow_file"), str):
@@ -721,8 +724,8 @@ def _recorded_result(run_dir: Path, meta: RunRecord) -> RunResult:
     status = str(meta.get("status"))
     output = run_dir / name if (name := meta.get("output")) else None
     usage: UsageRecord = {}
-    with contextlib.suppress(OSError, json.JSONDecodeError):
-        usage = json.loads((run_dir / "usage.json").read_text(encoding="utf-8"))
+    with contextlib.suppress(OSError, ValueError):  # (missing, not JSON, not UTF-8)
+        usage = json.loads(read_regular(run_dir / "usage.json"))
     return RunResult(
         status=status,
         exit_code=EXIT_CODES.get(status, 1),

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 FOLDER_MODE = 0o777  # less the umask, as mkdir makes folders
@@ -88,11 +89,13 @@ class NotRegular(OSError):
         self.kind = kind
 
 
-def open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path, *, pin: bool = True) -> BinaryIO:
     """The regular file `path` (resolved) opened for reading as `open_pinned` does, without ever
     waiting (O_NONBLOCK: a FIFO's open returns at once); IsADirectoryError for a folder,
-    NotRegular for anything else."""
-    fd = open_pinned(path, os.O_RDONLY | os.O_NONBLOCK)
+    NotRegular for anything else. Without `pin`, any path, opened as `open` does (the engine's
+    own files, read by its commands: a FIFO left there must not hang them)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK
+    fd = open_pinned(path, flags) if pin else os.open(path, flags | os.O_CLOEXEC)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
@@ -105,6 +108,22 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_regular(path: Path) -> bytes:
+    """The regular file `path` read whole, opened as `open_regular(path, pin=False)` does."""
+    with open_regular(path, pin=False) as f:
+        return f.read()
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in the regular file `path` (run.json, usage.json, ...); {} when it is
+    missing, unreadable, not a regular file (never waited on), not JSON or not an object."""
+    try:
+        value = json.loads(read_regular(path))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def read_checked(path: Path, limit: int, *, cut: bool = False) -> bytes:

@@ -159,7 +159,9 @@ def _json_kind(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return "a number"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _csv_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:

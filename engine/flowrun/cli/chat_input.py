@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from flowrun.cli.common import read_in_background
+from flowrun.pinned import read_regular
 
 if TYPE_CHECKING:
     from flowrun.cli.views.progress import Progress
@@ -57,6 +58,6 @@ def chat_reader(progress: Progress | None) -> Callable[[str | None], Awaitable[s
 def is_chat(run_dir: Path) -> bool:
     """Whether a run folder holds a chat (run.json says which agent)."""
     try:
-        return bool(json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("chat"))
+        return bool(json.loads(read_regular(run_dir / "run.json")).get("chat"))
     except (OSError, ValueError):
         return False

@@ -16,6 +16,7 @@ from flowrun.cli.common import read_in_background, reported, verbosity, warn_ski
 from flowrun.cli.input_args import parse_input_args
 from flowrun.cli.pause_key import HINT, PauseKey, terminal_pause
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
+from flowrun.pinned import read_regular
 from flowrun.records import UsageRecord
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ def recorded_workflow(run_dir: Path) -> Path | None:
     import json
 
     try:
-        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        meta = json.loads(read_regular(run_dir / "run.json"))
     except (OSError, ValueError):
         return None
     named = meta.get("workflow_file") if isinstance(meta, dict) else None

@@ -11,6 +11,7 @@ from xml.etree import ElementTree as ET
 
 from flowrun.evals.outcome import run_file_text
 from flowrun.evals.report import Change, EvalReport, RunScore, VariantReport
+from flowrun.pinned import read_regular
 
 
 def junit(report: EvalReport) -> str:
@@ -182,7 +183,7 @@ def _output_preview(run_dir: Path) -> str:
     import json
 
     try:
-        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        record = json.loads(read_regular(run_dir / "run.json"))
     except (OSError, ValueError):
         return ""
     name = record.get("output") if isinstance(record, dict) else None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowrun.events import ModelResponseEvent, RunEndEvent, ToolCallEvent
-from flowrun.pinned import read_checked
+from flowrun.pinned import read_checked, read_regular
 from flowrun.runtime.durable.event_log import read_events
 
 MAX_FILE_BYTES = 10_000_000  # what a grader reads of a file of the run
@@ -64,7 +64,7 @@ def read_outcome(run_dir: Path, declared_output: str | None) -> Outcome:
     events = read_events(run_dir / "events.jsonl")
     status, message = "failed", "the run did not start"
     try:
-        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        record = json.loads(read_regular(run_dir / "run.json"))
         status = str(record.get("status") or status)
     except (OSError, ValueError, AttributeError):
         pass
@@ -97,7 +97,7 @@ def _tokens(value: object) -> int:
 
 def _usage(run_dir: Path) -> dict[str, object]:
     try:
-        raw = json.loads((run_dir / "usage.json").read_text(encoding="utf-8"))
+        raw = json.loads(read_regular(run_dir / "usage.json"))
     except (OSError, ValueError):
         return {}
     return raw if isinstance(raw, dict) else {}

@@ -13,6 +13,7 @@ from pathlib import Path
 from flowrun.atomic_files import replace_file
 from flowrun.errors import UsageError
 from flowrun.events import DecisionEvent
+from flowrun.pinned import read_regular
 from flowrun.runtime.durable.decisions import (
     Decision,
     PendingDecision,
@@ -22,7 +23,7 @@ from flowrun.runtime.durable.decisions import (
     overdue,
 )
 from flowrun.runtime.durable.event_log import EventLog, read_events
-from flowrun.runtime.durable.run_folder import RunFolderLock, not_a_run_folder
+from flowrun.runtime.durable.run_folder import RunFolderLock, check_records, not_a_run_folder
 from flowrun.runtime.durable.runs_index import note_run
 from flowrun.runtime.execute import drop_torn_line
 
@@ -101,6 +102,7 @@ def _log_of(folder: Path) -> Path:
     log = folder / "events.jsonl"
     if not log.is_file():
         raise not_a_run_folder(folder)
+    check_records(folder)
     return log
 
 
@@ -132,7 +134,7 @@ def _update_meta(folder: Path, still_open: list[PendingDecision]) -> None:
     """run.json of a waiting run lists what it still waits for."""
     path = folder / "run.json"
     try:
-        meta: object = json.loads(path.read_text(encoding="utf-8"))
+        meta: object = json.loads(read_regular(path))
     except (OSError, ValueError):
         return
     if not isinstance(meta, dict) or meta.get("status") != "waiting":

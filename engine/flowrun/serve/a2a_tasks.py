@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flowrun.errors import UsageError
+from flowrun.pinned import read_json_object, read_regular
 from flowrun.runtime.durable.decisions import PendingDecision, pending_in_meta
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def record_path(runs_dir: Path, run_id: str) -> Path:
 
 def read_record(runs_dir: Path, run_id: str) -> dict[str, object]:
     try:
-        value = json.loads(record_path(runs_dir, run_id).read_text(encoding="utf-8"))
+        value = json.loads(read_regular(record_path(runs_dir, run_id)))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -148,7 +149,7 @@ def pending_data(entry: RunEntry, state: TaskState) -> list[dict[str, object]]:
 def pending_of(entry: RunEntry) -> list[PendingDecision]:
     if entry.status != "waiting":
         return []
-    return pending_in_meta(_json(entry.path / "run.json"))
+    return pending_in_meta(read_json_object(entry.path / "run.json"))
 
 
 def agent_message(
@@ -185,7 +186,7 @@ def run_artifacts(entry: RunEntry) -> list[Artifact]:
     answer = final_message(entry.path)
     if answer:
         found.append(Artifact(artifact_id="answer", name="answer", parts=[Part(text=answer)]))
-    output = _json(entry.path / "run.json").get("output")
+    output = read_json_object(entry.path / "run.json").get("output")
     if isinstance(output, str) and output:
         part = _file_part(entry.path, output)
         if part is not None:
@@ -212,21 +213,13 @@ def _file_part(folder: Path, name: str) -> Part | None:
         media = mimetypes.guess_type(name)[0] or "text/plain"
         if size > MAX_ARTIFACT_BYTES:
             return Part(text=f"{name} is {size} bytes, too large to send: read it in the run folder")
-        data = real.read_bytes()
+        data = read_regular(real)
     except OSError:
         return None
     try:
         return Part(text=data.decode("utf-8"), filename=Path(name).name, media_type=media)
     except UnicodeDecodeError:
         return Part(raw=data, filename=Path(name).name, media_type=media)
-
-
-def _json(path: Path) -> dict[str, object]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 # ---------------------------------------------------------------- message -> inputs, decision

@@ -11,6 +11,8 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+from flowrun.pinned import open_regular
+
 READ_BYTES = 1 << 20  # read at most this much per step: a long log is replayed in pieces
 POLL_S = 0.25  # how often a log written by another process is looked at
 PING_S = 15.0  # a comment line this often while nothing happens (proxies keep the stream)
@@ -36,7 +38,7 @@ class LogFollower:
         """The events written since the last call (seq, type, line), those up to `after`
         skipped."""
         try:
-            with self.path.open("rb") as f:
+            with open_regular(self.path, pin=False) as f:
                 f.seek(self.position)
                 data = f.read(READ_BYTES)
         except FileNotFoundError:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from flowrun.errors import FlowrunError, RunInUse
-from flowrun.pinned import open_regular, walk
+from flowrun.pinned import open_regular, read_json_object, walk
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
 from flowrun.runtime.durable.runs_index import last_line, list_runs
@@ -218,7 +218,7 @@ async def run_route(request: Request) -> Response:
 def run_detail(served: ServedRuns, run_id: str) -> dict[str, object]:
     entry = served.entry(run_id)
     folder = entry.path
-    meta = _json(folder / "run.json")
+    meta = read_json_object(folder / "run.json")
     last = last_line(folder / "events.jsonl")
     output = meta.get("output")
     pending = meta.get("pending") if entry.status == "waiting" else []
@@ -229,16 +229,8 @@ def run_detail(served: ServedRuns, run_id: str) -> dict[str, object]:
         "output": output if isinstance(output, str) and (folder / output).is_file() else None,
         "message": last.get("message") if last.get("type") == "run_end" else None,
         "pending": pending if isinstance(pending, list) else [],
-        "usage": _json(folder / "usage.json"),
+        "usage": read_json_object(folder / "usage.json"),
     }
-
-
-def _json(path: Path) -> dict[str, object]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 async def events_route(request: Request) -> Response:

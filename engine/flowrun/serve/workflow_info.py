@@ -10,6 +10,7 @@ from pathlib import Path
 from flowrun.api import Workflow
 from flowrun.batch.folder import META, RESULTS, RUNS
 from flowrun.errors import UsageError
+from flowrun.pinned import read_json_object, read_regular
 from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import list_runs
 
@@ -73,7 +74,7 @@ def batch_detail(runs_dir: Path, name: str) -> dict[str, object] | None:
 
 
 def _summary(path: Path) -> dict[str, object]:
-    meta = _json(path / META)
+    meta = read_json_object(path / META)
     counts: dict[str, int] = {}
     cost = 0.0
     tokens = 0
@@ -101,7 +102,7 @@ def _number(value: object) -> float:
 def _results(path: Path) -> list[dict[str, object]]:
     latest: dict[str, dict[str, object]] = {}
     try:
-        text = (path / RESULTS).read_text(encoding="utf-8")
+        text = read_regular(path / RESULTS).decode("utf-8", "replace")
     except OSError:
         return []
     for line in text.splitlines():
@@ -112,11 +113,3 @@ def _results(path: Path) -> list[dict[str, object]]:
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             latest[raw["id"]] = raw
     return list(latest.values())
-
-
-def _json(path: Path) -> dict[str, object]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}

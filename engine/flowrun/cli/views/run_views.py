@@ -4,13 +4,11 @@ usage.json and events.jsonl; nothing here needs the workflow that wrote them."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -55,6 +53,7 @@ from flowrun.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from flowrun.pinned import read_json_object
 from flowrun.records import RunRecord, run_record
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.options import RunOptions
@@ -81,14 +80,6 @@ LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
 # ------------------------------------------------------------------ reading a run folder
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _is_run_dir(path: Path) -> bool:
     return path.is_dir() and ((path / "events.jsonl").is_file() or (path / "run.json").is_file())
 
@@ -109,7 +100,7 @@ def run_status(meta: RunRecord, events: list[Event]) -> str:
 
 def _run_cost(run_dir: Path, events: list[Event]) -> float | None:
     end = _run_end(events)
-    usage = (end.usage if end else None) or _read_json(run_dir / "usage.json")
+    usage = (end.usage if end else None) or read_json_object(run_dir / "usage.json")
     cost = usage.get("total_cost_usd")
     return float(cost) if cost is not None else None
 
@@ -123,7 +114,9 @@ def _span(events: list[Event]) -> tuple[float | None, float | None]:
 
 def read_run_row(run_dir: Path) -> RunRow:
     """One run's line for `flowrun runs`."""
-    return _row(run_dir, run_record(_read_json(run_dir / "run.json")), read_events(run_dir / "events.jsonl"))
+    return _row(
+        run_dir, run_record(read_json_object(run_dir / "run.json")), read_events(run_dir / "events.jsonl")
+    )
 
 
 def _row(run_dir: Path, meta: RunRecord, events: list[Event]) -> RunRow:
@@ -494,7 +487,7 @@ def _add_items(tree: Tree, items: Sequence[TreeItem], run_ended: bool) -> None:
 
 
 def _summary(run_dir: Path, tree: RunTree, events: list[Event]) -> list[str]:
-    meta = run_record(_read_json(run_dir / "run.json"))
+    meta = run_record(read_json_object(run_dir / "run.json"))
     row = _row(run_dir, meta, events)
     usage: dict[str, int] = {}
     for node in tree.agents.values():

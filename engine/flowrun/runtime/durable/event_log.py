@@ -39,6 +39,7 @@ from flowrun.events import (
     UserMessageEvent,
     parse_event,
 )
+from flowrun.pinned import NotRegular, read_regular
 from flowrun.redaction import Redactor, redact
 
 __all__ = ["EventLog", "Redactor", "Subscriber", "read_events", "read_lines", "read_lines_strict", "redact"]
@@ -166,9 +167,11 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     """All complete lines of a log as JSON objects, for reading (show, runs, export): a torn
     or damaged line is skipped."""
     events: list[dict[str, object]] = []
-    if not path.exists():
+    try:
+        data = read_regular(path)
+    except (FileNotFoundError, NotRegular, IsADirectoryError):  # (no log, or not one flowrun wrote)
         return events
-    for line in path.read_bytes().splitlines():
+    for line in data.splitlines():
         try:
             raw = json.loads(line)
         except ValueError:  # not JSON, or not UTF-8
@@ -188,9 +191,16 @@ def read_lines_strict(path: Path) -> list[dict[str, object]]:
 
 
 def _numbered_strict(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    if not path.exists():
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
         return []
-    lines = path.read_bytes().split(b"\n")
+    except (NotRegular, IsADirectoryError) as e:  # (never waited on: a FIFO there would hang resume)
+        kind = e.kind if isinstance(e, NotRegular) else "a folder"
+        raise RunError(
+            f"{path} is {kind}, not the run's log", "the run folder was changed by hand: it cannot be resumed"
+        ) from None
+    lines = data.split(b"\n")
     lines.pop()  # b"" after the final newline, or a torn line
     events: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines, 1):

@@ -18,6 +18,7 @@ import fcntl
 import itertools
 import json
 import os
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 from flowrun.atomic_files import replace_file, temp_name
 from flowrun.errors import RunError, RunInUse, UsageError
+from flowrun.pinned import open_regular
 from flowrun.records import RunRecord
 
 LOCK_NAME = "run.lock"
@@ -227,9 +229,11 @@ def run_began(run_dir: Path) -> bool:
 def _has_run_start(log: Path) -> bool:
     """`run_start` is the first event of a run (after `run_resumed` on a resume): the first few
     lines tell."""
-    if not log.is_file():
+    try:
+        f = open_regular(log, pin=False)  # (a FIFO there is not waited on)
+    except OSError:
         return False
-    with log.open("rb") as f:
+    with f:
         for line in itertools.islice(f, 3):
             with contextlib.suppress(ValueError):
                 raw = json.loads(line)
@@ -246,6 +250,23 @@ def unwritable(run_dir: Path, e: OSError) -> UsageError:
     if e.errno in (errno.EMFILE, errno.ENFILE):
         hint = "the process has too many files open: run fewer at once, or raise the limit (ulimit -n)"
     return UsageError(f"cannot write in the run folder {run_dir}: {e.strerror or e}{where}", hint)
+
+
+def check_records(run_dir: Path) -> None:
+    """RunError when one of the run's records (run.json, usage.json, events.jsonl, ...) is there
+    but is not a file (a FIFO, a folder: made by hand, or by an agent's shell when the runs
+    folder is inside its workdir): nothing reads or replaces it."""
+    for name in sorted(ENGINE_FILES):
+        try:
+            mode = os.stat(run_dir / name).st_mode
+        except OSError:
+            continue  # missing (or unreadable: its reader says so)
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a file"
+            raise RunError(
+                f"{run_dir / name} is {kind}, not the record flowrun wrote",
+                "the run folder was changed outside flowrun: move that entry away, or start a new run",
+            )
 
 
 def not_a_run_folder(run_dir: Path) -> RunError:
@@ -277,7 +298,7 @@ def settled_meta(run_dir: Path, meta: RunRecord) -> RunRecord:
 def _last_event(log: Path) -> dict[str, Any] | None:
     """The log's last whole line as an event, read from the end (a log can be large)."""
     try:
-        with log.open("rb") as f:
+        with open_regular(log, pin=False) as f:
             end = f.seek(0, 2)
             start, tail = end, b""
             while start > 0 and tail.count(b"\n") < 2:

@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from flowrun.errors import RunError, UsageError
+from flowrun.pinned import open_regular, read_json_object, read_regular
 from flowrun.types import Usage
 
 INDEX_NAME = ".index.sqlite"
@@ -380,7 +381,7 @@ def owned(run_dir: Path) -> bool:
     flock would make a process acquiring it at that moment fail): the lock file is removed on
     release, and a killed owner leaves it naming a pid that is gone (or a zombie)."""
     try:
-        text = (run_dir / LOCK_NAME).read_text(encoding="ascii", errors="replace").strip()
+        text = read_regular(run_dir / LOCK_NAME).decode("ascii", "replace").strip()
     except FileNotFoundError:
         return False
     except OSError:
@@ -415,7 +416,7 @@ def summarize(run_dir: Path, *, scan: bool = True, owner: bool = False) -> Row |
         mtime = run_dir.stat().st_mtime_ns
     except OSError:
         return None
-    meta = _read_json(run_dir / "run.json")
+    meta = read_json_object(run_dir / "run.json")
     log = run_dir / "events.jsonl"
     if not meta and not log.is_file():
         return (run_dir.name, 0, mtime, -1, *([None] * (len(COLUMNS) - 4)))
@@ -437,7 +438,7 @@ def summarize(run_dir: Path, *, scan: bool = True, owner: bool = False) -> Row |
     inputs = meta.get("inputs") or start.get("inputs") or {}
     inputs = inputs if isinstance(inputs, dict) else {}
     if recorded != "running":
-        usage = (end or {}).get("usage") or _read_json(run_dir / "usage.json")
+        usage = (end or {}).get("usage") or read_json_object(run_dir / "usage.json")
         counts = _usage_counts(usage if isinstance(usage, dict) else {})
         size = -1
     elif scan:
@@ -516,19 +517,11 @@ def _loaded(text: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-def _read_json(path: Path) -> dict[str, object]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _ends(log: Path) -> tuple[dict[str, object], dict[str, object], int]:
     """The log's first and last whole lines (as JSON objects; {} when unreadable) and its size,
     without reading what lies between."""
     try:
-        with log.open("rb") as f:
+        with open_regular(log, pin=False) as f:
             head = f.readline()
             size = f.seek(0, 2)
             f.seek(max(0, size - TAIL_BYTES))
@@ -589,7 +582,7 @@ def _scan_calls(log: Path) -> Counts:
     steps = input_tokens = output_tokens = total = 0
     cost: float | None = None
     try:
-        with log.open("rb") as f:
+        with open_regular(log, pin=False) as f:
             for line in f:
                 if MODEL_RESPONSE not in line or not line.endswith(b"\n"):
                     continue

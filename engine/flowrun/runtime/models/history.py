@@ -9,6 +9,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flowrun.pinned import open_regular, read_json_object
+
 ENDED = frozenset({"completed", "failed", "max_steps", "budget_exceeded"})
 
 
@@ -44,7 +46,7 @@ def run_history(runs_dir: Path, workflow: str) -> History:
     if not runs_dir.is_dir():
         return found
     for run_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
-        meta = _json(run_dir / "run.json")
+        meta = read_json_object(run_dir / "run.json")
         options = meta.get("options")
         dry = options.get("dry_run") if isinstance(options, dict) else meta.get("dry_run")
         if meta.get("workflow") != workflow or meta.get("status") not in ENDED or dry:
@@ -53,24 +55,16 @@ def run_history(runs_dir: Path, workflow: str) -> History:
         if span is None:
             continue
         found.durations.append(span)
-        cost = _json(run_dir / "usage.json").get("total_cost_usd")
+        cost = read_json_object(run_dir / "usage.json").get("total_cost_usd")
         if isinstance(cost, int | float):
             found.costs.append(float(cost))
     return found
 
 
-def _json(path: Path) -> dict[str, object]:
-    try:
-        decoded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return decoded if isinstance(decoded, dict) else {}
-
-
 def _span(path: Path) -> float | None:
     """Seconds from the first event to the last (reads the first line and the file's tail)."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path, pin=False) as f:
             first = f.readline()
             f.seek(0, 2)
             size = f.tell()

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from flowrun.errors import RunError
+from flowrun.pinned import read_json_object, read_regular
 from flowrun.redaction import Redactor
 from flowrun.serve.ui import STATIC
 
@@ -45,14 +46,6 @@ def bundle(entry: str = ENTRY) -> str:
     return "\n".join(parts)
 
 
-def _read_json(path: Path) -> dict[str, object]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _events(path: Path) -> list[dict[str, object]]:
     """The log's lines as JSON objects (a torn last line, from a crash, is left out)."""
     out: list[dict[str, object]] = []
@@ -72,7 +65,7 @@ def _number(value: object) -> float | None:
 
 
 def _summary(run_dir: Path, meta: dict[str, object], events: list[dict[str, object]]) -> dict[str, object]:
-    usage = _read_json(run_dir / "usage.json")
+    usage = read_json_object(run_dir / "usage.json")
     times = [t for t in (_number(e.get("t")) for e in events) if t is not None]
     started, ended = (times[0], times[-1]) if times else (None, None)
     status = meta.get("status") or next(
@@ -130,7 +123,7 @@ def _files(
         if size > SHOWN_FILE_BYTES:
             file["note"] = f"{size} bytes: too large to embed"
         else:
-            raw = path.read_bytes()
+            raw = read_regular(path)
             try:
                 file["content"] = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -147,7 +140,7 @@ def report_data(run_dir: Path) -> dict[str, object]:
         raise RunError(f"{run_dir} is not a folder", LIST_HINT)
     if not log.is_file():
         raise RunError(f"{run_dir} has no events.jsonl, so it is not a flowrun run folder", LIST_HINT)
-    meta = _read_json(run_dir / "run.json")
+    meta = read_json_object(run_dir / "run.json")
     events = _events(log)
     data: dict[str, object] = {
         "events": events,
