@@ -72,19 +72,23 @@ class Source:
 COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
+def _at_node(node: yaml.Node, src: Source, path: str, message: str, hint: str) -> Diagnostic:
+    """A `yaml-value` diagnostic at where `node` starts."""
+    mark = node.start_mark
+    return Diagnostic(src.display, mark.line + 1, mark.column + 1, path, message, hint, "yaml-value")
+
+
 def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic]) -> object:
     mark = node.start_mark
     src.values[parts] = (mark.line + 1, mark.column + 1)
     if isinstance(node, yaml.CollectionNode) and node.tag not in COLLECTION_TAGS:
         dupes.append(
-            Diagnostic(
-                src.display,
-                mark.line + 1,
-                mark.column + 1,
+            _at_node(
+                node,
+                src,
                 yaml_path(parts),
                 f"the tag {node.tag} is not supported in manifests",
                 "remove the tag: a plain mapping or list is all a manifest needs",
-                "yaml-value",
             )
         )
     if isinstance(node, yaml.MappingNode):
@@ -128,16 +132,13 @@ def _merge(
     items = value if isinstance(value, list) else [value]
     for item in items:
         if not isinstance(item, dict):
-            mark = node.start_mark
             problems.append(
-                Diagnostic(
-                    src.display,
-                    mark.line + 1,
-                    mark.column + 1,
+                _at_node(
+                    node,
+                    src,
                     yaml_path(parts),
                     "`<<` merges a mapping (an alias *name of one) or a list of them",
                     "point it at an anchored mapping: `base: &base {...}` then `<<: *base`",
-                    "yaml-value",
                 )
             )
             break
@@ -149,16 +150,13 @@ def _key(node: yaml.Node, src: Source, problems: list[Diagnostic]) -> str:
     """A mapping key as text, as JSON (and so the schema) has them: `0: x` and `true: x` have
     the keys "0" and "true". A list or mapping used as a key is reported."""
     if not isinstance(node, yaml.ScalarNode):
-        mark = node.start_mark
         problems.append(
-            Diagnostic(
-                src.display,
-                mark.line + 1,
-                mark.column + 1,
+            _at_node(
+                node,
+                src,
                 "",
                 "a list or mapping used as a key",
                 "keys are names: write `name: value`",
-                "yaml-value",
             )
         )
         return f"<{'mapping' if isinstance(node, yaml.MappingNode) else 'list'} key>"
@@ -176,17 +174,14 @@ def _scalar(node: yaml.Node, src: Source | None = None, problems: list[Diagnosti
         return _constructor.construct_object(node, deep=True)
     except Exception as e:  # the constructors raise KeyError, ValueError, binascii errors, ...
         if src is not None and problems is not None:
-            mark = node.start_mark
             reason = getattr(e, "problem", None) or str(e)
             problems.append(
-                Diagnostic(
-                    src.display,
-                    mark.line + 1,
-                    mark.column + 1,
+                _at_node(
+                    node,
+                    src,
                     "",
                     f"cannot read the value {str(node.value)[:60]!r} as {node.tag}: {reason}",
                     "quote the value to make it text, or write it in the form the tag expects",
-                    "yaml-value",
                 )
             )
         return str(node.value)
