@@ -41,6 +41,7 @@ from flowrun.events import (
 )
 from flowrun.pinned import NotRegular, read_regular
 from flowrun.redaction import Redactor, redact
+from flowrun.runtime.durable.run_folder import not_a_record
 
 __all__ = ["EventLog", "Redactor", "Subscriber", "read_events", "read_lines", "read_lines_strict", "redact"]
 
@@ -196,10 +197,7 @@ def _numbered_strict(path: Path) -> list[tuple[int, dict[str, Any]]]:
     except FileNotFoundError:
         return []
     except (NotRegular, IsADirectoryError) as e:  # (never waited on: a FIFO there would hang resume)
-        kind = e.kind if isinstance(e, NotRegular) else "a folder"
-        raise RunError(
-            f"{path} is {kind}, not the run's log", "the run folder was changed by hand: it cannot be resumed"
-        ) from None
+        raise not_a_record(path, e.kind if isinstance(e, NotRegular) else "a folder") from None
     lines = data.split(b"\n")
     lines.pop()  # b"" after the final newline, or a torn line
     events: list[tuple[int, dict[str, Any]]] = []

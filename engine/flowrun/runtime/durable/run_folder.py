@@ -262,11 +262,16 @@ def check_records(run_dir: Path) -> None:
         except OSError:
             continue  # missing (or unreadable: its reader says so)
         if not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a file"
-            raise RunError(
-                f"{run_dir / name} is {kind}, not the record flowrun wrote",
-                "the run folder was changed outside flowrun: move that entry away, or start a new run",
-            )
+            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
+            raise not_a_record(run_dir / name, kind)
+
+
+def not_a_record(path: Path, kind: str) -> RunError:
+    """One of a run's records is not the file flowrun wrote (it is `kind`)."""
+    return RunError(
+        f"{path} is {kind}, not the record flowrun wrote",
+        "the run folder was changed outside flowrun: move that entry away, or start a new run",
+    )
 
 
 def not_a_run_folder(run_dir: Path) -> RunError:
