@@ -33,7 +33,8 @@ class Item:
 
 
 def read_items(path: Path, declared: dict[str, InputSpec], workflow: str) -> list[Item]:
-    """Every item of `path` (`.csv`, else JSON lines), checked; UsageError lists the problems."""
+    """Every item of `path` (`.csv`, `.json`, else JSON lines), checked; UsageError lists the
+    problems."""
     suffix = path.suffix.lower()
     try:
         rows = (
