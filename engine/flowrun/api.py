@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import shutil
 import tempfile
 import time
@@ -31,7 +30,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
@@ -48,7 +47,7 @@ from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
 from flowrun.paths import claim_folder
-from flowrun.pinned import read_regular
+from flowrun.pinned import read_json_object
 from flowrun.providers.clients import keep_imported
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
 from flowrun.runtime.decide import expire_locked
@@ -694,11 +693,8 @@ def recorded_run(run_dir: Path) -> tuple[RunRecord, Workflow]:
     if not (run_dir / "events.jsonl").is_file() and not (run_dir / "run.json").is_file():
         raise not_a_run_folder(run_dir)
     check_records(run_dir)
-    try:
-        decoded = json.loads(read_regular(run_dir / "run.json"))
-    except (OSError, ValueError):  # missing, not JSON, not UTF-8
-        decoded = None
-    if isinstance(decoded, dict) and isinstance(decoded.get("workflow_file"), str):
+    decoded = read_json_object(run_dir / "run.json")  # ({} when missing, not JSON, not UTF-8)
+    if isinstance(decoded.get("workflow_file"), str):
         meta = run_record(decoded)
     else:
         lines = read_lines(run_dir / "events.jsonl")
@@ -723,9 +719,7 @@ def _recorded_result(run_dir: Path, meta: RunRecord) -> RunResult:
     """A finished run as its folder records it (resuming a completed run changes nothing)."""
     status = str(meta.get("status"))
     output = run_dir / name if (name := meta.get("output")) else None
-    usage: UsageRecord = {}
-    with contextlib.suppress(OSError, ValueError):  # (missing, not JSON, not UTF-8)
-        usage = json.loads(read_regular(run_dir / "usage.json"))
+    usage = cast(UsageRecord, read_json_object(run_dir / "usage.json"))
     return RunResult(
         status=status,
         exit_code=EXIT_CODES.get(status, 1),

@@ -110,8 +110,9 @@ def open_regular(path: Path, *, pin: bool = True) -> BinaryIO:
         raise
 
 
-def read_regular(path: Path) -> bytes:
-    """The regular file `path` read whole, opened as `open_regular(path, pin=False)` does."""
+def read_whole(path: Path) -> bytes:
+    """The regular file `path` read whole, opened as `open_regular(path, pin=False)` does (the
+    engine's own files: run.json, a log; the file tools read through tools/file_io.py)."""
     with open_regular(path, pin=False) as f:
         return f.read()
 
@@ -120,7 +121,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
     """The JSON object in the regular file `path` (run.json, usage.json, ...); {} when it is
     missing, unreadable, not a regular file (never waited on), not JSON or not an object."""
     try:
-        value = json.loads(read_regular(path))
+        value = json.loads(read_whole(path))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

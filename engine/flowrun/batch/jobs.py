@@ -18,7 +18,7 @@ from flowrun.batch.folder import FINAL, NOT_STARTED, ItemResult
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.events import Event, ModelResponseEvent
 from flowrun.manifest.overrides import parse_override
-from flowrun.pinned import read_regular
+from flowrun.pinned import read_json_object
 from flowrun.runtime.durable.run_folder import run_began
 from flowrun.runtime.options import RunChanges, RunOptions
 
@@ -170,8 +170,4 @@ def _began(job: Job) -> bool:
         return run_began(run_dir)
     # a resume that began marks run.json `running` before anything else, and its stop
     # `interrupted`: a final status there is the one the run had before this attempt
-    try:
-        status = json.loads(read_regular(run_dir / "run.json")).get("status")
-    except (OSError, ValueError, AttributeError):
-        return True
-    return status not in FINAL
+    return read_json_object(run_dir / "run.json").get("status") not in FINAL

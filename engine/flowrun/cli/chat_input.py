@@ -4,7 +4,6 @@ of a chat's run folder."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from flowrun.cli.common import read_in_background
-from flowrun.pinned import read_regular
+from flowrun.pinned import read_json_object
 
 if TYPE_CHECKING:
     from flowrun.cli.views.progress import Progress
@@ -57,7 +56,4 @@ def chat_reader(progress: Progress | None) -> Callable[[str | None], Awaitable[s
 
 def is_chat(run_dir: Path) -> bool:
     """Whether a run folder holds a chat (run.json says which agent)."""
-    try:
-        return bool(json.loads(read_regular(run_dir / "run.json")).get("chat"))
-    except (OSError, ValueError):
-        return False
+    return bool(read_json_object(run_dir / "run.json").get("chat"))

@@ -16,7 +16,7 @@ from flowrun.cli.common import read_in_background, reported, verbosity, warn_ski
 from flowrun.cli.input_args import parse_input_args
 from flowrun.cli.pause_key import HINT, PauseKey, terminal_pause
 from flowrun.cli.run_options import SANDBOX_HELP, SANDBOX_MODES, YES_HELP, RunArgs, run_options
-from flowrun.pinned import read_regular
+from flowrun.pinned import read_json_object
 from flowrun.records import UsageRecord
 
 if TYPE_CHECKING:
@@ -213,13 +213,7 @@ def replay(
 
 def recorded_workflow(run_dir: Path) -> Path | None:
     """The workflow file a run recorded (for the `.env` next to it), if run.json names one."""
-    import json
-
-    try:
-        meta = json.loads(read_regular(run_dir / "run.json"))
-    except (OSError, ValueError):
-        return None
-    named = meta.get("workflow_file") if isinstance(meta, dict) else None
+    named = read_json_object(run_dir / "run.json").get("workflow_file")
     return Path(named) if isinstance(named, str) and named else None
 
 

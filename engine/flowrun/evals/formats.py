@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 
 from flowrun.evals.outcome import run_file_text
 from flowrun.evals.report import Change, EvalReport, RunScore, VariantReport
-from flowrun.pinned import read_regular
+from flowrun.pinned import read_json_object
 
 
 def junit(report: EvalReport) -> str:
@@ -180,13 +180,7 @@ def _run(variant: str, run: RunScore, base: Path) -> str:
 
 def _output_preview(run_dir: Path) -> str:
     """The run's declared output (or final answer), folded away."""
-    import json
-
-    try:
-        record = json.loads(read_regular(run_dir / "run.json"))
-    except (OSError, ValueError):
-        return ""
-    name = record.get("output") if isinstance(record, dict) else None
+    name = read_json_object(run_dir / "run.json").get("output")
     text = run_file_text(run_dir, name, 20000) if isinstance(name, str) else None
     if text is None:
         return ""

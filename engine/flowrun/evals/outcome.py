@@ -4,12 +4,11 @@ output, its tool calls (events.jsonl, sub-agents included), its model calls and 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowrun.events import ModelResponseEvent, RunEndEvent, ToolCallEvent
-from flowrun.pinned import read_checked, read_regular
+from flowrun.pinned import read_checked, read_json_object
 from flowrun.runtime.durable.event_log import read_events
 
 MAX_FILE_BYTES = 10_000_000  # what a grader reads of a file of the run
@@ -63,11 +62,7 @@ def read_outcome(run_dir: Path, declared_output: str | None) -> Outcome:
     """The outcome of the run in `run_dir` (a run that never began: failed, with no events)."""
     events = read_events(run_dir / "events.jsonl")
     status, message = "failed", "the run did not start"
-    try:
-        record = json.loads(read_regular(run_dir / "run.json"))
-        status = str(record.get("status") or status)
-    except (OSError, ValueError, AttributeError):
-        pass
+    status = str(read_json_object(run_dir / "run.json").get("status") or status)
     calls: list[ToolCall] = []
     steps = 0
     for event in events:
@@ -77,7 +72,7 @@ def read_outcome(run_dir: Path, declared_output: str | None) -> Outcome:
             steps += 1
         elif isinstance(event, RunEndEvent):
             status, message = event.status, event.message
-    usage = _usage(run_dir)
+    usage = read_json_object(run_dir / "usage.json")
     cost = usage.get("total_cost_usd", usage.get("cost_usd"))
     return Outcome(
         run_dir=run_dir,
@@ -93,11 +88,3 @@ def read_outcome(run_dir: Path, declared_output: str | None) -> Outcome:
 
 def _tokens(value: object) -> int:
     return int(value) if isinstance(value, int | float) else 0
-
-
-def _usage(run_dir: Path) -> dict[str, object]:
-    try:
-        raw = json.loads(read_regular(run_dir / "usage.json"))
-    except (OSError, ValueError):
-        return {}
-    return raw if isinstance(raw, dict) else {}

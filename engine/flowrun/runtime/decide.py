@@ -13,7 +13,7 @@ from pathlib import Path
 from flowrun.atomic_files import replace_file
 from flowrun.errors import UsageError
 from flowrun.events import DecisionEvent
-from flowrun.pinned import read_regular
+from flowrun.pinned import read_json_object
 from flowrun.runtime.durable.decisions import (
     Decision,
     PendingDecision,
@@ -133,11 +133,8 @@ def _refuse_taken(log: Path, call_id: str, folder: Path) -> None:
 def _update_meta(folder: Path, still_open: list[PendingDecision]) -> None:
     """run.json of a waiting run lists what it still waits for."""
     path = folder / "run.json"
-    try:
-        meta: object = json.loads(read_regular(path))
-    except (OSError, ValueError):
-        return
-    if not isinstance(meta, dict) or meta.get("status") != "waiting":
+    meta = read_json_object(path)
+    if meta.get("status") != "waiting":
         return
     meta["pending"] = [p.to_dict() for p in still_open]
     meta["updated"] = time.time()

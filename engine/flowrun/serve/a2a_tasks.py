@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flowrun.errors import UsageError
-from flowrun.pinned import read_json_object, read_regular
+from flowrun.pinned import read_json_object, read_whole
 from flowrun.runtime.durable.decisions import PendingDecision, pending_in_meta
 
 if TYPE_CHECKING:
@@ -42,11 +42,7 @@ def record_path(runs_dir: Path, run_id: str) -> Path:
 
 
 def read_record(runs_dir: Path, run_id: str) -> dict[str, object]:
-    try:
-        value = json.loads(read_regular(record_path(runs_dir, run_id)))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return read_json_object(record_path(runs_dir, run_id))
 
 
 def write_record(runs_dir: Path, run_id: str, record: Mapping[str, object]) -> None:
@@ -213,7 +209,7 @@ def _file_part(folder: Path, name: str) -> Part | None:
         media = mimetypes.guess_type(name)[0] or "text/plain"
         if size > MAX_ARTIFACT_BYTES:
             return Part(text=f"{name} is {size} bytes, too large to send: read it in the run folder")
-        data = read_regular(real)
+        data = read_whole(real)
     except OSError:
         return None
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 from flowrun.api import Workflow
 from flowrun.batch.folder import META, RESULTS, RUNS
 from flowrun.errors import UsageError
-from flowrun.pinned import read_json_object, read_regular
+from flowrun.pinned import read_json_object, read_whole
 from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import list_runs
 
@@ -102,7 +102,7 @@ def _number(value: object) -> float:
 def _results(path: Path) -> list[dict[str, object]]:
     latest: dict[str, dict[str, object]] = {}
     try:
-        text = read_regular(path / RESULTS).decode("utf-8", "replace")
+        text = read_whole(path / RESULTS).decode("utf-8", "replace")
     except OSError:
         return []
     for line in text.splitlines():

@@ -39,7 +39,7 @@ from flowrun.events import (
     UserMessageEvent,
     parse_event,
 )
-from flowrun.pinned import NotRegular, read_regular
+from flowrun.pinned import NotRegular, read_whole
 from flowrun.redaction import Redactor, redact
 from flowrun.runtime.durable.run_folder import not_a_record
 
@@ -169,7 +169,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     or damaged line is skipped."""
     events: list[dict[str, object]] = []
     try:
-        data = read_regular(path)
+        data = read_whole(path)
     except (FileNotFoundError, NotRegular, IsADirectoryError):  # (no log, or not one flowrun wrote)
         return events
     for line in data.splitlines():
@@ -193,7 +193,7 @@ def read_lines_strict(path: Path) -> list[dict[str, object]]:
 
 def _numbered_strict(path: Path) -> list[tuple[int, dict[str, Any]]]:
     try:
-        data = read_regular(path)
+        data = read_whole(path)
     except FileNotFoundError:
         return []
     except (NotRegular, IsADirectoryError) as e:  # (never waited on: a FIFO there would hang resume)

@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from flowrun.errors import RunError, UsageError
-from flowrun.pinned import open_regular, read_json_object, read_regular
+from flowrun.pinned import open_regular, read_json_object, read_whole
 from flowrun.types import Usage
 
 INDEX_NAME = ".index.sqlite"
@@ -381,7 +381,7 @@ def owned(run_dir: Path) -> bool:
     flock would make a process acquiring it at that moment fail): the lock file is removed on
     release, and a killed owner leaves it naming a pid that is gone (or a zombie)."""
     try:
-        text = read_regular(run_dir / LOCK_NAME).decode("ascii", "replace").strip()
+        text = read_whole(run_dir / LOCK_NAME).decode("ascii", "replace").strip()
     except FileNotFoundError:
         return False
     except OSError:

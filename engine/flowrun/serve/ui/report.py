@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from flowrun.errors import RunError
-from flowrun.pinned import read_json_object, read_regular
+from flowrun.pinned import read_json_object, read_whole
 from flowrun.redaction import Redactor
 from flowrun.serve.ui import STATIC
 
@@ -123,7 +123,7 @@ def _files(
         if size > SHOWN_FILE_BYTES:
             file["note"] = f"{size} bytes: too large to embed"
         else:
-            raw = read_regular(path)
+            raw = read_whole(path)
             try:
                 file["content"] = raw.decode("utf-8")
             except UnicodeDecodeError:
