@@ -28,8 +28,10 @@ For scale, the same N items are then run by a plain `openai` SDK script in one p
 same concurrency (bench/sdk_batch.py: the two calls and the file, no run folder): what the
 machine allows a script that records nothing.
 
-The batch folder goes in a temporary folder, or under --folder; the filesystem type is printed
-(a run folder's files are most of an item's system calls, and their cost varies by filesystem).
+The batch folder goes in a temporary folder, or under --folder, and the plain loop's files go
+there too. The filesystem and what a new file costs there, before and after, are printed: a run
+folder makes about a dozen, the plain loop one per item, and on some disks a new file costs 50
+times what it costs on others, or on the same disk a few minutes earlier (bench/disk.py).
 
 Run: python bench/batch.py [--items 1000] [--concurrency 50] [--latency 0.2] [--processes N|auto]
                            [--folder DIR]
@@ -48,6 +50,7 @@ from pathlib import Path
 
 from answerer import start_server, write_project
 from bytecode import compile_flowrun
+from disk import describe, filesystem, new_file_cost
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_SHARE = 0.9
@@ -134,12 +137,15 @@ def run_batch(folder: Path, workflow: Path, items: int, concurrency: int, proces
     result = last_json_line(argv, "the batch")
     if result["completed"] != items:
         raise SystemExit(f"only {result['completed']} of {items} items completed")
+    result["entries"] = sum(len(dirs) + len(files) for _, dirs, files in os.walk(out / "runs"))
     return result
 
 
-def sdk_baseline(url: str, items: int, concurrency: int) -> dict[str, float]:
+def sdk_baseline(url: str, items: int, concurrency: int, folder: Path) -> dict[str, float]:
+    """The plain SDK loop, writing its files in `folder` (the batch's filesystem)."""
     script = str(REPO / "bench" / "sdk_batch.py")
     argv = [script, url + "/v1", "--items", str(items), "--concurrency", str(concurrency)]
+    argv += ["--folder", str(folder)]
     return last_json_line(argv, "the SDK script")
 
 
@@ -150,22 +156,6 @@ def last_json_line(argv: list[str], what: str) -> dict[str, float]:
         raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
-
-
-def filesystem(folder: Path) -> str:
-    """The type of the filesystem `folder` is on (the longest mount point above it)."""
-    best, kind = "", "unknown"
-    try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
-    except OSError:
-        return kind
-    resolved = str(folder.resolve())
-    for line in mounts:
-        fields = line.split()
-        if len(fields) > 2 and (resolved == fields[1] or resolved.startswith(fields[1].rstrip("/") + "/")):
-            if len(fields[1]) > len(best):
-                best, kind = fields[1], fields[2]
-    return kind
 
 
 def verdict(ok: bool, fail: str = "BELOW TARGET") -> str:
@@ -190,11 +180,13 @@ def main() -> None:
         try:
             workflow = write_project(folder / "p" / "bench.yaml", url)
             os.environ.setdefault("FLOWRUN_CACHE_DIR", str(folder / "cache"))
+            files_before = new_file_cost(folder)
             small = run_batch(folder, workflow, 100, args.concurrency, args.processes)
             time.sleep(0.5)
             large = run_batch(folder, workflow, args.items, args.concurrency, args.processes)
             time.sleep(0.5)
-            script = sdk_baseline(url, args.items, args.concurrency)
+            script = sdk_baseline(url, args.items, args.concurrency, folder)
+            files_after = new_file_cost(folder)
             kind = filesystem(folder)
         finally:
             server.terminate()
@@ -261,6 +253,11 @@ def main() -> None:
     print(
         f"open file descriptors at most {small['fds']:.0f} (100 items), "
         f"{large['fds']:.0f} ({args.items} items)" + (" in the parent" if processes > 1 else "")
+    )
+    print(
+        describe(folder, files_before, files_after)
+        + f"; each item's run folder keeps {large['entries'] / args.items:.0f} files and folders (and made "
+        "3 more it replaced or removed: the first run.json and usage.json, the lock), the plain loop 1"
     )
 
 

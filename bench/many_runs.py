@@ -12,7 +12,11 @@ against issue 25's targets:
 - the most threads and open descriptors seen while the runs ran (none per run: the loop's
   bounded default executor, one descriptor per run for its log, its run log and its lock, and
   the HTTP connections), and the descriptors after the loop closed, against before;
-- the load average (other processes' demand for the cores).
+- the load average (other processes' demand for the cores);
+- for scale, the plain `openai` SDK script doing the same N conversations at once on one loop
+  (bench/sdk_batch.py: the two calls and the file, nothing recorded): its wall over the same
+  ideal, what the SDK alone allows one loop on this machine;
+- what a new file costs in the folder the runs write in, before and after (bench/disk.py).
 
 Run: python bench/many_runs.py [--runs 1000] [--latency 0.2] [--folder DIR]
 """
@@ -27,7 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from answerer import start_server, write_project
+from answerer import REPO, start_server, write_project
+from disk import describe, new_file_cost
 
 TARGET_RATIO = 1.1
 TARGET_RSS_MB = 1024
@@ -80,6 +85,17 @@ print(json.dumps({
 """
 
 
+def sdk_loop(url: str, runs: int, folder: Path) -> dict[str, float]:
+    """bench/sdk_batch.py over the same `runs` conversations, all at once, writing in `folder`."""
+    script = str(REPO / "bench" / "sdk_batch.py")
+    argv = [sys.executable, script, url + "/v1", "--items", str(runs), "--concurrency", str(runs)]
+    done = subprocess.run([*argv, "--folder", str(folder)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the SDK script failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def verdict(ok: bool, fail: str) -> str:
     return "OK" if ok else fail
 
@@ -99,6 +115,7 @@ def main() -> None:
         try:
             write_project(folder / "wf.yaml", url, name="many", output=False)
             env = {**os.environ, "OPENAI_API_KEY": "bench", "FLOWRUN_CACHE_DIR": str(folder / "cache")}
+            files_before = new_file_cost(folder)
             argv = [
                 sys.executable,
                 "-c",
@@ -111,6 +128,8 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(f"the runs failed:\n{done.stderr[-3000:]}")
             result = json.loads(done.stdout.strip().splitlines()[-1])
+            script = sdk_loop(url, args.runs, folder)
+            files_after = new_file_cost(folder)
         finally:
             server.terminate()
             server.wait()
@@ -144,6 +163,13 @@ def main() -> None:
         f"descriptors at most {result['fds']}, {result['fds_before']} before the runs, "
         f"{result['fds_after']} after {verdict(result['fds_after'] <= result['fds_before'], '(LEAK)')}"
     )
+    sdk_wall = args.runs / script["items_per_s"]
+    print(
+        f"plain SDK script, the same {args.runs} conversations at once on one loop, nothing recorded: wall "
+        f"{sdk_wall:.2f} s = {sdk_wall / ideal:.2f}x the ideal, {script['cpu_ms_per_item']:.2f} ms CPU per "
+        f"conversation; flowrun / the plain loop: {result['wall'] / sdk_wall:.2f}"
+    )
+    print(describe(folder, files_before, files_after))
 
 
 if __name__ == "__main__":

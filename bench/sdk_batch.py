@@ -3,8 +3,8 @@
 result), for N items at most C at once, in one process on one event loop. It shows what the
 machine allows an SDK script at that concurrency, next to the ideal.
 
-Run: python bench/sdk_batch.py BASE_URL [--items 1000] [--concurrency 50]; it prints one JSON
-line: items/s over the loop, and over the whole (`import openai` and the client made included,
+Run: python bench/sdk_batch.py BASE_URL [--items 1000] [--concurrency 50] [--folder DIR]; it
+prints one JSON line: items/s over the loop, and over the whole (`import openai` and the client made included,
 as a batch's figure includes its start-up), CPU ms per item (the loop's), and the HTTP client
 (FLOWRUN_HTTP's choice, as flowrun would make it: aiohttp when installed)."""
 
@@ -85,8 +85,9 @@ def main() -> None:
     parser.add_argument("base_url")
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--folder", type=Path, help="where the files go (default: a temporary folder)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.folder) as tmp:
         print(json.dumps(asyncio.run(run(args.base_url, args.items, args.concurrency, Path(tmp)))))
 
 

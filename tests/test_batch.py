@@ -206,7 +206,7 @@ def test_json_items_a_list_of_objects_through_the_cli(server: WireServer, tmp_pa
     proc = run_cli(["batch", str(workflow), str(items), "--out", str(tmp_path / "bad")], cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "items.json:3: an item is a JSON object of inputs, got a string" in proc.stderr, proc.stderr
-    assert "items.json:4: --level expects integer" in proc.stderr and "items.json:2" not in proc.stderr
+    assert "items.json:4: input 'level' expects integer" in proc.stderr and "items.json:2" not in proc.stderr
     for text, count in (('{"question": "solo"}', 1), ('{"question": "x"}\n{"question": "y"}\n', 2)):
         items.write_text(text)
         summary = asyncio.run(flowrun.run_batch(workflow, items, out=tmp_path / f"out{count}"))
@@ -247,8 +247,16 @@ def test_mistakes_in_the_items_are_reported_by_line_and_nothing_runs(
     for line in (2, 3, 4, 5, 6, 7):
         assert f"items.jsonl:{line}:" in proc.stderr
     assert "items.jsonl:1:" not in proc.stderr
-    assert "unknown input 'quesiton'" in proc.stderr and "--level expects integer" in proc.stderr
+    assert "unknown input 'quesiton'" in proc.stderr and "input 'level' expects integer" in proc.stderr
+    assert "items.jsonl:6: missing input 'question'" in proc.stderr
+    assert "--" not in proc.stderr.split("nothing was run")[1]  # an item's input is not a command's flag
     assert not server.requests and not out.exists()
+    # text that is not UTF-8 (a lone surrogate escape) is named by the item's line and input
+    items.write_text('{"question": "caf\\udce9"}\n')
+    proc = run_cli(["batch", str(workflow), str(items), "--out", str(out)], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "items.jsonl:1: input 'question' is not valid UTF-8: byte 0xe9 at character 4" in proc.stderr
+    assert "@FILE" not in proc.stderr and not out.exists()
     for args, message in (
         (["-c", "0"], "--concurrency must be at least 1"),
         (["--max-cost-usd", "-1"], "--max-cost-usd must be more than 0"),

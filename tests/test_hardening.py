@@ -633,7 +633,7 @@ def test_non_utf8_arguments_and_files_are_named(tmp_path: Path) -> None:
 def test_the_python_api_names_input_text_that_is_not_unicode(tmp_path: Path, value: Any) -> None:
     simple_project(tmp_path)
     wf = flowrun.load(tmp_path / "wf.yaml")
-    with pytest.raises(flowrun.UsageError, match=r"--topic is (binary, )?not (valid )?UTF-8"):
+    with pytest.raises(flowrun.UsageError, match=r"input 'topic' is (binary, )?not (valid )?UTF-8"):
         wf.run_sync({"topic": value}, runs_dir=tmp_path / "runs", run_id="r")
     assert not (tmp_path / "runs").exists()
 

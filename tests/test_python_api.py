@@ -101,7 +101,7 @@ async def test_stream_yields_events_then_the_result(server: WireServer, tmp_path
 
 def test_run_sync_and_inputs_are_checked(server: WireServer, tmp_path: Path) -> None:
     wf = flowrun.load(RESEARCH)
-    with pytest.raises(flowrun.UsageError, match="missing --question"):
+    with pytest.raises(flowrun.UsageError, match="missing input 'question'"):
         wf.run_sync({}, runs_dir=tmp_path)
     with pytest.raises(flowrun.UsageError, match="unknown input 'qestion'"):
         wf.run_sync({"qestion": "x"}, runs_dir=tmp_path)

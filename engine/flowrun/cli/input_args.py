@@ -48,7 +48,7 @@ def parse_input_args(wf: Workflow, args: list[str], inputs_file: Path | None = N
         else:
             raise UsageError(f"--{key} needs a value")
         i += 1
-    return resolve_inputs(declared, values, wf.name)
+    return resolve_inputs(declared, values, wf.name, cli=True)
 
 
 def _unknown_option_hint(key: str, inputs: dict[str, str]) -> str:

@@ -17,7 +17,13 @@ TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 
 
-def convert(name: str, value: object, spec: InputSpec) -> object:
+def shown_name(name: str, cli: bool) -> str:
+    """How a message names an input: as the flag on a command line (`--question`), else by
+    name (`input 'question'`: a Python caller's, a batch item's, an HTTP request's)."""
+    return f"--{name}" if cli else f"input {name!r}"
+
+
+def convert(name: str, value: object, spec: InputSpec, cli: bool = True) -> object:
     """`value` as the declared type; text (from a command line or a CSV) is parsed."""
     kind = spec.type
     if kind == "list":
@@ -40,7 +46,7 @@ def convert(name: str, value: object, spec: InputSpec) -> object:
                 return False
             raise ValueError(value)
     except ValueError:
-        raise UsageError(f"--{name} expects {kind}, got {value!r}") from None
+        raise UsageError(f"{shown_name(name, cli)} expects {kind}, got {value!r}") from None
     return value if isinstance(value, str) else str(value)
 
 
@@ -60,17 +66,18 @@ def to_list(value: object) -> list[object]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def check_choice(name: str, value: object, spec: InputSpec) -> object:
+def check_choice(name: str, value: object, spec: InputSpec, cli: bool = True) -> object:
     if spec.choices and isinstance(value, list):
         for item in value:
-            check_choice(name, item, spec)
+            check_choice(name, item, spec, cli)
         return value
     if spec.choices and value not in spec.choices and str(value) not in map(str, spec.choices):
-        raise UsageError(f"--{name} must be one of {', '.join(map(str, spec.choices))}, got {value!r}")
+        choices = ", ".join(map(str, spec.choices))
+        raise UsageError(f"{shown_name(name, cli)} must be one of {choices}, got {value!r}")
     return value
 
 
-def check_text(name: str, value: str) -> str:
+def check_text(name: str, value: str, cli: bool = True) -> str:
     """`value` when it can be written as UTF-8. A command-line argument with bytes that are
     not UTF-8 arrives with them escaped as lone surrogates (PEP 383): the first is named."""
     try:
@@ -79,13 +86,15 @@ def check_text(name: str, value: str) -> str:
         char = value[e.start]
         what = f"byte 0x{ord(char) - 0xDC00:02x}" if 0xDC80 <= ord(char) <= 0xDCFF else f"U+{ord(char):04X}"
         raise UsageError(
-            f"--{name} is not valid UTF-8: {what} at character {e.start + 1}",
-            f"pass UTF-8 text (e.g. convert it with iconv), or --{name} @FILE with a UTF-8 file",
+            f"{shown_name(name, cli)} is not valid UTF-8: {what} at character {e.start + 1}",
+            f"pass UTF-8 text (e.g. convert it with iconv), or --{name} @FILE with a UTF-8 file"
+            if cli
+            else "pass UTF-8 text",
         ) from None
     return value
 
 
-def checked_value(name: str, value: object) -> object:
+def checked_value(name: str, value: object, cli: bool = True) -> object:
     """A given value with all its text valid: strings UTF-8 (check_text), bytes (a YAML
     `!!binary`, a Python caller's) decoded as UTF-8 or refused naming the byte, and so for each
     item of a list or mapping."""
@@ -94,15 +103,16 @@ def checked_value(name: str, value: object) -> object:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError as e:
             raise UsageError(
-                f"--{name} is binary, not UTF-8 text: byte 0x{value[e.start]:02x} at offset {e.start}",
-                f"pass UTF-8 text, or --{name} @FILE with a UTF-8 file",
+                f"{shown_name(name, cli)} is binary, not UTF-8 text: byte 0x{value[e.start]:02x} at "
+                f"offset {e.start}",
+                f"pass UTF-8 text, or --{name} @FILE with a UTF-8 file" if cli else "pass UTF-8 text",
             ) from None
     if isinstance(value, str):
-        return check_text(name, value)
+        return check_text(name, value, cli)
     if isinstance(value, list | tuple):
-        return [checked_value(name, item) for item in value]
+        return [checked_value(name, item, cli) for item in value]
     if isinstance(value, dict):
-        return {checked_value(name, k): checked_value(name, v) for k, v in value.items()}
+        return {checked_value(name, k, cli): checked_value(name, v, cli) for k, v in value.items()}
     return value
 
 
@@ -157,23 +167,26 @@ def inputs_from_file(path: Path) -> dict[str, object]:
 
 
 def resolve_inputs(
-    declared: dict[str, InputSpec], given: Mapping[str, object], workflow: str
+    declared: dict[str, InputSpec], given: Mapping[str, object], workflow: str, *, cli: bool = False
 ) -> dict[str, object]:
     """Every declared input with its value; unknown names and missing required inputs are
-    usage errors. An optional input that was not given is None (templates test `if name`)."""
+    usage errors. An optional input that was not given is None (templates test `if name`).
+    Messages name an input as its flag when the values came from a command line (`cli`), else
+    by name."""
     unknown = [name for name in given if name not in declared]
     if unknown:
-        known = ", ".join(f"--{n}" for n in declared) or "(none)"
+        known = ", ".join(f"--{n}" if cli else n for n in declared) or "(none)"
         raise UsageError(f"unknown input '{unknown[0]}' for workflow '{workflow}'", f"its inputs: {known}")
     values: dict[str, object] = {}
     for name, spec in declared.items():
         if name in given and given[name] is not None:
-            value = checked_value(name, given[name])
-            values[name] = check_choice(name, convert(name, value, spec), spec)
+            value = checked_value(name, given[name], cli)
+            values[name] = check_choice(name, convert(name, value, spec, cli), spec, cli)
         elif spec.default is not None:
             values[name] = spec.default
         elif spec.is_required:
-            raise UsageError(f"missing --{name}", spec.description or f"the workflow needs --{name}")
+            named = shown_name(name, cli)
+            raise UsageError(f"missing {named}", spec.description or f"the workflow needs {named}")
         else:
             values[name] = None
     return values
