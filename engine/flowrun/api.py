@@ -46,7 +46,7 @@ from flowrun.manifest.overrides import Override, apply_overrides, parse_override
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
-from flowrun.paths import claim_folder
+from flowrun.paths import claim_folder, exists, is_dir, long_name
 from flowrun.pinned import read_json_object
 from flowrun.providers.clients import keep_imported
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
@@ -401,10 +401,13 @@ class Workflow:
             what = f"workspace.dir {rendered}"
         else:
             return None
+        too_long = long_name(folder)
+        if too_long is not None:
+            raise UsageError(f"{what}: the name {too_long}", "shorten it")
         folder = folder.resolve()
         if folder == Path(folder.anchor) or folder in (Path.home().resolve(), Path("/usr"), Path("/etc")):
             raise UsageError(f"{what}: the agents may not work in {folder}", "give a project folder")
-        if folder.exists() and not folder.is_dir():
+        if exists(folder) and not is_dir(folder):
             raise UsageError(f"{what}: {folder} is a file, not a folder", "give a folder")
         return folder
 
@@ -771,7 +774,7 @@ def new_run_id(name: str, runs_dir: str | Path | None = None) -> str:
         _ISSUED = (stamp, set())
     while True:
         run_id = f"{stamp}-{name}-{uuid.uuid4().hex[:6]}"
-        if run_id not in _ISSUED[1] and (runs_dir is None or not (Path(runs_dir) / run_id).exists()):
+        if run_id not in _ISSUED[1] and (runs_dir is None or not exists(Path(runs_dir) / run_id)):
             _ISSUED[1].add(run_id)
             return run_id
 

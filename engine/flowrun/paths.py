@@ -73,7 +73,7 @@ def copy_source(workflow_dir: Path, rel: str) -> Path | None:
     (for `corpus`) the corpus shipped with flowrun, so a copy of an example that copies the
     corpus works from any folder. None when neither exists."""
     here = workflow_dir / rel
-    if here.exists():
+    if is_file(here) or is_dir(here):
         return here
     if os.path.normpath(rel) == "corpus":
         return builtin_corpus()
@@ -132,7 +132,7 @@ def safe_relative(path: str) -> bool:
 def need_folder(root: Path, target: Path, what: str) -> None:
     """UsageError when `target` (under `root`), or a folder on the way to it, is not a folder."""
     _parents_are_folders(root, target, what)
-    if exists(target) and not target.is_dir():
+    if exists(target) and not is_dir(target):
         raise UsageError(
             f"{what}: {display_path(target)} is a file, not a folder",
             "rename or move the file, or pick another path",
@@ -142,7 +142,7 @@ def need_folder(root: Path, target: Path, what: str) -> None:
 def need_file(root: Path, target: Path, what: str) -> None:
     """UsageError when `target` (under `root`) is a folder, or a folder on the way to it is a file."""
     _parents_are_folders(root, target, what)
-    if target.is_dir():
+    if is_dir(target):
         raise UsageError(
             f"{what}: {display_path(target)} is a folder, not a file",
             "rename or move the folder, or pick another path",
@@ -150,6 +150,10 @@ def need_file(root: Path, target: Path, what: str) -> None:
 
 
 def _parents_are_folders(root: Path, target: Path, what: str) -> None:
+    """(And no name on the way too long for a filesystem: UsageError naming it.)"""
+    too_long = long_name(target)
+    if too_long is not None:
+        raise UsageError(f"{what}: the name {too_long}", "shorten it")
     try:
         parts = target.relative_to(root).parts[:-1]
     except ValueError:
@@ -159,7 +163,7 @@ def _parents_are_folders(root: Path, target: Path, what: str) -> None:
         here = here / part
         if not exists(here):
             return
-        if not here.is_dir():
+        if not is_dir(here):
             raise UsageError(
                 f"{what}: {display_path(here)} is a file, where a folder is needed",
                 "rename or move the file, or pick another path",
@@ -167,5 +171,40 @@ def _parents_are_folders(root: Path, target: Path, what: str) -> None:
 
 
 def exists(path: Path) -> bool:
-    """A path that is there, a dangling symlink included."""
-    return path.exists() or path.is_symlink()
+    """A path that is there, a dangling symlink included; False for one that cannot be looked
+    at (a name too long for the system, a folder it may not search, a NUL in it)."""
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def is_file(path: Path) -> bool:
+    """`path.is_file()` that is False, never an error, for a path that cannot be looked at (a
+    name longer than the system allows, a folder it may not search, a NUL in it): what a
+    manifest or an input names is looked for with these."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """`path.is_dir()` that is False for a path that cannot be looked at (see is_file)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+NAME_MAX = 255  # bytes in one name on Linux's and macOS's filesystems
+
+
+def long_name(path: str | Path) -> str | None:
+    """The first name in `path` longer than a filesystem allows (NAME_MAX bytes of UTF-8), cut
+    for a message; None when every name fits."""
+    for part in PurePosixPath(str(path).replace("\\", "/")).parts:
+        size = len(part.encode("utf-8", "surrogateescape"))
+        if size > NAME_MAX:
+            return f"{part[:40]}... is {size} bytes long (at most {NAME_MAX})"
+    return None

@@ -70,6 +70,12 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
         fail("interrupted", _hint_text(interrupted_hint), INTERRUPTED)
     except Terminated:
         fail("terminated (SIGTERM)", _hint_text(interrupted_hint) or None, TERMINATED)
+    except OSError as e:  # the system refused (a name too long, no permission, a full disk): not a bug
+        if verbose:
+            import traceback
+
+            traceback.print_exception(e)
+        fail(system_refused(e), "check the path, its permissions and the free space", 1)
     except Exception as e:
         if verbose:
             import traceback
@@ -83,6 +89,13 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
     finally:
         if previous is not None:
             _restore_sigterm(previous)
+
+
+def system_refused(e: OSError) -> str:
+    """What the system refused and where, in one line: `File name too long: /tmp/yyy...`."""
+    where = [str(name) for name in (e.filename, e.filename2) if name is not None]
+    shown = [name if len(name) <= 200 else name[:200] + "..." for name in where]
+    return f"{e.strerror or type(e).__name__}" + (f": {' -> '.join(shown)}" if shown else f": {e}")
 
 
 def _raise_terminated(signum: int, frame: object) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.specs import HOOK_EVENTS, HooksSpec
 from flowrun.manifest.yaml_source import PathKey, Source, load_source
-from flowrun.paths import display_path
+from flowrun.paths import display_path, is_file
 
 SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
 # Claude Code's events with no moment in a flowrun run: a Claude Code file naming one is read
@@ -187,7 +187,7 @@ def load_settings_hooks(root: Path) -> tuple[list[tuple[HooksSpec, Source]], lis
     diags: list[Diagnostic] = []
     for name in SETTINGS_FILES:
         path = root / name
-        if not path.is_file():
+        if not is_file(path):
             continue
         src, problems = load_source(path, display_path(path))
         diags += problems

@@ -14,6 +14,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Loaded, Project, display_path
 from flowrun.manifest.specs import AgentManifest
 from flowrun.manifest.yaml_source import load_source
+from flowrun.paths import is_file
 
 SCHEMAS_DIR = "schemas"
 HINT = "an object schema, inline or a file under schemas/ (docs: how-to/structured-output.md)"
@@ -30,7 +31,7 @@ def schema_file(loaded: Loaded[AgentManifest], project: Project) -> Path | None:
         folder = (root / SCHEMAS_DIR).resolve()
         for each in names:  # `citations.json`, or `schemas/citations.json` as written from the root
             candidate = (folder / each).resolve()
-            if candidate.is_relative_to(folder) and candidate.is_file():
+            if candidate.is_relative_to(folder) and is_file(candidate):
                 return candidate
     return None
 

@@ -33,7 +33,7 @@ from flowrun.manifest.specs import (
 from flowrun.manifest.yaml_source import Source, load_source
 from flowrun.paths import MANIFEST_DIRS as MANIFEST_DIRS  # (re-exported: other modules import them from here)
 from flowrun.paths import display_path as display_path
-from flowrun.paths import is_builtin_root
+from flowrun.paths import is_builtin_root, is_dir, is_file
 from flowrun.paths import search_roots as search_roots
 
 T = TypeVar("T", bound=Strict)
@@ -77,13 +77,13 @@ class Project:
     def prompt_dirs(self) -> list[Path]:
         """The roots' prompts/ folders, looked for once (every agent instance's prompt asks)."""
         if self._prompt_dirs is None:
-            self._prompt_dirs = [root / "prompts" for root in self.roots if (root / "prompts").is_dir()]
+            self._prompt_dirs = [root / "prompts" for root in self.roots if is_dir(root / "prompts")]
         return list(self._prompt_dirs)
 
     def find_prompt(self, name: str) -> Path | None:
         for folder in self.prompt_dirs():
             candidate = folder / name
-            if candidate.is_file():
+            if is_file(candidate):
                 return candidate
         return None
 
@@ -141,9 +141,9 @@ def typed_spec(kind: str, src: Source, data: Mapping[str, object]) -> tuple[Stri
 
 
 def _manifest_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
+    if not is_dir(folder):
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and is_file(p))
 
 
 def load_project(project_root: Path, workflow_files: list[Path] | None = None) -> Project:
@@ -189,8 +189,8 @@ def claude_agent_files(root: Path) -> list[Path]:
     """Claude Code subagent files of a project: `agents.d/*.md` and `.claude/agents/*.md`."""
     found: list[Path] = []
     for folder in (root / "agents.d", root / ".claude" / "agents"):
-        if folder.is_dir():
-            found += sorted(p for p in folder.iterdir() if p.suffix == ".md" and p.is_file())
+        if is_dir(folder):
+            found += sorted(p for p in folder.iterdir() if p.suffix == ".md" and is_file(p))
     return found
 
 
@@ -282,7 +282,7 @@ def _claude_model_names(project: Project) -> None:
 def _add_mcp_servers(project: Project, root: Path) -> None:
     """A project's servers: its `.mcp.json`, then each workflow's `mcp_servers:` over it."""
     path = root / mcp_config.MCP_FILE
-    if path.is_file():
+    if is_file(path):
         servers, src, diags = mcp_config.load_mcp_file(path, display_path(path))
         project.diagnostics += diags
         for name, spec in servers.items():
@@ -439,6 +439,6 @@ def find_agent_prompt(loaded: Loaded[AgentManifest], project: Project) -> Path |
     for root in roots:
         folder = (root / "prompts").resolve()
         candidate = (folder / loaded.spec.prompt_file).resolve()
-        if candidate.is_relative_to(folder) and candidate.is_file():
+        if candidate.is_relative_to(folder) and is_file(candidate):
             return candidate
     return None

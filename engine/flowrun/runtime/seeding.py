@@ -29,7 +29,7 @@ from flowrun.events import SeedKeptEvent
 from flowrun.manifest.checks.step_checks import step_templates
 from flowrun.manifest.specs import seed
 from flowrun.manifest.templates import WORKFLOW_BUILTINS, analyse, render
-from flowrun.paths import copy_source, display_path, exists, need_file, need_folder
+from flowrun.paths import copy_source, display_path, exists, is_dir, is_file, need_file, need_folder
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.run import Run
 
@@ -94,7 +94,7 @@ def write_seeds(run: Run, plan: SeedPlan) -> list[SeedKeptEvent]:
             name = (run.workflow_dir / rel).name
             found = _copy_entry(source, root / name, users / name if users is not None else None)
             if found:
-                kept.append(_kept_copies(name, found, source.is_dir()))
+                kept.append(_kept_copies(name, found, is_dir(source)))
     except OSError as e:
         where = e.filename or root
         raise UsageError(
@@ -160,7 +160,7 @@ def _copy_entry(source: Path, target: Path, mirror: Path | None) -> list[str]:
     """Copy a file or a folder to `target`, never over a file the user's folder already has
     (`mirror`: the same place in the user's folder, which is `target` itself unless this is a
     dry run; None in a run folder). The kept files' paths, relative to `target`'s parent."""
-    if source.is_file():
+    if is_file(source):
         return _copy_one(source, target, mirror, target.parent)
     kept: list[str] = []
     for folder, dirs, files in os.walk(source):
@@ -193,6 +193,6 @@ def _copy_one(source: Path, target: Path, mirror: Path | None, base: Path) -> li
 
 
 def _copy_file(source: Path, target: Path) -> None:
-    if source.is_file():
+    if is_file(source):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)

@@ -44,6 +44,7 @@ from a2a.utils.errors import (
 )
 
 from flowrun.errors import FlowrunError
+from flowrun.paths import is_dir
 from flowrun.serve.a2a_tasks import (
     add_message,
     agent_message,
@@ -116,7 +117,7 @@ class RunsHandler(RequestHandler):
         except ValueError:
             given = params.page_token
             raise InvalidParamsError(message=f"page_token {given!r} is not one of this server's") from None
-        if not served.runs_dir.is_dir():
+        if not is_dir(served.runs_dir):
             return ListTasksResponse(page_size=size)
         page = await asyncio.to_thread(list_runs, served.runs_dir, workflow=self.workflow, limit=10_000)
         tasks = []

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from flowrun.errors import FlowrunError, RunInUse
+from flowrun.paths import is_dir
 from flowrun.pinned import open_regular, read_json_object, walk
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
@@ -175,7 +176,7 @@ async def list_route(request: Request) -> Response:
     except ValueError:
         raise UsageError("limit and offset are whole numbers", "e.g. ?limit=50&offset=100") from None
     statuses = [s for value in query.getlist("status") for s in value.split(",") if s]
-    if not served.runs_dir.is_dir():
+    if not is_dir(served.runs_dir):
         return reply({"runs": [], "total": 0, "offset": offset, "limit": limit})
     page = await asyncio.to_thread(
         list_runs,

@@ -18,6 +18,7 @@ from typing import TypedDict, TypeVar
 from flowrun.api import RunResult, Workflow, new_run_id, resume
 from flowrun.errors import FlowrunError, RunError, RunInUse, UsageError
 from flowrun.events import Event
+from flowrun.paths import is_dir
 from flowrun.runtime.decide import pending_decisions, respond
 from flowrun.runtime.durable.decisions import Decision, PendingDecision
 from flowrun.runtime.durable.run_folder import check_run_id
@@ -124,7 +125,7 @@ class ServedRuns:
     def left_over(self) -> tuple[list[RunEntry], list[RunEntry]]:
         """The runs waiting for decisions and those interrupted (killed with a server, or
         crashed): resumable through the API."""
-        if not self.runs_dir.is_dir():
+        if not is_dir(self.runs_dir):
             return [], []
         found = list_runs(self.runs_dir, status=["waiting", "interrupted"]).runs
         return [e for e in found if e.status == "waiting"], [e for e in found if e.status == "interrupted"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from flowrun.manifest import check_cache
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.paths import builtin_root, display_path, is_builtin_file, search_roots
+from flowrun.paths import builtin_root, display_path, is_builtin_file, is_dir, is_file, search_roots
 
 if TYPE_CHECKING:
     from flowrun.manifest.project import Project
@@ -223,13 +223,7 @@ def file_state(path: Path) -> str:
     """Whether a path exists, and as what (a cassette is a run folder or an events file)."""
     events = path / "events.jsonl"
     return (
-        "dir+events"
-        if events.is_file()
-        else "dir"
-        if path.is_dir()
-        else "file"
-        if path.is_file()
-        else "missing"
+        "dir+events" if is_file(events) else "dir" if is_dir(path) else "file" if is_file(path) else "missing"
     )
 
 

@@ -39,7 +39,7 @@ from flowrun.manifest.specs import (
 )
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.yaml_source import Source
-from flowrun.paths import copy_source, display_path, safe_relative
+from flowrun.paths import copy_source, display_path, is_dir, is_file, long_name, safe_relative
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
@@ -327,15 +327,7 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
-    seeds = spec.workspace.files
-    paths: list[tuple[YamlPath, str, bool]] = [(("workspace", "files", p), p, True) for p in seeds]
-    if spec.output:
-        paths.append((("output",), spec.output, False))
-    for parts, path, key in paths:
-        if not safe_relative(path):
-            message = f"'{path}' leaves the workspace"
-            out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
-    out += _check_copy_paths(wf)
+    out += _check_workspace_paths(wf) + _check_copy_paths(wf)
     starts = workflow_agents(spec)
     for name, parts in starts:
         if name not in project.agents and name not in project.broken:
@@ -363,7 +355,7 @@ def builtin_prompt_names(loaded: Loaded[AgentManifest]) -> list[str]:
     while todo:
         name = todo.pop()
         path = folder / name
-        if name in names or not path.is_file():
+        if name in names or not is_file(path):
             continue
         names.append(name)
         todo += analyse(path.read_text(encoding="utf-8")).includes
@@ -376,13 +368,13 @@ def shadowed_prompts(project: Project, used: set[str]) -> list[Diagnostic]:
     file would be silently ignored; one warning per file says how to use it."""
     folder = project.roots[0] / "prompts"
     readers: dict[str, list[str]] = {}
-    if not folder.is_dir():
+    if not is_dir(folder):
         return []
     for name in sorted(used):
         loaded = project.agents.get(name)
         if loaded is not None and loaded.builtin:
             for template in builtin_prompt_names(loaded):
-                if (folder / template).is_file():
+                if is_file(folder / template):
                     readers.setdefault(template, []).append(name)
     out: list[Diagnostic] = []
     for template, names in sorted(readers.items()):
@@ -402,12 +394,36 @@ def shadowed_prompts(project: Project, used: set[str]) -> list[Diagnostic]:
     return out
 
 
+def _check_workspace_paths(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
+    """The seeds' paths and the output stay in the workspace, with names a filesystem takes."""
+    spec, src = wf.spec, wf.source
+    paths: list[tuple[YamlPath, str, bool]] = [
+        (("workspace", "files", p), p, True) for p in spec.workspace.files
+    ]
+    if spec.output:
+        paths.append((("output",), spec.output, False))
+    out: list[Diagnostic] = []
+    for parts, path, key in paths:
+        if not safe_relative(path):
+            message = f"'{path}' leaves the workspace"
+            out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
+        elif (too_long := long_name(path)) is not None:
+            out.append(src.diag(parts, f"the name {too_long}", "shorten it", "bad-path", key=key))
+    return out
+
+
 def _check_copy_paths(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
     """Each `workspace.copy` entry exists next to the workflow (or is the shipped corpus)."""
     here = wf.source.path.parent
     out: list[Diagnostic] = []
     for i, rel in enumerate(wf.spec.workspace.copy_paths):
-        if copy_source(here, rel) is None:
+        if (too_long := long_name(rel)) is not None:
+            out.append(
+                wf.source.diag(
+                    ("workspace", "copy", i), f"workspace.copy: the name {too_long}", "shorten it", "bad-path"
+                )
+            )
+        elif copy_source(here, rel) is None:
             nearby = {"corpus", *(p.name for p in _listing(here / rel))}
             hint = did_you_mean(rel.rstrip("/").rpartition("/")[2], nearby) or (
                 f"give a path next to the workflow ({display_path(here)}); `corpus` is the shipped corpus"

@@ -28,6 +28,7 @@ from flowrun.manifest.eval_specs import (
 from flowrun.manifest.project import Loaded, Project, display_path, parse_manifest
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.paths import is_file
 
 JUDGE_VARIABLES = frozenset({"inputs", "expected", "output", "message", "status", "case"})
 MAX_ROW_PROBLEMS = 20
@@ -76,7 +77,7 @@ def evalset_cases(loaded: Loaded[EvalSetManifest]) -> tuple[list[LocatedCase], l
         return out, []
     assert spec.dataset is not None
     path = src.path.parent / spec.dataset
-    if not path.is_file():
+    if not is_file(path):
         message = f"dataset '{spec.dataset}' not found"
         return [], [src.diag(("dataset",), message, "the path is relative to the eval set", "missing-file")]
     return read_dataset(path)
@@ -240,7 +241,7 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
 
 def _workflow(path: Path) -> WorkflowManifest | None:
-    if not path.is_file():
+    if not is_file(path):
         return None
     _, spec, _, _ = parse_manifest(path)
     return spec if isinstance(spec, WorkflowManifest) else None

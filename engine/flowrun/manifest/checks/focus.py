@@ -13,6 +13,7 @@ from pathlib import Path
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.graph import reachable_agents, tool_entries, workflow_agents
 from flowrun.manifest.project import Project, find_agent_prompt
+from flowrun.paths import is_dir, is_file
 
 
 def focused(project: Project, named: set[str], found: list[Diagnostic]) -> list[Diagnostic]:
@@ -57,8 +58,8 @@ def partition(project: Project) -> set[str]:
     files |= {_abs(tool.source.path) for tool in project.tools.values()}
     own = project.roots[0]
     for folder in (own / "prompts", own / "skills", own / ".claude" / "skills"):
-        if folder.is_dir():
-            files |= {_abs(p) for p in folder.rglob("*") if p.is_file()}
+        if is_dir(folder):
+            files |= {_abs(p) for p in folder.rglob("*") if is_file(p)}
     return files
 
 
@@ -89,7 +90,7 @@ def _skill_documents(project: Project, agent: str) -> set[str]:
         for skill in find_skills(project.roots, {**tool.spec.defaults, **config}).values():
             out.add(_abs(skill.document))
             if skill.folder is not None:
-                out |= {_abs(p) for p in skill.folder.rglob("*") if p.is_file()}
+                out |= {_abs(p) for p in skill.folder.rglob("*") if is_file(p)}
                 out.add(_abs(skill.folder.parent / "skills.json"))
     return out
 

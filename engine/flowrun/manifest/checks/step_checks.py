@@ -11,7 +11,7 @@ from flowrun.manifest.graph import YamlPath, walk_steps
 from flowrun.manifest.kinds import step_kind
 from flowrun.manifest.project import Loaded
 from flowrun.manifest.specs import StepSpec, WorkflowManifest
-from flowrun.paths import safe_relative
+from flowrun.paths import long_name, safe_relative
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,4 +42,7 @@ def check_steps(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
             message = f"{template.parts[-1]} '{template.text}' leaves the run folder"
             hint = "use a relative path without '..'"
             out.append(wf.source.diag(template.parts, message, hint, "bad-path"))
+        elif template.path and "{" not in template.text and (too_long := long_name(template.text)):
+            message = f"{template.parts[-1]}: the name {too_long}"
+            out.append(wf.source.diag(template.parts, message, "shorten it", "bad-path"))
     return out

@@ -9,11 +9,12 @@ from pathlib import Path
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import FlowTestManifest
+from flowrun.paths import is_dir, is_file
 
 
 def cassette_events(cassette: Path) -> Path:
     """The event log of a cassette: a run folder's events.jsonl, or the file itself."""
-    return cassette / "events.jsonl" if cassette.is_dir() else cassette
+    return cassette / "events.jsonl" if is_dir(cassette) else cassette
 
 
 def check_test_files(project: Project) -> list[Diagnostic]:
@@ -27,10 +28,10 @@ def _check_test_file(loaded: Loaded[FlowTestManifest]) -> list[Diagnostic]:
     spec, src = loaded.spec, loaded.source
     here = src.path.parent
     out: list[Diagnostic] = []
-    if not (here / spec.workflow).is_file():
+    if not is_file(here / spec.workflow):
         message = f"workflow file '{spec.workflow}' not found"
         out.append(src.diag(("workflow",), message, "the path is relative to the test file", "missing-file"))
-    if not cassette_events(here / spec.cassette).is_file():
+    if not is_file(cassette_events(here / spec.cassette)):
         message = f"cassette '{spec.cassette}' not found (a run folder with events.jsonl, or an events file)"
         hint = "record one with `flowrun record` (see `flowrun record --help`)"
         out.append(src.diag(("cassette",), message, hint, "missing-file"))

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.paths import MANIFEST_DIRS, display_path
+from flowrun.paths import MANIFEST_DIRS, display_path, is_dir, is_file
 
 # the names below are those of yaml_limits, mcp_config and skill_lint, not imported from there:
 # they bring the YAML parser and pydantic, which a warm `validate` never needs (a test keeps
@@ -68,7 +68,7 @@ def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
         if claude is not None:  # .claude/, .claude/agents/x.md, .mcp.json: their project, no workflow
             add(claude, [])
             continue
-        if path.is_file():
+        if is_file(path):
             if path.name == SKILL_FILE:
                 continue  # a skill alone: see skill_targets
             if path.parent.name in MANIFEST_DIRS:
@@ -80,12 +80,12 @@ def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
             if folder.name in MANIFEST_DIRS:
                 add(folder.parent, [])
                 continue
-            tops = [f.resolve() for f in sorted(folder.iterdir()) if f.is_file() and _is_yaml(f)]
+            tops = [f.resolve() for f in sorted(folder.iterdir()) if is_file(f) and _is_yaml(f)]
             tops = [f for f in tops if _looks_like_manifest(f)]
             if (
                 tops
-                or any((folder / d).is_dir() for d in (*MANIFEST_DIRS, ".claude"))
-                or (folder / MCP_FILE).is_file()
+                or any(is_dir(folder / d) for d in (*MANIFEST_DIRS, ".claude"))
+                or is_file(folder / MCP_FILE)
             ):
                 add(folder, tops)
     return roots
@@ -98,9 +98,9 @@ def focus_of(paths: list[Path]) -> dict[Path, set[str]]:
     whole: set[Path] = set()
     named: dict[Path, set[str]] = {}
     for path in paths:
-        if path.is_dir():
+        if is_dir(path):
             whole |= set(find_roots([path]))
-        elif path.is_file() and path.name != SKILL_FILE:
+        elif is_file(path) and path.name != SKILL_FILE:
             for root in find_roots([path]):
                 named.setdefault(root, set()).add(os.path.abspath(path))
     return {root: files for root, files in named.items() if root not in whole}
@@ -109,7 +109,7 @@ def focus_of(paths: list[Path]) -> dict[Path, set[str]]:
 def _claude_root(path: Path) -> Path | None:
     """The project a Claude Code path belongs to: the folder holding `.claude/` or `.mcp.json`."""
     resolved = path.resolve()
-    if resolved.name == MCP_FILE and resolved.is_file():
+    if resolved.name == MCP_FILE and is_file(resolved):
         return resolved.parent
     parts = resolved.parts
     if ".claude" not in parts:
@@ -124,12 +124,12 @@ def named_skills(paths: list[Path], roots: list[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         resolved = path.resolve()
-        if resolved.is_file() and resolved.name == SKILL_FILE:
+        if is_file(resolved) and resolved.name == SKILL_FILE:
             found.append(resolved.parent)
-        elif (resolved / SKILL_FILE).is_file():
+        elif is_file(resolved / SKILL_FILE):
             found.append(resolved)
-        elif resolved.is_dir():
-            found += sorted(p for p in resolved.iterdir() if (p / SKILL_FILE).is_file())
+        elif is_dir(resolved):
+            found += sorted(p for p in resolved.iterdir() if is_file(p / SKILL_FILE))
     libraries = {lib for root in roots for lib in (root / "skills", root / ".claude" / "skills")}
     return [p for p in dict.fromkeys(p.resolve() for p in found) if p.parent not in libraries]
 
@@ -137,7 +137,7 @@ def named_skills(paths: list[Path], roots: list[Path]) -> list[Path]:
 def _walk_dirs(top: Path) -> list[Path]:
     out = [top]
     for child in sorted(top.iterdir()):
-        if child.is_dir() and not child.name.startswith(".") and child.name not in SKIP_DIRS:
+        if is_dir(child) and not child.name.startswith(".") and child.name not in SKIP_DIRS:
             if child.name in MANIFEST_DIRS:
                 out.append(child)
             else:
@@ -153,13 +153,13 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
 
     diagnostics: list[Diagnostic] = []
     checked: set[str] = set()
-    for special in [p for p in paths if not p.is_file() and not p.is_dir()]:
+    for special in [p for p in paths if not is_file(p) and not is_dir(p)]:
         # a FIFO, socket or device named on the command line: refused, never opened for reading
         from flowrun.manifest.yaml_source import load_source
 
         diagnostics += load_source(special, display_path(special))[1]
         checked.add(os.path.abspath(special))
-    paths = [p for p in paths if p.is_file() or p.is_dir()]
+    paths = [p for p in paths if is_file(p) or is_dir(p)]
     roots = find_roots(paths)
     focus = focus_of(paths)
     for folder in named_skills(paths, list(roots)):

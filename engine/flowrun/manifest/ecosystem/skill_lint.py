@@ -26,6 +26,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.front_matter import load_document
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.yaml_source import Source
+from flowrun.paths import is_dir, is_file
 
 SKILL_FILE = "SKILL.md"
 INDEX_FILE = "skills.json"  # tools/skills.py's INDEX_FILE (not imported: the tools layer is a sibling)
@@ -38,8 +39,8 @@ def skill_folders(root: Path) -> list[Path]:
     """The skill folders of a project: `skills/*/` and `.claude/skills/*/` with a SKILL.md."""
     found: list[Path] = []
     for library in (root / "skills", root / ".claude" / "skills"):
-        if library.is_dir():
-            found += sorted(p for p in library.iterdir() if (p / SKILL_FILE).is_file())
+        if is_dir(library):
+            found += sorted(p for p in library.iterdir() if is_file(p / SKILL_FILE))
     return found
 
 
@@ -71,7 +72,7 @@ def _index_data(library: Path) -> tuple[str, object] | None:
     """(text, parsed JSON or the JSONDecodeError) of a library's skills.json; None without one."""
     index = library / INDEX_FILE
     try:
-        text = index.read_text(encoding="utf-8", errors="replace") if index.is_file() else None
+        text = index.read_text(encoding="utf-8", errors="replace") if is_file(index) else None
     except OSError:
         return None
     if text is None:
@@ -97,7 +98,7 @@ def _entry_target(library: Path, name: str, entry: object) -> Path | None:
         target = target.parent
     if not target.is_relative_to(library.resolve()) or target == library.resolve():
         return None
-    return target if (target / SKILL_FILE).is_file() or target.is_file() else None
+    return target if is_file(target / SKILL_FILE) or is_file(target) else None
 
 
 def indexed_folders(library: Path) -> set[Path]:
@@ -106,7 +107,7 @@ def indexed_folders(library: Path) -> set[Path]:
     if found is None or isinstance(found[1], json.JSONDecodeError):
         return set()
     targets = (_entry_target(library, name, e) for name, e in _entries(found[1]).items())
-    return {t for t in targets if t is not None and t.is_dir()}
+    return {t for t in targets if t is not None and is_dir(t)}
 
 
 def lint_index(library: Path, display: str) -> list[Diagnostic]:
@@ -151,7 +152,7 @@ def _line_of(text: str, key: str) -> int:
 
 def skill_libraries(root: Path) -> list[Path]:
     """The skill libraries of a project that hold a skills.json index."""
-    return [lib for lib in (root / "skills", root / ".claude" / "skills") if (lib / INDEX_FILE).is_file()]
+    return [lib for lib in (root / "skills", root / ".claude" / "skills") if is_file(lib / INDEX_FILE)]
 
 
 def _keys(src: Source, meta: Mapping[str, object]) -> list[Diagnostic]:

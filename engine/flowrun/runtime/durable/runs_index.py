@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from flowrun.errors import RunError, UsageError
+from flowrun.paths import is_dir
 from flowrun.pinned import open_regular, read_json_object, read_whole
 from flowrun.types import Usage
 
@@ -161,7 +162,7 @@ def list_runs(
     any case); `limit` (None: all) and `offset` page through them. RunError when there is no
     such folder."""
     folder = Path(runs_dir)
-    if not folder.is_dir():
+    if not is_dir(folder):
         raise RunError(f"no runs folder at {folder}", "run a workflow first, or pass --runs-dir")
     if (limit is not None and limit < 0) or offset < 0:
         raise UsageError("limit and offset must not be negative", "e.g. limit=50, offset=100")

@@ -1,0 +1,85 @@
+"""Names longer than a filesystem takes (over 255 bytes), wherever a manifest, an input or an
+option puts them: `validate` says which and where, a run refuses in one line, and no command
+ends in an internal error. They had: Python's `Path.is_file()` raises on ENAMETOOLONG, and a
+manifest's `prompt_file`, `output_schema` or `workspace.copy`, a `workspace.dir` made from an
+input, or a long `--runs-dir` crashed `validate`, the run, `flowrun runs` or the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import run_cli
+from hardening_helpers import scripted_project
+
+LONG = "y" * 300  # one name of 300 bytes: every filesystem refuses it
+
+
+def project(tmp: Path, agent: dict[str, Any] | None = None, workflow: dict[str, Any] | None = None) -> Path:
+    agents = {"w": {"prompt": "You write.", "tools": ["write_file"], **(agent or {})}}
+    replies = {"w": [{"text": "done"}]}
+    inputs = {"topic": {"description": "t"}}
+    return scripted_project(tmp, agents, replies, entry="w", inputs=inputs, workflow=workflow) / "wf.yaml"
+
+
+def clean(proc: Any) -> str:
+    """The command's output, once it is known not to be a crash."""
+    out: str = proc.stdout + proc.stderr
+    assert "Traceback" not in out and "internal error" not in out, out
+    return out
+
+
+@pytest.mark.parametrize(
+    ("agent", "workflow", "code", "said"),
+    [
+        ({"prompt": None, "prompt_file": LONG}, None, "missing-prompt", f"prompt file '{LONG}'"),
+        ({"output_schema": f"{LONG}.json"}, None, "missing-schema", "output_schema file"),
+        (None, {"output": f"{LONG}.md"}, "bad-path", "is 303 bytes long (at most 255)"),
+        (None, {"workspace": {"files": {f"{LONG}.md": "x"}}}, "bad-path", "is 303 bytes long"),
+        (None, {"workspace": {"copy": [LONG]}}, "bad-path", "workspace.copy: the name yyy"),
+    ],
+)
+def test_validate_names_a_long_name_at_its_line(
+    tmp_path: Path, agent: dict[str, Any] | None, workflow: dict[str, Any] | None, code: str, said: str
+) -> None:
+    wf = project(tmp_path, agent, workflow)
+    if agent and agent.get("prompt") is None:  # prompt_file instead of prompt
+        path = tmp_path / "agents.d" / "w.yaml"
+        body = yaml.safe_load(path.read_text())
+        del body["prompt"]
+        path.write_text(yaml.safe_dump(body))
+    proc = run_cli(["validate", str(wf)], cwd=tmp_path)
+    out = clean(proc)
+    assert proc.returncode == 1, out
+    line = next(line for line in out.splitlines() if f"error[{code}]" in line)
+    assert line.split(":")[1].isdigit() and said in line, line
+    run = run_cli([str(wf), "--topic", "t", "-q"], cwd=tmp_path)
+    assert run.returncode == 1 and f"error[{code}]" in clean(run)  # (a run checks as validate does)
+
+
+def test_a_long_name_from_an_input_or_an_option_is_refused_in_one_line(tmp_path: Path) -> None:
+    wf = project(tmp_path, workflow={"workspace": {"dir": "work/{{ topic }}"}})
+    proc = run_cli([str(wf), "--topic", LONG, "-q"], cwd=tmp_path)
+    out = clean(proc)
+    assert proc.returncode == 2 and "workspace.dir work/yyy" in out and "is 300 bytes long" in out, out
+    assert "hint: shorten it" in out and not (tmp_path / "runs").exists()
+    proc = run_cli([str(wf), "--topic", "t", "-q", "--workdir", f"w/{LONG}"], cwd=tmp_path)
+    assert proc.returncode == 2 and "--workdir w/yyy" in clean(proc)
+    proc = run_cli([str(wf), "--topic", "t", "-q", "--runs-dir", f"r/{LONG}"], cwd=tmp_path)
+    assert proc.returncode != 0 and "File name too long" in clean(proc)
+    proc = run_cli(["runs", "--runs-dir", str(tmp_path / LONG)], cwd=tmp_path)
+    assert proc.returncode != 0 and "no runs folder" in clean(proc)
+    ok = run_cli([str(wf), "--topic", "t", "-q"], cwd=tmp_path)  # the same workflow with a fitting name
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_what_the_system_refuses_is_one_line_not_a_bug_report(tmp_path: Path) -> None:
+    """An OSError no command foresaw (here: `init` into a path under a regular file) is the
+    system's refusal, said with the path, exit 1; not an internal error of flowrun's."""
+    (tmp_path / "a-file").write_text("x")
+    proc = run_cli(["init", "research", str(tmp_path / "a-file" / "sub")], cwd=tmp_path)
+    out = clean(proc)
+    assert proc.returncode == 1 and "error: Not a directory:" in out and "a-file/sub" in out, out
+    assert "hint: check the path" in out
