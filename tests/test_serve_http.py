@@ -172,6 +172,7 @@ def test_two_parallel_branches_wait_at_once_and_are_decided_over_http(stack: Sta
 def test_bad_requests_get_one_line_errors(stack: Stack) -> None:
     with stack.served.client() as http:
         unknown = http.post("/v1/runs", json={"workflow": "nope"})
+        nameless = http.post("/v1/runs", json={"inputs": {}})
         option = http.post("/v1/runs", json={"workflow": "talk", "options": {"dry_runn": True}})
         workdir = http.post("/v1/runs", json={"workflow": "talk", "options": {"workdir": "/"}})
         not_json = http.post("/v1/runs", content=b"{", headers={"content-type": "application/json"})
@@ -179,6 +180,8 @@ def test_bad_requests_get_one_line_errors(stack: Stack) -> None:
         path = http.get("/v1/runs/..%2F..%2Fetc")
         workflows = http.get("/v1/workflows").json()["workflows"]
     assert unknown.status_code == 404 and "talk" in unknown.json()["hint"]
+    assert nameless.status_code == 404 and nameless.json()["error"] == "the request names no workflow"
+    assert nameless.json()["hint"] == 'give "workflow": one of branches, nested, talk'
     assert option.status_code == 400 and option.json()["hint"] == "did you mean 'dry_run'?"
     assert workdir.status_code == 400 and "server's" in workdir.json()["error"]
     assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]
@@ -434,6 +437,20 @@ def test_off_loopback_the_token_is_required(tmp_path: Path) -> None:
     assert right.status_code == 200 and in_query.status_code == 200
     assert post_query.status_code == 401  # only a GET may carry it in the query (EventSource)
     assert evil.status_code == 421 and origin.status_code == 403
+
+
+def test_a_request_naming_no_workflow_starts_the_only_one_served(tmp_path: Path) -> None:
+    """As over A2A: with one workflow served, `POST /v1/runs` may leave out `workflow`."""
+    files = write_project(tmp_path, "openai")
+    served = Served(tmp_path, [str(tmp_path / "talk.yaml"), "--port", "0", "--dry-run"])
+    try:
+        with httpx.Client(base_url=served.base, timeout=60) as http:
+            started = http.post("/v1/runs", json={"inputs": {}})
+            assert started.status_code == 201, started.text
+            done = wait_status(http, started.json()["id"], "completed", "failed")
+    finally:
+        served.stop()
+    assert done["status"] == "completed" and done["workflow"] == "talk" and len(files) == 3
 
 
 def test_a_loopback_server_refuses_other_hosts_and_sites(tmp_path: Path) -> None:

@@ -114,9 +114,11 @@ SCHEMAS: Json = {
     },
     "StartRun": {
         "type": "object",
-        "required": ["workflow"],
         "properties": {
-            "workflow": {"type": "string"},
+            "workflow": {
+                "type": "string",
+                "description": "The workflow's name; may be left out when one is served",
+            },
             "inputs": {"type": "object"},
             "options": {
                 "type": "object",

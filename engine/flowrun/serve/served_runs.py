@@ -133,8 +133,14 @@ class ServedRuns:
     # ------------------------------------------------------------ starting and stopping
 
     def workflow(self, name: object) -> Workflow:
+        """The served workflow `name`; a request that names none gets the only one served (as
+        over A2A), else NotFound saying which there are."""
+        known = ", ".join(sorted(self.workflows))
+        if name is None:
+            if len(self.workflows) == 1:
+                return next(iter(self.workflows.values()))
+            raise NotFound("the request names no workflow", f'give "workflow": one of {known}')
         if not isinstance(name, str) or name not in self.workflows:
-            known = ", ".join(sorted(self.workflows))
             raise NotFound(f"no workflow {name!r} is served here", f"the workflows: {known}")
         return self.workflows[name]
 
