@@ -6,6 +6,7 @@ input, or a long `--runs-dir` crashed `validate`, the run, `flowrun runs` or the
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 import yaml
 from conftest import run_cli
 from hardening_helpers import scripted_project
+
+import flowrun
 
 LONG = "y" * 300  # one name of 300 bytes: every filesystem refuses it
 
@@ -83,3 +86,20 @@ def test_what_the_system_refuses_is_one_line_not_a_bug_report(tmp_path: Path) ->
     out = clean(proc)
     assert proc.returncode == 1 and "error: Not a directory:" in out and "a-file/sub" in out, out
     assert "hint: check the path" in out
+
+
+def test_the_python_api_raises_usage_errors_for_long_names(tmp_path: Path) -> None:
+    """`flowrun.load` and `flowrun.run_batch` given a name too long raise UsageError (they had
+    raised the bare OSError)."""
+    wf = project(tmp_path)
+    with pytest.raises(flowrun.UsageError, match=r"is 305 bytes long \(at most 255\)"):
+        flowrun.load(tmp_path / f"{LONG}.yaml")
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"topic": "t"}\n')
+    with pytest.raises(
+        flowrun.UsageError, match=r"batch folder .*: the name yyy.* is 300 bytes long"
+    ) as caught:
+        asyncio.run(flowrun.run_batch(wf, items, out=tmp_path / LONG))
+    assert caught.value.hint is not None and "--out" in caught.value.hint
+    summary = asyncio.run(flowrun.run_batch(wf, items, out=tmp_path / "out"))
+    assert summary.ok and summary.completed == 1

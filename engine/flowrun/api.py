@@ -46,7 +46,7 @@ from flowrun.manifest.overrides import Override, apply_overrides, parse_override
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
-from flowrun.paths import claim_folder, exists, is_dir, long_name
+from flowrun.paths import claim_folder, exists, is_dir, is_file, long_name
 from flowrun.pinned import read_json_object
 from flowrun.providers.clients import keep_imported
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
@@ -465,8 +465,15 @@ def load(
     agents use start importing in a background thread (runtime/models/prefetch.py), so a first
     run does not wait for them."""
     path = Path(path)
-    if not path.is_file():
-        what = "is not a regular file" if path.exists() else "does not exist"
+    if not is_file(path):
+        too_long = long_name(path)
+        what = (
+            f"cannot be: the name {too_long}"
+            if too_long
+            else "is not a regular file"
+            if exists(path)
+            else "does not exist"
+        )
         raise UsageError(f"workflow file '{path}' {what}", "give the path of a workflow .yaml file")
     changes = parse_overrides(overrides)
     project, diagnostics = _overridden(path, changes) if changes else checked_project(path)

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from flowrun.atomic_files import replace_file
 from flowrun.errors import UsageError
+from flowrun.paths import exists, long_name
 from flowrun.runtime.durable.run_folder import LockHeld, drop_lock, take_lock
 from flowrun.types import as_plain
 
@@ -84,8 +85,12 @@ class BatchFolder:
         retried while the first still runs) is refused here, before anything runs, instead of
         both failing each other's items and mixing their results. The lock is a run folder's
         (runtime/durable/run_folder.py: the kernel's flock), so a killed batch holds none."""
+        too_long = long_name(self.root)
+        if too_long is not None:
+            hint = "choose another --out (the default folder's name is the workflow's and the items file's)"
+            raise UsageError(f"batch folder {self.root}: the name {too_long}", hint)
         self._refuse_foreign()
-        self._made = [p for p in (self.root, *self.root.parents) if not p.exists()]
+        self._made = [p for p in (self.root, *self.root.parents) if not exists(p)]
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self._lock_fd, _ = take_lock(self.root / LOCK)
@@ -119,7 +124,7 @@ class BatchFolder:
 
     def _refuse_foreign(self) -> None:
         """A folder that is there, not empty and not a batch's is the user's: left alone."""
-        if (self.root / META).exists() or not self.root.exists():
+        if exists(self.root / META) or not exists(self.root):
             return
         theirs = [p for p in self.root.iterdir() if p.name not in (LOCK, WORKERS_LOG)]  # not a batch's
         if theirs:
