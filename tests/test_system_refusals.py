@@ -1,18 +1,24 @@
-"""Names longer than a filesystem takes (over 255 bytes), wherever a manifest, an input or an
+"""What the system refuses, said in one line and never as a flowrun bug.
+
+Names longer than a filesystem takes (over 255 bytes), wherever a manifest, an input or an
 option puts them: `validate` says which and where, a run refuses in one line, and no command
 ends in an internal error. They had: Python's `Path.is_file()` raises on ENAMETOOLONG, and a
 manifest's `prompt_file`, `output_schema` or `workspace.copy`, a `workspace.dir` made from an
-input, or a long `--runs-dir` crashed `validate`, the run, `flowrun runs` or the server."""
+input, or a long `--runs-dir` crashed `validate`, the run, `flowrun runs` or the server. Any
+other refusal no check foresaw is one line (exit 1), and a standard output whose reader left
+(`| head`) ends the command quietly."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import run_cli
+from conftest import flowrun_cmd, run_cli
 from hardening_helpers import scripted_project
 
 import flowrun
@@ -103,3 +109,32 @@ def test_the_python_api_raises_usage_errors_for_long_names(tmp_path: Path) -> No
     assert caught.value.hint is not None and "--out" in caught.value.hint
     summary = asyncio.run(flowrun.run_batch(wf, items, out=tmp_path / "out"))
     assert summary.ok and summary.completed == 1
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`flowrun batch ... | head -1`: standard output's reader is gone before the summary is
+    printed. The work is done and recorded; the command ends as one cut off by `head` does
+    (141, nothing on stderr about it). It had ended in an internal error (70)."""
+    wf = project(tmp_path)
+    (tmp_path / "items.jsonl").write_text('{"topic": "a"}\n{"topic": "b"}\n')
+    for args in (
+        ["batch", str(wf), "items.jsonl", "--out", "out", "-q"],
+        [str(wf), "--topic", "t", "--run-id", "r"],
+    ):
+        read, write = os.pipe()
+        os.close(read)  # the reader left before anything was written
+        try:
+            proc = subprocess.run(
+                [*flowrun_cmd(), *args],
+                cwd=tmp_path,
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
+        finally:
+            os.close(write)
+        assert proc.returncode == 141, proc.stderr
+        assert "error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 2
+    assert '"status": "completed"' in (tmp_path / "runs" / "r" / "run.json").read_text()
