@@ -167,8 +167,18 @@ def entry() -> None:
     try:
         main.main(prog_name="flowrun")
     except SystemExit as e:
-        leave(e.code)
+        leave(_pipe_closed_or(e.code))
     leave(0)
+
+
+def _pipe_closed_or(code: object) -> object:
+    """click ends a command whose standard output lost its reader with 1; flowrun's commands
+    end as any program `head` cut off does (cli/common.py: 141)."""
+    if code != 1:
+        return code
+    from flowrun.cli.common import PIPE_CLOSED, output_closed
+
+    return PIPE_CLOSED if output_closed() else code
 
 
 def _printable_streams() -> None:
