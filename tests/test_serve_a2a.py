@@ -22,6 +22,7 @@ import pytest
 import yaml
 from conftest import SECRET_VARS, flowrun_cmd
 from google.protobuf.json_format import MessageToDict
+from proc_helpers import wait_for
 from serve_http_helpers import MODELS, TOKEN, Held, Served, env_for, write_project
 from serve_http_helpers import replies as shared_replies
 from wire_server import Reply, Script, ToolCallSpec, WireServer
@@ -233,6 +234,22 @@ async def test_a_data_part_gives_the_inputs_and_a_bad_one_is_an_a2a_error(one: S
     with pytest.raises(A2AError) as unknown:
         await one_task(url, user("x", data={"colour": "red"}))
     assert "colour" in str(unknown.value)
+
+
+def test_a_malformed_request_is_a_json_rpc_error_and_one_line_in_the_log(one: Stack) -> None:
+    """A client's malformed JSON-RPC gets its error; the server's log says so in one line per
+    request (the a2a-sdk logs each with a traceback: any client could fill the log with them)."""
+    before = len(one.served.lines)
+    with one.served.client() as http:
+        bad_id = http.post(
+            "/a2a/scribe", json={"jsonrpc": "2.0", "id": {}, "method": "GetTask", "params": {}}
+        )
+        bad_method = http.post("/a2a/scribe", json={"jsonrpc": "2.0", "id": 1, "method": 5})
+    for answer in (bad_id, bad_method):
+        assert answer.status_code == 200 and answer.json()["error"]["code"] == -32600, answer.text
+    said = "a2a: Failed to validate base JSON-RPC request"
+    assert wait_for(lambda: sum(said in line for line in one.served.lines[before:]) >= 2)
+    assert "Traceback" not in "".join(one.served.lines[before:])
 
 
 async def test_a_stream_goes_working_to_completed_with_the_artifacts(one: Stack) -> None:

@@ -14,6 +14,7 @@ http`: serve/access.py)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -127,6 +128,34 @@ def build_card(workflows: list[Workflow], name: str | None, base: str, token: bo
     return card
 
 
+class OneLine(logging.Formatter):
+    """The a2a-sdk's log records as one line each: a client's malformed request (which the SDK
+    logs with its traceback) is the client's mistake, not the server's; a record that says
+    the handler itself failed keeps its traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"a2a: {record.getMessage()}"
+        if record.exc_info and record.getMessage().startswith(SERVER_FAULTS):
+            return line + "\n" + self.formatException(record.exc_info)
+        return line
+
+
+SERVER_FAULTS = ("Unhandled exception",)  # the SDK's words for its handler's own failure
+
+
+def quiet_client_errors() -> None:
+    """Route the a2a-sdk's log (WARNING and up) through OneLine, once per process: a client
+    sending malformed JSON-RPC would otherwise fill the server's log with tracebacks."""
+    logger = logging.getLogger("a2a")
+    if any(isinstance(h.formatter, OneLine) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(OneLine())
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 def build_app(
     workflows: list[Workflow],
     served: Callable[[], ServedRuns],
@@ -167,6 +196,7 @@ def build_app(
 
         return answer
 
+    quiet_client_errors()
     routes: list[BaseRoute] = [Route(CARD, card_route(None), methods=["GET"])]
     routes += create_jsonrpc_routes(RunsHandler(runs, None), "/")
     for wf in workflows:
