@@ -137,6 +137,6 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path: Path) -> 
         finally:
             os.close(write)
         assert proc.returncode == 141, proc.stderr
-        assert "error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert "error" not in proc.stderr.lower() and "exception" not in proc.stderr.lower(), proc.stderr
     assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 2
     assert '"status": "completed"' in (tmp_path / "runs" / "r" / "run.json").read_text()

@@ -15,7 +15,7 @@ import click
 
 from flowrun import collector
 from flowrun._version import __version__
-from flowrun.cli.exit import leave
+from flowrun.cli.exit import PIPE_CLOSED, leave, output_closed
 from flowrun.manifest import unions
 
 # the kinds are registered when a command first reads a manifest, not at start (validate with a
@@ -172,13 +172,9 @@ def entry() -> None:
 
 
 def _pipe_closed_or(code: object) -> object:
-    """click ends a command whose standard output lost its reader with 1; flowrun's commands
-    end as any program `head` cut off does (cli/common.py: 141)."""
-    if code != 1:
-        return code
-    from flowrun.cli.common import PIPE_CLOSED, output_closed
-
-    return PIPE_CLOSED if output_closed() else code
+    """click ends a command whose standard output lost its reader with 1; flowrun ends it as
+    any program `head` cut off is (141)."""
+    return PIPE_CLOSED if code == 1 and output_closed() else code
 
 
 def _printable_streams() -> None:

@@ -4,7 +4,6 @@ flowrun bug is one line with exit 70 (the traceback with -v), Ctrl-C says how to
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
+from flowrun.cli.exit import output_closed
 from flowrun.errors import FlowrunError
 from flowrun.redaction import redact
 
@@ -73,9 +73,7 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
         fail("terminated (SIGTERM)", _hint_text(interrupted_hint) or None, TERMINATED)
     except OSError as e:  # the system refused (a name too long, no permission, a full disk): not a bug
         if isinstance(e, BrokenPipeError) and output_closed():
-            raise SystemExit(
-                PIPE_CLOSED
-            ) from None  # `flowrun ... | head`: the reader left, as `git log | head`
+            raise  # `flowrun ... | head`: click ends the command, the entry says how (cli/__init__.py)
         if verbose:
             import traceback
 
@@ -94,26 +92,6 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
     finally:
         if previous is not None:
             _restore_sigterm(previous)
-
-
-PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away
-
-
-def output_closed() -> bool:
-    """Whether standard output is a pipe whose reader has gone (what a write there then
-    raised); what is left to print goes nowhere, as for any program cut off by `head`."""
-    try:
-        import select
-
-        poller = select.poll()
-        poller.register(1, select.POLLOUT)
-        gone = any(events & select.POLLERR for _, events in poller.poll(0))
-    except (OSError, ValueError, AttributeError):  # (no poll on this system)
-        return False
-    if gone:
-        with contextlib.suppress(OSError):  # the interpreter's last flush goes nowhere, quietly
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    return gone
 
 
 def system_refused(e: OSError) -> str:

@@ -13,6 +13,20 @@ import threading
 from collections.abc import Callable
 from typing import NoReturn
 
+PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away
+
+
+def output_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (`flowrun ... | head -1`)."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(1, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # (no poll on this system)
+        return False
+
 
 def exit_status(code: object) -> int:
     """What `sys.exit(code)` would make the process's exit status (a message goes to stderr)."""
