@@ -51,6 +51,7 @@ from pathlib import Path
 from answerer import start_server, write_project
 from bytecode import compile_flowrun
 from disk import describe, filesystem, new_file_cost
+from sdk_batch import in_fresh_process
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_SHARE = 0.9
@@ -141,14 +142,6 @@ def run_batch(folder: Path, workflow: Path, items: int, concurrency: int, proces
     return result
 
 
-def sdk_baseline(url: str, items: int, concurrency: int, folder: Path) -> dict[str, float]:
-    """The plain SDK loop, writing its files in `folder` (the batch's filesystem)."""
-    script = str(REPO / "bench" / "sdk_batch.py")
-    argv = [script, url + "/v1", "--items", str(items), "--concurrency", str(concurrency)]
-    argv += ["--folder", str(folder)]
-    return last_json_line(argv, "the SDK script")
-
-
 def last_json_line(argv: list[str], what: str) -> dict[str, float]:
     """Run `python ARGV...` in a fresh process; the JSON object its last line prints."""
     done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, check=False)
@@ -185,7 +178,7 @@ def main() -> None:
             time.sleep(0.5)
             large = run_batch(folder, workflow, args.items, args.concurrency, args.processes)
             time.sleep(0.5)
-            script = sdk_baseline(url, args.items, args.concurrency, folder)
+            script = in_fresh_process(url, args.items, args.concurrency, folder)
             files_after = new_file_cost(folder)
             kind = filesystem(folder)
         finally:

@@ -31,8 +31,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from answerer import REPO, start_server, write_project
+from answerer import start_server, write_project
 from disk import describe, new_file_cost
+from sdk_batch import in_fresh_process
 
 TARGET_RATIO = 1.1
 TARGET_RSS_MB = 1024
@@ -85,17 +86,6 @@ print(json.dumps({
 """
 
 
-def sdk_loop(url: str, runs: int, folder: Path) -> dict[str, float]:
-    """bench/sdk_batch.py over the same `runs` conversations, all at once, writing in `folder`."""
-    script = str(REPO / "bench" / "sdk_batch.py")
-    argv = [sys.executable, script, url + "/v1", "--items", str(runs), "--concurrency", str(runs)]
-    done = subprocess.run([*argv, "--folder", str(folder)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"the SDK script failed:\n{done.stderr[-3000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
 def verdict(ok: bool, fail: str) -> str:
     return "OK" if ok else fail
 
@@ -128,7 +118,7 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(f"the runs failed:\n{done.stderr[-3000:]}")
             result = json.loads(done.stdout.strip().splitlines()[-1])
-            script = sdk_loop(url, args.runs, folder)
+            script = in_fresh_process(url, args.runs, args.runs, folder)
             files_after = new_file_cost(folder)
         finally:
             server.terminate()

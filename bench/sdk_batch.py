@@ -15,6 +15,8 @@ import asyncio
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -78,6 +80,26 @@ async def run(base_url: str, items: int, concurrency: int, folder: Path) -> dict
         "whole_cpu_ms_per_item": whole_cpu / items * 1000,
         "http": name,
     }
+
+
+def in_fresh_process(base_url: str, items: int, concurrency: int, folder: Path) -> dict[str, Any]:
+    """This script run in a fresh process (its `import openai` counted, as a batch's start-up
+    is), its files written in `folder`: the JSON object it prints (bench/batch.py and
+    bench/many_runs.py set it beside flowrun's figures)."""
+    argv = [
+        sys.executable,
+        __file__,
+        base_url + "/v1",
+        "--items",
+        str(items),
+        "--concurrency",
+        str(concurrency),
+    ]
+    done = subprocess.run([*argv, "--folder", str(folder)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the SDK script failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
