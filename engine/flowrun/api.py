@@ -46,7 +46,7 @@ from flowrun.manifest.overrides import Override, apply_overrides, parse_override
 from flowrun.manifest.project import Loaded, Project, load_project
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import InputSpec, Limits, WorkflowManifest
-from flowrun.paths import claim_folder, exists, is_dir, is_file, long_name
+from flowrun.paths import claim_folder, exists, is_dir, is_file, refuse_long_name
 from flowrun.pinned import read_json_object
 from flowrun.providers.clients import keep_imported
 from flowrun.records import ReplayDivergence, RunRecord, UsageRecord, run_record
@@ -401,9 +401,7 @@ class Workflow:
             what = f"workspace.dir {rendered}"
         else:
             return None
-        too_long = long_name(folder)
-        if too_long is not None:
-            raise UsageError(f"{what}: the name {too_long}", "shorten it")
+        refuse_long_name(folder, what)
         folder = folder.resolve()
         if folder == Path(folder.anchor) or folder in (Path.home().resolve(), Path("/usr"), Path("/etc")):
             raise UsageError(f"{what}: the agents may not work in {folder}", "give a project folder")
@@ -466,15 +464,10 @@ def load(
     run does not wait for them."""
     path = Path(path)
     if not is_file(path):
-        too_long = long_name(path)
-        what = (
-            f"cannot be: the name {too_long}"
-            if too_long
-            else "is not a regular file"
-            if exists(path)
-            else "does not exist"
-        )
-        raise UsageError(f"workflow file '{path}' {what}", "give the path of a workflow .yaml file")
+        hint = "give the path of a workflow .yaml file"
+        refuse_long_name(path, f"workflow file '{path}'", hint)
+        what = "is not a regular file" if exists(path) else "does not exist"
+        raise UsageError(f"workflow file '{path}' {what}", hint)
     changes = parse_overrides(overrides)
     project, diagnostics = _overridden(path, changes) if changes else checked_project(path)
     if not project.workflows:

@@ -151,9 +151,7 @@ def need_file(root: Path, target: Path, what: str) -> None:
 
 def _parents_are_folders(root: Path, target: Path, what: str) -> None:
     """(And no name on the way too long for a filesystem: UsageError naming it.)"""
-    too_long = long_name(target)
-    if too_long is not None:
-        raise UsageError(f"{what}: the name {too_long}", "shorten it")
+    refuse_long_name(target, what)
     try:
         parts = target.relative_to(root).parts[:-1]
     except ValueError:
@@ -201,10 +199,17 @@ NAME_MAX = 255  # bytes in one name on Linux's and macOS's filesystems
 
 
 def long_name(path: str | Path) -> str | None:
-    """The first name in `path` longer than a filesystem allows (NAME_MAX bytes of UTF-8), cut
-    for a message; None when every name fits."""
+    """What is wrong with the first name in `path` longer than a filesystem allows (NAME_MAX
+    bytes of UTF-8), the name cut, for a message; None when every name fits."""
     for part in PurePosixPath(str(path).replace("\\", "/")).parts:
         size = len(part.encode("utf-8", "surrogateescape"))
         if size > NAME_MAX:
-            return f"{part[:40]}... is {size} bytes long (at most {NAME_MAX})"
+            return f"the name {part[:40]}... is {size} bytes long (at most {NAME_MAX})"
     return None
+
+
+def refuse_long_name(path: str | Path, what: str, hint: str = "shorten it") -> None:
+    """UsageError `WHAT: the name ... is N bytes long` for a path no filesystem takes."""
+    too_long = long_name(path)
+    if too_long is not None:
+        raise UsageError(f"{what}: {too_long}", hint)

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from flowrun.atomic_files import replace_file
 from flowrun.errors import UsageError
-from flowrun.paths import exists, long_name
+from flowrun.paths import exists, refuse_long_name
 from flowrun.runtime.durable.run_folder import LockHeld, drop_lock, take_lock
 from flowrun.types import as_plain
 
@@ -85,10 +85,8 @@ class BatchFolder:
         retried while the first still runs) is refused here, before anything runs, instead of
         both failing each other's items and mixing their results. The lock is a run folder's
         (runtime/durable/run_folder.py: the kernel's flock), so a killed batch holds none."""
-        too_long = long_name(self.root)
-        if too_long is not None:
-            hint = "choose another --out (the default folder's name is the workflow's and the items file's)"
-            raise UsageError(f"batch folder {self.root}: the name {too_long}", hint)
+        hint = "choose another --out (the default folder's name is the workflow's and the items file's)"
+        refuse_long_name(self.root, f"batch folder {self.root}", hint)
         self._refuse_foreign()
         self._made = [p for p in (self.root, *self.root.parents) if not exists(p)]
         try:

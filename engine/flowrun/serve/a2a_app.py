@@ -128,19 +128,20 @@ def build_card(workflows: list[Workflow], name: str | None, base: str, token: bo
     return card
 
 
+SERVER_FAULTS = ("Unhandled exception",)  # the SDK's words for its handler's own failure
+
+
 class OneLine(logging.Formatter):
     """The a2a-sdk's log records as one line each: a client's malformed request (which the SDK
     logs with its traceback) is the client's mistake, not the server's; a record that says
     the handler itself failed keeps its traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"a2a: {record.getMessage()}"
-        if record.exc_info and record.getMessage().startswith(SERVER_FAULTS):
+        message = record.getMessage()
+        line = f"a2a: {message}"
+        if record.exc_info and message.startswith(SERVER_FAULTS):
             return line + "\n" + self.formatException(record.exc_info)
         return line
-
-
-SERVER_FAULTS = ("Unhandled exception",)  # the SDK's words for its handler's own failure
 
 
 def quiet_client_errors() -> None:

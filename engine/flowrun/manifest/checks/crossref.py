@@ -408,7 +408,7 @@ def _check_workspace_paths(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
             message = f"'{path}' leaves the workspace"
             out.append(src.diag(parts, message, "use a relative path without '..'", "bad-path", key=key))
         elif (too_long := long_name(path)) is not None:
-            out.append(src.diag(parts, f"the name {too_long}", "shorten it", "bad-path", key=key))
+            out.append(src.diag(parts, too_long, "shorten it", "bad-path", key=key))
     return out
 
 
@@ -420,7 +420,7 @@ def _check_copy_paths(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
         if (too_long := long_name(rel)) is not None:
             out.append(
                 wf.source.diag(
-                    ("workspace", "copy", i), f"workspace.copy: the name {too_long}", "shorten it", "bad-path"
+                    ("workspace", "copy", i), f"workspace.copy: {too_long}", "shorten it", "bad-path"
                 )
             )
         elif copy_source(here, rel) is None:

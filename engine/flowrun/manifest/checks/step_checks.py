@@ -43,6 +43,6 @@ def check_steps(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
             hint = "use a relative path without '..'"
             out.append(wf.source.diag(template.parts, message, hint, "bad-path"))
         elif template.path and "{" not in template.text and (too_long := long_name(template.text)):
-            message = f"{template.parts[-1]}: the name {too_long}"
+            message = f"{template.parts[-1]}: {too_long}"
             out.append(wf.source.diag(template.parts, message, "shorten it", "bad-path"))
     return out
