@@ -140,3 +140,20 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path: Path) -> 
         assert "error" not in proc.stderr.lower() and "exception" not in proc.stderr.lower(), proc.stderr
     assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 2
     assert '"status": "completed"' in (tmp_path / "runs" / "r" / "run.json").read_text()
+
+
+def test_a_batch_default_folder_from_a_long_items_name_fits_and_is_found_again(tmp_path: Path) -> None:
+    """The default batch folder is named after the workflow and the items file: an items file
+    whose name is as long as a filesystem allows made it too long (the batch refused to start);
+    it is now cut to fit with a digest of the whole, and the same command finds it again."""
+    wf = project(tmp_path)
+    items = tmp_path / f"{'q' * 253}.j"  # 255 bytes (JSON lines): the longest name a file can have
+    items.write_text('{"topic": "t"}\n{"topic": "u"}\n')
+    proc = run_cli(["batch", str(wf), items.name], cwd=tmp_path)
+    assert proc.returncode == 0 and "2 completed, 0 failed" in clean(proc), proc.stdout + proc.stderr
+    [folder] = (tmp_path / "batches").iterdir()
+    assert len(folder.name.encode()) == 255 and folder.name.startswith(f"{flowrun.load(wf).name}-qqq")
+    assert (folder / "results.jsonl").read_text().count("\n") == 2
+    again = run_cli(["batch", str(wf), items.name], cwd=tmp_path)
+    assert again.returncode == 0 and "2 completed, 0 failed (0 run now)" in clean(again), again.stdout
+    assert [p.name for p in (tmp_path / "batches").iterdir()] == [folder.name]

@@ -7,6 +7,7 @@ prompts, tools, skills and output schemas), so a copy of an example workflow fin
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from functools import cache
@@ -206,6 +207,17 @@ def long_name(path: str | Path) -> str | None:
         if size > NAME_MAX:
             return f"the name {part[:40]}... is {size} bytes long (at most {NAME_MAX})"
     return None
+
+
+def fitting_name(name: str) -> str:
+    """`name` when a filesystem takes it; else cut to fit, ending with a digest of the whole, so
+    the same long name always gives the same short one (a default folder found again)."""
+    data = name.encode("utf-8", "surrogateescape")
+    if len(data) <= NAME_MAX:
+        return name
+    tail = "-" + hashlib.sha256(data).hexdigest()[:12]
+    cut = data[: NAME_MAX - len(tail)].decode("utf-8", "ignore")  # no character cut in two
+    return cut + tail
 
 
 def refuse_long_name(path: str | Path, what: str, hint: str = "shorten it") -> None:

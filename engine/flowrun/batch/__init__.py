@@ -32,6 +32,7 @@ from flowrun.batch.runner import (
     options_record,
 )
 from flowrun.errors import UsageError
+from flowrun.paths import fitting_name
 from flowrun.runtime.options import RunOptions
 
 __all__ = ["BatchProgress", "BatchSummary", "Item", "ItemResult", "default_folder", "read_items", "run_batch"]
@@ -149,7 +150,8 @@ def item_options(options: RunOptions, wf: Workflow, max_cost_usd_per_item: float
 
 
 def default_folder(wf: Workflow, items: Path) -> Path:
-    return Path("batches") / f"{wf.name}-{items.stem}"
+    """batches/WORKFLOW-ITEMS, the name cut to what a filesystem takes (the same each time)."""
+    return Path("batches") / fitting_name(f"{wf.name}-{items.stem}")
 
 
 def _check_options(
