@@ -122,7 +122,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
     missing, unreadable, not a regular file (never waited on), not JSON or not an object."""
     try:
         value = json.loads(read_whole(path))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

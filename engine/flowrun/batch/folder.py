@@ -134,7 +134,7 @@ class BatchFolder:
         if meta_path.exists():
             try:
                 meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+            except (OSError, json.JSONDecodeError, RecursionError):
                 meta = {}
             recorded = meta.get("workflow_file")
             if recorded and Path(recorded) != workflow.resolve():
@@ -170,7 +170,7 @@ class BatchFolder:
             try:
                 raw = json.loads(text)
                 result = ItemResult.from_dict(raw)
-            except (json.JSONDecodeError, TypeError, AttributeError):
+            except (json.JSONDecodeError, TypeError, AttributeError, RecursionError):
                 continue
             found[result.id] = result
         return found

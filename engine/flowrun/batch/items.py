@@ -19,6 +19,7 @@ from pathlib import Path
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.specs import InputSpec
+from flowrun.types import decode_json
 
 ID_KEY = "id"
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -103,7 +104,7 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
+                value = decode_json(text)
             except json.JSONDecodeError as e:
                 rows.append((number, f"not JSON: {e.msg} at column {e.colno}"))
                 continue
@@ -116,7 +117,7 @@ def _json_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:
     file of one object per line (JSON lines named .json) is read as such."""
     text = path.read_text(encoding="utf-8-sig")
     try:
-        value = json.loads(text)
+        value = decode_json(text)
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":  # one JSON value per line: JSON lines in a .json file
             return _jsonl_rows(path)

@@ -12,7 +12,6 @@ divergence) and grades it again, the judges answering from the recording.
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import time
 from collections.abc import Mapping
@@ -26,11 +25,12 @@ from flowrun.evals.recording import INDEX, JUDGES
 from flowrun.evals.report import EvalReport, RunScore, VariantReport
 from flowrun.evals.runner import CaseRun, EvalSettings, finish_report, grade_run, new_report
 from flowrun.testing import cassette_meta
+from flowrun.types import decode_json
 
 
 def _index(folder: Path) -> dict[str, object]:
     try:
-        raw = json.loads((folder / INDEX).read_text(encoding="utf-8"))
+        raw = decode_json((folder / INDEX).read_text(encoding="utf-8"))
     except OSError:
         raise UsageError(
             f"no recording in {folder}",
@@ -54,7 +54,7 @@ def _answers(folder: Path) -> dict[Key, Mapping[str, object]]:
         return out
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            raw = json.loads(line)
+            raw = decode_json(line)
             out[(str(raw["variant"]), str(raw["case"]), int(raw["repeat"]), str(raw["judge"]))] = raw
         except (ValueError, KeyError, TypeError):
             continue

@@ -5,7 +5,6 @@ the case (`{{ expected.term }}`, `{{ inputs.question }}`), rendered before they 
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from flowrun.manifest.eval_specs import (
     TrajectoryGrader,
 )
 from flowrun.pinned import walk
+from flowrun.types import decode_json
 
 SHOWN = 200  # characters of a text quoted in a detail
 
@@ -140,7 +140,7 @@ def _json_of(outcome: Outcome, file: str | None) -> tuple[object, str]:
     if text is None:
         raise FlowrunError(f"{what} was not written")
     try:
-        return json.loads(_unfenced(text)), what
+        return decode_json(_unfenced(text)), what
     except ValueError as e:
         raise FlowrunError(f"{what} is not JSON ({e}): {short(text)!r}") from None
 
@@ -201,7 +201,7 @@ def _json_schema(grader: GraderBase, name: str, outcome: Outcome, here: Path) ->
     schema = spec.schema_
     if isinstance(schema, str):
         try:
-            schema = json.loads((here / schema).read_text(encoding="utf-8"))
+            schema = decode_json((here / schema).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise FlowrunError(f"cannot read the schema {spec.schema_}: {e}") from None
     data, what = _json_of(outcome, spec.file)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from flowrun.evals.graders import GraderScore, failed, short
 from flowrun.evals.outcome import Outcome
 from flowrun.manifest.eval_specs import JudgeGrader
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
-from flowrun.types import Message, Usage
+from flowrun.types import Message, Usage, decode_json
 
 if TYPE_CHECKING:
     from flowrun.api import Workflow
@@ -229,7 +228,7 @@ def parse_verdict(text: str) -> tuple[Verdict | None, str]:
     if stripped.startswith("```"):
         stripped = stripped.strip("`").removeprefix("json").strip()
     try:
-        raw = json.loads(stripped)
+        raw = decode_json(stripped)
     except ValueError:
         return None, f"not JSON: {short(text)!r}"
     if not isinstance(raw, dict):

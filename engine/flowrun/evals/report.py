@@ -12,6 +12,7 @@ from pathlib import Path
 
 from flowrun.errors import UsageError
 from flowrun.evals.graders import GraderScore
+from flowrun.types import decode_json
 
 REPORT_VERSION = 1
 SAME = 1e-6  # score changes smaller than this are no change
@@ -196,7 +197,7 @@ class EvalReport:
 def read_report(path: Path) -> EvalReport:
     """A report written by `--json` (or an eval folder's report.json)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = decode_json(path.read_text(encoding="utf-8"))
         variants = [
             VariantReport(
                 v["name"],

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from flowrun.errors import UsageError
 from flowrun.manifest.specs import InputSpec
+from flowrun.types import decode_json
 
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
@@ -58,7 +59,7 @@ def to_list(value: object) -> list[object]:
     text = str(value)
     if text.lstrip().startswith("["):
         try:
-            parsed = json.loads(text)
+            parsed = decode_json(text)
         except json.JSONDecodeError:
             parsed = None
         if isinstance(parsed, list):

@@ -333,7 +333,7 @@ def progress(kind: str, line: bytes) -> str:
         return ""
     try:
         event = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     if not isinstance(event, dict):
         return ""

@@ -63,7 +63,7 @@ def _head(line: bytes) -> tuple[int, str] | None:
         return int(match[1]), match[2].decode()
     try:
         event = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     seq = event.get("seq") if isinstance(event, dict) else None
     if not isinstance(seq, int) or isinstance(seq, bool):

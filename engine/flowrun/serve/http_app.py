@@ -37,6 +37,7 @@ from flowrun.serve.event_feed import follow
 from flowrun.serve.openapi import document
 from flowrun.serve.served_runs import Conflict, NotFound, ServedRuns, decision_dict, describe_error
 from flowrun.serve.workflow_info import batch_detail, batches, workflow_info
+from flowrun.types import decode_json
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -142,7 +143,7 @@ async def body_of(request: Request) -> Mapping[str, object]:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = decode_json(raw.decode("utf-8"))
     except ValueError as e:
         raise UsageError(f"the body is not JSON: {e}", "send a JSON object") from None
     if not isinstance(body, dict):

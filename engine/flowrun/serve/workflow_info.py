@@ -108,7 +108,7 @@ def _results(path: Path) -> list[dict[str, object]]:
     for line in text.splitlines():
         try:
             raw = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             latest[raw["id"]] = raw

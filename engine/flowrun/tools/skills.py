@@ -25,7 +25,7 @@ import yaml
 
 from flowrun.paths import examples_root
 from flowrun.tools.base import ToolContext, error, finish_result, tool
-from flowrun.types import ToolResult
+from flowrun.types import ToolResult, decode_json
 from flowrun.yaml_limits import Loader, scan_events
 
 INDEX_FILE = "skills.json"
@@ -107,7 +107,7 @@ def _indexed_skills(root: Path) -> list[Skill]:
     if not index.is_file():
         return []
     try:
-        entries = json.loads(_read_text(index)).get("skills", {})
+        entries = decode_json(_read_text(index)).get("skills", {})
     except (json.JSONDecodeError, AttributeError):
         return []  # a broken index must not hide the folder skills next to it
     skills = []

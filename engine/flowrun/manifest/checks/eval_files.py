@@ -29,6 +29,7 @@ from flowrun.manifest.project import Loaded, Project, display_path, parse_manife
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.paths import is_file
+from flowrun.types import decode_json
 
 JUDGE_VARIABLES = frozenset({"inputs", "expected", "output", "message", "status", "case"})
 MAX_ROW_PROBLEMS = 20
@@ -126,7 +127,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, object] | str]]:
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
+                value = decode_json(text)
             except json.JSONDecodeError as e:
                 yield number, f"not JSON: {e.msg} at column {e.colno}"
                 continue
@@ -375,7 +376,7 @@ def _schema_problems(grader: JsonSchemaGrader, here: Path) -> list[Problem]:
     if isinstance(schema, str):
         path = here / schema
         try:
-            schema = json.loads(path.read_text(encoding="utf-8"))
+            schema = decode_json(path.read_text(encoding="utf-8"))
         except OSError:
             return [
                 (

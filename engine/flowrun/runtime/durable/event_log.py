@@ -175,7 +175,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     for line in data.splitlines():
         try:
             raw = json.loads(line)
-        except ValueError:  # not JSON, or not UTF-8
+        except (ValueError, RecursionError):  # not JSON, or not UTF-8
             continue
         if isinstance(raw, dict):
             events.append(raw)
@@ -227,7 +227,7 @@ def _damaged(path: Path, number: int, what: str) -> RunError:
 def _object(line: bytes) -> dict[str, object] | None:
     try:
         raw = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return raw if isinstance(raw, dict) else None
 

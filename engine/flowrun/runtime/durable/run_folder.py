@@ -235,7 +235,7 @@ def _has_run_start(log: Path) -> bool:
         return False
     with f:
         for line in itertools.islice(f, 3):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):
                 raw = json.loads(line)
                 if isinstance(raw, dict) and raw.get("type") == "run_start":
                     return True
@@ -315,7 +315,7 @@ def _last_event(log: Path) -> dict[str, Any] | None:
     lines = tail.rstrip(b"\n").split(b"\n") if tail.endswith(b"\n") else []
     try:
         event = json.loads(lines[-1]) if lines else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return event if isinstance(event, dict) else None
 

@@ -513,7 +513,7 @@ def _whole(value: object) -> int:
 def _loaded(text: object) -> dict[str, object]:
     try:
         value = json.loads(text if isinstance(text, str) else "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -543,7 +543,7 @@ def last_line(log: Path) -> dict[str, object]:
 def _object(line: bytes) -> dict[str, object]:
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

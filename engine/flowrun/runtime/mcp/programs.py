@@ -342,7 +342,7 @@ def npx_cached(cache: Path, package: str) -> bool:
     for manifest in (cache / "_npx").glob("*/package.json"):
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         listed = (data.get("_npx") or {}).get("packages") or []
         if package in listed or (name == package and name in (data.get("dependencies") or {})):

@@ -83,7 +83,7 @@ def _span(path: Path) -> float | None:
 def _time(line: bytes) -> float | None:
     try:
         decoded = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     value = decoded.get("t") if isinstance(decoded, dict) else None
     return float(value) if isinstance(value, int | float) else None

@@ -53,7 +53,7 @@ def _events(path: Path) -> list[dict[str, object]]:
         for line in lines:
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(value, dict):
                 out.append(value)

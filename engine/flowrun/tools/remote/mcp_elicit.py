@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
+from flowrun.types import decode_json
+
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
     from mcp.types import ElicitRequestParams, ElicitResult
@@ -176,7 +178,7 @@ def parse_answer(text: str, schema: Mapping[str, object]) -> tuple[Action, Conte
         content = {name: _plain(answer, spec)}
     else:
         try:
-            content = json.loads(answer)
+            content = decode_json(answer)
         except json.JSONDecodeError as e:
             return "accept", None, f"not a JSON object ({e.msg})"
     if not isinstance(content, dict):

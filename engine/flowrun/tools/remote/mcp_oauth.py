@@ -81,7 +81,7 @@ class FileTokenStorage:
     def _read(self) -> dict[str, object]:
         try:
             found = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
         return found if isinstance(found, dict) and found.get("url") == self.url else {}
 

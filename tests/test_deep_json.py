@@ -1,0 +1,121 @@
+"""JSON nested thousands of levels deep, or with a number of thousands of digits, wherever a user,
+a client or a model hands flowrun JSON: a batch's items, a request to the runs API, an agent's
+output graded as JSON, a line of a run's event log. Python's parser raises RecursionError (or a
+ValueError that is no JSONDecodeError) there, which had ended each command in an internal error
+and the server's answer in a 500 with a traceback in its log. Now each is a mistake in the input,
+said in one line: "nested more than 64 levels deep" (as a model's tool arguments already were)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import yaml
+from conftest import run_cli
+from hardening_helpers import scripted_project
+from serve_http_helpers import Served
+
+DEEP = "[" * 5000 + "]" * 5000  # far past Python's recursion limit
+LONG_NUMBER = "1" + "0" * 5000  # past the digits Python converts to an int
+
+
+def clean(proc: object) -> str:
+    out: str = proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in out and "internal error" not in out, out
+    return out
+
+
+def project(tmp: Path, answer: str = "done") -> Path:
+    agents = {"w": {"prompt": "You write.", "tools": ["write_file"]}}
+    call = {"name": "write_file", "arguments": {"path": "answer.json", "content": answer}}
+    replies = {"w": [{"tool_calls": [call]}, {"text": "done"}] * 4}
+    inputs = {"topic": {"description": "t"}}
+    return scripted_project(tmp, agents, replies, entry="w", inputs=inputs) / "wf.yaml"
+
+
+def test_batch_items_nested_too_deep_or_with_too_long_a_number_are_refused_at_their_line(
+    tmp_path: Path,
+) -> None:
+    wf = project(tmp_path)
+    files = {
+        "deep.jsonl": '{"topic": "fine"}\n{"topic": ' + DEEP + "}\n",
+        "deep.json": DEEP,
+        "number.jsonl": '{"topic": ' + LONG_NUMBER + "}\n",
+    }
+    said = {
+        "deep.jsonl": "deep.jsonl:2: not JSON: nested more than 64 levels deep",
+        "deep.json": "deep.json:1: not JSON: nested more than 64 levels deep",
+        "number.jsonl": "number.jsonl:1: not JSON: a number has more than 4300 digits",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        proc = run_cli(["batch", str(wf), name, "--out", f"out-{name}"], cwd=tmp_path)
+        out = clean(proc)
+        assert proc.returncode == 2 and said[name] in out and "nothing was run" in out, out
+        assert not (tmp_path / f"out-{name}").exists()
+
+
+def test_the_runs_api_answers_a_body_nested_too_deep_with_a_400(tmp_path: Path) -> None:
+    wf = project(tmp_path)
+    served = Served(tmp_path, [str(wf), "--port", "0", "--dry-run"])
+    try:
+        with httpx.Client(base_url=served.base, timeout=60) as http:
+            for body in ('{"inputs": {"topic": ' + DEEP + "}}", '{"a":' * 5000, '{"n": ' + LONG_NUMBER + "}"):
+                answer = http.post("/v1/runs", content=body, headers={"Content-Type": "application/json"})
+                assert answer.status_code == 400, answer.text
+                assert answer.json()["error"].startswith("the body is not JSON: "), answer.text
+            assert "nested more than 64 levels deep" in http.post("/v1/runs", content=DEEP).json()["error"]
+            started = http.post("/v1/runs", json={"inputs": {"topic": "t"}})  # the server goes on
+            assert started.status_code == 201, started.text
+    finally:
+        served.stop()
+    assert not any("Traceback" in line for line in served.lines), "".join(served.lines)
+
+
+def test_an_output_graded_as_json_nested_too_deep_scores_zero_with_the_reason(tmp_path: Path) -> None:
+    wf = project(tmp_path, answer=DEEP)
+    evalset = {
+        "version": 1,
+        "kind": "evalset",
+        "name": "deep",
+        "workflow": wf.name,
+        "cases": [{"id": "one", "inputs": {"topic": "t"}}],
+        "graders": [{"name": "shape", "json_schema": {"schema": {"type": "array"}, "file": "answer.json"}}],
+    }
+    (tmp_path / "deep.eval.yaml").write_text(yaml.safe_dump(evalset))
+    proc = run_cli(["eval", "deep.eval.yaml", "--json", "report.json"], cwd=tmp_path)
+    out = clean(proc)
+    [run] = json.loads((tmp_path / "report.json").read_text())["variants"][0]["runs"]
+    [shape] = run["graders"]
+    assert shape["score"] == 0 and "nested more than 64 levels deep" in shape["detail"], (shape, out)
+    (tmp_path / "before.json").write_text('{"variants": ' + DEEP + "}")
+    compared = run_cli(["eval", "deep.eval.yaml", "--baseline", "before.json"], cwd=tmp_path)
+    said = clean(compared)
+    assert compared.returncode == 2 and "before.json is not a `flowrun eval --json` report" in said, said
+    assert "nested more than 64 levels deep" in said
+    first = '{"id": "a", "inputs": {"topic": "t"}}\n'
+    (tmp_path / "cases.jsonl").write_text(first + '{"id": "b", "inputs": ' + DEEP)
+    evalset["dataset"] = "cases.jsonl"
+    del evalset["cases"]
+    (tmp_path / "deep.eval.yaml").write_text(yaml.safe_dump(evalset))
+    checked = run_cli(["validate", "deep.eval.yaml"], cwd=tmp_path)
+    said = clean(checked)
+    assert checked.returncode == 1 and "cases.jsonl:2" in said, said
+    assert "nested more than 64 levels deep" in said
+
+
+def test_a_line_of_an_event_log_nested_too_deep_is_a_damaged_line_not_a_crash(tmp_path: Path) -> None:
+    wf = project(tmp_path)
+    proc = run_cli([str(wf), "--topic", "t", "-q", "--run-id", "r"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    log = tmp_path / "runs" / "r" / "events.jsonl"
+    with log.open("a") as f:
+        f.write('{"seq": 99, "type": "tool_result", "x": ' + DEEP + "}\n")
+    for args in (["runs"], ["show", "runs/r"], ["show", "runs/r", "--messages"]):
+        shown = run_cli(args, cwd=tmp_path)
+        assert shown.returncode == 0, clean(shown)
+        clean(shown)
+    resumed = run_cli(["resume", "runs/r"], cwd=tmp_path)
+    out = clean(resumed)
+    assert resumed.returncode == 1 and "events.jsonl:" in out and "the event log is damaged" in out, out
