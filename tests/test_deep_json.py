@@ -1,9 +1,13 @@
-"""JSON nested thousands of levels deep, or with a number of thousands of digits, wherever a user,
-a client or a model hands flowrun JSON: a batch's items, a request to the runs API, an agent's
-output graded as JSON, a line of a run's event log. Python's parser raises RecursionError (or a
-ValueError that is no JSONDecodeError) there, which had ended each command in an internal error
-and the server's answer in a 500 with a traceback in its log. Now each is a mistake in the input,
-said in one line: "nested more than 64 levels deep" (as a model's tool arguments already were)."""
+"""Input nested thousands of levels deep, wherever a user, a client or a model hands it to flowrun.
+
+JSON (or a number of thousands of digits): a batch's items, a request to the runs API, an
+agent's output graded as JSON, an eval's dataset and baseline, a line of a run's event log.
+Python's parser raises RecursionError (or a ValueError that is no JSONDecodeError) there, which
+had ended each command in an internal error and the server's answer in a 500 with a traceback in
+its log. Now each is a mistake in the input, said in one line: "nested more than 64 levels deep"
+(as a model's tool arguments already were). The same for a manifest's Jinja template, regular
+expression (a stop pattern, a guardrail, a hook's matcher) and a `--set` value: `validate` and
+the run say which, where, in one line, where they had printed a traceback."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 from conftest import run_cli
 from hardening_helpers import scripted_project
@@ -119,3 +124,55 @@ def test_a_line_of_an_event_log_nested_too_deep_is_a_damaged_line_not_a_crash(tm
     resumed = run_cli(["resume", "runs/r"], cwd=tmp_path)
     out = clean(resumed)
     assert resumed.returncode == 1 and "events.jsonl:" in out and "the event log is damaged" in out, out
+
+
+DEEP_PATTERN = "(" * 5000 + "a" + ")" * 5000
+
+
+@pytest.mark.parametrize(
+    ("agent", "said"),
+    [
+        (
+            {"prompt": "{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}"},
+            "the template nests expressions or blocks too",
+        ),
+        (
+            {"prompt": "{% if x %}" * 2000 + "y" + "{% endif %}" * 2000},
+            "nests expressions or blocks too deep",
+        ),
+        ({"prompt": "{{ x" + "[0]" * 20000 + " }}"}, "nests expressions or blocks too deep"),
+        ({"stop": {"pattern": DEEP_PATTERN}}, "invalid regex: the pattern nests groups too deep"),
+        ({"guardrails": {"output": [{"name": "g", "forbid": DEEP_PATTERN}]}}, "the pattern nests groups too"),
+        (
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": DEEP_PATTERN, "hooks": [{"type": "command", "command": "true"}]}
+                    ]
+                }
+            },
+            "is not a regular expression: the pattern nests groups too deep",
+        ),
+    ],
+    ids=["expression", "blocks", "subscripts", "stop", "guardrail", "hook"],
+)
+def test_a_template_or_a_pattern_nested_too_deep_is_a_manifest_error_at_its_line(
+    tmp_path: Path, agent: dict[str, object], said: str
+) -> None:
+    agents = {"w": {"prompt": "You write.", "tools": ["write_file"], **agent}}
+    wf = scripted_project(tmp_path, agents, {"w": [{"text": "done"}]}, entry="w") / "wf.yaml"
+    checked = run_cli(["validate", str(wf)], cwd=tmp_path)
+    out = clean(checked)
+    assert checked.returncode == 1 and "agents.d/w.yaml:" in out and said in out, out
+    ran = run_cli([str(wf), "-q"], cwd=tmp_path)
+    assert ran.returncode in (1, 2) and said in clean(ran) and not (tmp_path / "runs").exists()
+
+
+def test_a_set_value_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -> None:
+    wf = project(tmp_path)
+    for depth in (60, 3000):
+        value = "[" * depth + "]" * depth
+        proc = run_cli([str(wf), "--topic", "t", "-q", "--set", f"w.max_steps={value}"], cwd=tmp_path)
+        out = clean(proc)
+        assert proc.returncode == 2 and "--set w.max_steps=[[[" in out, out
+        assert "nesting deeper than 50 levels" in out or "the value is not valid YAML" in out, out

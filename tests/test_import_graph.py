@@ -28,6 +28,7 @@ BASE = (
     "open_files",
     "environ",
     "surrogates",
+    "regexes",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

@@ -12,6 +12,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.specs import HOOK_EVENTS, HooksSpec
 from flowrun.manifest.yaml_source import PathKey, Source, load_source
 from flowrun.paths import display_path, is_file
+from flowrun.regexes import compile_regex
 
 SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
 # Claude Code's events with no moment in a flowrun run: a Claude Code file naming one is read
@@ -80,7 +81,7 @@ def _group_problems(src: Source, where: PathKey, event: str, group: dict[str, ob
             )
         else:
             try:
-                re.compile(matcher)
+                compile_regex(matcher)
             except re.error as e:
                 message = f"matcher {matcher!r} is not a regular expression: {e}"
                 hint = "e.g. Bash, Edit|Write, mcp__github__.*; empty or * for all"

@@ -67,8 +67,13 @@ def parse_override(text: str) -> Override:
         raise UsageError(f"--set {text!r} is not PATH=VALUE", HINT)
     import yaml
 
+    from flowrun.yaml_limits import Loader, scan_events
+
+    refusal = scan_events(raw)  # (a value nested thousands deep would break the parser's stack)
+    if refusal is not None:
+        raise UsageError(f"--set {text}: {refusal.message}", refusal.hint)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=Loader) if raw.strip() else ""
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise UsageError(f"--set {text}: the value is not valid YAML ({problem})", "quote it") from None

@@ -54,6 +54,10 @@ def environment(search: list[Path] | None = None) -> SandboxedEnvironment:
     )
 
 
+TOO_DEEP = "the template nests expressions or blocks too deep"
+DEEP_HINT = "split it into smaller expressions or blocks"
+
+
 @dataclass(slots=True)
 class TemplateInfo:
     variables: dict[str, int]  # undeclared name -> first line it is used on
@@ -68,14 +72,16 @@ def analyse(source: str, env: SandboxedEnvironment | None = None) -> TemplateInf
     env = env or environment()
     try:
         ast = env.parse(source)
+        names = meta.find_undeclared_variables(ast) - JINJA_GLOBALS
+        first_line: dict[str, int] = {}
+        for node in ast.find_all(nodes.Name):
+            if node.name in names and node.ctx == "load":
+                first_line.setdefault(node.name, node.lineno)
+        includes = [t for t in meta.find_referenced_templates(ast) if isinstance(t, str)]
     except TemplateSyntaxError as e:
         return TemplateInfo({}, [], e.message or str(e), e.lineno or 1)
-    names = meta.find_undeclared_variables(ast) - JINJA_GLOBALS
-    first_line: dict[str, int] = {}
-    for node in ast.find_all(nodes.Name):
-        if node.name in names and node.ctx == "load":
-            first_line.setdefault(node.name, node.lineno)
-    includes = [t for t in meta.find_referenced_templates(ast) if isinstance(t, str)]
+    except RecursionError:  # jinja2's parser and its tree walks recurse once per nested node
+        return TemplateInfo({}, [], TOO_DEEP, 1)
     return TemplateInfo(first_line, includes)
 
 
@@ -98,6 +104,8 @@ def render(
         raise ManifestError(
             f"cannot render {what or 'template'}: {e}", "check the variable names it uses"
         ) from e
+    except (RecursionError, SyntaxError):  # the parser's recursion, or Python's on the compiled code
+        raise ManifestError(f"cannot render {what or 'template'}: {TOO_DEEP}", DEEP_HINT) from None
 
 
 def is_plain(source: str) -> bool:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from flowrun.regexes import compile_regex
+
 
 class Unavailable(Exception):
     """The dry run cannot make valid arguments for this tool (yet)."""
@@ -203,7 +205,7 @@ def _matching(pattern: str, preferred: str) -> str:
     """`preferred` when it matches the pattern (searched, as JSON Schema does), else a common
     word that does, else a string built from the regex."""
     try:
-        compiled = re.compile(pattern)
+        compiled = compile_regex(pattern)
     except re.error as e:
         raise Unavailable(f"pattern {pattern!r}: {e}") from None
     for text in (preferred, *PATTERN_CANDIDATES):

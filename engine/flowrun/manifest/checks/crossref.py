@@ -40,6 +40,7 @@ from flowrun.manifest.specs import (
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
 from flowrun.manifest.yaml_source import Source
 from flowrun.paths import copy_source, display_path, is_dir, is_file, long_name, safe_relative
+from flowrun.regexes import compile_regex
 
 
 def check_project(project: Project, include_builtins: bool = False) -> list[Diagnostic]:
@@ -106,7 +107,7 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
     out += output_schema_diagnostics(loaded, project)
     if spec.stop and spec.stop.pattern:
         try:
-            re.compile(spec.stop.pattern)
+            compile_regex(spec.stop.pattern)
         except re.error as e:
             hint = "quote the pattern with single quotes in YAML so backslashes stay"
             out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))

@@ -29,6 +29,7 @@ from flowrun.manifest.project import Loaded, Project, display_path, parse_manife
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.paths import is_file
+from flowrun.regexes import compile_regex
 from flowrun.types import decode_json
 
 JUDGE_VARIABLES = frozenset({"inputs", "expected", "output", "message", "status", "case"})
@@ -310,7 +311,7 @@ def grader_problems(
     for pattern in patterns:
         if pattern is not None and "{{" not in pattern:
             try:
-                re.compile(pattern)
+                compile_regex(pattern)
             except re.error as e:
                 out.append(
                     (f"invalid regex /{pattern}/: {e}", "quote it with single quotes in YAML", "bad-regex")

@@ -10,6 +10,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import FlowTestManifest
 from flowrun.paths import is_dir, is_file
+from flowrun.regexes import compile_regex
 
 
 def cassette_events(cassette: Path) -> Path:
@@ -39,7 +40,7 @@ def _check_test_file(loaded: Loaded[FlowTestManifest]) -> list[Diagnostic]:
         texts = getattr(spec.expect, key)
         if texts is not None and texts.matches is not None:
             try:
-                re.compile(texts.matches)
+                compile_regex(texts.matches)
             except re.error as e:
                 hint = "quote the pattern with single quotes in YAML so backslashes stay"
                 out.append(src.diag(("expect", key, "matches"), f"invalid regex: {e}", hint, "bad-regex"))

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.guardrails.specs import KIND_KEYS
 from flowrun.manifest.yaml_source import PathKey, Source
+from flowrun.regexes import compile_regex
 
 
 def entries(raw: object) -> Iterator[tuple[PathKey, str, Mapping[str, object]]]:
@@ -53,7 +54,7 @@ def _regex_problems(src: Source, path: PathKey, where: str, guard: Mapping[str, 
         if not isinstance(pattern, str):
             continue
         try:
-            re.compile(pattern)
+            compile_regex(pattern)
         except re.error as e:
             hint = "quote the pattern with single quotes in YAML so backslashes stay"
             out.append(src.diag((*path, key), f"invalid regex {pattern!r}: {e}", hint, "bad-regex"))

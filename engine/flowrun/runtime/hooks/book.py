@@ -26,6 +26,7 @@ from flowrun.events import Event, HookEvent
 from flowrun.manifest.hooks import matches_all
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import HookHandler, HookMatcher, HooksSpec, WorkflowManifest
+from flowrun.regexes import compile_regex
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.hooks.answers import HookAnswer, Verdict, interpret
 from flowrun.runtime.hooks.execution import run_handler
@@ -68,7 +69,7 @@ def matches(matcher: str | None, names: tuple[str, ...]) -> bool:
     if SIMPLE_MATCHER.match(matcher):
         return any(name in matcher.split("|") for name in names)
     try:
-        pattern = re.compile(matcher)
+        pattern = compile_regex(matcher)
     except re.error:
         return False  # validate reports it
     return any(pattern.search(name) for name in names)

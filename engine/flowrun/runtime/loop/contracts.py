@@ -21,6 +21,7 @@ from flowrun.manifest.kinds import ContextSide, ToolKindSide
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
 from flowrun.providers.base import ModelConfig, Provider
+from flowrun.regexes import compile_regex
 from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext
@@ -95,7 +96,7 @@ class AgentInstance:
 
     def stop_pattern(self) -> re.Pattern[str] | None:
         pattern = self.spec.stop.pattern
-        return re.compile(pattern) if pattern else None
+        return compile_regex(pattern) if pattern else None
 
 
 class ContextStrategy(ContextSide, Protocol):
