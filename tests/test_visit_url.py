@@ -30,6 +30,15 @@ PAGE = """<!DOCTYPE html><html><head><title>Zebra  Guide</title><meta charset="u
 <footer>FOOTER-TEXT</footer></body></html>"""
 
 
+# old markup with unclosed paragraphs (and generated pages) nest elements hundreds deep
+DEEP_PAGE = (
+    b"<html><head><title>Deep</title></head><body>"
+    + b"".join(b"<p>paragraph %d " % i for i in range(600))
+    + b"<div>" * 5000
+    + b"the end</body></html>"
+)
+
+
 class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     # set on the per-server subclass: `release` lets slow handlers end at teardown;
@@ -52,6 +61,7 @@ class Handler(BaseHTTPRequestHandler):
             "/forbidden": lambda: self.reply(403, "text/plain", b"no"),
             "/redirect": lambda: self.reply(302, "text/plain", b"", {"Location": "/plain.txt"}),
             "/untyped": lambda: self.reply(200, "", b"<html><body><p>sniffed page</p></body></html>"),
+            "/deep.html": lambda: self.reply(200, "text/html", DEEP_PAGE),
             "/endless.html": self.endless,
             "/slow": self.slow,
             "/drip": self.drip,
@@ -294,6 +304,16 @@ async def test_file_url_errors(tmp_path: Path) -> None:
     assert folder.error is not None and folder.error.code == "IS_DIRECTORY"
     remote = await visit_url(ctx, url="file://otherhost/etc/hosts")
     assert remote.error is not None and remote.error.code == "ACCESS_DENIED"
+
+
+async def test_a_page_nested_thousands_deep_is_read_as_its_text(tmp_path: Path, server: str) -> None:
+    """Markdown conversion recurses once per nested element: such a page had been an INTERNAL
+    error (RecursionError); now it is read, its text one element a line."""
+    result = await visit_url(make_ctx(tmp_path), url=f"{server}/deep.html")
+    assert result.status == "success", result.output
+    content = result.data["content"]
+    assert result.data["title"] == "Deep" and content.startswith("paragraph 0"), content[:200]
+    assert "paragraph 599" in content and content.endswith("the end"), content[-200:]
 
 
 def test_html_to_markdown_without_main_drops_site_chrome() -> None:

@@ -286,7 +286,11 @@ def html_to_markdown(html: bytes | str, charset: str | None = None) -> tuple[str
         main = soup.body or soup
         for tag in main(CHROME_TAGS):
             tag.decompose()
-    markdown = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"]).convert_soup(main)
+    try:
+        markdown = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"]).convert_soup(main)
+    except RecursionError:  # markdownify recurses once per nested element: a page nesting hundreds
+        # (unclosed <p> or <font> tags, generated markup) is read as its text, one line per element
+        markdown = main.get_text("\n")
     markdown = re.sub(r"[ \t]+\n", "\n", markdown)
     markdown = re.sub(r"\n{3,}", "\n\n", markdown).strip()
     return title, markdown
