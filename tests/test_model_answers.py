@@ -1,10 +1,11 @@
 """Issue 11, item 2, through the CLI and the real SDKs: a 200 that is not a usable answer (a
 stream cut before its final event, no choices, a body that is not JSON or not UTF-8, JSON of
 the wrong shape, an error object, no body, a body that does not unzip, the other wire format,
-an empty answer) is a retryable provider error in both wire formats, streamed and not: retried,
-then the run fails `failed` (exit 1) with one line naming the model and the fault; a good
-answer after the bad ones and the run completes. A property test sends the providers answers
-of any shape: each ends in an answer or a ProviderError, never another exception."""
+JSON nested past the parser's recursion, an empty answer) is a retryable provider error in both
+wire formats, streamed and not: retried, then the run fails `failed` (exit 1) with one line
+naming the model and the fault; a good answer after the bad ones and the run completes. A
+property test sends the providers answers of any shape: each ends in an answer or a
+ProviderError, never another exception."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ EXPECTED: dict[str, str | dict[tuple[str, bool], str]] = {
         ("anthropic", False): "unusable answer: the answer is in OpenAI's Chat Completions format",
         ("anthropic", True): "unusable answer: the stream carried no events",
     },
+    "too_deep": "unusable answer: the response body nests JSON too deep to read",
     "empty": "unusable answer: the answer is empty: no text and no tool call",
 }
 

@@ -100,6 +100,8 @@ class Reply:
 #   bad_gzip     `Content-Encoding: gzip` on a body that is not gzip.
 #   other_format the answer in the other wire format (an Anthropic message to an OpenAI client
 #                and the reverse), as a misrouted proxy sends it.
+#   too_deep     the answer (streamed: its first event) with an extra field of arrays nested
+#                DEEP_LEVELS deep, past the JSON parser's recursion.
 #   drip         the answer never completes: a stream sends its first event, then only SSE
 #                comments (keep-alive pings); a body arrives one byte at a time. Every read is
 #                quick, the whole answer takes minutes (up to DRIP_LIMIT_S, or until the
@@ -115,11 +117,21 @@ Fault = Literal[
     "empty_body",
     "bad_gzip",
     "other_format",
+    "too_deep",
     "drip",
 ]
 SLOW_FAULTS: tuple[Fault, ...] = ("drip",)  # they take the client's timeout to notice
 FAULTS: tuple[Fault, ...] = tuple(f for f in get_args(Fault) if f not in SLOW_FAULTS)
 DRIP_LIMIT_S = 120.0
+DEEP_LEVELS = 5000
+DEEP_FIELD = '"deep": ' + "[" * DEEP_LEVELS + "]" * DEEP_LEVELS + ", "
+
+
+def _deepened(data: str) -> str:
+    """A JSON object's text with DEEP_FIELD as its first field (json.dumps cannot write it)."""
+    return "{" + DEEP_FIELD + data.removeprefix("{")
+
+
 DRIP_EVERY_S = 0.1
 NOT_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1>the upstream answered nothing</body></html>\n"
 
@@ -574,10 +586,12 @@ def _sse_events(request: WireRequest, reply: Reply) -> list[str]:
         error = json.dumps(_error_body(request.api, 529, "the upstream is overloaded"))
         return [f"event: error\ndata: {error}\n\n" if request.api == "anthropic" else f"data: {error}\n\n"]
     if request.api == "anthropic":
-        return [
-            f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in anthropic_stream(request, reply)
-        ]
-    return [f"data: {data}\n\n" for data in openai_stream(request, reply)]
+        pairs = [(name, json.dumps(data)) for name, data in anthropic_stream(request, reply)]
+    else:
+        pairs = [("", data) for data in openai_stream(request, reply)]
+    if reply.fault == "too_deep":
+        pairs[0] = (pairs[0][0], _deepened(pairs[0][1]))
+    return [(f"event: {name}\n" if name else "") + f"data: {data}\n\n" for name, data in pairs]
 
 
 def sse_body(request: WireRequest, reply: Reply) -> bytes:
@@ -589,7 +603,8 @@ def _json_body(request: WireRequest, reply: Reply) -> bytes:
     if reply.fault == "error_in_200":
         return json.dumps(_error_body(request.api, 529, "the upstream is overloaded")).encode()
     make = anthropic_message if request.api == "anthropic" else openai_completion
-    whole = json.dumps(make(request, reply)).encode()
+    text = json.dumps(make(request, reply))
+    whole = (_deepened(text) if reply.fault == "too_deep" else text).encode()
     return whole[: len(whole) // 2] if reply.fault == "truncated" else whole
 
 

@@ -29,7 +29,8 @@ def unusable(message: str) -> ApiFailure:
 
 async def parsed(make: Callable[[], Awaitable[T]]) -> T:
     """Await an SDK call whose body the SDK parses: a body that is not valid JSON (cut short,
-    or not JSON at all) or not UTF-8 is an unusable answer, not a crash."""
+    not JSON at all, or nested past the parser's recursion) or not UTF-8 is an unusable answer,
+    not a crash."""
     try:
         return await make()
     except json.JSONDecodeError as e:
@@ -37,6 +38,8 @@ async def parsed(make: Callable[[], Awaitable[T]]) -> T:
     except UnicodeDecodeError as e:
         byte = e.object[e.start : e.start + 1].hex()
         raise unusable(f"the response body is not UTF-8 (byte 0x{byte} at offset {e.start})") from e
+    except RecursionError:  # the JSON parser recurses once per nested array or object
+        raise unusable("the response body nests JSON too deep to read") from None
 
 
 def shape_checked(read: Callable[P, T]) -> Callable[P, T]:
