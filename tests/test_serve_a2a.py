@@ -252,6 +252,24 @@ def test_a_malformed_request_is_a_json_rpc_error_and_one_line_in_the_log(one: St
     assert "Traceback" not in "".join(one.served.lines[before:])
 
 
+def test_a_request_nested_past_the_json_parser_is_a_parse_error(one: Stack) -> None:
+    """JSON nested thousands deep had been the a2a-sdk's internal error (-32603) with a
+    traceback in the log: it is JSON-RPC's parse error, and the server goes on."""
+    before = len(one.served.lines)
+    deep = "[" * 5000 + "]" * 5000
+    with one.served.client() as http:
+        for body in ('{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": ' + deep + "}", deep):
+            answer = http.post("/a2a/scribe", content=body, headers={"Content-Type": "application/json"})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["error"] == {
+                "code": -32700,
+                "message": "Parse error: the JSON nests too deep to read",
+            }, answer.text
+        card = http.get("/a2a/scribe/.well-known/agent-card.json")
+    assert card.status_code == 200, card.text
+    assert "Traceback" not in "".join(one.served.lines[before:])
+
+
 async def test_a_stream_goes_working_to_completed_with_the_artifacts(one: Stack) -> None:
     events = await send(f"{one.served.base}/a2a/scribe", user("Otters"), streaming=True)
     first, *updates = events

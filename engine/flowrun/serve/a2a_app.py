@@ -173,6 +173,7 @@ def build_app(
     from starlette.routing import BaseRoute, Route
 
     from flowrun.serve.a2a_handler import RunsHandler
+    from flowrun.serve.deep_json import DeepJsonGuard
 
     holder: list[ServedRuns] = []
 
@@ -203,7 +204,7 @@ def build_app(
     for wf in workflows:
         routes.append(Route(f"{PREFIX}/{wf.name}{CARD}", card_route(wf.name), methods=["GET"]))
         routes += create_jsonrpc_routes(RunsHandler(runs, wf.name), endpoint(wf.name))
-    app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
+    app: ASGIApp = DeepJsonGuard(Starlette(routes=routes, lifespan=lifespan))
     if token is not None:
         app = BearerToken(app, token, public=lambda path: path.endswith(CARD))
     return HostCheck(app, accepted_hosts(host, allowed_hosts))
