@@ -11,6 +11,7 @@ the run say which, where, in one line, where they had printed a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -20,6 +21,8 @@ import yaml
 from conftest import run_cli
 from hardening_helpers import scripted_project
 from serve_http_helpers import Served
+
+import flowrun
 
 DEEP = "[" * 5000 + "]" * 5000  # far past Python's recursion limit
 LONG_NUMBER = "1" + "0" * 5000  # past the digits Python converts to an int
@@ -176,3 +179,24 @@ def test_a_set_value_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -> N
         out = clean(proc)
         assert proc.returncode == 2 and "--set w.max_steps=[[[" in out, out
         assert "nesting deeper than 50 levels" in out or "the value is not valid YAML" in out, out
+
+
+def test_the_python_api_refuses_an_input_nested_too_deep_or_holding_itself(tmp_path: Path) -> None:
+    """A Python caller's input of lists in lists thousands deep (or a list that holds itself)
+    had raised RecursionError out of `Workflow.run`; it is a UsageError naming the input."""
+    agents = {"w": {"prompt": "You write {{ data }}.", "tools": []}}
+    inputs = {"data": {"type": "list", "description": "d"}}
+    wf = scripted_project(tmp_path, agents, {"w": [{"text": "done"}] * 3}, entry="w", inputs=inputs)
+    workflow = flowrun.load(wf / "wf.yaml")
+    deep: list[object] = []
+    inner = deep
+    for _ in range(5000):
+        inner.append([])
+        inner = inner[0]  # type: ignore[assignment]
+    itself: list[object] = []
+    itself.append(itself)
+    for value in (deep, itself):
+        with pytest.raises(flowrun.UsageError, match="input 'data' nests lists and mappings more than 64"):
+            asyncio.run(workflow.run({"data": value}, runs_dir=tmp_path / "runs"))
+    done = asyncio.run(workflow.run({"data": [[1, [2]], {"a": [3]}]}, runs_dir=tmp_path / "runs"))
+    assert done.status == "completed"
