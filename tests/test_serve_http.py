@@ -295,8 +295,12 @@ def test_files_are_read_only_and_confined_to_the_run_folder(stack: Stack, tmp_pa
                 "nothing.txt",
                 "%00",  # (no file name holds it: had been a 500, "embedded null byte")
                 "workspace/note.md%00.txt",
+                "x" * 300,  # (longer than a file name can be: had been a 500, "File name too long")
+                "workspace/" + "y" * 300 + "/z.md",
             )
         }
+        heads = {http.head(f"/v1/runs/{run_id}/files/{p}").status_code for p in ("x" * 300, "nothing.txt")}
+        assert heads == {404}, heads
         put = http.put(f"/v1/runs/{run_id}/files/workspace/note.md", content=b"x")
         delete = http.delete(f"/v1/runs/{run_id}/files/workspace/note.md")
         events = http.get(f"/v1/runs/{run_id}/files/events.jsonl")

@@ -364,13 +364,13 @@ def confined(folder: Path, given: str) -> Path | None:
         return None
     path = folder.joinpath(*parts)
     probe = folder
-    for part in parts:  # no symlink anywhere on the way, whatever it points at
-        probe = probe / part
-        if probe.is_symlink():
-            return None
     try:
+        for part in parts:  # no symlink anywhere on the way, whatever it points at
+            probe = probe / part
+            if probe.is_symlink():
+                return None
         real = path.resolve(strict=True)
-    except OSError:
+    except OSError:  # (a name longer than the system takes, too)
         return None
     if not real.is_relative_to(folder.resolve()) or not real.is_file() or parts == (LOCK_NAME,):
         return None
