@@ -175,7 +175,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     for line in data.splitlines():
         try:
             raw = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, or not UTF-8
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
             continue
         if isinstance(raw, dict):
             events.append(raw)
