@@ -200,3 +200,18 @@ def test_the_python_api_refuses_an_input_nested_too_deep_or_holding_itself(tmp_p
             asyncio.run(workflow.run({"data": value}, runs_dir=tmp_path / "runs"))
     done = asyncio.run(workflow.run({"data": [[1, [2]], {"a": [3]}]}, runs_dir=tmp_path / "runs"))
     assert done.status == "completed"
+
+
+def test_a_skills_index_nested_too_deep_is_read_as_a_broken_one(tmp_path: Path) -> None:
+    """`validate` of a skills folder whose skills.json nests past the parser had printed a
+    traceback; it reads it as it reads any skills.json that is not JSON."""
+    skill = tmp_path / "skills" / "a"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: a\ndescription: A skill.\n---\nDo it.\n")
+    index = tmp_path / "skills" / "skills.json"
+    said = {}
+    for name, text in (("broken", '{"skills": ['), ("deep", '{"skills": ' + DEEP + "}")):
+        index.write_text(text)
+        proc = run_cli(["validate", "skills"], cwd=tmp_path)
+        said[name] = (proc.returncode, clean(proc).replace("\n", " "))
+    assert said["deep"] == said["broken"], said

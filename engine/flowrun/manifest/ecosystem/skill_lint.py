@@ -27,6 +27,7 @@ from flowrun.manifest.ecosystem.front_matter import load_document
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.yaml_source import Source
 from flowrun.paths import is_dir, is_file
+from flowrun.types import decode_json
 
 SKILL_FILE = "SKILL.md"
 INDEX_FILE = "skills.json"  # tools/skills.py's INDEX_FILE (not imported: the tools layer is a sibling)
@@ -78,7 +79,7 @@ def _index_data(library: Path) -> tuple[str, object] | None:
     if text is None:
         return None
     try:
-        return text, json.loads(text)
+        return text, decode_json(text)
     except json.JSONDecodeError as e:
         return text, e
 
