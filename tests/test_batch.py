@@ -647,3 +647,26 @@ def test_a_wrong_set_is_one_line_and_nothing_runs(server: WireServer, tmp_path: 
     assert proc.returncode == 1, proc.stderr
     assert "max_tokens" in proc.stderr and "Traceback" not in proc.stderr
     assert not server.requests and not (tmp_path / "out").exists()
+
+
+def test_a_csv_cell_of_a_whole_document_is_an_input_like_any_other(tmp_path: Path) -> None:
+    """A column of whole documents (a cell over the csv module's default 128 KiB) had ended
+    `flowrun batch` as an internal error, and `validate` of an eval set with such a dataset
+    too; the cell is the item's input, whole."""
+    from hardening_helpers import scripted_project
+
+    agents = {"w": {"prompt": "You summarise.", "tools": []}}
+    inputs = {"document": {"description": "the text"}}
+    wf = scripted_project(tmp_path, agents, {"w": [{"text": "done"}] * 4}, entry="w", inputs=inputs)
+    document = "word " * 60_000  # 300,000 characters
+    (tmp_path / "docs.csv").write_text(f'document\n"{document}"\nshort\n')
+    proc = run_cli(["batch", str(wf / "wf.yaml"), "docs.csv", "--out", "out", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0 and "2 completed, 0 failed" in proc.stdout, proc.stdout + proc.stderr
+    [first] = [line for line in results(tmp_path / "out") if line["line"] == 2]
+    recorded = json.loads((tmp_path / "out" / "runs" / first["id"] / "run.json").read_text())
+    assert recorded["inputs"]["document"] == document
+    (tmp_path / "cases.csv").write_text(f'id,document\nlong,"{document}"\n')
+    evalset = "version: 1\nkind: evalset\nname: docs\nworkflow: wf.yaml\ndataset: cases.csv\n"
+    (tmp_path / "docs.eval.yaml").write_text(evalset + "graders:\n  - status: completed\n")
+    checked = run_cli(["validate", "docs.eval.yaml"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -9,7 +9,6 @@ Every line is checked before anything runs: a mistake is reported as `file:line:
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import re
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flowrun.errors import FlowrunError, UsageError
+from flowrun.manifest.checks.csv_files import csv_lines
 from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.specs import InputSpec
 from flowrun.types import decode_json
@@ -169,15 +169,14 @@ def _json_kind(value: object) -> str:
 def _csv_rows(path: Path) -> list[tuple[int, dict[str, object] | str]]:
     rows: list[tuple[int, dict[str, object] | str]] = []
     with path.open(encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
+        lines = csv_lines(f)
+        _, header = next(lines, (0, None))
         if header is None:
             return rows
         names = [h.strip() for h in header]
         if len(set(names)) != len(names) or "" in names:
             return [(1, "the header needs one distinct, non-empty name per column")]
-        for cells in reader:
-            line = reader.line_num
+        for line, cells in lines:
             if not any(c.strip() for c in cells):
                 continue
             if len(cells) != len(names):

@@ -5,7 +5,6 @@ unique, regexes compile, a judge names a model and a rubric that renders."""
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flowrun.errors import UsageError
+from flowrun.manifest.checks.csv_files import csv_lines
 from flowrun.manifest.diagnostics import Diagnostic, Severity
 from flowrun.manifest.eval_specs import (
     EvalCase,
@@ -140,23 +140,23 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, object] | str]]:
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, object] | str]]:
     with path.open(encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f)
-        names = [h.strip() for h in next(reader, [])]
+        lines = csv_lines(f)
+        names = [h.strip() for h in next(lines, (0, []))[1]]
         if "id" not in names:
             yield 1, "a CSV dataset needs an `id` column (and `expected`, and one column per input)"
             return
-        for cells in reader:
+        for line, cells in lines:
             if not any(c.strip() for c in cells):
                 continue
             if len(cells) != len(names):
-                yield reader.line_num, f"{len(cells)} cells for {len(names)} columns"
+                yield line, f"{len(cells)} cells for {len(names)} columns"
                 continue
             row = dict(zip(names, cells, strict=True))
             case: dict[str, object] = {"id": row.pop("id")}
             if "expected" in row:
                 case["expected"] = row.pop("expected")
             case["inputs"] = {k: v for k, v in row.items() if v != ""}
-            yield reader.line_num, case
+            yield line, case
 
 
 # ---------------------------------------------------------------- validate
