@@ -277,12 +277,13 @@ def _not_json(value: object) -> str | None:
 
 def _walk(value: object) -> Iterator[tuple[object, int]]:
     """Every value in `value` and how deep it sits (1: `value`), without recursion; arrays and
-    objects below MAX_JSON_DEPTH + 1 are not opened."""
+    objects (lists, tuples, dicts) below MAX_JSON_DEPTH + 1 are not opened, so a value that
+    holds itself ends too."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         yield item, depth
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
         if depth <= MAX_JSON_DEPTH:
             stack.extend((child, depth + 1) for child in children)
 
@@ -310,7 +311,15 @@ def unreadable_number(e: ValueError) -> str:
     return str(e)
 
 
+def nested_too_deep(value: object) -> bool:
+    """Whether `value` nests arrays and objects (lists, tuples, dicts) more than MAX_JSON_DEPTH
+    levels, or holds itself; walked without recursion."""
+    return any(
+        depth > MAX_JSON_DEPTH and isinstance(item, dict | list | tuple) for item, depth in _walk(value)
+    )
+
+
 def require_shallow(value: object, text: str = "") -> None:
     """JSONDecodeError when `value` nests arrays and objects more than MAX_JSON_DEPTH levels."""
-    if any(depth > MAX_JSON_DEPTH and isinstance(item, dict | list) for item, depth in _walk(value)):
+    if nested_too_deep(value):
         raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep", text, 0)

@@ -85,8 +85,7 @@ class BatchFolder:
         retried while the first still runs) is refused here, before anything runs, instead of
         both failing each other's items and mixing their results. The lock is a run folder's
         (runtime/durable/run_folder.py: the kernel's flock), so a killed batch holds none."""
-        hint = "choose another --out (the default folder's name is the workflow's and the items file's)"
-        refuse_long_name(self.root, f"batch folder {self.root}", hint)
+        refuse_long_name(self.root, f"batch folder {self.root}", "choose another --out")
         self._refuse_foreign()
         self._made = [p for p in (self.root, *self.root.parents) if not exists(p)]
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flowrun.errors import UsageError
 from flowrun.manifest.specs import InputSpec
-from flowrun.types import MAX_JSON_DEPTH, decode_json
+from flowrun.types import MAX_JSON_DEPTH, decode_json, nested_too_deep
 
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
@@ -117,19 +117,6 @@ def checked_value(name: str, value: object, cli: bool = True) -> object:
     return value
 
 
-def _nested_too_deep(value: object) -> bool:
-    """Lists, tuples and mappings in one another more than MAX_JSON_DEPTH levels, walked without
-    recursion (the checks after it recurse)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list | tuple):
-            if depth > MAX_JSON_DEPTH:
-                return True
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
 def value_from_arg(name: str, raw: str) -> str:
     """An input given on the command line: `@PATH` is the file's text, `@-` standard input,
     and `@@...` the literal text `@...`."""
@@ -194,7 +181,7 @@ def resolve_inputs(
     values: dict[str, object] = {}
     for name, spec in declared.items():
         if name in given and given[name] is not None:
-            if _nested_too_deep(given[name]):  # (a Python caller's value; a cycle is one too)
+            if nested_too_deep(given[name]):  # (a Python caller's value; a cycle is one too)
                 deep = f"nests lists and mappings more than {MAX_JSON_DEPTH} levels deep"
                 raise UsageError(f"{shown_name(name, cli)} {deep}", "flatten it")
             value = checked_value(name, given[name], cli)
