@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import run_cli
 from hardening_helpers import check_log, no_traceback, status_of
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from model_configs import provider_config
 from wire_server import FAULTS, SLOW_FAULTS, InTurn, Reply, Script, ToolCallSpec, WireRequest, WireServer
@@ -378,12 +379,43 @@ def well_typed(response: ModelResponse) -> None:
         assert isinstance(call.arguments, dict)
 
 
+# token counts of infinity (Python's json reads `Infinity`): int() raised OverflowError out of the
+# provider, which the property had found only now and then
+INFINITE_USAGE = {
+    "anthropic": json.dumps(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "hi"}],
+            "usage": {"input_tokens": 1, "output_tokens": math.inf},
+        }
+    ).encode(),
+    "openai": json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": math.inf, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode(),
+}
+
+
 @settings(
     max_examples=int(os.environ.get("FLOWRUN_PROPERTY_EXAMPLES", "150")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(answer=broken_answers())
+@example(answer=("anthropic", False, INFINITE_USAGE["anthropic"]))
+@example(answer=("openai", False, INFINITE_USAGE["openai"]))
 def test_an_answer_of_any_shape_is_an_answer_or_a_provider_error(
     raw_server: tuple[WireServer, list[Reply]],
     answer: tuple[str, bool, bytes],

@@ -19,8 +19,9 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 # What reading an answer of the wrong shape raises: the SDKs build their objects without
-# validation (a field may hold None, a str or a list where an object was declared).
-SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+# validation (a field may hold None, a str or a list where an object was declared, or a token
+# count of infinity, which no int holds).
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError)
 
 
 def unusable(message: str) -> ApiFailure:
