@@ -58,7 +58,7 @@ def build_app(
     on_start: Callable[[ServedRuns], None] | None = None,
 ) -> ASGIApp:
     """The ASGI app. `served` makes the server's ServedRuns once the loop runs; `on_start` is
-    told of it (the CLI prints the runs left waiting or interrupted)."""
+    told of it (the CLI prints the runs left waiting or stopped)."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
@@ -71,7 +71,7 @@ def build_app(
         try:
             yield
         finally:
-            await runs.close()  # each run ends interrupted: resumable after a restart
+            await runs.close()  # each run ends cancelled: resumable after a restart
 
     routes = [
         Route("/v1/workflows", workflows_route, methods=["GET"]),
@@ -279,7 +279,7 @@ async def decisions_route(request: Request) -> Response:
 async def cancel_route(request: Request) -> Response:
     run_id = request.path_params["id"]
     runs_of(request).cancel(run_id)
-    return reply({"id": run_id, "status": "interrupted"}, 202)
+    return reply({"id": run_id, "status": "cancelled"}, 202)
 
 
 async def resume_route(request: Request) -> Response:

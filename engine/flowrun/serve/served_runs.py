@@ -123,12 +123,12 @@ class ServedRuns:
         return owned(self.runs_dir / run_id)
 
     def left_over(self) -> tuple[list[RunEntry], list[RunEntry]]:
-        """The runs waiting for decisions and those interrupted (killed with a server, or
-        crashed): resumable through the API."""
+        """The runs waiting for decisions and those stopped (cancelled as a server stopped,
+        or interrupted: killed with it, crashed): resumable through the API."""
         if not is_dir(self.runs_dir):
             return [], []
-        found = list_runs(self.runs_dir, status=["waiting", "interrupted"]).runs
-        return [e for e in found if e.status == "waiting"], [e for e in found if e.status == "interrupted"]
+        found = list_runs(self.runs_dir, status=["waiting", "cancelled", "interrupted"]).runs
+        return [e for e in found if e.status == "waiting"], [e for e in found if e.status != "waiting"]
 
     # ------------------------------------------------------------ starting and stopping
 
@@ -203,7 +203,7 @@ class ServedRuns:
         await _first(task, started)
 
     def cancel(self, run_id: str) -> None:
-        """Stop a run of this server: it ends `interrupted`, resumable."""
+        """Stop a run of this server: it ends `cancelled`, resumable."""
         self.folder(run_id)
         task = self.tasks.get(run_id)
         if task is None or task.done():
@@ -239,7 +239,7 @@ class ServedRuns:
         return decision, pending, status
 
     async def close(self) -> None:
-        """Stop every run of this server (each ends `interrupted`, resumable)."""
+        """Stop every run of this server (each ends `cancelled`, resumable)."""
         tasks = [task for task in self.tasks.values() if not task.done()]
         for task in tasks:
             task.cancel("the server stopped")
