@@ -24,6 +24,7 @@ from flowrun.runtime.durable.decisions import Decision, PendingDecision
 from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import RunEntry, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
+from flowrun.runtime.summary.folder import RunSummary, SummaryCache
 
 # the run options a client may set (RunOptions fields; not workdir: a folder of the server's)
 CLIENT_OPTIONS = (
@@ -96,6 +97,7 @@ class ServedRuns:
         self.options = options or RunOptions()  # the server's own flags, under each request's
         self.tasks: dict[str, asyncio.Task[RunResult]] = {}
         self.changes = Changes()
+        self.summaries = SummaryCache()
 
     # ------------------------------------------------------------ finding runs
 
@@ -115,6 +117,10 @@ class ServedRuns:
         if found is None:
             raise NotFound(f"no run {run_id!r}", "GET /v1/runs lists them")
         return found
+
+    def summary(self, run_id: str) -> RunSummary:
+        """The run's summary, its log read from where it was last read (a live page asks often)."""
+        return self.summaries.read(self.folder(run_id))
 
     def running(self, run_id: str) -> bool:
         """A process (this server's or another) holds the run's folder: the lock, not the task,
