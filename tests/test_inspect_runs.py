@@ -16,9 +16,9 @@ from conftest import REPO, run_cli
 
 from flowrun.cli.views.run_views import show_run
 from flowrun.cli.views.runs_table import format_duration, format_runs
+from flowrun.errors import RunError
 from flowrun.runtime.durable.runs_index import RunEntry, read_run
 from flowrun.runtime.durable.runs_index import list_runs as index_list
-from flowrun.errors import RunError
 
 WORKFLOW = """\
 version: 1
