@@ -228,4 +228,4 @@ def test_a_401_names_the_credential_sent(
     assert secret not in proc.stdout + proc.stderr + log
     # the failure is logged once (where the model call failed) and shown once
     assert sum("HTTP 401" in line for line in log.splitlines()) == 1
-    assert sum(line.startswith("! error:") for line in proc.stderr.splitlines()) == 1
+    assert sum(line.startswith("! error") for line in proc.stderr.splitlines()) == 1
