@@ -139,7 +139,7 @@ def _summary_lines(summary: RunSummary) -> list[str]:
         + (f" · {fold.retries} model retries" if fold.retries else ""),
         f"tool calls: {fold.tool_calls} ({fold.tool_errors} errors)",
     ]
-    if options := recorded_options(entry.options).summary():
+    if options := recorded_options(summary).summary():
         lines.append(f"options: {options}")
     if output := summary.output:
         written = (entry.path / output).exists()
@@ -157,10 +157,13 @@ def _span(summary: RunSummary) -> float | None:
     return None if first is None or last is None else last - first
 
 
-def recorded_options(options: Mapping[str, object]) -> RunOptions:
-    """The run's options as it records them; the defaults when they cannot be read."""
+def recorded_options(summary: RunSummary) -> RunOptions:
+    """The run's options from run.json, else from its run_start event (any layout, the flat one
+    of earlier versions too); the defaults when neither can be read."""
+    meta, start = summary.meta, summary.fold.start
+    record = meta if "options" in meta or "dry_run" in meta else (start.to_dict() if start else {})
     try:
-        return RunOptions.from_record(run_record({"options": dict(options)}))
+        return RunOptions.from_record(run_record(record))
     except (FlowrunError, TypeError, ValueError):  # a damaged or hand-edited record
         return RunOptions()
 
