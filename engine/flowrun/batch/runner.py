@@ -318,7 +318,7 @@ def _status(tally: Tally) -> str:
     if tally.stop_reason is not None:
         return "budget_exceeded"
     if len(tally.results) + len(tally.waiting) < tally.total:
-        return "cancelled"
+        return "interrupted"  # items lost with a worker (a stop of the batch raises instead)
     if tally.waiting:
         return "waiting"
     return "completed" if all(r.ok for r in tally.results.values()) else "failed"
