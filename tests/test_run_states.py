@@ -293,3 +293,15 @@ def test_the_states_are_one_list() -> None:
     page = (REPO / "docs" / "reference" / "run-folder.md").read_text()
     table = {m[1] for m in re.finditer(r"^\| `([a-z_]+)` \|", page, re.MULTILINE)}
     assert set(NAMES) <= table, "docs/reference/run-folder.md lists every state"
+
+
+def test_an_unknown_state_is_refused_in_every_listing(runs: Path, api: str) -> None:
+    listed = run_cli(["runs", "--runs-dir", str(runs), "--status", "finished"])
+    assert listed.returncode == 2 and "no run state 'finished'" in listed.stderr, listed.stderr
+    assert "cancelled" in listed.stderr and "Traceback" not in listed.stderr
+    refused = httpx.get(f"{api}/v1/runs", params={"status": "finished"}, timeout=60)
+    assert refused.status_code == 400 and "no run state" in refused.json()["error"]
+    # the names of earlier versions still find their runs
+    assert [e.id for e in flowrun.list_runs(runs, status="incomplete")] == [
+        e.id for e in flowrun.list_runs(runs, status="interrupted")
+    ]

@@ -48,6 +48,8 @@ EXIT_CODES = {state.name: state.exit_code for state in STATES if state.exit_code
 
 # what earlier versions recorded: `interrupted` was a stop on request, `incomplete` a killed run
 LEGACY = {"interrupted": "cancelled", "incomplete": "interrupted"}
+# a name a user may still type for a state (`flowrun runs --status incomplete`)
+RENAMED = {"incomplete": "interrupted"}
 
 
 def recorded_state(recorded: str | None, ended: str | None) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 from flowrun.errors import RunError, UsageError
 from flowrun.paths import is_dir
 from flowrun.pinned import open_regular, read_json_object, read_whole
-from flowrun.states import current_state, recorded_state
+from flowrun.states import NAMES, RENAMED, current_state, recorded_state
 from flowrun.types import Usage
 
 INDEX_NAME = ".index.sqlite"
@@ -637,7 +637,10 @@ def _filters(
         clauses.append("workflow = ?")
         params.append(workflow)
     if status:
-        wanted = [status] if isinstance(status, str) else list(status)
+        wanted = [RENAMED.get(s, s) for s in ([status] if isinstance(status, str) else list(status))]
+        for name in wanted:
+            if name not in NAMES:
+                raise UsageError(f"no run state {name!r}", "the states: " + ", ".join(NAMES))
         clauses.append(f"status IN ({', '.join('?' * len(wanted))})")
         params += wanted
     if since is not None:
