@@ -514,6 +514,27 @@ class UntilErrorEvent(Event):
         return "warn"
 
 
+@event_type("step")
+@dataclass(kw_only=True, slots=True)
+class StepEvent(Event):
+    """What a step kind says of its own work, in words, so that `show`, the progress lines and
+    the web UI show any kind with no code of their own: `phase` start opens a group of what
+    follows (its `text` the group's name), end closes it (`text` what came of it), note is one
+    line."""
+
+    step: str  # the step's id, e.g. "step2"
+    kind: str  # the step kind
+    phase: str  # start | end | note
+    text: str
+    importance: str = "info"  # info | warn | error
+
+    def describe(self) -> str:
+        return self.text
+
+    def level(self) -> str:
+        return self.importance
+
+
 @event_type("output_invalid")
 @dataclass(kw_only=True, slots=True)
 class OutputInvalidEvent(Event):

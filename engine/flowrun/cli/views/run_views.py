@@ -20,7 +20,7 @@ from flowrun.events import AgentPromptEvent
 from flowrun.records import run_record
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.options import RunOptions
-from flowrun.runtime.summary.fold import Call, Invocation, Item, Iteration, Note
+from flowrun.runtime.summary.fold import Call, Group, Invocation, Item, Note
 from flowrun.runtime.summary.folder import LIST_HINT, RunSummary, read_summary
 from flowrun.types import Usage
 
@@ -115,10 +115,9 @@ def _add_items(tree: Tree, items: Sequence[Item], summary: RunSummary) -> None:
         elif isinstance(item, Call):
             branch = tree.add(_call_label(item))
             _add_items(branch, item.agents, summary)
-        elif isinstance(item, Iteration):
-            until = " · until met" if item.until_met else ""
-            label = Text(f"iteration {item.iteration} of {item.loop}{until}", style="magenta")
-            _add_items(tree.add(label), item.items, summary)
+        elif isinstance(item, Group):
+            outcome = f" · {item.outcome}" if item.outcome else ""
+            _add_items(tree.add(Text(f"{item.label}{outcome}", style="magenta")), item.items, summary)
         else:
             tree.add(_note(item))
 

@@ -1,7 +1,8 @@
 """A run's events folded into what every view draws: each agent invocation (a persistent agent
 called twice is two invocations) with its tool calls, usage and cost; the tree of who ran whom,
-with loop iterations and notes in order; the timeline's spans (model calls, tool calls and the
-waits for a person); usage per agent and per model; the decisions asked for and taken.
+with loop iterations, step kinds' own groups and notes in order; the timeline's spans (model
+calls, tool calls and the waits for a person); usage per agent and per model; the decisions
+asked for and taken.
 
 `RunFold.feed` takes one event at a time, so a server keeps one fold per run it shows and feeds
 it only what the log gained since."""
@@ -27,6 +28,7 @@ from flowrun.events import (
     RunEndEvent,
     RunResumedEvent,
     RunStartEvent,
+    StepEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -59,10 +61,13 @@ class Call:
 
 
 @dataclass
-class Iteration:
-    loop: str
-    iteration: int
-    until_met: bool | None = None
+class Group:
+    """What a step holds while it runs: a loop's iteration, or a step kind's own group (a
+    `step` event of phase start); `outcome` what its end said."""
+
+    label: str
+    kind: str  # iteration, or the step kind
+    outcome: str | None = None
     items: list[Item] = field(default_factory=list)
 
 
@@ -111,7 +116,7 @@ class Invocation:
         return tokens, cost
 
 
-Item = Invocation | Call | Iteration | Note
+Item = Invocation | Call | Group | Note
 
 
 @dataclass
@@ -160,7 +165,7 @@ class RunFold:
         self.invocations: list[Invocation] = []
         self.current: dict[str, Invocation] = {}  # agent id -> its latest invocation
         self.roots: list[Item] = []
-        self.loops: list[Iteration] = []
+        self.groups: list[Group] = []  # the open ones, innermost last
         self.notes: list[Note] = []  # the run's own (no agent, no step)
         self.spans: list[Span] = []
         self.open_spans: dict[tuple[str, ...], Span] = {}
@@ -318,13 +323,30 @@ class RunFold:
         self._note(e)
 
     def _iteration_start(self, e: IterationStartEvent) -> None:
-        node = Iteration(e.loop, e.iteration)
-        self._container().append(node)
-        self.loops.append(node)
+        self._open_group(Group(e.describe(), "iteration"))
 
     def _iteration_end(self, e: IterationEndEvent) -> None:
-        if self.loops:
-            self.loops.pop().until_met = e.until_met
+        self._close_group("iteration", "until met" if e.until_met else None)
+
+    def _step(self, e: StepEvent) -> None:
+        if e.phase == "start":
+            self._open_group(Group(e.text, e.kind))
+        elif e.phase == "end":
+            self._close_group(e.kind, e.text)
+        else:
+            self._note(e)
+
+    def _open_group(self, group: Group) -> None:
+        self._container().append(group)
+        self.groups.append(group)
+
+    def _close_group(self, kind: str, outcome: str | None) -> None:
+        """The innermost open group of this kind ends (a group it holds that never ended, too)."""
+        for i in range(len(self.groups) - 1, -1, -1):
+            if self.groups[i].kind == kind:
+                self.groups[i].outcome = outcome
+                del self.groups[i:]
+                return
 
     def _model_retry(self, e: ModelRetryEvent) -> None:
         self.retries += 1
@@ -356,7 +378,7 @@ class RunFold:
     # ------------------------------------------------------------ spans
 
     def _container(self) -> list[Item]:
-        return self.loops[-1].items if self.loops else self.roots
+        return self.groups[-1].items if self.groups else self.roots
 
     def _open_span(self, key: tuple[str, ...], span: Span) -> None:
         self.open_spans[key] = span
@@ -400,5 +422,6 @@ HANDLERS: dict[type[Event], Callable[[RunFold, Any], None]] = {
     DecisionEvent: RunFold._decision,
     IterationStartEvent: RunFold._iteration_start,
     IterationEndEvent: RunFold._iteration_end,
+    StepEvent: RunFold._step,
     ErrorEvent: RunFold._error,
 }

@@ -23,7 +23,7 @@ from flowrun.pinned import open_regular, read_json_object
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.runs_index import RunEntry, entry_of, summarize
 from flowrun.runtime.summary.conversations import Conversations
-from flowrun.runtime.summary.fold import Call, Invocation, Item, Iteration, Note, RunFold, Span, UsageRow
+from flowrun.runtime.summary.fold import Call, Group, Invocation, Item, Note, RunFold, Span, UsageRow
 from flowrun.types import Usage
 
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
@@ -181,17 +181,15 @@ def _note(note: Note) -> dict[str, object]:
 
 
 def _item(item: Item) -> dict[str, object]:
-    """A node of the tree: an invocation or a call by reference, an iteration with its items, a
-    note."""
+    """A node of the tree: an invocation or a call by reference, a group (a loop's iteration, a
+    step kind's own) with its items, a note."""
     if isinstance(item, Invocation):
         return {"agent": item.index}
     if isinstance(item, Call):
         return {"call": item.call_id}
-    if isinstance(item, Iteration):
+    if isinstance(item, Group):
         items = [_item(i) for i in item.items]
-        return {
-            "iteration": {"loop": item.loop, "n": item.iteration, "until_met": item.until_met, "items": items}
-        }
+        return {"group": {"label": item.label, "kind": item.kind, "outcome": item.outcome, "items": items}}
     return {"note": _note(item)}
 
 

@@ -31,7 +31,7 @@ export class RunModel {
       for (const item of items || []) {
         if (item.agent !== undefined) walk(this.invocations[item.agent], depth);
         else if (item.call !== undefined) continue;
-        else if (item.iteration) walkItems(item.iteration.items, depth);
+        else if (item.group) walkItems(item.group.items, depth);
       }
     };
     const walk = (inv, depth) => {

@@ -16,9 +16,9 @@ function treeItems(model, items, calls) {
   return (items || []).map((item) => {
     if (item.agent !== undefined) return h("li", {}, treeNode(model, model.invocations[item.agent]));
     if (item.call !== undefined) return treeCall(model, calls[item.call]);
-    if (item.iteration) {
-      const it = item.iteration;
-      return h("li", { class: "tree-iteration" }, h("span", { class: "muted" }, `iteration ${it.n} of ${it.loop}` + (it.until_met ? " · until met" : "")), h("ul", {}, treeItems(model, it.items, calls)));
+    if (item.group) {
+      const g = item.group;
+      return h("li", { class: "tree-group", "data-kind": g.kind }, h("span", { class: "muted" }, g.label + (g.outcome ? " · " + g.outcome : "")), h("ul", {}, treeItems(model, g.items, calls)));
     }
     return h("li", { class: "tree-note note-" + item.note.level }, item.note.text);
   });
