@@ -75,29 +75,27 @@ class ToolDispatcher:
         self.services = ToolServices(emit=emit)  # a call's own add its questions (_services)
 
     async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
-        """Results come back in the order the model asked for them."""
+        """Results come back in the order the model asked for them. Calls run concurrently, but
+        a `sequential` tool's call runs alone where the model placed it: after every call
+        before it, before any call after it."""
         # per step, not per run: a sub-agent's own calls must never wait on its caller's slot
         semaphore = asyncio.Semaphore(self.max_concurrency)
         results: list[ToolResult | None] = [None] * len(calls)
-        serial = [
-            i for i, c in enumerate(calls) if (b := inst.tools.get(c.name)) is not None and b.sequential
-        ]
 
         async def one(i: int) -> None:
             async with semaphore:
                 results[i] = await self.call_tool(inst, calls[i])
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                for i in range(len(calls)):
-                    if i not in serial:
+        for batch in _batches(inst, calls):
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for i in batch:
                         group.create_task(one(i))
-        except BaseExceptionGroup as failures:
-            # e.g. a budget crossed by one of several concurrent sub-agents: the group cancelled
-            # the others (what they did so far is in the log); the run stops on the first reason
-            raise run_stopper(failures) from None
-        for i in serial:
-            results[i] = await self.call_tool(inst, calls[i])
+            except BaseExceptionGroup as failures:
+                # e.g. a budget crossed by one of several concurrent sub-agents: the group
+                # cancelled the others (what they did so far is in the log); the run stops on
+                # the first reason
+                raise run_stopper(failures) from None
         return [r for r in results if r is not None]
 
     def _unknown(self, inst: AgentInstance, call: ToolCall) -> str:
@@ -325,6 +323,19 @@ def _relative_cwd(cwd: Path, workspace: Path) -> str:
         return cwd.resolve().relative_to(workspace.resolve()).as_posix() or "."
     except ValueError:
         return str(cwd)
+
+
+def _batches(inst: AgentInstance, calls: list[ToolCall]) -> list[list[int]]:
+    """The calls' indexes in the groups that run one after the other: each run of calls that
+    may go together, and each `sequential` tool's call alone, in the model's order."""
+    out: list[list[int]] = [[]]
+    for i, call in enumerate(calls):
+        bound = inst.tools.get(call.name)
+        if bound is not None and bound.sequential:
+            out += [[i], []]
+        else:
+            out[-1].append(i)
+    return [batch for batch in out if batch]
 
 
 def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
