@@ -786,16 +786,65 @@ _CONVERTERS: dict[str, Any] = {"response": ModelResponse.from_dict, "result": To
 
 def parse_event(raw: dict[str, Any]) -> Event:
     """A log line (already JSON-decoded) as its typed event; never raises on an old or unknown
-    line (a field that cannot be read makes it an UnknownEvent)."""
+    line (a field that cannot be read, or holds a value of another type than its own, makes it
+    an UnknownEvent: a hand-edited `"t": "x"` is a damaged line, not a reader's crash)."""
     cls = EVENT_TYPES.get(str(raw.get("type")))
     if cls is None:
         return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
-    names = {f.name for f in dataclasses.fields(cls)}
+    checks = _checks(cls)
     try:
-        values = {k: (_CONVERTERS[k](v) if k in _CONVERTERS else v) for k, v in raw.items() if k in names}
+        values = {}
+        for k, v in raw.items():
+            check = checks.get(k)
+            if check is None:
+                continue  # a key this version does not know (or `type`)
+            if not check(v):
+                raise ValueError(k)
+            values[k] = _CONVERTERS[k](v) if k in _CONVERTERS else v
         return cls(**values)
     except (TypeError, KeyError, ValueError, AttributeError):
         return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
+
+
+Check = Callable[[object], bool]
+_CHECKS: dict[type[Event], dict[str, Check]] = {}
+
+
+def _checks(cls: type[Event]) -> dict[str, Check]:
+    """Each field's check of a value read from a line, made from its annotation once per class."""
+    found = _CHECKS.get(cls)
+    if found is None:
+        found = _CHECKS[cls] = {f.name: _check(str(f.type)) for f in dataclasses.fields(cls)}
+    return found
+
+
+def _check(annotation: str) -> Check:
+    optional = annotation.endswith(" | None")
+    base = annotation.removesuffix(" | None")
+    inner = _base_check(base)
+    return (lambda v: v is None or inner(v)) if optional else inner
+
+
+def _base_check(base: str) -> Check:
+    def number(v: object) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    simple: dict[str, Check] = {
+        "str": lambda v: isinstance(v, str),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": number,
+        "bool": lambda v: isinstance(v, bool),
+        "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "dict[str, str]": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+        "dict[str, float]": lambda v: isinstance(v, dict) and all(number(x) for x in v.values()),
+    }
+    if base in simple:
+        return simple[base]
+    if base.startswith("list["):
+        return lambda v: isinstance(v, list)
+    if base.startswith("dict[") or base in ("OptionsRecord", "UsageRecord"):
+        return lambda v: isinstance(v, dict)
+    return lambda v: True  # (ModelResponse, ToolResult: their converters read them)
 
 
 def _int(value: object) -> int:
