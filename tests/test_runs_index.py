@@ -21,7 +21,7 @@ from conftest import REPO, run_cli
 
 import flowrun
 from flowrun.runtime.durable import run_folder, runs_index
-from flowrun.runtime.durable.runs_index import INDEX_NAME, list_runs
+from flowrun.runtime.durable.runs_index import INDEX_NAME, SCHEMA_VERSION, list_runs
 
 WORKFLOW = """\
 version: 1
@@ -93,7 +93,7 @@ def test_a_damaged_or_foreign_index_is_rebuilt(tmp_path: Path) -> None:
         conn.execute("UPDATE meta SET value = '0' WHERE key = 'version'")  # another version's
     assert list_runs(runs).total == 12
     with sqlite3.connect(runs / INDEX_NAME) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0] == "1"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 def test_a_runs_folder_that_cannot_be_written_is_listed_from_memory(tmp_path: Path) -> None:

@@ -47,6 +47,16 @@ class Event:
         """The agent instance this event belongs to, if any."""
         return getattr(self, "agent_id", None)
 
+    def describe(self) -> str:
+        """The event in words, one sentence (the progress lines, `flowrun show` and the web UI
+        say it so); "" for an event that says nothing on its own."""
+        return ""
+
+    def level(self) -> str:
+        """How a view shows it as a note of its own: "" (it does not: the views draw it, or it
+        is too small), "info", "warn" or "error"."""
+        return ""
+
 
 _FIELDS: dict[type[Event], tuple[tuple[str, bool], ...]] = {}
 
@@ -104,6 +114,12 @@ class RunResumedEvent(Event):
     recorded_model_calls: int
     options: OptionsRecord | None = None  # the options the run goes on with (a resume may change some)
 
+    def describe(self) -> str:
+        return f"resumed: {self.recorded_model_calls} recorded model call(s) are answered from the log"
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("agent_start")
 @dataclass(kw_only=True, slots=True)
@@ -116,6 +132,9 @@ class AgentStartEvent(Event):
     session: str | None = None
     budget: dict[str, float] | None = None  # a per-call budget, capped at what the callers had left
 
+    def describe(self) -> str:
+        return f"{self.agent} started ({self.model or '?'})" + (f": {self.task}" if self.task else "")
+
 
 @event_type("agent_end")
 @dataclass(kw_only=True, slots=True)
@@ -126,6 +145,10 @@ class AgentEndEvent(Event):
     steps: int | None = None
     output_files: list[str] | None = None
     error: str | None = None
+
+    def describe(self) -> str:
+        steps = f" after {self.steps} step(s)" if self.steps is not None else ""
+        return f"{self.agent} {self.status}{steps}" + (f": {self.error}" if self.error else "")
 
 
 @event_type("agent_prompt")
@@ -151,6 +174,12 @@ class UserMessageEvent(Event):
     agent_id: str
     step: int
     text: str
+
+    def describe(self) -> str:
+        return f"a message to {self.agent}: {self.text}"
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("model_request")
@@ -197,6 +226,15 @@ class ModelFallbackEvent(Event):
     to_model: str
     reason: str
 
+    def describe(self) -> str:
+        return (
+            f"{self.agent}'s model call {self.step} went to {self.to_model} after {self.from_model} "
+            f"failed: {self.reason}"
+        )
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("model_retry")
 @dataclass(kw_only=True, slots=True)
@@ -205,6 +243,12 @@ class ModelRetryEvent(Event):
     retry: int
     delay_s: float
     reason: str
+
+    def describe(self) -> str:
+        return f"model {self.model} failed ({self.reason}): retry {self.retry} in {self.delay_s:g} s"
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("tool_call")
@@ -252,6 +296,9 @@ class ToolProgressEvent(Event):
     state: str  # the remote task's state: working, submitted, ...
     message: str = ""
 
+    def describe(self) -> str:
+        return f"{self.agent} → {self.tool}: {self.state}" + (f": {self.message}" if self.message else "")
+
 
 @event_type("a2a_card")
 @dataclass(kw_only=True, slots=True)
@@ -262,6 +309,9 @@ class A2aCardEvent(Event):
     name: str  # the agent's name in `a2a_agents:`
     url: str  # as declared (before its variables are read: never a secret)
     card: dict[str, object] = field(default_factory=dict)  # name, description, streaming, version, skills
+
+    def describe(self) -> str:
+        return f"A2A agent {self.name}: its card read from {self.url}"
 
 
 @event_type("approval")
@@ -277,6 +327,10 @@ class ApprovalEvent(Event):
     # user (the terminal) | callback | --yes | policy (never) | no terminal | recorded, or, for a
     # call that waited, the decision's `by` (cli | python | http | ui | deadline | ...)
     by: str
+
+    def describe(self) -> str:
+        verdict = "approved" if self.approved else "not approved"
+        return f"{self.agent} → {self.tool}: {verdict} ({self.by})"
 
 
 @event_type("hook")
@@ -305,6 +359,16 @@ class HookEvent(Event):
     duration_ms: float = 0.0
     replayed: bool | None = None  # True when the outcome came from the log
 
+    def describe(self) -> str:
+        answered = f"failed: {self.failure}" if self.failure else f"exit {self.exit_code}"
+        decided = f" → {self.decision}" if self.decision != "none" else ""
+        why = f": {self.reason}" if self.reason and self.decision != "none" else ""
+        again = " (recorded)" if self.replayed else ""
+        return f"hook {self.event} {self.command} · {answered}{decided}{why}{again}"
+
+    def level(self) -> str:
+        return "info" if self.decision != "none" or self.failure else ""
+
 
 @event_type("decision_pending")
 @dataclass(kw_only=True, slots=True)
@@ -328,6 +392,16 @@ class DecisionPendingEvent(Event):
     message: str | None = None
     deadline: float | None = None
 
+    def describe(self) -> str:
+        if self.kind == "question":
+            return f"{self.agent} asks a person: {self.question}"
+        if self.kind == "budget":
+            return f"the run waits for more budget ({self.limit}): {self.message}"
+        return f"{self.agent} waits for a person to allow {self.tool}"
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("decision")
 @dataclass(kw_only=True, slots=True)
@@ -348,6 +422,23 @@ class DecisionEvent(Event):
     by: str
     user: str | None = None
 
+    def describe(self) -> str:
+        if self.kind == "question":
+            taken = f"answered: {self.answer}" if self.answer is not None else "not answered"
+        elif self.kind == "budget":
+            taken = (
+                f"granted {self.grant:g} more"
+                if self.allowed and self.grant is not None
+                else ("granted" if self.allowed else "refused")
+            )
+        else:
+            taken = "allowed" if self.allowed else "denied"
+        who = self.by + (f" ({self.user})" if self.user else "")
+        return f"{self.kind} {taken} by {who}" + (f": {self.reason}" if self.reason else "")
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("sandbox_unavailable")
 @dataclass(kw_only=True, slots=True)
@@ -359,6 +450,13 @@ class SandboxUnavailableEvent(Event):
     mode: str  # auto | required
     unconfined: bool
 
+    def describe(self) -> str:
+        then = "tools run unconfined" if self.unconfined else "tools that start processes cannot run"
+        return f"the sandbox cannot start ({self.reason}): {then}"
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("seed_kept")
 @dataclass(kw_only=True, slots=True)
@@ -369,12 +467,24 @@ class SeedKeptEvent(Event):
     path: str  # relative to the agents' folder; a folder of copies ends with "/"
     message: str  # the line the CLI and flowrun.log show
 
+    def describe(self) -> str:
+        return self.message
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("iteration_start")
 @dataclass(kw_only=True, slots=True)
 class IterationStartEvent(Event):
     loop: str
     iteration: int
+
+    def describe(self) -> str:
+        return f"iteration {self.iteration} of {self.loop}"
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("iteration_end")
@@ -384,6 +494,10 @@ class IterationEndEvent(Event):
     iteration: int
     until_met: bool
 
+    def describe(self) -> str:
+        met = ": its `until` is met" if self.until_met else ""
+        return f"iteration {self.iteration} of {self.loop} ended{met}"
+
 
 @event_type("until_error")
 @dataclass(kw_only=True, slots=True)
@@ -391,6 +505,13 @@ class UntilErrorEvent(Event):
     loop: str
     iteration: int
     message: str
+
+    def describe(self) -> str:
+        after = f"after iteration {self.iteration}"
+        return f"the `until` of {self.loop} could not be checked {after}: {self.message}"
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("output_invalid")
@@ -404,6 +525,15 @@ class OutputInvalidEvent(Event):
     step: int  # the model call that gave the answer
     problem: str
     repairs_left: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.agent}'s answer does not match its output_schema ({self.repairs_left} repair(s) "
+            f"left): {self.problem}"
+        )
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("guardrail")
@@ -427,6 +557,18 @@ class GuardrailEvent(Event):
     judge_id: str | None = None  # the judge agent's instance (its model calls carry this id)
     replayed: bool | None = None  # reused from the log by resume or replay
 
+    def describe(self) -> str:
+        on = f" on {self.tool}" if self.tool else f" on the {self.where}"
+        left = ""
+        if self.action == "retry" and self.retries_left is not None:
+            left = f" ({self.retries_left} retr{'y' if self.retries_left == 1 else 'ies'} left)"
+        why = f": {self.reason}" if self.reason else ""
+        again = " (recorded)" if self.replayed else ""
+        return f"guardrail {self.guardrail} ({self.kind}){on} · {self.action}{left}{why}{again}"
+
+    def level(self) -> str:
+        return "" if self.passed else "warn"
+
 
 @event_type("step_condition")
 @dataclass(kw_only=True, slots=True)
@@ -438,6 +580,15 @@ class StepConditionEvent(Event):
     condition: str
     met: bool
     message: str | None = None
+
+    def describe(self) -> str:
+        if self.met:
+            return f"step {self.step} runs: if {self.condition} is met"
+        why = f" ({self.message})" if self.message else ""
+        return f"skipped {self.step}: if {self.condition} is not met{why}"
+
+    def level(self) -> str:
+        return "" if self.met else "info"
 
 
 @event_type("fanout_start")
@@ -451,6 +602,13 @@ class FanoutStartEvent(Event):
     concurrency: int
     collect: str | None = None  # foreach: the file the results go to
 
+    def describe(self) -> str:
+        into = f" → {self.collect}" if self.collect else ""
+        return f"{self.kind} {self.step}: {self.branches} branch(es), {self.concurrency} at a time{into}"
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("fanout_end")
 @dataclass(kw_only=True, slots=True)
@@ -459,6 +617,16 @@ class FanoutEndEvent(Event):
     kind: str
     statuses: list[str] = field(default_factory=list)  # each branch's outcome, in order ("skipped")
     collect: str | None = None
+
+    def describe(self) -> str:
+        counts: dict[str, int] = {}
+        for status in self.statuses:
+            counts[status] = counts.get(status, 0) + 1
+        told = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no branch"
+        return f"{self.kind} {self.step} ended: {told}"
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("context_reset")
@@ -469,6 +637,12 @@ class ContextResetEvent(Event):
     messages_before: int
     messages_after: int
 
+    def describe(self) -> str:
+        return f"{self.agent}'s history was reset: {self.messages_before} → {self.messages_after} messages"
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("context_compacted")
 @dataclass(kw_only=True, slots=True)
@@ -478,6 +652,14 @@ class ContextCompactedEvent(Event):
     messages_before: int
     messages_after: int
     transcript: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.agent}'s history was compacted: {self.messages_before} → {self.messages_after} messages"
+        )
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("call_budget_exceeded")
@@ -493,6 +675,13 @@ class CallBudgetExceededEvent(Event):
     tokens: int = 0  # what its sub-tree used
     cost_usd: float = 0.0
     model_calls: int = 0
+
+    def describe(self) -> str:
+        spent = f"{self.tokens:,} tokens, ${self.cost_usd:.4f}, {self.model_calls} model call(s)"
+        return f"{self.agent} stopped at its per-call budget ({self.limit}): {self.message} ({spent})"
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("repeated_call")
@@ -510,12 +699,28 @@ class RepeatedCallEvent(Event):
     limit: int
     action: str  # refused | stopped
 
+    def describe(self) -> str:
+        what = "refused" if self.action == "refused" else "stopped"
+        return (
+            f"{self.agent} called {self.tool} with the same arguments {self.count} times in a row "
+            f"(the loop guard allows {self.limit}): {what}"
+        )
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("budget_exceeded")
 @dataclass(kw_only=True, slots=True)
 class BudgetExceededEvent(Event):
     limit: str
     message: str
+
+    def describe(self) -> str:
+        return f"the run's limit {self.limit} was reached: {self.message}"
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("error")
@@ -526,6 +731,13 @@ class ErrorEvent(Event):
     where: str
     message: str
 
+    def describe(self) -> str:
+        who = f" of {self.agent}" if self.agent else ""
+        return f"error in the {self.where}{who}: {self.message}"
+
+    def level(self) -> str:
+        return "error"
+
 
 @event_type("run_end")
 @dataclass(kw_only=True, slots=True)
@@ -533,6 +745,9 @@ class RunEndEvent(Event):
     status: str
     message: str = ""
     usage: UsageRecord = field(default_factory=UsageRecord)
+
+    def describe(self) -> str:
+        return f"run {self.status}" + (f": {self.message}" if self.message else "")
 
 
 @dataclass(kw_only=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from flowrun._version import __version__
+from flowrun.states import NAMES
 
 Json = dict[str, object]  # a piece of the document
 
@@ -61,8 +62,7 @@ SCHEMAS: Json = {
             "workflow": {"type": "string"},
             "status": {
                 "type": "string",
-                "description": "running, waiting, completed, failed, max_steps, budget_exceeded or "
-                "interrupted",
+                "description": "the run's state: " + ", ".join(NAMES) + " (docs: run-folder.md)",
             },
             "dry_run": {"type": "boolean"},
             "started": NUMBER_OR_NULL,
@@ -236,7 +236,7 @@ def _paths() -> Json:
         },
         "/v1/runs/{id}/cancel": {
             "post": {
-                "summary": "Stop a run (it ends interrupted, resumable)",
+                "summary": "Stop a run (it ends cancelled, resumable)",
                 "operationId": "cancelRun",
                 "parameters": run,
                 "responses": _responses("202", _json(_ref("Accepted"), "Stopping"), 401, 404, 409),
