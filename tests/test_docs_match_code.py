@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from conftest import REPO
 
@@ -304,6 +305,17 @@ def test_the_environment_table_is_every_variable_flowrun_reads() -> None:
     listed(variables_read() | by_sdk, documented, "environment variables", ENVIRONMENT)
 
 
+def test_the_sandbox_environment_is_the_code_s() -> None:
+    """The security model's row on a sandboxed process's environment names what tool_env passes."""
+    from flowrun.tools.sandbox import ENV_ALLOWED, ENV_ALLOWED_PREFIXES
+
+    page = DOCS / "explanation" / "security.md"
+    (row,) = [row for row in table(page, "what").rows if row[0] == "the environment"]
+    said = set(names(row[1].partition("the names the policy")[0]))
+    passed = {*ENV_ALLOWED, *(prefix + "*" for prefix in ENV_ALLOWED_PREFIXES), "HOME", "TMPDIR=/tmp"}
+    listed(passed, said, "variables of a sandboxed process", page)
+
+
 def test_the_scan_finds_variables_however_they_are_read() -> None:
     """The scan above sees each way the code reads a variable (so a new one cannot hide)."""
     found = variables_read()
@@ -397,6 +409,26 @@ def _says_the_default(cell: str, prop: dict[str, Any], required: bool) -> bool:
     if re.fullmatch(r"-?\d+(\.\d+)?|true|false|`[^`\s]+`", cell):
         return yaml.safe_load(cell.strip("`")) == default
     return True
+
+
+# --- the layers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["CONTRIBUTING.md", "docs/reference/layout.md"])
+def test_the_layer_rule_names_the_modules_of_each_layer(page: str) -> None:
+    """The base and api layers, as the page names them, hold what tests/test_import_graph.py
+    puts in them (private modules aside)."""
+    from test_import_graph import LAYERS
+
+    page_text = " ".join((REPO / page).read_text(encoding="utf-8").split())
+    text = page_text[page_text.index("**base** (") : page_text.index("**cli**")]
+    for layer, modules in LAYERS:
+        said = re.search(rf"\*\*{layer}\*\* \(([^)]*)\)", text)
+        if said is None or not names(said.group(1)):  # (a layer the page names no modules of)
+            continue
+        named = {name.removesuffix(".py").removesuffix("/") for name in names(said.group(1))}
+        assert named == {m for m in modules if not m.startswith("_")}, f"{page}: the {layer} layer"
+    assert "**api** (" in text
 
 
 # --- files the docs and comments name ---------------------------------------------------------
