@@ -561,7 +561,7 @@ def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any
 # ---------------------------------------------------------------- the runs list
 
 
-STATUSES = ["completed", "failed", "waiting", "interrupted"]
+STATUSES = ["completed", "failed", "waiting", "cancelled"]
 WORKFLOWS = ["research", "review", "triage"]
 
 

@@ -126,7 +126,7 @@ def _add_items(tree: Tree, items: Sequence[Item], summary: RunSummary) -> None:
 def _summary_lines(summary: RunSummary) -> list[str]:
     entry, fold = summary.entry, summary.fold
     ended = (
-        "" if fold.end is not None or entry.status == "running" else " (it records no end: killed or crashed)"
+        "" if fold.end is not None or entry.status == "running" else " (no end recorded: killed or crashed)"
     )
     inputs = entry.inputs
     lines = [

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from flowrun.errors import RunError
@@ -84,7 +84,7 @@ class RunSummary:
             "output": output if output and (path / output).is_file() else None,
             "output_files": self.output_files,
             "pending": [p.to_dict() for p in fold.pending.values()] if self.status == "waiting" else [],
-            "decisions": [{**vars(d), "ref": d.ref, "text": d.describe()} for d in fold.decisions],
+            "decisions": [{**asdict(d), "ref": d.ref, "text": d.describe()} for d in fold.decisions],
             "usage": usage_dict(fold),
             "events": fold.events,
             "last_seq": fold.last_seq,

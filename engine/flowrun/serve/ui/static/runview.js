@@ -15,7 +15,7 @@ import { replayDiffNode } from "./replaydiff.js";
 function treeItems(model, items, calls) {
   return (items || []).map((item) => {
     if (item.agent !== undefined) return h("li", {}, treeNode(model, model.invocations[item.agent]));
-    if (item.call !== undefined) return callNode(model, calls[item.call]);
+    if (item.call !== undefined) return treeCall(model, calls[item.call]);
     if (item.iteration) {
       const it = item.iteration;
       return h("li", { class: "tree-iteration" }, h("span", { class: "muted" }, `iteration ${it.n} of ${it.loop}` + (it.until_met ? " · until met" : "")), h("ul", {}, treeItems(model, it.items, calls)));
@@ -24,7 +24,7 @@ function treeItems(model, items, calls) {
   });
 }
 
-function callNode(model, call) {
+function treeCall(model, call) {
   if (!call) return null;
   const took = call.end !== null ? fmtDuration(call.end - call.start) : "…";
   const agents = call.agents.map((i) => h("li", {}, treeNode(model, model.invocations[i])));
