@@ -14,7 +14,7 @@ from pydantic import Discriminator, Field, Tag
 from flowrun.manifest.spec_base import Name, Strict, Texts
 
 CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-# the states a run can end a command in (flowrun/states.py; tests/test_run_states.py checks them)
+# the states a run can end a command in (flowrun/states.py)
 RunStatus = Literal[
     "completed", "failed", "max_steps", "budget_exceeded", "waiting", "cancelled", "interrupted"
 ]
