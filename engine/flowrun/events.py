@@ -227,10 +227,7 @@ class ModelFallbackEvent(Event):
     reason: str
 
     def describe(self) -> str:
-        return (
-            f"{self.agent}'s model call {self.step} went to {self.to_model} after {self.from_model} "
-            f"failed: {self.reason}"
-        )
+        return f"{self.agent}'s model call {self.step}: {self.from_model} → {self.to_model} ({self.reason})"
 
     def level(self) -> str:
         return "warn"
@@ -549,7 +546,7 @@ class OutputInvalidEvent(Event):
 
     def describe(self) -> str:
         return (
-            f"{self.agent}'s answer does not match its output_schema ({self.repairs_left} repair(s) "
+            f"{self.agent}'s answer does not match output_schema ({self.repairs_left} repair(s) "
             f"left): {self.problem}"
         )
 
@@ -606,7 +603,7 @@ class StepConditionEvent(Event):
         if self.met:
             return f"step {self.step} runs: if {self.condition} is met"
         why = f" ({self.message})" if self.message else ""
-        return f"skipped {self.step}: if {self.condition} is not met{why}"
+        return f"skipped {self.step}: if {self.condition} not met{why}"
 
     def level(self) -> str:
         return "" if self.met else "info"
@@ -698,8 +695,7 @@ class CallBudgetExceededEvent(Event):
     model_calls: int = 0
 
     def describe(self) -> str:
-        spent = f"{self.tokens:,} tokens, ${self.cost_usd:.4f}, {self.model_calls} model call(s)"
-        return f"{self.agent} stopped at its per-call budget ({self.limit}): {self.message} ({spent})"
+        return f"{self.message}: {self.tokens:,} tokens, ${self.cost_usd:.4f}, {self.model_calls} call(s)"
 
     def level(self) -> str:
         return "warn"
