@@ -229,3 +229,49 @@ def test_a_401_names_the_credential_sent(
     # the failure is logged once (where the model call failed) and shown once
     assert sum("HTTP 401" in line for line in log.splitlines()) == 1
     assert sum(line.startswith("! error") for line in proc.stderr.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- where a call was sent
+
+
+def dead_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again: nothing listens there
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable", "path"),
+    [
+        ("openai", "OPENAI_BASE_URL", "/v1"),
+        ("anthropic", "ANTHROPIC_BASE_URL", ""),
+        ("openai", "LLM_BASE_URL", "/v1"),
+    ],
+)
+def test_a_dead_address_is_named_with_where_it_came_from(
+    tmp_path: Path, provider: str, variable: str, path: str
+) -> None:
+    """A connection refused at the address an SDK read from its own variable (or LLM_BASE_URL):
+    the hint names the address and the variable, not "the provider default"."""
+    write(
+        tmp_path,
+        {
+            "agents.d/a.yaml": "version: 1\nkind: agent\nname: a\nprompt: Say hi.\ntools: []\n",
+            "wf.yaml": f"""\
+                version: 1
+                kind: workflow
+                name: w
+                models: {{m: {{provider: {provider}, model: x, max_retries: 0}}}}
+                default_model: m
+                entry: a
+                task: Hi.
+                """,
+        },
+    )
+    url = f"http://127.0.0.1:{dead_port()}{path}"
+    keys = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, env={**keys, variable: url})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"hint: check the network and the address {url} (from ${variable})" in proc.stderr, proc.stderr
