@@ -237,6 +237,7 @@ class ToolDispatcher:
             state=env.state,
             services=self._services(inst, call),
             interactive=env.interactive,
+            dry_run=env.dry_run,
             protected=PROTECTED,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
             write_within=inst.write_within,
