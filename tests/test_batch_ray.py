@@ -130,3 +130,29 @@ def test_ray_workers_run_items_with_the_batch_options(ray_cluster: str, tmp_path
             ]
     expected = {**options.to_dict(), "stream": False, "overrides": ["models.m.max_tokens=77"]}
     assert seen["ray"] == seen["local"] == [expected] * 2
+
+
+def test_a_cluster_that_cannot_be_joined_is_one_line(tmp_path: Path) -> None:
+    """A wrong address (no cluster runs there) or a ray:// one without `ray[client]`: one line
+    naming the address and what to check, never an internal error; nothing ran."""
+    with WireServer(answerer()) as server:
+        workflow = make_project(tmp_path / "p", server)
+        items = write_items(tmp_path / "items.jsonl", ["x"])
+        for address in ("auto", "ray://127.0.0.1:9"):
+            out = tmp_path / f"out-{len(address)}"
+            args = [
+                "batch",
+                str(workflow),
+                str(items),
+                "--out",
+                str(out),
+                "--backend",
+                "ray",
+                "--address",
+                address,
+            ]
+            proc = run_cli(args, cwd=tmp_path, env={"RAY_ADDRESS": ""}, timeout=240)
+            assert proc.returncode == 1, proc.stdout + proc.stderr
+            assert f"error: cannot join the Ray cluster at {address}: " in proc.stderr, proc.stderr
+            assert "hint: check the address" in proc.stderr and "internal error" not in proc.stderr
+        assert server.requests == []

@@ -122,7 +122,7 @@ def test_react_run_through_cli(tmp_path: Path) -> None:
     # agent's output is the answer alone
     final = [e["response"] for e in events if e["type"] == "model_response"][-1]
     assert final["text"] == "wrote a.md" and final["raw_text"] == "Thought: ok\nFinal Answer: wrote a.md"
-    assert "raw_text" not in [e["response"] for e in events if e["type"] == "model_response"][0]
+    assert "raw_text" not in next(e["response"] for e in events if e["type"] == "model_response")
     (told,) = [e["system"] for e in events if e["type"] == "agent_prompt"]
     assert told.startswith("You act.") and "Action Input: the arguments as one JSON object" in told
     assert "- write_file: " in told and "- read_file: " in told

@@ -32,7 +32,7 @@ from typing import Any
 from flowrun.batch.folder import BatchFolder, ItemResult
 from flowrun.batch.jobs import Job, cost_listener, run_job, stopped
 from flowrun.batch.runner import Tally
-from flowrun.errors import UsageError
+from flowrun.errors import RunError, UsageError
 from flowrun.runtime.models import rate_limits
 
 TOKEN_FILE = ".batch-token"  # in runs/: a worker that reads the driver's token shares the folder
@@ -196,13 +196,16 @@ class RayBackend:
             return False
         address = self.address or os.environ.get("RAY_ADDRESS")
         env = _forwarded_env() if address else {}
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level="WARNING",
-            runtime_env={"env_vars": env} if env else None,
-        )
+        try:
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level="WARNING",
+                runtime_env={"env_vars": env} if env else None,
+            )
+        except (Exception, SystemExit) as e:  # (Ray exits the process when it gives up on a head)
+            raise cannot_join(address, e) from None
         return True
 
     async def _drive(
@@ -259,6 +262,18 @@ class RayBackend:
             unpack(shipped, Path(job.run_dir))
         finished: ItemResult = replace(result, run_dir=os.path.relpath(job.run_dir, job.batch_dir))
         return finished
+
+
+def cannot_join(address: str | None, e: BaseException) -> RunError:
+    """One line for a cluster that cannot be joined: where, why, and what to check."""
+    where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+    why = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+    hint = (
+        "check the address (`ray status` on the head node prints it; --address or RAY_ADDRESS), "
+        "that the cluster runs and this machine reaches it, and the token if it asks for one "
+        "(RAY_AUTH_TOKEN); a ray:// address needs `pip install 'ray[client]'`"
+    )
+    return RunError(f"cannot join {where}: {why}", hint)
 
 
 def _forwarded_env() -> dict[str, str]:
