@@ -100,6 +100,11 @@ def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+def folders(runs_dir: Path) -> list[Path]:
+    """The run folders of a runs folder (not its `.index.sqlite`, which a run makes)."""
+    return sorted(p for p in runs_dir.iterdir() if p.is_dir())
+
+
 def flowrun_cmd() -> list[str]:
     """The installed console script when present, else the module (same code)."""
     script = Path(sys.executable).parent / "flowrun"

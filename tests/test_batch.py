@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, popen_cli, run_cli
+from conftest import SECRET_VARS, flowrun_cmd, folders, popen_cli, run_cli
 from proc_helpers import DEADLINE_S, wait_for
 from wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer
 
@@ -334,7 +334,7 @@ def test_a_killed_batch_resumes_without_repeating_a_recorded_request(tmp_path: P
         # what each run folder had recorded when the process died: (question, model call) pairs
         recorded: set[tuple[str, int]] = set()
         untouched: dict[str, bytes] = {}
-        for run_dir in (out / "runs").iterdir():
+        for run_dir in folders(out / "runs"):
             events = logged_events(run_dir)
             start = next((e for e in events if e["type"] == "run_start"), None)
             if start is None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from conftest import SECRET_VARS, flowrun_cmd, folders, run_cli
 from proc_helpers import DEADLINE_S, wait_for
 from test_batch import (
     AGENT,
@@ -212,7 +212,7 @@ def start_two_workers(
 def recorded_steps(out: Path) -> set[tuple[str, int]]:
     """(question, model call) of every model answer the batch's run folders recorded."""
     recorded: set[tuple[str, int]] = set()
-    for run_dir in (out / "runs").iterdir():
+    for run_dir in folders(out / "runs"):
         events = logged_events(run_dir)
         start = next((e for e in events if e["type"] == "run_start"), None)
         if start is not None:

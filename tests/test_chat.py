@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, run_cli
+from conftest import SECRET_VARS, flowrun_cmd, folders, run_cli
 from wire_server import Reply, WireRequest, WireServer
 
 AGENT = "version: 1\nname: helper\nprompt: You are the helper.\ntools: [read_file, write_file]\n"
@@ -204,4 +204,4 @@ def test_chat_with_another_agent_and_its_tools(tmp_path: Path) -> None:
     assert caught.value.hint == "did you mean 'writer'?"
     proc = chat_cli(tmp_path, [*args[:3], "serchr", *args[4:7]], "x\n")
     assert proc.returncode == 2 and "did you mean 'searcher'?" in proc.stderr
-    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["c"]  # no run folder for a mistake
+    assert [p.name for p in folders(tmp_path / "runs")] == ["c"]  # no run folder for a mistake

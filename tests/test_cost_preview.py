@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
+from conftest import REPO, folders, run_cli
 from wire_server import Reply, WireRequest, WireServer
 
 RESEARCH = str(REPO / "examples" / "research.yaml")
@@ -189,7 +189,7 @@ def test_earlier_runs_give_the_median_and_90th_percentile(tmp_path: Path) -> Non
     assert "cost preview of hist" in estimated.stdout
     assert "earlier runs of hist in runs: 3" in estimated.stdout
     assert "cost: median $0.0250, 90th percentile $0.0410 (3 priced)" in estimated.stdout
-    assert len(list((tmp_path / "runs").iterdir())) == 4  # the three runs and the dry run: no new folder
+    assert len(folders(tmp_path / "runs")) == 4  # the three runs and the dry run: no new folder
 
 
 def test_a_foreach_over_a_list_input_is_bounded_by_the_inputs_given(tmp_path: Path) -> None:

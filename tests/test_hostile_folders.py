@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import folders, run_cli
 from conftest import scripted_project as project
 
 import flowrun
@@ -461,7 +461,7 @@ def test_a_fifo_or_a_folder_where_a_run_keeps_its_records_hangs_no_command(tmp_p
             subprocess.run(["cp", "-r", str(runs / "good"), str(planted)], check=True)
             (planted / record).unlink()
             what(planted / record)
-    planted = sorted(p.name for p in runs.iterdir() if p.name != "good")
+    planted = sorted(p.name for p in folders(runs) if p.name != "good")
     for run_id in planted:
         for args in (["resume"], ["replay"], ["show"], ["show", "--messages"], ["answer"]):
             shown = run_cli(

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SECRET_VARS, flowrun_cmd
+from conftest import REPO, SECRET_VARS, flowrun_cmd, folders
 
 pytestmark = pytest.mark.xdist_group("mcp-conformance")  # one install, one worker
 
@@ -164,7 +164,7 @@ def test_serve_mcp_passes_the_server_scenarios(suite: list[str], tmp_path: Path)
             proc.terminate()
             proc.wait(timeout=60)
     assert all(passed.values()), passed
-    ran = {path.name.split("-", 2)[2].rsplit("-", 1)[0] for path in runs.iterdir()}
+    ran = {path.name.split("-", 2)[2].rsplit("-", 1)[0] for path in folders(runs)}
     assert {"test_simple_text", "test_tool_with_progress", "test_tool_with_logging"} <= ran  # real runs
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, folders, run_cli
 from rich.console import Console
 
 from flowrun.cli.views.progress import Progress, event_line, make_progress
@@ -42,7 +42,7 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
     # the --set makes the dry run's edit_file call fail, so the run has a tool error to show
     proc = run_cli([*args, "--set", "tools.edit_file.dry_run.start_line=99"], cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (run_dir,) = runs_dir.iterdir()
+    (run_dir,) = folders(runs_dir)
     lines = (run_dir / "events.jsonl").read_text().splitlines()
     parsed = [parse_event(json.loads(line)) for line in lines]
     for event in parsed:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
+from conftest import folders as run_folders
 from test_e2e_research import research_script
 from wire_server import WireServer
 
@@ -116,7 +117,7 @@ def test_every_command_records_the_same_options_for_the_same_flags(tmp_path: Pat
     items.write_text('{"topic": "a"}\n')
     proc = run_cli(["batch", str(workflow), str(items), "--out", str(tmp_path / "b"), *COMMON], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    (folders["batch"],) = (tmp_path / "b" / "runs").iterdir()
+    (folders["batch"],) = run_folders(tmp_path / "b" / "runs")
     folders["serve mcp"] = served_run(workflow, COMMON, tmp_path / "served")
     wf = flowrun.load(workflow)
     options = flowrun.RunOptions(model="openai:gpt-test", agent_models={"writer": "m"}, dry_run=True)
@@ -171,7 +172,7 @@ def test_the_options_only_some_commands_have_are_recorded_alike(tmp_path: Path) 
     ]
     proc = run_cli(batch, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    (item,) = (tmp_path / "b" / "runs").iterdir()
+    (item,) = run_folders(tmp_path / "b" / "runs")
     assert recorded(item) == {**EXPECTED, "overrides": ["agents.writer.max_steps=4"], "stream": False}
     meta = json.loads((tmp_path / "b" / "batch.json").read_text())
     assert {k: meta["options"][k] for k in EXPECTED} == recorded(item)  # batch.json: the same names
@@ -195,7 +196,7 @@ def test_batch_worker_processes_run_items_with_the_in_process_options(tmp_path: 
             ["batch", str(workflow), str(items), "--out", str(out), "--processes", processes, *flags]
         )
         assert proc.returncode == 0, proc.stderr
-        seen[processes] = [recorded(folder) for folder in sorted((out / "runs").iterdir())]
+        seen[processes] = [recorded(folder) for folder in sorted(run_folders(out / "runs"))]
     expected = {**EXPECTED, "overrides": ["agents.writer.max_steps=4"], "stream": False}
     assert seen["1"] == seen["2"] == [expected] * 4
     # the Python API's batch with a per-item budget: the budget is each run's limits.max_cost_usd
@@ -212,7 +213,7 @@ def test_batch_worker_processes_run_items_with_the_in_process_options(tmp_path: 
         )
     )
     assert summary.ok
-    for folder in (tmp_path / "api" / "runs").iterdir():
+    for folder in run_folders(tmp_path / "api" / "runs"):
         assert recorded(folder) == {
             **DEFAULTS,
             "dry_run": True,

@@ -196,6 +196,19 @@ def test_the_runtime_updates_the_index_as_the_run_changes(tmp_path: Path) -> Non
     assert entry.started is not None and entry.started <= started
 
 
+def test_the_first_run_of_a_runs_folder_makes_its_index(tmp_path: Path) -> None:
+    """No listing before: the run makes the index and writes its row (the other folders' rows
+    come with the next listing)."""
+    runs = tiny_project(tmp_path)
+    (runs / "stray").mkdir()  # a folder that is not a run's: listed as nothing, later
+    wf = flowrun.load(tmp_path / "wf.yaml")
+    assert wf.run_sync({"topic": "x"}, dry_run=True, runs_dir=runs, run_id="first").status == "completed"
+    with sqlite3.connect(runs / INDEX_NAME) as conn:
+        rows = conn.execute("SELECT name, status FROM runs").fetchall()
+    assert rows == [("first", "completed")]
+    assert [e.id for e in list_runs(runs)] == ["first"]
+
+
 def test_a_locked_index_never_fails_a_run(tmp_path: Path) -> None:
     runs = tiny_project(tmp_path)
     list_runs(runs)

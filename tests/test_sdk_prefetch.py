@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import SECRET_VARS, run_cli
+from conftest import SECRET_VARS, folders, run_cli
 from wire_server import Reply, Script, WireServer
 
 from flowrun.batch.forked import FORK_ENV
@@ -139,7 +139,7 @@ def test_a_run_after_the_head_start_reaches_the_server(tmp_path: Path) -> None:
         done = python(RUN.format(prefetch=True), folder, env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[:2] == ["RESULT", "completed"]
-    events = (next((folder / "runs-True").iterdir()) / "events.jsonl").read_text().splitlines()
+    events = (folders(folder / "runs-True")[0] / "events.jsonl").read_text().splitlines()
     assert any(json.loads(line)["type"] == "model_response" for line in events)
 
 

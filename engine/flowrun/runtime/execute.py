@@ -30,7 +30,7 @@ from flowrun.manifest.templates import render
 from flowrun.open_files import allow_open_files
 from flowrun.runtime.durable.decisions import PendingDecision, waiting_message
 from flowrun.runtime.durable.run_folder import unwritable
-from flowrun.runtime.durable.runs_index import has_index, note_run
+from flowrun.runtime.durable.runs_index import note_run
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
@@ -265,11 +265,10 @@ def _finish(run: Run, status: str, message: str) -> None:
 
 
 async def _noted(run: Run) -> None:
-    """The runs index's row brought up to date after run.json changed, when the runs folder has
-    an index (runs_index.note_run): in a worker thread, as SQLite's commit waits for the disk
-    (and up to NOTE_TIMEOUT_S for another writer). A folder without an index pays nothing."""
-    if has_index(run.run_dir):
-        await asyncio.to_thread(note_run, run.run_dir)
+    """The runs index's row brought up to date after run.json changed (runs_index.note_run, which
+    makes the index when the runs folder has none): in a worker thread, as SQLite's commit waits
+    for the disk (and up to NOTE_TIMEOUT_S for another writer)."""
+    await asyncio.to_thread(note_run, run.run_dir)
 
 
 async def _noted_end(run: Run) -> None:

@@ -10,9 +10,9 @@ again, a removed one dropped. A run still going (run.json says `running`) is rea
 its log grew, and is `running` only while a live process holds its lock (`interrupted`
 otherwise: killed, crashed). A missing, damaged or older index is rebuilt.
 
-The runtime also updates a run's row when it writes run.json (`note_run`), when the index
-exists; that update never fails a run (a locked or damaged index is left to the next
-listing). A runs folder that cannot be written is listed from an index in memory."""
+The runtime also updates a run's row when it writes run.json (`note_run`, which makes the
+index when there is none); that update never fails a run (a locked or damaged index is left to
+the next listing). A runs folder that cannot be written is listed from an index in memory."""
 
 from __future__ import annotations
 
@@ -192,14 +192,11 @@ def entry_of(folder: Path, row: Row) -> RunEntry:
     return _entry(folder, (*row[4:21], row[0]))
 
 
-def has_index(run_dir: Path) -> bool:
-    """Whether the runs folder of `run_dir` has an index (a run never makes one)."""
-    return (run_dir.parent / INDEX_NAME).is_file()
-
 
 def note_run(run_dir: Path) -> None:
-    """Bring the run's row up to date after its run.json changed, when its runs folder has an
-    index (a run never makes one). Never raises: the next listing catches up."""
+    """Bring the run's row up to date after its run.json changed (the runs folder's index is
+    made when it has none: the other folders' rows are added by the next listing). Never
+    raises: the next listing catches up."""
     index = run_dir.parent / INDEX_NAME
     with contextlib.suppress(sqlite3.Error, OSError, ValueError), _NOTING:
         conn = _noting_connection(index)
@@ -216,7 +213,8 @@ _NOTERS_CLOSED_AT_EXIT: list[object] = []  # the exit handler, once registered
 
 
 def _noting_connection(index: Path) -> sqlite3.Connection | None:
-    """The process's open connection to `index` (None when there is no index). Kept open: a new
+    """The process's open connection to `index` (made when missing; None when the name is not a
+    file). Kept open: a new
     connection's first statement reads the schema, and closing the last connection of a WAL
     database checkpoints it and removes its log, together five times the update itself. A
     file made again (a rebuild, a damaged index replaced: another inode) gets a new one."""
@@ -231,7 +229,11 @@ def _noting_connection(index: Path) -> sqlite3.Connection | None:
         with contextlib.suppress(sqlite3.Error):
             kept[1].close()
         kept = None
-    if found is None or not stat.S_ISREG(found.st_mode):
+    if found is None:  # no index yet: this run makes it
+        with contextlib.closing(sqlite3.connect(index, timeout=NOTE_TIMEOUT_S, isolation_level=None)) as made:
+            _prepare(made)
+        found = os.stat(index)
+    if not stat.S_ISREG(found.st_mode):
         return None
     if kept is None:
         if not _NOTERS_CLOSED_AT_EXIT:
