@@ -24,14 +24,12 @@ from flowrun.manifest.spec_base import NAME as NAME
 from flowrun.manifest.spec_base import Name as Name
 from flowrun.manifest.spec_base import Strict as Strict
 from flowrun.manifest.spec_base import Texts as Texts
-from flowrun.manifest.unions import KindUnion, key_tagger
-from flowrun.providers.presets import PRESETS as PRESET_TABLE
-from flowrun.providers.registry import PROVIDERS as PROVIDER_TABLE
+from flowrun.manifest.unions import KindChoice, KindUnion, key_tagger
+from flowrun.providers.presets import PRESETS
+from flowrun.providers.registry import PROVIDERS
 from flowrun.types import FileUse, ReplayUse
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-PRESETS = tuple(PRESET_TABLE)
-PROVIDERS = tuple(PROVIDER_TABLE)
 
 EnvName = Annotated[
     str, Field(pattern=ENV_NAME, description="The NAME of an environment variable, not its value.")
@@ -141,16 +139,14 @@ class RateLimit(Strict):
 class ModelSpec(Strict):
     """One named model: which provider serves it and how to call it. Secrets are never inline."""
 
-    provider: Literal[PROVIDERS] | None = Field(  # type: ignore[valid-type]
+    provider: Annotated[str, KindChoice(lambda: PROVIDERS)] | None = Field(
         default=None,
-        description="anthropic | openai | openai-compatible (needs base_url) | test | scripted. "
-        "May be omitted when `preset` is given.",
+        description="The provider type (`openai-compatible` needs `base_url`). May be omitted when "
+        "`preset` is given.",
     )
-    preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
+    preset: Annotated[str, KindChoice(lambda: PRESETS)] | None = Field(
         default=None,
-        description="An openai-compatible service whose base_url and key variable flowrun knows: "
-        + ", ".join(PRESETS)
-        + ".",
+        description="An OpenAI-compatible service whose base_url and key variable flowrun knows.",
     )
     model: str = Field(
         min_length=1, description="The model id the provider expects (${VAR} and ${VAR:-default} work)."

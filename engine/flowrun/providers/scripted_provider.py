@@ -20,6 +20,10 @@ class ScriptedProvider(Provider):
     needs_key = False
     requires: ClassVar[dict[str, str]] = {"script": "name a `kind: script` file relative to the workflow"}
 
+    @classmethod
+    def shorthand(cls, model: str) -> dict[str, object] | None:
+        return {"model": "script", "script": model}  # `scripted:FILE.yaml`
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         replies = config.options.get("script")
