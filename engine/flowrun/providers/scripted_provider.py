@@ -14,8 +14,8 @@ Replies = dict[str, list[dict[str, Any]]]  # agent name -> [{text, tool_calls}, 
 
 
 class ScriptedProvider(Provider):
-    """`config.options` holds `script` (the replies, read and checked by the manifest layer)
-    and `script_path` (for messages)."""
+    """Replays the replies a `kind: script` file lists per agent. `config.options` holds
+    `script` (the replies, read and checked by the manifest layer) and `script_path`."""
 
     needs_key = False
     requires: ClassVar[dict[str, str]] = {"script": "name a `kind: script` file relative to the workflow"}
