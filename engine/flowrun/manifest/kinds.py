@@ -71,7 +71,7 @@ class SandboxQuery:
 
 
 class ToolKindSide(Protocol):
-    """A kind of tool: python functions, command lines, agents as tools, MCP servers' tools."""
+    """A kind of tool: how the tools of an agent's entries run (runtime/tool_kinds/)."""
 
     name: str
     # the `implementation: {NAME: ...}` model of the tools.d manifests this kind runs (its key is

@@ -5,7 +5,7 @@ and for every default, which the runtime reads from these models.
 Every model forbids unknown keys. A manifest is first checked against the generated schema
 (for diagnostics with file:line:column), then against the cross-key rules in `semantics.py`,
 then validated into these models. The unions whose members are kinds - a tool implementation
-(told apart by its key: `python:`, `command:`), a step (by its key: `agent:`, `loop:`, ...) and a
+(told apart by its key: `python:`, `command:`, ...), a step (by its key: `agent:`, `loop:`, ...) and a
 context (by `strategy`) - are built from the kinds registered in manifest/kinds.py: each kind's
 spec model lives in the kind's own module (runtime/tool_kinds/, runtime/steps/,
 runtime/context/), next to what it does at run time.
@@ -792,7 +792,7 @@ IF_DESCRIPTION = (
 
 class StepSpec(Strict):
     """A step of a workflow's `steps:`. Each step kind (runtime/steps/) has one, tagged by the key
-    that names the kind (`agent:`, `loop:`, `parallel:`, `foreach:`); every step takes `if:`."""
+    that names the kind (`agent:`, `loop:`, ...); every step takes `if:`."""
 
     kind: ClassVar[str]
     if_: str | None = Field(default=None, alias="if", description=IF_DESCRIPTION)
@@ -889,7 +889,7 @@ class WorkflowManifest(Strict):
     entry: Name | None = Field(default=None, description="The agent that runs (or use `steps`).")
     task: str | None = Field(default=None, description="Jinja2: the first user message to the entry agent.")
     steps: list[Step] | None = Field(
-        default=None, description="A sequence of agent steps, loops, parallel and foreach steps."
+        default=None, description="Steps run in order (agent steps, loops, fan-outs, ...)."
     )
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
     output: str | None = Field(
