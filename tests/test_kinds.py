@@ -100,6 +100,15 @@ def test_every_union_member_is_a_registered_kind() -> None:
     assert model["provider"]["enum"] == list(PROVIDERS) and model["preset"]["enum"] == list(PRESETS)
 
 
+def test_the_manifest_kinds_are_the_specs_kinds() -> None:
+    """`flowrun schema` and validate's first look name the manifest kinds without importing the
+    specs; they are the specs' kinds, in the same order."""
+    from flowrun.manifest.schema_export import FOLDER_KINDS, KIND_NAMES
+    from flowrun.manifest.specs import KINDS
+
+    assert tuple(KINDS) == KIND_NAMES and set(FOLDER_KINDS.values()) <= set(KINDS)
+
+
 # ---------------------------------------------------------------- a throw-away tool kind
 
 
@@ -411,16 +420,19 @@ def test_a_fresh_process_registers_kinds_on_first_use_and_takes_new_ones(tmp_pat
 
 # ---------------------------------------------------------------- lists of kinds written by hand
 
-ITEM = r"`[\w-]+:?`"
+NAME = r"`[\w-]+:?`"
+ITEM = rf"{NAME}(?:\s*\([^()]*\))?"  # a name, maybe with a remark in brackets
 SEPARATOR = r"(?:\s*(?:,|\\?\||/)\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
 WRITTEN_LIST = re.compile(rf"{ITEM}(?:{SEPARATOR}{ITEM})+(?:{SEPARATOR}(?:\.\.\.|…))?")
 
 
 def test_a_written_list_of_kinds_names_them_all_or_says_it_names_some() -> None:
     """A list written in the docs or the code (`a`, `b` or `c`) that names three kinds of one
-    sort names every registered one, or ends with `...`: a kind added later fails this test
-    until the lists that name them all are true again (the generated reference lists them
-    all anyway: docs/reference/kinds.md)."""
+    sort (or three manifest kinds) names every registered one, or ends with `...`: a kind added
+    later fails this test until the lists that name them all are true again (the generated
+    reference lists them all anyway: docs/reference/kinds.md)."""
+    from flowrun.manifest.schema_export import KIND_NAMES
+
     families = {
         "tool kinds": set(kinds.TOOL_KINDS),
         "step kinds": set(kinds.STEP_KINDS),
@@ -428,6 +440,7 @@ def test_a_written_list_of_kinds_names_them_all_or_says_it_names_some() -> None:
         "graders": set(grader_kinds.GRADERS),
         "providers": set(PROVIDERS),
         "presets": set(PRESETS),
+        "manifest kinds": set(KIND_NAMES),
     }
     pages = [*(REPO / "docs").rglob("*.md"), REPO / "README.md", REPO / "CONTRIBUTING.md"]
     sources = [*pages, *(REPO / "engine" / "flowrun").rglob("*.py")]
@@ -435,7 +448,8 @@ def test_a_written_list_of_kinds_names_them_all_or_says_it_names_some() -> None:
     for path in sources:
         text = " ".join(path.read_text(encoding="utf-8").split())
         for found in WRITTEN_LIST.finditer(text):
-            named = {item.strip("`").rstrip(":") for item in re.findall(ITEM, found.group(0))}
+            names = re.findall(NAME, re.sub(r"\([^()]*\)", "", found.group(0)))
+            named = {name.strip("`").rstrip(":") for name in names}
             partial = found.group(0).endswith(("...", "…"))
             for family, members in families.items():
                 if len(named & members) >= 3 and not partial and not members <= named:
