@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flowrun.errors import FlowrunError
 from flowrun.evals.graders import budget, file, json_path, json_schema, judge, output, status, trajectory
 from flowrun.evals.grading import GraderKind, GraderScore, failed, templated
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest import kinds as manifest_kinds
 from flowrun.manifest.eval_specs import GraderBase
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 BUILTIN_GRADERS: tuple[GraderKind, ...] = (
     output.KIND,

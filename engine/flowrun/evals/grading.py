@@ -9,13 +9,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flowrun.errors import FlowrunError
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.kinds import GraderSide
 from flowrun.types import decode_json
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome  # (only read: reading an eval set imports no run reader)
 
 SHOWN = 200  # characters of a text quoted in a detail
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from flowrun.evals.grading import Checked, GraderKind, GraderScore, scored
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.spec_base import Strict
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 
 class BudgetCheck(Strict):

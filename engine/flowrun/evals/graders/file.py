@@ -6,17 +6,19 @@ from __future__ import annotations
 import fnmatch
 import re
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from flowrun.evals.grading import Checked, GraderKind, GraderScore, scored, search, texts
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.checks.eval_files import GraderAt, regex_problems
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.kinds import Problem
 from flowrun.manifest.spec_base import Strict, Texts
 from flowrun.pinned import walk
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 
 class FileCheck(Strict):

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from flowrun.errors import FlowrunError
 from flowrun.evals.grading import Checked, GraderKind, GraderScore, json_of, scored, short
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.spec_base import Strict
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 PATH_STEP = re.compile(r"""\.([A-Za-z_][A-Za-z0-9_-]*)|\[(-?\d+)\]|\[['"]([^'"]*)['"]\]""")
 

@@ -4,18 +4,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import Field
 
 from flowrun.errors import FlowrunError
 from flowrun.evals.grading import Checked, GraderKind, GraderScore, json_of, scored, short
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.checks.eval_files import GraderAt
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.kinds import Problem
 from flowrun.manifest.spec_base import Strict
 from flowrun.types import decode_json
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 
 class JsonSchemaCheck(Strict):

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from flowrun.evals.grading import Checked, GraderKind, GraderScore, failed, scored, search, short, texts
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.checks.eval_files import GraderAt, regex_problems
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.kinds import Problem
 from flowrun.manifest.spec_base import Strict, Texts
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 
 class OutputCheck(Strict):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from flowrun.evals.grading import Checked, GraderKind, GraderScore, scored, short
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.eval_specs import GraderBase, RunStatus
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 
 class StatusGrader(GraderBase):

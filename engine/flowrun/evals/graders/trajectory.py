@@ -4,16 +4,18 @@ what order and how often; the score is the share of checks that hold."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from flowrun.evals.grading import Checked, GraderKind, GraderScore, scored, short
-from flowrun.evals.outcome import Outcome
 from flowrun.manifest.checks.eval_files import GraderAt
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.kinds import Problem
 from flowrun.manifest.spec_base import Strict
+
+if TYPE_CHECKING:
+    from flowrun.evals.outcome import Outcome
 
 
 class TrajectoryCheck(Strict):
