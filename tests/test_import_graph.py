@@ -29,6 +29,7 @@ BASE = (
     "environ",
     "surrogates",
     "regexes",
+    "states",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

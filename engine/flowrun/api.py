@@ -14,7 +14,7 @@
     print(events.result.status)
 
 Cancelling the task that awaits `run()` stops the run the way Ctrl-C does: the folder is kept,
-`run.json` says `interrupted`, and `flowrun.resume(run_dir)` continues it.
+`run.json` says `cancelled`, and `flowrun.resume(run_dir)` continues it.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from flowrun.runtime.durable.run_folder import (
     unwritable,
 )
 from flowrun.runtime.durable.run_log import RunLog
-from flowrun.runtime.execute import EXIT_CODES, RunSummary, execute_run
+from flowrun.runtime.execute import RunSummary, execute_run
 from flowrun.runtime.loop.approvals import Approver
 from flowrun.runtime.loop.sandboxes import sandbox_modes, startup_check
 from flowrun.runtime.models.calls import ModelChoice
@@ -87,6 +87,7 @@ from flowrun.runtime.replay.diff import divergence_details
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import preflight
 from flowrun.runtime.telemetry.live import live_export
+from flowrun.states import exit_code
 from flowrun.tools import sandbox
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class RunArguments(RunPlace, total=False):
 
 @dataclass
 class RunResult:
-    status: str  # completed | failed | max_steps | budget_exceeded | waiting | interrupted
+    status: str  # its state (flowrun/states.py): completed, failed, ..., waiting, cancelled
     exit_code: int  # the CLI's exit code for this status
     message: str  # the final answer, or what went wrong (or what the run waits for)
     output: Path | None  # the workflow's declared output, when written
@@ -710,7 +711,7 @@ def recorded_run(run_dir: Path) -> tuple[RunRecord, Workflow]:
         # the options of its last start: a resume may have changed some
         starts = [e for e in lines if e.get("type") in ("run_start", "run_resumed") and e.get("options")]
         latest = [e["options"] for e in starts]
-        meta = run_record({**start, **({"options": latest[-1]} if latest else {}), "status": "incomplete"})
+        meta = run_record({**start, **({"options": latest[-1]} if latest else {}), "status": "interrupted"})
     workflow = Path(str(meta.get("workflow_file"))).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")
@@ -725,7 +726,7 @@ def _recorded_result(run_dir: Path, meta: RunRecord) -> RunResult:
     usage = cast(UsageRecord, read_json_object(run_dir / "usage.json"))
     return RunResult(
         status=status,
-        exit_code=EXIT_CODES.get(status, 1),
+        exit_code=exit_code(status),
         message="already completed; nothing to resume",
         output=output if output is not None and output.exists() else None,
         usage=usage,

@@ -9,7 +9,7 @@ Each item of ITEMS (JSONL, JSON or CSV, batch/items.py) runs in its own run fold
 (batch/folder.py); the local backend runs them as tasks of one event loop (batch/local.py), or of
 several worker processes' loops (`processes`, batch/processes.py), the Ray backend as Ray tasks
 (batch/ray_backend.py). Running the same batch again skips completed
-items, resumes interrupted ones and, with `retry_failed`, resumes failed ones."""
+items, resumes stopped ones (cancelled, interrupted) and, with `retry_failed`, failed ones."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ async def run_batch(
         except BaseException:
             await discard()
             raise
-        status = "interrupted"
+        status = "cancelled"
         try:
             summary = await execute(
                 wf,

@@ -17,7 +17,10 @@ from flowrun.manifest.spec_base import Name, Strict
 from flowrun.manifest.unions import KindUnion, key_tagger
 
 CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-RunStatus = Literal["completed", "failed", "max_steps", "budget_exceeded", "interrupted", "waiting"]
+# the states a run can end a command in (flowrun/states.py)
+RunStatus = Literal[
+    "completed", "failed", "max_steps", "budget_exceeded", "waiting", "cancelled", "interrupted"
+]
 Score = Annotated[float, Field(ge=0, le=1)]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from flowrun._version import __version__
+from flowrun.states import NAMES
 
 Json = dict[str, object]  # a piece of the document
 
@@ -61,8 +62,7 @@ SCHEMAS: Json = {
             "workflow": {"type": "string"},
             "status": {
                 "type": "string",
-                "description": "running, waiting, completed, failed, max_steps, budget_exceeded or "
-                "interrupted",
+                "description": "the run's state: " + ", ".join(NAMES) + " (docs: run-folder.md)",
             },
             "dry_run": {"type": "boolean"},
             "started": NUMBER_OR_NULL,
@@ -106,8 +106,29 @@ SCHEMAS: Json = {
                     "options": {"type": "object"},
                     "output": STRING_OR_NULL,
                     "message": STRING_OR_NULL,
+                    "workflow_file": {"type": "string"},
+                    "output_files": {"type": "array", "items": {"type": "string"}},
                     "pending": {"type": "array", "items": _ref("PendingDecision")},
-                    "usage": {"type": "object", "description": "usage.json"},
+                    "decisions": {"type": "array", "items": {"type": "object"}},
+                    "usage": {
+                        "type": "object",
+                        "description": "usage.json's shape, counted from the log (also of a killed run)",
+                    },
+                    "events": {"type": "integer"},
+                    "last_seq": {"type": "integer"},
+                    "tool_calls": {"type": "integer"},
+                    "tool_errors": {"type": "integer"},
+                    "retries": {"type": "integer"},
+                    "invocations": {
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "description": "each agent invocation: usage, cost, its calls and items in order",
+                    },
+                    "tree": {"type": "array", "items": {"type": "object"}, "description": "who ran whom"},
+                    "notes": {"type": "array", "items": {"type": "object"}},
+                    "spans": {"type": "array", "items": {"type": "object"}, "description": "timeline bars"},
+                    "replay": STRING_OR_NULL,
+                    "now": {"type": "number", "description": "the server's clock when read"},
                 },
             },
         ]
@@ -217,6 +238,22 @@ def _paths() -> Json:
                 "responses": _responses("200", _json(_ref("RunDetail"), "The run"), 401, 404),
             }
         },
+        "/v1/runs/{id}/conversations": {
+            "get": {
+                "summary": "Each agent's conversation, sub-agents nested under their calls",
+                "operationId": "runConversations",
+                "parameters": run,
+                "responses": _responses("200", _json({"type": "object"}, "The conversations"), 401, 404),
+            }
+        },
+        "/v1/runs/{id}/replay": {
+            "get": {
+                "summary": "The model steps of the run's replay beside its own, the first difference",
+                "operationId": "runReplay",
+                "parameters": run,
+                "responses": _responses("200", _json({"type": "object"}, "The steps"), 401, 404),
+            }
+        },
         "/v1/runs/{id}/events": {
             "get": {
                 "summary": "The run's events, replayed then followed live",
@@ -236,7 +273,7 @@ def _paths() -> Json:
         },
         "/v1/runs/{id}/cancel": {
             "post": {
-                "summary": "Stop a run (it ends interrupted, resumable)",
+                "summary": "Stop a run (it ends cancelled, resumable)",
                 "operationId": "cancelRun",
                 "parameters": run,
                 "responses": _responses("202", _json(_ref("Accepted"), "Stopping"), 401, 404, 409),
