@@ -293,6 +293,9 @@ def test_a_new_step_kind_validates_is_described_and_runs_dry(tmp_path: Path) -> 
         )
         assert result.status == "completed", result.message
         assert (result.run_dir / "notes" / "rain.md").read_text() == "News: rain"
+        said = [(e["kind"], e["text"]) for e in _events(result.run_dir) if e["type"] == "step"]
+        assert said == [("note", "wrote notes/rain.md")]
+        assert "wrote notes/rain.md" in _cli("show", str(result.run_dir)).output
 
 
 def test_a_new_context_strategy_validates_is_described_and_runs_dry(tmp_path: Path) -> None:

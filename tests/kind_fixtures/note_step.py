@@ -1,7 +1,8 @@
 """A throw-away step kind: `{note: {file: PATH, text: TEMPLATE}}` writes the rendered text to a
-file of the run folder, without an agent. Everything the kind is lives here: its spec (the
-schema part), its templates and check (what `validate` sees) and how it runs. It is registered
-with one line: `register_step_kind(KIND)`."""
+file of the run folder, without an agent, and says so with a step event (which `show` and the
+web UI draw). Everything the kind is lives here: its spec (the schema part), its templates and
+check (what `validate` sees) and how it runs. It is registered with one line:
+`register_step_kind(KIND)`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from flowrun.atomic_files import replace_beneath
+from flowrun.events import StepEvent
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import StepAt, Template
 from flowrun.manifest.project import Loaded
@@ -48,7 +50,11 @@ class NoteStepKind(StepKind):
         text = ctx.render(step.note.text, "a note")
         path = confined(ctx.run, ctx.render(step.note.file, "a note's file").strip(), "note")
         replace_beneath(ctx.run.workspace, path, text)
-        return Outcome("completed", text, 0, output=path.relative_to(ctx.run.workspace).as_posix())
+        written = path.relative_to(ctx.run.workspace).as_posix()
+        ctx.run.emit(
+            StepEvent(step=f"{prefix}step{index}", kind="note", phase="note", text=f"wrote {written}")
+        )
+        return Outcome("completed", text, 0, output=written)
 
 
 KIND = NoteStepKind()
