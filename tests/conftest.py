@@ -13,17 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
-from flowrun.manifest import unions
-
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 import cli_forkserver  # noqa: E402
-
-# tests read manifests in-process as the CLI does: the kinds are registered on first use
-unions.on_first_use(lambda: __import__("flowrun.runtime.kinds"))
 
 
 def _signals_as_a_terminal_sends_them() -> None:

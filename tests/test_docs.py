@@ -327,7 +327,7 @@ def hook() -> Any:
 
 def test_manifest_reference_has_every_key(hook: Any) -> None:
     text = hook.generate("manifest-keys")
-    for kind in ("workflow", "agent", "tool", "models", "script", "test"):
+    for kind in hook.manifest_kinds():
         assert f"## `kind: {kind}`" in text
         for key in kind_schema(kind)["properties"]:
             assert f"| `{key}` |" in text, (kind, key)

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
+from flowrun.manifest.schema_export import KIND_NAMES
+
 WORKFLOW = """\
 version: 1
 kind: workflow
@@ -234,7 +236,7 @@ def test_examples_and_builtins_validate() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("kind", ["workflow", "agent", "tool", "models", "script"])
+@pytest.mark.parametrize("kind", KIND_NAMES)
 def test_committed_schema_matches_specs(kind: str) -> None:
     from flowrun.manifest.schema_export import schema_text
     from flowrun.paths import builtin_root

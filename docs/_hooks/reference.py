@@ -7,7 +7,9 @@ that line replaced by the markdown NAME's generator makes from the installed flo
   (type, default, description, an example value checked against the key's schema);
 - `cli`: every command of the click group in `flowrun.cli` (the lazy table loaded whole);
 - `python-api`: the public names of `flowrun.__all__`, as mkdocstrings directives;
-- `layout`: every package and module of engine/flowrun with its docstring's first line.
+- `layout`: every package and module of engine/flowrun with its docstring's first line;
+- `kinds`, or one family of them (`tool-kinds`, `presets`, ...): the registered kinds, from their
+  registries (kind_lists.py).
 
 tests/test_docs.py calls the generators too, to check they cover what they claim.
 """
@@ -15,6 +17,7 @@ tests/test_docs.py calls the generators too, to check they cover what they claim
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 from collections.abc import Callable, Iterator
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import kind_lists
 import yaml
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
@@ -42,6 +46,7 @@ def generate(name: str) -> str:
         "cli": cli_reference,
         "python-api": python_api,
         "layout": layout,
+        **{kinds: functools.partial(kind_lists.generate, kinds, cell) for kinds in kind_lists.NAMES},
     }
     if name not in generators:
         raise ValueError(f"unknown generated section {name!r}; known: {', '.join(generators)}")

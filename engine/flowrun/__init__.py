@@ -14,6 +14,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from flowrun._version import __version__
+from flowrun.manifest import unions
+
+# the built-in kinds are registered when a manifest that holds one is first read, not at import
+# (`flowrun --help`, and validate answering from its check cache, read none)
+unions.on_first_use(lambda: import_module("flowrun.runtime.kinds"), "implementation", "step", "context")
+unions.on_first_use(lambda: import_module("flowrun.evals.grader_kinds"), "grader")
 
 if TYPE_CHECKING:
     from flowrun.api import EventStream, ReplayResult, RunResult, Workflow, load, replay, resume

@@ -16,11 +16,6 @@ import click
 from flowrun import collector
 from flowrun._version import __version__
 from flowrun.cli.exit import PIPE_CLOSED, leave, output_closed
-from flowrun.manifest import unions
-
-# the kinds are registered when a command first reads a manifest, not at start (validate with a
-# warm check cache reads none)
-unions.on_first_use(lambda: importlib.import_module("flowrun.runtime.kinds"))
 
 
 class Registered(NamedTuple):

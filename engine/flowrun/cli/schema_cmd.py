@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-KINDS = ("workflow", "agent", "tool", "models", "script", "test", "evalset")
+from flowrun.manifest.schema_export import KIND_NAMES
 
 
 @click.command()
-@click.argument("kind", required=False, type=click.Choice(KINDS))
+@click.argument("kind", required=False, type=click.Choice(KIND_NAMES))
 @click.option(
     "--write", "write_dir", type=click.Path(file_okay=False, path_type=Path), help="Write all schemas here."
 )

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flowrun.errors import UsageError
+from flowrun.evals.graders.judge import JudgeGrader
 from flowrun.manifest.checks.eval_files import evalset_cases, grader_names
 from flowrun.manifest.diagnostics import ManifestInvalid
-from flowrun.manifest.eval_specs import EvalSetManifest, GraderBase, JudgeGrader
+from flowrun.manifest.eval_specs import EvalSetManifest, GraderBase
 from flowrun.manifest.project import Loaded, display_path, load_project
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flowrun.errors import FlowrunError, UsageError
-from flowrun.evals.graders import GraderScore, failed, short
+from flowrun.evals.graders.judge import JudgeGrader
+from flowrun.evals.grading import GraderScore, failed, short
 from flowrun.evals.outcome import Outcome
-from flowrun.manifest.eval_specs import JudgeGrader
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.types import Message, Usage, decode_json
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from flowrun.errors import UsageError
-from flowrun.evals.graders import GraderScore
+from flowrun.evals.grading import GraderScore
 from flowrun.types import decode_json
 
 REPORT_VERSION = 1

@@ -19,12 +19,13 @@ from flowrun.batch import BatchProgress, run_batch
 from flowrun.batch.folder import NOT_STARTED, BatchFolder
 from flowrun.errors import UsageError
 from flowrun.evals.evalset import Case, EvalSet, load_evalset, run_id
-from flowrun.evals.graders import GraderScore, grade
+from flowrun.evals.grader_kinds import grade
+from flowrun.evals.graders.judge import JudgeGrader
+from flowrun.evals.grading import GraderScore
 from flowrun.evals.judges import JudgePanel, judge_variables
 from flowrun.evals.outcome import Outcome, read_outcome
 from flowrun.evals.recording import record
 from flowrun.evals.report import EvalReport, RunScore, VariantReport
-from flowrun.manifest.eval_specs import JudgeGrader
 from flowrun.paths import claim_folder
 from flowrun.runtime.options import RunOptions
 from flowrun.tools.sandbox import Mode

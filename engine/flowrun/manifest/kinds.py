@@ -1,9 +1,11 @@
-"""The kinds as manifests see them, and their registry. A tool kind, a step kind and a context
-strategy is each one module (runtime/tool_kinds/, runtime/steps/, runtime/context/) carrying both
-its runtime behaviour and its manifest side: its spec model (the schema part), its checks, what
-it needs from the sandbox and how the step graph walks it. runtime/kinds.py registers the
-built-in ones here; `validate`, the step graph and the sandbox ask this registry instead of
-testing types.
+"""The kinds as manifests see them, and their registry. A tool kind, a step kind, a context
+strategy and a grader is each one module (runtime/tool_kinds/, runtime/steps/, runtime/context/,
+evals/graders/) carrying both its runtime behaviour and its manifest side: its spec model (the
+schema part), its checks, what it needs from the sandbox and how the step graph walks it.
+runtime/kinds.py and evals/grader_kinds.py register the built-in ones here; `validate`, the step
+graph and the sandbox ask this registry instead of testing types. The providers and presets a
+model may name are the tables of providers/ (registry.py, presets.py); the models follow them
+too.
 
 The Protocols below are the manifest side; each method with a body is optional (a kind that
 subclasses the Protocol inherits the default). The runtime side extends them
@@ -19,7 +21,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from flowrun.manifest import unions
-from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.diagnostics import Diagnostic, Severity
+from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import (
     AgentManifest,
@@ -31,6 +34,8 @@ from flowrun.manifest.specs import (
     WorkflowManifest,
 )
 from flowrun.manifest.yaml_source import PathKey, Source
+from flowrun.providers.presets import PRESETS
+from flowrun.providers.registry import PROVIDERS
 from flowrun.tools.sandbox import Mode, SandboxPolicy
 
 YamlPath = tuple[str | int, ...]
@@ -66,7 +71,7 @@ class SandboxQuery:
 
 
 class ToolKindSide(Protocol):
-    """A kind of tool: python functions, command lines, agents as tools, MCP servers' tools."""
+    """A kind of tool: how the tools of an agent's entries run (runtime/tool_kinds/)."""
 
     name: str
     # the `implementation: {NAME: ...}` model of the tools.d manifests this kind runs (its key is
@@ -185,52 +190,105 @@ class ContextSide(Protocol):
         return {}
 
 
+# ---------------------------------------------------------------- graders
+
+# (message, hint, code) of an error, or (message, hint, code, "warning"): a problem of a grader,
+# placed by its caller (a grader may be written in the eval set or in a dataset's row)
+Problem = tuple[str, str, str] | tuple[str, str, str, Severity]
+
+
+class GraderSide(Protocol):
+    """A kind of an eval set's grader, tagged by its key (`output:`, `status:`, ...)."""
+
+    name: str  # the key that tags the grader
+    spec: type[GraderBase]
+
+    def check(self, grader: Any, at: Any) -> list[Problem]:
+        """Problems `validate` finds in one grader; `at` is where it is checked
+        (checks/eval_files.py `GraderAt`: the eval set's folder, its workflow and tools)."""
+        return []
+
+    def files(self, grader: Any) -> list[str]:
+        """Files the grader names, relative to the eval set (the check cache watches them)."""
+        return []
+
+
 # ---------------------------------------------------------------- the registry
 
 _TOOLS: dict[str, ToolKindSide] = {}
 _STEPS: dict[str, StepKindSide] = {}
 _CONTEXTS: dict[str, ContextSide] = {}
-_BUILTIN: set[tuple[str, str]] = set()
+_GRADERS: dict[str, GraderSide] = {}
+# what flowrun itself registers; anything beyond makes the committed schema files incomplete
+_BUILTIN: set[tuple[str, str]] = {("provider", n) for n in PROVIDERS} | {("preset", n) for n in PRESETS}
 
 
 def install(
-    tools: Iterable[ToolKindSide],
-    steps: Iterable[StepKindSide],
-    contexts: Iterable[ContextSide],
+    tools: Iterable[ToolKindSide] = (),
+    steps: Iterable[StepKindSide] = (),
+    contexts: Iterable[ContextSide] = (),
+    graders: Iterable[GraderSide] = (),
     builtin: bool = False,
 ) -> None:
-    """Register kinds (runtime/kinds.py does it for the built-in ones, at import). A kind of a
-    name already registered replaces it."""
-    for kind in tools:
-        _TOOLS[kind.name] = kind
-    for step in steps:
-        _STEPS[step.name] = step
-    for context in contexts:
-        _CONTEXTS[context.name] = context
+    """Register kinds (runtime/kinds.py and evals/grader_kinds.py do it for the built-in ones, at
+    import). A kind of a name already registered replaces it."""
+    tools, steps, contexts, graders = list(tools), list(steps), list(contexts), list(graders)
+    _TOOLS.update((k.name, k) for k in tools)
+    _STEPS.update((k.name, k) for k in steps)
+    _CONTEXTS.update((k.name, k) for k in contexts)
+    _GRADERS.update((k.name, k) for k in graders)
     if builtin:
-        _BUILTIN.update(_names())
+        _BUILTIN.update(("tool", k.name) for k in tools)
+        _BUILTIN.update(("step", k.name) for k in steps)
+        _BUILTIN.update(("context", k.name) for k in contexts)
+        _BUILTIN.update(("grader", k.name) for k in graders)
     _sync()
 
 
 def uninstall(family: str, name: str) -> None:
-    """Take a kind out again (a test's throw-away kind)."""
-    tables: dict[str, dict[str, Any]] = {"tool": _TOOLS, "step": _STEPS, "context": _CONTEXTS}
-    tables[family].pop(name, None)
+    """Take a kind out again (a test's throw-away kind); `provider` and `preset`: after the
+    name was taken out of its table, the models forget it."""
+    tables: dict[str, dict[str, Any]] = {
+        "tool": _TOOLS,
+        "step": _STEPS,
+        "context": _CONTEXTS,
+        "grader": _GRADERS,
+    }
+    tables.get(family, {}).pop(name, None)
+    _sync()
+
+
+def refresh() -> None:
+    """A provider or preset was registered: the models take its name."""
     _sync()
 
 
 def _names() -> set[tuple[str, str]]:
-    return {("tool", n) for n in _TOOLS} | {("step", n) for n in _STEPS} | {("context", n) for n in _CONTEXTS}
+    tables: dict[str, Iterable[str]] = {
+        "tool": _TOOLS,
+        "step": _STEPS,
+        "context": _CONTEXTS,
+        "grader": _GRADERS,
+        "provider": PROVIDERS,
+        "preset": PRESETS,
+    }
+    return {(family, name) for family, names in tables.items() for name in names}
 
 
 def _sync() -> None:
-    """The manifest unions follow the registry; models already built are built again."""
+    """The manifest unions and choices follow the registries; models already built are built
+    again."""
     extension = bool(_names() - _BUILTIN)
     before = unions.generation()
     implementations = {k.name: k.implementation for k in _TOOLS.values() if k.implementation is not None}
-    unions.set_members("implementation", implementations, extension)
-    unions.set_members("step", {k.name: k.spec for k in _STEPS.values()}, extension)
-    unions.set_members("context", {k.name: k.spec for k in _CONTEXTS.values()}, extension)
+    if _TOOLS or _STEPS or _CONTEXTS:
+        unions.set_members("implementation", implementations, extension)
+        unions.set_members("step", {k.name: k.spec for k in _STEPS.values()}, extension)
+        unions.set_members("context", {k.name: k.spec for k in _CONTEXTS.values()}, extension)
+    if _GRADERS:
+        unions.set_members("grader", {k.name: k.spec for k in _GRADERS.values()}, extension)
+    unions.set_choices("provider", PROVIDERS, extension)
+    unions.set_choices("preset", PRESETS, extension)
     if unions.generation() != before and any(_built(m) for m in _models()):
         models = _models()
         unions.rebuild(models)
@@ -254,18 +312,23 @@ def _built(model: type[BaseModel]) -> bool:
 
 def tool_kinds() -> list[ToolKindSide]:
     """In the order they are asked to claim a tool name."""
-    unions.ensure()
+    unions.ensure("implementation")
     return list(_TOOLS.values())
 
 
 def step_kinds() -> list[StepKindSide]:
-    unions.ensure()
+    unions.ensure("step")
     return list(_STEPS.values())
 
 
 def context_kinds() -> list[ContextSide]:
-    unions.ensure()
+    unions.ensure("context")
     return list(_CONTEXTS.values())
+
+
+def grader_kinds() -> list[GraderSide]:
+    unions.ensure("grader")
+    return list(_GRADERS.values())
 
 
 def tool_kind_for(name: str, project: Project) -> ToolKindSide | None:
@@ -280,3 +343,7 @@ def step_kind(step: StepSpec) -> StepKindSide:
 
 def context_kind(spec: StrategySpec) -> ContextSide:
     return _CONTEXTS[spec.strategy]
+
+
+def grader_kind(grader: GraderBase) -> GraderSide:
+    return _GRADERS[grader.kind]  # a parsed grader: its kind is registered

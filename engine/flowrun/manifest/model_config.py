@@ -16,9 +16,6 @@ from flowrun.providers.base import ModelConfig
 from flowrun.providers.presets import PRESETS, Preset
 from flowrun.providers.registry import PROVIDERS, provider_class
 
-# `provider:model` shorthand: the provider types a model id alone is enough for, and the presets
-SHORTHAND_PROVIDERS = ("anthropic", "openai", "test", "scripted", *PRESETS)
-
 
 def split_ref(ref: str) -> tuple[str, str] | None:
     """`provider:model` → (provider, model); None when `ref` is a plain name."""
@@ -26,6 +23,16 @@ def split_ref(ref: str) -> tuple[str, str] | None:
         return None
     provider, _, model = ref.partition(":")
     return provider, model
+
+
+def shorthand(provider: str, model: str) -> dict[str, object] | None:
+    """The `models:` keys `PROVIDER:MODEL` stands for: a preset's, or a provider type's when a
+    model id is enough for it (its class says); None for any other name."""
+    if provider in PRESETS:
+        return {"preset": provider, "model": model}
+    if provider in PROVIDERS and (keys := provider_class(provider).shorthand(model)) is not None:
+        return {"provider": provider, **keys}
+    return None
 
 
 def reference_problem(ref: str, named: set[str]) -> str | None:
@@ -36,7 +43,9 @@ def reference_problem(ref: str, named: set[str]) -> str | None:
     if parts is None:
         return f"unknown model '{ref}'"
     provider, model = parts
-    if provider not in SHORTHAND_PROVIDERS:
+    if shorthand(provider, model) is None:
+        if provider in PROVIDERS:
+            return f"provider {provider} needs more than a model id: '{ref}' is not enough"
         return f"unknown provider '{provider}' in '{ref}'"
     if not model:
         return f"'{ref}' names no model after the ':'"
@@ -140,14 +149,9 @@ def config_from_shorthand(ref: str, base_dir: Path) -> ModelConfig:
         raise ManifestError(
             problem or f"unknown model '{ref}'", "use a name from `models:` or provider:model"
         )
-    provider, model = parts
-    if provider in PRESETS:
-        spec = ModelSpec(preset=provider, model=model)
-    elif provider == "scripted":
-        spec = ModelSpec(provider="scripted", model="script", script=model)
-    else:
-        spec = ModelSpec(provider=provider, model=model)
-    return config_from_spec(ref, spec, base_dir)
+    keys = shorthand(*parts)
+    assert keys is not None  # reference_problem said so
+    return config_from_spec(ref, ModelSpec.model_validate(keys), base_dir)
 
 
 def model_config(name: str, base_dir: Path = Path("."), **fields: object) -> ModelConfig:

@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from flowrun.manifest import unions
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.schema_export import FOLDER_KINDS, KIND_NAMES, kind_schema
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-KIND_NAMES = ("workflow", "agent", "tool", "models", "script", "test", "evalset")
-FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
 SECRET_KEYS = {"api_key", "apikey", "key", "token", "auth_token", "secret", "password", "api_token"}
 JSON_TYPES = {
     str: "string",
@@ -45,8 +44,6 @@ def validator_for(kind: str) -> Validator:
 @cache
 def _schema(kind: str, generation: int) -> dict[str, object]:
     if generation:
-        from flowrun.manifest.schema_export import kind_schema
-
         return kind_schema(kind)
     schema: dict[str, object] = json.loads(
         (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")

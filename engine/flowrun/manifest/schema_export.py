@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-# kinds whose folder (agents.d/, tools.d/, models.d/) implies `kind:`, so the key is optional there
-FOLDER_IMPLIED = ("agent", "tool", "models")
+# the manifest kinds, the keys of specs.KINDS (a test keeps them equal), named here as well so
+# that `flowrun schema` and validate's first look at a file need not import the specs
+KIND_NAMES = ("workflow", "agent", "tool", "models", "script", "test", "evalset")
+# folders whose every manifest is of one kind, so `kind:` may be left out there
+FOLDER_KINDS = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
 
 
 def kind_schema(kind: str) -> dict[str, Any]:
@@ -17,13 +20,12 @@ def kind_schema(kind: str) -> dict[str, Any]:
 
     model = KINDS[kind]
     schema = _tidy(model.model_json_schema(mode="validation", by_alias=True))
-    if kind in FOLDER_IMPLIED:
+    folder = next((name for name, implied in FOLDER_KINDS.items() if implied == kind), None)
+    if folder is not None:
         # an editor or check-jsonschema cannot see the folder: accept the manifest without `kind`
         schema["required"] = [key for key in schema.get("required", []) if key != "kind"]
         schema["properties"]["kind"]["description"] = (
-            f"`{kind}`; may be left out inside the {kind}s.d/ folder, which implies it."
-            if kind != "models"
-            else "`models`; may be left out inside the models.d/ folder, which implies it."
+            f"`{kind}`; may be left out inside the {folder}/ folder, which implies it."
         )
     return {
         "$schema": SCHEMA_DIALECT,
@@ -38,11 +40,9 @@ def schema_text(kind: str) -> str:
 
 
 def write_all(folder: Path) -> list[Path]:
-    from flowrun.manifest.specs import KINDS
-
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for kind in KINDS:
+    for kind in KIND_NAMES:
         path = folder / f"{kind}.schema.json"
         path.write_text(schema_text(kind), encoding="utf-8")
         written.append(path)

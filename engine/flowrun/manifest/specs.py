@@ -5,7 +5,7 @@ and for every default, which the runtime reads from these models.
 Every model forbids unknown keys. A manifest is first checked against the generated schema
 (for diagnostics with file:line:column), then against the cross-key rules in `semantics.py`,
 then validated into these models. The unions whose members are kinds - a tool implementation
-(told apart by its key: `python:`, `command:`), a step (by its key: `agent:`, `loop:`, ...) and a
+(told apart by its key: `python:`, `command:`, ...), a step (by its key: `agent:`, `loop:`, ...) and a
 context (by `strategy`) - are built from the kinds registered in manifest/kinds.py: each kind's
 spec model lives in the kind's own module (runtime/tool_kinds/, runtime/steps/,
 runtime/context/), next to what it does at run time.
@@ -24,14 +24,12 @@ from flowrun.manifest.spec_base import NAME as NAME
 from flowrun.manifest.spec_base import Name as Name
 from flowrun.manifest.spec_base import Strict as Strict
 from flowrun.manifest.spec_base import Texts as Texts
-from flowrun.manifest.unions import KindUnion, key_tagger
-from flowrun.providers.presets import PRESETS as PRESET_TABLE
-from flowrun.providers.registry import PROVIDERS as PROVIDER_TABLE
+from flowrun.manifest.unions import KindChoice, KindUnion, key_tagger
+from flowrun.providers.presets import PRESETS
+from flowrun.providers.registry import PROVIDERS
 from flowrun.types import FileUse, ReplayUse
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-PRESETS = tuple(PRESET_TABLE)
-PROVIDERS = tuple(PROVIDER_TABLE)
 
 EnvName = Annotated[
     str, Field(pattern=ENV_NAME, description="The NAME of an environment variable, not its value.")
@@ -141,16 +139,14 @@ class RateLimit(Strict):
 class ModelSpec(Strict):
     """One named model: which provider serves it and how to call it. Secrets are never inline."""
 
-    provider: Literal[PROVIDERS] | None = Field(  # type: ignore[valid-type]
+    provider: Annotated[str, KindChoice(lambda: PROVIDERS)] | None = Field(
         default=None,
-        description="anthropic | openai | openai-compatible (needs base_url) | test | scripted. "
-        "May be omitted when `preset` is given.",
+        description="The provider type (`openai-compatible` needs `base_url`). May be omitted when "
+        "`preset` is given.",
     )
-    preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
+    preset: Annotated[str, KindChoice(lambda: PRESETS)] | None = Field(
         default=None,
-        description="An openai-compatible service whose base_url and key variable flowrun knows: "
-        + ", ".join(PRESETS)
-        + ".",
+        description="An OpenAI-compatible service whose base_url and key variable flowrun knows.",
     )
     model: str = Field(
         min_length=1, description="The model id the provider expects (${VAR} and ${VAR:-default} work)."
@@ -796,7 +792,7 @@ IF_DESCRIPTION = (
 
 class StepSpec(Strict):
     """A step of a workflow's `steps:`. Each step kind (runtime/steps/) has one, tagged by the key
-    that names the kind (`agent:`, `loop:`, `parallel:`, `foreach:`); every step takes `if:`."""
+    that names the kind (`agent:`, `loop:`, ...); every step takes `if:`."""
 
     kind: ClassVar[str]
     if_: str | None = Field(default=None, alias="if", description=IF_DESCRIPTION)
@@ -893,7 +889,7 @@ class WorkflowManifest(Strict):
     entry: Name | None = Field(default=None, description="The agent that runs (or use `steps`).")
     task: str | None = Field(default=None, description="Jinja2: the first user message to the entry agent.")
     steps: list[Step] | None = Field(
-        default=None, description="A sequence of agent steps, loops, parallel and foreach steps."
+        default=None, description="Steps run in order (agent steps, loops, fan-outs, ...)."
     )
     workspace: WorkspaceSpec = Field(default_factory=lambda: WorkspaceSpec())
     output: str | None = Field(

@@ -138,6 +138,12 @@ class Provider(ABC):
     # the SDK module its calls import (the first time, in a thread; see clients.import_sdk)
     sdk: ClassVar[str | None] = None
 
+    @classmethod
+    def shorthand(cls, model: str) -> dict[str, object] | None:
+        """The model keys `TYPE:MODEL` (`--model`, an agent's `model:`) stands for, beside
+        `provider`; None: a model id is not enough for this provider type (it `requires` more)."""
+        return None if cls.requires else {"model": model}
+
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self.on_retry: RetryHook | None = None

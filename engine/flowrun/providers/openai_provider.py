@@ -415,8 +415,8 @@ class OpenAIProvider(Provider):
 
 
 class OpenAICompatibleProvider(OpenAIProvider):
-    """Any server speaking Chat Completions at the model's `base_url` (its resolved models name
-    the `openai` provider; this type only says what such a model needs)."""
+    """Any server that speaks Chat Completions, at the model's `base_url`. Its resolved models
+    name the `openai` provider: this type only says what such a model needs."""
 
     key_env = None
     requires: ClassVar[dict[str, str]] = {

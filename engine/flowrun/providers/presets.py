@@ -1,6 +1,7 @@
 """OpenAI-compatible services flowrun knows by name: configuration only, a base_url and the
-variable that holds the key. A new preset is one line here (the schema's `preset` choices and
-the `PRESET:model` shorthand come from this table)."""
+variable that holds the key. A new preset is one line here, or `register_preset` from outside
+flowrun (runtime/kinds.py): the schema's `preset` choices, the `PRESET:model` shorthand, the
+price table's lookup and the docs' table of presets come from this table."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ class Preset:
     api_key_env: str
     key_optional: bool = False  # a local server that may run without a key
     key_alias: str | None = None  # another name the key goes by, read when `api_key_env` is unset
+    # the service's provider id in the bundled price table (genai-prices); None: not in the table
+    price_table: str | None = None
     # extra_body that switches the model's thinking off (`thinking: false`, --no-thinking) and on
     # (`thinking: true`)
     thinking_off: dict[str, Any] = field(default_factory=dict)
@@ -21,10 +24,10 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    "deepseek": Preset("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "deepseek": Preset("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", price_table="deepseek"),
     "qwen": Preset(
         "https://dashscope.aliyuncs.com/compatible-mode/v1",
-        "DASHSCOPE_API_KEY",
+        "DASHSCOPE_API_KEY",  # DashScope: not in the price table
         thinking_off={"enable_thinking": False},
         thinking_on={"enable_thinking": True},
     ),
@@ -32,10 +35,11 @@ PRESETS: dict[str, Preset] = {
         "https://open.bigmodel.cn/api/paas/v4",
         "ZHIPUAI_API_KEY",  # what Zhipu's SDK and docs read
         key_alias="GLM_API_KEY",  # what the ReAct design's .env names it
+        price_table="zhipuai",
         thinking_off={"thinking": {"type": "disabled"}},
         thinking_on={"thinking": {"type": "enabled"}},
     ),
-    "moonshot": Preset("https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"),
+    "moonshot": Preset("https://api.moonshot.cn/v1", "MOONSHOT_API_KEY", price_table="moonshotai"),
     "ollama": Preset("http://localhost:11434/v1", "OLLAMA_API_KEY", key_optional=True),
     "vllm": Preset(
         "http://localhost:8000/v1",
@@ -44,5 +48,5 @@ PRESETS: dict[str, Preset] = {
         thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
         thinking_on={"chat_template_kwargs": {"enable_thinking": True}},
     ),
-    "openrouter": Preset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "openrouter": Preset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", price_table="openrouter"),
 }

@@ -8,9 +8,10 @@ with `pip install -U genai-prices`. The package is imported only when a cost is 
 model is looked up, so `flowrun --help` and `flowrun validate` stay fast.
 
 flowrun's provider names map to the table's providers: `anthropic` and `openai` by name, a
-preset by its service (deepseek, moonshot, glm, openrouter), any other base URL by the table's
-URL patterns, and a URL the table does not know (a proxy) by the provider type. Ollama and vLLM
-serve local models the table cannot price: give them `price:` (zeros for a free local server)."""
+preset by its service (its `price_table`, providers/presets.py), any other base URL by the
+table's URL patterns, and a URL the table does not know (a proxy) by the provider type. Local
+servers (the ollama and vllm presets) serve models the table cannot price: give them `price:`
+(zeros for a free local server)."""
 
 from __future__ import annotations
 
@@ -33,17 +34,6 @@ if TYPE_CHECKING:
     from genai_prices.types import ModelInfo, Provider
 
 PriceSource = Literal["manifest", "table", "unknown"]
-
-# presets -> the table's provider id (None: the service runs models the table cannot price)
-PRESET_PROVIDERS: dict[str, str | None] = {
-    "deepseek": "deepseek",
-    "moonshot": "moonshotai",
-    "glm": "zhipuai",
-    "openrouter": "openrouter",
-    "qwen": None,  # DashScope: not in the table
-    "ollama": None,  # local servers
-    "vllm": None,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +132,9 @@ def table_provider(config: ModelConfig) -> tuple[str | None, str | None] | None:
     url = (config.base_url or "").rstrip("/")
     if not url:
         return "openai", None
-    for name, preset in PRESETS.items():
+    for preset in PRESETS.values():
         if url == preset.base_url.rstrip("/"):
-            provider = PRESET_PROVIDERS.get(name)
-            return (provider, None) if provider is not None else None
+            return (preset.price_table, None) if preset.price_table is not None else None
     return None, url
 
 

@@ -14,11 +14,15 @@ Replies = dict[str, list[dict[str, Any]]]  # agent name -> [{text, tool_calls}, 
 
 
 class ScriptedProvider(Provider):
-    """`config.options` holds `script` (the replies, read and checked by the manifest layer)
-    and `script_path` (for messages)."""
+    """Replays the replies a `kind: script` file lists per agent. `config.options` holds
+    `script` (the replies, read and checked by the manifest layer) and `script_path`."""
 
     needs_key = False
     requires: ClassVar[dict[str, str]] = {"script": "name a `kind: script` file relative to the workflow"}
+
+    @classmethod
+    def shorthand(cls, model: str) -> dict[str, object] | None:
+        return {"model": "script", "script": model}  # `scripted:FILE.yaml`
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)

@@ -102,6 +102,8 @@ def callable_plan(
 
 
 class TestProvider(Provider):
+    """Offline answers made from the agent's tools and the workflow's hints (`--dry-run`)."""
+
     needs_key = False  # offline: the dry run's answers
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

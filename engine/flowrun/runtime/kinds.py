@@ -1,9 +1,11 @@
-"""Every kind flowrun knows, registered, and how a run finds one. A new tool kind, step kind or
-context strategy is its module plus one line in the tuples below (or, from outside flowrun, a
-`register_*` call before loading a workflow). Registering a kind also registers its manifest side
-with manifest/kinds.py, so `validate`, the schema and the dry run know it as well.
+"""Every kind a run uses, registered, and how a run finds one. A new tool kind, step kind or
+context strategy is its module plus one line in the tuples below; a provider is a line of
+providers/registry.py and a preset one of providers/presets.py (graders: evals/grader_kinds.py).
+From outside flowrun, each is one `register_*` call before loading a workflow. Registering a kind
+also registers its manifest side with manifest/kinds.py, so `validate`, the schema, the
+`PROVIDER:model` shorthand and the dry run know it as well.
 
-Importing this module is what makes manifests readable: the CLI and the API import it."""
+Importing this module is what makes workflows readable: the CLI and the API import it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from flowrun.manifest import kinds as manifest_kinds
 from flowrun.manifest.project import Project
 from flowrun.manifest.sandboxing import split_entry, tool_layers
 from flowrun.manifest.specs import StepSpec, StrategySpec
+from flowrun.providers.presets import PRESETS, Preset
+from flowrun.providers.registry import PROVIDERS
 from flowrun.runtime.context import compact, dashboard, full
 from flowrun.runtime.loop.contracts import (
     AgentInstance,
@@ -62,20 +66,35 @@ Unregister = Callable[[], None]
 def register_tool_kind(kind: ToolKind) -> Unregister:
     """Add a tool kind (asked to claim names after the ones before it); returns what undoes it."""
     TOOL_KINDS[kind.name] = kind
-    manifest_kinds.install([kind], [], [])
+    manifest_kinds.install(tools=[kind])
     return lambda: _drop(TOOL_KINDS, "tool", kind.name)
 
 
 def register_step_kind(kind: StepKind) -> Unregister:
     STEP_KINDS[kind.name] = kind
-    manifest_kinds.install([], [kind], [])
+    manifest_kinds.install(steps=[kind])
     return lambda: _drop(STEP_KINDS, "step", kind.name)
 
 
 def register_context_strategy(strategy: ContextStrategy) -> Unregister:
     STRATEGIES[strategy.name] = strategy
-    manifest_kinds.install([], [], [strategy])
+    manifest_kinds.install(contexts=[strategy])
     return lambda: _drop(STRATEGIES, "context", strategy.name)
+
+
+def register_provider(name: str, target: str) -> Unregister:
+    """Add a provider type: `target` is its `Provider` subclass as "module:Class" (imported when
+    a model of it is first resolved)."""
+    PROVIDERS[name] = target
+    manifest_kinds.refresh()
+    return lambda: _drop(PROVIDERS, "provider", name)
+
+
+def register_preset(name: str, preset: Preset) -> Unregister:
+    """Add an OpenAI-compatible service by name (`preset: NAME`, `--model NAME:MODEL`)."""
+    PRESETS[name] = preset
+    manifest_kinds.refresh()
+    return lambda: _drop(PRESETS, "preset", name)
 
 
 def _drop(table: dict[str, Any], family: str, name: str) -> None:

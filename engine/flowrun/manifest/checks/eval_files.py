@@ -1,7 +1,7 @@
 """Eval sets (`kind: evalset`): their cases, inline or read from a JSONL or CSV dataset (each
 with where it was written, for file:line), and what `validate` checks of them: the workflow and
 the files they name exist, each case's inputs are the workflow's, case ids and grader names are
-unique, regexes compile, a judge names a model and a rubric that renders."""
+unique, and each grader's own checks (its kind's, manifest/kinds.py) hold."""
 
 from __future__ import annotations
 
@@ -14,17 +14,8 @@ from pathlib import Path
 from flowrun.errors import UsageError
 from flowrun.manifest.checks.csv_files import csv_lines
 from flowrun.manifest.diagnostics import Diagnostic, Severity
-from flowrun.manifest.eval_specs import (
-    EvalCase,
-    EvalSetManifest,
-    FileGrader,
-    GraderBase,
-    JsonSchemaGrader,
-    JudgeGrader,
-    OutputGrader,
-    TrajectoryCheck,
-    TrajectoryGrader,
-)
+from flowrun.manifest.eval_specs import EvalCase, EvalSetManifest, GraderBase
+from flowrun.manifest.kinds import Problem, grader_kind
 from flowrun.manifest.project import Loaded, Project, display_path, parse_manifest
 from flowrun.manifest.schema_check import did_you_mean
 from flowrun.manifest.specs import WorkflowManifest
@@ -32,10 +23,7 @@ from flowrun.paths import is_file
 from flowrun.regexes import compile_regex
 from flowrun.types import decode_json
 
-JUDGE_VARIABLES = frozenset({"inputs", "expected", "output", "message", "status", "case"})
 MAX_ROW_PROBLEMS = 20
-# (message, hint, code) of an error, or (message, hint, code, "warning")
-Problem = tuple[str, str, str] | tuple[str, str, str, Severity]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +155,7 @@ def evalset_files(spec: EvalSetManifest) -> list[str]:
     named = [spec.workflow, *([spec.dataset] if spec.dataset else [])]
     graders = [*spec.graders, *(g for case in spec.cases or [] for g in case.graders)]
     for grader in graders:
-        if isinstance(grader, JudgeGrader) and grader.judge.rubric_file:
-            named.append(grader.judge.rubric_file)
-        elif isinstance(grader, JsonSchemaGrader) and isinstance(grader.json_schema.schema_, str):
-            named.append(grader.json_schema.schema_)
+        named += grader_kind(grader).files(grader)
     return named
 
 
@@ -191,11 +176,12 @@ def check_evalset(loaded: Loaded[EvalSetManifest], project: Project) -> list[Dia
         hint = "the path is relative to the eval set; `flowrun validate` the workflow for its problems"
         out.append(src.diag(("workflow",), message, hint, "missing-file"))
     tools = None if workflow is None else WorkflowTools.of(here / spec.workflow, workflow, project)
+    at = GraderAt(here, workflow, project, tools)
     cases, problems = evalset_cases(loaded)
     out += problems
     for i, grader in enumerate(spec.graders):
         where = Where(src.display, *src.position(("graders", i)), f"graders[{i}]")
-        out += [where.problem(p) for p in grader_problems(grader, here, workflow, project, tools)]
+        out += [where.problem(p) for p in grader_kind(grader).check(grader, at)]
     seen: dict[str, Where] = {}
     for located in cases:
         case, where = located.case, located.where
@@ -211,8 +197,8 @@ def check_evalset(loaded: Loaded[EvalSetManifest], project: Project) -> list[Dia
             message = f"case '{case.id}' has two graders named '{name}'"
             out.append(where.diag(message, "give them distinct `name:`s", "duplicate-name"))
         for j, grader in enumerate(case.graders):
-            at = _grader_where(loaded, where, j)
-            out += [at.problem(p) for p in grader_problems(grader, here, workflow, project, tools)]
+            written = _grader_where(loaded, where, j)
+            out += [written.problem(p) for p in grader_kind(grader).check(grader, at)]
     if spec.cassettes is not None and Path(spec.cassettes).is_absolute():
         out.append(src.diag(("cassettes",), "`cassettes` must be relative to the eval set", "", "bad-path"))
     return _unique(out)
@@ -285,38 +271,15 @@ def grader_names(graders: list[GraderBase]) -> list[str]:
     return out
 
 
-def grader_problems(
-    grader: GraderBase,
-    here: Path,
-    workflow: WorkflowManifest | None,
-    project: Project,
-    tools: WorkflowTools | None = None,
-) -> list[Problem]:
-    """(message, hint, code) for each problem of one grader."""
-    out: list[Problem] = []
-    patterns: list[str | None] = []
-    if isinstance(grader, OutputGrader):
-        patterns.append(grader.output.matches)
-    elif isinstance(grader, FileGrader):
-        patterns.append(grader.file.matches)
-    elif isinstance(grader, JsonSchemaGrader):
-        out += _schema_problems(grader, here)
-    elif isinstance(grader, JudgeGrader):
-        out += _judge_problems(grader, here, workflow, project)
-    elif isinstance(grader, TrajectoryGrader):
-        bad = [n for n, limit in grader.trajectory.max_calls.items() if limit < 0]
-        out += [(f"max_calls of '{n}' is negative", "give 0 or more", "bad-value") for n in bad]
-        if tools is not None:
-            out += tools.problems(grader.trajectory)
-    for pattern in patterns:
-        if pattern is not None and "{{" not in pattern:
-            try:
-                compile_regex(pattern)
-            except re.error as e:
-                out.append(
-                    (f"invalid regex /{pattern}/: {e}", "quote it with single quotes in YAML", "bad-regex")
-                )
-    return out
+def regex_problems(pattern: str | None) -> list[Problem]:
+    """A grader's regex that does not compile (one with a Jinja2 tag is rendered first: later)."""
+    if pattern is None or "{{" in pattern:
+        return []
+    try:
+        compile_regex(pattern)
+    except re.error as e:
+        return [(f"invalid regex /{pattern}/: {e}", "quote it with single quotes in YAML", "bad-regex")]
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,16 +312,14 @@ class WorkflowTools:
                 (servers if kind is not None and kind.name == "mcp" else tools).add(name)
         return cls(workflow.name, frozenset(agents), frozenset(tools), frozenset(servers))
 
-    def problems(self, check: TrajectoryCheck) -> list[Problem]:
+    def problems(self, agent: str | None, needed: list[str], guarded: list[str]) -> list[Problem]:
+        """An `agent` the workflow does not run; tools its agents do not have: an error for one
+        that is `needed`, a warning for a near miss of one that is only `guarded` against."""
         out: list[Problem] = []
-        if check.agent is not None and check.agent not in self.agents:
-            hint = did_you_mean(check.agent, self.agents) or "its agents: " + ", ".join(sorted(self.agents))
-            message = f"trajectory: workflow '{self.workflow}' runs no agent '{check.agent}'"
+        if agent is not None and agent not in self.agents:
+            hint = did_you_mean(agent, self.agents) or "its agents: " + ", ".join(sorted(self.agents))
+            message = f"trajectory: workflow '{self.workflow}' runs no agent '{agent}'"
             out.append((message, hint, "unknown-agent"))
-        # a tool that must be called must exist; one that must not (or only so often) may be a
-        # guard against a tool added later: only a near miss of a known tool is worth a warning
-        needed = dict.fromkeys([*check.called, *check.order])
-        guarded = dict.fromkeys(t for t in [*check.never, *check.max_calls] if t != "*" and t not in needed)
         for tool in [*needed, *guarded]:
             if tool in self.tools or any(tool.startswith(f"{s}__") for s in self.servers):
                 continue
@@ -372,71 +333,12 @@ class WorkflowTools:
         return out
 
 
-def _schema_problems(grader: JsonSchemaGrader, here: Path) -> list[Problem]:
-    schema = grader.json_schema.schema_
-    if isinstance(schema, str):
-        path = here / schema
-        try:
-            schema = decode_json(path.read_text(encoding="utf-8"))
-        except OSError:
-            return [
-                (
-                    f"schema file '{grader.json_schema.schema_}' not found",
-                    "the path is relative to the eval set",
-                    "missing-file",
-                )
-            ]
-        except ValueError as e:
-            return [(f"schema file '{grader.json_schema.schema_}' is not JSON: {e}", "", "bad-file")]
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+@dataclass(frozen=True, slots=True)
+class GraderAt:
+    """Where an eval set's grader is checked: the eval set's folder, its workflow (None when it
+    does not load), the project, and what the workflow's agents may call (None: unknown)."""
 
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as e:
-        return [(f"not a valid JSON Schema: {e.message}", "", "bad-schema")]
-    return []
-
-
-def _judge_problems(
-    grader: JudgeGrader, here: Path, workflow: WorkflowManifest | None, project: Project
-) -> list[Problem]:
-    from flowrun.manifest.model_config import reference_problem
-    from flowrun.manifest.templates import analyse
-
-    judge = grader.judge
-    out: list[Problem] = []
-    named = set(project.models) | set(workflow.models if workflow is not None else {})
-    problem = reference_problem(judge.model, named)
-    if problem is not None:
-        hint = (
-            did_you_mean(judge.model, named) or "name a model of the workflow or models.d/, or provider:model"
-        )
-        out.append((f"judge: {problem}", hint, "unknown-model"))
-    if (judge.rubric is None) == (judge.rubric_file is None):
-        return [
-            *out,
-            ("a judge needs exactly one of `rubric` or `rubric_file`", "keep one of them", "invalid"),
-        ]
-    text = judge.rubric
-    if judge.rubric_file is not None:
-        try:
-            text = (here / judge.rubric_file).read_text(encoding="utf-8")
-        except OSError:
-            return [
-                *out,
-                (
-                    f"rubric_file '{judge.rubric_file}' not found",
-                    "the path is relative to the eval set",
-                    "missing-file",
-                ),
-            ]
-    info = analyse(text or "")
-    if info.error is not None:
-        out.append((f"judge rubric: {info.error} (its line {info.error_line})", "", "bad-template"))
-    for variable in sorted(set(info.variables) - JUDGE_VARIABLES):
-        hint = did_you_mean(variable, JUDGE_VARIABLES) or "a rubric sees " + ", ".join(
-            sorted(JUDGE_VARIABLES)
-        )
-        out.append((f"judge rubric uses unknown variable '{variable}'", hint, "unknown-variable"))
-    return out
+    here: Path
+    workflow: WorkflowManifest | None
+    project: Project
+    tools: WorkflowTools | None

@@ -146,7 +146,7 @@ class Invocation:
 
 
 class ToolKind(ToolKindSide, Protocol):
-    """A kind of tool (python function, command line, agent, MCP server): its manifest side
+    """A kind of tool (how the tools of an agent's entries run): its manifest side
     (manifest/kinds.py) and how its tools are bound and run. Kinds are registered in
     runtime/kinds.py; the first that claims a name binds it."""
 
