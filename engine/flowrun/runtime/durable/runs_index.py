@@ -192,7 +192,6 @@ def entry_of(folder: Path, row: Row) -> RunEntry:
     return _entry(folder, (*row[4:21], row[0]))
 
 
-
 def note_run(run_dir: Path) -> None:
     """Bring the run's row up to date after its run.json changed (the runs folder's index is
     made when it has none: the other folders' rows are added by the next listing). Never
