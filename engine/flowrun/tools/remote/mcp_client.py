@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
+from flowrun._version import __version__
 from flowrun.tools.remote.mcp_elicit import Ask, AskStopped, Elicitations
 from flowrun.tools.remote.mcp_oauth import OAuthSettings
 from flowrun.types import ToolResult
@@ -133,6 +134,7 @@ class McpConnection:
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> object:
         from mcp import Client
+        from mcp.types import Implementation
 
         launch = self.launch
         if launch.transport == "stdio":
@@ -174,6 +176,7 @@ class McpConnection:
             transport,
             read_timeout_seconds=launch.startup_timeout_s,
             elicitation_callback=self.elicitations.callback,
+            client_info=Implementation(name="flowrun", version=__version__),  # (the SDK's own else)
         )
         return await stack.enter_async_context(client)
 
