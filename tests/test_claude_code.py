@@ -309,3 +309,17 @@ def test_a_broken_agent_file_is_skipped_unless_used(tmp_path: Path) -> None:
     assert ".claude/agents/broken.md:3:33: error[" in proc.stdout, proc.stdout
     assert "warning[skipped-agent]: Claude Code agent 'typo' skipped" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_an_unknown_model_is_a_validate_error_at_its_line(tmp_path: Path) -> None:
+    """`model: fable` would fail the run's first call: validate says so at the key; a full
+    Claude model id is the Anthropic model of that id."""
+    agents = tmp_path / ".claude" / "agents"
+    write_agent(agents, "---\nname: helper\ndescription: Helps.\nmodel: fable\n---\nYou help.\n")
+    proc = run_cli(["validate", str(tmp_path / ".claude")], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout
+    assert ".claude/agents/helper.md:4:8: error[unknown-model]: unknown model 'fable'" in proc.stdout
+    write_agent(agents, "---\nname: helper\ndescription: Helps.\nmodel: claude-opus-4-5\n---\nYou help.\n")
+    (tmp_path / "w.yaml").write_text(WORKFLOW)
+    spec = flowrun.load(tmp_path / "w.yaml").project.agents["helper"].spec
+    assert spec.model == "anthropic:claude-opus-4-5"

@@ -200,7 +200,17 @@ def _model(meta: Mapping[str, object], out: Converted) -> None:
             ("model",), "`model` must be sonnet, opus, haiku, inherit or a model name", "", "wrong-type"
         )
         return
-    out.data["model"] = MODEL_ALIASES.get(model, model)
+    if model in MODEL_ALIASES:
+        out.data["model"] = MODEL_ALIASES[model]
+    elif model.startswith("claude-"):  # a full Claude model id, as Claude Code takes it
+        out.data["model"] = f"anthropic:{model}"
+    elif ":" in model:  # flowrun's provider:model
+        out.data["model"] = model
+    else:  # (Claude Code would refuse it too; a run would fail at its first call)
+        hint = did_you_mean(model, [*MODEL_ALIASES, "inherit"]) or (
+            "sonnet, opus, haiku, inherit, a claude-... model id, or flowrun's provider:model"
+        )
+        out.problem(("model",), f"unknown model '{model}'", hint, "unknown-model")
 
 
 def _max_turns(meta: Mapping[str, object], out: Converted) -> None:
