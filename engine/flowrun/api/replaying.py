@@ -18,6 +18,7 @@ from flowrun.paths import claim_folder
 from flowrun.records import ReplayDivergence, RunRecord
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import RunFolderLock, claim_new
+from flowrun.runtime.kinds import kind_records
 from flowrun.runtime.options import FIELDS, OnEvent, RunHooks, RunOptions
 from flowrun.runtime.replay.diff import divergence_details
 
@@ -88,7 +89,7 @@ async def replay_events(
 ) -> tuple[RunResult, Ledger]:
     """Replay a recorded event log with `workflow` (as it is now) into `target`; the ledger
     says where it first diverged."""
-    ledger = Ledger.from_events(events, "replay")
+    ledger = Ledger.from_events(events, "replay", kind_records())
     inputs = dict(meta.get("inputs") or {})
     run = new_run(workflow.project, workflow.loaded, inputs, target, options, hooks or RunHooks(), ledger)
     await probe_sandbox(run)

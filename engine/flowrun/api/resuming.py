@@ -17,6 +17,7 @@ from flowrun.runtime.decide import expire_locked
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import RunFolderLock, never_started, settled_meta
 from flowrun.runtime.execute import EXIT_CODES
+from flowrun.runtime.kinds import kind_records
 from flowrun.runtime.loop.approvals import Approver
 from flowrun.runtime.models.prefetch import prefetch as prefetch_sdks
 from flowrun.runtime.options import (
@@ -69,8 +70,9 @@ async def resume(
         options = RunOptions.from_record(meta).changed(RESUME_KEYWORDS, **changes)
         hooks = RunHooks(on_event, ask_user, approve, talk, interject)
         inputs = dict(meta.get("inputs") or {})
-        # a run stopped before its first event starts from the beginning
-        ledger = None if never_started(run_dir) else Ledger.from_events(run_dir / "events.jsonl", "resume")
+        ledger = None  # a run stopped before its first event starts from the beginning
+        if not never_started(run_dir):
+            ledger = Ledger.from_events(run_dir / "events.jsonl", "resume", kind_records())
         run = new_run(workflow.project, workflow.loaded, inputs, run_dir, options, hooks, ledger)
         prefetch_sdks(run.project, run.spec, run.models.choice)
         await probe_sandbox(run)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from flowrun.atomic_files import replace_file, replace_in
 from flowrun.events import Event, UserMessageEvent
@@ -19,7 +19,7 @@ from flowrun.manifest.specs import WorkflowManifest
 from flowrun.pinned import open_folder
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.event_log import EventLog, Subscriber
-from flowrun.runtime.durable.ledger import Ledger
+from flowrun.runtime.durable.ledger import KindRecord, Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.guardrails.book import Guardrails
 from flowrun.runtime.hooks.book import HookBook
@@ -42,6 +42,7 @@ from flowrun.runtime.options import RunHooks, RunOptions
 from flowrun.tools.base import ToolContext
 from flowrun.types import ModelResponse, ToolCall, ToolResult
 
+R = TypeVar("R", bound=KindRecord)
 DRY_WORKDIR = "workdir"  # a dry run's stand-in for the user's folder, in its run folder
 
 
@@ -247,32 +248,9 @@ class Run:
     def template_vars(self) -> dict[str, Any]:
         return self.prompts.template_vars()
 
-    def recorded_until(self, loop: str, iteration: int) -> bool | None:
-        """A resumed run keeps the decision its log holds; a replay decides again (and compares)."""
-        if self.ledger is None or self.ledger.mode != "resume":
-            return None
-        return self.ledger.until.get((loop, iteration))
-
-    def recorded_condition(self, step: str) -> bool | None:
-        if self.ledger is None or self.ledger.mode != "resume":
-            return None
-        return self.ledger.conditions.get(step)
-
-    def recorded_card(self, name: str) -> tuple[bool, dict[str, object] | None]:
-        """(whether this is a replay, the card of the A2A agent `name` the log holds): a resume
-        and a replay describe the tool as the recording did, and a replay reads no card."""
-        if self.ledger is None:
-            return False, None
-        return self.ledger.mode == "replay", self.ledger.cards.get(name)
-
-    def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None:
-        if self.ledger is not None:
-            recorded = self.ledger.until.get((loop, iteration))
-            self.ledger.check_decision(f"{loop} iteration {iteration} until", condition, recorded, met)
-
-    def confirm_condition(self, step: str, condition: str, met: bool) -> None:
-        if self.ledger is not None:
-            self.ledger.check_decision(f"{step} if", condition, self.ledger.conditions.get(step), met)
+    def recorded(self, record: type[R]) -> R:
+        """A kind's record of the run this one resumes or replays; an empty one for a new run."""
+        return self.ledger.record(record) if self.ledger is not None else record()
 
     def new_instance(
         self,
