@@ -130,12 +130,12 @@ async def execute(run: Run, resume: bool = False) -> RunResult:
         log = RunLog(run.run_dir, run.options.verbosity, run.redactor.text)
     except OSError as e:  # flowrun.log cannot be opened: nothing was recorded
         raise unwritable(run.run_dir, e) from None
-    run.subscribers.append(log.on_event)
+    run.files.subscribers.append(log.on_event)
     if run.hooks.on_event is not None:
-        run.subscribers.append(run.hooks.on_event)
+        run.files.subscribers.append(run.hooks.on_event)
     live = live_export(run)  # OpenTelemetry spans as they happen, when an OTLP endpoint is set
     if live is not None:
-        run.subscribers.append(live.on_event)
+        run.files.subscribers.append(live.on_event)
     try:
         summary = await execute_run(run, resume=resume)
     finally:

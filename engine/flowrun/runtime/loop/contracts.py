@@ -278,7 +278,6 @@ class LoopServices(Protocol):
 class RunServices(LoopServices, Protocol):
     project: Project
     limits: Limits
-    persistent: dict[str, AgentInstance]  # persistent sub-agents by "caller id/name"
     iteration: int | None  # the current loop iteration (1-based), for templates
     spec: WorkflowManifest  # the workflow being run
 

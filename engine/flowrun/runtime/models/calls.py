@@ -17,7 +17,7 @@ from flowrun.errors import ManifestError, ProviderError
 from flowrun.events import ErrorEvent, Event, ModelRequestEvent, ModelResponseEvent, ModelRetryEvent
 from flowrun.manifest.model_config import config_from_shorthand, config_from_spec, model_config
 from flowrun.manifest.project import Project
-from flowrun.manifest.specs import ModelSpec
+from flowrun.manifest.specs import ModelSpec, WorkflowManifest
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.registry import make_provider
 from flowrun.redaction import Redactor
@@ -28,6 +28,7 @@ from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.fallback import FallbackChains
 from flowrun.runtime.models.rate_limits import rate_limited
 from flowrun.runtime.models.usage import UsageBook, cost_of
+from flowrun.runtime.options import RunOptions
 from flowrun.surrogates import clean_response, clean_text, sendable
 from flowrun.types import Message, ModelResponse
 
@@ -48,6 +49,24 @@ class ModelChoice:
     per_agent: dict[str, str] = field(default_factory=dict)  # agent -> model ref (--model AGENT=REF)
     no_thinking: bool = False  # --no-thinking: every model's thinking off
     replaying: bool = False  # a replay sends nothing: an unset ${VAR} in a model's settings is no error
+
+    @classmethod
+    def of_run(
+        cls, project: Project, spec: WorkflowManifest, base_dir: Path, options: RunOptions, replaying: bool
+    ) -> ModelChoice:
+        """How a run with these options picks models (`replaying`: a replay, which sends nothing)."""
+        return cls(
+            project,
+            dict(spec.models),
+            spec.default_model,
+            base_dir,
+            dry_run=options.dry_run,
+            override=options.model,
+            stream=options.stream,
+            per_agent=dict(options.agent_models),
+            no_thinking=options.no_thinking,
+            replaying=replaying,
+        )
 
     def named(self) -> dict[str, ModelSpec]:
         return {**{n: loaded.spec for n, loaded in self.project.models.items()}, **self.workflow_models}

@@ -8,6 +8,7 @@ import contextlib
 import itertools
 import stat
 import time
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,9 @@ class AgentKind(ToolKind):
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         return await call_agent(call.run, call.caller, bound, call.arguments, call.call)
 
+    async def aclose(self, run: RunServices) -> None:
+        _PERSISTENT.pop(run, None)  # the run's persistent sub-agents and their conversations
+
 
 KIND = AgentKind()
 
@@ -243,15 +247,18 @@ def _refusal(run: RunServices, caller: AgentInstance, bound: BoundTool) -> ToolR
     return None
 
 
+# each run's persistent sub-agents by "caller id/name": one instance (and conversation) per caller
+_PERSISTENT: weakref.WeakKeyDictionary[RunServices, dict[str, AgentInstance]] = weakref.WeakKeyDictionary()
+
+
 def _sub_instance(
     run: RunServices, caller: AgentInstance, name: str, session: str, call: ToolCall, model: str | None
 ) -> AgentInstance:
     if session == "persistent":
-        key = f"{caller.id}/{name}"
-        inst = run.persistent.get(key)
+        key, persistent = f"{caller.id}/{name}", _PERSISTENT.setdefault(run, {})
+        inst = persistent.get(key)
         if inst is None:
-            inst = run.new_instance(name, key, caller.depth + 1, model_ref=model)
-            run.persistent[key] = inst
+            inst = persistent[key] = run.new_instance(name, key, caller.depth + 1, model_ref=model)
         elif model and model != inst.model.name:
             run.use_model(inst, model)
         return inst
