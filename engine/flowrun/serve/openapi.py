@@ -147,7 +147,7 @@ SCHEMAS: Json = {
 }
 
 
-RUN_QUERY = [
+RUN_QUERY: list[Json] = [
     {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
     for name, schema, text in (
         ("workflow", {"type": "string"}, "Only this workflow's runs"),
@@ -159,14 +159,17 @@ RUN_QUERY = [
         ("offset", {"type": "integer", "default": 0}, "Runs to skip"),
     )
 ]
-EVENTS_PARAMS = [
+EVENTS_PARAMS: list[Json] = [
     RUN_ID,
     {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"}},
     {"name": "after", "in": "query", "required": False, "schema": {"type": "integer"}},
     {"name": "format", "in": "query", "required": False, "schema": {"enum": ["json"]}},
 ]
-FILE_PARAMS = [RUN_ID, {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}]
-BATCH_NAME = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+FILE_PARAMS: list[Json] = [
+    RUN_ID,
+    {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}},
+]
+BATCH_NAME: list[Json] = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
 
 
 def _object(**properties: object) -> Json:
@@ -208,7 +211,7 @@ class Operation:
     body: str | None = None  # the request body's schema (a name in SCHEMAS)
 
 
-RUN = [RUN_ID]
+RUN: list[Json] = [RUN_ID]
 OPERATIONS = (
     Operation(
         "/v1/workflows",
