@@ -172,18 +172,7 @@ class ModelService:
         purpose: str | None = None,
         digests: tuple[str, str] | None = None,
     ) -> ModelResponse:
-        # parked while the run stops to wait for a decision; then the run's limits: they stop
-        # the whole run (or, under `on_budget: ask`, wait for a person to grant more)
-        if self.decisions is not None:
-            await self.decisions.admit_model_call(self.budgets, inst.name)
-        else:
-            self.budgets.check()
-        if inst.tree is not None:
-            inst.tree.check()  # a per-call budget: the nearest agent-as-tool call returns partial
-            inst.tree.start_call()
-        self.budgets.spend_call()
-        inst.model_calls += 1
-        step = inst.model_calls
+        step = await self._admit(inst)
         request = _sendable(request)
         digest = history_digest(request.messages, self.local_paths)
         model_id = f"{inst.model.provider}:{inst.model.model}"
@@ -230,6 +219,21 @@ class ModelService:
             )
         )
         return response
+
+    async def _admit(self, inst: AgentInstance) -> int:
+        """Let a model call of `inst` go, and number it (its step). It is parked while the run
+        stops to wait for a decision; then the run's limits stop the whole run (or, under
+        `on_budget: ask`, wait for a person to grant more)."""
+        if self.decisions is not None:
+            await self.decisions.admit_model_call(self.budgets, inst.name)
+        else:
+            self.budgets.check()
+        if inst.tree is not None:
+            inst.tree.check()  # a per-call budget: the nearest agent-as-tool call returns partial
+            inst.tree.start_call()
+        self.budgets.spend_call()
+        inst.model_calls += 1
+        return inst.model_calls
 
     def _recorded(
         self, inst: AgentInstance, step: int, digest: str, now: RequestPrint | None

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from flowrun.errors import GuardrailFailed, HookBlocked, OutputInvalid, ProviderError
+from flowrun.errors import FlowrunError, GuardrailFailed, HookBlocked, OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems
 from flowrun.manifest.diagnostics import Diagnostic
@@ -174,18 +174,8 @@ async def call_agent(
         files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
         caller.written |= set(files)
         return budget_partial(run, inst, e, files)
-    except ProviderError as e:
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=str(e)))
-        return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
-    except OutputInvalid as e:
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
-        return ToolResult.fail("OUTPUT_INVALID", e.message)
-    except HookBlocked as e:  # its task was refused: the caller can word it otherwise
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
-        return ToolResult.fail("HOOK_BLOCKED", e.message)
-    except GuardrailFailed as e:  # one of its guardrails stopped it
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
-        return ToolResult.fail("GUARDRAIL_FAILED", e.message)
+    except (ProviderError, OutputInvalid, HookBlocked, GuardrailFailed) as e:
+        return _failed(run, inst, e)
     files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
     caller.written |= set(files)
     run.emit(
@@ -198,6 +188,25 @@ async def call_agent(
         )
     )
     return _sub_result(inst, callee, outcome, files, bool(args.get("return_full_output")))
+
+
+# why a sub-agent failed, as its caller reads it: a refused task (a hook) or a guardrail that
+# stopped it, the caller can word otherwise
+FAILURE_CODES: tuple[tuple[type[FlowrunError], str], ...] = (
+    (ProviderError, "AGENT_FAILED"),
+    (OutputInvalid, "OUTPUT_INVALID"),
+    (HookBlocked, "HOOK_BLOCKED"),
+    (GuardrailFailed, "GUARDRAIL_FAILED"),
+)
+
+
+def _failed(run: RunServices, inst: AgentInstance, e: FlowrunError) -> ToolResult:
+    """A sub-agent that failed: its end recorded, and the caller's tool result saying why."""
+    code = next(code for kind, code in FAILURE_CODES if isinstance(e, kind))
+    provider = isinstance(e, ProviderError)  # said whole (with its hint), and who failed
+    error, message = (str(e), f"{inst.name} failed: {e}") if provider else (e.message, e.message)
+    run.emit(AgentEndEvent(agent=inst.name, agent_id=inst.id, status="failed", error=error))
+    return ToolResult.fail(code, message)
 
 
 def _output_dir(run: RunServices, caller: AgentInstance, folder: object) -> Path | ToolResult | None:
