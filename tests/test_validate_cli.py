@@ -234,7 +234,7 @@ def test_examples_and_builtins_validate() -> None:
 
 @pytest.mark.parametrize("kind", ["workflow", "agent", "tool", "models", "script"])
 def test_committed_schema_matches_specs(kind: str) -> None:
-    from flowrun.manifest.schema_export import schema_text
+    from flowrun.manifest.schema.export import schema_text
     from flowrun.paths import builtin_root
 
     committed = (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")

@@ -25,7 +25,7 @@ from flowrun.manifest.inputs import resolve_inputs
 from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.overrides import Override, apply_overrides, parse_overrides
 from flowrun.manifest.project import Loaded, Project, load_project
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import InputSpec, WorkflowManifest
 from flowrun.paths import exists, is_dir, is_file, refuse_long_name
 from flowrun.runtime.durable.run_folder import RunFolderLock, check_run_id, claim_new

@@ -16,7 +16,7 @@ KINDS = ("workflow", "agent", "tool", "models", "script", "test", "evalset")
 )
 def schema(kind: str | None, write_dir: Path | None) -> None:
     """Print the JSON Schema of a manifest KIND (default: workflow)."""
-    from flowrun.manifest.schema_export import schema_text, write_all
+    from flowrun.manifest.schema.export import schema_text, write_all
 
     if write_dir is not None:
         for path in write_all(write_dir):

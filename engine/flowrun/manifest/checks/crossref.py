@@ -29,7 +29,7 @@ from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_setting
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import (
     AgentManifest,
     McpPromptSpec,

@@ -45,7 +45,7 @@ def validator_for(kind: str) -> Validator:
 @cache
 def _schema(kind: str, generation: int) -> dict[str, object]:
     if generation:
-        from flowrun.manifest.schema_export import kind_schema
+        from flowrun.manifest.schema.export import kind_schema
 
         return kind_schema(kind)
     schema: dict[str, object] = json.loads(
