@@ -232,8 +232,9 @@ class Ledger:
     records: dict[type[KindRecord], KindRecord] = field(default_factory=dict)
 
     @classmethod
-    def from_events(cls, path: Path, mode: Mode, records: Iterable[type[KindRecord]] = ()) -> Ledger:
-        """The ledger of a recorded log, each kind's record (`records`) folded in with it."""
+    def from_events(cls, path: Path, mode: Mode, records: Iterable[type[KindRecord]]) -> Ledger:
+        """The ledger of a recorded log, each kind's record folded in with it (`records`: every
+        registered kind's, runtime/kinds.kind_records())."""
         ledger = cls(mode)
         readers: dict[type[Event], list[KindRecord]] = {}
         for kind in records:
