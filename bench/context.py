@@ -15,7 +15,6 @@ Run: python bench/context.py [--steps 60] [--every 10]
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import re
@@ -54,13 +53,18 @@ kind: agent
 name: reader_MODE
 prompt: You are the bench reader (context MODE). Read pages, keep notes, finish with all_finished.
 max_steps: 1000
-context:
-  strategy: MODE
-  dashboards: {overall: overall_dashboard.md, current: current_dashboard.md}
-  compact_at: 0.3
+context: CONTEXT
 stop: {on_text: false}
 tools: [read_file, update_dashboard, all_finished]
 """
+
+# each strategy takes only its own keys
+CONTEXTS = {
+    "full": "{strategy: full}",
+    "dashboard": "{strategy: dashboard, dashboards: "
+    "{overall: overall_dashboard.md, current: current_dashboard.md}}",
+    "compact": "{strategy: compact, compact_at: 0.3}",
+}
 
 
 def pages() -> list[str]:
@@ -75,7 +79,8 @@ def make_project(folder: Path) -> dict[str, Path]:
     workflows = {}
     for mode in ("full", "dashboard", "compact"):
         (folder / f"context_{mode}.yaml").write_text(WORKFLOW.replace("MODE", mode))
-        (folder / "agents.d" / f"reader_{mode}.yaml").write_text(AGENT.replace("MODE", mode))
+        agent = AGENT.replace("CONTEXT", CONTEXTS[mode]).replace("MODE", mode)
+        (folder / "agents.d" / f"reader_{mode}.yaml").write_text(agent)
         workflows[mode] = folder / f"context_{mode}.yaml"
     return workflows
 
@@ -125,15 +130,11 @@ def _first_user_text(request: WireRequest) -> str:
 
 
 def run_once(workflow: Path, runs: Path) -> None:
-    from flowrun.runtime.execute import execute_run
-    from flowrun.runtime.launch import load_for_run
-    from flowrun.runtime.run import Run
+    import flowrun
 
-    loaded = load_for_run(workflow)
-    run = Run(loaded.project, loaded.workflow, {}, runs / f"r{time.time_ns()}")
-    summary = asyncio.run(execute_run(run))
-    if summary.status != "completed":
-        raise SystemExit(f"bench run failed: {summary.status}: {summary.message}")
+    result = flowrun.load(workflow).run_sync({}, run_dir=runs / f"r{time.time_ns()}")
+    if result.status != "completed":
+        raise SystemExit(f"bench run failed: {result.status}: {result.message}")
 
 
 def largest_prompt(requests: list[WireRequest]) -> tuple[int, int]:

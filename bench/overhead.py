@@ -52,7 +52,7 @@ kind: tool
 name: noop
 description: Does nothing.
 parameters: {type: object, properties: {n: {type: integer}}}
-implementation: {python: flowrun.tools.agent_protocol:finish}
+implementation: {command: ["true"]}  # never runs: every call is refused by its schema
 """
 NAP = """\
 version: 1
@@ -84,20 +84,17 @@ def own_time_per_step(run_dir: Path) -> tuple[float, float, int]:
 
 
 def run_flowrun(workflow: Path, runs: Path) -> Path:
-    from flowrun.runtime.execute import execute_run
-    from flowrun.runtime.launch import load_for_run
-    from flowrun.runtime.run import Run
+    import flowrun
 
-    loaded = load_for_run(workflow)
-    run = Run(loaded.project, loaded.workflow, {}, runs / f"r{time.time_ns()}")
-    summary = asyncio.run(execute_run(run))
-    assert summary.status == "completed", summary
-    return run.run_dir
+    result = flowrun.load(workflow).run_sync({}, run_dir=runs / f"r{time.time_ns()}")
+    assert result.status == "completed", result
+    return result.run_dir
 
 
 def list_tool(steps: int) -> Script:
     # a tool call the engine rejects by schema: exercises validation without tool I/O
-    calls = [Reply(tool_calls=[ToolCallSpec("noop", {"n": "not-a-number"})]) for _ in range(steps)]
+    # (each with its own arguments, or the loop guard would stop the agent)
+    calls = [Reply(tool_calls=[ToolCallSpec("noop", {"n": f"not-a-number {i}"})]) for i in range(steps)]
     return Script({"looper": [*calls, Reply(text="done")]}, {"looper": "You are the looper"})
 
 

@@ -1,6 +1,6 @@
-"""Generated run folders for the runs index benchmarks (bench/runs_index.py, bench/http_api.py):
-N folders as the runtime leaves them (run.json, usage.json, a short events.jsonl), with a mix
-of workflows and statuses and start times spread over 30 days."""
+"""Generated run folders for the runs index benchmark (bench/http_api.py) and its tests
+(tests/test_runs_index.py): N folders as the runtime leaves them (run.json, usage.json, a short
+events.jsonl), with a mix of workflows and statuses and start times spread over 30 days."""
 
 from __future__ import annotations
 

@@ -78,6 +78,21 @@ def ray_cluster() -> Iterator[str]:
         ray.shutdown()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked `fresh_too` (the smoke set) runs twice: its commands forked by the fork
+    server, then each a fresh process (`FLOWRUN_TEST_FORK=0`) as a user's `flowrun` starts,
+    registering the kinds lazily at first use where the server had imported every module."""
+    if metafunc.definition.get_closest_marker("fresh_too"):
+        metafunc.parametrize("_cli_processes", ["forked", "fresh"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def _cli_processes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """How `run_cli` starts this test's commands: through the fork server, or fresh."""
+    if getattr(request, "param", "forked") == "fresh":
+        monkeypatch.setenv("FLOWRUN_TEST_FORK", "0")
+
+
 @pytest.fixture(autouse=True)
 def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may reach a real API: keys and base URLs from the developer's shell are removed."""

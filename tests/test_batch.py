@@ -399,7 +399,7 @@ def test_an_item_stopped_before_its_run_began_is_not_started(tmp_path: Path) -> 
     """run_batch cancelled (as Ctrl-C stops it) the moment an item is handed out: that item's
     run had not begun, so it gets no line in results.jsonl (no run_dir without a run.json) and
     counts as not started, like the items never handed out; the item that was running ends
-    `interrupted`, as its run.json says. The next run starts the first afresh and resumes the
+    `cancelled`, as its run.json says. The next run starts the first afresh and resumes the
     second."""
     inner = answerer()
     b_asked, release = threading.Event(), threading.Event()
@@ -434,12 +434,12 @@ def test_an_item_stopped_before_its_run_began_is_not_started(tmp_path: Path) -> 
         finally:
             release.set()
         lines = {r["line"]: r for r in results(out)}
-        assert {n: r["status"] for n, r in lines.items()} == {1: "completed", 2: "interrupted"}, lines
+        assert {n: r["status"] for n, r in lines.items()} == {1: "completed", 2: "cancelled"}, lines
         for line in lines.values():  # every line's run folder holds that run, ended as it says
             assert json.loads((out / line["run_dir"] / "run.json").read_text())["status"] == line["status"]
         begun = {p.name for p in (out / "runs").iterdir() if (p / "run.json").exists()}
         assert begun == {lines[1]["id"], lines[2]["id"]}  # c's run never began, d was not handed out
-        assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+        assert json.loads((out / "batch.json").read_text())["status"] == "cancelled"
         assert sorted(map(question_of, server.requests)) == ["a", "a", "b"]
         summary = asyncio.run(flowrun.run_batch(workflow, items, out=out, concurrency=2))
     assert summary.ok and summary.completed == 4 and summary.ran == 3, summary
@@ -476,11 +476,11 @@ def test_total_budget_stops_the_batch_and_a_higher_one_resumes_it(server: WireSe
         cwd=tmp_path,
     )
     assert proc.returncode == 4, proc.stderr
-    assert "2 completed, 0 failed, 1 interrupted, 3 not started" in proc.stdout
+    assert "2 completed, 0 failed, 1 stopped, 3 not started" in proc.stdout
     assert "max_cost_usd ($0.1) was reached" in proc.stderr
-    stopped = next(r for r in results(out) if r["status"] == "interrupted")
+    stopped = next(r for r in results(out) if r["status"] == "cancelled")
     meta = json.loads((out / stopped["run_dir"] / "run.json").read_text())
-    assert meta["status"] == "interrupted"
+    assert meta["status"] == "cancelled"
     assert len(server.requests) == 5  # 2 items x 2 calls, then the third item's first call
     before = len(server.requests)
     again = run_cli(

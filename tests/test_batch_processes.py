@@ -513,15 +513,15 @@ def test_the_total_budget_stops_every_worker_and_a_rerun_resumes(tmp_path: Path)
         assert proc.returncode == 4, proc.stderr
         assert "max_cost_usd ($0.1) was reached" in proc.stderr
         lines = results(out)
-        by_status = {s: [r for r in lines if r["status"] == s] for s in ("completed", "interrupted")}
-        assert by_status["completed"] and by_status["interrupted"], lines
-        ran = len(by_status["completed"]) + len(by_status["interrupted"])
+        by_status = {s: [r for r in lines if r["status"] == s] for s in ("completed", "cancelled")}
+        assert by_status["completed"] and by_status["cancelled"], lines
+        ran = len(by_status["completed"]) + len(by_status["cancelled"])
         assert ran == len(lines) < 8  # the others never started
-        for line in by_status["interrupted"]:
+        for line in by_status["cancelled"]:
             # stopped resumably; an item whose own last call reached the budget may have been
             # stopped as its run was closing, after it recorded `completed` (the rerun reads it)
             status = json.loads((out / line["run_dir"] / "run.json").read_text())["status"]
-            assert status in ("interrupted", "completed")
+            assert status in ("cancelled", "completed")
         assert len(server.requests) <= 2 * len(lines)
         later = assert_rerun_completes(server, [*base, "--max-cost-usd", "1"], tmp_path, out, 8)
     asked_again = {question_of(r) for r in later}
@@ -601,12 +601,12 @@ def test_ctrl_c_before_the_runs_began_leaves_the_items_not_started(tmp_path: Pat
             (gate / "go").touch()
         stdout, stderr = proc.communicate(timeout=DEADLINE_S)
         assert proc.returncode == 130, (stdout, stderr)
-        assert "error: interrupted" in stderr and "Traceback" not in stderr
+        assert "error: cancelled (Ctrl-C)" in stderr and "Traceback" not in stderr
         assert not server.requests  # no run began
         lines = results(out) if (out / "results.jsonl").exists() else []
         assert lines == [], [line["error"] for line in lines]
         assert not list((out / "runs").glob("*/run.json"))
-        assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+        assert json.loads((out / "batch.json").read_text())["status"] == "cancelled"
         again = run_cli(args, cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stderr
     assert "3 items: 3 completed, 0 failed (3 run now)" in again.stdout
@@ -641,7 +641,7 @@ def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
         assert all(comm(pid) == WORKER_NAME.decode() for pid in {*first, *now} if alive(pid))
         assert proc.returncode == 130, stderr  # some items were interrupted
         lost = [r for r in results(out) if r["status"] == "interrupted"]
-        assert len(lost) == 2 and "interrupted" in stdout, stdout  # the two it was running
+        assert len(lost) == 2 and "2 stopped" in stdout, stdout  # the two it was running
         for line in lost:
             assert f"(pid {victim}) was killed by SIGKILL" in line["error"]
             assert "running the same batch again resumes it" in line["error"]
@@ -652,11 +652,11 @@ def test_a_killed_worker_loses_only_its_running_items(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("signum", "code", "said"),
-    [(signal.SIGINT, 130, "error: interrupted"), (signal.SIGTERM, 143, "error: terminated (SIGTERM)")],
+    [(signal.SIGINT, 130, "error: cancelled (Ctrl-C)"), (signal.SIGTERM, 143, "error: cancelled (SIGTERM)")],
 )
 def test_ctrl_c_or_sigterm_stops_the_workers(tmp_path: Path, signum: int, code: int, said: str) -> None:
     """Ctrl-C reaches the whole process group, as a terminal sends it; SIGTERM only the command.
-    It comes while each worker runs two items (asking the model): those four end `interrupted`."""
+    It comes while each worker runs two items (asking the model): those four end `cancelled`."""
     held = held_questions()
     with WireServer(held) as server:
         proc, args, out = start_two_workers(server, held, tmp_path)
@@ -674,11 +674,11 @@ def test_ctrl_c_or_sigterm_stops_the_workers(tmp_path: Path, signum: int, code: 
         assert "Traceback" not in stderr
         assert not any(alive(pid) for pid in workers)  # none left behind
         lines = results(out)
-        stopped = [r for r in lines if r["status"] == "interrupted"]
+        stopped = [r for r in lines if r["status"] == "cancelled"]
         assert len(stopped) == 4 and len(lines) == FREE + 4, lines  # the others never started
         for line in stopped:
-            assert json.loads((out / line["run_dir"] / "run.json").read_text())["status"] == "interrupted"
-        assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+            assert json.loads((out / line["run_dir"] / "run.json").read_text())["status"] == "cancelled"
+        assert json.loads((out / "batch.json").read_text())["status"] == "cancelled"
         assert_rerun_completes(server, args, tmp_path, out, 16)
 
 
@@ -697,7 +697,7 @@ def test_workers_of_a_killed_parent_stop_their_runs_and_exit(tmp_path: Path) -> 
         assert len(running) == 4
         for run_dir in running:  # the runs they had stopped resumably, not killed
             meta = json.loads((run_dir / "run.json").read_text())
-            assert meta["status"] == "interrupted", meta
+            assert meta["status"] == "cancelled", meta
         assert_rerun_completes(server, args, tmp_path, out, 16)
 
 
@@ -719,7 +719,7 @@ def test_a_workflow_that_no_longer_loads_stops_the_batch_with_its_error(
     assert message.startswith("a worker process could not load the workflow: ")
     assert "nobody" in message and "Traceback" not in message
     assert not (out / "results.jsonl").exists() or not results(out)  # no item started
-    assert json.loads((out / "batch.json").read_text())["status"] == "interrupted"
+    assert json.loads((out / "batch.json").read_text())["status"] == "cancelled"
 
 
 def test_workers_that_cannot_start_end_the_batch_with_the_reason(

@@ -68,10 +68,10 @@ def test_the_budget_cancels_ray_tasks_resumably(ray_cluster: str, tmp_path: Path
             flowrun.run_batch(workflow, items, out=out, concurrency=1, backend="ray", max_cost_usd=0.05)
         )
         assert stopped.status == "budget_exceeded" and stopped.exit_code == 4
-        assert stopped.completed == 1 and stopped.interrupted == 1 and stopped.pending == 2
-        interrupted = next(r for r in results(out) if r["status"] == "interrupted")
-        meta = json.loads((out / interrupted["run_dir"] / "run.json").read_text())
-        assert meta["status"] == "interrupted"
+        assert stopped.completed == 1 and stopped.stopped == 1 and stopped.pending == 2
+        cancelled = next(r for r in results(out) if r["status"] == "cancelled")
+        meta = json.loads((out / cancelled["run_dir"] / "run.json").read_text())
+        assert meta["status"] == "cancelled"
         before = len(server.requests)
         done = asyncio.run(flowrun.run_batch(workflow, items, out=out, concurrency=2, backend="ray"))
         later = server.requests[before:]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import REPO, run_cli
 
 
+@pytest.mark.fresh_too
 def test_runs_and_show_on_a_real_run(tmp_path: Path) -> None:
     args = [str(REPO / "examples" / "research.yaml"), "--question", "How does sorting work?", "--dry-run"]
     proc = run_cli([*args, "--runs-dir", str(tmp_path / "runs"), "--run-id", "one", "-q"])
@@ -23,6 +25,7 @@ def test_runs_and_show_on_a_real_run(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
 
 
+@pytest.mark.fresh_too
 def test_version_and_help_list_commands() -> None:
     version = run_cli(["--version"])
     assert version.returncode == 0 and "flowrun" in version.stdout

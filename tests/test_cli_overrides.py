@@ -68,6 +68,7 @@ def test_set_is_validated_like_the_yaml(tmp_path: Path, setting: str, where: str
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.fresh_too
 def test_set_changes_an_agents_limits_and_resume_keeps_it(tmp_path: Path) -> None:
     args = [RESEARCH, "--question", "q", "--dry-run", "-q", "--runs-dir", str(tmp_path), "--run-id", "r"]
     args += ["--set", "agents.searcher.max_steps=2", "--set", "limits.max_total_steps=50"]

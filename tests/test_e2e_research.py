@@ -173,6 +173,7 @@ def test_rate_limited_then_success(tmp_path: Path) -> None:
     assert any(e["type"] == "model_retry" for e in events)
 
 
+@pytest.mark.fresh_too
 def test_fake_key_never_lands_in_the_run_folder(tmp_path: Path) -> None:
     with WireServer(research_script()) as server:
         code, out, run_dir = run_research(tmp_path, server, "anthropic", stream=True)

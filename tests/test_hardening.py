@@ -360,7 +360,7 @@ def test_the_lock_is_released_on_every_exit_path(tmp_path: Path) -> None:
         run_dir = tmp_path / "slow" / "runs" / sig.name
         assert child.returncode == code, err
         assert not (run_dir / "run.lock").exists()
-        assert status_of(run_dir) == "interrupted"
+        assert status_of(run_dir) == "cancelled"
         check_log(run_dir)
 
 
@@ -413,12 +413,12 @@ def test_sigterm_kills_the_sandboxed_children_and_leaves_a_resumable_run(tmp_pat
     out, err = child.communicate(timeout=DEADLINE_S)
     no_traceback((out, err))
     assert child.returncode == 143, out + err
-    assert "error: terminated (SIGTERM)" in err and "flowrun resume runs/t" in err
+    assert "error: cancelled (SIGTERM)" in err and "flowrun resume runs/t" in err
     assert wait_for(lambda: not pids_with(token)), "a child outlived flowrun"
     run_dir = tmp_path / "runs" / "t"
-    assert status_of(run_dir) == "interrupted"
+    assert status_of(run_dir) == "cancelled"
     events = check_log(run_dir)
-    assert events[-1]["message"].startswith("terminated (SIGTERM)")
+    assert events[-1]["message"].startswith("cancelled (SIGTERM)")
     assert any(e["type"] == "tool_intent" and e["tool"] == "execute_shell" for e in events)
 
     proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path)
@@ -959,7 +959,7 @@ def test_a_second_signal_while_the_run_stops_changes_nothing(
         {"w": [{"tool_calls": [shell]}, {"text": "done"}]},
         entry="w",
     )
-    outcome = {"interrupted": (130, "interrupted (Ctrl-C)"), "terminated": (143, "terminated (SIGTERM)")}
+    outcome = {"Ctrl-C": (130, "cancelled (Ctrl-C)"), "SIGTERM": (143, "cancelled (SIGTERM)")}
     # the second signal right after the first, a moment later, or once the first was handled
     # (it stopped the tool's process)
     for attempt, gap in enumerate((0.0, 0.05, None)):
@@ -975,13 +975,13 @@ def test_a_second_signal_while_the_run_stops_changes_nothing(
         child.send_signal(second)
         out, err = child.communicate(timeout=DEADLINE_S)
         no_traceback((out, err))
-        assert status_of(run_dir) == "interrupted"
+        assert status_of(run_dir) == "cancelled"
         events = check_log(run_dir)
         # signals sent together may be handled in either order: the one handled first decides
         # the exit code and the recorded reason alike; once the first was handled, it is that one
-        decided = "interrupted" if first == signal.SIGINT else "terminated"
+        decided = "Ctrl-C" if first == signal.SIGINT else "SIGTERM"
         if gap is not None:
-            decided = events[-1]["message"].split(" (")[0]
+            decided = events[-1]["message"].split(" (")[1].split(")")[0]
         code, reason = outcome[decided]
         assert child.returncode == code, (gap, child.returncode, err)
         assert events[-1]["message"].startswith(reason), events[-1]["message"]
@@ -1009,7 +1009,7 @@ def test_ctrl_c_in_a_chat_waiting_for_the_user_names_its_folder(tmp_path: Path) 
     no_traceback(("", err))
     assert child.returncode == 130, err
     assert "flowrun resume runs/c" in err and "RUN_DIR" not in err
-    assert status_of(tmp_path / "runs" / "c") == "interrupted"
+    assert status_of(tmp_path / "runs" / "c") == "cancelled"
     check_log(tmp_path / "runs" / "c")
 
 
@@ -1063,7 +1063,7 @@ def assert_late_signal_changes_nothing(tmp_path: Path, sig: signal.Signals, code
         status = status_of(run_dir)
         events = check_log(run_dir)
         assert events[-1]["status"] == status
-        assert child.returncode == {"completed": 0, "interrupted": code}[status], (status, out, err)
+        assert child.returncode == {"completed": 0, "cancelled": code}[status], (status, out, err)
         seen.add(status)
     assert "completed" in seen
 

@@ -14,8 +14,11 @@ import pytest
 import yaml
 from conftest import REPO, run_cli
 
-from flowrun.cli.views.run_views import format_duration, format_runs, list_runs, read_run_row, show_run
+from flowrun.cli.views.run_views import show_run
+from flowrun.cli.views.runs_table import format_duration, format_runs
 from flowrun.errors import RunError
+from flowrun.runtime.durable.runs_index import RunEntry, read_run
+from flowrun.runtime.durable.runs_index import list_runs as index_list
 
 WORKFLOW = """\
 version: 1
@@ -158,6 +161,16 @@ def events_of(run_dir: Path) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ list_runs / format_runs
 
 
+def list_runs(runs: Path) -> list[RunEntry]:
+    return index_list(runs).runs
+
+
+def read_run_row(run_dir: Path) -> RunEntry:
+    found = read_run(run_dir)
+    assert found is not None
+    return found
+
+
 def test_list_runs_reads_every_run_folder(runs: Path) -> None:
     rows = {row.id: row for row in list_runs(runs)}
     assert set(rows) == {"research", "priced", "looped", "crashed"}
@@ -166,7 +179,7 @@ def test_list_runs_reads_every_run_folder(runs: Path) -> None:
     usage = json.loads((runs / "research" / "usage.json").read_text())
     assert research.status == "completed" and research.workflow == "research" and research.dry_run
     assert research.steps == sum(e["type"] == "model_response" for e in events) == 32
-    assert research.tokens == usage["total_tokens"]
+    assert research.total_tokens == usage["total_tokens"]
     assert research.cost_usd is None  # the test model has no prices
     assert research.duration_s == pytest.approx(events[-1]["t"] - events[0]["t"])
     priced = rows["priced"]
@@ -177,9 +190,9 @@ def test_list_runs_reads_every_run_folder(runs: Path) -> None:
     assert priced.duration_s is not None and priced.duration_s >= 0.3  # it napped 0.3 s
 
 
-def test_crashed_run_is_incomplete(runs: Path) -> None:
+def test_crashed_run_is_interrupted(runs: Path) -> None:
     row = read_run_row(runs / "crashed")
-    assert row.status == "incomplete"
+    assert row.status == "interrupted"
     assert row.cost_usd is None  # no run_end, no usage.json
     assert 0 < row.steps < 32
 
@@ -217,10 +230,10 @@ def test_format_runs_is_an_aligned_plain_table(runs: Path) -> None:
     assert f"{tokens:,}" in research
     # columns line up: each status starts where the header's does
     column = header.index("status")
-    assert all(line[column:].split()[0] in {"completed", "incomplete"} for line in body)
+    assert all(line[column:].split()[0] in {"completed", "interrupted"} for line in body)
     priced = next(line for line in body if line.startswith("priced "))
     assert re.search(r"\$0\.\d{4}", priced)
-    assert "incomplete" in next(line for line in body if line.startswith("crashed "))
+    assert "interrupted" in next(line for line in body if line.startswith("crashed "))
 
 
 def test_format_runs_colours_only_on_request(runs: Path) -> None:
@@ -319,9 +332,9 @@ def test_show_crashed_run(runs: Path) -> None:
     lines = tree_lines(text)
     visit = next(line for line in lines if "visit_url" in line)
     assert "no result" in visit
-    assert any("searcher (test) running?" in line for line in lines)
-    assert any("orchestrator (test) running?" in line for line in lines)
-    assert "status: incomplete (no run_end event" in text
+    assert any("searcher (test) interrupted" in line for line in lines)
+    assert any("orchestrator (test) interrupted" in line for line in lines)
+    assert "status: interrupted (no end recorded: killed or crashed)" in text
 
 
 def test_show_run_colours_only_on_request(runs: Path) -> None:

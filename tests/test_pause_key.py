@@ -216,7 +216,7 @@ def test_ctrl_c_still_stops_the_run_and_the_terminal_is_given_back(tmp_path: Pat
     assert code == 130, terminal.shown()
     assert "continue with `flowrun resume" in terminal.shown()
     assert restored[3] & termios.ECHO and restored[3] & termios.ICANON
-    assert json.loads((tmp_path / "runs" / "r" / "run.json").read_text())["status"] == "interrupted"
+    assert json.loads((tmp_path / "runs" / "r" / "run.json").read_text())["status"] == "cancelled"
 
 
 def test_no_pause_key_without_a_terminal(tmp_path: Path) -> None:

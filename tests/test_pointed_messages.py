@@ -62,6 +62,18 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
             "  hint: keys are read from the environment (export ANTHROPIC_API_KEY=..., or a .env file "
             "next to the workflow), never from the command line",
         ),
+        (  # seed 001's chat script
+            ["--task", "x", "--show-raw"],
+            "error: --show-raw is not a flowrun option",
+            "  hint: -v prints every model answer and tool call as it happens; `flowrun show RUN --messages` "
+            "prints each agent's whole conversation afterwards; all of them in flowrun's words: --task x -v",
+        ),
+        (
+            ["--task", "x", "--provider", "zhipu", "--model", "GLM-4.7"],
+            "error: --provider is not a flowrun option",
+            "  hint: the provider is part of the model: --model glm:GLM-4.7; all of them in flowrun's words: "
+            "--task x --model glm:GLM-4.7",
+        ),
     ],
 )
 def test_the_designs_command_habits(tmp_path: Path, args: list[str], message: str, hint: str) -> None:
@@ -228,4 +240,71 @@ def test_a_401_names_the_credential_sent(
     assert secret not in proc.stdout + proc.stderr + log
     # the failure is logged once (where the model call failed) and shown once
     assert sum("HTTP 401" in line for line in log.splitlines()) == 1
-    assert sum(line.startswith("! error:") for line in proc.stderr.splitlines()) == 1
+    assert sum(line.startswith("! error") for line in proc.stderr.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- where a call was sent
+
+
+def dead_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again: nothing listens there
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable", "path"),
+    [
+        ("openai", "OPENAI_BASE_URL", "/v1"),
+        ("anthropic", "ANTHROPIC_BASE_URL", ""),
+        ("openai", "LLM_BASE_URL", "/v1"),
+    ],
+)
+def test_a_dead_address_is_named_with_where_it_came_from(
+    tmp_path: Path, provider: str, variable: str, path: str
+) -> None:
+    """A connection refused at the address an SDK read from its own variable (or LLM_BASE_URL):
+    the hint names the address and the variable, not "the provider default"."""
+    write(
+        tmp_path,
+        {
+            "agents.d/a.yaml": "version: 1\nkind: agent\nname: a\nprompt: Say hi.\ntools: []\n",
+            "wf.yaml": f"""\
+                version: 1
+                kind: workflow
+                name: w
+                models: {{m: {{provider: {provider}, model: x, max_retries: 0}}}}
+                default_model: m
+                entry: a
+                task: Hi.
+                """,
+        },
+    )
+    url = f"http://127.0.0.1:{dead_port()}{path}"
+    keys = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
+    proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, env={**keys, variable: url})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"hint: check the network and the address {url} (from ${variable})" in proc.stderr, proc.stderr
+
+
+def test_init_takes_one_folder_argument_and_new_a_snake_case_skill(tmp_path: Path) -> None:
+    """`flowrun init my-project` is the folder, with the default template (said); a near miss of
+    a template's name is still a did-you-mean; `flowrun new skill report_style` (the seeds'
+    skills.json names) is written with a warning, as validate gives it."""
+    proc = run_cli(["init", "my-project"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "from the 'research' example (the default; `flowrun init --list` shows the others)" in proc.stdout
+    assert (tmp_path / "my-project" / "research.yaml").is_file()
+    proc = run_cli(["init", "reserch"], cwd=tmp_path)
+    assert proc.returncode == 2 and "did you mean 'research'?" in proc.stderr
+    assert not (tmp_path / "reserch").exists()
+    proc = run_cli(["new", "skill", "report_style", "--dir", "my-project"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: 'report_style' is not a portable skill name" in proc.stderr
+    assert (tmp_path / "my-project" / "skills" / "report_style" / "SKILL.md").is_file()
+    checked = run_cli(["validate", "."], cwd=tmp_path / "my-project")
+    assert checked.returncode == 0 and "0 error(s), 1 warning(s)" in checked.stdout, checked.stdout
+    proc = run_cli(["new", "skill", "Report Style", "--dir", "my-project"], cwd=tmp_path)
+    assert proc.returncode == 2 and "cannot name a skill" in proc.stderr

@@ -3,6 +3,7 @@ real events of a `flowrun --dry-run` subprocess (typed, as the runtime emits the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from io import StringIO
@@ -13,12 +14,21 @@ import pytest
 from conftest import REPO, run_cli
 from rich.console import Console
 
-from flowrun.cli.views.progress import Progress, make_progress
-from flowrun.events import Event, ModelResponseEvent, ToolCallEvent, ToolResultEvent, parse_event
+from flowrun.cli.views.progress import Progress, event_line, make_progress
+from flowrun.events import (
+    EVENT_TYPES,
+    ErrorEvent,
+    Event,
+    ModelResponseEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    parse_event,
+)
 from flowrun.manifest.model_config import model_config
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.run_log import LOG_NAME, RunLog, describe_event
 from flowrun.runtime.models.usage import cost_of
+from flowrun.types import ModelResponse, ToolResult
 
 PRICED = model_config("test", provider="test", model="test", price={"input": 3.0, "output": 15.0})
 SECRET = "sk-very-secret-0123"
@@ -162,7 +172,8 @@ def test_a_model_failure_is_shown_once() -> None:
         ],
     )
     lines = output(console).splitlines()
-    assert len(lines) == 2 and "'where': 'model'" in lines[0] and "another failure" in lines[1]
+    # the run's own errors are the command's last line (`error: ...`), not progress lines
+    assert lines == ["! error in the model of a: agent 'a': model 'm' failed: HTTP 401"]
 
 
 def test_quiet_makes_no_display() -> None:
@@ -193,7 +204,7 @@ def test_errors_and_retries_are_shown(capsys: pytest.CaptureFixture[str]) -> Non
                 "delay_s": 1.5,
                 "reason": "429",
             },
-            {"seq": 2, "t": 2.0, "type": "error", "where": "run", "message": f"bad key {SECRET}"},
+            {"seq": 2, "t": 2.0, "type": "error", "where": "model", "message": f"bad key {SECRET}"},
             {"seq": 3, "t": 3.0, "type": "budget_exceeded", "limit": "max_total_steps", "message": "x"},
             {"seq": 4, "t": 4.0, "type": "tool_call", "agent": "a", "agent_id": "a", "call_id": "c"}
             | {"tool": "execute_shell", "arguments": {"command": "x" * 40 + SECRET}},
@@ -202,9 +213,11 @@ def test_errors_and_retries_are_shown(capsys: pytest.CaptureFixture[str]) -> Non
     lines = output(console).splitlines()
     # redacted before it is cut, so no part of the secret is left at the cut
     assert lines[3].startswith("  a → execute_shell({'command': 'xxx") and "sk-ver" not in lines[3]
-    assert lines[0] == "! model m retry 2 in 1.5 s: 429"
-    assert lines[1].startswith("! error:") and "[REDACTED]" in lines[1] and SECRET not in lines[1]
-    assert lines[2].startswith("! budget_exceeded:") and "max_total_steps" in lines[2]
+    assert lines[0] == "! model m failed (429): retry 2 in 1.5 s"
+    assert (
+        lines[1].startswith("! error in the model:") and "[REDACTED]" in lines[1] and SECRET not in lines[1]
+    )
+    assert lines[2] == "! the run's limit max_total_steps was reached: x"
 
 
 # ------------------------------------------------------------------ the Live panel
@@ -407,3 +420,54 @@ def test_verbose_run_prints_answers_and_arguments(tmp_path: Path) -> None:
     lines = proc.stderr.splitlines()
     assert "  worker: Dry run of worker: called 9 tool(s); wiring checked." in lines
     assert '  instructor → worker {"task": "dry run by instructor: wiring checked"}' in lines
+
+
+# ------------------------------------------------------------------ every event in words
+
+
+def sample(kind: str) -> object:
+    """A value of a field's declared type (its annotation, as a string)."""
+    base = kind.replace(" | None", "").strip()
+    values: dict[str, object] = {
+        "str": "word",
+        "int": 2,
+        "float": 1.5,
+        "bool": False,
+        "ModelResponse": ModelResponse(text="an answer"),
+        "ToolResult": ToolResult(status="error", text="it failed"),
+        "OptionsRecord": {"dry_run": True},
+        "UsageRecord": {"total_tokens": 3},
+    }
+    if base in values:
+        return values[base]
+    if base.startswith(("dict", "Mapping")):
+        return {"key": "value"}
+    if base.startswith("list"):
+        return ["one"]
+    raise AssertionError(f"no sample for {kind}")
+
+
+def every_event() -> list[Event]:
+    made = []
+    for name, cls in EVENT_TYPES.items():
+        fields = {f.name: sample(str(f.type)) for f in dataclasses.fields(cls) if f.name not in ("seq", "t")}
+        made.append(cls(seq=1, t=1.0, **fields))
+        assert made[-1].type == name
+    return made
+
+
+@pytest.mark.parametrize("verbosity", [0, 1])
+def test_every_event_is_said_in_words(verbosity: int) -> None:
+    """No progress line is an event's raw fields: every event either says nothing at this
+    verbosity or a sentence (`Event.describe`); a run-level error only once, by the command."""
+    for event in every_event():
+        line = event_line(event, verbosity, redact)
+        fields = {k: v for k, v in event.to_dict().items() if k != "type"}
+        if line is None:
+            continue
+        assert str(fields) not in line and f"{event.type}:" not in line, line
+        if not isinstance(event, ToolCallEvent):  # (a call shows its arguments, as the model sent them)
+            assert "{'" not in line, line
+        if event.level():
+            assert line.endswith(event.describe()[-20:]) or "…" in line, line
+    assert event_line(ErrorEvent(where="run", message="x"), verbosity) is None

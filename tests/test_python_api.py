@@ -135,9 +135,9 @@ async def test_cancel_leaves_a_resumable_run(monkeypatch: pytest.MonkeyPatch, tm
             await task
         before = len(srv.requests)
     run_dir = tmp_path / "c1"
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "cancelled"
     lines = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert lines[-1]["type"] == "run_end" and lines[-1]["status"] == "interrupted"
+    assert lines[-1]["type"] == "run_end" and lines[-1]["status"] == "cancelled"
 
     with WireServer(research_script()) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
@@ -218,7 +218,7 @@ async def test_events_stop_after_a_tool_call_is_cancelled(server: WireServer, tm
             if isinstance(event, ToolCallEvent):
                 break
     meta = json.loads((tmp_path / "early" / "run.json").read_text())
-    assert meta["status"] in ("interrupted", "completed")
+    assert meta["status"] in ("cancelled", "completed")
 
 
 def test_a_cancel_after_the_outcome_is_decided_leaves_the_run_completed(tmp_path: Path) -> None:

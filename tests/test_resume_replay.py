@@ -153,8 +153,8 @@ def test_sigint_leaves_a_resumable_run(tmp_path: Path) -> None:
         _, err = child.communicate(timeout=120)
         assert child.returncode == 130, err
         assert "Traceback" not in err and "flowrun resume" in err
-        assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
-        assert events(run_dir)[-1]["status"] == "interrupted"
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "cancelled"
+        assert events(run_dir)[-1]["status"] == "cancelled"
         proc = run_cli(["resume", str(run_dir), "-q"], env=env_for(server))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (run_dir / "report.md").read_text().startswith("# Report")

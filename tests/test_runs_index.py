@@ -21,7 +21,7 @@ from conftest import REPO, run_cli
 
 import flowrun
 from flowrun.runtime.durable import run_folder, runs_index
-from flowrun.runtime.durable.runs_index import INDEX_NAME, list_runs
+from flowrun.runtime.durable.runs_index import INDEX_NAME, SCHEMA_VERSION, list_runs
 
 WORKFLOW = """\
 version: 1
@@ -93,7 +93,8 @@ def test_a_damaged_or_foreign_index_is_rebuilt(tmp_path: Path) -> None:
         conn.execute("UPDATE meta SET value = '0' WHERE key = 'version'")  # another version's
     assert list_runs(runs).total == 12
     with sqlite3.connect(runs / INDEX_NAME) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0] == "1"
+        version = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0]
+        assert version == str(SCHEMA_VERSION)
 
 
 def test_a_runs_folder_that_cannot_be_written_is_listed_from_memory(tmp_path: Path) -> None:
@@ -160,7 +161,7 @@ def test_running_means_a_live_process_holds_the_lock(tmp_path: Path) -> None:
     assert entry.status == "interrupted" and entry.recorded_status == "running"
     listed = run_cli(["runs", "--runs-dir", str(runs)])
     line = next(x for x in listed.stdout.splitlines() if x.startswith("run-000001"))
-    assert "incomplete" in line  # as `flowrun runs` has always said of a run that crashed
+    assert line.split()[2] == "interrupted", line  # the one name of flowrun/states.py
     (folder / "run.lock").unlink()
     with (folder / "events.jsonl").open("a") as f:  # the log grows: the running run is read again
         f.write(lines[2][20:] + "\n")

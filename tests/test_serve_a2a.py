@@ -316,7 +316,7 @@ async def test_get_and_cancel_a_long_run(one: Stack) -> None:
     finally:
         one.held.release.set()
     meta = json.loads((one.runs / started.id / "run.json").read_text())
-    assert meta["status"] == "interrupted"  # stopped resumably, as POST /v1/runs/{id}/cancel does
+    assert meta["status"] == "cancelled"  # stopped resumably, as POST /v1/runs/{id}/cancel does
     assert events_of(one.runs / started.id)[-1]["type"] == "run_end"
 
 

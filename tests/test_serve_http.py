@@ -248,7 +248,7 @@ def test_cancel_stops_a_run_resumably_and_resume_completes_it(stack: Stack) -> N
         assert stack.held.holding.wait(120)
         cancelled = http.post(f"/v1/runs/{run_id}/cancel")
         assert cancelled.status_code == 202, cancelled.text
-        stopped = wait_status(http, run_id, "interrupted")
+        stopped = wait_status(http, run_id, "cancelled")
         stack.held.release.set()
         twice = http.post(f"/v1/runs/{run_id}/cancel")
         resumed = http.post(f"/v1/runs/{run_id}/resume")
@@ -379,7 +379,7 @@ def test_a_run_going_when_the_server_is_sigkilled_is_interrupted_and_resumable(t
         meta = json.loads((stack.runs / run_id / "run.json").read_text())
         assert meta["status"] == "running"  # as the kill left it
         stack.served = stack.start()
-        told = "1 run(s) were interrupted: " + run_id
+        told = "1 run(s) were stopped (cancelled or interrupted): " + run_id
         assert wait_for(lambda: any(told in line for line in stack.served.lines)), stack.served.lines
         with stack.served.client() as http:
             assert http.get(f"/v1/runs/{run_id}").json()["status"] == "interrupted"

@@ -388,7 +388,7 @@ def test_cancelling_a_call_stops_its_run_resumably(tmp_path: Path) -> None:
 
         asyncio.run(asyncio.wait_for(main(), 120))
         assert served.held.holding.is_set()
-        assert wait_for(lambda: served.run_json()["status"] == "interrupted"), served.run_json()
+        assert wait_for(lambda: served.run_json()["status"] == "cancelled"), served.run_json()
         served.held.release.set()
         folder = served.run_json()["folder"]
         resumed = subprocess.run(

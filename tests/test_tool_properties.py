@@ -292,9 +292,10 @@ def test_declared_readers_get_an_existing_file_in_a_dry_run(tmp_path: Path) -> N
 
 def test_user_tools_keep_typed_run_state_and_declare_sequential(tmp_path: Path) -> None:
     """tally keeps a count in `ctx.state.of(Tally)` across calls and agents of one run; the
-    run's end closes it. It declares @tool(sequential=True), so it runs after the other calls of
-    its step although the model asked for it first."""
-    step = [{"name": "tally", "arguments": {"text": "x"}}, {"name": "tick", "arguments": {"text": "x"}}]
+    run's end closes it. It declares @tool(sequential=True), so it runs alone where the model put
+    it: after the call before it, before the one after it."""
+    tick = {"name": "tick", "arguments": {"text": "x"}}
+    step = [tick, {"name": "tally", "arguments": {"text": "x"}}, tick]
     script = {
         "boss": [
             {"tool_calls": step},
@@ -305,7 +306,7 @@ def test_user_tools_keep_typed_run_state_and_declare_sequential(tmp_path: Path) 
     }
     project(tmp_path, {"boss": ["tally", "tick", "helper"], "helper": ["tally"]}, script)
     run_dir = run(tmp_path)
-    assert calls(tmp_path) == ["tick", "tally", "tally"]
+    assert calls(tmp_path) == ["tick", "tally", "tick", "tally"]
     tallies = [
         e["result"]["text"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == "tally"
     ]

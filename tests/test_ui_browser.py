@@ -561,7 +561,7 @@ def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any
 # ---------------------------------------------------------------- the runs list
 
 
-STATUSES = ["completed", "failed", "waiting", "interrupted"]
+STATUSES = ["completed", "failed", "waiting", "cancelled"]
 WORKFLOWS = ["research", "review", "triage"]
 
 
@@ -721,3 +721,40 @@ def test_flowrun_ui_refuses_an_open_address_without_a_token(tmp_path: Path) -> N
     proc = run_cli(["ui", "--host", "0.0.0.0", "--port", "0"], cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error: --host 0.0.0.0 would serve these workflows"), proc.stderr
+
+
+# ---------------------------------------------------------------- one summary
+
+
+def test_a_killed_runs_page_says_what_every_view_says(tmp_path: Path, page: Any, api_server: Any) -> None:
+    """A run SIGKILLed in the middle of a tool call: the page's state, tokens and cost are the
+    server's summary (GET /v1/runs/ID), which `flowrun runs` and `flowrun.list_runs` agree with
+    (tests/test_run_states.py checks every view over every end state)."""
+    import signal
+
+    import httpx
+    from test_run_states import stop_in_the_shell, write_project
+
+    import flowrun
+
+    write_project(tmp_path)
+    stop_in_the_shell(tmp_path, "killed", signal.SIGKILL)
+    runs = tmp_path / "runs"
+    (entry,) = flowrun.list_runs(runs)
+    assert entry.status == "interrupted" and entry.total_tokens > 0 and entry.cost_usd
+    url = api_server(runs)
+    page.goto(f"{url}/runs/killed")
+    wait_status(page, "interrupted")
+    detail = httpx.get(f"{url}/v1/runs/killed", timeout=60).json()
+    assert page.locator(".total-tokens").get_attribute("data-value") == str(detail["total_tokens"])
+    assert float(page.locator(".total-cost").get_attribute("data-value")) == detail["cost_usd"]
+    assert (detail["status"], detail["total_tokens"], detail["cost_usd"]) == (
+        entry.status,
+        entry.total_tokens,
+        entry.cost_usd,
+    )
+    listed = run_cli(["runs", "--runs-dir", str(runs)]).stdout.splitlines()[1].split()
+    assert listed[2] == "interrupted" and listed[6] == f"{entry.total_tokens:,}", listed
+    # the tool call cut by the kill is drawn ended, as interrupted
+    page.wait_for_selector("svg.timeline rect.bar-tool.outcome-interrupted", timeout=WAIT_MS)
+    shoot(page, "killed-run")

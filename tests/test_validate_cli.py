@@ -177,6 +177,7 @@ def test_duplicate_names(tmp_path: Path) -> None:
     assert "duplicate agent name 'helper'" in out
 
 
+@pytest.mark.fresh_too
 def test_all_problems_in_one_pass(tmp_path: Path) -> None:
     boss = BOSS.replace("max_steps: 5", "max_steps: many")
     helper = HELPER.replace("tools: [read_file]", "tools: [reed_file]")
@@ -221,6 +222,7 @@ def test_usage_error_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.fresh_too
 def test_examples_and_builtins_validate() -> None:
     proc = run_cli(["validate", "--strict", str(REPO / "examples")])  # not even a warning
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -243,12 +245,15 @@ def test_committed_schema_matches_specs(kind: str) -> None:
     )
 
 
+@pytest.mark.fresh_too
 def test_schema_command_prints_json() -> None:
     proc = run_cli(["schema", "agent"])
     assert proc.returncode == 0
     schema = json.loads(proc.stdout)
     assert schema["$schema"].endswith("2020-12/schema")
     assert schema["additionalProperties"] is False
+    # every kind registered (a fresh process registers them at first use) gives the committed one
+    assert proc.stdout == (REPO / "schema" / "agent.schema.json").read_text(encoding="utf-8")
 
 
 def test_shipped_manifests_have_schema_line() -> None:

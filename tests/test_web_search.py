@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import pytest
+from conftest import run_cli
 
 from flowrun.paths import builtin_corpus
 from flowrun.tools.base import ToolContext
@@ -395,3 +396,19 @@ async def test_backend_corpus_ignores_the_key(tmp_path: Path, monkeypatch: pytes
     result = await web_search(ctx, query="unicode normalization")
     assert result.status == "success"
     assert result.data["backend"] == "corpus"
+
+
+def test_a_dry_run_never_reaches_tavily(
+    tmp_path: Path, tavily_server: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """With a Tavily key in the environment, a dry run of the research roster still searches the
+    offline corpus and sends nothing to the search service (nor fetches a web page)."""
+    base_url, requests = tavily_server
+    env = {"TAVILY_API_KEY": "tvly-test-key", "TAVILY_API_BASE_URL": base_url}
+    args = [str(EXAMPLES / "research.yaml"), "--question", "sorting", "--dry-run", "--run-id", "d"]
+    proc = run_cli([*args, "--runs-dir", str(tmp_path)], cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert requests == []
+    lines = [json.loads(line) for line in (tmp_path / "d" / "events.jsonl").read_text().splitlines()]
+    searched = [e["result"] for e in lines if e["type"] == "tool_result" and e["tool"] == "web_search"]
+    assert searched and all(r["data"]["backend"] == "corpus" for r in searched)

@@ -49,14 +49,16 @@ def generate(name: str) -> str:
 
 
 def cell(text: str) -> str:
-    """Text for a table cell: one line, pipes escaped outside code spans, no raw HTML."""
+    """Text for a table cell: one line, no raw HTML, and outside code spans pipes and square
+    brackets escaped (mkdocs-autorefs reads `tools[1][0]` as a cross-reference)."""
     parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
     out = []
     for part in parts:
         if part.startswith("`") and part.endswith("`") and len(part) > 1:
             out.append(part)  # Python-Markdown splits no cell at a pipe inside a code span
         else:
-            out.append(part.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;"))
+            escaped = part.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+            out.append(escaped.replace("<", "&lt;").replace(">", "&gt;"))
     return "".join(out)
 
 

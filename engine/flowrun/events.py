@@ -47,6 +47,16 @@ class Event:
         """The agent instance this event belongs to, if any."""
         return getattr(self, "agent_id", None)
 
+    def describe(self) -> str:
+        """The event in words, one sentence (the progress lines, `flowrun show` and the web UI
+        say it so); "" for an event that says nothing on its own."""
+        return ""
+
+    def level(self) -> str:
+        """How a view shows it as a note of its own: "" (it does not: the views draw it, or it
+        is too small), "info", "warn" or "error"."""
+        return ""
+
 
 _FIELDS: dict[type[Event], tuple[tuple[str, bool], ...]] = {}
 
@@ -104,6 +114,12 @@ class RunResumedEvent(Event):
     recorded_model_calls: int
     options: OptionsRecord | None = None  # the options the run goes on with (a resume may change some)
 
+    def describe(self) -> str:
+        return f"resumed: {self.recorded_model_calls} recorded model call(s) are answered from the log"
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("agent_start")
 @dataclass(kw_only=True, slots=True)
@@ -116,6 +132,9 @@ class AgentStartEvent(Event):
     session: str | None = None
     budget: dict[str, float] | None = None  # a per-call budget, capped at what the callers had left
 
+    def describe(self) -> str:
+        return f"{self.agent} started ({self.model or '?'})" + (f": {self.task}" if self.task else "")
+
 
 @event_type("agent_end")
 @dataclass(kw_only=True, slots=True)
@@ -126,6 +145,10 @@ class AgentEndEvent(Event):
     steps: int | None = None
     output_files: list[str] | None = None
     error: str | None = None
+
+    def describe(self) -> str:
+        steps = f" after {self.steps} step(s)" if self.steps is not None else ""
+        return f"{self.agent} {self.status}{steps}" + (f": {self.error}" if self.error else "")
 
 
 @event_type("agent_prompt")
@@ -151,6 +174,12 @@ class UserMessageEvent(Event):
     agent_id: str
     step: int
     text: str
+
+    def describe(self) -> str:
+        return f"a message to {self.agent}: {self.text}"
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("model_request")
@@ -197,6 +226,12 @@ class ModelFallbackEvent(Event):
     to_model: str
     reason: str
 
+    def describe(self) -> str:
+        return f"{self.agent}'s model call {self.step}: {self.from_model} → {self.to_model} ({self.reason})"
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("model_retry")
 @dataclass(kw_only=True, slots=True)
@@ -205,6 +240,12 @@ class ModelRetryEvent(Event):
     retry: int
     delay_s: float
     reason: str
+
+    def describe(self) -> str:
+        return f"model {self.model} failed ({self.reason}): retry {self.retry} in {self.delay_s:g} s"
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("tool_call")
@@ -252,6 +293,9 @@ class ToolProgressEvent(Event):
     state: str  # the remote task's state: working, submitted, ...
     message: str = ""
 
+    def describe(self) -> str:
+        return f"{self.agent} → {self.tool}: {self.state}" + (f": {self.message}" if self.message else "")
+
 
 @event_type("a2a_card")
 @dataclass(kw_only=True, slots=True)
@@ -262,6 +306,9 @@ class A2aCardEvent(Event):
     name: str  # the agent's name in `a2a_agents:`
     url: str  # as declared (before its variables are read: never a secret)
     card: dict[str, object] = field(default_factory=dict)  # name, description, streaming, version, skills
+
+    def describe(self) -> str:
+        return f"A2A agent {self.name}: its card read from {self.url}"
 
 
 @event_type("approval")
@@ -277,6 +324,10 @@ class ApprovalEvent(Event):
     # user (the terminal) | callback | --yes | policy (never) | no terminal | recorded, or, for a
     # call that waited, the decision's `by` (cli | python | http | ui | deadline | ...)
     by: str
+
+    def describe(self) -> str:
+        verdict = "approved" if self.approved else "not approved"
+        return f"{self.agent} → {self.tool}: {verdict} ({self.by})"
 
 
 @event_type("hook")
@@ -305,6 +356,16 @@ class HookEvent(Event):
     duration_ms: float = 0.0
     replayed: bool | None = None  # True when the outcome came from the log
 
+    def describe(self) -> str:
+        answered = f"failed: {self.failure}" if self.failure else f"exit {self.exit_code}"
+        decided = f" → {self.decision}" if self.decision != "none" else ""
+        why = f": {self.reason}" if self.reason and self.decision != "none" else ""
+        again = " (recorded)" if self.replayed else ""
+        return f"hook {self.event} {self.command} · {answered}{decided}{why}{again}"
+
+    def level(self) -> str:
+        return "info" if self.decision != "none" or self.failure else ""
+
 
 @event_type("decision_pending")
 @dataclass(kw_only=True, slots=True)
@@ -328,6 +389,16 @@ class DecisionPendingEvent(Event):
     message: str | None = None
     deadline: float | None = None
 
+    def describe(self) -> str:
+        if self.kind == "question":
+            return f"{self.agent} asks a person: {self.question}"
+        if self.kind == "budget":
+            return f"the run waits for more budget ({self.limit}): {self.message}"
+        return f"{self.agent} waits for a person to allow {self.tool}"
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("decision")
 @dataclass(kw_only=True, slots=True)
@@ -348,6 +419,23 @@ class DecisionEvent(Event):
     by: str
     user: str | None = None
 
+    def describe(self) -> str:
+        if self.kind == "question":
+            taken = f"answered: {self.answer}" if self.answer is not None else "not answered"
+        elif self.kind == "budget":
+            taken = (
+                f"granted {self.grant:g} more"
+                if self.allowed and self.grant is not None
+                else ("granted" if self.allowed else "refused")
+            )
+        else:
+            taken = "allowed" if self.allowed else "denied"
+        who = self.by + (f" ({self.user})" if self.user else "")
+        return f"{self.kind} {taken} by {who}" + (f": {self.reason}" if self.reason else "")
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("sandbox_unavailable")
 @dataclass(kw_only=True, slots=True)
@@ -359,6 +447,13 @@ class SandboxUnavailableEvent(Event):
     mode: str  # auto | required
     unconfined: bool
 
+    def describe(self) -> str:
+        then = "tools run unconfined" if self.unconfined else "tools that start processes cannot run"
+        return f"the sandbox cannot start ({self.reason}): {then}"
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("seed_kept")
 @dataclass(kw_only=True, slots=True)
@@ -369,12 +464,24 @@ class SeedKeptEvent(Event):
     path: str  # relative to the agents' folder; a folder of copies ends with "/"
     message: str  # the line the CLI and flowrun.log show
 
+    def describe(self) -> str:
+        return self.message
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("iteration_start")
 @dataclass(kw_only=True, slots=True)
 class IterationStartEvent(Event):
     loop: str
     iteration: int
+
+    def describe(self) -> str:
+        return f"iteration {self.iteration} of {self.loop}"
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("iteration_end")
@@ -384,6 +491,10 @@ class IterationEndEvent(Event):
     iteration: int
     until_met: bool
 
+    def describe(self) -> str:
+        met = ": its `until` is met" if self.until_met else ""
+        return f"iteration {self.iteration} of {self.loop} ended{met}"
+
 
 @event_type("until_error")
 @dataclass(kw_only=True, slots=True)
@@ -391,6 +502,34 @@ class UntilErrorEvent(Event):
     loop: str
     iteration: int
     message: str
+
+    def describe(self) -> str:
+        after = f"after iteration {self.iteration}"
+        return f"the `until` of {self.loop} could not be checked {after}: {self.message}"
+
+    def level(self) -> str:
+        return "warn"
+
+
+@event_type("step")
+@dataclass(kw_only=True, slots=True)
+class StepEvent(Event):
+    """What a step kind says of its own work, in words, so that `show`, the progress lines and
+    the web UI show any kind with no code of their own: `phase` start opens a group of what
+    follows (its `text` the group's name), end closes it (`text` what came of it), note is one
+    line."""
+
+    step: str  # the step's id, e.g. "step2"
+    kind: str  # the step kind
+    phase: str  # start | end | note
+    text: str
+    importance: str = "info"  # info | warn | error
+
+    def describe(self) -> str:
+        return self.text
+
+    def level(self) -> str:
+        return self.importance
 
 
 @event_type("output_invalid")
@@ -404,6 +543,15 @@ class OutputInvalidEvent(Event):
     step: int  # the model call that gave the answer
     problem: str
     repairs_left: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.agent}'s answer does not match output_schema ({self.repairs_left} repair(s) "
+            f"left): {self.problem}"
+        )
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("guardrail")
@@ -427,6 +575,18 @@ class GuardrailEvent(Event):
     judge_id: str | None = None  # the judge agent's instance (its model calls carry this id)
     replayed: bool | None = None  # reused from the log by resume or replay
 
+    def describe(self) -> str:
+        on = f" on {self.tool}" if self.tool else f" on the {self.where}"
+        left = ""
+        if self.action == "retry" and self.retries_left is not None:
+            left = f" ({self.retries_left} retr{'y' if self.retries_left == 1 else 'ies'} left)"
+        why = f": {self.reason}" if self.reason else ""
+        again = " (recorded)" if self.replayed else ""
+        return f"guardrail {self.guardrail} ({self.kind}){on} · {self.action}{left}{why}{again}"
+
+    def level(self) -> str:
+        return "" if self.passed else "warn"
+
 
 @event_type("step_condition")
 @dataclass(kw_only=True, slots=True)
@@ -438,6 +598,15 @@ class StepConditionEvent(Event):
     condition: str
     met: bool
     message: str | None = None
+
+    def describe(self) -> str:
+        if self.met:
+            return f"step {self.step} runs: if {self.condition} is met"
+        why = f" ({self.message})" if self.message else ""
+        return f"skipped {self.step}: if {self.condition} not met{why}"
+
+    def level(self) -> str:
+        return "" if self.met else "info"
 
 
 @event_type("fanout_start")
@@ -451,6 +620,13 @@ class FanoutStartEvent(Event):
     concurrency: int
     collect: str | None = None  # foreach: the file the results go to
 
+    def describe(self) -> str:
+        into = f" → {self.collect}" if self.collect else ""
+        return f"{self.kind} {self.step}: {self.branches} branch(es), {self.concurrency} at a time{into}"
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("fanout_end")
 @dataclass(kw_only=True, slots=True)
@@ -459,6 +635,16 @@ class FanoutEndEvent(Event):
     kind: str
     statuses: list[str] = field(default_factory=list)  # each branch's outcome, in order ("skipped")
     collect: str | None = None
+
+    def describe(self) -> str:
+        counts: dict[str, int] = {}
+        for status in self.statuses:
+            counts[status] = counts.get(status, 0) + 1
+        told = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no branch"
+        return f"{self.kind} {self.step} ended: {told}"
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("context_reset")
@@ -469,6 +655,12 @@ class ContextResetEvent(Event):
     messages_before: int
     messages_after: int
 
+    def describe(self) -> str:
+        return f"{self.agent}'s history was reset: {self.messages_before} → {self.messages_after} messages"
+
+    def level(self) -> str:
+        return "info"
+
 
 @event_type("context_compacted")
 @dataclass(kw_only=True, slots=True)
@@ -478,6 +670,14 @@ class ContextCompactedEvent(Event):
     messages_before: int
     messages_after: int
     transcript: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.agent}'s history was compacted: {self.messages_before} → {self.messages_after} messages"
+        )
+
+    def level(self) -> str:
+        return "info"
 
 
 @event_type("call_budget_exceeded")
@@ -493,6 +693,12 @@ class CallBudgetExceededEvent(Event):
     tokens: int = 0  # what its sub-tree used
     cost_usd: float = 0.0
     model_calls: int = 0
+
+    def describe(self) -> str:
+        return f"{self.message}: {self.tokens:,} tokens, ${self.cost_usd:.4f}, {self.model_calls} call(s)"
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("repeated_call")
@@ -510,12 +716,28 @@ class RepeatedCallEvent(Event):
     limit: int
     action: str  # refused | stopped
 
+    def describe(self) -> str:
+        what = "refused" if self.action == "refused" else "stopped"
+        return (
+            f"{self.agent} called {self.tool} with the same arguments {self.count} times in a row "
+            f"(the loop guard allows {self.limit}): {what}"
+        )
+
+    def level(self) -> str:
+        return "warn"
+
 
 @event_type("budget_exceeded")
 @dataclass(kw_only=True, slots=True)
 class BudgetExceededEvent(Event):
     limit: str
     message: str
+
+    def describe(self) -> str:
+        return f"the run's limit {self.limit} was reached: {self.message}"
+
+    def level(self) -> str:
+        return "warn"
 
 
 @event_type("error")
@@ -526,6 +748,13 @@ class ErrorEvent(Event):
     where: str
     message: str
 
+    def describe(self) -> str:
+        who = f" of {self.agent}" if self.agent else ""
+        return f"error in the {self.where}{who}: {self.message}"
+
+    def level(self) -> str:
+        return "error"
+
 
 @event_type("run_end")
 @dataclass(kw_only=True, slots=True)
@@ -533,6 +762,9 @@ class RunEndEvent(Event):
     status: str
     message: str = ""
     usage: UsageRecord = field(default_factory=UsageRecord)
+
+    def describe(self) -> str:
+        return f"run {self.status}" + (f": {self.message}" if self.message else "")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -550,16 +782,65 @@ _CONVERTERS: dict[str, Any] = {"response": ModelResponse.from_dict, "result": To
 
 def parse_event(raw: dict[str, Any]) -> Event:
     """A log line (already JSON-decoded) as its typed event; never raises on an old or unknown
-    line (a field that cannot be read makes it an UnknownEvent)."""
+    line (a field that cannot be read, or holds a value of another type than its own, makes it
+    an UnknownEvent: a hand-edited `"t": "x"` is a damaged line, not a reader's crash)."""
     cls = EVENT_TYPES.get(str(raw.get("type")))
     if cls is None:
         return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
-    names = {f.name for f in dataclasses.fields(cls)}
+    checks = _checks(cls)
     try:
-        values = {k: (_CONVERTERS[k](v) if k in _CONVERTERS else v) for k, v in raw.items() if k in names}
+        values = {}
+        for k, v in raw.items():
+            check = checks.get(k)
+            if check is None:
+                continue  # a key this version does not know (or `type`)
+            if not check(v):
+                raise ValueError(k)
+            values[k] = _CONVERTERS[k](v) if k in _CONVERTERS else v
         return cls(**values)
     except (TypeError, KeyError, ValueError, AttributeError):
         return UnknownEvent(raw=raw, seq=_int(raw.get("seq")), t=_float(raw.get("t")))
+
+
+Check = Callable[[object], bool]
+_CHECKS: dict[type[Event], dict[str, Check]] = {}
+
+
+def _checks(cls: type[Event]) -> dict[str, Check]:
+    """Each field's check of a value read from a line, made from its annotation once per class."""
+    found = _CHECKS.get(cls)
+    if found is None:
+        found = _CHECKS[cls] = {f.name: _check(str(f.type)) for f in dataclasses.fields(cls)}
+    return found
+
+
+def _check(annotation: str) -> Check:
+    optional = annotation.endswith(" | None")
+    base = annotation.removesuffix(" | None")
+    inner = _base_check(base)
+    return (lambda v: v is None or inner(v)) if optional else inner
+
+
+def _base_check(base: str) -> Check:
+    def number(v: object) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    simple: dict[str, Check] = {
+        "str": lambda v: isinstance(v, str),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": number,
+        "bool": lambda v: isinstance(v, bool),
+        "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "dict[str, str]": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+        "dict[str, float]": lambda v: isinstance(v, dict) and all(number(x) for x in v.values()),
+    }
+    if base in simple:
+        return simple[base]
+    if base.startswith("list["):
+        return lambda v: isinstance(v, list)
+    if base.startswith("dict[") or base in ("OptionsRecord", "UsageRecord"):
+        return lambda v: isinstance(v, dict)
+    return lambda v: True  # (ModelResponse, ToolResult: their converters read them)
 
 
 def _int(value: object) -> int:

@@ -101,7 +101,7 @@ class RunRecord(TypedDict, total=False):
     workflow: str
     workflow_file: str
     inputs: dict[str, object]
-    status: str  # running, waiting, completed, failed, max_steps, budget_exceeded, interrupted
+    status: str  # the state it recorded (flowrun/states.py): running, waiting, completed, ...
     options: OptionsRecord
     chat: str | None  # `flowrun chat`: the agent the user talks to
     output: str | None  # the declared output file, relative to the run folder

@@ -14,7 +14,7 @@
     print(events.result.status)
 
 Cancelling the task that awaits `run()` stops the run the way Ctrl-C does: the folder is kept,
-`run.json` says `interrupted`, and `flowrun.resume(run_dir)` continues it.
+`run.json` says `cancelled`, and `flowrun.resume(run_dir)` continues it.
 
 The rooms behind this facade: workflow.py (`load`, `Workflow`), launch.py (starting a run in its
 folder), resuming.py, replaying.py and recorded.py (a recorded run read again), results.py and
@@ -23,25 +23,36 @@ stream.py (what the calls return).
 
 from __future__ import annotations
 
-from flowrun.api.launch import new_run_id
-from flowrun.api.replaying import replay, replay_events, replay_options
+from flowrun.api.launch import new_run_id, tightened
+from flowrun.api.recorded import recorded_run
+from flowrun.api.replaying import REPLAY_CHANGES, replay, replay_events, replay_options
 from flowrun.api.results import ReplayResult, RunResult
-from flowrun.api.resuming import resume
+from flowrun.api.resuming import RECORDED_FOR_GOOD, RESUME_KEYWORDS, resume
 from flowrun.api.stream import EventStream
-from flowrun.api.workflow import Workflow, load
+from flowrun.api.workflow import RUN_KEYWORDS, ModelChoiceArg, RunArguments, RunPlace, Workflow, load
 from flowrun.providers.clients import keep_imported
 
+# every name api.py offered before it was split (what `flowrun` exports is flowrun.__all__)
 __all__ = [
+    "RECORDED_FOR_GOOD",
+    "REPLAY_CHANGES",
+    "RESUME_KEYWORDS",
+    "RUN_KEYWORDS",
     "EventStream",
+    "ModelChoiceArg",
     "ReplayResult",
+    "RunArguments",
+    "RunPlace",
     "RunResult",
     "Workflow",
     "load",
     "new_run_id",
+    "recorded_run",
     "replay",
     "replay_events",
     "replay_options",
     "resume",
+    "tightened",
 ]
 
 keep_imported()  # flowrun's modules live as long as the process (providers/clients.keep_imported)

@@ -35,7 +35,7 @@ def recorded_run(run_dir: Path) -> tuple[RunRecord, Workflow]:
         # the options of its last start: a resume may have changed some
         starts = [e for e in lines if e.get("type") in ("run_start", "run_resumed") and e.get("options")]
         latest = [e["options"] for e in starts]
-        meta = run_record({**start, **({"options": latest[-1]} if latest else {}), "status": "incomplete"})
+        meta = run_record({**start, **({"options": latest[-1]} if latest else {}), "status": "interrupted"})
     workflow = Path(str(meta.get("workflow_file"))).resolve()
     if not workflow.is_file():
         raise RunError(f"the run's workflow {workflow} no longer exists", "restore it at that path")

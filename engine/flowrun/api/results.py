@@ -14,7 +14,7 @@ from flowrun.runtime.durable.decisions import PendingDecision
 class RunResult:
     """How a run ended, and where its folder is."""
 
-    status: str  # completed | failed | max_steps | budget_exceeded | waiting | interrupted
+    status: str  # its state (flowrun/states.py): completed, failed, ..., waiting, cancelled
     exit_code: int  # the CLI's exit code for this status
     message: str  # the final answer, or what went wrong (or what the run waits for)
     output: Path | None  # the workflow's declared output, when written

@@ -16,7 +16,6 @@ from flowrun.records import RunRecord, UsageRecord
 from flowrun.runtime.decide import expire_locked
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import RunFolderLock, never_started, settled_meta
-from flowrun.runtime.execute import EXIT_CODES
 from flowrun.runtime.kinds import kind_records
 from flowrun.runtime.loop.approvals import Approver
 from flowrun.runtime.models.prefetch import prefetch as prefetch_sdks
@@ -29,6 +28,7 @@ from flowrun.runtime.options import (
     RunHooks,
     RunOptions,
 )
+from flowrun.states import exit_code
 
 # what a resumed run keeps from its recording (the rest may change: sandbox, yes, verbosity, ...)
 RECORDED_FOR_GOOD = ("model", "agent_models", "dry_run", "no_thinking", "workdir", "overrides")
@@ -119,7 +119,7 @@ def _recorded_result(run_dir: Path, meta: RunRecord) -> RunResult:
     usage = cast(UsageRecord, read_json_object(run_dir / "usage.json"))
     return RunResult(
         status=status,
-        exit_code=EXIT_CODES.get(status, 1),
+        exit_code=exit_code(status),
         message="already completed; nothing to resume",
         output=output if output is not None and output.exists() else None,
         usage=usage,

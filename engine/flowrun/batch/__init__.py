@@ -9,7 +9,7 @@ Each item of ITEMS (JSONL, JSON or CSV, batch/items.py) runs in its own run fold
 (batch/folder.py); the local backend runs them as tasks of one event loop (batch/local.py), or of
 several worker processes' loops (`processes`, batch/processes.py), the Ray backend as Ray tasks
 (batch/ray_backend.py). Running the same batch again skips completed
-items, resumes interrupted ones and, with `retry_failed`, resumes failed ones."""
+items, resumes stopped ones (cancelled, interrupted) and, with `retry_failed`, failed ones."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ async def run_batch(
     with folder.claimed():  # the same batch started twice at once: the second is refused
         runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf, opts)
         listed = await _opened(folder, runner, wf, items_path, record)
-        status = "interrupted"
+        status = "cancelled"
         try:
             summary = await execute(
                 wf,

@@ -25,6 +25,7 @@ from flowrun.atomic_files import replace_file
 from flowrun.errors import UsageError
 from flowrun.paths import exists, refuse_long_name
 from flowrun.runtime.durable.run_folder import LockHeld, drop_lock, take_lock
+from flowrun.states import ENDED
 from flowrun.types import as_plain
 
 META = "batch.json"
@@ -32,7 +33,7 @@ RESULTS = "results.jsonl"
 RUNS = "runs"
 LOCK = "batch.lock"  # held (flock) by the process running the batch, removed as it ends
 WORKERS_LOG = "workers.log"  # what worker processes wrote on stderr (batch/processes.py)
-FINAL = frozenset({"completed", "failed", "max_steps", "budget_exceeded"})
+FINAL = ENDED
 # a job stopped before its run began: reported to the tally, never recorded (the item stays as
 # it was: not started, or its earlier result)
 NOT_STARTED = "not_started"
@@ -44,7 +45,7 @@ class ItemResult:
 
     id: str
     line: int  # the item's line in the items file
-    status: str  # completed | failed | max_steps | budget_exceeded | waiting | interrupted (| NOT_STARTED)
+    status: str  # the run's state (flowrun/states.py), or NOT_STARTED
     run_dir: str  # relative to the batch folder
     output: str | None = None  # the workflow's declared output, relative to the batch folder
     input_tokens: int = 0

@@ -21,6 +21,7 @@ from flowrun.manifest.overrides import parse_override
 from flowrun.pinned import read_json_object
 from flowrun.runtime.durable.run_folder import run_began
 from flowrun.runtime.options import RunChanges, RunOptions
+from flowrun.states import recorded_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ async def run_job(
     job: Job, on_event: Callable[[Event], None] | None = None, workflow: Workflow | None = None
 ) -> ItemResult:
     """Run (or resume) one item; every way it can end becomes its ItemResult. Cancelling it
-    stops the run resumably (status interrupted) and propagates. `workflow`: the batch's loaded
+    stops the run resumably (status cancelled) and propagates. `workflow`: the batch's loaded
     workflow, when the caller has it (else it is loaded, as a Ray worker does)."""
     started = time.monotonic()
     try:
@@ -143,15 +144,18 @@ def _failed(job: Job, started: float, message: str) -> ItemResult:
 
 def stopped(job: Job) -> ItemResult:
     """What a job stopped while it ran (Ctrl-C, SIGTERM, the batch's budget, its worker lost)
-    comes to, read from its run folder once the stop is over: `interrupted` (resumable) when
+    comes to, read from its run folder once the stop is over: the run's state (`cancelled` when
+    it recorded its stop, `interrupted` when its worker died first; resumable either way) when
     its run began; NOT_STARTED when the stop came first (no run began in the folder, or the
     run being resumed was not touched yet), so nothing is recorded and the item stays as it
     was, to be started (or retried) the next time."""
     if _began(job):
+        meta = read_json_object(Path(job.run_dir) / "run.json")
+        state = recorded_state(meta.get("status") if isinstance(meta.get("status"), str) else None, None)
         return ItemResult(
             id=job.item_id,
             line=job.line,
-            status="interrupted",
+            status="cancelled" if state == "cancelled" else "interrupted",
             run_dir=relative_run_dir(job),
             error="stopped while running; running the same batch again resumes it",
         )
@@ -169,5 +173,5 @@ def _began(job: Job) -> bool:
     if not job.resume:
         return run_began(run_dir)
     # a resume that began marks run.json `running` before anything else, and its stop
-    # `interrupted`: a final status there is the one the run had before this attempt
+    # `cancelled`: a final status there is the one the run had before this attempt
     return read_json_object(run_dir / "run.json").get("status") not in FINAL

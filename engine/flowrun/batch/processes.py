@@ -8,7 +8,7 @@ does in one process. This process hands out the jobs and keeps the batch whole:
   end, and answers every worker's rate-limit reservations from one book, so the batch as a
   whole stays under each model's `rate_limit`;
 - the batch's budget spent, or this task cancelled (Ctrl-C, SIGTERM): every worker is told to
-  stop; their running items end `interrupted` (resumable) and are reported; a worker that does
+  stop; their running items end `cancelled` (resumable) and are reported; a worker that does
   not end within GRACE_S is killed;
 - a worker that dies (a kill, out of memory, a crash): its running items end `interrupted`,
   naming how it ended, and a new worker takes its place while jobs remain; when workers keep

@@ -11,7 +11,7 @@ engine as the local backend (batch/jobs.py) in a worker process anywhere on the 
   batch's budget.
 - The driver joins the cluster at `address` (else $RAY_ADDRESS, else starts a local one; a
   process that already called `ray.init` is used as it is), keeps at most `concurrency` items in
-  flight, and cancels them (resumably: their runs end `interrupted`) when the budget is spent or
+  flight, and cancels them (resumably: their runs end `cancelled`) when the budget is spent or
   the batch is interrupted. Each task reserves `cpus` CPUs.
 """
 
@@ -110,7 +110,7 @@ def run_item(
         # asked and answered before the next model call, so the budget stops this item at once
         # instead of when the driver next polls (a short block of the run's loop)
         if ray.get(coordinator.spent.remote(item_id, cost_usd)) and running:
-            running[0].cancel()  # ends the run `interrupted`, resumable
+            running[0].cancel()  # ends the run `cancelled`, resumable
 
     async def run(this: Job) -> ItemResult:
         running.append(asyncio.current_task())  # type: ignore[arg-type]
@@ -232,7 +232,7 @@ class RayBackend:
                 for ref in ready:
                     tally.ended(self._outcome(ray, ref, in_flight.pop(ref)))
         finally:
-            if in_flight:  # interrupted: stop the running items (they record `interrupted`) and wait
+            if in_flight:  # interrupted: stop the running items (they record `cancelled`) and wait
                 for ref in in_flight:
                     ray.cancel(ref)
                 for ref, job in in_flight.items():

@@ -23,9 +23,9 @@ from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import never_started
 from flowrun.runtime.models.calls import ModelChoice
 from flowrun.runtime.options import RunOptions
+from flowrun.states import exit_code
 
 # waiting: items wait for decisions (`flowrun approve`/`answer` in their run folders), as a run's 75
-EXIT_CODES = {"completed": 0, "failed": 1, "budget_exceeded": 4, "waiting": 75, "interrupted": 130}
 
 
 @dataclass(slots=True)
@@ -57,12 +57,12 @@ class BatchProgress:
 @dataclass(slots=True)
 class BatchSummary:
     folder: Path
-    status: str  # completed | failed | budget_exceeded | waiting | interrupted
+    status: str  # completed | failed | budget_exceeded | waiting | cancelled (flowrun/states.py)
     exit_code: int
     total: int
     completed: int
     failed: int
-    interrupted: int  # stopped while running (resumed by the next invocation)
+    stopped: int  # cancelled or interrupted while running (resumed by the next invocation)
     pending: int  # not started (the batch's budget or a stop came first)
     ran: int  # items this invocation ran (the others were done before)
     total_tokens: int
@@ -214,7 +214,7 @@ def plan(
     wf: Workflow, items: list[Item], folder: BatchFolder, options: RunOptions, retry_failed: bool
 ) -> Plan:
     """What each item needs: nothing (completed; or ended otherwise, without --retry-failed),
-    resuming (its run folder holds an interrupted run, or a failed one to retry), or a new run."""
+    resuming (its run folder holds a stopped run, or a failed one to retry), or a new run."""
     recorded = folder.results()
     out = Plan()
     workflow, batch_dir = str(wf.path.resolve()), folder.root.resolve()  # once, not per item
@@ -304,7 +304,7 @@ async def execute(
     tally = Tally(folder, len(items), the_plan.before, the_plan.prior_cost, max_cost_usd, on_progress)
     tally._check_budget()
     tally._changed()
-    status = "interrupted"
+    status = "cancelled"
     try:
         if not tally.stop.is_set():
             await backend.run(the_plan.jobs, tally)
@@ -318,7 +318,7 @@ def _status(tally: Tally) -> str:
     if tally.stop_reason is not None:
         return "budget_exceeded"
     if len(tally.results) + len(tally.waiting) < tally.total:
-        return "interrupted"
+        return "interrupted"  # items lost with a worker (a stop of the batch raises instead)
     if tally.waiting:
         return "waiting"
     return "completed" if all(r.ok for r in tally.results.values()) else "failed"
@@ -328,16 +328,16 @@ def _summary(folder: BatchFolder, tally: Tally, status: str, planned: int) -> Ba
     final = list(tally.results.values())
     latest = folder.results()
     waiting = sum(1 for r in latest.values() if r.status == "waiting")
-    interrupted = sum(1 for r in latest.values() if r.status not in FINAL) - waiting
+    stopped = sum(1 for r in latest.values() if r.status not in FINAL) - waiting
     return BatchSummary(
         folder=folder.root,
         status=status,
-        exit_code=EXIT_CODES[status],
+        exit_code=exit_code(status),
         total=tally.total,
         completed=sum(1 for r in final if r.ok),
         failed=sum(1 for r in final if not r.ok),
-        interrupted=interrupted,
-        pending=tally.total - len(final) - interrupted - waiting,
+        stopped=stopped,
+        pending=tally.total - len(final) - stopped - waiting,
         ran=tally.ran,
         total_tokens=sum(r.total_tokens for r in latest.values()),
         cost_usd=tally.total_cost,

@@ -9,7 +9,7 @@ one process, and reports to the parent (the messages are in batch/protocol.py).
   start time (the parent answers from one book for every worker).
 - The worker ignores SIGINT (Ctrl-C reaches the whole process group): the parent decides. The
   end of its input (the parent closed it, or died) and SIGTERM stop it: the running items are
-  cancelled (their runs end `interrupted`, resumable), reported, and the worker exits.
+  cancelled (their runs end `cancelled`, resumable), reported, and the worker exits.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class Worker:
         try:
             result = await run_job(job, cost_listener(job.item_id, self._spent), self.workflow)
         except asyncio.CancelledError:
-            result = stopped(job)  # `interrupted` (resumable), or not started
+            result = stopped(job)  # `cancelled` or `interrupted` (resumable), or not started
         except Exception as e:  # run_job makes every ending a result; this is a flowrun bug
             result = ItemResult(
                 id=job.item_id,

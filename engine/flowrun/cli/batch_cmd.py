@@ -137,8 +137,8 @@ def print_summary(summary: BatchSummary) -> None:
     parts = [f"{summary.completed} completed", f"{summary.failed} failed"]
     if summary.waiting:
         parts.append(f"{summary.waiting} waiting")
-    if summary.interrupted:
-        parts.append(f"{summary.interrupted} interrupted")
+    if summary.stopped:
+        parts.append(f"{summary.stopped} stopped")
     if summary.pending:
         parts.append(f"{summary.pending} not started")
     click.echo(f"batch: {summary.total} items: {', '.join(parts)} ({summary.ran} run now)")

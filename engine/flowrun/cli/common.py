@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 class Terminated(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
-    """The command was stopped by SIGTERM (after the run recorded `interrupted`)."""
+    """The command was stopped by SIGTERM (after the run recorded `cancelled`)."""
 
 
 Hint = str | Callable[[], str] | None
@@ -68,9 +68,9 @@ def reported(verbose: bool, interrupted_hint: Hint = None) -> Iterator[None]:
     except KeyboardInterrupt:
         if interrupted_hint is None:
             raise
-        fail("interrupted", _hint_text(interrupted_hint), INTERRUPTED)
+        fail("cancelled (Ctrl-C)", _hint_text(interrupted_hint), INTERRUPTED)
     except Terminated:
-        fail("terminated (SIGTERM)", _hint_text(interrupted_hint) or None, TERMINATED)
+        fail("cancelled (SIGTERM)", _hint_text(interrupted_hint) or None, TERMINATED)
     except OSError as e:  # the system refused (a name too long, no permission, a full disk): not a bug
         if isinstance(e, BrokenPipeError) and output_closed():
             raise  # `flowrun ... | head`: click ends the command, the entry says how (cli/__init__.py)

@@ -21,9 +21,11 @@ DEFAULT_TEMPLATE = "research"
 def init(template: str | None, directory: Path | None, show_list: bool) -> None:
     """Write a runnable project from a shipped example into DIR (new or empty; default: .).
 
-    TEMPLATE is an example's name (default: research); `flowrun init --list` lists them. The
-    project gets the workflow, its agents, prompts, tools, skills and schemas, a copy of the
-    JSON Schema files its manifests' yaml-language-server lines point at, and a .gitignore.
+    TEMPLATE is an example's name (default: research); `flowrun init --list` lists them. One
+    argument that is no template's name is the folder (`flowrun init my-project`), with the
+    default template. The project gets the workflow, its agents, prompts, tools, skills and
+    schemas, a copy of the JSON Schema files its manifests' yaml-language-server lines point at,
+    and a .gitignore.
     """
     from flowrun.manifest import scaffold
 
@@ -34,11 +36,14 @@ def init(template: str | None, directory: Path | None, show_list: bool) -> None:
             for name, chosen in found.items():
                 click.echo(f"{name:<{width}}  {chosen.description}")
             return
+        if template is not None and directory is None and scaffold.is_folder_name(template):
+            directory, template = Path(template), None  # `flowrun init my-project`
         chosen = scaffold.template(template or DEFAULT_TEMPLATE)
         target = directory or Path(".")
         written = scaffold.write_new(target, scaffold.project_files(chosen))
     shown = os.path.relpath(target)
-    click.echo(f"wrote {len(written)} files into {shown}/ from the '{chosen.name}' example:")
+    how = " (the default; `flowrun init --list` shows the others)" if template is None else ""
+    click.echo(f"wrote {len(written)} files into {shown}/ from the '{chosen.name}' example{how}:")
     for rel in _summary(written):
         click.echo(f"  {rel}")
     step = "" if shown == "." else f"cd {shown} && "
@@ -78,11 +83,13 @@ def new(kind: str, name: str, directory: Path) -> None:
     prompts/ file of the project is used); tool: tools.d/NAME.yaml and its Python function in
     tools/NAME.py; skill: skills/NAME/SKILL.md (Agent Skills format).
     """
-    from flowrun.manifest.scaffold import new_files, write_files
+    from flowrun.manifest.scaffold import new_files, skill_name_warning, write_files
 
     with reported(False):
         files = new_files(kind, name, directory)
         written = write_files(directory, files)
+    if kind == "skill" and (warning := skill_name_warning(name)):
+        click.echo(f"warning: {warning}", err=True)
     for rel in written:
         click.echo(f"wrote {os.path.relpath(directory / rel)}")
     hints = {

@@ -21,7 +21,8 @@ DEFAULT_LIMIT = 200
     "statuses",
     multiple=True,
     metavar="STATUS",
-    help="Only runs with this status (running, waiting, completed, failed, interrupted, ...; repeatable).",
+    help="Only runs in this state (running, waiting, completed, failed, cancelled, interrupted, ...; "
+    "repeatable).",
 )
 @click.option(
     "--since", metavar="WHEN", help="Only runs started since: a date (2025-01-31), or 30m, 2h, 7d ago."
@@ -44,7 +45,7 @@ def runs(
 ) -> None:
     """List runs: id, workflow, status, steps, tokens, cost, duration."""
     with reported(verbose=False):
-        from flowrun.cli.views.runs_table import format_runs, list_runs, output_width, since_time
+        from flowrun.cli.views.runs_table import format_runs, output_width, since_time
         from flowrun.runtime.durable.runs_index import list_runs as index_list
 
         page = index_list(
@@ -55,7 +56,7 @@ def runs(
             q=q,
             limit=limit or None,
         )
-        click.echo(format_runs(list_runs(page), width=output_width()))
+        click.echo(format_runs(page, width=output_width()))
         if limit and page.total > len(page):
             click.echo(f"the newest {len(page)} of {page.total:,} runs; --limit 0 shows them all", err=True)
 
@@ -112,7 +113,8 @@ def show(
         if messages:
             _show_messages(run_dir, agent, full, as_json)
             return
-        from flowrun.cli.views.run_views import output_width, show_prompts, show_run
+        from flowrun.cli.views.run_views import show_prompts, show_run
+        from flowrun.cli.views.runs_table import output_width
 
         click.echo(show_prompts(run_dir, agent) if prompts else show_run(run_dir, width=output_width()))
 

@@ -1,5 +1,5 @@
 """How a command that runs a workflow (run, resume, replay, chat) hears Ctrl-C and SIGTERM: the
-first one cancels the run, which stops its tools, records `interrupted` and stays resumable;
+first one cancels the run, which stops its tools, records `cancelled` and stays resumable;
 later ones change nothing, and neither does one that comes once the run has its result.
 
 The handlers are Python ones, installed for the run and left in place (ignoring) until the
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from flowrun.cli.common import Terminated
 
 R = TypeVar("R")
-REASONS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)"}
+REASONS = {signal.SIGINT: "cancelled (Ctrl-C)", signal.SIGTERM: "cancelled (SIGTERM)"}
 
 
 class FirstStop:

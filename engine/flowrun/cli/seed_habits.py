@@ -8,6 +8,8 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+import click
+
 from flowrun.errors import UsageError
 
 if TYPE_CHECKING:
@@ -17,8 +19,22 @@ WORKDIR_FLAGS = ("-d", "--dir", "--directory", "--project")
 ROUND_FLAGS = ("-r", "--rounds", "--max-rounds")
 MODEL_FLAGS = ("-i", "--instructor-model")
 KEY_FLAGS = ("--api-key", "--auth-token")
+RAW_FLAGS = ("--show-raw",)  # seed 001's chat script: every raw answer and call
+PROVIDER_FLAGS = ("--provider",)  # seed 001: --provider zhipu --model GLM-4.7
+# what the seeds called a provider, as flowrun names it (a preset or a provider)
+PROVIDER_NAMES = {
+    "zhipu": "glm",
+    "zhipuai": "glm",
+    "bigmodel": "glm",
+    "dashscope": "qwen",
+    "kimi": "moonshot",
+}
 # the long ones (a `--` option that is not an input's comes here when it is one of these)
-LONG_FLAGS = tuple(f for f in WORKDIR_FLAGS + ROUND_FLAGS + MODEL_FLAGS + KEY_FLAGS if f.startswith("--"))
+LONG_FLAGS = tuple(
+    f
+    for f in WORKDIR_FLAGS + ROUND_FLAGS + MODEL_FLAGS + KEY_FLAGS + RAW_FLAGS + PROVIDER_FLAGS
+    if f.startswith("--")
+)
 
 
 def habit_error(wf: Workflow, args: list[str], at: int) -> UsageError:
@@ -49,6 +65,17 @@ def _explained(wf: Workflow, arg: str, value: str | None) -> tuple[str, str]:
         return f"{flag} is not a flowrun option", f"a round limit is a manifest value: --set {path}=N"
     if flag in MODEL_FLAGS:
         return f"{flag} is not a flowrun option", f"one agent's model: --model {_entry(wf)}=MODEL"
+    if flag in RAW_FLAGS:
+        return (
+            f"{flag} is not a flowrun option",
+            "-v prints every model answer and tool call as it happens; `flowrun show RUN --messages` "
+            "prints each agent's whole conversation afterwards",
+        )
+    if flag in PROVIDER_FLAGS:
+        return (
+            f"{flag} is not a flowrun option",
+            f"the provider is part of the model: --model {_model(value)}",
+        )
     if flag in KEY_FLAGS:
         return (
             f"{flag} is not a flowrun option",
@@ -74,6 +101,14 @@ def translated(wf: Workflow, args: list[str]) -> list[str] | None:
             out += [f"--{name}", arg]
             i += 1
             continue
+        if flag in RAW_FLAGS:
+            out.append("-v")
+            i += 1
+            continue
+        if flag in PROVIDER_FLAGS and value is not None:
+            out += ["--model", _model(value)]
+            i += 1 if eq else 2
+            continue
         if flag in WORKDIR_FLAGS + ROUND_FLAGS + MODEL_FLAGS and value is not None:
             if flag in WORKDIR_FLAGS:
                 out += ["--workdir", value]
@@ -92,7 +127,18 @@ def translated(wf: Workflow, args: list[str]) -> list[str] | None:
 
 
 def _takes_value(flag: str) -> bool:
-    return flag not in ("--no-thinking",)
+    return flag not in ("--no-thinking", *RAW_FLAGS)
+
+
+def _model(provider: str | None) -> str:
+    """`PROVIDER:MODEL` for a `--provider` of the seeds, with the `--model` the command was
+    given (`--provider zhipu --model GLM-4.7` is `--model glm:GLM-4.7`)."""
+    name = PROVIDER_NAMES.get((provider or "").lower(), provider or "PROVIDER")
+    ctx = click.get_current_context(silent=True)
+    given = ctx.params.get("model") if ctx is not None else None  # (repeatable: a tuple)
+    plain = [m for m in given if isinstance(m, str) and ":" not in m and "=" not in m] if given else []
+    model = plain[-1] if plain else "MODEL"
+    return f"{name}:{model}"
 
 
 def _input_options(wf: Workflow) -> set[str]:

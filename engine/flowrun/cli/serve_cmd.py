@@ -258,13 +258,13 @@ def serve_api(
 
 
 def _told(served: ServedRuns) -> None:
-    """Say which runs a restarted server found waiting or interrupted, and what to do."""
-    waiting, interrupted = served.left_over()
-    for what, runs in (("wait for decisions", waiting), ("were interrupted", interrupted)):
+    """Say which runs a restarted server found waiting or stopped, and what to do."""
+    waiting, stopped = served.left_over()
+    for what, runs in (("wait for decisions", waiting), ("were stopped (cancelled or interrupted)", stopped)):
         if runs:
             ids = ", ".join(e.id for e in runs[:5]) + (", ..." if len(runs) > 5 else "")
             click.echo(f"{len(runs)} run(s) {what}: {ids}", err=True)
-    if waiting or interrupted:
+    if waiting or stopped:
         click.echo("decide with POST /v1/runs/ID/decisions, continue with POST /v1/runs/ID/resume", err=True)
 
 

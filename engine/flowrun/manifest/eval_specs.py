@@ -14,7 +14,10 @@ from pydantic import Discriminator, Field, Tag
 from flowrun.manifest.spec_base import Name, Strict, Texts
 
 CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-RunStatus = Literal["completed", "failed", "max_steps", "budget_exceeded", "interrupted", "waiting"]
+# the states a run can end a command in (flowrun/states.py)
+RunStatus = Literal[
+    "completed", "failed", "max_steps", "budget_exceeded", "waiting", "cancelled", "interrupted"
+]
 Score = Annotated[float, Field(ge=0, le=1)]
 JUDGE_PASS = 0.5  # a judge's pass mark when its grader sets no min_score
 

@@ -30,6 +30,7 @@ GITIGNORE = "# flowrun's run folders\nruns/\n"
 SKIPPED = {"runs", "__pycache__", ".git"}
 SKILL_FUNCTIONS = ("flowrun.tools.skills:use_skill", "flowrun.tools.skill_scripts:run_skill_script")
 PORTABLE_SKILL = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+USABLE_SKILL = re.compile(r"^[a-z0-9]+([_-][a-z0-9]+)*$")  # with the snake_case of a skills.json library
 KIND_OF_FOLDER = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}
 
 
@@ -74,6 +75,13 @@ def template(name: str) -> Template:
         hint = did_you_mean(name, set(found)) or "see `flowrun init --list`"
         raise UsageError(f"no template '{name}'", hint)
     return found[name]
+
+
+def is_folder_name(given: str) -> bool:
+    """Whether `flowrun init X` means the folder X: X names no template and is not a near miss
+    of one (`reserch` is still the did-you-mean error of a template)."""
+    found = templates()
+    return given not in found and (not did_you_mean(given, set(found)) or Path(given).exists())
 
 
 def _is_workflow(path: Path) -> bool:
@@ -392,11 +400,23 @@ async def FUNCTION(ctx: ToolContext, path: str) -> ToolResult:
 '''
 
 
+def skill_name_warning(name: str) -> str | None:
+    """What `validate` warns of a skill name flowrun uses but other agents may not (the seeds'
+    snake_case `report_style`); None for a portable name."""
+    if PORTABLE_SKILL.fullmatch(name) and len(name) <= 64:
+        return None
+    suggestion = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "my-skill"
+    return (
+        f"'{name}' is not a portable skill name (a-z, 0-9 and single hyphens, at most 64): "
+        f"flowrun uses it, other agents may not (e.g. {suggestion})"
+    )
+
+
 def _new_skill(name: str, root: Path) -> Files:
-    if not PORTABLE_SKILL.fullmatch(name) or len(name) > 64:
+    if not USABLE_SKILL.fullmatch(name) or len(name) > 64:
         suggestion = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "my-skill"
         raise UsageError(
-            f"'{name}' is not an Agent Skills name (a-z, 0-9 and single hyphens, at most 64)",
+            f"'{name}' cannot name a skill (lowercase letters, digits, - and _, at most 64)",
             f"e.g. flowrun new skill {suggestion}",
         )
     files = Files()

@@ -131,9 +131,14 @@ def failure_from_sdk(exc: BaseException, sdk: ModuleType) -> ApiFailure | None:
 
     if isinstance(exc, sdk.APIStatusError):
         return _status_failure(exc)
-    if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
-        return ApiFailure("no complete answer in time", kind="timeout")  # SDK texts are long
     cause = exc.__cause__ or exc.__context__
+    if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
+        # the aiohttp transport reports a refused connection as a connect timeout
+        if "Connect call failed" in str(cause) or "Connect call failed" in str(exc):
+            return ApiFailure(
+                f"connection refused ({type(cause or exc).__name__}: {cause or exc})", kind="connection"
+            )
+        return ApiFailure("no complete answer in time", kind="timeout")  # SDK texts are long
     for error in (exc, cause):  # the SDKs wrap it as a connection error when not streaming
         if isinstance(error, httpx2.DecodingError):  # e.g. a gzip body that does not unzip
             return ApiFailure(f"the response body cannot be decoded ({error})", kind="answer")
@@ -158,6 +163,26 @@ def backoff_delay(attempt: int, failure: ApiFailure) -> float:
     return ceiling / 2 + random.uniform(0, ceiling / 2)  # "equal jitter": spread, never near zero
 
 
+# where each SDK sends a call when the model names no base_url
+SDK_BASE_URLS = {
+    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+}
+
+
+def sent_to(config: ModelConfig) -> str:
+    """The address a model's calls went to, and where that address came from (a hint names
+    both: a dead `OPENAI_BASE_URL` is not the provider's default)."""
+    if config.base_url:
+        if config.base_url == os.environ.get("LLM_BASE_URL") and config.provider == "openai":
+            return f"{config.base_url} (from $LLM_BASE_URL)"
+        return f"{config.base_url} (the base_url of model '{config.name}')"
+    env, default = SDK_BASE_URLS.get(config.provider, (None, None))
+    if env is not None and (value := os.environ.get(env)):
+        return f"{value} (from ${env})"
+    return f"{default} (the {config.provider} SDK's default)" if default else "the provider's default"
+
+
 def _credential_env(config: ModelConfig) -> str | None:
     return config.auth_token_env or config.api_key_env
 
@@ -170,11 +195,11 @@ def _hint(failure: ApiFailure, config: ModelConfig, credential: str | None = Non
         env = _credential_env(config)
         return f"check the key in ${env}" if env else "check the credentials the server expects"
     if status == 404:
-        return f"check the model id '{config.model}' / base_url ({config.base_url or 'the provider default'})"
+        return f"check the model id '{config.model}' and the address {sent_to(config)}"
     if status == 429:
         return "rate limited: lower the concurrency, wait, or raise the model's max_retries"
     if failure.kind == "connection":
-        return f"check the network and base_url ({config.base_url or 'the provider default'})"
+        return f"check the network and the address {sent_to(config)}"
     if failure.kind == "timeout":
         return f"the call took longer than timeout_s={config.timeout_s:g}: raise it or retry later"
     if failure.kind == "answer" and (
@@ -185,9 +210,8 @@ def _hint(failure: ApiFailure, config: ModelConfig, credential: str | None = Non
         )
     if failure.kind == "answer":
         return (
-            "the server's answers are broken or empty: check that base_url "
-            f"({config.base_url or 'the provider default'}) is the model API, retry later, or "
-            "raise the model's max_retries"
+            f"the server's answers are broken or empty: check that {sent_to(config)} is the model API, "
+            "retry later, or raise the model's max_retries"
         )
     if (status is not None and status >= 500) or failure.kind == "stream":
         return "the service is failing: retry later or raise the model's max_retries"

@@ -39,16 +39,7 @@ from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import SeedPlan, check_places, plan_seeds, write_seeds
 from flowrun.runtime.steps.base import StepContext, top_agent
 from flowrun.settle import settle
-
-# waiting: 75, EX_TEMPFAIL of sysexits.h: "try again later" (once the decisions are taken)
-EXIT_CODES = {
-    "completed": 0,
-    "failed": 1,
-    "max_steps": 3,
-    "budget_exceeded": 4,
-    "waiting": 75,
-    "interrupted": 130,
-}
+from flowrun.states import exit_code
 
 
 @dataclass
@@ -217,7 +208,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     except (KeyboardInterrupt, asyncio.CancelledError) as e:
         # Ctrl-C, SIGTERM or a cancelled task: stop cleanly, keep everything, say how to continue
         reason = e.args[0] if e.args and isinstance(e.args[0], str) else type(e).__name__
-        status, message = "interrupted", f"{reason}: continue with `flowrun resume {run.run_dir}`"
+        status, message = "cancelled", f"{reason}: continue with `flowrun resume {run.run_dir}`"
         raise
     finally:
         await _session_end(run, status)
@@ -228,13 +219,13 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     if run.spec.output and (run.workspace / run.spec.output).exists():
         output = str(run.workspace / run.spec.output)
     pending = run.decisions.open_requests() if status == "waiting" else []
-    return RunSummary(status, message, output, EXIT_CODES.get(status, 1), pending)
+    return RunSummary(status, message, output, exit_code(status), pending)
 
 
 async def _session_end(run: Run, status: str) -> None:
-    """The run's SessionEnd hooks, once it ended (not while it waits or was interrupted: it
-    goes on later); they cannot change how it ended."""
-    if run.hook_moments is None or status in ("waiting", "interrupted"):
+    """The run's SessionEnd hooks, once it ended (not while it waits or was cancelled: it goes
+    on later); they cannot change how it ended."""
+    if run.hook_moments is None or status in ("waiting", "cancelled"):
         return
     try:
         await run.hook_moments.session_end(status)

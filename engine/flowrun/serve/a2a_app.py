@@ -188,7 +188,7 @@ def build_app(
         try:
             yield
         finally:
-            await holder[0].close()  # each run ends interrupted: resumable after a restart
+            await holder[0].close()  # each run ends cancelled: resumable after a restart
 
     def card_route(name: str | None) -> Callable[[Request], Awaitable[Response]]:
         async def answer(request: Request) -> Response:

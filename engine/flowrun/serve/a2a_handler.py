@@ -136,14 +136,14 @@ class RunsHandler(RequestHandler):
 
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
-        """Stop the run (it ends interrupted, resumable); a task waiting for input is cancelled
+        """Stop the run (it ends cancelled, resumable); a task waiting for input is cancelled
         where it stands."""
         served = self.runs()
         entry = await asyncio.to_thread(self.entry, params.id)
         record = read_record(served.runs_dir, params.id)
         if task_state(entry, record) in ENDED:
             raise TaskNotCancelableError(f"task {params.id} has ended ({entry.status})")
-        # recorded first: whoever sees the run stop sees it cancelled, not merely interrupted
+        # recorded first: whoever sees the run stop sees the task canceled, not input-required
         write_record(served.runs_dir, params.id, {**record, "canceled": True})
         if served.running(params.id):
             try:

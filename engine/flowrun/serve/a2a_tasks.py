@@ -74,6 +74,9 @@ def _dict(message: Message) -> dict[str, object]:
 # ---------------------------------------------------------------- run -> task
 
 
+STOPPED = ("waiting", "cancelled", "interrupted")  # a run that goes on when asked to
+
+
 def task_state(entry: RunEntry, record: Mapping[str, object]) -> TaskState:
     """working while it runs; input-required while it waits for a decision (or was stopped
     without a cancel: a message resumes it); completed; canceled (a cancel through A2A);
@@ -84,9 +87,9 @@ def task_state(entry: RunEntry, record: Mapping[str, object]) -> TaskState:
         return TaskState.TASK_STATE_WORKING
     if entry.status == "completed":
         return TaskState.TASK_STATE_COMPLETED
-    if record.get("canceled") is True and entry.status in ("interrupted", "waiting"):
+    if record.get("canceled") is True and entry.status in STOPPED:
         return TaskState.TASK_STATE_CANCELED
-    if entry.status in ("waiting", "interrupted"):
+    if entry.status in STOPPED:
         return TaskState.TASK_STATE_INPUT_REQUIRED
     return TaskState.TASK_STATE_FAILED
 

@@ -2,7 +2,9 @@
 
     POST /v1/runs                      start a run of a served workflow
     GET  /v1/runs                      the runs folder's runs (filters, paged; the runs index)
-    GET  /v1/runs/{id}                 one run: summary, inputs, options, pending decisions, usage
+    GET  /v1/runs/{id}                 one run's summary: state, usage, agents, timeline, decisions
+    GET  /v1/runs/{id}/conversations   each agent's conversation, sub-agents under their calls
+    GET  /v1/runs/{id}/replay          its replay's model steps beside its own (404: none)
     GET  /v1/runs/{id}/events          its log as server-sent events (Last-Event-ID resumes)
     POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
     POST /v1/runs/{id}/cancel|resume   stop it resumably, continue it
@@ -28,15 +30,18 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from flowrun.errors import FlowrunError, RunInUse
 from flowrun.paths import is_dir
-from flowrun.pinned import open_regular, read_json_object, walk
+from flowrun.pinned import open_regular, walk
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
-from flowrun.runtime.durable.runs_index import last_line, list_runs
+from flowrun.runtime.durable.runs_index import list_runs
+from flowrun.runtime.summary.conversations import conversation_json
+from flowrun.runtime.summary.folder import replay_steps
 from flowrun.serve.access import BearerToken, HostCheck, accepted_hosts
 from flowrun.serve.event_feed import follow
 from flowrun.serve.openapi import document
 from flowrun.serve.served_runs import Conflict, NotFound, ServedRuns, decision_dict, describe_error
 from flowrun.serve.workflow_info import batch_detail, batches, workflow_info
+from flowrun.states import NAMES
 from flowrun.types import decode_json
 
 if TYPE_CHECKING:
@@ -58,7 +63,7 @@ def build_app(
     on_start: Callable[[ServedRuns], None] | None = None,
 ) -> ASGIApp:
     """The ASGI app. `served` makes the server's ServedRuns once the loop runs; `on_start` is
-    told of it (the CLI prints the runs left waiting or interrupted)."""
+    told of it (the CLI prints the runs left waiting or stopped)."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
@@ -71,13 +76,15 @@ def build_app(
         try:
             yield
         finally:
-            await runs.close()  # each run ends interrupted: resumable after a restart
+            await runs.close()  # each run ends cancelled: resumable after a restart
 
     routes = [
         Route("/v1/workflows", workflows_route, methods=["GET"]),
         Route("/v1/runs", list_route, methods=["GET"]),
         Route("/v1/runs", start_route, methods=["POST"]),
         Route("/v1/runs/{id}", run_route, methods=["GET"]),
+        Route("/v1/runs/{id}/conversations", conversations_route, methods=["GET"]),
+        Route("/v1/runs/{id}/replay", replay_route, methods=["GET"]),
         Route("/v1/runs/{id}/events", events_route, methods=["GET"]),
         Route("/v1/runs/{id}/decisions", decisions_route, methods=["POST"]),
         Route("/v1/runs/{id}/cancel", cancel_route, methods=["POST"]),
@@ -178,7 +185,7 @@ async def list_route(request: Request) -> Response:
         raise UsageError("limit and offset are whole numbers", "e.g. ?limit=50&offset=100") from None
     statuses = [s for value in query.getlist("status") for s in value.split(",") if s]
     if not is_dir(served.runs_dir):
-        return reply({"runs": [], "total": 0, "offset": offset, "limit": limit})
+        return reply({"runs": [], "total": 0, "offset": offset, "limit": limit, "states": NAMES})
     page = await asyncio.to_thread(
         list_runs,
         served.runs_dir,
@@ -191,7 +198,7 @@ async def list_route(request: Request) -> Response:
         offset=offset,
     )
     runs = [entry.to_dict() for entry in page]
-    return reply({"runs": runs, "total": page.total, "offset": offset, "limit": limit})
+    return reply({"runs": runs, "total": page.total, "offset": offset, "limit": limit, "states": NAMES})
 
 
 def _time(value: str | None, name: str) -> float | None:
@@ -218,21 +225,23 @@ async def run_route(request: Request) -> Response:
 
 
 def run_detail(served: ServedRuns, run_id: str) -> dict[str, object]:
-    entry = served.entry(run_id)
-    folder = entry.path
-    meta = read_json_object(folder / "run.json")
-    last = last_line(folder / "events.jsonl")
-    output = meta.get("output")
-    pending = meta.get("pending") if entry.status == "waiting" else []
-    return {
-        **entry.to_dict(),
-        "inputs": entry.inputs,
-        "options": entry.options,
-        "output": output if isinstance(output, str) and (folder / output).is_file() else None,
-        "message": last.get("message") if last.get("type") == "run_end" else None,
-        "pending": pending if isinstance(pending, list) else [],
-        "usage": read_json_object(folder / "usage.json"),
-    }
+    """The run's summary (runtime/summary/), as `flowrun show` reads it."""
+    return served.summary(run_id).to_dict()
+
+
+async def conversations_route(request: Request) -> Response:
+    served = runs_of(request)
+    summary = await asyncio.to_thread(served.summary, request.path_params["id"])
+    return reply({"conversations": conversation_json(summary.conversations)})
+
+
+async def replay_route(request: Request) -> Response:
+    served = runs_of(request)
+    run_id = request.path_params["id"]
+    summary = await asyncio.to_thread(served.summary, run_id)
+    if summary.replay is None:
+        raise NotFound(f"run {run_id} has no replay", f"flowrun replay {summary.entry.path} makes one")
+    return reply(await asyncio.to_thread(replay_steps, summary.entry.path, summary.replay))
 
 
 async def events_route(request: Request) -> Response:
@@ -279,7 +288,7 @@ async def decisions_route(request: Request) -> Response:
 async def cancel_route(request: Request) -> Response:
     run_id = request.path_params["id"]
     runs_of(request).cancel(run_id)
-    return reply({"id": run_id, "status": "interrupted"}, 202)
+    return reply({"id": run_id, "status": "cancelled"}, 202)
 
 
 async def resume_route(request: Request) -> Response:

@@ -182,7 +182,7 @@ class WorkflowServer:
     ) -> tuple[str, dict[str, object], bool]:
         """The run in a task of its own, so that a cancelled call (the client's
         notifications/cancelled: the SDK cancels this handler's scope, again at every await)
-        can wait, shielded, until the run has stopped and recorded that it was interrupted."""
+        can wait, shielded, until the run has stopped and recorded that it was cancelled."""
         import anyio
 
         task = asyncio.create_task(self._follow(ctx, workflow, arguments))

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from flowrun._version import __version__
+from flowrun.states import NAMES
 
 Json = dict[str, object]  # a piece of the document
 
@@ -62,8 +63,7 @@ SCHEMAS: Json = {
             "workflow": {"type": "string"},
             "status": {
                 "type": "string",
-                "description": "running, waiting, completed, failed, max_steps, budget_exceeded or "
-                "interrupted",
+                "description": "the run's state: " + ", ".join(NAMES) + " (docs: run-folder.md)",
             },
             "dry_run": {"type": "boolean"},
             "started": NUMBER_OR_NULL,
@@ -107,8 +107,29 @@ SCHEMAS: Json = {
                     "options": {"type": "object"},
                     "output": STRING_OR_NULL,
                     "message": STRING_OR_NULL,
+                    "workflow_file": {"type": "string"},
+                    "output_files": {"type": "array", "items": {"type": "string"}},
                     "pending": {"type": "array", "items": _ref("PendingDecision")},
-                    "usage": {"type": "object", "description": "usage.json"},
+                    "decisions": {"type": "array", "items": {"type": "object"}},
+                    "usage": {
+                        "type": "object",
+                        "description": "usage.json's shape, counted from the log (also of a killed run)",
+                    },
+                    "events": {"type": "integer"},
+                    "last_seq": {"type": "integer"},
+                    "tool_calls": {"type": "integer"},
+                    "tool_errors": {"type": "integer"},
+                    "retries": {"type": "integer"},
+                    "invocations": {
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "description": "each agent invocation: usage, cost, its calls and items in order",
+                    },
+                    "tree": {"type": "array", "items": {"type": "object"}, "description": "who ran whom"},
+                    "notes": {"type": "array", "items": {"type": "object"}},
+                    "spans": {"type": "array", "items": {"type": "object"}, "description": "timeline bars"},
+                    "replay": STRING_OR_NULL,
+                    "now": {"type": "number", "description": "the server's clock when read"},
                 },
             },
         ]
@@ -253,6 +274,26 @@ OPERATIONS = (
         parameters=RUN,
     ),
     Operation(
+        "/v1/runs/{id}/conversations",
+        "get",
+        "runConversations",
+        "Each agent's conversation, sub-agents nested under their calls",
+        "200",
+        _json(ANY, "The conversations"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/replay",
+        "get",
+        "runReplay",
+        "The model steps of the run's replay beside its own, the first difference",
+        "200",
+        _json(ANY, "The steps"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
         "/v1/runs/{id}/events",
         "get",
         "runEvents",
@@ -277,7 +318,7 @@ OPERATIONS = (
         "/v1/runs/{id}/cancel",
         "post",
         "cancelRun",
-        "Stop a run (it ends interrupted, resumable)",
+        "Stop a run (it ends cancelled, resumable)",
         "202",
         _json(_ref("Accepted"), "Stopping"),
         (401, 404, 409),

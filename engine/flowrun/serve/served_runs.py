@@ -24,6 +24,7 @@ from flowrun.runtime.durable.decisions import Decision, PendingDecision
 from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import RunEntry, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
+from flowrun.runtime.summary.folder import RunSummary, SummaryCache
 
 # the run options a client may set (RunOptions fields; not workdir: a folder of the server's)
 CLIENT_OPTIONS = (
@@ -96,6 +97,7 @@ class ServedRuns:
         self.options = options or RunOptions()  # the server's own flags, under each request's
         self.tasks: dict[str, asyncio.Task[RunResult]] = {}
         self.changes = Changes()
+        self.summaries = SummaryCache()
 
     # ------------------------------------------------------------ finding runs
 
@@ -116,6 +118,10 @@ class ServedRuns:
             raise NotFound(f"no run {run_id!r}", "GET /v1/runs lists them")
         return found
 
+    def summary(self, run_id: str) -> RunSummary:
+        """The run's summary, its log read from where it was last read (a live page asks often)."""
+        return self.summaries.read(self.folder(run_id))
+
     def running(self, run_id: str) -> bool:
         """A process (this server's or another) holds the run's folder: the lock, not the task,
         so that a run whose status says it stopped is no longer running (its task releases the
@@ -123,12 +129,12 @@ class ServedRuns:
         return owned(self.runs_dir / run_id)
 
     def left_over(self) -> tuple[list[RunEntry], list[RunEntry]]:
-        """The runs waiting for decisions and those interrupted (killed with a server, or
-        crashed): resumable through the API."""
+        """The runs waiting for decisions and those stopped (cancelled as a server stopped,
+        or interrupted: killed with it, crashed): resumable through the API."""
         if not is_dir(self.runs_dir):
             return [], []
-        found = list_runs(self.runs_dir, status=["waiting", "interrupted"]).runs
-        return [e for e in found if e.status == "waiting"], [e for e in found if e.status == "interrupted"]
+        found = list_runs(self.runs_dir, status=["waiting", "cancelled", "interrupted"]).runs
+        return [e for e in found if e.status == "waiting"], [e for e in found if e.status != "waiting"]
 
     # ------------------------------------------------------------ starting and stopping
 
@@ -203,7 +209,7 @@ class ServedRuns:
         await _first(task, started)
 
     def cancel(self, run_id: str) -> None:
-        """Stop a run of this server: it ends `interrupted`, resumable."""
+        """Stop a run of this server: it ends `cancelled`, resumable."""
         self.folder(run_id)
         task = self.tasks.get(run_id)
         if task is None or task.done():
@@ -239,7 +245,7 @@ class ServedRuns:
         return decision, pending, status
 
     async def close(self) -> None:
-        """Stop every run of this server (each ends `interrupted`, resumable)."""
+        """Stop every run of this server (each ends `cancelled`, resumable)."""
         tasks = [task for task in self.tasks.values() if not task.done()]
         for task in tasks:
             task.cancel("the server stopped")

@@ -13,6 +13,7 @@ from flowrun.errors import UsageError
 from flowrun.pinned import read_json_object, read_whole
 from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import list_runs
+from flowrun.states import NAMES
 
 BATCHES = "batches"  # beside the runs folder
 
@@ -70,7 +71,7 @@ def batch_detail(runs_dir: Path, name: str) -> dict[str, object] | None:
     for when, cost in sorted(ended):
         total += cost
         points.append({"t": when, "cost_usd": round(total, 6)})
-    return {**_summary(path), "items": items, "cost_over_time": points}
+    return {**_summary(path), "items": items, "cost_over_time": points, "states": NAMES}
 
 
 def _summary(path: Path) -> dict[str, object]:

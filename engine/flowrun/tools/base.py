@@ -183,6 +183,9 @@ class ToolContext:
     # the run's hooks: ask_user, emit
     services: ToolServices = field(default_factory=ToolServices)
     interactive: bool = False
+    # a dry run: a tool that would reach a paid or remote service answers offline instead
+    # (web_search searches the corpus, visit_url reads only file:// URLs)
+    dry_run: bool = False
     # engine-owned files in the workspace root (events.jsonl, ...): no tool may touch them
     protected: frozenset[str] = frozenset()
     # how processes the tool starts are confined (required by default: fail closed)

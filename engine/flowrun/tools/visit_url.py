@@ -77,6 +77,11 @@ async def visit_url(
         if scheme == "file":
             fetched, local = _read_file_url(ctx, url)
             path_resolved = ctx.relative(local)
+        elif scheme in ("http", "https") and ctx.dry_run:
+            raise VisitError(
+                "UNAVAILABLE",
+                f"a dry run fetches nothing from the web ({url}); it reads the corpus's file:// URLs",
+            )
         elif scheme in ("http", "https"):
             fetched = await _fetch_http(ctx, url)
         else:

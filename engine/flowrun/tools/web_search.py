@@ -115,6 +115,8 @@ async def _search(ctx: ToolContext, query: str, max_results: int, search_depth: 
     limit = max(1, min(int(max_results), MAX_RESULTS_CAP))
     backend = str(ctx.config.get("backend", "auto"))
     key = os.environ.get(str(ctx.config.get("api_key_env") or "TAVILY_API_KEY"), "")
+    if ctx.dry_run and backend in ("auto", "tavily"):
+        backend = "corpus"  # a dry run sends nothing to a paid service, whatever key is set
     if backend == "tavily" or (backend == "auto" and key):
         if not key:
             return error(

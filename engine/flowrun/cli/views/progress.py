@@ -23,23 +23,11 @@ from flowrun.events import (
     AgentEndEvent,
     AgentStartEvent,
     ApprovalEvent,
-    BudgetExceededEvent,
-    CallBudgetExceededEvent,
-    ContextResetEvent,
     ErrorEvent,
     Event,
-    FanoutStartEvent,
-    GuardrailEvent,
-    IterationStartEvent,
-    ModelFallbackEvent,
     ModelRequestEvent,
     ModelResponseEvent,
-    ModelRetryEvent,
-    OutputInvalidEvent,
-    RepeatedCallEvent,
     RunEndEvent,
-    SeedKeptEvent,
-    StepConditionEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -99,33 +87,13 @@ def event_line(event: Event, verbosity: int, redact: Callable[[str], str] = str)
         case ModelResponseEvent():
             return _answer_line(event, redact) if verbosity >= 1 else None
         case ApprovalEvent():
-            verdict = "approved" if event.approved else "NOT approved"
-            return f"  {event.agent} → {event.tool}: {verdict} ({event.by})"
-        case SeedKeptEvent():  # a file of the user's folder the seeds left alone
-            return redact(event.message)
-        case GuardrailEvent(passed=False):
-            return (
-                f"! guardrail {event.guardrail} of {event.agent}: {event.action}: {short(event.reason, 100)}"
-            )
-        case ModelRetryEvent():
-            return (
-                f"! model {event.model} retry {event.retry} in {event.delay_s} s: {short(event.reason, 100)}"
-            )
-        case (
-            ErrorEvent()
-            | BudgetExceededEvent()
-            | ContextResetEvent()
-            | IterationStartEvent()
-            | FanoutStartEvent()
-            | StepConditionEvent(met=False)
-            | ModelFallbackEvent()
-            | OutputInvalidEvent()
-            | CallBudgetExceededEvent()
-            | RepeatedCallEvent()
-        ):
-            fields = {k: v for k, v in event.to_dict().items() if k != "type"}
-            return f"! {event.type}: {short(fields, 120)}"
-    return None
+            return f"  {short(event.describe(), 160)}"
+        case ErrorEvent(where="run"):
+            return None  # the command's own last line says it (`error: ...`)
+    level = event.level()
+    if not level:
+        return None
+    return ("! " if level in ("warn", "error") else "· ") + short(event.describe(), 160)
 
 
 def _call_line(event: ToolCallEvent, verbosity: int, redact: Callable[[str], str]) -> str:
@@ -185,7 +153,6 @@ class Progress:
         # reentrant: building and starting Live (under this lock) already calls render()
         self._lock = threading.RLock()
         self.redact = redact
-        self.model_errors: set[str] = set()  # shown where the model call failed
 
     def __call__(self, event: Event) -> None:
         with self._lock:
@@ -195,7 +162,7 @@ class Progress:
                 self.started = time.monotonic()
             self._update(event)
             live = self._ensure_live() if self.use_live and not self._paused else None
-        line = None if self._repeated(event) else event_line(event, self.verbosity, self.redact)
+        line = event_line(event, self.verbosity, self.redact)
         if line and not (live and self.verbosity < 1 and isinstance(event, SHOWN_LIVE)):
             self._print(line, live)
         if isinstance(event, RunEndEvent):
@@ -208,15 +175,6 @@ class Progress:
                 return
             live = self._ensure_live() if self.use_live and not self._paused else None
         self._print(line, live)
-
-    def _repeated(self, event: Event) -> bool:
-        """The run's error that repeats the model failure shown just before it."""
-        if not isinstance(event, ErrorEvent):
-            return False
-        with self._lock:
-            if event.where == "model":
-                self.model_errors.add(event.message)
-            return event.where == "run" and event.message in self.model_errors
 
     def _print(self, line: str, live: Live | None) -> None:
         if live is not None:

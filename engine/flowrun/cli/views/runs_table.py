@@ -8,60 +8,12 @@ import shutil
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from flowrun.runtime.durable.runs_index import RunEntry
-from flowrun.runtime.durable.runs_index import list_runs as index_list
-
-if TYPE_CHECKING:
-    from flowrun.runtime.options import RunOptions
 
 # Piped output is not wrapped, so `flowrun show … | grep` finds whole lines.
 UNWRAPPED_WIDTH = 1000
 GAP = "  "
-
-
-@dataclass
-class RunRow:
-    id: str
-    path: Path
-    workflow: str
-    status: str
-    steps: int  # model calls over all agents
-    tokens: int
-    cost_usd: float | None  # None when the run's models have no prices or the run never ended
-    duration_s: float | None  # first to last event
-    started: float | None  # epoch seconds of the first event
-    dry_run: bool = False
-    inputs: dict[str, object] = field(default_factory=dict)
-    options: RunOptions | None = None  # as run.json (or run_start) records them, when read
-
-
-def list_runs(runs: Path | Iterable[RunEntry]) -> list[RunRow]:
-    """The runs of a runs folder (every run folder directly under it), or of a page the runs
-    index listed, newest first, as lines of `flowrun runs`."""
-    return [row_of(entry) for entry in (index_list(runs) if isinstance(runs, Path) else runs)]
-
-
-def row_of(entry: RunEntry) -> RunRow:
-    """A runs index entry as a line of `flowrun runs`: a run that says it is running while no
-    process owns it is `incomplete` (it crashed or was killed; `flowrun resume` continues it)."""
-    killed = entry.status == "interrupted" and entry.recorded_status == "running"
-    return RunRow(
-        id=entry.id,
-        path=entry.path,
-        workflow=entry.workflow,
-        status="incomplete" if killed else entry.status,
-        steps=entry.steps,
-        tokens=entry.total_tokens,
-        cost_usd=entry.cost_usd,
-        duration_s=entry.duration_s,
-        started=entry.started,
-        dry_run=entry.dry_run,
-        inputs=dict(entry.inputs),
-    )
 
 
 def since_time(text: str | None) -> float | None:
@@ -126,7 +78,7 @@ STATUS_STYLE = {
     "partial": "yellow",
     "max_steps": "yellow",
     "budget_exceeded": "yellow",
-    "incomplete": "yellow",
+    "cancelled": "yellow",
     "interrupted": "yellow",
     "waiting": "magenta",
     "running": "cyan",
@@ -139,9 +91,10 @@ RIGHT = frozenset({"steps", "tokens", "cost", "duration"})
 MIN_LAST = 10  # the inputs column is cut to fit the width, down to this
 
 
-def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = None) -> str:
-    """An aligned table of runs (newest first), plain text unless `color` (default: stdout is a
-    TTY). The last column (inputs) is cut with … to fit `width`."""
+def format_runs(entries: Iterable[RunEntry], *, width: int = 160, color: bool | None = None) -> str:
+    """An aligned table of runs as the runs index lists them (newest first), plain text unless
+    `color` (default: stdout is a TTY). The last column (inputs) is cut with … to fit `width`."""
+    rows = list(entries)
     if not rows:
         return "no runs yet"
     color = sys.stdout.isatty() if color is None else color
@@ -163,7 +116,7 @@ def format_runs(rows: list[RunRow], *, width: int = 160, color: bool | None = No
     return "\n".join(out)
 
 
-def _cells(row: RunRow) -> list[str]:
+def _cells(row: RunEntry) -> list[str]:
     started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started)) if row.started else "-"
     return [
         row.id,
@@ -171,7 +124,7 @@ def _cells(row: RunRow) -> list[str]:
         row.status,
         started,
         str(row.steps),
-        f"{row.tokens:,}",
+        f"{row.total_tokens:,}",
         format_cost(row.cost_usd),
         format_duration(row.duration_s),
         format_inputs(row.inputs),

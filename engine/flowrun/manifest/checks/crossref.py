@@ -12,7 +12,7 @@ from flowrun.manifest.checks.costs import check_costs
 from flowrun.manifest.checks.eval_files import check_evalsets
 from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.checks.test_files import check_test_files
-from flowrun.manifest.checks.tools import schema_problems, unknown_entry
+from flowrun.manifest.checks.tools import default_warnings, schema_problems, unknown_entry
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.a2a_refs import name_problems as a2a_name_problems
 from flowrun.manifest.env_refs import unset_diagnostics
@@ -84,7 +84,8 @@ def _check_tools(tools: list[Loaded[ToolManifest]], project: Project) -> list[Di
     """What every tools.d manifest gets, then what its kind adds."""
     out: list[Diagnostic] = []
     for tool in tools:
-        out += schema_problems(tool) + check_setting(tool.source, ("sandbox",), tool.spec.sandbox)
+        out += schema_problems(tool) + default_warnings(tool)
+        out += check_setting(tool.source, ("sandbox",), tool.spec.sandbox)
     for kind in tool_kinds():
         own = [tool for tool in tools if tool.spec.implementation.kind == kind.name]
         if own:

@@ -42,6 +42,39 @@ def schema_problems(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
     return out
 
 
+def default_warnings(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
+    """A `default` of a parameter that its own schema does not accept (`"default": "None"` on an
+    integer, an enum's `N/A`): JSON Schema's `default` is only a note, and flowrun fills in only
+    the defaults that are valid, so this one never reaches the tool."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    props = loaded.spec.parameters.get("properties")
+    out: list[Diagnostic] = []
+    for name, prop in props.items() if isinstance(props, dict) else ():
+        if not isinstance(prop, dict) or "default" not in prop:
+            continue
+        own = {k: v for k, v in prop.items() if k != "default"}
+        try:
+            problem = next(Draft202012Validator(own).iter_errors(prop["default"]), None)
+        except SchemaError:
+            continue  # (schema_problems says what is wrong with the schema)
+        why = problem.message if problem is not None else "the text None is Python's None written down"
+        if problem is not None or prop["default"] == "None":
+            message = f"the default of '{name}' does not fit its own schema ({why}): it is never filled in"
+            hint = "give a default its schema accepts, or none (a model that leaves it out sends nothing)"
+            out.append(
+                loaded.source.diag(
+                    ("parameters", "properties", name, "default"),
+                    message,
+                    hint,
+                    "bad-default",
+                    severity="warning",
+                )
+            )
+    return out
+
+
 def entry_key_problems(entry: EntryRef) -> list[Diagnostic]:
     """`approve` and `sandbox` of the entry."""
     return check_entry_keys(entry.src, entry.index, entry.name, entry.config)

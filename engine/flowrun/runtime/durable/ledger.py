@@ -37,6 +37,7 @@ from flowrun.events import (
     RepeatedCallEvent,
     RunStartEvent,
     StepConditionEvent,
+    StepEvent,
     ToolCallEvent,
     ToolIntentEvent,
     ToolResultEvent,
@@ -74,6 +75,7 @@ REPEATABLE: tuple[type[Event], ...] = (
     HookEvent,
     RepeatedCallEvent,
     GuardrailEvent,
+    StepEvent,
 )
 EventKey = tuple[object, ...]
 

@@ -31,12 +31,13 @@ from pathlib import Path
 from flowrun.errors import RunError, UsageError
 from flowrun.paths import is_dir
 from flowrun.pinned import open_regular, read_json_object, read_whole
+from flowrun.states import NAMES, RENAMED, current_state, recorded_state
 from flowrun.types import Usage
 
 INDEX_NAME = ".index.sqlite"
 # run_folder.LOCK_NAME, not imported: that module brings asyncio, and `flowrun runs` starts fast
 LOCK_NAME = "run.lock"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the state names of flowrun/states.py (cancelled, interrupted)
 LIST_TIMEOUT_S = 5.0  # a listing waits this long for a writer of the index
 NOTE_TIMEOUT_S = 0.2  # a run's own update gives up sooner: the next listing catches up
 TAIL_BYTES = 65536
@@ -49,8 +50,8 @@ COLUMNS = (
     "log_size",  # events.jsonl's size when read (-1: not read; a running run is read again)
     "id",
     "workflow",
-    "status",  # as reported: `running` only while its lock is held, `interrupted` if not
-    "recorded",  # as run.json (or the log's run_end) says
+    "status",  # its state (flowrun/states.py): `running` only while its lock is held
+    "recorded",  # as run.json (or the log's run_end) says, in today's names
     "dry_run",
     "started",
     "ended",
@@ -85,8 +86,8 @@ class RunEntry:
     id: str
     path: Path
     workflow: str
-    status: str  # running (a process holds it), waiting, completed, ..., interrupted
-    recorded_status: str  # as run.json says: `running` for a run that was killed or crashed
+    status: str  # its state (flowrun/states.py): running while a process holds it, ...
+    recorded_status: str  # as it records: `running` for a run that was killed or crashed
     dry_run: bool
     started: float | None  # epoch seconds of its first event
     ended: float | None  # of its last event, once it is no longer running
@@ -183,7 +184,12 @@ def read_run(run_dir: str | Path) -> RunEntry | None:
     row = summarize(folder, scan=True)
     if row is None or not row[1]:
         return None
-    return _entry(folder.parent, (*row[4:21], row[0]))
+    return entry_of(folder.parent, row)
+
+
+def entry_of(folder: Path, row: Row) -> RunEntry:
+    """The entry of a row that `summarize` made for a folder under `folder`."""
+    return _entry(folder, (*row[4:21], row[0]))
 
 
 def has_index(run_dir: Path) -> bool:
@@ -370,7 +376,7 @@ def _running_changed(run_dir: Path, size: int, status: str) -> str | None:
         now = -1
     if now != size:
         return "read"
-    current = "running" if owned(run_dir) else "interrupted"
+    current = current_state("running", None, owned(run_dir))
     return current if current != status else None
 
 
@@ -406,13 +412,17 @@ def owned(run_dir: Path) -> bool:
 
 
 Row = tuple[object, ...]  # the index's columns, in COLUMNS order
+Counts = tuple[int, int, int, int, float | None]  # steps, input, output, total tokens, cost
 
 
-def summarize(run_dir: Path, *, scan: bool = True, owner: bool = False) -> Row | None:
+def summarize(
+    run_dir: Path, *, scan: bool = True, owner: bool = False, counts: Counts | None = None
+) -> Row | None:
     """The index row of a folder (None when it cannot be read). What an ended run is comes from
     run.json, usage.json and its log's first and last lines; a running one's model calls are
-    counted in its log when `scan` (the runtime's own update skips that: the listing does it).
-    `owner`: the caller holds the folder's lock (the runtime), its status is as recorded."""
+    `counts` when given (a fold of its whole log), else counted in its log when `scan` (the
+    runtime's own update skips that: the listing does it). `owner`: the caller holds the
+    folder's lock (the runtime): its state is what it recorded."""
     try:
         mtime = run_dir.stat().st_mtime_ns
     except OSError:
@@ -423,31 +433,34 @@ def summarize(run_dir: Path, *, scan: bool = True, owner: bool = False) -> Row |
         return (run_dir.name, 0, mtime, -1, *([None] * (len(COLUMNS) - 4)))
     first, last, size = _ends(log)
     start = first if first.get("type") == "run_start" else {}
-    end = last if last.get("type") == "run_end" else None
-    recorded = str(meta.get("status") or "running")
-    if end is not None and recorded == "running" and isinstance(end.get("status"), str):
-        recorded = str(end["status"])  # died between its run_end and run.json
-    # running while a live process holds the folder (also one finishing, its status written),
-    # interrupted when it says running and nobody does (killed, crashed)
-    if owner:  # the run's own process: what it recorded is what it is once it lets go
-        status = recorded
-    else:
-        status = "running" if owned(run_dir) else recorded if recorded != "running" else "interrupted"
-    options = meta.get("options") or start.get("options") or {}
-    if not isinstance(options, dict):
-        options = {}
-    inputs = meta.get("inputs") or start.get("inputs") or {}
-    inputs = inputs if isinstance(inputs, dict) else {}
+    ended = last.get("status") if last.get("type") == "run_end" else None
+    recorded = recorded_state(_text(meta.get("status")), _text(ended))
+    # running while a live process holds the folder (also one finishing, its status written)
+    status = recorded if owner else current_state(recorded, None, owned(run_dir))
     if recorded != "running":
-        usage = (end or {}).get("usage") or read_json_object(run_dir / "usage.json")
+        usage = (last if ended is not None else {}).get("usage") or read_json_object(run_dir / "usage.json")
         counts = _usage_counts(usage if isinstance(usage, dict) else {})
         size = -1
-    elif scan:
+    elif counts is None and scan:
         counts = _scan_calls(log)
-    else:
-        counts = (0, 0, 0, 0, None)
-        size = -1  # read again by the next listing
-    started, ended = _time(first), _time(last)
+    elif counts is None:
+        counts, size = (0, 0, 0, 0, None), -1  # read again by the next listing
+    started, ended_t = _time(first), _time(last)
+    return _row(run_dir, meta, start, (mtime, size, status, recorded, started, ended_t), counts)
+
+
+def _row(
+    run_dir: Path,
+    meta: Mapping[str, object],
+    start: Mapping[str, object],
+    state: tuple[int, int, str, str, float | None, float | None],
+    counts: Counts,
+) -> Row:
+    mtime, size, status, recorded, started, ended = state
+    options = meta.get("options") or start.get("options") or {}
+    options = options if isinstance(options, dict) else {}
+    inputs = meta.get("inputs") or start.get("inputs") or {}
+    inputs = inputs if isinstance(inputs, dict) else {}
     workflow = str(meta.get("workflow") or start.get("workflow") or "?")
     run_id = run_dir.name  # what names it under the runs folder (the API finds it by it)
     pending = meta.get("pending")
@@ -464,17 +477,17 @@ def summarize(run_dir: Path, *, scan: bool = True, owner: bool = False) -> Row |
         started,
         ended if status != "running" else None,
         started if started is not None else mtime / 1e9,
-        counts[0],
-        counts[1],
-        counts[2],
-        counts[3],
-        counts[4],
+        *counts,
         len(pending) if isinstance(pending, list) and recorded == "waiting" else 0,
         _batch_of(run_dir),
         json.dumps(inputs, default=str, ensure_ascii=False),
         json.dumps(options, default=str, ensure_ascii=False),
         " ".join([run_id, workflow, _inputs_text(inputs)]).lower(),
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _entry(folder: Path, row: Row) -> RunEntry:
@@ -553,9 +566,6 @@ def _time(event: Mapping[str, object]) -> float | None:
     return float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
 
 
-Counts = tuple[int, int, int, int, float | None]  # steps, input, output, total tokens, cost
-
-
 def _usage_counts(usage: Mapping[str, object]) -> Counts:
     lines = usage.get("by_agent_model")
     lines = lines if isinstance(lines, list) else []
@@ -627,7 +637,10 @@ def _filters(
         clauses.append("workflow = ?")
         params.append(workflow)
     if status:
-        wanted = [status] if isinstance(status, str) else list(status)
+        wanted = [RENAMED.get(s, s) for s in ([status] if isinstance(status, str) else list(status))]
+        for name in wanted:
+            if name not in NAMES:
+                raise UsageError(f"no run state {name!r}", "the states: " + ", ".join(NAMES))
         clauses.append(f"status IN ({', '.join('?' * len(wanted))})")
         params += wanted
     if since is not None:

@@ -199,6 +199,12 @@ class BoundTool:
     # read-only: an MCP tool its server does not annotate `readOnlyHint`, a remote agent)
     in_dry_run: DryRunUse = "run"
     result_schema: dict[str, object] | None = None  # what a call returns, when the tool declares it
+    # what a call's arguments become (runtime/loop/dispatch.prepared_arguments): each valid
+    # `default` of the schema filled in where the model left the argument out (an MCP server
+    # applies its own), and an argument the schema does not declare passed on where the schema
+    # allows it and the tool can take it (a function with **kwargs, an MCP server)
+    fills_defaults: bool = True
+    takes_undeclared: bool = False
     _validator: Validator | None = None
 
     def repeat_safe(self, arguments: dict[str, Any]) -> bool:

@@ -22,7 +22,13 @@ from flowrun.runtime.durable.run_folder import PROTECTED
 from flowrun.runtime.guardrails.book import Guardrails
 from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.loop.approvals import Approvals
-from flowrun.runtime.loop.contracts import AgentInstance, BoundTool, Invocation, RunServices
+from flowrun.runtime.loop.contracts import (
+    AgentInstance,
+    BoundTool,
+    Invocation,
+    RunServices,
+    parameters_validator,
+)
 from flowrun.runtime.loop.decisions import Decisions, LiveAnswer, RunWaiting
 from flowrun.runtime.loop.deferred import not_loaded, note_loaded
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
@@ -69,29 +75,27 @@ class ToolDispatcher:
         self.services = ToolServices(emit=emit)  # a call's own add its questions (_services)
 
     async def execute_calls(self, inst: AgentInstance, calls: list[ToolCall]) -> list[ToolResult]:
-        """Results come back in the order the model asked for them."""
+        """Results come back in the order the model asked for them. Calls run concurrently, but
+        a `sequential` tool's call runs alone where the model placed it: after every call
+        before it, before any call after it."""
         # per step, not per run: a sub-agent's own calls must never wait on its caller's slot
         semaphore = asyncio.Semaphore(self.max_concurrency)
         results: list[ToolResult | None] = [None] * len(calls)
-        serial = [
-            i for i, c in enumerate(calls) if (b := inst.tools.get(c.name)) is not None and b.sequential
-        ]
 
         async def one(i: int) -> None:
             async with semaphore:
                 results[i] = await self.call_tool(inst, calls[i])
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                for i in range(len(calls)):
-                    if i not in serial:
+        for batch in _batches(inst, calls):
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for i in batch:
                         group.create_task(one(i))
-        except BaseExceptionGroup as failures:
-            # e.g. a budget crossed by one of several concurrent sub-agents: the group cancelled
-            # the others (what they did so far is in the log); the run stops on the first reason
-            raise run_stopper(failures) from None
-        for i in serial:
-            results[i] = await self.call_tool(inst, calls[i])
+            except BaseExceptionGroup as failures:
+                # e.g. a budget crossed by one of several concurrent sub-agents: the group
+                # cancelled the others (what they did so far is in the log); the run stops on
+                # the first reason
+                raise run_stopper(failures) from None
         return [r for r in results if r is not None]
 
     def _unknown(self, inst: AgentInstance, call: ToolCall) -> str:
@@ -152,13 +156,15 @@ class ToolDispatcher:
         if isinstance(gate, ToolResult):
             return gate
         bound, call = gate
+        arguments = prepared_arguments(bound, call.arguments)
+        if isinstance(arguments, ToolResult):
+            return arguments
         if self.env.dry_run and bound.in_dry_run == "simulate":
-            return simulated(bound, declared_arguments(bound, call.arguments))
+            return simulated(bound, arguments)
         if self.env.approvals is not None:
             refusal = await self.env.approvals.refusal(inst, bound, call)
             if refusal is not None:
                 return refusal
-        arguments = declared_arguments(bound, call.arguments)
         invocation = Invocation(self.tool_context(inst, bound, call), arguments, inst, call, self.run)
         drain = self.env.decisions.drain if self.env.decisions is not None else None
         # parked instead while the run stops to wait for a decision; in flight until it returns
@@ -247,6 +253,7 @@ class ToolDispatcher:
             state=env.state,
             services=self._services(inst, call),
             interactive=env.interactive,
+            dry_run=env.dry_run,
             protected=PROTECTED,
             sandbox=env.sandboxes.policy(inst.spec, bound) if env.sandboxes else SandboxPolicy(),
             write_within=inst.write_within,
@@ -335,6 +342,19 @@ def _relative_cwd(cwd: Path, workspace: Path) -> str:
         return str(cwd)
 
 
+def _batches(inst: AgentInstance, calls: list[ToolCall]) -> list[list[int]]:
+    """The calls' indexes in the groups that run one after the other: each run of calls that
+    may go together, and each `sequential` tool's call alone, in the model's order."""
+    out: list[list[int]] = [[]]
+    for i, call in enumerate(calls):
+        bound = inst.tools.get(call.name)
+        if bound is not None and bound.sequential:
+            out += [[i], []]
+        else:
+            out[-1].append(i)
+    return [batch for batch in out if batch]
+
+
 def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
     """An INVALID_PARAM result when the call's arguments are unusable, else None."""
     if call.parse_error:
@@ -363,15 +383,45 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
     return None
 
 
-def declared_arguments(bound: BoundTool, arguments: Mapping[str, object]) -> dict[str, object]:
-    """The arguments the schema declares, with each `default` of the manifest's `parameters`
-    filled in for one the model left out (so a default changed in a manifest is the one used)."""
-    props = bound.spec.parameters.get("properties")
+def prepared_arguments(bound: BoundTool, arguments: Mapping[str, object]) -> dict[str, object] | ToolResult:
+    """The arguments a call runs with: the model's as it sent them, with each `default` of the
+    schema filled in where it left the argument out and the default is valid against its own
+    schema (JSON Schema's `default` is a note: a descriptive "None" or "N/A" is not a value;
+    an MCP server applies its own), and an argument the schema does not declare passed on where
+    the schema allows it (`additionalProperties` not false) and the tool can take it; an
+    INVALID_PARAM result naming it where the tool cannot (never dropped silently)."""
+    schema = bound.spec.parameters
+    props = schema.get("properties")
     if not isinstance(props, dict):
         return dict(arguments)
-    given = {k: v for k, v in arguments.items() if k in props}
-    defaults = {k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p}
-    return {**defaults, **given}
+    undeclared = [k for k in arguments if k not in props]
+    allowed = schema.get("additionalProperties")
+    if undeclared and not (allowed not in (None, False) or (allowed is None and bound.takes_undeclared)):
+        names = ", ".join(repr(k) for k in undeclared)
+        takes = ", ".join(props) or "none"
+        return ToolResult.fail(
+            "INVALID_PARAM",
+            f"{bound.name} takes no argument {names} (its arguments: {takes}). Call it again without it.",
+        )
+    out = dict(arguments)
+    if bound.fills_defaults:
+        for name, prop in props.items():
+            if name not in out and isinstance(prop, dict) and "default" in prop and valid_default(prop):
+                out[name] = prop["default"]
+    return out
+
+
+def valid_default(prop: Mapping[str, object]) -> bool:
+    """Whether a property's `default` is a value its own schema accepts, and not the text "None"
+    (Python's None, written down by a schema made from a signature: a note, never a name)."""
+    if prop["default"] == "None":
+        return False
+    own = {k: v for k, v in prop.items() if k != "default"}
+    try:
+        validator = parameters_validator(json.dumps(own, sort_keys=True, default=str))
+        return bool(validator.is_valid(prop["default"]))
+    except Exception:  # a schema jsonschema cannot read (validate says so): never filled in
+        return False
 
 
 async def invoke(bound: BoundTool, call: Invocation) -> ToolResult:

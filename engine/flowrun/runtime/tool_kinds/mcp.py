@@ -227,6 +227,7 @@ class McpKind(ToolKind):
             bound.idempotent = tool.idempotent  # a call in flight at a crash is not run again blindly
             bound.in_dry_run = "run" if tool.read_only else "simulate"  # a dry run changes nothing
             bound.result_schema = tool.output_schema
+            bound.fills_defaults, bound.takes_undeclared = False, True  # the server decides
             out.append(bound)
         return out
 

@@ -5,6 +5,7 @@ folder (the path is added only while importing)."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import threading
 from collections.abc import Mapping
@@ -115,6 +116,7 @@ class PythonKind(ToolKind):
             parameters = own.parameters(request.project.roots, config) or parameters
         spec = ToolSpec(manifest.name, manifest.description.strip(), parameters)
         bound = BoundTool(manifest.name, spec, self, config, limits_of(manifest), target=func)
+        bound.takes_undeclared = takes_any_keyword(func)
         # the manifest's keys win, then the function's (write_file: idempotent but in append
         # mode); else a python tool is taken to be safe to repeat, unless it starts processes
         # (`processes: true`: a skill's script, a command may do anything)
@@ -123,6 +125,15 @@ class PythonKind(ToolKind):
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         func: ToolFunction = bound.target
         return await func(call.ctx, **call.arguments)
+
+
+def takes_any_keyword(func: ToolFunction) -> bool:
+    """Whether the function takes keyword arguments it does not name (`**kwargs`)."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def _target(manifest: ToolManifest) -> str:

@@ -2,7 +2,8 @@
 conversations, usage and output files) that opens with no network, to attach to a CI artifact
 or a bug report. It is drawn by the same ES modules as the live run page: they are joined into
 one inline script (their `import`/`export` lines taken out, in dependency order), and the run's
-events, summary and output files are embedded as JSON, redacted again before they are written."""
+summary (runtime/summary/, what the HTTP API sends), conversations and output files are embedded
+as JSON, redacted again before they are written."""
 
 from __future__ import annotations
 
@@ -13,15 +14,16 @@ import re
 from pathlib import Path
 
 from flowrun.errors import RunError
-from flowrun.pinned import read_json_object, read_whole
+from flowrun.pinned import read_whole
 from flowrun.redaction import Redactor
+from flowrun.runtime.summary.conversations import conversation_json
+from flowrun.runtime.summary.folder import RunSummary, read_summary, replay_steps
 from flowrun.serve.ui import STATIC
 
 ENTRY = "report.js"
 SHOWN_FILE_BYTES = 200_000  # an output file larger than this is named, not embedded
 IMPORT = re.compile(r'^import\s*\{[^}]*\}\s*from\s*"\./([\w-]+\.js)";\s*$', re.MULTILINE)
 EXPORT = re.compile(r"^export\s+(?=(async\s+)?(function|class|const|let)\b)", re.MULTILINE)
-LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
 
 
 def bundle(entry: str = ENTRY) -> str:
@@ -46,79 +48,16 @@ def bundle(entry: str = ENTRY) -> str:
     return "\n".join(parts)
 
 
-def _events(path: Path) -> list[dict[str, object]]:
-    """The log's lines as JSON objects (a torn last line, from a crash, is left out)."""
-    out: list[dict[str, object]] = []
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            try:
-                value = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(value, dict):
-                out.append(value)
-    return out
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _summary(run_dir: Path, meta: dict[str, object], events: list[dict[str, object]]) -> dict[str, object]:
-    usage = read_json_object(run_dir / "usage.json")
-    times = [t for t in (_number(e.get("t")) for e in events) if t is not None]
-    started, ended = (times[0], times[-1]) if times else (None, None)
-    status = meta.get("status") or next(
-        (e.get("status") for e in reversed(events) if e.get("type") == "run_end"), "unknown"
-    )
-    tokens = {"input_tokens": 0, "output_tokens": 0}
-    rows = usage.get("by_agent_model")
-    for row in rows if isinstance(rows, list) else []:
-        counts = row.get("usage") if isinstance(row, dict) else None
-        if isinstance(counts, dict):
-            for key in tokens:
-                tokens[key] += int(counts.get(key) or 0)
-    options = meta.get("options")
-    return {
-        "id": run_dir.name,
-        "workflow": meta.get("workflow"),
-        "status": status,
-        "dry_run": isinstance(options, dict) and bool(options.get("dry_run")),
-        "started": started,
-        "ended": ended if status != "running" else None,
-        "duration_s": (ended - started) if started is not None and ended is not None else None,
-        **tokens,
-        "total_tokens": usage.get("total_tokens"),
-        "cost_usd": usage.get("total_cost_usd"),
-        "inputs": meta.get("inputs") or {},
-        "output": meta.get("output"),
-        "pending": meta.get("pending") or [],
-        "usage": usage,
-    }
-
-
-def _output_paths(meta: dict[str, object], events: list[dict[str, object]]) -> list[str]:
-    paths: list[str] = []
-    if isinstance(meta.get("output"), str):
-        paths.append(str(meta["output"]))
-    for e in events:
-        files = e.get("output_files") if e.get("type") == "agent_end" else None
-        if isinstance(files, list):
-            paths.extend(str(f) for f in files)
-    return list(dict.fromkeys(paths))
-
-
-def _files(
-    run_dir: Path, meta: dict[str, object], events: list[dict[str, object]]
-) -> list[dict[str, object]]:
+def _files(summary: RunSummary) -> list[dict[str, object]]:
     """The declared output and the files agents reported, as text (inside the run folder only)."""
+    run_dir = summary.entry.path
     root = run_dir.resolve()
     out: list[dict[str, object]] = []
-    for rel in _output_paths(meta, events):
+    for rel in summary.output_files:
         path = (run_dir / rel).resolve()
         if not path.is_relative_to(root) or not path.is_file():
             continue
-        file: dict[str, object] = {"path": rel, "main": rel == meta.get("output"), "content": None}
+        file: dict[str, object] = {"path": rel, "main": rel == summary.output, "content": None}
         size = path.stat().st_size
         if size > SHOWN_FILE_BYTES:
             file["note"] = f"{size} bytes: too large to embed"
@@ -133,23 +72,17 @@ def _files(
 
 
 def report_data(run_dir: Path) -> dict[str, object]:
-    """What the report embeds: the run's events, summary and output files (and its replay's
-    events when a RUN-replay folder sits beside it), every string redacted."""
-    log = run_dir / "events.jsonl"
-    if not run_dir.is_dir():
-        raise RunError(f"{run_dir} is not a folder", LIST_HINT)
-    if not log.is_file():
-        raise RunError(f"{run_dir} has no events.jsonl, so it is not a flowrun run folder", LIST_HINT)
-    meta = read_json_object(run_dir / "run.json")
-    events = _events(log)
+    """What the report embeds: the run's summary (as the HTTP API sends it), its conversations
+    and output files (and its replay's steps when a RUN-replay folder sits beside it), every
+    string redacted."""
+    summary = read_summary(run_dir)
     data: dict[str, object] = {
-        "events": events,
-        "summary": _summary(run_dir, meta, events),
-        "files": _files(run_dir, meta, events),
+        "summary": summary.to_dict(),
+        "conversations": conversation_json(summary.conversations),
+        "files": _files(summary),
     }
-    replay = run_dir.with_name(run_dir.name + "-replay") / "events.jsonl"
-    if replay.is_file():
-        data["replay"] = {"name": replay.parent.name, "events": _events(replay)}
+    if summary.replay is not None:
+        data["replay"] = replay_steps(run_dir, summary.replay)
     redacted: dict[str, object] = Redactor().value(data)
     return redacted
 

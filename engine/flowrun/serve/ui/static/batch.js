@@ -4,13 +4,13 @@ import { h, s, replaceContent, fmtCost, fmtTokens, fmtDuration, statusBadge } fr
 import { lineChart } from "./charts.js";
 import { getJSON } from "./api.js";
 
-const ORDER = ["completed", "failed", "max_steps", "budget_exceeded", "waiting", "interrupted", "running"];
-
-function progressBar(counts, total) {
+// `order`: the run states (flowrun/states.py, sent with the batch), ended ones first
+function progressBar(counts, total, states) {
+  const order = [...states.filter((s) => s !== "running"), ...Object.keys(counts).filter((s) => !states.includes(s)), "running"];
   const width = 620;
   const svg = s("svg", { class: "progress", width, height: 20, role: "img", "aria-label": "progress" });
   let x = 0;
-  for (const status of ORDER) {
+  for (const status of order) {
     const n = counts[status] || 0;
     if (!n) continue;
     const w = (n / Math.max(total, 1)) * width;
@@ -56,7 +56,7 @@ export async function batchPage(main, name) {
       "div",
       { class: "batch" },
       h("p", { class: "batch-facts", "data-done": String(done), "data-total": String(totalOf(b)) }, `${done} of ${totalOf(b)} items ended · ${fmtCost(b.cost_usd)}`, " ", Object.entries(b.counts || {}).map(([k, n]) => h("span", { class: "fact" }, statusBadge(k), " " + n))),
-      progressBar(b.counts || {}, totalOf(b)),
+      progressBar(b.counts || {}, totalOf(b), b.states || []),
       lineChart("cost over time", curveOf(b)),
       h(
         "table",

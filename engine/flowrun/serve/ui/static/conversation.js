@@ -2,7 +2,6 @@
 // the model's answers with their tool calls (arguments) and the results it read (as logged:
 // redacted), long texts folded; a sub-agent's conversation nested under the call that ran it.
 import { h, folded, jsonText, statusBadge } from "./dom.js";
-import { resultText } from "./model.js";
 
 function turnNode(turn) {
   if (turn.role === "system") {
@@ -39,25 +38,25 @@ function callNode(call) {
   const r = call.result;
   node.appendChild(
     r
-      ? h("div", { class: "call-result result-" + r.status }, h("div", { class: "role" }, "result: ", statusBadge(r.status)), folded(resultText(r)))
+      ? h("div", { class: "call-result result-" + r.status }, h("div", { class: "role" }, "result: ", statusBadge(r.status)), folded(r.text))
       : h("div", { class: "call-result result-none" }, "no result yet"),
   );
   return node;
 }
 
 export function segmentNode(seg) {
-  const inst = seg.instance;
-  const facts = [inst.agent_id, "model " + (seg.model || inst.model || "?")].concat(inst.session ? ["session " + inst.session] : []);
+  const facts = [seg.agent_id, "model " + (seg.model || "?")].concat(seg.session ? ["session " + seg.session] : []);
   return h(
     "section",
-    { class: "segment", "data-agent": inst.agent, "data-agent-id": inst.agent_id },
-    h("h4", {}, inst.agent, h("span", { class: "muted" }, " · " + facts.join(" · "))),
+    { class: "segment", "data-agent": seg.agent, "data-agent-id": seg.agent_id },
+    h("h4", {}, seg.agent, h("span", { class: "muted" }, " · " + facts.join(" · "))),
     seg.ongoing ? h("p", { class: "muted" }, "(its conversation goes on from its earlier call)") : null,
     seg.turns.map(turnNode),
   );
 }
 
-export function conversationsNode(conv) {
-  if (!conv.roots.length) return h("p", { class: "muted" }, "no conversation yet");
-  return h("div", { class: "conversations" }, conv.roots.map((item) => (item.role ? turnNode({ calls: [], ...item }) : segmentNode(item))));
+// `conversations`: GET /v1/runs/ID/conversations (runtime/summary/conversations.py)
+export function conversationsNode(conversations) {
+  if (!conversations.length) return h("p", { class: "muted" }, "no conversation yet");
+  return h("div", { class: "conversations" }, conversations.map((item) => (item.role ? turnNode({ calls: [], ...item }) : segmentNode(item))));
 }

@@ -1,6 +1,8 @@
-// The live run page (/runs/ID): the run's summary, then its events followed over server-sent
-// events, each folded into the model and drawn (at most once a frame); while it runs, open
-// bars grow with the clock. After a decision is sent the page follows the resumed run.
+// The live run page (/runs/ID): the run's summary from the server (GET /v1/runs/ID: the one
+// `flowrun show` draws), drawn again whenever its log gains events (followed over server-sent
+// events; at most one summary request in flight, and one more if events came meanwhile); while
+// it runs, open bars grow with the clock. After a decision is sent the page follows the
+// resumed run.
 import { h, replaceContent } from "./dom.js";
 import { RunModel } from "./model.js";
 import { RunView } from "./runview.js";
@@ -13,10 +15,10 @@ export async function runPage(main, runId) {
   const enc = encodeURIComponent(runId);
   let following = false;
   let resuming = 0; // after a decision: how many more times to look for the resumed run
-  // the browser's clock minus the server's (at most: an event's delay in transit), so that
-  // running bars grow to the server's now, not to a clock set differently
-  let skew = Infinity;
-  const serverNow = () => Date.now() / 1000 - (Number.isFinite(skew) ? skew : 0);
+  let lastSeq = 0;
+  // the browser's clock minus the server's, so that running bars grow to the server's now
+  let skew = 0;
+  const serverNow = () => Date.now() / 1000 - skew;
   document.title = `flowrun · ${runId}`;
   const source = {
     canDecide: true,
@@ -37,20 +39,47 @@ export async function runPage(main, runId) {
     requestAnimationFrame(() => {
       queued = false;
       view.render(model.status === "running" ? serverNow() : null);
-      root.dataset.status = view.summary?.status || model.status;
-      root.dataset.events = String(model.events.length);
+      root.dataset.status = model.status;
+      root.dataset.events = String(view.summary?.events ?? 0);
     });
   };
 
+  let asking = null;
+  let again = false;
+  let shownFiles = null;
+  // the summary and conversations again (once at a time; once more if asked meanwhile)
   async function refresh() {
-    try {
-      view.setSummary(await getJSON(`/v1/runs/${enc}`));
-    } catch (e) {
-      view.setSummary(null);
-      if (e.status === 404) root.dataset.missing = "1";
+    if (asking) {
+      again = true;
+      return asking;
     }
-    draw();
-    loadFiles();
+    asking = (async () => {
+      do {
+        again = false;
+        try {
+          const [summary, talk] = await Promise.all([getJSON(`/v1/runs/${enc}`), getJSON(`/v1/runs/${enc}/conversations`)]);
+          if (typeof summary.now === "number") skew = Date.now() / 1000 - summary.now;
+          view.setSummary(summary);
+          view.setConversations(talk.conversations || []);
+          lastSeq = Math.max(lastSeq, summary.last_seq || 0);
+        } catch (e) {
+          if (e.status === 404) root.dataset.missing = "1";
+          root.dataset.error = String(e.message || e);
+        }
+        draw();
+      } while (again);
+      // the output files again when the files named, or the run's state, changed
+      const filesKey = JSON.stringify([view.summary?.status, view.summary?.output, view.summary?.output_files]);
+      if (filesKey !== shownFiles) {
+        shownFiles = filesKey;
+        loadFiles();
+      }
+    })();
+    try {
+      await asking;
+    } finally {
+      asking = null;
+    }
   }
 
   async function loadFiles() {
@@ -61,8 +90,7 @@ export async function runPage(main, runId) {
       return;
     }
     const main_ = view.summary?.output || null;
-    const wanted = new Set(model.instances.size ? [...model.instances.values()].flatMap((i) => i.outputFiles || []) : []);
-    if (main_) wanted.add(main_);
+    const wanted = new Set(view.summary?.output_files || []);
     const files = [];
     for (const f of listed) {
       if (!wanted.has(f.path)) continue;
@@ -85,9 +113,11 @@ export async function runPage(main, runId) {
     following = true;
     try {
       for (;;) {
-        const end = await followEvents(runId, model.lastSeq, (e) => {
-          if (e.t) skew = Math.min(skew, Date.now() / 1000 - e.t);
-          if (model.feed(e)) draw();
+        const end = await followEvents(runId, lastSeq, (e) => {
+          if (typeof e.seq === "number" && e.seq > lastSeq) {
+            lastSeq = e.seq;
+            refresh();
+          }
         });
         await refresh();
         const status = view.summary?.status || end?.status;
@@ -109,19 +139,6 @@ export async function runPage(main, runId) {
   }, 1000);
   window.addEventListener("pagehide", () => clearInterval(clock));
   await refresh();
-  loadReplay(view, runId);
+  if (view.summary?.replay) getJSON(`/v1/runs/${enc}/replay`).then((r) => view.setReplay(r), () => {});
   await follow();
-}
-
-async function loadReplay(view, runId) {
-  const name = runId + "-replay";
-  try {
-    const [a, b] = await Promise.all([
-      getJSON(`/v1/runs/${encodeURIComponent(runId)}/events?format=json`),
-      getJSON(`/v1/runs/${encodeURIComponent(name)}/events?format=json`),
-    ]);
-    view.setReplay(a.events, b.events, name);
-  } catch (e) {
-    // no replay of this run: nothing to compare
-  }
 }

@@ -4,12 +4,13 @@
 import { h, replaceContent, fmtCost, fmtTokens, fmtDuration, fmtTime, statusBadge } from "./dom.js";
 import { getJSON } from "./api.js";
 
-const STATUSES = ["", "running", "waiting", "completed", "failed", "interrupted", "max_steps", "budget_exceeded"];
 const PAGE = 50;
 
 export async function runsPage(main) {
   const params = new URLSearchParams(location.search);
-  const status = h("select", { name: "status", class: "filter-status" }, STATUSES.map((s) => h("option", { value: s }, s || "any status")));
+  // the states come with the list (flowrun/states.py): the first answer fills the choice
+  const status = h("select", { name: "status", class: "filter-status" }, h("option", { value: "" }, "any status"));
+  if (params.get("status")) status.appendChild(h("option", { value: params.get("status") }, params.get("status")));
   status.value = params.get("status") || "";
   const workflow = h("input", { name: "workflow", class: "filter-workflow", placeholder: "workflow", list: "workflow-names", value: params.get("workflow") || "" });
   const names = h("datalist", { id: "workflow-names" });
@@ -45,6 +46,9 @@ export async function runsPage(main) {
       return;
     }
     if (ask !== asked) return; // a newer filter was typed meanwhile
+    for (const state of page.states || []) {
+      if (![...status.options].some((o) => o.value === state)) status.appendChild(h("option", { value: state }, state));
+    }
     replaceContent(
       body,
       page.runs.map((r) =>

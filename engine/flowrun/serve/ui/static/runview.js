@@ -10,39 +10,53 @@ import { conversationsNode } from "./conversation.js";
 import { renderMarkdown } from "./markdown.js";
 import { replayDiffNode } from "./replaydiff.js";
 
-function treeNode(model, inst) {
+// the tree of invocations, as `flowrun show` draws it: each agent with its tool calls, the
+// agents a call ran under it, notes and loop iterations in order
+function treeItems(model, items, calls) {
+  return (items || []).map((item) => {
+    if (item.agent !== undefined) return h("li", {}, treeNode(model, model.invocations[item.agent]));
+    if (item.call !== undefined) return treeCall(model, calls[item.call]);
+    if (item.group) {
+      const g = item.group;
+      return h("li", { class: "tree-group", "data-kind": g.kind }, h("span", { class: "muted" }, g.label + (g.outcome ? " · " + g.outcome : "")), h("ul", {}, treeItems(model, g.items, calls)));
+    }
+    return h("li", { class: "tree-note note-" + item.note.level }, item.note.text);
+  });
+}
+
+function treeCall(model, call) {
+  if (!call) return null;
+  const took = call.end !== null ? fmtDuration(call.end - call.start) : "…";
+  const agents = call.agents.map((i) => h("li", {}, treeNode(model, model.invocations[i])));
+  return h(
+    "li",
+    { class: "tree-call", "data-tool": call.tool },
+    h("span", { class: "tool-name" }, call.tool),
+    " ",
+    statusBadge(call.status || (model.status === "running" ? "running" : "no result")),
+    h("span", { class: "muted" }, " " + took + (call.error ? " · " + call.error : "")),
+    agents.length ? h("ul", {}, agents) : null,
+  );
+}
+
+function treeNode(model, inv) {
+  const took = inv.end && inv.start ? ` · ${fmtDuration(inv.end - inv.start)}` : "";
   const head = h(
     "div",
     { class: "tree-agent" },
-    h("strong", {}, inst.agent),
+    h("strong", {}, inv.agent),
     " ",
-    statusBadge(inst.status),
-    h("span", { class: "muted" }, ` ${inst.model || ""} · ${fmtTokens(inst.tokens)} tokens · ${fmtCost(inst.cost)}` + (inst.end && inst.start ? ` · ${fmtDuration(inst.end - inst.start)}` : "")),
+    statusBadge(inv.status),
+    h("span", { class: "muted" }, ` ${inv.model || ""} · ${inv.steps} step(s) · ${fmtTokens(inv.total_tokens)} tokens · ${fmtCost(inv.cost_usd)}${took}`),
   );
-  const calls = inst.calls.map((call) => {
-    const bar = call.bar;
-    const took = bar.end !== null ? fmtDuration(bar.end - bar.start) : "…";
-    const sub = call.agent_id && model.instances.get(call.agent_id);
-    return h(
-      "li",
-      { class: "tree-call", "data-tool": call.tool },
-      h("span", { class: "tool-name" }, call.tool),
-      " ",
-      statusBadge(bar.outcome),
-      h("span", { class: "muted" }, " " + took),
-      sub ? h("ul", {}, h("li", {}, treeNode(model, sub))) : null,
-    );
-  });
-  const orphans = inst.children
-    .filter((id) => !inst.calls.some((c) => c.agent_id === id))
-    .map((id) => h("li", {}, treeNode(model, model.instances.get(id))));
-  return h("div", { class: "tree-node", "data-agent-id": inst.agent_id }, head, h("ul", {}, calls, orphans));
+  return h("div", { class: "tree-node", "data-agent-id": inv.agent_id, "data-index": String(inv.index) }, head, h("ul", {}, treeItems(model, inv.items, inv.calls)));
 }
 
 export function treeView(model) {
-  const roots = model.roots();
-  if (!roots.length) return h("p", { class: "muted" }, "no agent has started yet");
-  return h("div", { class: "tree" }, roots.map((r) => treeNode(model, r)));
+  const tree = model.summary?.tree || [];
+  if (!tree.length) return h("p", { class: "muted" }, "no agent has started yet");
+  const notes = (model.summary?.notes || []).map((n) => h("li", { class: "tree-note note-" + n.level }, n.text));
+  return h("div", { class: "tree" }, h("ul", {}, treeItems(model, tree, {}), notes));
 }
 
 function decisionForm(p, source, onDone) {
@@ -77,28 +91,19 @@ function decisionForm(p, source, onDone) {
   return h("div", { class: "decision", "data-call-id": p.call_id, "data-kind": p.kind }, what, h("div", { class: "muted" }, p.agent_id || ""), deadline, source.canDecide ? h("div", { class: "decision-buttons" }, buttons, status) : null);
 }
 
-function factsNode(model, summary) {
-  const usage = summary?.usage || model.usage || {};
-  // while the run goes, usage.json lags behind the log: the larger of the two is the latest
-  const counted = [...model.byAgent.values()].reduce((a, r) => a + r.input + r.output, 0);
-  const tokens = Math.max(summary?.total_tokens ?? usage.total_tokens ?? 0, counted);
-  const priced = [...model.byAgent.values()].filter((r) => r.cost !== null);
-  const spent = priced.length ? priced.reduce((a, r) => a + r.cost, 0) : null;
-  const recorded = summary?.cost_usd ?? usage.total_cost_usd ?? null;
-  const cost = recorded === null ? spent : Math.max(recorded, spent ?? 0);
-  const started = summary?.started ?? model.start;
-  const ended = model.status === "running" ? null : summary?.ended ?? model.end;
-  const status = summary?.status || model.status;
+function factsNode(model) {
+  const summary = model.summary || {};
+  const status = summary.status || model.status;
   return h(
     "div",
     { class: "facts" },
     h("span", { class: "fact" }, statusBadge(status)),
-    h("span", { class: "fact" }, "workflow ", h("strong", {}, summary?.workflow || model.workflow || "?")),
-    h("span", { class: "fact" }, "tokens ", h("strong", { class: "total-tokens" }, fmtTokens(tokens))),
-    h("span", { class: "fact" }, "cost ", h("strong", {}, fmtCost(cost))),
-    h("span", { class: "fact" }, "started ", fmtTime(started)),
-    h("span", { class: "fact" }, "duration ", fmtDuration(ended && started ? ended - started : model.lastT && started ? model.lastT - started : null)),
-    model.message ? h("div", { class: "message" }, model.message) : null,
+    h("span", { class: "fact" }, "workflow ", h("strong", {}, summary.workflow || "?")),
+    h("span", { class: "fact" }, "tokens ", h("strong", { class: "total-tokens", "data-value": String(summary.total_tokens ?? 0) }, fmtTokens(summary.total_tokens ?? 0))),
+    h("span", { class: "fact" }, "cost ", h("strong", { class: "total-cost", "data-value": String(summary.cost_usd ?? "") }, fmtCost(summary.cost_usd ?? null))),
+    h("span", { class: "fact" }, "started ", fmtTime(summary.started)),
+    h("span", { class: "fact" }, "duration ", fmtDuration(summary.duration_s ?? (model.lastT && summary.started ? model.lastT - summary.started : null))),
+    summary.message ? h("div", { class: "message" }, summary.message) : null,
   );
 }
 
@@ -120,7 +125,7 @@ export class RunView {
     this.summary = null;
     this.files = [];
     this.sections = {};
-    this.convCount = -1;
+    this.convKey = null;
     for (const [name, title] of [
       ["facts", null],
       ["decisions", "Waiting for a decision"],
@@ -141,6 +146,12 @@ export class RunView {
 
   setSummary(summary) {
     this.summary = summary;
+    this.model.set(summary);
+  }
+
+  setConversations(conversations) {
+    this.model.set(this.summary, conversations);
+    this.convKey = null;
   }
 
   setFiles(files) {
@@ -148,19 +159,18 @@ export class RunView {
     replaceContent(this.sections.outputs.body, files.length ? files.map((f) => outputNode(f, files.length <= 3)) : h("p", { class: "muted" }, "no output file yet"));
   }
 
-  setReplay(recorded, replayed, name) {
+  setReplay(replay) {
     this.sections.replay.section.hidden = false;
-    replaceContent(this.sections.replay.body, replayDiffNode(recorded, replayed, name));
+    replaceContent(this.sections.replay.body, replayDiffNode(replay));
   }
 
   pending() {
-    const listed = this.summary && Array.isArray(this.summary.pending) ? this.summary.pending : null;
-    return listed ?? this.model.pendingList();
+    return this.model.pendingList();
   }
 
   render(now = null) {
     const m = this.model;
-    replaceContent(this.sections.facts.body, factsNode(m, this.summary));
+    replaceContent(this.sections.facts.body, factsNode(m));
     const pending = this.pending();
     this.sections.decisions.section.hidden = !pending.length;
     // the forms are made again only when what is pending changes: a render while someone types
@@ -178,19 +188,18 @@ export class RunView {
       h(
         "div",
         { class: "charts" },
-        barChart("tokens per agent", [...m.byAgent.values()], "tokens"),
-        barChart("tokens per model", [...m.byModel.values()], "tokens"),
-        [...m.byModel.values()].some((r) => r.cost !== null)
-          ? [barChart("cost per agent", [...m.byAgent.values()], "cost"), barChart("cost per model", [...m.byModel.values()], "cost")]
+        barChart("tokens per agent", m.usageBy("agent"), "tokens"),
+        barChart("tokens per model", m.usageBy("model"), "tokens"),
+        m.usageBy("model").some((r) => r.cost !== null)
+          ? [barChart("cost per agent", m.usageBy("agent"), "cost"), barChart("cost per model", m.usageBy("model"), "cost")]
           : h("p", { class: "muted" }, "no model of this run has a price: no cost to draw"),
       ),
     );
     // the conversations are rebuilt only when they change, so folds a reader opened stay open
-    const count = m.events.filter((e) => e.type !== "model_request").length;
-    if (count !== this.convCount) {
-      this.convCount = count;
+    if (this.convKey !== m.conversations) {
+      this.convKey = m.conversations;
       const opened = new Set([...this.sections.conversations.body.querySelectorAll("details[open]")].map(detailsKey));
-      replaceContent(this.sections.conversations.body, conversationsNode(m.conv));
+      replaceContent(this.sections.conversations.body, conversationsNode(m.conversations));
       for (const d of this.sections.conversations.body.querySelectorAll("details")) if (opened.has(detailsKey(d))) d.open = true;
     }
   }

@@ -1,6 +1,7 @@
-// The timeline: one lane per agent instance (callers above the agents they called), model calls
-// as bars on the lane's upper row and tool calls below (overlapping calls stacked, so parallel
-// branches and parallel tool calls are visibly parallel), on one time axis, coloured by outcome.
+// The timeline: one lane per agent invocation (callers above the agents they called), model calls
+// as bars on the lane's upper row and tool calls and waits for a person below (overlapping ones
+// stacked, so parallel branches and parallel tool calls are visibly parallel), on one time axis,
+// coloured by outcome. The bars are the summary's spans (runtime/summary/fold.py).
 import { s, fmtDuration, fmtTokens, fmtCost } from "./dom.js";
 
 const LABEL_W = 200;
@@ -31,10 +32,11 @@ function stackRows(bars, now) {
 function barTitle(bar) {
   const took = bar.end !== null ? fmtDuration(bar.end - bar.start) : "running";
   if (bar.kind === "model") {
-    const extra = bar.tokens !== undefined ? ` · ${fmtTokens(bar.tokens)} tokens · ${fmtCost(bar.cost)}` : "";
-    const calls = bar.toolCalls && bar.toolCalls.length ? ` → ${bar.toolCalls.join(", ")}` : "";
+    const extra = bar.tokens !== null ? ` · ${fmtTokens(bar.tokens)} tokens · ${fmtCost(bar.cost_usd)}` : "";
+    const calls = bar.tool_calls && bar.tool_calls.length ? ` → ${bar.tool_calls.join(", ")}` : "";
     return `model call ${bar.label} (${bar.model || "?"}) · ${took}${extra}${calls}`;
   }
+  if (bar.kind === "wait") return `${bar.label} · ${bar.outcome} · ${took}`;
   return `tool ${bar.tool} [${bar.call_id}] · ${bar.outcome} · ${took}`;
 }
 
@@ -53,26 +55,26 @@ export function drawTimeline(model, { width = 960, now = null } = {}) {
   const plotW = Math.max(width - LABEL_W - 12, 100);
   const x = (t) => LABEL_W + ((t - t0) / span) * plotW;
   const byLane = new Map();
-  for (const bar of model.bars) {
+  for (const bar of model.spans) {
     if (!byLane.has(bar.lane)) byLane.set(bar.lane, []);
     byLane.get(bar.lane).push(bar);
   }
   let y = AXIS_H;
   const laneNodes = [];
   for (const { inst, depth } of lanes) {
-    const bars = byLane.get(inst.agent_id) || [];
-    const tools = bars.filter((b) => b.kind === "tool");
+    const bars = byLane.get(inst.index) || [];
+    const tools = bars.filter((b) => b.kind !== "model");
     const rows = stackRows(tools, last);
     const height = LANE_PAD * 2 + ROW_H * (1 + rows);
     const group = s("g", { class: "lane", "data-agent-id": inst.agent_id });
     group.appendChild(s("rect", { class: "lane-bg", x: 0, y, width, height }));
-    const name = inst.agent + (inst.agent_id.includes("@") ? " @" + inst.agent_id.split("@").pop() : "");
+    const name = inst.agent + (inst.task ? ": " + inst.task.split("\n")[0].slice(0, 40) : "");
     group.appendChild(
       s(
         "text",
         { class: "lane-label status-" + inst.status, x: 4 + depth * 12, y: y + LANE_PAD + ROW_H - 2, onclick: () => showConversation(inst.agent_id) },
         name,
-        s("title", {}, inst.agent_id + " (click: its conversation)"),
+        s("title", {}, `${inst.agent_id}: ${inst.task || ""} (click: its conversation)`),
       ),
     );
     if (inst.start !== null) {
@@ -117,6 +119,7 @@ export function timelineLegend() {
     ["tool", "error", "error"],
     ["tool", "waiting", "waiting for a decision"],
     ["tool", "running", "running"],
+    ["wait", "waiting", "waiting for a person"],
     ["tool", "interrupted", "interrupted"],
   ];
   const svg = s("svg", { class: "legend", width: 760, height: 18 });
