@@ -236,6 +236,17 @@ def test_pass_at_k_over_three_repeats_where_one_fails(tmp_path: Path, wire: str)
     ]
 
 
+def test_one_repeat_shows_pass_at_1_once(tmp_path: Path) -> None:
+    """With `--repeat 1` pass@k is pass@1: the table and the HTML report show it once."""
+    with WireServer(Scripted()) as server:
+        evalset = project(tmp_path, server, "openai")
+        html = tmp_path / "report.html"
+        code, out, _ = evaluate(evalset, "openai", "--repeat", "1", "--html", str(html))
+    assert code == 0, out
+    assert out.count("pass@1") == 1, out
+    assert html.read_text().count("pass@1") == 1
+
+
 def test_runs_in_worker_processes_score_as_in_one(tmp_path: Path) -> None:
     """`--processes 2`: the runs of the batch are spread over two worker processes (the batch
     folder records them); each run is graded as it ends, in the eval's process, as before."""

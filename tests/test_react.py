@@ -117,3 +117,18 @@ def test_react_run_through_cli(tmp_path: Path) -> None:
     assert not any("invented" in t for t in texts)  # a made-up observation never enters the history
     end = next(e for e in events if e["type"] == "agent_end")
     assert end["status"] == "completed"
+    # seen whole: the final answer's Thought is recorded as the model wrote it, the ReAct tool
+    # block is in what the agent was told (prompts/, show --prompts, show --messages), and the
+    # agent's output is the answer alone
+    final = [e["response"] for e in events if e["type"] == "model_response"][-1]
+    assert final["text"] == "wrote a.md" and final["raw_text"] == "Thought: ok\nFinal Answer: wrote a.md"
+    assert "raw_text" not in [e["response"] for e in events if e["type"] == "model_response"][0]
+    (told,) = [e["system"] for e in events if e["type"] == "agent_prompt"]
+    assert told.startswith("You act.") and "Action Input: the arguments as one JSON object" in told
+    assert "- write_file: " in told and "- read_file: " in told
+    assert "Action Input: the arguments" in next((run_dir / "prompts").glob("*.md")).read_text()
+    prompts = run_cli(["show", str(run_dir), "--prompts"], cwd=tmp_path).stdout
+    assert "Available tools:" in prompts
+    messages = run_cli(["show", str(run_dir), "--messages", "--full"], cwd=tmp_path).stdout
+    assert "Thought: ok" in messages and "Final Answer: wrote a.md" in messages
+    assert "Available tools:" in messages

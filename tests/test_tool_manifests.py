@@ -99,3 +99,12 @@ def test_every_manifest_here_is_covered() -> None:
         }
     }
     assert implemented_here == set(NAMES)
+
+
+@pytest.mark.parametrize("path", sorted(TOOLS_D.glob("*.yaml")), ids=lambda p: p.stem)
+def test_a_description_says_what_the_arguments_allow(path: Path) -> None:
+    """A tool that takes an `encoding` does not describe itself as reading or writing UTF-8 only."""
+    manifest = yaml.safe_load(path.read_text())
+    takes = manifest.get("parameters", {}).get("properties", {})
+    if "encoding" in takes and "UTF-8" in manifest["description"]:
+        assert "encoding" in manifest["description"], manifest["description"]

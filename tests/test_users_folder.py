@@ -89,6 +89,11 @@ def test_a_workdir_run_keeps_the_users_gitignore_and_task_md(tmp_path: Path, pro
         if e["type"] == "tool_result"
     }
     assert "My own task notes" in read["TASK.md"] and "node_modules/" in read[".gitignore"]
+    # and the instructor is told what is true of TASK.md: kept, not the task's copy
+    (task,) = [
+        e["task"] for e in events(run_dir) if e["type"] == "agent_start" and e["agent"] == "instructor"
+    ]
+    assert "also in TASK.md" not in task and "that one was kept" in task
 
 
 def test_a_dry_run_leaves_the_users_folder_as_it_was(tmp_path: Path) -> None:

@@ -216,9 +216,14 @@ class ModelResponse:
     stop_reason: str | None = None
     thinking: list[dict[str, Any]] = field(default_factory=list)
     model: str = ""
+    # the answer as the model wrote it, when a provider read `text` and the calls out of it (a
+    # ReAct answer's Thought: and Action: lines); None when it is `text`
+    raw_text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, object] = as_plain(self)
+        if self.raw_text is None:
+            del out["raw_text"]  # (the lines of every other answer stay as they were)
         return out
 
     @classmethod
@@ -230,6 +235,7 @@ class ModelResponse:
             stop_reason=raw.get("stop_reason"),
             thinking=raw.get("thinking", []),
             model=raw.get("model", ""),
+            raw_text=raw.get("raw_text"),
         )
 
 

@@ -297,7 +297,8 @@ def _print_table(report: EvalReport, changes: list[Change] | None, verbose: bool
         "score", *(_cell(v.score, v.spread, "", verdicts.get((v.name, ""))) for v in report.variants)
     )
     table.add_row("pass@1", *(f"{v.pass_at_1:.0%}" for v in report.variants))
-    table.add_row(f"pass@{report.repeat}", *(f"{v.pass_at_k:.0%}" for v in report.variants))
+    if report.repeat > 1:  # (pass@1 is the row above)
+        table.add_row(f"pass@{report.repeat}", *(f"{v.pass_at_k:.0%}" for v in report.variants))
     graders = list(dict.fromkeys(name for v in report.variants for name in v.grader_means()))
     for name in graders:
         table.add_row(f"  {name}", *(_mean(v.grader_means().get(name)) for v in report.variants))

@@ -98,9 +98,10 @@ def html_report(report: EvalReport, where: Path, changes: list[Change] | None = 
 
 
 def _summary_table(report: EvalReport, verdicts: dict[tuple[str, str], Change]) -> str:
+    k = f"<th>pass@{report.repeat}</th>" if report.repeat > 1 else ""  # (else it is pass@1)
     rows = [
         "<table><tr><th>variant</th><th>model / set</th><th>score</th><th>pass@1</th>"
-        f"<th>pass@{report.repeat}</th><th>spread</th><th>cost</th><th>vs baseline</th></tr>"
+        f"{k}<th>spread</th><th>cost</th><th>vs baseline</th></tr>"
     ]
     for v in report.variants:
         change = verdicts.get((v.name, ""))
@@ -108,9 +109,10 @@ def _summary_table(report: EvalReport, verdicts: dict[tuple[str, str], Change]) 
             [*(["--model " + v.model] if v.model else []), *(f"--set {o}" for o in v.overrides)]
         )
         cost = f"${v.cost_usd:.4f}" if v.cost_usd is not None else "-"
+        pass_k = f"<td class='num'>{v.pass_at_k:.0%}</td>" if report.repeat > 1 else ""
         rows.append(
             f"<tr><td>{_e(v.name)}</td><td><code>{_e(setting)}</code></td><td class='num'>{v.score:.3f}</td>"
-            f"<td class='num'>{v.pass_at_1:.0%}</td><td class='num'>{v.pass_at_k:.0%}</td>"
+            f"<td class='num'>{v.pass_at_1:.0%}</td>{pass_k}"
             f"<td class='num'>±{v.spread:.3f}</td><td class='num'>{cost}</td><td>{_change(change)}</td></tr>"
         )
     rows.append("</table>")

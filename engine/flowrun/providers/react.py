@@ -10,8 +10,8 @@ import json
 import re
 from typing import Any
 
-from flowrun.providers.base import ModelRequest, Provider, call_index
-from flowrun.providers.structured import with_instructions
+from flowrun.providers.base import ModelConfig, ModelRequest, Provider, call_index
+from flowrun.providers.structured import output_instructions, with_instructions
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec
 
 ACTION = re.compile(r"^\s*Action\s*:\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
@@ -120,6 +120,21 @@ def _single_string_argument(
     return None, error
 
 
+def system_as_sent(
+    system: str, tools: list[ToolSpec], output_schema: dict[str, object] | None, config: ModelConfig
+) -> str:
+    """The system prompt as the model gets it: with an output schema described in it where the
+    model takes no native format (`structured_output: instructions`, and every ReAct model),
+    and the ReAct tool block where tools are text (`tool_calling: react`). What an agent was
+    told (`flowrun show --prompts`, prompts/AGENT.md) is this."""
+    react = config.tool_calling == "react"
+    if output_schema is not None and (react or config.structured_output != "native"):
+        system = f"{system}\n\n{output_instructions(output_schema)}".strip()
+    if react and tools:
+        system = f"{system}\n\n{describe_tools(tools)}"
+    return system
+
+
 class ReactProvider(Provider):
     """Wraps a provider so its model sees tools as text and answers in the ReAct format."""
 
@@ -144,7 +159,10 @@ class ReactProvider(Provider):
         response = await self.inner.complete(text_request)
         answer, calls = parse_react(response.text, request.tools, f"react_{call_index(request)}")
         response.tool_calls = calls
-        # the history keeps the answer up to the action (an invented "Observation:" is dropped)
+        # the history keeps the answer up to the action (an invented "Observation:" is dropped);
+        # the log keeps what the model wrote (its Thought: before a Final Answer: too)
+        if answer != response.text:
+            response.raw_text = response.text
         response.text = answer
         return response
 

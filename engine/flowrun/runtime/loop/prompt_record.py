@@ -1,5 +1,5 @@
 """What each agent instance was told, kept with the run: an `agent_prompt` event (the source
-of truth: system prompt, tools and their schemas) and a readable copy in
+of truth: the system prompt as the model gets it, tools and their schemas) and a readable copy in
 `prompts/<instance>.md` in the run folder (`flowrun show --prompts` prints them)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from flowrun.atomic_files import replace_in
 from flowrun.events import AgentPromptEvent
+from flowrun.providers.react import system_as_sent
 from flowrun.runtime.loop.contracts import AgentInstance
 
 PROMPTS_DIR = "prompts"
@@ -24,8 +25,10 @@ def prompt_event(inst: AgentInstance) -> AgentPromptEvent:
         {"name": b.name, "description": b.spec.description, "parameters": b.spec.parameters}
         for b in inst.tools.values()
     ]
+    specs = [b.spec for b in inst.tools.values()]
+    system = system_as_sent(inst.system, specs, inst.output_schema, inst.model)
     return AgentPromptEvent(
-        agent=inst.name, agent_id=inst.id, model=inst.model.name, system=inst.system, tools=tools
+        agent=inst.name, agent_id=inst.id, model=inst.model.name, system=system, tools=tools
     )
 
 

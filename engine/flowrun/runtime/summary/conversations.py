@@ -202,7 +202,8 @@ class Conversations:
         response = e.response
         calls = [Call(c.id, c.name, c.arguments or c.raw_arguments or {}) for c in response.tool_calls]
         thinking = "\n".join(str(b.get("thinking", "")) for b in response.thinking if b.get("thinking"))
-        self._add(e.agent_id, Turn("assistant", response.text, calls=calls, thinking=thinking))
+        said = response.raw_text if response.raw_text is not None else response.text  # as written
+        self._add(e.agent_id, Turn("assistant", said, calls=calls, thinking=thinking))
 
     def _last_calls(self, agent_id: str) -> list[Call]:
         segment = self._segment(agent_id)
