@@ -4,7 +4,7 @@ Every fenced ```yaml block is checked by something (CONTRIBUTING.md states the c
 
 - a block whose first line is `# fragment: KIND` is a piece of a KIND manifest: it is merged
   into the smallest valid manifest of that kind and checked against the kind's JSON Schema
-  (`flowrun.manifest.schema_export.kind_schema`);
+  (`flowrun.manifest.schema.export.kind_schema`);
 - a block that names a file, by `title="PATH"` on the fence or a first-line comment `# PATH`
   (`# agents.d/searcher.yaml`, `# my-project/agents.d/x.yaml: what it is`), is that file;
 - a block that is a flowrun manifest (it has `kind:`, or its file is in agents.d/, tools.d/ or
@@ -123,7 +123,7 @@ def page_id(page: Path) -> str:
 
 
 def kind_schema(kind: str) -> dict[str, Any]:
-    from flowrun.manifest.schema_export import kind_schema as schema_of
+    from flowrun.manifest.schema.export import kind_schema as schema_of
 
     return schema_of(kind)
 

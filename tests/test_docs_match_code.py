@@ -344,7 +344,7 @@ KEY_TABLES = {
 class Schema:
     def __init__(self, kind: str) -> None:
         import flowrun.runtime.kinds  # noqa: F401  (registers the kinds whose specs the schema holds)
-        from flowrun.manifest.schema_export import kind_schema
+        from flowrun.manifest.schema.export import kind_schema
 
         self.root = kind_schema(kind)
 

@@ -103,7 +103,7 @@ def test_every_union_member_is_a_registered_kind() -> None:
 def test_the_manifest_kinds_are_the_specs_kinds() -> None:
     """`flowrun schema` and validate's first look name the manifest kinds without importing the
     specs; they are the specs' kinds, in the same order."""
-    from flowrun.manifest.schema_export import FOLDER_KINDS, KIND_NAMES
+    from flowrun.manifest.schema.export import FOLDER_KINDS, KIND_NAMES
     from flowrun.manifest.specs import KINDS
 
     assert tuple(KINDS) == KIND_NAMES and set(FOLDER_KINDS.values()) <= set(KINDS)
@@ -434,7 +434,7 @@ def test_a_written_list_of_kinds_names_them_all_or_says_it_names_some() -> None:
     sort (or three manifest kinds) names every registered one, or ends with `...`: a kind added
     later fails this test until the lists that name them all are true again (the generated
     reference lists them all anyway: docs/reference/kinds.md)."""
-    from flowrun.manifest.schema_export import KIND_NAMES
+    from flowrun.manifest.schema.export import KIND_NAMES
 
     families = {
         "tool kinds": set(kinds.TOOL_KINDS),

@@ -17,6 +17,7 @@ from test_e2e_research import MATCH, research_script
 from wire_server import Script, WireServer
 
 import flowrun
+import flowrun.api
 from flowrun.errors import RunError
 from flowrun.events import (
     AgentStartEvent,
@@ -202,7 +203,9 @@ def test_import_flowrun_loads_no_heavy_module() -> None:
 def test_public_names_are_all_exported() -> None:
     for name in flowrun.__all__:
         assert getattr(flowrun, name) is not None
-    assert flowrun.RunResult.__module__ == "flowrun.api"
+    # each public name is the one `flowrun.api` offers (its facade over api/*.py)
+    assert flowrun.RunResult is flowrun.api.RunResult and flowrun.Workflow is flowrun.api.Workflow
+    assert flowrun.RunResult.__module__.startswith("flowrun.api.")
     with pytest.raises(AttributeError):
         _ = flowrun.no_such_thing  # type: ignore[attr-defined]
 

@@ -2,7 +2,8 @@
 recorded run: each names the step the edit touched (never an earlier one, and never feeding a
 recorded answer to another step): a prompt edited in the middle of a sequence, a step inserted
 before the others, a step removed at the end, a lower `max_steps`, an edited `if:` or `until`,
-another model; and a cassette given as an events.jsonl file."""
+another model; and a cassette given as an events.jsonl file. A resume, unlike a replay, keeps the
+`if:` and `until` decisions its log holds."""
 
 from __future__ import annotations
 
@@ -284,3 +285,25 @@ def test_prompts_naming_the_run_folder_and_id_still_replay(tmp_path: Path) -> No
     replayed = [json.loads(line) for line in (tmp_path / "again" / "events.jsonl").read_text().splitlines()]
     task = next(e for e in replayed if e["type"] == "agent_start")["task"]
     assert task == f"Work in {(tmp_path / 'again').resolve()} for run r."
+
+
+@pytest.mark.parametrize("cut_after", ["step_condition", "iteration_end"])
+def test_a_resume_keeps_the_recorded_if_and_until(recorded: Path, tmp_path: Path, cut_after: str) -> None:
+    """The files the `if:` and the `until` read are gone (a resume does not run the recorded
+    tool calls again), and the resumed run still takes the recorded decisions: the writer runs,
+    the loop stops after its first iteration."""
+    root = copy_of(recorded, tmp_path)
+    run_dir = root / "runs" / "r"
+    for name in ("plan.md", "done.md"):
+        (run_dir / name).unlink()
+    lines = (run_dir / "events.jsonl").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == cut_after)
+    (run_dir / "events.jsonl").write_text("".join(lines[: cut + 1]))
+    meta = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    proc = run_cli(["resume", "runs/r", "-q"], cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert any(e["type"] == "agent_end" and e["agent_id"] == "writer#1" for e in events)
+    assert [e["iteration"] for e in events if e["type"] == "iteration_start"] == [1]
+    assert events[-1]["type"] == "run_end" and events[-1]["status"] == "completed"

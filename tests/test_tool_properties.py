@@ -345,7 +345,8 @@ NOT_TOOL_NAMES = {
     # the dashboard strategy's companion tool: its check says an agent must list it
     ("runtime/context/dashboard.py", "update_dashboard"),
     # the keyword arguments of Workflow.run / resume (the ask_user callback), not the tool
-    ("api.py", "ask_user"),
+    ("api/workflow.py", "ask_user"),
+    ("api/resuming.py", "ask_user"),
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
-from flowrun.manifest.schema_export import KIND_NAMES
+from flowrun.manifest.schema.export import KIND_NAMES
 
 WORKFLOW = """\
 version: 1
@@ -238,7 +238,7 @@ def test_examples_and_builtins_validate() -> None:
 
 @pytest.mark.parametrize("kind", KIND_NAMES)
 def test_committed_schema_matches_specs(kind: str) -> None:
-    from flowrun.manifest.schema_export import schema_text
+    from flowrun.manifest.schema.export import schema_text
     from flowrun.paths import builtin_root
 
     committed = (builtin_root() / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8")

@@ -3,7 +3,7 @@
 An mkdocs hook (`hooks:` in mkdocs.yml): a page that holds a line `<!-- generated: NAME -->` gets
 that line replaced by the markdown NAME's generator makes from the installed flowrun:
 
-- `manifest-keys`: every key of every manifest kind, from `flowrun.manifest.schema_export.kind_schema`
+- `manifest-keys`: every key of every manifest kind, from `flowrun.manifest.schema.export.kind_schema`
   (type, default, description, an example value checked against the key's schema);
 - `cli`: every command of the click group in `flowrun.cli` (the lazy table loaded whole);
 - `python-api`: the public names of `flowrun.__all__`, as mkdocstrings directives;
@@ -95,7 +95,7 @@ class KindPage:
 
     def __init__(self, kind: str) -> None:
         import flowrun.runtime.kinds  # noqa: F401  (registers the kinds whose specs the schema holds)
-        from flowrun.manifest.schema_export import kind_schema
+        from flowrun.manifest.schema.export import kind_schema
 
         self.kind = kind
         self.schema = kind_schema(kind)

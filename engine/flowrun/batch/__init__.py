@@ -72,38 +72,14 @@ async def run_batch(
     the items over, or "auto" (None: the default, one per 16 of `concurrency`, at most one per
     CPU; 1 runs every item in this process)."""
     opts = RunOptions.given(options, changes, BATCH_KEYWORDS)
-    # the SDKs are imported where the items run: here only when no worker process runs them
-    # (and a dry run sends nothing)
-    wf = workflow if isinstance(workflow, Workflow) else load(workflow, list(opts.overrides), prefetch=False)
-    wf = wf.with_overrides(opts.overrides)
-    items_path = Path(items)
-    _check_options(concurrency, max_cost_usd_per_item, max_cost_usd, backend, ray_cpus)
-    workers = _processes(processes, backend, concurrency)
-    if workers == 1 and not opts.dry_run:
-        wf.prefetch()
-    opts = item_options(opts, wf, max_cost_usd_per_item)
-    if max_cost_usd is not None or max_cost_usd_per_item is not None:
-        check_prices(wf, opts)
+    per_item, items_path = max_cost_usd_per_item, Path(items)
+    wf, opts, workers, record = _prepared(
+        workflow, opts, backend, concurrency, processes, per_item, max_cost_usd, ray_cpus
+    )
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
     with folder.claimed():  # the same batch started twice at once: the second is refused
         runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf, opts)
-        # worker processes start now: their start-up overlaps reading and planning the items
-        discard = await _start_early(runner)
-        try:
-            listed = read_items(items_path, wf.spec.inputs, wf.name)
-            given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
-            record = options_record(
-                opts,
-                max_cost_usd_per_item=max_cost_usd_per_item,
-                concurrency=concurrency,
-                max_cost_usd=max_cost_usd,
-                backend=backend,
-                processes=given,
-            )
-            folder.open(wf.path, items_path, record)
-        except BaseException:
-            await discard()
-            raise
+        listed = await _opened(folder, runner, wf, items_path, record)
         status = "cancelled"
         try:
             summary = await execute(
@@ -121,6 +97,61 @@ async def run_batch(
             folder.write_meta(wf.path, items_path, record, status)
         summary.processes = workers
         return summary
+
+
+def _prepared(
+    workflow: str | Path | Workflow,
+    options: RunOptions,
+    backend: str,
+    concurrency: int,
+    processes: int | Literal["auto"] | None,
+    per_item: float | None,
+    total: float | None,
+    ray_cpus: float,
+) -> tuple[Workflow, RunOptions, int | None, dict[str, object]]:
+    """The workflow with the batch's `--set`s, each item's options, how many processes run the
+    items (None: Ray places them) and the options as batch.json records them, the batch's
+    settings checked."""
+    # the SDKs are imported where the items run: here only when no worker process runs them
+    # (and a dry run sends nothing)
+    wf = (
+        workflow
+        if isinstance(workflow, Workflow)
+        else load(workflow, list(options.overrides), prefetch=False)
+    )
+    wf = wf.with_overrides(options.overrides)
+    _check_options(concurrency, per_item, total, backend, ray_cpus)
+    workers = _processes(processes, backend, concurrency)
+    if workers == 1 and not options.dry_run:
+        wf.prefetch()
+    options = item_options(options, wf, per_item)
+    if total is not None or per_item is not None:
+        check_prices(wf, options)
+    given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
+    record = options_record(
+        options,
+        max_cost_usd_per_item=per_item,
+        concurrency=concurrency,
+        max_cost_usd=total,
+        backend=backend,
+        processes=given,
+    )
+    return wf, options, workers, record
+
+
+async def _opened(
+    folder: BatchFolder, runner: Backend, wf: Workflow, items: Path, record: dict[str, object]
+) -> list[Item]:
+    """The items read and the batch folder opened, while the worker processes start (their
+    start-up overlaps this); the workers are closed again when either fails."""
+    discard = await _start_early(runner)
+    try:
+        listed = read_items(items, wf.spec.inputs, wf.name)
+        folder.open(wf.path, items, record)
+    except BaseException:
+        await discard()
+        raise
+    return listed
 
 
 BATCH_KEYWORDS = (

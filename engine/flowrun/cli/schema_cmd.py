@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from flowrun.manifest.schema_export import KIND_NAMES
+from flowrun.manifest.schema.export import KIND_NAMES
 
 
 @click.command()
@@ -16,7 +16,7 @@ from flowrun.manifest.schema_export import KIND_NAMES
 )
 def schema(kind: str | None, write_dir: Path | None) -> None:
     """Print the JSON Schema of a manifest KIND (default: workflow)."""
-    from flowrun.manifest.schema_export import schema_text, write_all
+    from flowrun.manifest.schema.export import schema_text, write_all
 
     if write_dir is not None:
         for path in write_all(write_dir):

@@ -157,13 +157,7 @@ async def _run_variant(
     it ends: its judges' calls overlap the runs still going, instead of all waiting for the
     slowest run of the batch."""
     planned = {run_id(case.id, n): (case, n) for case in evalset.cases for n in range(1, repeat + 1)}
-    items = out / "items" / f"{variant.name}.jsonl"
-    items.parent.mkdir(parents=True, exist_ok=True)
-    rows = [
-        json.dumps({"id": rid, **case.inputs}, ensure_ascii=False, default=str)
-        for rid, (case, _) in planned.items()
-    ]
-    items.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    items = _items_file(out / "items" / f"{variant.name}.jsonl", planned)
     options = RunOptions(
         model=variant.model, overrides=variant.overrides, dry_run=settings.dry_run, sandbox=settings.sandbox
     )
@@ -207,6 +201,17 @@ async def _run_variant(
             task.cancel()
         await asyncio.gather(*grading.values(), return_exceptions=True)
     return VariantReport(variant.name, variant.model, list(variant.overrides), list(scored))
+
+
+def _items_file(path: Path, planned: Mapping[str, tuple[Case, int]]) -> Path:
+    """The batch's items: one line per planned run, its id and its case's inputs."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [
+        json.dumps({"id": rid, **case.inputs}, ensure_ascii=False, default=str)
+        for rid, (case, _) in planned.items()
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
 
 
 async def grade_run(

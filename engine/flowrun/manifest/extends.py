@@ -6,7 +6,7 @@ not have) are diagnostics at the line of the `remove` entry."""
 from __future__ import annotations
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import AgentManifest, ModelsPatch, ToolsPatch
 from flowrun.manifest.yaml_source import PathKey, Source
 

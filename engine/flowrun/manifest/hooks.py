@@ -182,7 +182,7 @@ def load_settings_hooks(root: Path) -> tuple[list[tuple[HooksSpec, Source]], lis
     """The `hooks` of root's `.claude/settings.json` and `settings.local.json` (each with its
     source, for the folder its commands are relative to), and their problems. Other settings
     are Claude Code's own and ignored; `disableAllHooks: true` in either turns hooks off."""
-    from flowrun.manifest.typed_check import check_model
+    from flowrun.manifest.schema.typed import check_model
 
     found: list[tuple[HooksSpec, Source]] = []
     diags: list[Diagnostic] = []

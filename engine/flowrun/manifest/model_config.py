@@ -64,15 +64,8 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path, strict_env: boo
     provider = "openai" if compatible or spec.provider is None else spec.provider
     thinking = spec.thinking if isinstance(spec.thinking, Thinking) else Thinking(enabled=spec.thinking)
     price = spec.price
-    options: dict[str, object] = {}
-    if (preset is not None and preset.key_optional) or (compatible and not spec.api_key_env):
-        options["key_optional"] = True
-    if referenced:  # a header may carry a token: its value is redacted like a key
-        options["secret_env"] = referenced
-    if spec.script:
-        path = (base_dir / spec.script).resolve()
-        options["script_path"] = str(path)
-        options["script"] = load_script(path)
+    key_optional = (preset is not None and preset.key_optional) or (compatible and not spec.api_key_env)
+    options = _provider_options(spec, base_dir, key_optional, referenced)
     entry = provider_class(spec.provider or provider) if (spec.provider or provider) in PROVIDERS else None
     default_env = None if entry is None else entry.key_env
     # the SDK's own fallback: its default key variable unset, its default token variable is used
@@ -117,6 +110,23 @@ def config_from_spec(name: str, spec: ModelSpec, base_dir: Path, strict_env: boo
         requests_per_minute=spec.rate_limit.requests_per_minute if spec.rate_limit else None,
         tokens_per_minute=spec.rate_limit.tokens_per_minute if spec.rate_limit else None,
     )
+
+
+def _provider_options(
+    spec: ModelSpec, base_dir: Path, key_optional: bool, secret_env: list[str]
+) -> dict[str, object]:
+    """What a provider reads besides the common settings: whether its key may be missing, the
+    variables whose values are redacted like a key, a scripted model's script."""
+    options: dict[str, object] = {}
+    if key_optional:
+        options["key_optional"] = True
+    if secret_env:  # a header may carry a token: its value is redacted like a key
+        options["secret_env"] = secret_env
+    if spec.script:
+        path = (base_dir / spec.script).resolve()
+        options["script_path"] = str(path)
+        options["script"] = load_script(path)
+    return options
 
 
 def _names(text: str) -> list[str]:

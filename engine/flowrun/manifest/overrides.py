@@ -21,7 +21,7 @@ from typing import Any
 from flowrun.errors import UsageError
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Loaded, Project
-from flowrun.manifest.schema_check import check_schema, did_you_mean
+from flowrun.manifest.schema.check import check_schema, did_you_mean
 from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import Strict, WorkflowManifest
 from flowrun.manifest.yaml_source import PathKey, Source

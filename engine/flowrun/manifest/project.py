@@ -14,7 +14,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem import mcp_config
 from flowrun.manifest.eval_specs import EvalSetManifest
 from flowrun.manifest.extends import extended
-from flowrun.manifest.schema_check import check_schema, detect_kind
+from flowrun.manifest.schema.check import check_schema, detect_kind
 from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
@@ -416,7 +416,7 @@ def _resolve_agent(
     if parent is None:
         project.broken.add(name)
         if not any(d.code == "extends-cycle" for d in project.diagnostics):
-            from flowrun.manifest.schema_check import did_you_mean
+            from flowrun.manifest.schema.check import did_you_mean
 
             if spec.extends == name:
                 hint = "remove `extends:`, or extend a built-in or another agent by its name"

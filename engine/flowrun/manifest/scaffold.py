@@ -20,7 +20,7 @@ from flowrun.errors import UsageError
 from flowrun.manifest.graph import reachable_agents, tool_entries, workflow_agents
 from flowrun.manifest.output_schemas import SCHEMAS_DIR, schema_file
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt, load_project
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import NAME, AgentManifest
 from flowrun.manifest.templates import analyse
 from flowrun.paths import builtin_root, examples_root

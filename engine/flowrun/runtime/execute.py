@@ -80,7 +80,7 @@ def prepare(run: Run, plan: SeedPlan | None) -> list[SeedKeptEvent]:
     else:
         _write_meta(run, "running")
         log.unlink(missing_ok=True)  # what a stop before the first event left (at most a torn line)
-        run.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        run.files.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2))
     if run.workspace == run.run_real:
         (run.run_dir / "workspace").mkdir(exist_ok=True)  # the agents' free space in their own run folder
     else:
@@ -90,7 +90,7 @@ def prepare(run: Run, plan: SeedPlan | None) -> list[SeedKeptEvent]:
             raise UsageError(
                 f"cannot make the agents' folder {run.workspace}: {e.strerror or e}", "check the path"
             ) from None
-    run.open_log()
+    run.files.open()
     return write_seeds(run, plan) if plan is not None else []
 
 
@@ -172,7 +172,7 @@ async def _ready_folder(run: Run, resume: bool) -> list[SeedKeptEvent]:
             return await settle(lambda: prepare(run, plan))
         return prepare(run, plan)
     except (asyncio.CancelledError, FlowrunError):  # a path of the wrong type: one line, nothing ran
-        run.close_files()
+        run.files.close()
         raise
     except OSError as e:  # nothing recorded yet: the folder is as it was
         raise unwritable(run.run_dir, e) from None
@@ -288,21 +288,21 @@ async def _noted_end(run: Run) -> None:
 
 def _end_files(run: Run, status: str) -> None:
     steps: tuple[Callable[[], object], ...] = (
-        lambda: run.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2)),
+        lambda: run.files.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2)),
         lambda: _write_meta(run, status),
     )
     for step in steps:
         with contextlib.suppress(OSError):
             step()
     with contextlib.suppress(OSError):  # the last flush of a log that cannot be written
-        run.close_files()
+        run.files.close()
 
 
 def _resumed_files(run: Run) -> None:
     """A resumed run is running again; every engine file exists before a tool runs."""
     _write_meta(run, "running")
     if not (run.run_dir / "usage.json").exists():
-        run.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2))
+        run.files.replace("usage.json", json.dumps(run.usage.to_dict(), indent=2))
 
 
 def _write_meta(run: Run, status: str) -> None:
@@ -319,7 +319,7 @@ def _write_meta(run: Run, status: str) -> None:
     }
     if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
         meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
-    run.replace("run.json", json.dumps(meta, indent=2, default=str))
+    run.files.replace("run.json", json.dumps(meta, indent=2, default=str))
 
 
 def _chat_agent(run: Run) -> str | None:

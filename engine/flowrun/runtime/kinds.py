@@ -19,6 +19,7 @@ from flowrun.manifest.specs import StepSpec, StrategySpec
 from flowrun.providers.presets import PRESETS, Preset
 from flowrun.providers.registry import PROVIDERS
 from flowrun.runtime.context import compact, dashboard, full
+from flowrun.runtime.durable.ledger import KindRecord
 from flowrun.runtime.loop.contracts import (
     AgentInstance,
     BindRequest,
@@ -31,7 +32,7 @@ from flowrun.runtime.loop.contracts import (
 from flowrun.runtime.loop.deferred import load_noted
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
-from flowrun.runtime.steps.base import StepContext, StepKind
+from flowrun.runtime.steps.base import StepConditions, StepContext, StepKind
 from flowrun.runtime.tool_kinds import a2a, agent, command, mcp, python
 
 # in the order they are asked to claim a tool name
@@ -100,6 +101,13 @@ def register_preset(name: str, preset: Preset) -> Unregister:
 def _drop(table: dict[str, Any], family: str, name: str) -> None:
     table.pop(name, None)
     manifest_kinds.uninstall(family, name)
+
+
+def kind_records() -> list[type[KindRecord]]:
+    """What the registered kinds keep of a recorded run, for `Ledger.from_events` to fold the
+    log into (and the `if:` every step kind takes)."""
+    kinds: list[ToolKind | StepKind] = [*TOOL_KINDS.values(), *STEP_KINDS.values()]
+    return [StepConditions, *(record for kind in kinds for record in kind.records)]
 
 
 # ---------------------------------------------------------------- tools

@@ -31,6 +31,7 @@ from flowrun.records import OptionsRecord, RunRecord
 from flowrun.tools.sandbox import MODES, Mode
 
 Decisions = Literal["wait", "refuse"]
+DRY_WORKDIR = "workdir"  # a dry run's stand-in for the user's folder, in its run folder
 
 if TYPE_CHECKING:
     from flowrun.runtime.loop.approvals import Approver
@@ -80,6 +81,15 @@ class RunOptions:
             raise UsageError(f"unknown decisions mode {self.decisions!r}", "use wait or refuse")
         if self.decide_within is not None:
             set_(self, "decide_within", duration(self.decide_within))
+
+    def agents_root(self, run_dir: Path, run_real: Path) -> Path:
+        """Where the agents work: the run folder (`run_real`, resolved already), or a folder of
+        the user's (`workdir`) that is kept across runs while the run folder keeps the engine's
+        files; a dry run never writes there: its agents work in a stand-in inside its run folder
+        (runtime/seeding.py)."""
+        if self.workdir is None:
+            return run_real
+        return (run_dir / DRY_WORKDIR).resolve() if self.dry_run else self.workdir.resolve()
 
     # ------------------------------------------------------------ changing
 

@@ -1,26 +1,22 @@
 """A Run: one execution of a workflow in its run folder. It wires the parts that do the work
 (models/calls.py: model calls; loop/dispatch.py: tool calls; loop/prompts.py: templates; the
-budgets; the event log) and offers them to the loop, tool kinds and step kinds through
-`loop/contracts.RunServices`."""
+budgets; durable/run_files.py: the event log) and offers them to the loop, tool kinds and step
+kinds through `loop/contracts.RunServices`."""
 
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from flowrun.atomic_files import replace_file, replace_in
-from flowrun.events import Event, UserMessageEvent
+from flowrun.events import Event
 from flowrun.manifest.graph import tool_entries
 from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
-from flowrun.pinned import open_folder
 from flowrun.redaction import Redactor
-from flowrun.runtime.durable.event_log import EventLog, Subscriber
-from flowrun.runtime.durable.ledger import Ledger
-from flowrun.runtime.durable.run_folder import PROTECTED
+from flowrun.runtime.durable.ledger import KindRecord, Ledger
+from flowrun.runtime.durable.run_files import RunFiles
 from flowrun.runtime.guardrails.book import Guardrails
 from flowrun.runtime.hooks.book import HookBook
 from flowrun.runtime.hooks.moments import HookMoments
@@ -34,15 +30,15 @@ from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.loop.prompts import PromptRenderer
 from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
+from flowrun.runtime.loop.user_turns import UserTurns
 from flowrun.runtime.mcp.prompt_source import fetch_prompt
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
 from flowrun.runtime.options import RunHooks, RunOptions
-from flowrun.tools.base import ToolContext
 from flowrun.types import ModelResponse, ToolCall, ToolResult
 
-DRY_WORKDIR = "workdir"  # a dry run's stand-in for the user's folder, in its run folder
+R = TypeVar("R", bound=KindRecord)
 
 
 @functools.lru_cache(maxsize=64)
@@ -63,9 +59,7 @@ class Run:
         ledger: Ledger | None = None,
         hooks: RunHooks | None = None,
     ) -> None:
-        self.project = project
-        self.workflow = workflow
-        self.spec = workflow.spec
+        self.project, self.workflow, self.spec = project, workflow, workflow.spec
         self.inputs = inputs
         self.run_dir = run_dir
         self.options = options or RunOptions()  # recorded in run.json
@@ -77,46 +71,26 @@ class Run:
         # the run folder without symlinks, walked once (one lstat per part of the path): the
         # folder may not exist yet, and it is made by the run, never replaced by a link
         self.run_real = run_dir.resolve()
-        # the agents' root: the run folder, or a folder of the user's (--workdir, workspace.dir)
-        # that is kept across runs while the run folder keeps the engine's files; a dry run
-        # never writes there: its agents work in a stand-in inside its run folder (seeding.py)
-        self.workspace = self.run_real if self.options.workdir is None else self.options.workdir.resolve()
-        if self.options.dry_run and self.options.workdir is not None:
-            self.workspace = (run_dir / DRY_WORKDIR).resolve()
+        self.workspace = self.options.agents_root(run_dir, self.run_real)  # the agents' root
         self.limits = self.spec.limits
         self.iteration: int | None = None
-        self.persistent: dict[str, AgentInstance] = {}
         self.redactor = Redactor()
-        self.events: EventLog | None = None
-        # the run folder, opened (pinned) with its log, before any tool runs: the engine's later
-        # writes there go by name in it (a tool that moved the folder away cannot redirect them)
-        self.folder: int | None = None
-        self.subscribers: list[Subscriber] = []
+        self.files = RunFiles(run_dir, self.run_real, self.redactor, ledger)  # the log, run.json, ...
         self.usage = UsageBook()
         self.budgets = Budgets(self.limits, self.usage)
         self.subtrees = self.usage.subtrees
+        replaying = ledger is not None and ledger.mode == "replay"
         self.prompts = PromptRenderer(
             project,
             inputs,
             self.workspace,
             # a replay's templates see the recorded run id, as they see the recorded date
-            (ledger.run_id if ledger is not None and ledger.mode == "replay" else None) or self.run_id,
+            (ledger.run_id if ledger is not None and replaying else None) or self.run_id,
             self.spec.output,
             lambda: self.iteration,
             today=ledger.date if ledger is not None else None,
         )
-        choice = ModelChoice(
-            project,
-            dict(self.spec.models),
-            self.spec.default_model,
-            self.workflow_dir,
-            dry_run=self.options.dry_run,
-            override=self.options.model,
-            stream=self.options.stream,
-            per_agent=dict(self.options.agent_models),
-            no_thinking=self.options.no_thinking,
-            replaying=ledger is not None and ledger.mode == "replay",
-        )
+        choice = ModelChoice.of_run(project, self.spec, self.workflow_dir, self.options, replaying)
         self.models = ModelService(
             choice, self.budgets, self.usage, self.redactor, self.emit, self._hints, ledger
         )
@@ -130,46 +104,41 @@ class Run:
             on_budget=self.limits.on_budget,
         )
         self.models.decisions = self.decisions
+        self.turns = UserTurns(self.hooks, ledger, self.emit)
+        self._wire_tools()
+
+    def _wire_tools(self) -> None:
+        """What every tool call shares, the dispatcher, and the hooks and guardrails around them."""
         self.sandboxes = SandboxPolicies(self.spec, self.workflow_dir, self.options.sandbox)
         self.sandbox_warning: tuple[str, str] | None = None  # (reason, mode) when the probe failed
         env = ToolEnvironment(
             self.workspace,
-            run_dir,
-            list(project.roots),
+            self.run_dir,
+            list(self.project.roots),
             interactive=self.hooks.ask_user is not None or self.decisions.waits,
             ask_user=self.hooks.ask_user,
             sandboxes=self.sandboxes,
             redactor=self.redactor,
-            approvals=Approvals(self.hooks.approve, self.options.yes, self.emit, ledger, self.decisions),
+            approvals=Approvals(self.hooks.approve, self.options.yes, self.emit, self.ledger, self.decisions),
             dry_run=self.options.dry_run,
             decisions=self.decisions,
         )
-        self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, ledger)
-        book = HookBook(project, self.spec, self.workflow_dir, self.emit, ledger, self._hook_context)
+        self.tools = ToolDispatcher(self, env, self.limits.max_concurrency, self.emit, self.ledger)
         # the hooks of Claude Code's settings, the workflow and its agents (runtime/hooks/)
-        self.hook_moments = HookMoments(book, self.run_id, run_dir, self.workspace) if book.active else None
+        book = HookBook(
+            self.project, self.spec, self.workflow_dir, self.emit, self.ledger, self.tools.hook_context
+        )
+        self.hook_moments = (
+            HookMoments(book, self.run_id, self.run_dir, self.workspace) if book.active else None
+        )
         env.hooks = self.hook_moments
         if self.hook_moments is not None:
             self.decisions.on_pending = self.hook_moments.notify
         # the agents' input, output and tool guardrails (runtime/guardrails/)
-        roots = {name: loaded.root for name, loaded in project.agents.items() if loaded.spec.guardrails}
-        self.guardrails = Guardrails(self, roots, ledger, self.options.dry_run) if roots else None
+        agents = self.project.agents
+        roots = {name: loaded.root for name, loaded in agents.items() if loaded.spec.guardrails}
+        self.guardrails = Guardrails(self, roots, self.ledger, self.options.dry_run) if roots else None
         env.guardrails = self.guardrails
-
-    def _hook_context(self, inst: AgentInstance | None) -> ToolContext:
-        """Where a hook command of `inst` (None: of the run) runs: as its tools' processes do."""
-        return ToolContext(
-            workspace=self.workspace,
-            base_dir=self.workspace,
-            cwd=inst.cwd if inst is not None else self.workspace,
-            run_dir=self.run_dir,
-            agent_name=inst.name if inst is not None else "",
-            agent_id=inst.id if inst is not None else "",
-            search_path=list(self.project.roots),
-            protected=PROTECTED,
-            sandbox=self.sandboxes.hook_policy(inst.spec if inst is not None else None),
-            write_within=inst.write_within if inst is not None else None,
-        )
 
     async def prompt_hooks(self, inst: AgentInstance, text: str, opening: bool) -> str:
         if self.hook_moments is None:
@@ -195,37 +164,8 @@ class Run:
         if self.guardrails is not None:
             await self.guardrails.check_calls(inst, calls)
 
-    # ------------------------------------------------------------ events
-
-    def open_log(self) -> None:
-        self.folder = open_folder(self.run_real)
-        self.events = EventLog(self.run_dir / "events.jsonl", self.redactor)
-        self.events.subscribers.extend(self.subscribers)
-
-    def replace(self, name: str, text: str) -> None:
-        """A file of the run folder (run.json, usage.json) replaced whole: in the folder opened
-        with the log, or by path before it is (nothing but the engine runs then)."""
-        if self.folder is None:
-            replace_file(self.run_dir / name, text)
-        else:
-            replace_in(self.folder, name, text)
-
-    def close_files(self) -> None:
-        """The log (its last flush) and the run folder's descriptor."""
-        try:
-            if self.events is not None:
-                self.events.close()
-        finally:
-            if self.folder is not None:
-                os.close(self.folder)
-                self.folder = None
-
     def emit(self, event: Event) -> None:
-        if self.events is None:
-            return
-        if self.ledger is not None and not self.ledger.should_write(event):
-            return
-        self.events.emit(event)
+        self.files.emit(event)
 
     # ------------------------------------------------------------ RunServices
 
@@ -247,32 +187,9 @@ class Run:
     def template_vars(self) -> dict[str, Any]:
         return self.prompts.template_vars()
 
-    def recorded_until(self, loop: str, iteration: int) -> bool | None:
-        """A resumed run keeps the decision its log holds; a replay decides again (and compares)."""
-        if self.ledger is None or self.ledger.mode != "resume":
-            return None
-        return self.ledger.until.get((loop, iteration))
-
-    def recorded_condition(self, step: str) -> bool | None:
-        if self.ledger is None or self.ledger.mode != "resume":
-            return None
-        return self.ledger.conditions.get(step)
-
-    def recorded_card(self, name: str) -> tuple[bool, dict[str, object] | None]:
-        """(whether this is a replay, the card of the A2A agent `name` the log holds): a resume
-        and a replay describe the tool as the recording did, and a replay reads no card."""
-        if self.ledger is None:
-            return False, None
-        return self.ledger.mode == "replay", self.ledger.cards.get(name)
-
-    def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None:
-        if self.ledger is not None:
-            recorded = self.ledger.until.get((loop, iteration))
-            self.ledger.check_decision(f"{loop} iteration {iteration} until", condition, recorded, met)
-
-    def confirm_condition(self, step: str, condition: str, met: bool) -> None:
-        if self.ledger is not None:
-            self.ledger.check_decision(f"{step} if", condition, self.ledger.conditions.get(step), met)
+    def recorded(self, record: type[R]) -> R:
+        """A kind's record of the run this one resumes or replays; an empty one for a new run."""
+        return self.ledger.record(record) if self.ledger is not None else record()
 
     def new_instance(
         self,
@@ -308,40 +225,11 @@ class Run:
         """The instance's system prompt and tools: an event, and prompts/<instance>.md."""
         event = prompt_event(inst)
         self.emit(event)
-        if self.folder is not None:
-            write_prompt_file(self.folder, event, self.redactor.text)
+        if self.files.folder is not None:
+            write_prompt_file(self.files.folder, event, self.redactor.text)
 
     async def user_turn(self, inst: AgentInstance, answer: str | None) -> str | None:
-        """A user message for `inst` at this point (before a model call, or after an answer that
-        would end it): one the log recorded here, else one typed at the pause key, else a chat's
-        next turn once the run is past what the log holds (the agent loop asks)."""
-        key = (inst.id, inst.model_calls)
-        if self.ledger is not None and key in self.ledger.user_messages:
-            return self._user_message(inst, self.ledger.user_messages.pop(key))
-        if answer is None and (interjected := await self._interjected(inst)) is not None:
-            return self._user_message(inst, interjected)
-        talk = self.hooks.conversation
-        if talk is None or inst.depth != 0 or inst.name != talk.agent or (talk.chat and answer is None):
-            return None
-        if self.ledger is not None and (inst.id, inst.model_calls + 1) in self.ledger.responses:
-            return None  # still replaying what the log holds
-        text = await talk.read(answer)
-        return self._user_message(inst, text) if text else None
-
-    async def _interjected(self, inst: AgentInstance) -> str | None:
-        """The message typed at the pause key, for the agent whose step boundary came first
-        (recorded like any user message: a resume or replay gives it at the same step)."""
-        pause = self.hooks.interject
-        if pause is None or not pause.requested():
-            return None
-        if self.ledger is not None and (inst.id, inst.model_calls + 1) in self.ledger.responses:
-            return None  # still going over what the log holds: the pause comes where it goes live
-        text = await pause.read(inst.name)
-        return text.strip() if text and text.strip() else None
-
-    def _user_message(self, inst: AgentInstance, text: str) -> str:
-        self.emit(UserMessageEvent(agent=inst.name, agent_id=inst.id, step=inst.model_calls, text=text))
-        return text
+        return await self.turns.next(inst, answer)
 
     def use_model(self, inst: AgentInstance, ref: str) -> None:
         inst.model = self.models.choice.config(ref, inst.name)

@@ -4,6 +4,7 @@ routes it describes (serve/http_app.py; a test checks that it is valid and lists
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from flowrun._version import __version__
 from flowrun.states import NAMES
@@ -167,170 +168,227 @@ SCHEMAS: Json = {
 }
 
 
+RUN_QUERY: list[Json] = [
+    {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
+    for name, schema, text in (
+        ("workflow", {"type": "string"}, "Only this workflow's runs"),
+        ("status", {"type": "string"}, "Only these statuses (comma-separated or repeated)"),
+        ("since", {"type": "string"}, "Started at or after: epoch seconds or ISO 8601"),
+        ("until", {"type": "string"}, "Started before: epoch seconds or ISO 8601"),
+        ("q", {"type": "string"}, "Text in the id, the workflow or the inputs"),
+        ("limit", {"type": "integer", "default": 50, "maximum": 1000}, "Page size"),
+        ("offset", {"type": "integer", "default": 0}, "Runs to skip"),
+    )
+]
+EVENTS_PARAMS: list[Json] = [
+    RUN_ID,
+    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"}},
+    {"name": "after", "in": "query", "required": False, "schema": {"type": "integer"}},
+    {"name": "format", "in": "query", "required": False, "schema": {"enum": ["json"]}},
+]
+FILE_PARAMS: list[Json] = [
+    RUN_ID,
+    {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}},
+]
+BATCH_NAME: list[Json] = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+
+
+def _object(**properties: object) -> Json:
+    return {"type": "object", "properties": properties}
+
+
+def _list_of(items: Json) -> Json:
+    return {"type": "array", "items": items}
+
+
+LISTING = _object(
+    runs=_list_of(_ref("RunSummary")),
+    total={"type": "integer"},
+    offset={"type": "integer"},
+    limit={"type": "integer"},
+)
+STARTED = _object(id={"type": "string"}, run={"type": "string"})
+A_FILE: Json = {"description": "The file", "content": {"*/*": {"schema": {"type": "string"}}}}
+SSE: Json = {
+    "description": "Server-sent events: `id: SEQ`, `event: TYPE`, `data: LINE` per event of "
+    "events.jsonl, then `event: end` with the status (format=json: the whole log at once)",
+    "content": {"text/event-stream": {"schema": {"type": "string"}}, JSON: {"schema": {"type": "object"}}},
+}
+ANY: Json = {"type": "object"}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One route of the API as the document describes it."""
+
+    path: str
+    method: str
+    operation_id: str
+    summary: str
+    ok: str  # the status of a success
+    answer: Json  # the success's response
+    errors: tuple[int, ...]  # the error statuses it may answer (_errors)
+    parameters: list[Json] | None = None
+    body: str | None = None  # the request body's schema (a name in SCHEMAS)
+
+
+RUN: list[Json] = [RUN_ID]
+OPERATIONS = (
+    Operation(
+        "/v1/workflows",
+        "get",
+        "listWorkflows",
+        "The workflows this server runs, with their inputs",
+        "200",
+        _json(ANY, "The workflows"),
+        (401,),
+    ),
+    Operation(
+        "/v1/runs",
+        "get",
+        "listRuns",
+        "List runs, newest first (from the runs index)",
+        "200",
+        _json(LISTING, "A page of runs"),
+        (400, 401),
+        parameters=RUN_QUERY,
+    ),
+    Operation(
+        "/v1/runs",
+        "post",
+        "startRun",
+        "Start a run",
+        "201",
+        _json(STARTED, "Started"),
+        (400, 401, 404),
+        body="StartRun",
+    ),
+    Operation(
+        "/v1/runs/{id}",
+        "get",
+        "getRun",
+        "One run",
+        "200",
+        _json(_ref("RunDetail"), "The run"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/conversations",
+        "get",
+        "runConversations",
+        "Each agent's conversation, sub-agents nested under their calls",
+        "200",
+        _json(ANY, "The conversations"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/replay",
+        "get",
+        "runReplay",
+        "The model steps of the run's replay beside its own, the first difference",
+        "200",
+        _json(ANY, "The steps"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/events",
+        "get",
+        "runEvents",
+        "The run's events, replayed then followed live",
+        "200",
+        SSE,
+        (400, 401, 404),
+        parameters=EVENTS_PARAMS,
+    ),
+    Operation(
+        "/v1/runs/{id}/decisions",
+        "post",
+        "decide",
+        "Take a decision the run waits for",
+        "200",
+        _json(ANY, "Recorded"),
+        (400, 401, 404, 409),
+        parameters=RUN,
+        body="Decide",
+    ),
+    Operation(
+        "/v1/runs/{id}/cancel",
+        "post",
+        "cancelRun",
+        "Stop a run (it ends cancelled, resumable)",
+        "202",
+        _json(_ref("Accepted"), "Stopping"),
+        (401, 404, 409),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/resume",
+        "post",
+        "resumeRun",
+        "Continue a stopped or waiting run from its log",
+        "202",
+        _json(_ref("Accepted"), "Resumed"),
+        (400, 401, 404, 409),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/files",
+        "get",
+        "listFiles",
+        "The run folder's files",
+        "200",
+        _json(_object(files=_list_of(ANY)), "Path, size and mtime of each"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/files/{path}",
+        "get",
+        "getFile",
+        "One file of the run folder (read-only; never outside it)",
+        "200",
+        A_FILE,
+        (401, 404),
+        parameters=FILE_PARAMS,
+    ),
+    Operation(
+        "/v1/batches",
+        "get",
+        "listBatches",
+        "The batch folders beside the runs folder",
+        "200",
+        _json(_object(batches=_list_of(ANY)), "The batches"),
+        (401,),
+    ),
+    Operation(
+        "/v1/batches/{name}",
+        "get",
+        "getBatch",
+        "One batch: items, counts, cost over time",
+        "200",
+        _json(ANY, "The batch"),
+        (401, 404),
+        parameters=BATCH_NAME,
+    ),
+    Operation("/openapi.json", "get", "openapi", "This document", "200", _json(ANY, "OpenAPI 3.1"), (401,)),
+)
+
+
 def _paths() -> Json:
-    run = [RUN_ID]
-    query = [
-        {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
-        for name, schema, text in (
-            ("workflow", {"type": "string"}, "Only this workflow's runs"),
-            ("status", {"type": "string"}, "Only these statuses (comma-separated or repeated)"),
-            ("since", {"type": "string"}, "Started at or after: epoch seconds or ISO 8601"),
-            ("until", {"type": "string"}, "Started before: epoch seconds or ISO 8601"),
-            ("q", {"type": "string"}, "Text in the id, the workflow or the inputs"),
-            ("limit", {"type": "integer", "default": 50, "maximum": 1000}, "Page size"),
-            ("offset", {"type": "integer", "default": 0}, "Runs to skip"),
-        )
-    ]
-    listing = {
-        "type": "object",
-        "properties": {
-            "runs": {"type": "array", "items": _ref("RunSummary")},
-            "total": {"type": "integer"},
-            "offset": {"type": "integer"},
-            "limit": {"type": "integer"},
-        },
-    }
-    events_params = [
-        RUN_ID,
-        {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"}},
-        {"name": "after", "in": "query", "required": False, "schema": {"type": "integer"}},
-        {"name": "format", "in": "query", "required": False, "schema": {"enum": ["json"]}},
-    ]
-    started: Json = {"type": "object", "properties": {"id": {"type": "string"}, "run": {"type": "string"}}}
-    a_file: Json = {"description": "The file", "content": {"*/*": {"schema": {"type": "string"}}}}
-    sse: Json = {
-        "description": "Server-sent events: `id: SEQ`, `event: TYPE`, `data: LINE` per event of "
-        "events.jsonl, then `event: end` with the status (format=json: the whole log at once)",
-        "content": {
-            "text/event-stream": {"schema": {"type": "string"}},
-            JSON: {"schema": {"type": "object"}},
-        },
-    }
-    files = {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "object"}}}}
-    batches = {"type": "object", "properties": {"batches": {"type": "array", "items": {"type": "object"}}}}
-    return {
-        "/v1/workflows": {
-            "get": {
-                "summary": "The workflows this server runs, with their inputs",
-                "operationId": "listWorkflows",
-                "responses": _responses("200", _json({"type": "object"}, "The workflows"), 401),
-            }
-        },
-        "/v1/runs": {
-            "get": {
-                "summary": "List runs, newest first (from the runs index)",
-                "operationId": "listRuns",
-                "parameters": query,
-                "responses": _responses("200", _json(listing, "A page of runs"), 400, 401),
-            },
-            "post": {
-                "summary": "Start a run",
-                "operationId": "startRun",
-                "requestBody": {"required": True, "content": {JSON: {"schema": _ref("StartRun")}}},
-                "responses": _responses("201", _json(started, "Started"), 400, 401, 404),
-            },
-        },
-        "/v1/runs/{id}": {
-            "get": {
-                "summary": "One run",
-                "operationId": "getRun",
-                "parameters": run,
-                "responses": _responses("200", _json(_ref("RunDetail"), "The run"), 401, 404),
-            }
-        },
-        "/v1/runs/{id}/conversations": {
-            "get": {
-                "summary": "Each agent's conversation, sub-agents nested under their calls",
-                "operationId": "runConversations",
-                "parameters": run,
-                "responses": _responses("200", _json({"type": "object"}, "The conversations"), 401, 404),
-            }
-        },
-        "/v1/runs/{id}/replay": {
-            "get": {
-                "summary": "The model steps of the run's replay beside its own, the first difference",
-                "operationId": "runReplay",
-                "parameters": run,
-                "responses": _responses("200", _json({"type": "object"}, "The steps"), 401, 404),
-            }
-        },
-        "/v1/runs/{id}/events": {
-            "get": {
-                "summary": "The run's events, replayed then followed live",
-                "operationId": "runEvents",
-                "parameters": events_params,
-                "responses": _responses("200", sse, 400, 401, 404),
-            }
-        },
-        "/v1/runs/{id}/decisions": {
-            "post": {
-                "summary": "Take a decision the run waits for",
-                "operationId": "decide",
-                "parameters": run,
-                "requestBody": {"required": True, "content": {JSON: {"schema": _ref("Decide")}}},
-                "responses": _responses("200", _json({"type": "object"}, "Recorded"), 400, 401, 404, 409),
-            }
-        },
-        "/v1/runs/{id}/cancel": {
-            "post": {
-                "summary": "Stop a run (it ends cancelled, resumable)",
-                "operationId": "cancelRun",
-                "parameters": run,
-                "responses": _responses("202", _json(_ref("Accepted"), "Stopping"), 401, 404, 409),
-            }
-        },
-        "/v1/runs/{id}/resume": {
-            "post": {
-                "summary": "Continue a stopped or waiting run from its log",
-                "operationId": "resumeRun",
-                "parameters": run,
-                "responses": _responses("202", _json(_ref("Accepted"), "Resumed"), 400, 401, 404, 409),
-            }
-        },
-        "/v1/runs/{id}/files": {
-            "get": {
-                "summary": "The run folder's files",
-                "operationId": "listFiles",
-                "parameters": run,
-                "responses": _responses("200", _json(files, "Path, size and mtime of each"), 401, 404),
-            }
-        },
-        "/v1/runs/{id}/files/{path}": {
-            "get": {
-                "summary": "One file of the run folder (read-only; never outside it)",
-                "operationId": "getFile",
-                "parameters": [
-                    RUN_ID,
-                    {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}},
-                ],
-                "responses": _responses("200", a_file, 401, 404),
-            }
-        },
-        "/v1/batches": {
-            "get": {
-                "summary": "The batch folders beside the runs folder",
-                "operationId": "listBatches",
-                "responses": _responses("200", _json(batches, "The batches"), 401),
-            }
-        },
-        "/v1/batches/{name}": {
-            "get": {
-                "summary": "One batch: items, counts, cost over time",
-                "operationId": "getBatch",
-                "parameters": [
-                    {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-                ],
-                "responses": _responses("200", _json({"type": "object"}, "The batch"), 401, 404),
-            }
-        },
-        "/openapi.json": {
-            "get": {
-                "summary": "This document",
-                "operationId": "openapi",
-                "responses": _responses("200", _json({"type": "object"}, "OpenAPI 3.1"), 401),
-            }
-        },
-    }
+    """The `paths` of the document, from OPERATIONS."""
+    paths: dict[str, Json] = {}
+    for op in OPERATIONS:
+        entry: Json = {"summary": op.summary, "operationId": op.operation_id}
+        if op.parameters is not None:
+            entry["parameters"] = op.parameters
+        if op.body is not None:
+            entry["requestBody"] = {"required": True, "content": {JSON: {"schema": _ref(op.body)}}}
+        entry["responses"] = _responses(op.ok, op.answer, *op.errors)
+        paths.setdefault(op.path, {})[op.method] = entry
+    return dict(paths)
 
 
 def document() -> Json:

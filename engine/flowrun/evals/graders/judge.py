@@ -12,7 +12,7 @@ from flowrun.evals.grading import GraderKind
 from flowrun.manifest.checks.eval_files import GraderAt
 from flowrun.manifest.eval_specs import GraderBase
 from flowrun.manifest.kinds import Problem
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.spec_base import Strict
 
 # what a rubric sees (evals/judges.py `judge_variables` gives them)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from flowrun.manifest.checks.costs import check_costs
@@ -28,7 +29,7 @@ from flowrun.manifest.model_config import reference_problem
 from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_setting
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import (
     AgentManifest,
     McpPromptSpec,
@@ -232,6 +233,15 @@ def _prompt_diagnostics(
             ]
         return []
     text, display, offset, _ = found
+    provided = PROMPT_BUILTINS | set(spec.vars) | (inputs or set())
+    return _template_problems(text, display, offset, project, provided, f"agent '{spec.name}'")
+
+
+def _template_problems(
+    text: str, display: str, offset: int, project: Project, provided: AbstractSet[str], where: str
+) -> list[Diagnostic]:
+    """A prompt template's problems: its syntax, the templates it includes that are missing,
+    and the variables it uses that nothing `provided` (`where`: whose prompt it is)."""
     info = analyse(text)
     if info.error:
         return [
@@ -259,10 +269,8 @@ def _prompt_diagnostics(
                     "missing-prompt",
                 )
             )
-    provided = PROMPT_BUILTINS | set(spec.vars) | (inputs or set())
     for var, line in info.variables.items():
         if var not in provided:
-            where = f"agent '{spec.name}'"
             hint = (
                 did_you_mean(var, provided) or "declare it under the agent's `vars:` or as a workflow input"
             )

@@ -17,7 +17,7 @@ from flowrun.manifest.diagnostics import Diagnostic, Severity
 from flowrun.manifest.eval_specs import EvalCase, EvalSetManifest, GraderBase
 from flowrun.manifest.kinds import Problem, grader_kind
 from flowrun.manifest.project import Loaded, Project, display_path, parse_manifest
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.paths import is_file
 from flowrun.regexes import compile_regex

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import ToolManifest
 from flowrun.manifest.yaml_source import Source
 

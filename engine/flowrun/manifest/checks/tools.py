@@ -12,7 +12,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.sandboxing import check_entry_keys
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import ENTRY_KEYS, ToolManifest
 from flowrun.manifest.yaml_source import Source
 

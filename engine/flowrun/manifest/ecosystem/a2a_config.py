@@ -61,7 +61,7 @@ def inline_agents(
     """The A2A agents declared in agents' tool entries, and their problems: a declaration the
     schema or the rules refuse, a name the workflow's `a2a_agents:` declares too, one name
     declared two ways."""
-    from flowrun.manifest.typed_check import check_model
+    from flowrun.manifest.schema.typed import check_model
 
     found: dict[str, Inline] = {}
     out: list[Diagnostic] = []

@@ -27,7 +27,7 @@ from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.front_matter import Document, load_document
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import NAME, AgentManifest, McpServerSpec
 from flowrun.manifest.yaml_source import PathKey, Source
 
@@ -296,7 +296,7 @@ def _mcp_servers(meta: Mapping[str, object], out: Converted) -> None:
             ("mcpServers",), "`mcpServers` must be a list of server names or {NAME: config}", "", "wrong-type"
         )
         return
-    from flowrun.manifest.typed_check import check_model
+    from flowrun.manifest.schema.typed import check_model
 
     for i, item in enumerate(servers):
         if isinstance(item, str):
@@ -335,8 +335,8 @@ def _hooks(meta: Mapping[str, object], out: Converted) -> None:
     if raw is None:
         return
     from flowrun.manifest.hooks import claude_code_hooks, hook_problems
+    from flowrun.manifest.schema.typed import check_model
     from flowrun.manifest.specs import HooksSpec
-    from flowrun.manifest.typed_check import check_model
 
     raw, skipped = claude_code_hooks(out.src, ("hooks",), raw)
     rules = hook_problems(out.src, ("hooks",), raw)

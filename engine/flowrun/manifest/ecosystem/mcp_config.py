@@ -63,7 +63,7 @@ def _oauth_problems(src: Source, parts: PathKey, auth: object) -> list[Diagnosti
 
 def load_mcp_file(path: Path, display: str) -> tuple[dict[str, McpServerSpec], Source, list[Diagnostic]]:
     """The servers of a `.mcp.json` (JSON is read by the YAML reader, so every problem has its line)."""
-    from flowrun.manifest.typed_check import check_model
+    from flowrun.manifest.schema.typed import check_model
 
     src, diags = load_source(path, display)
     if src.data is None:

@@ -35,7 +35,7 @@ def check_entry(
 ) -> list[Diagnostic]:
     """An agent's `SERVER` / `SERVER.TOOL` entry: the tool is not hidden by the server's
     allowlist, and the entry sets only `approve`."""
-    from flowrun.manifest.schema_check import did_you_mean
+    from flowrun.manifest.schema.check import did_you_mean
 
     out: list[Diagnostic] = []
     where: PathKey = ("tools", index) if not config else ("tools", index, name)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.front_matter import load_document
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.yaml_source import Source
 from flowrun.paths import is_dir, is_file
 from flowrun.types import decode_json

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.project import Project
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.yaml_source import Source
 
 SKILL_TOOLS = {

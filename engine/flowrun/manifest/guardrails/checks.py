@@ -10,7 +10,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.graph import tool_entries
 from flowrun.manifest.guardrails.rules import entries
 from flowrun.manifest.project import Loaded, Project
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import AgentManifest
 from flowrun.manifest.yaml_source import PathKey
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal, TypeVar
 
 from flowrun.errors import FlowrunError, ProviderError
 from flowrun.events import (
-    A2aCardEvent,
     AgentEndEvent,
     AgentPromptEvent,
     AgentStartEvent,
@@ -47,6 +47,7 @@ from flowrun.runtime.durable.event_log import read_events
 from flowrun.types import ModelResponse, ToolResult
 
 Mode = Literal["resume", "replay"]
+R = TypeVar("R", bound="KindRecord")
 # events that repeat work already logged; a resumed run does not write them twice
 REPEATABLE: tuple[type[Event], ...] = (
     RunStartEvent,
@@ -161,13 +162,51 @@ def event_key(event: Event) -> EventKey:
     )
 
 
+class KindRecord:
+    """What one kind (a step kind, a tool kind) keeps of a recorded run for resume and replay,
+    defined in the kind's own module: the events it folds in (`reads`) as the ledger reads the
+    log. A kind lists its record classes in its `records` (runtime/kinds.kind_records gives them
+    to `Ledger.from_events`) and reaches its record with `run.recorded(ThatClass)`; a new run's
+    record has no ledger and holds nothing."""
+
+    reads: ClassVar[tuple[type[Event], ...]] = ()
+
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        self.ledger = ledger
+
+    def add(self, event: Event) -> None:
+        """Fold in one recorded event of a type in `reads`."""
+
+    @property
+    def replaying(self) -> bool:
+        return self.ledger is not None and self.ledger.mode == "replay"
+
+
+class RecordedConditions(KindRecord):
+    """Conditions the recording decided (an `if:`, a loop's `until`), by where: a resume keeps
+    each decision, a replay decides again and a different decision is a divergence."""
+
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        super().__init__(ledger)
+        self.met: dict[object, bool] = {}
+
+    def kept(self, key: object) -> bool | None:
+        """The decision a resume keeps; None: decide now (a new run, a replay, a new point)."""
+        resuming = self.ledger is not None and self.ledger.mode == "resume"
+        return self.met.get(key) if resuming else None
+
+    def confirm(self, key: object, where: str, condition: str, met: bool) -> None:
+        """A replay's decision against the recorded one: a Divergence when they differ."""
+        if self.ledger is not None:
+            self.ledger.check_decision(where, condition, self.met.get(key), met)
+
+
 @dataclass
 class Ledger:
     mode: Mode
     responses: dict[tuple[str, int], tuple[str, ModelResponse]] = field(default_factory=dict)
     requests: dict[tuple[str, int], str] = field(default_factory=dict)
     tool_results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)
-    until: dict[tuple[str, int], bool] = field(default_factory=dict)
     approvals: dict[tuple[str, str], bool] = field(default_factory=dict)
     user_messages: dict[tuple[str, int], str] = field(default_factory=dict)  # (agent id, step) -> text
     # decisions a person took for requests the run waited for, and those still open, by
@@ -179,7 +218,6 @@ class Ledger:
     hooks: dict[tuple[str, str, str], HookEvent] = field(default_factory=dict)  # (agent id, moment, hook)
     # guardrail verdicts by (agent id, moment, guardrail)
     verdicts: dict[tuple[str, str, str], GuardrailEvent] = field(default_factory=dict)
-    conditions: dict[str, bool] = field(default_factory=dict)  # step id -> `if:` met
     served_by: dict[tuple[str, int], str] = field(default_factory=dict)  # calls a fallback answered
     prints: dict[tuple[str, int], RequestPrint] = field(default_factory=dict)
     callers: dict[tuple[str, int], str] = field(default_factory=dict)  # recorded call -> its agent
@@ -192,39 +230,53 @@ class Ledger:
     recorded: Counter[EventKey] = field(default_factory=Counter)
     emitted: Counter[EventKey] = field(default_factory=Counter)
     diverged: set[str] = field(default_factory=set)  # agent ids that went live after a mismatch
-    cards: dict[str, dict[str, object]] = field(default_factory=dict)  # A2A agent name -> its card
+    # what each kind keeps of the recording, by its record class (KindRecord)
+    records: dict[type[KindRecord], KindRecord] = field(default_factory=dict)
 
     @classmethod
-    def from_events(cls, path: Path, mode: Mode) -> Ledger:
+    def from_events(cls, path: Path, mode: Mode, records: Iterable[type[KindRecord]]) -> Ledger:
+        """The ledger of a recorded log, each kind's record folded in with it (`records`: every
+        registered kind's, runtime/kinds.kind_records())."""
         ledger = cls(mode)
+        readers: dict[type[Event], list[KindRecord]] = {}
+        for kind in records:
+            record = ledger.records[kind] = kind(ledger)
+            for read in kind.reads:
+                readers.setdefault(read, []).append(record)
         for event in read_events(path, strict=True):
             ledger.recorded[event_key(event)] += 1
-            if isinstance(event, ModelRequestEvent | ModelResponseEvent | RunStartEvent):
-                ledger._add_model_event(event)
-            elif isinstance(event, ToolResultEvent):
-                ledger.tool_results[(event.agent_id, event.call_id)] = event.result
-            elif isinstance(event, IterationEndEvent):
-                ledger.until[(event.loop, event.iteration)] = event.until_met
-            elif isinstance(event, ApprovalEvent | DecisionPendingEvent | DecisionEvent):
-                ledger._add_decision(event)
-            elif isinstance(event, UserMessageEvent):
-                ledger.user_messages[(event.agent_id, event.step)] = event.text
-            elif isinstance(event, AgentStartEvent):
-                ledger.tasks.setdefault(event.agent_id, event.task)
-            elif isinstance(event, ToolIntentEvent | HookEvent | A2aCardEvent | GuardrailEvent):
-                ledger._add_call_event(event)
-            elif isinstance(event, StepConditionEvent):
-                ledger.conditions[event.step] = event.met
-            elif isinstance(event, ErrorEvent) and event.where == "model" and event.agent_id:
-                step = ledger.asked.get(event.agent_id)
-                if step is not None:
-                    ledger.failures[(event.agent_id, step)] = event.message
+            ledger._add(event)
+            for record in readers.get(type(event), ()):
+                record.add(event)
         return ledger
 
-    def _add_call_event(self, event: ToolIntentEvent | HookEvent | A2aCardEvent | GuardrailEvent) -> None:
-        if isinstance(event, A2aCardEvent):  # what a tool call's description was read from
-            self.cards.setdefault(event.name, event.card)
-        elif isinstance(event, HookEvent):
+    def _add(self, event: Event) -> None:
+        if isinstance(event, ModelRequestEvent | ModelResponseEvent | RunStartEvent):
+            self._add_model_event(event)
+        elif isinstance(event, ToolResultEvent):
+            self.tool_results[(event.agent_id, event.call_id)] = event.result
+        elif isinstance(event, ApprovalEvent | DecisionPendingEvent | DecisionEvent):
+            self._add_decision(event)
+        elif isinstance(event, UserMessageEvent):
+            self.user_messages[(event.agent_id, event.step)] = event.text
+        elif isinstance(event, AgentStartEvent):
+            self.tasks.setdefault(event.agent_id, event.task)
+        elif isinstance(event, ToolIntentEvent | HookEvent | GuardrailEvent):
+            self._add_call_event(event)
+        elif isinstance(event, ErrorEvent) and event.where == "model" and event.agent_id:
+            step = self.asked.get(event.agent_id)
+            if step is not None:
+                self.failures[(event.agent_id, step)] = event.message
+
+    def record(self, kind: type[R]) -> R:
+        """A kind's record of the recording (an empty one for a kind registered since)."""
+        found = self.records.get(kind)
+        if not isinstance(found, kind):
+            found = self.records[kind] = kind(self)
+        return found
+
+    def _add_call_event(self, event: ToolIntentEvent | HookEvent | GuardrailEvent) -> None:
+        if isinstance(event, HookEvent):
             self.hooks[(event.agent_id, event.call_id, event.hook)] = event
         elif isinstance(event, GuardrailEvent):
             self.verdicts.setdefault((event.agent_id, event.call_id, event.guardrail), event)

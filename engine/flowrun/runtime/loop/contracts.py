@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar
 
 from flowrun.events import ContextResetEvent, Event
 from flowrun.manifest.kinds import ContextSide, ToolKindSide
@@ -22,6 +22,7 @@ from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
 from flowrun.providers.base import ModelConfig, Provider
 from flowrun.regexes import compile_regex
+from flowrun.runtime.durable.ledger import KindRecord
 from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext
@@ -39,6 +40,8 @@ from flowrun.types import (
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
+
+R = TypeVar("R", bound=KindRecord)
 
 # ---------------------------------------------------------------- an agent and its outcome
 
@@ -149,6 +152,9 @@ class ToolKind(ToolKindSide, Protocol):
     """A kind of tool (how the tools of an agent's entries run): its manifest side
     (manifest/kinds.py) and how its tools are bound and run. Kinds are registered in
     runtime/kinds.py; the first that claims a name binds it."""
+
+    # what it keeps of a recorded run for resume and replay (durable/ledger.KindRecord)
+    records: ClassVar[tuple[type[KindRecord], ...]] = ()
 
     def bind(self, request: BindRequest) -> list[BoundTool]: ...
 
@@ -278,7 +284,6 @@ class LoopServices(Protocol):
 class RunServices(LoopServices, Protocol):
     project: Project
     limits: Limits
-    persistent: dict[str, AgentInstance]  # persistent sub-agents by "caller id/name"
     iteration: int | None  # the current loop iteration (1-based), for templates
     spec: WorkflowManifest  # the workflow being run
 
@@ -301,13 +306,6 @@ class RunServices(LoopServices, Protocol):
 
     def template_vars(self) -> dict[str, Any]: ...
 
-    def recorded_until(self, loop: str, iteration: int) -> bool | None: ...
-
-    def recorded_condition(self, step: str) -> bool | None: ...
-
-    # a replay compares a decision it made again with the recorded one (a divergence if not)
-    def confirm_until(self, loop: str, iteration: int, condition: str, met: bool) -> None: ...
-
-    def confirm_condition(self, step: str, condition: str, met: bool) -> None: ...
-    # (whether this is a replay, the card of A2A agent `name` the log holds): runtime/tool_kinds/a2a.py
-    def recorded_card(self, name: str) -> tuple[bool, dict[str, object] | None]: ...
+    # a kind's record of the run this one resumes or replays (an empty one for a new run): the
+    # state the kind keeps for resume lives in its own module (durable/ledger.KindRecord)
+    def recorded(self, record: type[R]) -> R: ...

@@ -218,6 +218,22 @@ class ToolDispatcher:
         assert self.ledger is not None
         return self.ledger.mode == "resume" or bound.replay == "recorded"
 
+    def hook_context(self, inst: AgentInstance | None) -> ToolContext:
+        """Where a hook command of `inst` (None: of the run) runs: as its tools' processes do."""
+        env, spec = self.env, inst.spec if inst is not None else None
+        return ToolContext(
+            workspace=env.workspace,
+            base_dir=env.workspace,
+            cwd=inst.cwd if inst is not None else env.workspace,
+            run_dir=env.run_dir,
+            agent_name=inst.name if inst is not None else "",
+            agent_id=inst.id if inst is not None else "",
+            search_path=list(env.search_path),
+            protected=PROTECTED,
+            sandbox=env.sandboxes.hook_policy(spec) if env.sandboxes else SandboxPolicy(),
+            write_within=inst.write_within if inst is not None else None,
+        )
+
     def tool_context(self, inst: AgentInstance, bound: BoundTool, call: ToolCall) -> ToolContext:
         env = self.env
         base = env.workspace

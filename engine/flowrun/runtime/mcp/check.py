@@ -12,7 +12,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.mcp_refs import mcp_ref
 from flowrun.manifest.graph import tool_entries
 from flowrun.manifest.project import Loaded, Project
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import McpServerSpec
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.tools.remote.mcp_client import McpConnection, McpServerDown

@@ -17,7 +17,7 @@ from flowrun.errors import ManifestError, ProviderError
 from flowrun.events import ErrorEvent, Event, ModelRequestEvent, ModelResponseEvent, ModelRetryEvent
 from flowrun.manifest.model_config import config_from_shorthand, config_from_spec, model_config
 from flowrun.manifest.project import Project
-from flowrun.manifest.specs import ModelSpec
+from flowrun.manifest.specs import ModelSpec, WorkflowManifest
 from flowrun.providers.base import ModelConfig, ModelRequest, Provider
 from flowrun.providers.registry import make_provider
 from flowrun.redaction import Redactor
@@ -28,6 +28,7 @@ from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.fallback import FallbackChains
 from flowrun.runtime.models.rate_limits import rate_limited
 from flowrun.runtime.models.usage import UsageBook, cost_of
+from flowrun.runtime.options import RunOptions
 from flowrun.surrogates import clean_response, clean_text, sendable
 from flowrun.types import Message, ModelResponse
 
@@ -48,6 +49,24 @@ class ModelChoice:
     per_agent: dict[str, str] = field(default_factory=dict)  # agent -> model ref (--model AGENT=REF)
     no_thinking: bool = False  # --no-thinking: every model's thinking off
     replaying: bool = False  # a replay sends nothing: an unset ${VAR} in a model's settings is no error
+
+    @classmethod
+    def of_run(
+        cls, project: Project, spec: WorkflowManifest, base_dir: Path, options: RunOptions, replaying: bool
+    ) -> ModelChoice:
+        """How a run with these options picks models (`replaying`: a replay, which sends nothing)."""
+        return cls(
+            project,
+            dict(spec.models),
+            spec.default_model,
+            base_dir,
+            dry_run=options.dry_run,
+            override=options.model,
+            stream=options.stream,
+            per_agent=dict(options.agent_models),
+            no_thinking=options.no_thinking,
+            replaying=replaying,
+        )
 
     def named(self) -> dict[str, ModelSpec]:
         return {**{n: loaded.spec for n, loaded in self.project.models.items()}, **self.workflow_models}
@@ -153,18 +172,7 @@ class ModelService:
         purpose: str | None = None,
         digests: tuple[str, str] | None = None,
     ) -> ModelResponse:
-        # parked while the run stops to wait for a decision; then the run's limits: they stop
-        # the whole run (or, under `on_budget: ask`, wait for a person to grant more)
-        if self.decisions is not None:
-            await self.decisions.admit_model_call(self.budgets, inst.name)
-        else:
-            self.budgets.check()
-        if inst.tree is not None:
-            inst.tree.check()  # a per-call budget: the nearest agent-as-tool call returns partial
-            inst.tree.start_call()
-        self.budgets.spend_call()
-        inst.model_calls += 1
-        step = inst.model_calls
+        step = await self._admit(inst)
         request = _sendable(request)
         digest = history_digest(request.messages, self.local_paths)
         model_id = f"{inst.model.provider}:{inst.model.model}"
@@ -211,6 +219,21 @@ class ModelService:
             )
         )
         return response
+
+    async def _admit(self, inst: AgentInstance) -> int:
+        """Let a model call of `inst` go, and number it (its step). It is parked while the run
+        stops to wait for a decision; then the run's limits stop the whole run (or, under
+        `on_budget: ask`, wait for a person to grant more)."""
+        if self.decisions is not None:
+            await self.decisions.admit_model_call(self.budgets, inst.name)
+        else:
+            self.budgets.check()
+        if inst.tree is not None:
+            inst.tree.check()  # a per-call budget: the nearest agent-as-tool call returns partial
+            inst.tree.start_call()
+        self.budgets.spend_call()
+        inst.model_calls += 1
+        return inst.model_calls
 
     def _recorded(
         self, inst: AgentInstance, step: int, digest: str, now: RequestPrint | None

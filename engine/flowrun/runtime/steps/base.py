@@ -6,14 +6,15 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from flowrun.errors import ManifestError, RunError
-from flowrun.events import AgentEndEvent, AgentStartEvent, StepConditionEvent
+from flowrun.events import AgentEndEvent, AgentStartEvent, Event, StepConditionEvent
 from flowrun.manifest.kinds import StepKindSide
 from flowrun.manifest.specs import StepSpec
 from flowrun.manifest.templates import evaluate, render
 from flowrun.paths import need_file, need_folder
+from flowrun.runtime.durable.ledger import KindRecord, RecordedConditions
 from flowrun.runtime.loop.agent import run_agent
 from flowrun.runtime.loop.contracts import Outcome, RunServices
 
@@ -42,7 +43,8 @@ class StepContext:
         condition = step.if_
         if not condition:
             return True
-        recorded = self.run.recorded_condition(step_id)
+        decided = self.run.recorded(StepConditions)
+        recorded = decided.kept(step_id)
         message = None
         if recorded is not None:
             met = recorded
@@ -51,13 +53,26 @@ class StepContext:
                 met = evaluate(condition, self.variables(), what="if")
             except ManifestError as e:
                 met, message = False, e.message
-            self.run.confirm_condition(step_id, condition, met)
+            decided.confirm(step_id, f"{step_id} if", condition, met)
         self.run.emit(StepConditionEvent(step=step_id, condition=condition, met=met, message=message))
         return met
 
 
+class StepConditions(RecordedConditions):
+    """Each step's `if:` decision in the recording, by step id (every step kind takes `if:`)."""
+
+    reads = (StepConditionEvent,)
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, StepConditionEvent):
+            self.met[event.step] = event.met
+
+
 class StepKind(StepKindSide, Protocol):
     """A step kind: its manifest side (manifest/kinds.py) and how it runs."""
+
+    # what it keeps of a recorded run for resume and replay (durable/ledger.KindRecord)
+    records: ClassVar[tuple[type[KindRecord], ...]] = ()
 
     async def run(self, step: Any, index: int, prefix: str, ctx: StepContext) -> Outcome: ...
 

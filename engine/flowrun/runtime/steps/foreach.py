@@ -19,7 +19,7 @@ from flowrun.events import FanoutEndEvent, FanoutStartEvent
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import Nested, StepAt, Template, YamlPath
 from flowrun.manifest.project import Loaded
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import Name, StepSpec, Strict, WorkflowManifest
 from flowrun.manifest.templates import WORKFLOW_BUILTINS, analyse
 from flowrun.pinned import TooLarge, read_checked

@@ -9,10 +9,11 @@ from typing import ClassVar
 from pydantic import Field
 
 from flowrun.errors import ManifestError
-from flowrun.events import IterationEndEvent, IterationStartEvent, UntilErrorEvent
+from flowrun.events import Event, IterationEndEvent, IterationStartEvent, UntilErrorEvent
 from flowrun.manifest.kinds import Nested, Template
 from flowrun.manifest.specs import Step, StepSpec, Strict
 from flowrun.manifest.templates import evaluate
+from flowrun.runtime.durable.ledger import RecordedConditions
 from flowrun.runtime.loop.contracts import Outcome, RunServices
 from flowrun.runtime.steps.base import StepContext, StepKind
 
@@ -32,9 +33,20 @@ class LoopStep(StepSpec):
     loop: LoopBody
 
 
+class Iterations(RecordedConditions):
+    """Each loop iteration's `until` decision in the recording, by (loop, iteration)."""
+
+    reads = (IterationEndEvent,)
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, IterationEndEvent):
+            self.met[(event.loop, event.iteration)] = event.until_met
+
+
 class LoopStepKind(StepKind):
     name = "loop"
     spec = LoopStep
+    records = (Iterations,)
 
     def children(self, step: LoopStep) -> Iterator[Nested]:
         for i, nested in enumerate(step.loop.steps):
@@ -51,16 +63,17 @@ class LoopStepKind(StepKind):
     async def run(self, step: LoopStep, index: int, prefix: str, ctx: StepContext) -> Outcome:
         body, run, loop = step.loop, ctx.run, f"{prefix}loop{index}"
         last = Outcome("completed", "", 0)
-        outer = run.iteration
+        outer, decided = run.iteration, run.recorded(Iterations)
         try:
             for iteration in range(1, body.max_iterations + 1):
                 run.iteration = iteration
                 run.emit(IterationStartEvent(loop=loop, iteration=iteration))
                 last = await ctx.run_steps(body.steps, f"{loop}.{iteration}/")
-                recorded = run.recorded_until(loop, iteration)
+                recorded = decided.kept((loop, iteration))
                 done = recorded if recorded is not None else until_met(run, body.until, loop, iteration)
                 if recorded is None and body.until:
-                    run.confirm_until(loop, iteration, body.until, done)
+                    where = f"{loop} iteration {iteration} until"
+                    decided.confirm((loop, iteration), where, body.until, done)
                 run.emit(IterationEndEvent(loop=loop, iteration=iteration, until_met=done))
                 if done:
                     break

@@ -15,13 +15,14 @@ import asyncio
 import weakref
 from dataclasses import dataclass, field
 
-from flowrun.events import A2aCardEvent, ToolProgressEvent
+from flowrun.events import A2aCardEvent, Event, ToolProgressEvent
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.a2a_config import resolved
 from flowrun.manifest.ecosystem.a2a_refs import a2a_ref, check_entry
 from flowrun.manifest.kinds import EntryRef
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import A2aAgentSpec
+from flowrun.runtime.durable.ledger import KindRecord, Ledger
 from flowrun.runtime.loop.contracts import (
     AgentInstance,
     BindRequest,
@@ -85,6 +86,21 @@ def describe(name: str, spec: A2aAgentSpec, card: CardInfo | None) -> str:
     return "\n".join(lines)
 
 
+class RecordedCards(KindRecord):
+    """The A2A agents' cards the recording read, by agent name: a resume and a replay describe
+    the tool as the recording did, and a replay reads no card."""
+
+    reads = (A2aCardEvent,)
+
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        super().__init__(ledger)
+        self.cards: dict[str, dict[str, object]] = {}
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, A2aCardEvent):
+            self.cards.setdefault(event.name, event.card)
+
+
 @dataclass
 class Cards:
     """The cards of one run, each read at most once."""
@@ -100,10 +116,11 @@ class Cards:
             return self.found[name]
 
     async def _read(self, name: str) -> CardInfo | None:
-        replaying, recorded = self.run.recorded_card(name)
+        recording = self.run.recorded(RecordedCards)
+        recorded = recording.cards.get(name)
         if recorded is not None:
             return CardInfo.from_dict(recorded)
-        if replaying:
+        if recording.replaying:
             return None  # a replay reaches no network: described as the recording was without one
         spec = self.run.project.a2a_agents[name].spec
         try:
@@ -127,6 +144,7 @@ def cards_of(run: RunServices) -> Cards:
 class A2aKind(ToolKind):
     name = "a2a"
     implementation = None  # agents are declared in the workflow's `a2a_agents:`, not tools.d
+    records = (RecordedCards,)
 
     def claims(self, name: str, project: Project) -> bool:
         return a2a_ref(name, project)

@@ -8,11 +8,12 @@ import contextlib
 import itertools
 import stat
 import time
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from flowrun.errors import GuardrailFailed, HookBlocked, OutputInvalid, ProviderError
+from flowrun.errors import FlowrunError, GuardrailFailed, HookBlocked, OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems
 from flowrun.manifest.diagnostics import Diagnostic
@@ -127,6 +128,9 @@ class AgentKind(ToolKind):
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         return await call_agent(call.run, call.caller, bound, call.arguments, call.call)
 
+    async def aclose(self, run: RunServices) -> None:
+        _PERSISTENT.pop(run, None)  # the run's persistent sub-agents and their conversations
+
 
 KIND = AgentKind()
 
@@ -170,18 +174,8 @@ async def call_agent(
         files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
         caller.written |= set(files)
         return budget_partial(run, inst, e, files)
-    except ProviderError as e:
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=str(e)))
-        return ToolResult.fail("AGENT_FAILED", f"{name} failed: {e}")
-    except OutputInvalid as e:
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
-        return ToolResult.fail("OUTPUT_INVALID", e.message)
-    except HookBlocked as e:  # its task was refused: the caller can word it otherwise
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
-        return ToolResult.fail("HOOK_BLOCKED", e.message)
-    except GuardrailFailed as e:  # one of its guardrails stopped it
-        run.emit(AgentEndEvent(agent=name, agent_id=inst.id, status="failed", error=e.message))
-        return ToolResult.fail("GUARDRAIL_FAILED", e.message)
+    except (ProviderError, OutputInvalid, HookBlocked, GuardrailFailed) as e:
+        return _failed(run, inst, e)
     files = sorted(inst.written | _changed_under(run, args.get("output_dir"), started))
     caller.written |= set(files)
     run.emit(
@@ -194,6 +188,25 @@ async def call_agent(
         )
     )
     return _sub_result(inst, callee, outcome, files, bool(args.get("return_full_output")))
+
+
+# why a sub-agent failed, as its caller reads it: a refused task (a hook) or a guardrail that
+# stopped it, the caller can word otherwise
+FAILURE_CODES: tuple[tuple[type[FlowrunError], str], ...] = (
+    (ProviderError, "AGENT_FAILED"),
+    (OutputInvalid, "OUTPUT_INVALID"),
+    (HookBlocked, "HOOK_BLOCKED"),
+    (GuardrailFailed, "GUARDRAIL_FAILED"),
+)
+
+
+def _failed(run: RunServices, inst: AgentInstance, e: FlowrunError) -> ToolResult:
+    """A sub-agent that failed: its end recorded, and the caller's tool result saying why."""
+    code = next(code for kind, code in FAILURE_CODES if isinstance(e, kind))
+    provider = isinstance(e, ProviderError)  # said whole (with its hint), and who failed
+    error, message = (str(e), f"{inst.name} failed: {e}") if provider else (e.message, e.message)
+    run.emit(AgentEndEvent(agent=inst.name, agent_id=inst.id, status="failed", error=error))
+    return ToolResult.fail(code, message)
 
 
 def _output_dir(run: RunServices, caller: AgentInstance, folder: object) -> Path | ToolResult | None:
@@ -243,15 +256,18 @@ def _refusal(run: RunServices, caller: AgentInstance, bound: BoundTool) -> ToolR
     return None
 
 
+# each run's persistent sub-agents by "caller id/name": one instance (and conversation) per caller
+_PERSISTENT: weakref.WeakKeyDictionary[RunServices, dict[str, AgentInstance]] = weakref.WeakKeyDictionary()
+
+
 def _sub_instance(
     run: RunServices, caller: AgentInstance, name: str, session: str, call: ToolCall, model: str | None
 ) -> AgentInstance:
     if session == "persistent":
-        key = f"{caller.id}/{name}"
-        inst = run.persistent.get(key)
+        key, persistent = f"{caller.id}/{name}", _PERSISTENT.setdefault(run, {})
+        inst = persistent.get(key)
         if inst is None:
-            inst = run.new_instance(name, key, caller.depth + 1, model_ref=model)
-            run.persistent[key] = inst
+            inst = persistent[key] = run.new_instance(name, key, caller.depth + 1, model_ref=model)
         elif model and model != inst.model.name:
             run.use_model(inst, model)
         return inst

@@ -14,7 +14,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef, SandboxQuery
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.sandboxing import entry_policy
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import ImplementationSpec, ToolManifest
 from flowrun.manifest.templates import analyse
 from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation, ToolKind

@@ -183,46 +183,56 @@ class LoopbackCallback:
 
 def oauth_auth(server: str, url: str, settings: OAuthSettings) -> httpx2.Auth:
     """The httpx auth flow that gets, stores and refreshes the server's tokens."""
-    from mcp.client.auth import OAuthClientProvider
-    from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
-
     if settings.grant == "client_credentials":
-        from mcp.client.auth.extensions.client_credentials import (
-            ClientCredentialsOAuthProvider,
-            PrivateKeyJWTOAuthProvider,
-            SignedJWTParameters,
-        )
-        from mcp.shared.exceptions import MCPDeprecationWarning
+        return _client_credentials(url, settings)
+    return _authorization_code(server, url, settings)
 
-        with warnings.catch_warnings():  # without `issuer`, the SDK takes what discovery finds
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            if settings.token_auth == "private_key_jwt":
-                client = settings.client_id or ""
-                signed = SignedJWTParameters(
-                    issuer=client,
-                    subject=client,
-                    signing_key=settings.private_key or "",
-                    signing_algorithm=settings.signing_algorithm,
-                )
-                return PrivateKeyJWTOAuthProvider(
-                    server_url=url,
-                    storage=FileTokenStorage(url),
-                    client_id=client,
-                    assertion_provider=signed.create_assertion_provider(),
-                    scope=settings.scope,
-                    issuer=settings.issuer,
-                )
-            return ClientCredentialsOAuthProvider(
+
+def _client_credentials(url: str, settings: OAuthSettings) -> httpx2.Auth:
+    """A machine's own tokens: a client secret, or a JWT signed with its private key."""
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    with warnings.catch_warnings():  # without `issuer`, the SDK takes what discovery finds
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        if settings.token_auth == "private_key_jwt":
+            client = settings.client_id or ""
+            signed = SignedJWTParameters(
+                issuer=client,
+                subject=client,
+                signing_key=settings.private_key or "",
+                signing_algorithm=settings.signing_algorithm,
+            )
+            return PrivateKeyJWTOAuthProvider(
                 server_url=url,
                 storage=FileTokenStorage(url),
-                client_id=settings.client_id or "",
-                client_secret=settings.client_secret or "",
-                token_endpoint_auth_method="client_secret_post"
-                if settings.token_auth == "client_secret_post"
-                else "client_secret_basic",
+                client_id=client,
+                assertion_provider=signed.create_assertion_provider(),
                 scope=settings.scope,
                 issuer=settings.issuer,
             )
+        return ClientCredentialsOAuthProvider(
+            server_url=url,
+            storage=FileTokenStorage(url),
+            client_id=settings.client_id or "",
+            client_secret=settings.client_secret or "",
+            token_endpoint_auth_method="client_secret_post"
+            if settings.token_auth == "client_secret_post"
+            else "client_secret_basic",
+            scope=settings.scope,
+            issuer=settings.issuer,
+        )
+
+
+def _authorization_code(server: str, url: str, settings: OAuthSettings) -> httpx2.Auth:
+    """A person's tokens: the browser signs in and the server redirects to a loopback port."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+
     loopback = LoopbackCallback(server, settings.redirect_port)
     method = settings.token_auth if settings.client_secret else "none"
     metadata = OAuthClientMetadata.model_validate(

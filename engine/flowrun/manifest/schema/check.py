@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowrun.manifest import unions
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.schema_export import FOLDER_KINDS, KIND_NAMES, kind_schema
+from flowrun.manifest.schema.export import FOLDER_KINDS, KIND_NAMES, kind_schema
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
 

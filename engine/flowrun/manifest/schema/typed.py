@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.schema_check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import Strict
 from flowrun.manifest.yaml_source import PathKey, Source
 
