@@ -159,3 +159,39 @@ def test_a_terminal_answers_the_servers_question(tmp_path: Path) -> None:
         os.close(controller)
         last = server.requests[-1]
     assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]
+
+
+def test_a_question_after_the_terminals_input_ended_waits_for_flowrun_answer(tmp_path: Path) -> None:
+    """The terminal's input has ended (Ctrl-D) when the server asks: nobody can answer now, so
+    the run waits for the answer as an approval does (exit 75), and `flowrun answer` gives the
+    server its content."""
+    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-eof")}, ["calc.book"])
+    with WireServer(booking_script()) as server:
+        controller, terminal = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+        env |= provider_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
+        args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", "e"]
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
+        os.close(terminal)
+        seen = b""
+        deadline = time.monotonic() + 120
+        while b"or /later" not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1.0)[0]:
+                seen += os.read(controller, 4096)
+        assert b"How many seats for Hamlet?" in seen, seen
+        os.write(controller, b"\x04")  # Ctrl-D: the end of the terminal's input
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1.0)[0]:
+                try:
+                    seen += os.read(controller, 4096)
+                except OSError:
+                    break
+        code = proc.wait(30)
+        os.close(controller)
+        assert code == WAITING, seen
+        assert b"internal error" not in seen and b"Traceback" not in seen, seen
+        run_dir = tmp_path / "runs" / "e"
+        answered = run_cli(["answer", str(run_dir), "2"], cwd=tmp_path, env=provider_env(server, "anthropic"))
+        assert answered.returncode == 0, answered.stdout + answered.stderr
+        last = server.requests[-1]
+    assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]

@@ -408,12 +408,17 @@ def terminal_asker(pause: PauseKey | None) -> Callable[[str], Coroutine[object, 
 
 async def ask_on_terminal(question: str) -> str | None:
     """ask_user on an interactive run: the question on stderr, the answer from stdin; the
-    line `/later` puts it off (None: the run waits for `flowrun answer`)."""
+    line `/later`, or the end of the terminal's input (Ctrl-D: nobody can answer now), puts it
+    off (None: the run waits for `flowrun answer`)."""
 
     def ask() -> str | None:
         print(f"\n? {question}", file=sys.stderr)
         print("  (your answer, or /later to answer it with `flowrun answer`)", file=sys.stderr, flush=True)
-        line = sys.stdin.readline().rstrip("\n")
+        raw = sys.stdin.readline()
+        if not raw:  # the input has ended (an empty line is "\n")
+            print("  (no more input: the run waits for `flowrun answer`)", file=sys.stderr, flush=True)
+            return None
+        line = raw.rstrip("\n")
         return None if line.strip() == "/later" else line
 
     return await read_in_background(ask)

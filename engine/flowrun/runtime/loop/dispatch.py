@@ -97,7 +97,10 @@ class ToolDispatcher:
                 # cancelled the others (what they did so far is in the log); the run stops on
                 # the first reason
                 raise run_stopper(failures) from None
-        return [r for r in results if r is not None]
+        # a call whose task something else cancelled has no result: it still gets its turn (the
+        # history stays well-formed), as an error the model can act on
+        lost = "the call was cancelled before it returned a result"
+        return [r if r is not None else ToolResult.fail("INTERNAL", lost) for r in results]
 
     def _unknown(self, inst: AgentInstance, call: ToolCall) -> str:
         """What the model reads for a tool it does not have; a prompt written for a
