@@ -16,13 +16,10 @@ from support.wire_server import Reply, WireServer, call, calls
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_the_writer_writes_its_note(tmp_path: Path, wire: str) -> None:
-    wf = write_project(
-        tmp_path, workflow(model(wire), entry="writer", task="Write."), {"writer": ["write_file"]}
-    )
-    script = wire_script(
-        {"writer": [calls(call("write_file", path="note.md", content="hi\n")), Reply("Done.")]}
-    )
-    with WireServer(script) as server:
+    spec = workflow(model(wire), entry="writer", task="Write.")
+    wf = write_project(tmp_path, spec, {"writer": ["write_file"]})
+    write = calls(call("write_file", path="note.md", content="hi\n"))
+    with WireServer(wire_script({"writer": [write, Reply("Done.")]})) as server:
         proc = run_cli([str(wf), "--run-id", "r"], cwd=tmp_path, env=model_env(server, wire))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "runs" / "r" / "note.md").read_text() == "hi\n"
