@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
 
 
 def test_runs_and_show_on_a_real_run(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
 from rich.console import Console
+from support.cli import run_cli
+from support.paths import REPO
 
 from flowrun.cli.views.progress import Progress, make_progress
 from flowrun.events import Event, ModelResponseEvent, ToolCallEvent, ToolResultEvent, parse_event

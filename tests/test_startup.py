@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
 from test_validate_cli import make_project
 
 import flowrun

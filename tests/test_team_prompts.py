@@ -7,9 +7,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.env import model_env
+from support.paths import REPO
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 from test_e2e_research import MATCH
-from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 CRITIC = """\
 version: 1
@@ -45,7 +47,7 @@ def test_a_critic_added_in_yaml_is_named_in_the_orchestrators_prompt(tmp_path: P
         {**MATCH, "critic": "You are the critic"},
     )
     with WireServer(script) as server:
-        env = {"ANTHROPIC_API_KEY": "test-key-123456", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env = model_env(server, "anthropic")
         proc = run_cli(["research.yaml", "--question", "q", "-q", "--run-id", "r"], cwd=tmp_path, env=env)
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
