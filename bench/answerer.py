@@ -1,6 +1,6 @@
 """The answerer project that bench/batch.py, bench/eval.py and bench/many_runs.py share: one
 agent that writes answer.md (a write_file call) and then answers, two model calls of `latency`
-seconds each, against the scripted wire server (tests/wire_server.py) in a process of its own."""
+seconds each, against the scripted wire server (tests/support/wire_server.py) in a process of its own."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def start_server(
     path = folder / "script.json"
     path.write_text(json.dumps({"agents": agents, "match": match}))
     server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(path)],
+        [sys.executable, str(REPO / "tests" / "support" / "wire_server.py"), "--script", str(path)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -1,5 +1,5 @@
 """`flowrun batch` throughput and footprint with the local backend: N items at 200 ms model
-latency, concurrency 50, against the scripted wire server (tests/wire_server.py) running in a
+latency, concurrency 50, against the scripted wire server (tests/support/wire_server.py) running in a
 process of its own, through the real `openai` SDK.
 
 Each item is one agent making two model calls (a write_file call, then its answer), so the

@@ -7,7 +7,7 @@ dashboards; with `context: compact` older turns are summarised into a workspace 
 prompt passes 30% of the model's context window (the summary calls are counted as model calls).
 Each step reads a page of the offline corpus (examples/corpus, 5-45 kB each); the last step calls
 all_finished. Printed: the largest prompt the agent sent, measured at the scripted wire server
-(tests/wire_server.py) as characters of the request's messages, with a rough token count (chars / 4).
+(tests/support/wire_server.py) as characters of the request's messages, with a rough token count (chars / 4).
 
 Run: python bench/context.py [--steps 60] [--every 10]
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer  # noqa: E402
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer  # noqa: E402
 
 CORPUS = REPO / "examples" / "corpus"
 MAX_PAGE_BYTES = 45_000

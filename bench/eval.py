@@ -1,5 +1,5 @@
 """`flowrun eval` wall time: an eval of N cases (default 200) at concurrency 20 and 200 ms model
-latency, against the scripted wire server (tests/wire_server.py) in a process of its own, through
+latency, against the scripted wire server (tests/support/wire_server.py) in a process of its own, through
 the real `openai` SDK, with one LLM judge per case.
 
 Each case's run is one agent making two model calls (a write_file call, then its answer) and its

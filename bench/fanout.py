@@ -2,7 +2,7 @@
 
 An orchestrator calls a helper agent 3 times in one step; each helper makes 5 model calls (4 with
 a list_directory call, then its answer); then the orchestrator makes its final call. Every model
-call takes 200 ms at the scripted wire server (tests/wire_server.py, Reply.delay_s), reached
+call takes 200 ms at the scripted wire server (tests/support/wire_server.py, Reply.delay_s), reached
 through the real SDK. The longest chain of model calls is orchestrator 1 + helper 5 + orchestrator
 1 = 7 calls, so the ideal wall time is 7 x 0.2 s = 1.4 s; everything above it is flowrun (and SDK)
 overhead or lost concurrency. Target: wall / ideal <= 1.15.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from fanout_setup import BOSS, HELPER  # noqa: E402
-from wire_server import Reply, Script, ToolCallSpec, WireServer  # noqa: E402
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer  # noqa: E402
 
 LATENCY_S = 0.2
 HELPERS = 3

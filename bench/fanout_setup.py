@@ -1,7 +1,7 @@
 """The fan-out scenario the benches share (the issue's): an orchestrator ("boss") calls a helper
 agent 3 times in one step; each helper makes 5 tool steps (a list_directory call each) and then
 answers, 6 model calls; then the boss answers: 2 + 3 x 6 = 20 model calls. Every call is answered
-by the scripted wire server (tests/wire_server.py) after `latency_s`, through the real `openai`
+by the scripted wire server (tests/support/wire_server.py) after `latency_s`, through the real `openai`
 SDK. The longest chain is boss 1 + helper 6 + boss 1 = 8 calls: the ideal wall time of one run is
 8 x latency.
 
@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from wire_server import Reply, Script, ToolCallSpec  # noqa: E402
+from support.wire_server import Reply, Script, ToolCallSpec  # noqa: E402
 
 LATENCY_S = 0.2
 HELPERS = 3
@@ -76,7 +76,7 @@ SERVE = """\
 import sys, threading
 sys.path[:0] = [{bench!r}, {tests!r}]
 from fanout_setup import script
-from wire_server import WireServer
+from support.wire_server import WireServer
 server = WireServer(script(float(sys.argv[1])))
 print(server.openai_base_url, flush=True)
 sys.stdin.read()  # until the bench closes our stdin

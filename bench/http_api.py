@@ -12,7 +12,7 @@
    then the same conversations by a plain `openai` script (bench/sdk_batch.py): what the
    machine allows the SDK alone, with nothing recorded and no HTTP in front.
 
-The model is tests/wire_server.py in a process of its own, through the real `openai` SDK.
+The model is tests/support/wire_server.py in a process of its own, through the real `openai` SDK.
 
 Run: python bench/http_api.py [--part list|sse|runs|all] [--runs 10000] [--clients 100]
                               [--concurrent 50] [--latency 0.2]

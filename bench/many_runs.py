@@ -1,6 +1,6 @@
 """Many runs in one process: N runs of a small workflow started at once through the Python API
 (`asyncio.gather` of `Workflow.run`) on one event loop, against the scripted wire server
-(tests/wire_server.py) in a process of its own, through the real `openai` SDK.
+(tests/support/wire_server.py) in a process of its own, through the real `openai` SDK.
 
 Each run is one agent making two model calls (a write_file call, then its answer) at LATENCY
 seconds each, so all N at once ideally take 2 x LATENCY. Printed (figures, nothing asserted),

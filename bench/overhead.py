@@ -1,7 +1,7 @@
 """flowrun's own overhead per model step, and the wall/ideal ratio of concurrent tool calls.
 
 1. Engine overhead: one agent makes STEPS model calls, each answered at zero latency by the
-   scripted wire server (tests/wire_server.py) through the real openai SDK. From the event log:
+   scripted wire server (tests/support/wire_server.py) through the real openai SDK. From the event log:
    (run time - time inside model calls) / model calls, i.e. what flowrun itself adds per step
    (prompt, history, tool validation and dispatch, events). Target: < 2 ms. For reference, the
    time per model call is compared with a bare-SDK loop making the same calls.
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from wire_server import Reply, Script, ToolCallSpec, WireServer  # noqa: E402
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer  # noqa: E402
 
 WORKFLOW = """\
 version: 1

@@ -1,24 +1,23 @@
-"""Shared fixtures. tests/ is put on sys.path so `from wire_server import ...` works."""
+"""The session's fixtures. tests/ is put on sys.path so that the test kit imports as `support`
+(`from support.cli import run_cli`): see support/__init__.py."""
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 TESTS = Path(__file__).resolve().parent
-REPO = TESTS.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-import cli_forkserver  # noqa: E402
+from support.env import SECRET_VARS  # noqa: E402
+
+pytest_plugins = ["support.providers"]  # the provider tests' fixtures (make_provider, wire)
 
 
 def _signals_as_a_terminal_sends_them() -> None:
@@ -35,18 +34,6 @@ def _signals_as_a_terminal_sends_them() -> None:
 
 
 _signals_as_a_terminal_sends_them()
-
-SECRET_VARS = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "TAVILY_API_KEY",
-    "OPENAI_MODEL",
-    "ANTHROPIC_MODEL",
-    "LLM_BASE_URL",
-)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -93,69 +80,6 @@ def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may reach a real API: keys and base URLs from the developer's shell are removed."""
     for name in SECRET_VARS:
         monkeypatch.delenv(name, raising=False)
-
-
-def folders(runs_dir: Path) -> list[Path]:
-    """The run folders of a runs folder (not its `.index.sqlite`, which a run makes)."""
-    return sorted(p for p in runs_dir.iterdir() if p.is_dir())
-
-
-def flowrun_cmd() -> list[str]:
-    """The installed console script when present, else the module (same code)."""
-    script = Path(sys.executable).parent / "flowrun"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "flowrun"]
-
-
-def run_cli(
-    args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """`flowrun ARGS` as a process of its own; through the fork server (cli_forkserver.py) when
-    nothing it is given needs a fresh interpreter."""
-    full_env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-    full_env.update(env or {})
-    if cli_forkserver.forkable(env or {}):
-        return cli_forkserver.run(args, cwd, full_env, env or {}, timeout)
-    return subprocess.run(
-        [*flowrun_cmd(), *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def popen_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """`flowrun ARGS` started fresh and not waited for (a test that signals or races it), its
-    output piped; `env` over the test's environment without the real keys."""
-    given = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
-    pipe = subprocess.PIPE
-    return subprocess.Popen([*flowrun_cmd(), *args], cwd=cwd, env=given, stdout=pipe, stderr=pipe, text=True)
-
-
-def scripted_project(
-    tmp: Path, workflow: dict[str, Any], agents: dict[str, dict[str, Any]], script: dict[str, Any]
-) -> Path:
-    """A project in `tmp` on the scripted model: `workflow` merged over a workflow whose entry
-    is `boss` (a key set to None is dropped), an agent manifest per `agents` entry, and the
-    model's replies per agent (`script`)."""
-    base = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "t",
-        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
-        "default_model": "s",
-        "entry": "boss",
-        "task": "do it",
-    }
-    (tmp / "agents.d").mkdir(exist_ok=True)
-    merged = {k: v for k, v in {**base, **workflow}.items() if v is not None}
-    (tmp / "wf.yaml").write_text(yaml.safe_dump(merged))
-    for name, spec in agents.items():
-        agent = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are {name}.", **spec}
-        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
-    (tmp / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
-    return tmp
 
 
 @pytest.hookimpl(wrapper=True)

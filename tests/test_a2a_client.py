@@ -5,7 +5,6 @@ gone, an unset variable, declaration mistakes, `validate --connect`; a replay se
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -14,11 +13,12 @@ from typing import Any
 
 import pytest
 from a2a_sample_server import SampleServer
-from conftest import run_cli
-from test_mcp_client import write_project as mcp_project
-from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.runs import events as events_of
+from support.wire_server import Reply, Script, WireRequest, WireServer, call
+from test_mcp_client import mcp_project
 
-PROVIDERS = ["anthropic", "openai"]
 WAITING = 75  # the exit status of a run that waits for a decision
 WORKER = "You are the A2A test worker"
 TOKEN = "a2a-test-token-5f1c9e"
@@ -40,7 +40,7 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/gone"
 
 
-def write_project(tmp_path: Path, agents: dict[str, Any], tools: list[Any]) -> Path:
+def a2a_project(tmp_path: Path, agents: dict[str, Any], tools: list[Any]) -> Path:
     return mcp_project(tmp_path, agents, tools, declared="a2a_agents", name="a2a_demo", worker=WORKER)
 
 
@@ -49,21 +49,11 @@ def run(
 ) -> tuple[int, str, Path]:
     env = {"FLOWRUN_RETRY_BASE_S": "0.01", **(extra or {})}
     args = [str(workflow), "--question", "q", "--runs-dir", str(tmp_path / "runs"), "--run-id", "r1"]
-    if provider == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    else:
-        env |= {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+    env |= model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp_path, env=env, timeout=180)
     return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / "r1"
-
-
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-def call(tool: str, **arguments: Any) -> ToolCallSpec:
-    return ToolCallSpec(tool, arguments)
 
 
 def validate(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -85,13 +75,11 @@ def declared(sample: SampleServer) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_agent_calls_remote_agents_and_a_replay_sends_nothing(
     tmp_path: Path, provider: str, sample: SampleServer
 ) -> None:
-    workflow = write_project(
-        tmp_path, declared(sample), ["helper", "translator", "indexer", "weather", "gone"]
-    )
+    workflow = a2a_project(tmp_path, declared(sample), ["helper", "translator", "indexer", "weather", "gone"])
     replies = [
         Reply(
             tool_calls=[call("helper", message="what is 6 x 7?"), call("translator", message="hallo welt")]
@@ -182,7 +170,7 @@ def test_a_resumed_run_never_sends_a_recorded_message_again(tmp_path: Path, samp
     """A call answered before the run stopped to wait is answered from the log when it goes on;
     the cards are not read again either."""
     agents = {"helper": {"url": sample.url("answer")}, "translator": {"url": sample.url("stream")}}
-    workflow = write_project(tmp_path, agents, ["helper", {"translator": {"approve": "ask"}}])
+    workflow = a2a_project(tmp_path, agents, ["helper", {"translator": {"approve": "ask"}}])
     replies = [
         Reply(tool_calls=[call("helper", message="first")]),
         Reply(tool_calls=[call("translator", message="zweitens")]),
@@ -194,7 +182,7 @@ def test_a_resumed_run_never_sends_a_recorded_message_again(tmp_path: Path, samp
         assert code == WAITING, out
         assert sample.seen.posts("/answer") == answered + 1 and sample.seen.posts("/stream") == streamed
         before = len(sample.seen.requests)
-        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env = model_env(server, "anthropic")
         done = run_cli(["approve", str(run_dir), "--allow", "-q"], cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "status: completed" in done.stdout
@@ -213,7 +201,7 @@ def test_a_resumed_run_never_sends_a_recorded_message_again(tmp_path: Path, samp
 def test_unset_variable_is_a_tool_error(tmp_path: Path, sample: SampleServer) -> None:
     # declared in the agent's own tool entry, next to one the workflow declares
     inline = {"url": sample.url("stream"), "headers": {"Authorization": "Bearer ${A2A_UNSET_TOKEN}"}}
-    workflow = write_project(
+    workflow = a2a_project(
         tmp_path, {"helper": {"url": sample.url("answer")}}, ["helper", {"translator": {"a2a": inline}}]
     )
     code, out = validate(tmp_path)
@@ -238,7 +226,7 @@ def test_unset_variable_is_a_tool_error(tmp_path: Path, sample: SampleServer) ->
 
 
 def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> None:
-    write_project(tmp_path, {"typo": {"url": "http://127.0.0.1:1/x", "timout_s": 3}}, ["typo"])
+    a2a_project(tmp_path, {"typo": {"url": "http://127.0.0.1:1/x", "timout_s": 3}}, ["typo"])
     code, out = validate(tmp_path)
     assert code == 1, out
     assert "a2a_demo.yaml:16:5: error[unknown-key]: unknown key 'timout_s'" in out
@@ -248,7 +236,7 @@ def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> 
         "helper": {"url": "ftp://agents.example.com/helper"},
         "keyed": {"url": "https://agents.example.com/k", "headers": {"X-Key": "$KEY"}},
     }
-    write_project(tmp_path, agents, ["read_file"])
+    a2a_project(tmp_path, agents, ["read_file"])
     code, out = validate(tmp_path)
     assert code == 1, out
     assert "a2a_demo.yaml:15:10: error[invalid]: an A2A agent's url must start with http://" in out
@@ -259,12 +247,12 @@ def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> 
         "helper": {"url": "https://agents.example.com/helper"},
         "read_file": {"url": "https://agents.example.com/r"},
     }
-    write_project(tmp_path, agents, ["helper", {"helper": {"timeout": 3}}, "helpr"])
+    a2a_project(tmp_path, agents, ["helper", {"helper": {"timeout": 3}}, "helpr"])
     code, out = validate(tmp_path)
     assert code == 1, out
     assert "Traceback" not in out
     assert "warning[ambiguous-name]: A2A agent 'read_file' has the name of the tool 'read_file'" in out
-    assert "agents.d/worker.yaml:8:5: error[bad-config]: 'helper' has no config key 'timeout'" in out
+    assert "agents.d/worker.yaml:9:5: error[bad-config]: 'helper' has no config key 'timeout'" in out
     assert "its url, headers and timeout_s go under `a2a:`" in out
     assert "error[unknown-tool]: unknown tool or agent 'helpr'" in out and "did you mean 'helper'?" in out
 
@@ -274,7 +262,7 @@ def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> 
         {"slow": {"a2a": {"url": "https://a.example.com", "timeout": 3}}},
         {"helper": {"a2a": {"url": "https://b.example.com"}}},
     ]
-    write_project(tmp_path, {"helper": {"url": "https://agents.example.com/helper"}}, tools)
+    a2a_project(tmp_path, {"helper": {"url": "https://agents.example.com/helper"}}, tools)
     code, out = validate(tmp_path)
     assert code == 1, out
     assert "agents.d/worker.yaml:" in out
@@ -289,7 +277,7 @@ def test_validate_connect_reads_the_cards(tmp_path: Path, sample: SampleServer) 
         "helper": {"url": sample.url("answer")},
         "translator": {"url": sample.url("stream"), "headers": {"Authorization": "Bearer ${A2A_TEST_TOKEN}"}},
     }
-    write_project(tmp_path, agents, ["helper", "translator"])
+    a2a_project(tmp_path, agents, ["helper", "translator"])
     before = len(sample.seen.requests)
     code, out = validate(tmp_path, "--connect", env={"A2A_TEST_TOKEN": TOKEN})
     assert code == 0, out
@@ -300,7 +288,7 @@ def test_validate_connect_reads_the_cards(tmp_path: Path, sample: SampleServer) 
     gone = closed_port_url()
     agents["gone"] = {"url": gone}
     agents["nocard"] = {"url": sample.url("answer"), "card_path": "/no/such/card.json"}
-    write_project(tmp_path, agents, ["helper", "gone", "nocard"])
+    a2a_project(tmp_path, agents, ["helper", "gone", "nocard"])
     code, out = validate(tmp_path, "--connect")
     assert code == 1, out
     assert "Traceback" not in out
@@ -316,9 +304,7 @@ def test_validate_connect_reads_the_cards(tmp_path: Path, sample: SampleServer) 
 
 
 def test_an_agent_that_does_not_finish_in_time_is_a_timeout(tmp_path: Path, sample: SampleServer) -> None:
-    workflow = write_project(
-        tmp_path, {"thinker": {"url": sample.url("silent"), "timeout_s": 1}}, ["thinker"]
-    )
+    workflow = a2a_project(tmp_path, {"thinker": {"url": sample.url("silent"), "timeout_s": 1}}, ["thinker"])
     replies = [Reply(tool_calls=[call("thinker", message="think")]), Reply(text="All done.")]
     with WireServer(Script({WORKER: replies})) as server:
         code, out, run_dir = run(tmp_path, workflow, server, "anthropic")
@@ -334,13 +320,13 @@ def test_flowrun_test_replays_the_recorded_answers_without_the_agents(
     tmp_path: Path, sample: SampleServer
 ) -> None:
     agents = {"helper": {"url": sample.url("answer")}, "translator": {"url": sample.url("stream")}}
-    workflow = write_project(tmp_path, agents, ["helper", "translator"])
+    workflow = a2a_project(tmp_path, agents, ["helper", "translator"])
     replies = [
         Reply(tool_calls=[call("helper", message="one"), call("translator", message="two")]),
         Reply(text="All done."),
     ]
     with WireServer(Script({WORKER: replies})) as server:
-        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env = model_env(server, "anthropic")
         test_file = tmp_path / "tests" / "a2a.flowrun.yaml"
         recorded = run_cli(
             ["record", str(test_file), str(workflow), "--question", "q"], cwd=tmp_path, env=env, timeout=180

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
 import subprocess
@@ -17,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, folders, popen_cli, run_cli
-from proc_helpers import DEADLINE_S, wait_for
-from wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer
+from support.cli import flowrun_cmd, popen_cli, run_cli
+from support.env import clean_env
+from support.procs import DEADLINE_S, wait_for
+from support.project import write_files
+from support.runs import folders, live_events
+from support.wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer
 
 import flowrun
 from flowrun.runtime.models import rate_limits
@@ -100,12 +102,9 @@ def held_on_the_wire(server: WireServer, held: Callable[[str], bool]) -> set[str
 
 
 def make_project(folder: Path, server: WireServer, rate_limit: str = "") -> Path:
-    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
     text = WORKFLOW.replace("BASE_URL", server.openai_base_url).replace("PRICE", PRICE)
     text = text.replace("    RATE_LIMIT\n", f"    rate_limit: {rate_limit}\n" if rate_limit else "")
-    (folder / "qa.yaml").write_text(text)
-    (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
-    return folder / "qa.yaml"
+    return write_files(folder, {"qa.yaml": text, "agents.d/answerer.yaml": AGENT}) / "qa.yaml"
 
 
 def write_items(path: Path, questions: list[str], **extra: Any) -> Path:
@@ -121,18 +120,6 @@ def ended_items(out: Path) -> int:
     """The lines results.jsonl has now (one per item that ended, while the batch runs)."""
     path = out / "results.jsonl"
     return path.read_text().count("\n") if path.exists() else 0
-
-
-def logged_events(run_dir: Path) -> list[dict[str, Any]]:
-    """The complete lines of a run's events.jsonl (a kill may have torn the last one)."""
-    found = []
-    log = run_dir / "events.jsonl"
-    for line in log.read_text().splitlines() if log.is_file() else []:
-        try:
-            found.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return found
 
 
 def question_of(request: WireRequest) -> str:
@@ -272,11 +259,9 @@ def test_mistakes_in_the_items_are_reported_by_line_and_nothing_runs(
 def test_a_budget_over_an_unpriced_model_warns_and_runs(tmp_path: Path) -> None:
     """A budget counts what it can price: a model with no price that the table does not know is
     named in a warning, and the batch runs (here its item fails: nothing listens on the port)."""
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "answerer.yaml").write_text(AGENT)
-    workflow = tmp_path / "qa.yaml"
     text = WORKFLOW.replace("BASE_URL", "http://127.0.0.1:9/v1").replace("    price: PRICE\n", "")
-    workflow.write_text(text.replace("    RATE_LIMIT\n", ""))
+    files = {"qa.yaml": text.replace("    RATE_LIMIT\n", ""), "agents.d/answerer.yaml": AGENT}
+    workflow = write_files(tmp_path, files) / "qa.yaml"
     items = write_items(tmp_path / "items.jsonl", ["q"])
     proc = run_cli(["batch", str(workflow), str(items), "--max-cost-usd-per-item", "1"], cwd=tmp_path)
     assert "model 'm' (agent 'answerer') has no price" in proc.stderr
@@ -315,7 +300,7 @@ def test_a_killed_batch_resumes_without_repeating_a_recorded_request(tmp_path: P
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", questions)
         out = tmp_path / "out"
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+        env = clean_env()
         args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "3", "-q"]
         proc = subprocess.Popen([*flowrun_cmd(), *args], cwd=tmp_path, env=env)
         try:  # five items ended, the next three are running (asking the model) when it dies
@@ -335,7 +320,7 @@ def test_a_killed_batch_resumes_without_repeating_a_recorded_request(tmp_path: P
         recorded: set[tuple[str, int]] = set()
         untouched: dict[str, bytes] = {}
         for run_dir in folders(out / "runs"):
-            events = logged_events(run_dir)
+            events = live_events(run_dir)
             start = next((e for e in events if e["type"] == "run_start"), None)
             if start is None:
                 continue  # killed before its first event: nothing was recorded
@@ -444,7 +429,7 @@ def test_an_item_stopped_before_its_run_began_is_not_started(tmp_path: Path) -> 
         summary = asyncio.run(flowrun.run_batch(workflow, items, out=out, concurrency=2))
     assert summary.ok and summary.completed == 4 and summary.ran == 3, summary
     for line in results(out):
-        kinds = [e["type"] for e in logged_events(out / line["run_dir"])]
+        kinds = [e["type"] for e in live_events(out / line["run_dir"])]
         assert kinds.count("run_start") == 1
         assert ("run_resumed" in kinds) == (line["line"] == 2)  # b resumed; c and d started afresh
 
@@ -653,14 +638,14 @@ def test_a_csv_cell_of_a_whole_document_is_an_input_like_any_other(tmp_path: Pat
     """A column of whole documents (a cell over the csv module's default 128 KiB) had ended
     `flowrun batch` as an internal error, and `validate` of an eval set with such a dataset
     too; the cell is the item's input, whole."""
-    from hardening_helpers import scripted_project
+    from support.project import scripted_project
 
     agents = {"w": {"prompt": "You summarise.", "tools": []}}
     inputs = {"document": {"description": "the text"}}
     wf = scripted_project(tmp_path, agents, {"w": [{"text": "done"}] * 4}, entry="w", inputs=inputs)
     document = "word " * 60_000  # 300,000 characters
     (tmp_path / "docs.csv").write_text(f'document\n"{document}"\nshort\n')
-    proc = run_cli(["batch", str(wf / "wf.yaml"), "docs.csv", "--out", "out", "-q"], cwd=tmp_path)
+    proc = run_cli(["batch", str(wf), "docs.csv", "--out", "out", "-q"], cwd=tmp_path)
     assert proc.returncode == 0 and "2 completed, 0 failed" in proc.stdout, proc.stdout + proc.stderr
     [first] = [line for line in results(tmp_path / "out") if line["line"] == 2]
     recorded = json.loads((tmp_path / "out" / "runs" / first["id"] / "run.json").read_text())

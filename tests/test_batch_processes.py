@@ -25,8 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, folders, run_cli
-from proc_helpers import DEADLINE_S, wait_for
+from support.cli import flowrun_cmd, popen_cli, run_cli
+from support.env import WIRES, clean_env
+from support.procs import DEADLINE_S, wait_for
+from support.project import write_files
+from support.runs import folders, live_events
+from support.wire_server import WireRequest, WireServer
 from test_batch import (
     AGENT,
     CALL_COST,
@@ -39,14 +43,12 @@ from test_batch import (
     burst_ok,
     ended_items,
     held_on_the_wire,
-    logged_events,
     make_project,
     question_of,
     results,
     waited_their_turn,
     write_items,
 )
-from wire_server import WireRequest, WireServer
 
 import flowrun
 from flowrun.batch import processes
@@ -149,28 +151,9 @@ def watching(out: Path, inner: Callable[[WireRequest], Any], seen: dict[int, tup
 
 def project_without_server(folder: Path) -> Path:
     """The test project, pointing at a port nothing listens on (for runs that never call)."""
-    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
-    (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
     text = WORKFLOW.replace("BASE_URL", "http://127.0.0.1:9/v1").replace("PRICE", PRICE)
-    (folder / "qa.yaml").write_text(text.replace("    RATE_LIMIT\n", ""))
-    return folder / "qa.yaml"
-
-
-def cli_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-
-
-def start_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """`flowrun batch ...` in a process group of its own (as a terminal runs a command)."""
-    return subprocess.Popen(
-        [*flowrun_cmd(), *args],
-        cwd=cwd,
-        env={**cli_env(), **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    files = {"qa.yaml": text.replace("    RATE_LIMIT\n", ""), "agents.d/answerer.yaml": AGENT}
+    return write_files(folder, files) / "qa.yaml"
 
 
 QUESTIONS = [f"q{i}" for i in range(16)]
@@ -193,7 +176,7 @@ def start_two_workers(
     items = write_items(tmp_path / "items.jsonl", QUESTIONS)
     out = tmp_path / "out"
     args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2", "-q"]
-    proc = start_cli(args, tmp_path)
+    proc = popen_cli(args, tmp_path, new_session=True)
 
     def four_held_in_two_workers() -> bool:
         owners = [parent for parent, _ in lock_owners(out).values()]
@@ -213,7 +196,7 @@ def recorded_steps(out: Path) -> set[tuple[str, int]]:
     """(question, model call) of every model answer the batch's run folders recorded."""
     recorded: set[tuple[str, int]] = set()
     for run_dir in folders(out / "runs"):
-        events = logged_events(run_dir)
+        events = live_events(run_dir)
         start = next((e for e in events if e["type"] == "run_start"), None)
         if start is not None:
             question = start["inputs"]["question"]
@@ -254,7 +237,7 @@ def test_items_run_in_two_worker_processes_through_the_cli(tmp_path: Path, start
         questions = [f"q{i}" for i in range(24)]
         items = write_items(tmp_path / "items.jsonl", questions)
         args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "4", "--processes", "2"]
-        proc = start_cli(args, tmp_path, {FORK_ENV: "1" if start == "fork" else "0"})
+        proc = popen_cli(args, tmp_path, {FORK_ENV: "1" if start == "fork" else "0"}, new_session=True)
         stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert "24 items: 24 completed, 0 failed (24 run now)" in stdout
@@ -295,7 +278,7 @@ def test_workers_are_forked_at_a_terminal_too(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             [*flowrun_cmd(), *args],
             cwd=tmp_path,
-            env={**cli_env(), "TERM": "xterm", "COLUMNS": "100"},
+            env=clean_env({"TERM": "xterm", "COLUMNS": "100"}),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=secondary,
@@ -333,7 +316,9 @@ def test_workers_forked_from_a_program_leave_its_exit_handlers_to_it(tmp_path: P
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(8)])
         argv = [sys.executable, "-c", PROGRAM, str(workflow), str(items), str(out)]
-        done = subprocess.run(argv, cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            argv, cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120
+        )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["completed 8", "the program's exit handler"]
     assert len(seen) == 2 and all(command.startswith(WORKER_NAME.decode()) for _, command in seen.values())
@@ -367,7 +352,7 @@ def test_a_fork_interrupted_before_its_pipes_are_ready_leaves_no_worker(tmp_path
     workflow = project_without_server(tmp_path)
     items = write_items(tmp_path / "items.jsonl", ["a", "b"])
     argv = [sys.executable, "-c", INTERRUPTED_FORK, str(workflow), str(items)]
-    done = subprocess.run(argv, cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["CancelledError", "[] 0"], done.stdout + done.stderr
 
@@ -387,7 +372,7 @@ def test_a_small_batch_stays_in_the_process_by_default(tmp_path: Path) -> None:
     with WireServer(watching(out, answerer(delay_s=0.05), seen)) as server:
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", [f"q{i}" for i in range(4)])
-        proc = start_cli(["batch", str(workflow), str(items), "--out", str(out)], tmp_path)
+        proc = popen_cli(["batch", str(workflow), str(items), "--out", str(out)], tmp_path, new_session=True)
         _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert set(seen) == {proc.pid}
@@ -408,7 +393,7 @@ default_model: m
 """
 
 
-@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("wire", WIRES)
 def test_a_rate_limit_is_shared_across_worker_processes(
     tmp_path: Path, wire: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -588,7 +573,7 @@ def test_ctrl_c_before_the_runs_began_leaves_the_items_not_started(tmp_path: Pat
         out = tmp_path / "out"
         args = ["batch", str(workflow), str(items), "--out", str(out), "-c", "2", "--processes", processes]
         env = {sandbox.BWRAP_ENV: str(fake)}
-        proc = start_cli([*args, "-q"], tmp_path, env)
+        proc = popen_cli([*args, "-q"], tmp_path, env, new_session=True)
         try:  # every process that runs items is checking the sandbox for its first item
             probing = int(processes)
             assert wait_for(lambda: len(list(gate.glob("probing.*"))) == probing or proc.poll() is not None)
@@ -611,7 +596,7 @@ def test_ctrl_c_before_the_runs_began_leaves_the_items_not_started(tmp_path: Pat
     assert again.returncode == 0, again.stderr
     assert "3 items: 3 completed, 0 failed (3 run now)" in again.stdout
     for line in results(out):
-        kinds = [e["type"] for e in logged_events(out / line["run_dir"])]
+        kinds = [e["type"] for e in live_events(out / line["run_dir"])]
         assert kinds.count("run_start") == 1 and "run_resumed" not in kinds  # each started afresh
 
 

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
+from support.wire_server import WireServer
 from test_batch import CALL_COST, answerer, burst_ok, make_project, question_of, results, write_items
-from wire_server import WireServer
 
 import flowrun
 

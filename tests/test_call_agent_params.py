@@ -10,8 +10,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.project import write_files
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
 WORKFLOW = """\
 version: 1
@@ -47,14 +48,11 @@ def project(tmp: Path, base_url: str) -> Path:
         "agents.d/helper.yaml": HELPER,
         "tools.d/web_search.yaml": web_search_with_default(2),
     }
-    for rel, text in files.items():
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / rel).write_text(textwrap.dedent(text))
-    return tmp
+    return write_files(tmp, {rel: textwrap.dedent(text) for rel, text in files.items()})
 
 
 def web_search_with_default(n: int) -> str:
-    from conftest import REPO
+    from support.paths import REPO
 
     text = (REPO / "tools.d" / "web_search.yaml").read_text()
     text = text.replace("maximum: 20, default: 5", f"maximum: 20, default: {n}")

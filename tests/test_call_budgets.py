@@ -11,38 +11,27 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import run_cli
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.project import SCRIPTED, model, script_manifest, workflow, write_files, write_project
+from support.runs import events
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
 PRICE = {"input": 1000.0, "output": 1000.0}  # each scripted call: 10 in + 5 out = $0.015
-
-
-def agent(name: str, tools: list[Any]) -> str:
-    return yaml.safe_dump(
-        {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name} agent.", "tools": tools}
-    )
 
 
 def project(
     tmp: Path, worker_budget: dict[str, Any], helper_budget: dict[str, Any], provider: str = "anthropic"
 ) -> None:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "budgets",
-        "models": {"m": {"provider": provider, "model": "m", "price": PRICE}},
-        "default_model": "m",
-        "entry": "boss",
+    team = {
+        "boss": [{"worker": {"budget": worker_budget}}],
+        "worker": ["write_file", {"helper": {"budget": helper_budget}}],
+        "helper": ["write_file"],
     }
-    files = {
-        "budgets.yaml": yaml.safe_dump(workflow),
-        "agents.d/boss.yaml": agent("boss", [{"worker": {"budget": worker_budget}}]),
-        "agents.d/worker.yaml": agent("worker", ["write_file", {"helper": {"budget": helper_budget}}]),
-        "agents.d/helper.yaml": agent("helper", ["write_file"]),
-    }
-    for rel, text in files.items():
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / rel).write_text(text)
+    # "You are the NAME agent." is what `responder` reads, and sets the scripted token counts
+    agents = {name: {"prompt": f"You are the {name} agent.", "tools": tools} for name, tools in team.items()}
+    spec = workflow(model(provider, price=PRICE), name="budgets", entry="boss")
+    write_project(tmp, spec, agents, name="budgets.yaml")
 
 
 def write(path: str) -> Reply:
@@ -67,10 +56,6 @@ def responder(request: WireRequest) -> Reply:
     return replies[turn] if turn < len(replies) else Reply(text="more")
 
 
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
 def tool_result(evs: list[dict[str, Any]], agent: str, tool: str) -> dict[str, Any]:
     (found,) = [
         e["result"] for e in evs if e["type"] == "tool_result" and e["agent"] == agent and e["tool"] == tool
@@ -78,15 +63,12 @@ def tool_result(evs: list[dict[str, Any]], agent: str, tool: str) -> dict[str, A
     return found
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_budgets_return_partial_and_the_run_completes(tmp_path: Path, provider: str) -> None:
     project(tmp_path, {"max_cost_usd": 0.05}, {"max_cost_usd": 1.0}, provider)
     with WireServer(responder) as server:
         env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
-        if provider == "anthropic":
-            env |= {"ANTHROPIC_API_KEY": "test-key-budget", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        else:
-            env |= {"OPENAI_API_KEY": "test-key-budget", "OPENAI_BASE_URL": server.openai_base_url}
+        env |= model_env(server, provider)
         proc = run_cli(["budgets.yaml", "--run-id", "r"], cwd=tmp_path, env=env)
         asked = [r.system.removeprefix("You are the ").split(" ")[0] for r in server.requests]
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -148,9 +130,8 @@ def test_steps_and_tokens_budgets(
         ],
     }
     wf = yaml.safe_load((tmp_path / "budgets.yaml").read_text())
-    wf["models"]["m"] = {"provider": "scripted", "model": "s", "script": "script.yaml"}
-    (tmp_path / "budgets.yaml").write_text(yaml.safe_dump(wf))
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
+    wf["models"]["m"] = SCRIPTED
+    write_files(tmp_path, {"budgets.yaml": wf, "script.yaml": script_manifest(script)})
     proc = run_cli(["budgets.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     evs = events(tmp_path / "runs" / "r")

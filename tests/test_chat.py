@@ -12,11 +12,13 @@ import subprocess
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, folders, run_cli
-from wire_server import Reply, WireRequest, WireServer
+from support.cli import flowrun_cmd, run_cli
+from support.env import WIRES, clean_env
+from support.project import write_files
+from support.runs import events, folders
+from support.wire_server import Reply, WireRequest, WireServer
 
 AGENT = "version: 1\nname: helper\nprompt: You are the helper.\ntools: [read_file, write_file]\n"
 
@@ -37,27 +39,20 @@ def project(tmp: Path, base_url: str, api: str, entry: str = "entry: helper") ->
         default_model: m
         {entry}
         """
-    (tmp / "agents.d").mkdir(exist_ok=True)
-    (tmp / "agents.d" / "helper.yaml").write_text(AGENT)
-    (tmp / "wf.yaml").write_text(textwrap.dedent(workflow))
-    return tmp
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    return write_files(tmp, {"wf.yaml": textwrap.dedent(workflow), "agents.d/helper.yaml": AGENT})
 
 
 def chat_cli(tmp: Path, args: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | {"K": "test-key-778899"}
+    env = clean_env({"K": "test-key-778899"})
     return subprocess.run(
         [*flowrun_cmd(), *args], cwd=tmp, env=env, input=stdin, capture_output=True, text=True, timeout=120
     )
 
 
-@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize("api", WIRES)
 def test_chat_over_stdin_then_resume(tmp_path: Path, api: str) -> None:
     with WireServer(echo) as server:
-        project(tmp_path, server.openai_base_url if api == "openai" else server.anthropic_base_url, api)
+        project(tmp_path, server.base_url(api), api)
         proc = chat_cli(tmp_path, ["chat", "wf.yaml", "--run-id", "c", "-q"], "hello\nhow are you\n")
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.splitlines()[:2] == ["ECHO HELLO", "ECHO HOW ARE YOU"]
@@ -84,7 +79,7 @@ def test_chat_on_a_pseudo_terminal(tmp_path: Path) -> None:
     with WireServer(echo) as server:
         project(tmp_path, server.openai_base_url, "openai")
         controller, terminal = pty.openpty()
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+        env = clean_env()
         proc = subprocess.Popen(
             [*flowrun_cmd(), "chat", "wf.yaml", "--run-id", "p"],
             cwd=tmp_path,
@@ -170,7 +165,7 @@ def test_chat_with_another_agent_and_its_tools(tmp_path: Path) -> None:
     its tools run, each message after the first is a user_message; through the CLI and the API."""
     import asyncio
 
-    from conftest import REPO
+    from support.paths import REPO
 
     import flowrun
 

@@ -8,19 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
 
 BROKEN_AGENT = "version: 1\nkind: agent\nname: helper\nprompt: Help.\nmax_stepz: 3\n"
 
 
 def broken_repo(root: Path) -> Path:
-    (root / "agents.d").mkdir()
-    (root / "agents.d" / "helper.yaml").write_text(BROKEN_AGENT)
-    (root / ".claude" / "agents").mkdir(parents=True)
-    (root / ".claude" / "agents" / "r.md").write_text(
-        "---\nname: r\ndescription: R.\nmax_turns: 2\n---\nR.\n"
-    )
-    return root
+    claude_agent = "---\nname: r\ndescription: R.\nmax_turns: 2\n---\nR.\n"
+    return write_files(root, {"agents.d/helper.yaml": BROKEN_AGENT, ".claude/agents/r.md": claude_agent})
 
 
 def test_pre_commit_hook(tmp_path: Path) -> None:
@@ -35,8 +32,7 @@ def test_pre_commit_hook(tmp_path: Path) -> None:
     assert "agents.d/helper.yaml:5:1: error[unknown-key]: unknown key 'max_stepz'" in proc.stdout
     assert ".claude/agents/r.md:4:1: error[unknown-key]" in proc.stdout
     clean = tmp_path / "clean"
-    (clean / "agents.d").mkdir(parents=True)
-    (clean / "agents.d" / "helper.yaml").write_text(BROKEN_AGENT.replace("max_stepz", "max_steps"))
+    write_files(clean, {"agents.d/helper.yaml": BROKEN_AGENT.replace("max_stepz", "max_steps")})
     assert run_cli(entry[1:], cwd=clean).returncode == 0
 
 

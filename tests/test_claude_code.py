@@ -4,14 +4,15 @@ mapping of the front matter, and the typo cases at their line."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.paths import REPO
+from support.runs import events as events_of
+from support.wire_server import Reply, Script, WireServer, call
 
 import flowrun
 
@@ -24,14 +25,6 @@ def copy_example(tmp_path: Path) -> Path:
     target = tmp_path / "claude_code"
     shutil.copytree(EXAMPLE, target)
     return target / "claude_code.yaml"
-
-
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-def call(tool: str, **arguments: Any) -> ToolCallSpec:
-    return ToolCallSpec(tool, arguments)
 
 
 def test_verbatim_files_are_unchanged() -> None:
@@ -94,15 +87,13 @@ def responder_replies() -> Script:
     return Script({LEAD: lead, DEBUGGER: debugger})
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_example_against_the_wire_server(tmp_path: Path, provider: str) -> None:
     workflow = copy_example(tmp_path)
     with WireServer(responder_replies()) as server:
         args = [str(workflow), "--bug", "login hangs", "--runs-dir", str(tmp_path / "runs"), "--run-id", "w"]
-        if provider == "anthropic":
-            env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        else:
-            env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.openai_base_url}
+        env = model_env(server, provider)
+        if provider == "openai":
             args += ["--model", "openai:gpt-test"]
         proc = run_cli(args, cwd=tmp_path, env=env)
         requests = server.requests
@@ -229,7 +220,7 @@ def test_body_is_the_prompt_as_written(tmp_path: Path) -> None:
         WORKFLOW.replace("{provider: test, model: t}", "{provider: openai, model: t}")
     )
     with WireServer(Script({"Review": [Reply(text="ok")]})) as server:
-        env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.openai_base_url}
+        env = model_env(server, "openai")
         proc = run_cli(
             [str(tmp_path / "w.yaml"), "--runs-dir", str(tmp_path / "runs")], cwd=tmp_path, env=env
         )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
 
 
 @pytest.mark.fresh_too

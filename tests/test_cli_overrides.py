@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.paths import REPO
+from support.runs import events
+from support.wire_server import WireServer
 from test_e2e_research import research_script
-from wire_server import WireServer
 
 RESEARCH = str(REPO / "examples" / "research.yaml")
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize(
@@ -110,12 +108,7 @@ def test_set_names_a_list_entry(tmp_path: Path) -> None:
 
 def test_set_model_and_per_agent_model_reach_the_wire(tmp_path: Path) -> None:
     with WireServer(research_script()) as server:
-        env = {
-            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
-            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-            "OPENAI_API_KEY": "test-key-openai-123",
-            "OPENAI_BASE_URL": server.openai_base_url,
-        }
+        env = model_env(server, *WIRES)
         args = [RESEARCH, "--question", "How does Python sort?", "--runs-dir", str(tmp_path), "--run-id", "r"]
         args += ["--set", "models.claude.model=claude-opus-4-1", "--model", "writer=openai:gpt-test"]
         proc = run_cli(args, cwd=tmp_path, env=env)

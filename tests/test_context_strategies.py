@@ -3,35 +3,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import SCRIPTED, scripted_project
+from support.runs import events
 
 
-def write_project(
-    tmp: Path, agent: dict[str, Any], replies: dict[str, list[dict[str, Any]]], model: dict[str, Any]
-) -> None:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "c",
-        "models": {"m": {"provider": "scripted", "model": "m", "script": "script.yaml", **model}},
-        "default_model": "m",
-        "entry": "worker",
-        "workspace": {"files": {"big.txt": "lorem ipsum dolor sit amet " * 200}},
-    }
-    (tmp / "agents.d").mkdir()
-    (tmp / "wf.yaml").write_text(yaml.safe_dump(workflow))
-    base = {"version": 1, "kind": "agent", "name": "worker", "prompt": "You work."}
-    (tmp / "agents.d" / "worker.yaml").write_text(yaml.safe_dump({**base, **agent}))
-    (tmp / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": replies}))
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+def worker_project(tmp: Path, agent: dict[str, Any], replies: dict[str, Any], model: dict[str, Any]) -> None:
+    big = {"files": {"big.txt": "lorem ipsum dolor sit amet " * 200}}
+    agents = {"worker": {"prompt": "You work.", **agent}}
+    models = {"m": {**SCRIPTED, **model}}
+    scripted_project(tmp, agents, replies, entry="worker", workspace=big, models=models)
 
 
 def test_compact_replaces_older_turns_with_a_summary_and_a_file(tmp_path: Path) -> None:
@@ -45,7 +29,7 @@ def test_compact_replaces_older_turns_with_a_summary_and_a_file(tmp_path: Path) 
         "context": {"strategy": "compact", "compact_at": 0.5, "keep_recent": 2},
         "max_repeated_calls": 10,  # the same read six times is the point here, not a loop
     }
-    write_project(tmp_path, agent, replies, {"context_window": 4000})
+    worker_project(tmp_path, agent, replies, {"context_window": 4000})
     proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = tmp_path / "runs" / "r"
@@ -83,7 +67,7 @@ def test_dashboard_update_resets_history(tmp_path: Path) -> None:
         "tools": ["read_file", "update_dashboard", "finish"],
         "context": {"strategy": "dashboard", "dashboards": {"overall": "overall.md"}},
     }
-    write_project(tmp_path, agent, replies, {})
+    worker_project(tmp_path, agent, replies, {})
     proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = tmp_path / "runs" / "r"

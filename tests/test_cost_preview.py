@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import REPO, folders, run_cli
-from wire_server import Reply, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import model_env
+from support.paths import REPO
+from support.project import model, workflow, write_project
+from support.runs import folders
+from support.wire_server import Reply, WireRequest, WireServer
 
 RESEARCH = str(REPO / "examples" / "research.yaml")
 
@@ -66,35 +69,14 @@ def test_the_research_rosters_ceiling_matches_a_hand_calculation(tmp_path: Path)
 def tree_project(tmp: Path, entry: dict[str, Any], limits: dict[str, Any] | None = None) -> Path:
     """boss (10 steps) -> worker (20 steps); a model at $1 in / $2 out per million tokens, a
     10,000-token window and 1,000 output tokens: one call at most $0.012."""
-    workflow: dict[str, Any] = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "tree",
-        "models": {
-            "m": {
-                "provider": "openai",
-                "model": "m",
-                "context_window": 10_000,
-                "max_tokens": 1_000,
-                "price": {"input": 1.0, "output": 2.0},
-            }
-        },
-        "default_model": "m",
-        "entry": "boss",
-    }
-    if limits:
-        workflow["limits"] = limits
+    priced = model("openai", context_window=10_000, max_tokens=1_000, price={"input": 1.0, "output": 2.0})
     agents = {
         "boss": {"max_steps": 10, "tools": [{"worker": entry} if entry else "worker"]},
         "worker": {"max_steps": 20, "tools": ["read_file"]},
     }
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    for name, keys in agents.items():
-        spec = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name} agent.", **keys}
-        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(spec))
-    path = tmp / "tree.yaml"
-    path.write_text(yaml.safe_dump(workflow))
-    return path
+    agents = {name: {"prompt": f"You are the {name} agent.", **keys} for name, keys in agents.items()}
+    spec = workflow(priced, name="tree", entry="boss", limits=limits or None)
+    return write_project(tmp, spec, agents, name="tree.yaml")
 
 
 def test_max_calls_and_per_call_budgets_bound_a_tree(tmp_path: Path) -> None:
@@ -135,20 +117,10 @@ def test_validate_warns_about_a_tree_no_budget_caps(tmp_path: Path) -> None:
 
 
 def history_project(tmp: Path) -> None:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "hist",
-        "inputs": {"size": {"type": "integer"}},
-        "models": {"m": {"provider": "openai", "model": "m", "price": {"input": 1000.0, "output": 1000.0}}},
-        "default_model": "m",
-        "entry": "solo",
-        "task": "size {{ size }}",
-    }
-    agent = {"version": 1, "kind": "agent", "name": "solo", "prompt": "You answer."}
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "hist.yaml").write_text(yaml.safe_dump(workflow))
-    (tmp / "agents.d" / "solo.yaml").write_text(yaml.safe_dump(agent))
+    priced = model("openai", price={"input": 1000.0, "output": 1000.0})
+    inputs = {"size": {"type": "integer"}}
+    spec = workflow(priced, name="hist", inputs=inputs, entry="solo", task="size {{ size }}")
+    write_project(tmp, spec, {"solo": {"prompt": "You answer."}}, name="hist.yaml")
 
 
 def sized(request: WireRequest) -> Reply:
@@ -164,7 +136,7 @@ def span(run_dir: Path) -> float:
 def test_earlier_runs_give_the_median_and_90th_percentile(tmp_path: Path) -> None:
     history_project(tmp_path)
     with WireServer(sized) as server:
-        env = {"OPENAI_API_KEY": "test-key-hist", "OPENAI_BASE_URL": server.openai_base_url}
+        env = model_env(server, "openai")
         for size in (10, 20, 40):
             proc = run_cli(
                 ["hist.yaml", "--size", str(size), "--run-id", f"s{size}", "-q"], cwd=tmp_path, env=env

@@ -17,107 +17,37 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import popen_cli, run_cli
-from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
+from support.cli import popen_cli, run_cli
+from support.env import WIRES, model_env, point_sdks
+from support.project import model, wire_script, workflow, write_project
+from support.runs import events, live_events, meta
+from support.served import AGENTS, asked_twice, step_of
+from support.served import replies as served_replies
+from support.wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 import flowrun
 from flowrun.runtime.durable.event_log import read_events
 
-PROVIDERS = ["openai", "anthropic"]
-MODELS = {
-    "openai": {"provider": "openai", "model": "gpt-test"},
-    "anthropic": {"provider": "anthropic", "model": "claude-test"},
-}
 WAITING = 75
 
 
 # ---------------------------------------------------------------- a project and its server
 
 
-def project(tmp: Path, provider: str, agents: dict[str, list[Any]], **workflow: Any) -> Path:
-    """A workflow whose agents (name -> tools) use `provider`'s model; `workflow` keys over
-    the default (entry: the first agent)."""
-    spec = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "decide",
-        "models": {"m": MODELS[provider]},
-        "default_model": "m",
-        "entry": next(iter(agents)),
-        "task": "Do the job.",
-        **workflow,
-    }
-    spec = {key: value for key, value in spec.items() if value is not None}  # None: the key left out
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "wf.yaml").write_text(yaml.safe_dump(spec))
-    for name, tools in agents.items():
-        agent = {
-            "version": 1,
-            "kind": "agent",
-            "name": name,
-            "prompt": f"You are the {name}.",
-            "tools": tools,
-        }
-        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
-    return tmp / "wf.yaml"
-
-
-def script(replies: dict[str, list[Reply]]) -> Script:
-    return Script(replies, {name: f"You are the {name}." for name in replies})
-
-
-def env_for(server: WireServer, provider: str) -> dict[str, str]:
-    if provider == "anthropic":
-        return {
-            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
-            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-        }
-    return {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
-
-
-@pytest.fixture
-def keys(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Point the in-process SDKs at a server (for the Python API tests)."""
-
-    def point(server: WireServer, provider: str) -> None:
-        for name, value in env_for(server, provider).items():
-            monkeypatch.setenv(name, value)
-
-    return point
-
-
-def steps_asked(server: WireServer, script_: Script) -> Counter[tuple[str, str, int]]:
-    """How often each model step was requested: (agent, its task, its turn)."""
-    return Counter(identity(r, script_) for r in server.requests)
-
-
-def identity(request: WireRequest, script_: Script) -> tuple[str, str, int]:
-    first = next((m for m in request.messages if m.get("role") == "user"), {})
-    task = first.get("content") if isinstance(first.get("content"), str) else json.dumps(first.get("content"))
-    return str(script_.agent_for(request)), str(task)[:80], request.assistant_turns
+def project(tmp: Path, provider: str, agents: dict[str, list[Any]], **keys: Any) -> Path:
+    """A workflow whose agents (name -> tools) use `provider`'s model; `keys` over the default
+    (entry: the first agent)."""
+    spec = workflow(model(provider), **{"entry": next(iter(agents)), "task": "Do the job.", **keys})
+    return write_project(tmp, spec, agents)
 
 
 def no_step_twice(server: WireServer, script_: Script) -> None:
-    counts = steps_asked(server, script_)
-    assert counts and max(counts.values()) == 1, counts
-
-
-def calls(tool: str, **arguments: Any) -> Reply:
-    return Reply(tool_calls=[ToolCallSpec(tool, arguments)])
+    twice = asked_twice(server.requests, script_)
+    assert server.requests and not twice, twice
 
 
 def results(run_dir: Path, tool: str) -> list[dict[str, Any]]:
     return [e["result"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == tool]
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-def meta(run_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
-    return data
 
 
 def consistent(run_dir: Path) -> None:
@@ -129,30 +59,11 @@ def consistent(run_dir: Path) -> None:
 
 
 def nested(tmp: Path, provider: str, tool: Any = None) -> tuple[Path, Script]:
-    """orchestrator -> manager -> worker, whose write_file needs an approval."""
-    wf = project(
-        tmp,
-        provider,
-        {
-            "orchestrator": ["manager"],
-            "manager": ["worker"],
-            "worker": [tool or {"write_file": {"approve": "ask"}}],
-        },
-    )
-    replies = script(
-        {
-            "orchestrator": [
-                Reply(tool_calls=[ToolCallSpec("manager", {"task": "Manage it."})]),
-                Reply("All done."),
-            ],
-            "manager": [Reply(tool_calls=[ToolCallSpec("worker", {"task": "Write it."})]), Reply("Managed.")],
-            "worker": [
-                Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "approved\n"})]),
-                Reply("Wrote it."),
-            ],
-        }
-    )
-    return wf, replies
+    """orchestrator -> manager -> worker (serve http's `nested` team and script), whose
+    write_file needs an approval."""
+    team = {name: AGENTS[name] for name in ("orchestrator", "manager", "worker")}
+    wf = project(tmp, provider, team | ({"worker": [tool]} if tool else {}))
+    return wf, served_replies()
 
 
 def check_waiting_for_the_worker(run_dir: Path) -> dict[str, Any]:
@@ -172,13 +83,13 @@ def check_waiting_for_the_worker(run_dir: Path) -> dict[str, Any]:
     return dict(pending)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_an_approval_two_levels_down_waits_then_flowrun_approve_completes_it(
     tmp_path: Path, provider: str
 ) -> None:
     wf, replies = nested(tmp_path, provider)
     with WireServer(replies) as server:
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         first = run_cli([str(wf), "--run-id", "r", "-q"], cwd=tmp_path, env=env)
         assert first.returncode == WAITING, first.stdout + first.stderr
         assert "status: waiting" in first.stdout and "waiting for:" in first.stdout
@@ -210,11 +121,13 @@ def test_an_approval_two_levels_down_waits_then_flowrun_approve_completes_it(
     consistent(run_dir)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
-async def test_respond_then_resume_completes_it_in_python(tmp_path: Path, provider: str, keys: Any) -> None:
+@pytest.mark.parametrize("provider", WIRES)
+async def test_respond_then_resume_completes_it_in_python(
+    tmp_path: Path, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     wf_path, replies = nested(tmp_path, provider)
     with WireServer(replies) as server:
-        keys(server, provider)
+        point_sdks(monkeypatch, server, provider)
         wf = flowrun.load(wf_path)
         result = await wf.run(run_dir=tmp_path / "r")
         assert result.status == "waiting" and result.exit_code == WAITING and not result.ok
@@ -241,11 +154,11 @@ async def test_respond_then_resume_completes_it_in_python(tmp_path: Path, provid
     assert (tmp_path / "r" / "out.txt").read_text() == "approved\n"
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_denial_reaches_the_agent_with_its_reason(tmp_path: Path, provider: str) -> None:
     wf, replies = nested(tmp_path, provider)
     with WireServer(replies) as server:
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         first = run_cli([str(wf), "--run-id", "r", "-q"], cwd=tmp_path, env=env)
         assert first.returncode == WAITING, first.stderr
         run_dir = tmp_path / "runs" / "r"
@@ -271,10 +184,10 @@ def test_a_denial_reaches_the_agent_with_its_reason(tmp_path: Path, provider: st
 # ---------------------------------------------------------------- questions
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_an_ask_user_question_waits_for_flowrun_answer(tmp_path: Path, provider: str) -> None:
     wf = project(tmp_path, provider, {"boss": ["ask_user"]})
-    replies = script(
+    replies = wire_script(
         {
             "boss": [
                 Reply(tool_calls=[ToolCallSpec("ask_user", {"question": "Which colour?"})]),
@@ -283,7 +196,7 @@ def test_an_ask_user_question_waits_for_flowrun_answer(tmp_path: Path, provider:
         }
     )
     with WireServer(replies) as server:
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=env)
         assert first.returncode == WAITING, first.stderr
         run_dir = tmp_path / "runs" / "q"
@@ -319,7 +232,7 @@ def branches(tmp: Path, provider: str) -> tuple[Path, Script]:
         task=None,
         steps=[{"parallel": [{"agent": "alpha", "task": "Side A."}, {"agent": "beta", "task": "Side B."}]}],
     )
-    replies = script(
+    replies = wire_script(
         {
             name: [
                 Reply(
@@ -334,11 +247,11 @@ def branches(tmp: Path, provider: str) -> tuple[Path, Script]:
     return wf, replies
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_two_parallel_branches_wait_at_once_and_are_decided_one_by_one(tmp_path: Path, provider: str) -> None:
     wf, replies = branches(tmp_path, provider)
     with WireServer(replies) as server:
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         first = run_cli([str(wf), "--run-id", "p", "-q"], cwd=tmp_path, env=env)
         assert first.returncode == WAITING, first.stderr
         run_dir = tmp_path / "runs" / "p"
@@ -401,10 +314,10 @@ def test_sigkill_while_the_run_drains_then_answer_completes_it(tmp_path: Path) -
     held = HeldFirst(replies, "beta")
     run_dir = tmp_path / "runs" / "k"
     with WireServer(held) as server:
-        child = popen_cli([str(wf), "--run-id", "k", "-q"], tmp_path, env_for(server, provider))
+        child = popen_cli([str(wf), "--run-id", "k", "-q"], tmp_path, model_env(server, provider))
         try:
             deadline = time.monotonic() + 120
-            while not any(e["type"] == "decision_pending" for e in _lines(run_dir)):
+            while not any(e["type"] == "decision_pending" for e in live_events(run_dir)):
                 assert child.poll() is None and time.monotonic() < deadline, child.communicate()
                 time.sleep(0.02)
             assert meta(run_dir)["status"] == "running"  # still draining: beta's call is in flight
@@ -419,13 +332,13 @@ def test_sigkill_while_the_run_drains_then_answer_completes_it(tmp_path: Path) -
         answered = {(e["agent"], e["step"]) for e in events(run_dir) if e["type"] == "model_response"}
         before = len(server.requests)
 
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         alpha = run_cli(["approve", str(run_dir), "--allow", "-q"], cwd=tmp_path, env=env)
         assert alpha.returncode == WAITING, alpha.stdout + alpha.stderr  # beta's call, asked again, waits too
         assert [p["agent"] for p in meta(run_dir)["pending"]] == ["beta"]
         done = run_cli(["approve", str(run_dir), "--allow", "-q"], cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
-        after = [identity(r, replies) for r in server.requests[before:]]
+        after = [step_of(r, replies) for r in server.requests[before:]]
     assert ("alpha", 1) in answered
     assert not any(
         (agent, turn + 1) in answered for agent, _, turn in after
@@ -436,28 +349,16 @@ def test_sigkill_while_the_run_drains_then_answer_completes_it(tmp_path: Path) -
     consistent(run_dir)
 
 
-def _lines(run_dir: Path) -> list[dict[str, Any]]:
-    try:
-        text = (run_dir / "events.jsonl").read_text()
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
 # ---------------------------------------------------------------- the deadline
 
 
-async def test_past_the_deadline_resume_denies_the_approval(tmp_path: Path, keys: Any) -> None:
+async def test_past_the_deadline_resume_denies_the_approval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     provider = "anthropic"
     wf_path, replies = nested(tmp_path, provider)
     with WireServer(replies) as server:
-        keys(server, provider)
+        point_sdks(monkeypatch, server, provider)
         wf = flowrun.load(wf_path)
         result = await wf.run(run_dir=tmp_path / "r", decide_within=0.05)
         (pending,) = result.pending
@@ -477,10 +378,12 @@ async def test_past_the_deadline_resume_denies_the_approval(tmp_path: Path, keys
     assert not (tmp_path / "r" / "out.txt").exists()
 
 
-async def test_expire_decisions_takes_only_overdue_ones(tmp_path: Path, keys: Any) -> None:
+async def test_expire_decisions_takes_only_overdue_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     wf_path, replies = nested(tmp_path, "openai")
     with WireServer(replies) as server:
-        keys(server, "openai")
+        point_sdks(monkeypatch, server, "openai")
         wf = flowrun.load(wf_path)
         result = await wf.run(run_dir=tmp_path / "r", decide_within="2h")
     (pending,) = result.pending
@@ -494,13 +397,13 @@ async def test_expire_decisions_takes_only_overdue_ones(tmp_path: Path, keys: An
 # ---------------------------------------------------------------- budgets
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_on_budget_ask_waits_and_a_grant_raises_the_limit(tmp_path: Path, provider: str) -> None:
     wf = project(
         tmp_path, provider, {"boss": ["read_file"]}, limits={"max_total_steps": 2, "on_budget": "ask"}
     )
     (tmp_path / "a.txt").write_text("a")
-    replies = script(
+    replies = wire_script(
         {
             "boss": [
                 Reply(tool_calls=[ToolCallSpec("read_file", {"path": "question.txt"})]),
@@ -511,7 +414,7 @@ def test_on_budget_ask_waits_and_a_grant_raises_the_limit(tmp_path: Path, provid
         }
     )
     with WireServer(replies) as server:
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         first = run_cli([str(wf), "--run-id", "b", "-q"], cwd=tmp_path, env=env)
         assert first.returncode == WAITING, first.stderr
         run_dir = tmp_path / "runs" / "b"
@@ -538,11 +441,11 @@ def test_on_budget_ask_waits_and_a_grant_raises_the_limit(tmp_path: Path, provid
 
 
 async def test_decisions_refuse_keeps_the_refusal_and_a_callback_can_take_a_pending_one(
-    tmp_path: Path, keys: Any
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wf_path, replies = nested(tmp_path, "openai")
     with WireServer(replies) as server:
-        keys(server, "openai")
+        point_sdks(monkeypatch, server, "openai")
         wf = flowrun.load(wf_path)
         refused = await wf.run(run_dir=tmp_path / "refused", decisions="refuse")
         assert refused.status == "completed"
@@ -585,7 +488,7 @@ def test_a_batch_item_that_waits(tmp_path: Path) -> None:
         task="{{ name }}",
     )
     (tmp_path / "items.jsonl").write_text('{"id": "one", "name": "one"}\n{"id": "two", "name": "two"}\n')
-    replies = script(
+    replies = wire_script(
         {
             "boss": [
                 Reply(tool_calls=[ToolCallSpec("write_file", {"path": "f.txt", "content": "x"})]),
@@ -595,7 +498,7 @@ def test_a_batch_item_that_waits(tmp_path: Path) -> None:
     )
     args = ["batch", "wf.yaml", "items.jsonl", "--out", "b", "--processes", "1", "-q"]
     with WireServer(replies) as server:
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         first = run_cli(args, cwd=tmp_path, env=env)
         assert first.returncode == WAITING, first.stdout + first.stderr
         assert "2 waiting" in first.stdout and "status: waiting" in first.stdout

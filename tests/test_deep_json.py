@@ -18,9 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from conftest import run_cli
-from hardening_helpers import scripted_project
-from serve_http_helpers import Served
+from support.cli import run_cli
+from support.project import scripted_project
+from support.runs import no_traceback
+from support.served import Served
 
 import flowrun
 
@@ -28,18 +29,12 @@ DEEP = "[" * 5000 + "]" * 5000  # far past Python's recursion limit
 LONG_NUMBER = "1" + "0" * 5000  # past the digits Python converts to an int
 
 
-def clean(proc: object) -> str:
-    out: str = proc.stdout + proc.stderr  # type: ignore[attr-defined]
-    assert "Traceback" not in out and "internal error" not in out, out
-    return out
-
-
 def project(tmp: Path, answer: str = "done") -> Path:
     agents = {"w": {"prompt": "You write.", "tools": ["write_file"]}}
     call = {"name": "write_file", "arguments": {"path": "answer.json", "content": answer}}
     replies = {"w": [{"tool_calls": [call]}, {"text": "done"}] * 4}
     inputs = {"topic": {"description": "t"}}
-    return scripted_project(tmp, agents, replies, entry="w", inputs=inputs) / "wf.yaml"
+    return scripted_project(tmp, agents, replies, entry="w", inputs=inputs)
 
 
 def test_batch_items_nested_too_deep_or_with_too_long_a_number_are_refused_at_their_line(
@@ -59,7 +54,7 @@ def test_batch_items_nested_too_deep_or_with_too_long_a_number_are_refused_at_th
     for name, text in files.items():
         (tmp_path / name).write_text(text)
         proc = run_cli(["batch", str(wf), name, "--out", f"out-{name}"], cwd=tmp_path)
-        out = clean(proc)
+        out = no_traceback(proc)
         assert proc.returncode == 2 and said[name] in out and "nothing was run" in out, out
         assert not (tmp_path / f"out-{name}").exists()
 
@@ -93,13 +88,13 @@ def test_an_output_graded_as_json_nested_too_deep_scores_zero_with_the_reason(tm
     }
     (tmp_path / "deep.eval.yaml").write_text(yaml.safe_dump(evalset))
     proc = run_cli(["eval", "deep.eval.yaml", "--json", "report.json"], cwd=tmp_path)
-    out = clean(proc)
+    out = no_traceback(proc)
     [run] = json.loads((tmp_path / "report.json").read_text())["variants"][0]["runs"]
     [shape] = run["graders"]
     assert shape["score"] == 0 and "nested more than 64 levels deep" in shape["detail"], (shape, out)
     (tmp_path / "before.json").write_text('{"variants": ' + DEEP + "}")
     compared = run_cli(["eval", "deep.eval.yaml", "--baseline", "before.json"], cwd=tmp_path)
-    said = clean(compared)
+    said = no_traceback(compared)
     assert compared.returncode == 2 and "before.json is not a `flowrun eval --json` report" in said, said
     assert "nested more than 64 levels deep" in said
     first = '{"id": "a", "inputs": {"topic": "t"}}\n'
@@ -108,7 +103,7 @@ def test_an_output_graded_as_json_nested_too_deep_scores_zero_with_the_reason(tm
     del evalset["cases"]
     (tmp_path / "deep.eval.yaml").write_text(yaml.safe_dump(evalset))
     checked = run_cli(["validate", "deep.eval.yaml"], cwd=tmp_path)
-    said = clean(checked)
+    said = no_traceback(checked)
     assert checked.returncode == 1 and "cases.jsonl:2" in said, said
     assert "nested more than 64 levels deep" in said
 
@@ -122,10 +117,10 @@ def test_a_line_of_an_event_log_nested_too_deep_is_a_damaged_line_not_a_crash(tm
         f.write('{"seq": 99, "type": "tool_result", "x": ' + DEEP + "}\n")
     for args in (["runs"], ["show", "runs/r"], ["show", "runs/r", "--messages"]):
         shown = run_cli(args, cwd=tmp_path)
-        assert shown.returncode == 0, clean(shown)
-        clean(shown)
+        assert shown.returncode == 0, no_traceback(shown)
+        no_traceback(shown)
     resumed = run_cli(["resume", "runs/r"], cwd=tmp_path)
-    out = clean(resumed)
+    out = no_traceback(resumed)
     assert resumed.returncode == 1 and "events.jsonl:" in out and "the event log is damaged" in out, out
 
 
@@ -163,12 +158,12 @@ def test_a_template_or_a_pattern_nested_too_deep_is_a_manifest_error_at_its_line
     tmp_path: Path, agent: dict[str, object], said: str
 ) -> None:
     agents = {"w": {"prompt": "You write.", "tools": ["write_file"], **agent}}
-    wf = scripted_project(tmp_path, agents, {"w": [{"text": "done"}]}, entry="w") / "wf.yaml"
+    wf = scripted_project(tmp_path, agents, {"w": [{"text": "done"}]}, entry="w")
     checked = run_cli(["validate", str(wf)], cwd=tmp_path)
-    out = clean(checked)
+    out = no_traceback(checked)
     assert checked.returncode == 1 and "agents.d/w.yaml:" in out and said in out, out
     ran = run_cli([str(wf), "-q"], cwd=tmp_path)
-    assert ran.returncode in (1, 2) and said in clean(ran) and not (tmp_path / "runs").exists()
+    assert ran.returncode in (1, 2) and said in no_traceback(ran) and not (tmp_path / "runs").exists()
 
 
 def test_a_set_value_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -176,7 +171,7 @@ def test_a_set_value_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -> N
     for depth in (60, 3000):
         value = "[" * depth + "]" * depth
         proc = run_cli([str(wf), "--topic", "t", "-q", "--set", f"w.max_steps={value}"], cwd=tmp_path)
-        out = clean(proc)
+        out = no_traceback(proc)
         assert proc.returncode == 2 and "--set w.max_steps=[[[" in out, out
         assert "nesting deeper than 50 levels" in out or "the value is not valid YAML" in out, out
 
@@ -187,7 +182,7 @@ def test_the_python_api_refuses_an_input_nested_too_deep_or_holding_itself(tmp_p
     agents = {"w": {"prompt": "You write {{ data }}.", "tools": []}}
     inputs = {"data": {"type": "list", "description": "d"}}
     wf = scripted_project(tmp_path, agents, {"w": [{"text": "done"}] * 3}, entry="w", inputs=inputs)
-    workflow = flowrun.load(wf / "wf.yaml")
+    workflow = flowrun.load(wf)
     deep: list[object] = []
     inner = deep
     for _ in range(5000):
@@ -213,5 +208,5 @@ def test_a_skills_index_nested_too_deep_is_read_as_a_broken_one(tmp_path: Path) 
     for name, text in (("broken", '{"skills": ['), ("deep", '{"skills": ' + DEEP + "}")):
         index.write_text(text)
         proc = run_cli(["validate", "skills"], cwd=tmp_path)
-        said[name] = (proc.returncode, clean(proc).replace("\n", " "))
+        said[name] = (proc.returncode, no_traceback(proc).replace("\n", " "))
     assert said["deep"] == said["broken"], said

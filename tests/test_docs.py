@@ -38,7 +38,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
 
 PAGES = sorted([REPO / "README.md", *(p for p in (REPO / "docs").rglob("*.md") if "_hooks" not in p.parts)])
 FENCE = re.compile(

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO
+from support.paths import REPO
 
 DOCS = REPO / "docs"
 ENGINE = REPO / "engine" / "flowrun"

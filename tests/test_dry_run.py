@@ -9,7 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
+from support.runs import events
 
 EXAMPLES = {
     "research": "--question",
@@ -21,10 +24,6 @@ EXAMPLES = {
     "research_foreach": "--questions",
     "claude_code/claude_code": "--bug",
 }
-
-
-def events(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
@@ -259,11 +258,7 @@ def test_unfamiliar_tools_get_valid_arguments(tmp_path: Path) -> None:
     uniqueItems, anyOf, allOf, $ref), a command tool and a reviewer that only reads all run
     without an error line; a tool no valid arguments exist for is left out and named; with
     --workdir the user's files are not touched."""
-    import textwrap
-
-    for rel, text in UNFAMILIAR.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(textwrap.dedent(text))
+    write_files(tmp_path, UNFAMILIAR)
     proc = run_cli(["wf.yaml", "--topic", "t", "--dry-run", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "←" not in proc.stderr, proc.stderr

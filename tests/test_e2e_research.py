@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.env import KEYS, WIRES, model_env
+from support.paths import REPO
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
 MATCH = {
     "orchestrator": "You are the orchestrator",
@@ -76,20 +78,15 @@ def run_research(
     env = {"FLOWRUN_RETRY_BASE_S": "0.01", "FLOWRUN_HTTP": http}
     args = [str(REPO / "examples" / "research.yaml"), "--question", "How does Python sort?"]
     args += ["--runs-dir", str(tmp_path / "runs"), "--run-id", "r1", "--stream" if stream else "--no-stream"]
-    if provider == "anthropic":
-        env |= {
-            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
-            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-        }
-    else:
-        env |= {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
+    env |= model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp_path, env=env)
     return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / "r1"
 
 
 @pytest.mark.parametrize("http", ["aiohttp", "httpx"])  # httpx: an install without the extra
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
 def test_research_end_to_end(tmp_path: Path, provider: str, stream: bool, http: str) -> None:
     with WireServer(research_script()) as server:
@@ -125,7 +122,7 @@ def test_research_end_to_end(tmp_path: Path, provider: str, stream: bool, http: 
     assert "workspace/search/notes.md" in summary and "Timsort" not in summary
     if provider == "anthropic":
         assert any(b.get("cache_control") for b in first.body["system"])
-        assert first.headers.get("x-api-key") == "test-key-anthropic-123"
+        assert first.headers.get("x-api-key") == KEYS["anthropic"]
 
 
 def _call_ids(messages: list[dict]) -> set[str]:
@@ -148,7 +145,7 @@ def test_missing_key_names_the_env_var(tmp_path: Path) -> None:
 
 
 def test_server_error_every_time_keeps_run_folder(tmp_path: Path) -> None:
-    from wire_server import always
+    from support.wire_server import always
 
     with WireServer(always(500)) as server:
         code, out, run_dir = run_research(tmp_path, server, "anthropic", stream=False)
@@ -164,7 +161,7 @@ def test_server_error_every_time_keeps_run_folder(tmp_path: Path) -> None:
 
 
 def test_rate_limited_then_success(tmp_path: Path) -> None:
-    from wire_server import FailFirst
+    from support.wire_server import FailFirst
 
     with WireServer(FailFirst(1, 429, {"retry-after": "0"}, then=research_script())) as server:
         code, out, run_dir = run_research(tmp_path, server, "openai", stream=True)
@@ -180,5 +177,5 @@ def test_fake_key_never_lands_in_the_run_folder(tmp_path: Path) -> None:
     assert code == 0, out
     for path in run_dir.rglob("*"):
         if path.is_file():
-            assert "test-key-anthropic-123" not in path.read_text(errors="replace"), path
-    assert "test-key-anthropic-123" not in out
+            assert KEYS["anthropic"] not in path.read_text(errors="replace"), path
+    assert KEYS["anthropic"] not in out

@@ -6,14 +6,14 @@ wire formats): a `.env` next to the workflow or in the current folder (the envir
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
-from wire_server import Reply, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES
+from support.project import write_files
+from support.wire_server import Reply, WireRequest, WireServer
 
-PROVIDERS = ["anthropic", "openai"]
 DOTENV_KEY = "key-from-dotenv-0123456789"
 
 
@@ -44,14 +44,7 @@ def project(tmp_path: Path, provider: str, model: str = "${MODEL_ID:-model-defau
             """,
         "flow/agents.d/solo.yaml": "version: 1\nname: solo\nprompt: You are solo.\n",
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(textwrap.dedent(text))
-    return tmp_path / "flow" / "wf.yaml"
-
-
-def base_url(server: WireServer, provider: str) -> str:
-    return server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
+    return write_files(tmp_path, files) / "flow" / "wf.yaml"
 
 
 def sent_key(request: WireRequest) -> str:
@@ -60,13 +53,13 @@ def sent_key(request: WireRequest) -> str:
     return request.headers.get("authorization", "").removeprefix("Bearer ")
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_dotenv_next_to_the_workflow_and_the_environment_wins(tmp_path: Path, provider: str) -> None:
     workflow = project(tmp_path, provider)
     key_var = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
     with WireServer(answer) as server:
         (workflow.parent / ".env").write_text(
-            f"# the project's settings\nPROXY_URL={base_url(server, provider)}\n{key_var}={DOTENV_KEY}\n"
+            f"# the project's settings\nPROXY_URL={server.base_url(provider)}\n{key_var}={DOTENV_KEY}\n"
             "MODEL_ID=model-from-dotenv\nTEAM=team-from-dotenv\n"
         )
         proc = run_cli(
@@ -83,14 +76,14 @@ def test_dotenv_next_to_the_workflow_and_the_environment_wins(tmp_path: Path, pr
     assert "model-from-environment" in run_files  # the resolved model id is not a secret
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_defaults_and_the_current_folders_dotenv(tmp_path: Path, provider: str) -> None:
     """`${VAR:-default}` when unset; the current folder's .env over the workflow's."""
     project(tmp_path, provider)
     key_var = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
     with WireServer(answer) as server:
         (tmp_path / "flow" / ".env").write_text(f"PROXY_URL=http://127.0.0.1:9/unused\n{key_var}=flow-key\n")
-        (tmp_path / ".env").write_text(f"PROXY_URL={base_url(server, provider)}\n")
+        (tmp_path / ".env").write_text(f"PROXY_URL={server.base_url(provider)}\n")
         proc = run_cli(["flow/wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
         requests = server.requests
     assert proc.returncode == 0, proc.stderr
@@ -99,7 +92,7 @@ def test_defaults_and_the_current_folders_dotenv(tmp_path: Path, provider: str) 
     assert sent_key(request) == "flow-key"  # the workflow's .env still gives what the other lacks
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_an_unset_variable_is_an_error_at_its_line(tmp_path: Path, provider: str) -> None:
     project(tmp_path, provider)
     proc = run_cli(["validate", "flow/wf.yaml"], cwd=tmp_path)
@@ -162,8 +155,7 @@ def test_llm_base_url_is_the_base_url_of_openai_models(tmp_path: Path) -> None:
 
 def test_the_glm_preset_reads_glm_api_key_too(tmp_path: Path) -> None:
     """Zhipu documents ZHIPUAI_API_KEY; the ReAct design's .env calls it GLM_API_KEY."""
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "solo.yaml").write_text("version: 1\nname: solo\nprompt: p\n")
+    write_files(tmp_path, {"agents.d/solo.yaml": "version: 1\nname: solo\nprompt: p\n"})
     (tmp_path / "wf.yaml").write_text(
         "version: 1\nkind: workflow\nname: glm\ninputs: {q: {default: hi}}\n"
         "models: {glm: {preset: glm, model: glm-4.7, base_url: '${GLM_URL}', stream: false}}\n"

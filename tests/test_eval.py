@@ -15,11 +15,11 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
-import yaml
-from conftest import run_cli
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES
+from support.project import script_manifest, write_files
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
-WIRES = ["openai", "anthropic"]
 WORKFLOW = """\
 version: 1
 kind: workflow
@@ -122,16 +122,13 @@ class Scripted:
 
 
 def project(folder: Path, server: WireServer, wire: str) -> Path:
-    (folder / "agents.d").mkdir(parents=True)
-    base = server.openai_base_url if wire == "openai" else server.anthropic_base_url
+    base = server.base_url(wire)
     text = WORKFLOW
     for name in ("m", "m2", "judge-model"):
         model = MODEL[wire].replace("BASE", base).replace("NAME", name)
         text = text.replace("{MODEL: " + name + "}", "{" + model + "}")
-    (folder / "qa.yaml").write_text(text)
-    (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
-    (folder / "qa.eval.yaml").write_text(EVALSET)
-    return folder / "qa.eval.yaml"
+    files = {"qa.yaml": text, "agents.d/answerer.yaml": AGENT, "qa.eval.yaml": EVALSET}
+    return write_files(folder, files) / "qa.eval.yaml"
 
 
 def env(wire: str) -> dict[str, str]:
@@ -399,13 +396,11 @@ def test_a_grader_reads_the_first_10_mb_of_an_agents_file(tmp_path: Path) -> Non
         + "models:\n  s: {provider: scripted, model: s, script: script.yaml}\ndefault_model: s\n"
         + 'entry: answerer\ntask: "Question: {{ question }}"\noutput: answer.md\n',
         "agents.d/answerer.yaml": AGENT.replace("[write_file]", "[execute_shell]"),
-        "script.yaml": yaml.safe_dump({"version": 1, "kind": "script", "agents": script}),
+        "script.yaml": script_manifest(script),
         "qa.eval.yaml": EVALSET.split("graders:")[0]
         + "graders:\n  - name: needle\n    output: {contains: NEEDLE}\n",
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    write_files(tmp_path, files)
     _, output, data = evaluate(tmp_path / "qa.eval.yaml", "openai")
     assert data, output
     assert {run["status"] for run in data["variants"][0]["runs"]} == {"completed"}, output

@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.paths import REPO
+from support.wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 from test_e2e_research import MATCH
-from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 EXAMPLE = REPO / "examples" / "evals" / "research.eval.yaml"
 REPORT = (
@@ -82,15 +84,10 @@ def test_the_example_runs_in_the_dry_run(tmp_path: Path) -> None:
     assert strict.returncode == 1 and "threshold default overall" in strict.stdout
 
 
-@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+@pytest.mark.parametrize("wire", WIRES)
 def test_the_example_scores_a_cited_report(tmp_path: Path, wire: str) -> None:
     with WireServer(Team()) as server:
-        env = {
-            "ANTHROPIC_API_KEY": "test-key",
-            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-            "OPENAI_API_KEY": "test-key",
-            "OPENAI_BASE_URL": server.openai_base_url,
-        }
+        env = model_env(server, *WIRES)
         args = ["eval", str(EXAMPLE), "--json", "r.json"]
         if wire == "openai":
             args += ["--model", "openai:gpt-test"]

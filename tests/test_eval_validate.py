@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import write_files
 
 WORKFLOW = """\
 version: 1
@@ -54,11 +55,8 @@ LINE = re.compile(r"^(?P<file>[\w./-]+):(?P<line>\d+):\d+: error\[(?P<code>[\w-]
 
 
 def project(folder: Path, evalset: str = EVALSET) -> Path:
-    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
-    (folder / "agents.d" / "answerer.yaml").write_text(AGENT)
-    (folder / "qa.yaml").write_text(WORKFLOW)
-    (folder / "qa.eval.yaml").write_text(evalset)
-    return folder / "qa.eval.yaml"
+    files = {"agents.d/answerer.yaml": AGENT, "qa.yaml": WORKFLOW, "qa.eval.yaml": evalset}
+    return write_files(folder, files) / "qa.eval.yaml"
 
 
 def errors(folder: Path, *args: str) -> list[tuple[str, int, str, str, str]]:

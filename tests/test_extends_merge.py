@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
 
 SEARCHER = """\
 version: 1
@@ -26,9 +27,7 @@ tools:
 
 def project(tmp: Path, searcher: str) -> Path:
     shutil.copy(REPO / "examples" / "research.yaml", tmp / "research.yaml")
-    (tmp / "agents.d").mkdir()
-    (tmp / "agents.d" / "searcher.yaml").write_text(textwrap.dedent(searcher))
-    return tmp
+    return write_files(tmp, {"agents.d/searcher.yaml": searcher})
 
 
 def test_added_removed_and_replaced_entries(tmp_path: Path) -> None:
@@ -90,7 +89,6 @@ def test_a_patch_needs_extends(tmp_path: Path) -> None:
 
 
 def test_selectable_models_merge(tmp_path: Path) -> None:
-    (tmp_path / "agents.d").mkdir()
     files = {
         "wf.yaml": "version: 1\nkind: workflow\nname: w\nentry: boss\ndefault_model: 'test:t'\n",
         "agents.d/boss.yaml": "version: 1\nname: boss\nprompt: p\ntools: [helper]\n",
@@ -100,8 +98,7 @@ def test_selectable_models_merge(tmp_path: Path) -> None:
             "selectable_models: {add: ['test:c'], remove: ['test:a']}\n"
         ),
     }
-    for rel, text in files.items():
-        (tmp_path / rel).write_text(text)
+    write_files(tmp_path, files)
     import flowrun
 
     wf = flowrun.load(tmp_path / "wf.yaml")

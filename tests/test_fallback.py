@@ -6,52 +6,29 @@ and the missing-key check know the fallback models."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from conftest import SECRET_VARS, flowrun_cmd, run_cli
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import popen_cli, run_cli
+from support.env import FAST_RETRIES, WIRES, model_env
+from support.project import model, workflow, write_project
+from support.runs import events
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
 PRIMARY, BACKUP = "primary-model", "backup-model"
 
 
-def write_project(tmp: Path, primary_api: str, cooldown: float = 30.0) -> None:
+def fallback_project(tmp: Path, primary_api: str, cooldown: float = 30.0) -> None:
     backup_api = "openai" if primary_api == "anthropic" else "anthropic"
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "fb",
-        "models": {
-            "main": {
-                "provider": primary_api,
-                "model": PRIMARY,
-                "max_retries": 1,
-                "fallback": ["spare"],
-                "cooldown_s": cooldown,
-                "price": {"input": 1.0, "output": 2.0},
-            },
-            "spare": {"provider": backup_api, "model": BACKUP, "price": {"input": 10.0, "output": 20.0}},
-        },
-        "default_model": "main",
-        "entry": "worker",
-    }
-    agent = {
-        "version": 1,
-        "kind": "agent",
-        "name": "worker",
-        "prompt": "You are the worker.",
-        "tools": ["list_directory"],
-    }
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "fb.yaml").write_text(yaml.safe_dump(workflow))
-    (tmp / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
+    main = model(primary_api, model=PRIMARY, max_retries=1, fallback=["spare"], cooldown_s=cooldown)
+    models = {"main": main | {"price": {"input": 1.0, "output": 2.0}}}
+    models["spare"] = model(backup_api, model=BACKUP, price={"input": 10.0, "output": 20.0})
+    spec = workflow(name="fb", models=models, default_model="main", entry="worker")
+    write_project(tmp, spec, {"worker": ["list_directory"]}, name="fb.yaml")
 
 
 class Outage:
@@ -86,25 +63,13 @@ class Outage:
         return Reply(text=f"done by {request.body.get('model')}", delay_s=delay)
 
 
-def cli_env(server: WireServer) -> dict[str, str]:
-    return {
-        "ANTHROPIC_API_KEY": "test-key-fallback-a",
-        "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-        "OPENAI_API_KEY": "test-key-fallback-o",
-        "OPENAI_BASE_URL": server.openai_base_url,
-        "FLOWRUN_RETRY_BASE_S": "0.01",
-    }
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
-
-
-@pytest.mark.parametrize("primary_api", ["anthropic", "openai"])
+@pytest.mark.parametrize("primary_api", WIRES)
 def test_fallback_after_503s_then_cooldown_then_primary_again(tmp_path: Path, primary_api: str) -> None:
-    write_project(tmp_path, primary_api, cooldown=12.0)
+    fallback_project(tmp_path, primary_api, cooldown=12.0)
     with WireServer(Outage(failures=2, hold=13.0)) as server:
-        proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
+        proc = run_cli(
+            ["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=model_env(server, *WIRES, **FAST_RETRIES)
+        )
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = tmp_path / "runs" / "r"
@@ -153,13 +118,15 @@ def test_fallback_after_503s_then_cooldown_then_primary_again(tmp_path: Path, pr
 
 
 def test_no_fallback_for_errors_that_are_not_retryable(tmp_path: Path) -> None:
-    write_project(tmp_path, "anthropic")
+    fallback_project(tmp_path, "anthropic")
 
     def refuse(request: WireRequest) -> Reply:
         return Reply(status=400) if request.body.get("model") == PRIMARY else Reply(text="never")
 
     with WireServer(refuse) as server:
-        proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
+        proc = run_cli(
+            ["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=model_env(server, *WIRES, **FAST_RETRIES)
+        )
         requests = server.requests
     assert proc.returncode == 1
     assert "HTTP 400" in proc.stderr and "Traceback" not in proc.stderr
@@ -168,13 +135,15 @@ def test_no_fallback_for_errors_that_are_not_retryable(tmp_path: Path) -> None:
 
 
 def test_every_model_of_the_chain_failing_fails_the_run(tmp_path: Path) -> None:
-    write_project(tmp_path, "openai")
+    fallback_project(tmp_path, "openai")
 
     def down(request: WireRequest) -> Reply:
         return Reply(status=529 if request.api == "anthropic" else 503)
 
     with WireServer(down) as server:
-        proc = run_cli(["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=cli_env(server))
+        proc = run_cli(
+            ["fb.yaml", "--run-id", "r"], cwd=tmp_path, env=model_env(server, *WIRES, **FAST_RETRIES)
+        )
     assert proc.returncode == 1
     assert "model 'spare'" in proc.stderr and "HTTP 529" in proc.stderr
     switches = [e for e in events(tmp_path / "runs" / "r") if e["type"] == "model_fallback"]
@@ -182,17 +151,11 @@ def test_every_model_of_the_chain_failing_fails_the_run(tmp_path: Path) -> None:
 
 
 def test_resume_after_a_kill_keeps_the_fallback_answers(tmp_path: Path) -> None:
-    write_project(tmp_path, "anthropic", cooldown=60)
+    fallback_project(tmp_path, "anthropic", cooldown=60)
     run_dir = tmp_path / "runs" / "k"
     with WireServer(Outage(failures=2, hold=30)) as server:
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | cli_env(server)
-        child = subprocess.Popen(
-            [*flowrun_cmd(), "fb.yaml", "--run-id", "k", "-q"],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        child = popen_cli(
+            ["fb.yaml", "--run-id", "k", "-q"], tmp_path, model_env(server, *WIRES, **FAST_RETRIES)
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -204,7 +167,9 @@ def test_resume_after_a_kill_keeps_the_fallback_answers(tmp_path: Path) -> None:
         child.communicate(timeout=120)
         before = len(server.requests)
         # the resumed process has a fresh cooldown table: the primary works again now
-        proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=cli_env(server))
+        proc = run_cli(
+            ["resume", str(run_dir), "-q"], cwd=tmp_path, env=model_env(server, *WIRES, **FAST_RETRIES)
+        )
         after = [r.body["model"] for r in server.requests[before:]]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert after == [PRIMARY, PRIMARY]  # calls 2 and 3 live; call 1 came from the log
@@ -214,7 +179,7 @@ def test_resume_after_a_kill_keeps_the_fallback_answers(tmp_path: Path) -> None:
 
 
 def test_validate_and_the_key_check_know_the_fallbacks(tmp_path: Path) -> None:
-    write_project(tmp_path, "anthropic")
+    fallback_project(tmp_path, "anthropic")
     wf = yaml.safe_load((tmp_path / "fb.yaml").read_text())
     wf["models"]["main"]["fallback"] = ["spar", "main"]
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(wf))
@@ -246,7 +211,7 @@ def failing_primaries(request: WireRequest) -> Reply:
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
-@pytest.mark.parametrize("primary_api", ["anthropic", "openai"])
+@pytest.mark.parametrize("primary_api", WIRES)
 def test_fallback_on_each_retryable_failure(tmp_path: Path, primary_api: str, stream: bool) -> None:
     """429, a 5xx, 529 overloaded and a timeout each switch to the fallback once the primary's
     own retries are used up: four agents at once, each on a primary that fails its own way."""
@@ -268,21 +233,18 @@ def test_fallback_on_each_retryable_failure(tmp_path: Path, primary_api: str, st
         "models": {**primaries, "spare": {"provider": backup_api, "model": BACKUP}},
         "steps": [{"parallel": [{"agent": f"a{name}", "task": "Answer."} for name in primaries]}],
     }
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "classes.yaml").write_text(yaml.safe_dump(workflow))
-    for name in primaries:
-        agent = {"version": 1, "kind": "agent", "name": f"a{name}", "prompt": f"agent a{name}", "model": name}
-        (tmp_path / "agents.d" / f"a{name}.yaml").write_text(yaml.safe_dump(agent))
+    agents = {f"a{name}": {"prompt": f"agent a{name}", "model": name} for name in primaries}
+    write_project(tmp_path, workflow, agents, name="classes.yaml")
     with WireServer(failing_primaries) as server:
         args = ["classes.yaml", "--run-id", "r", "--stream" if stream else "--no-stream"]
-        proc = run_cli(args, cwd=tmp_path, env=cli_env(server))
+        proc = run_cli(args, cwd=tmp_path, env=model_env(server, *WIRES, **FAST_RETRIES))
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {r.stream for r in requests} == {stream}
     # each primary: its first try and its one retry, on its own wire format; then the spare (a
     # retry that times out may give up before the busy server has read it)
-    for model in FAILURES:
-        assert [r.api for r in requests if r.body["model"] == model] == [primary_api] * 2, model
+    for failing in FAILURES:
+        assert [r.api for r in requests if r.body["model"] == failing] == [primary_api] * 2, failing
     assert [r.api for r in requests if r.body["model"] == TIMEOUT_MODEL] in ([primary_api], [primary_api] * 2)
     assert [r.api for r in requests if r.body["model"] == BACKUP] == [backup_api] * 4
     evs = events(tmp_path / "runs" / "r")

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import run_cli
-from proc_helpers import DEADLINE_S
-from wire_server import Reply, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.procs import DEADLINE_S
+from support.project import agent, script_manifest, who, write_files, write_project
+from support.runs import events
+from support.wire_server import Reply, WireRequest, WireServer
 
-PROVIDERS = ["anthropic", "openai"]
 DELAY = 0.4
 
 FANOUT_WORKFLOW = """\
@@ -51,23 +52,6 @@ steps:
 """
 
 
-def agent_yaml(name: str) -> str:
-    return yaml.safe_dump(
-        {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name} agent."}
-    )
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
 # agents whose requests must be in flight together: (names, how many at once)
 WAVES = {"parallel": ({"alpha", "beta"}, 2), "foreach": ({"researcher"}, 3)}
 
@@ -88,7 +72,7 @@ class Tracker:
         self.together = {wave: threading.Event() for wave in WAVES}
 
     def __call__(self, request: WireRequest) -> Reply:
-        name = request.system.removeprefix("You are the ").split(" ")[0]
+        name = who(request)
         wave = next((w for w, (names, _) in WAVES.items() if name in names), None)
         with self.lock:
             self.now[name] = self.now.get(name, 0) + 1
@@ -108,28 +92,18 @@ class Tracker:
 
 
 def run_fanout(tmp: Path, provider: str, server: WireServer, questions: list[str]) -> tuple[int, str]:
-    write(
-        tmp,
-        {
-            "fan.yaml": FANOUT_WORKFLOW,
-            **{
-                f"agents.d/{n}.yaml": agent_yaml(n)
-                for n in ("alpha", "beta", "researcher", "merger", "never")
-            },
-        },
-    )
+    agents: dict[str, dict[str, Any]] = {n: {} for n in ("alpha", "beta", "researcher", "merger", "never")}
+    write_project(tmp, FANOUT_WORKFLOW, agents, name="fan.yaml")
     args = ["fan.yaml", "--questions", json.dumps(questions), "--run-id", "r"]
     env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
-    if provider == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": "test-key-fanout", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    else:
-        env |= {"OPENAI_API_KEY": "test-key-fanout", "OPENAI_BASE_URL": server.openai_base_url}
+    env |= model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp, env=env)
     return proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_parallel_foreach_and_if_over_the_wire(tmp_path: Path, provider: str) -> None:
     questions = [f"question number {k}" for k in range(1, 6)]
     tracker = Tracker()
@@ -173,7 +147,7 @@ def test_parallel_foreach_and_if_over_the_wire(tmp_path: Path, provider: str) ->
     # `if:` met for the merger, not met for `never`, which never reached the server
     conditions = {e["step"]: e["met"] for e in evs if e["type"] == "step_condition"}
     assert conditions == {"step2": True, "step3": False}
-    assert not any("never agent" in r.system for r in requests)
+    assert not any(who(r) == "never" for r in requests)
     assert [e["agent"] for e in evs if e["type"] == "agent_start"].count("merger") == 1
     fanouts = [(e["type"], e["kind"], e.get("branches")) for e in evs if e["type"].startswith("fanout")]
     assert fanouts == [
@@ -216,33 +190,12 @@ steps:
 """
 
 
-def scripted_project(tmp: Path, plan: str) -> None:
-    script = {
-        "version": 1,
-        "kind": "script",
-        "agents": {
-            "planner": [
-                {
-                    "tool_calls": [
-                        {"name": "write_file", "arguments": {"path": "plan.jsonl", "content": plan}}
-                    ]
-                },
-                {"text": "planned"},
-            ],
-            "worker": [{"text": "worked"}],
-        },
-    }
-    planner = {"version": 1, "kind": "agent", "name": "planner", "prompt": "Plan.", "tools": ["write_file"]}
-    worker = {"version": 1, "kind": "agent", "name": "worker", "prompt": "Work."}
-    write(
-        tmp,
-        {
-            "plan.yaml": SCRIPTED_WORKFLOW,
-            "script.yaml": yaml.safe_dump(script),
-            "agents.d/planner.yaml": yaml.safe_dump(planner),
-            "agents.d/worker.yaml": yaml.safe_dump(worker),
-        },
-    )
+def plan_project(tmp: Path, plan: str) -> None:
+    """The planner writes `plan` (plan.jsonl), the foreach step reads it."""
+    write_plan = {"name": "write_file", "arguments": {"path": "plan.jsonl", "content": plan}}
+    script = {"planner": [{"tool_calls": [write_plan]}, {"text": "planned"}], "worker": [{"text": "worked"}]}
+    agents = {"planner": {"prompt": "Plan.", "tools": ["write_file"]}, "worker": {"prompt": "Work."}}
+    write_project(tmp, SCRIPTED_WORKFLOW, agents, {"script.yaml": script_manifest(script)}, name="plan.yaml")
 
 
 def test_foreach_over_a_jsonl_file_an_earlier_step_wrote(tmp_path: Path) -> None:
@@ -250,7 +203,7 @@ def test_foreach_over_a_jsonl_file_an_earlier_step_wrote(tmp_path: Path) -> None
         json.dumps(t)
         for t in [{"name": "a", "keep": True}, {"name": "b", "keep": False}, {"name": "c", "keep": True}]
     )
-    scripted_project(tmp_path, plan + "\n")
+    plan_project(tmp_path, plan + "\n")
     proc = run_cli(["plan.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = tmp_path / "runs" / "r"
@@ -264,18 +217,11 @@ def test_foreach_over_a_jsonl_file_an_earlier_step_wrote(tmp_path: Path) -> None
 def test_a_foreach_list_over_50_mb_is_a_clear_failure(tmp_path: Path) -> None:
     """The planner's shell makes a sparse 60 MB plan.jsonl: read whole it would take the memory
     of a list of millions; the run fails in one line naming the limit."""
-    scripted_project(tmp_path, "x")
+    plan_project(tmp_path, "x")
     shell = {"name": "execute_shell", "arguments": {"command": "truncate -s 60M plan.jsonl"}}
     script = {"planner": [{"tool_calls": [shell]}, {"text": "planned"}], "worker": [{"text": "worked"}]}
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"version": 1, "kind": "script", "agents": script}))
-    planner = {
-        "version": 1,
-        "kind": "agent",
-        "name": "planner",
-        "prompt": "Plan.",
-        "tools": ["execute_shell"],
-    }
-    (tmp_path / "agents.d" / "planner.yaml").write_text(yaml.safe_dump(planner))
+    planner = agent("planner", prompt="Plan.", tools=["execute_shell"])
+    write_files(tmp_path, {"script.yaml": script_manifest(script), "agents.d/planner.yaml": planner})
     proc = run_cli(["plan.yaml", "--run-id", "r"], cwd=tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
@@ -297,7 +243,7 @@ def test_a_foreach_list_over_50_mb_is_a_clear_failure(tmp_path: Path) -> None:
     ids=["missing", "bad-line", "too-deep"],
 )
 def test_a_bad_foreach_list_is_a_clear_failure(tmp_path: Path, plan: str | None, message: str) -> None:
-    scripted_project(tmp_path, plan or "x")
+    plan_project(tmp_path, plan or "x")
     if plan is None:  # the planner writes another file
         (tmp_path / "plan.yaml").write_text(
             SCRIPTED_WORKFLOW.replace("file: plan.jsonl", "file: other.jsonl")
@@ -311,7 +257,7 @@ def test_a_bad_foreach_list_is_a_clear_failure(tmp_path: Path, plan: str | None,
 
 
 def test_list_inputs_from_lines_and_from_the_api(tmp_path: Path) -> None:
-    scripted_project(tmp_path, "[]")
+    plan_project(tmp_path, "[]")
     wf = textwrap.dedent(
         """\
         version: 1
@@ -375,7 +321,7 @@ steps:
 
 
 def test_validate_checks_the_new_steps(tmp_path: Path) -> None:
-    scripted_project(tmp_path, "[]")
+    plan_project(tmp_path, "[]")
     (tmp_path / "plan.yaml").unlink()
     (tmp_path / "bad.yaml").write_text(BAD_STEPS)
     proc = run_cli(["validate", "bad.yaml", "--format", "json"], cwd=tmp_path)
@@ -413,12 +359,8 @@ def test_a_structured_foreach_body_collects_parsed_answers(tmp_path: Path) -> No
     answer in `data`, and each `output:` file holds its JSON; an answer repaired on the way
     counts once."""
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    scorer = {"version": 1, "kind": "agent", "name": "scorer", "prompt": "Score.", "output_schema": schema}
-    script = {
-        "version": 1,
-        "kind": "script",
-        "agents": {"scorer": [{"text": 'Score: ```json\n{"n": "seven"}\n```'}, {"text": '{"n": 7}'}]},
-    }
+    scorer = {"prompt": "Score.", "output_schema": schema}
+    script = {"scorer": [{"text": 'Score: ```json\n{"n": "seven"}\n```'}, {"text": '{"n": 7}'}]}
     wf = textwrap.dedent(
         """\
         version: 1
@@ -438,13 +380,8 @@ def test_a_structured_foreach_body_collects_parsed_answers(tmp_path: Path) -> No
               step: {agent: scorer, task: "Score {{ item }}.", output: "scores/{{ index }}.json"}
         """
     )
-    write(
-        tmp_path,
-        {
-            "scores.yaml": wf,
-            "script.yaml": yaml.safe_dump(script),
-            "agents.d/scorer.yaml": yaml.safe_dump(scorer),
-        },
+    write_project(
+        tmp_path, wf, {"scorer": scorer}, {"script.yaml": script_manifest(script)}, name="scores.yaml"
     )
     proc = run_cli(["scores.yaml", "--things", '["a", "b", "c"]', "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

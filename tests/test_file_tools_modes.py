@@ -4,11 +4,11 @@ real files, and through the CLI with a scripted model."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import write_files
 
 from flowrun.tools.base import ToolContext
 from flowrun.tools.file_edit import edit_file
@@ -140,9 +140,7 @@ def test_through_the_cli_with_context_cwd(tmp_path: Path) -> None:
             "version: 1\nname: worker\nprompt: p\ntools: [write_file, edit_file, read_file]\n"
         ),
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(textwrap.dedent(text))
+    write_files(tmp_path, files)
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = tmp_path / "runs" / "r"

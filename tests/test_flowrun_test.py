@@ -10,47 +10,31 @@ import json
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.paths import REPO
+from support.project import model, workflow, write_files, write_project
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
 NOTES = re.compile(r"NOTES_FILE=(\S+)")
 
 
-def write_files(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text), encoding="utf-8")
-
-
 def project(tmp: Path, provider: str, notes: str = "notes.md", tools: list[str] | None = None) -> None:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "notes",
-        "inputs": {"topic": {"description": "t"}},
-        "models": {"m": {"provider": provider, "model": "m-test", "price": {"input": 1.0, "output": 1.0}}},
-        "default_model": "m",
-        "entry": "boss",
-        "output": "answer.md",
-        "task": "Take notes on {{ topic }}.",
-    }
+    priced = model(provider, model="m-test", price={"input": 1.0, "output": 1.0})
+    inputs = {"topic": {"description": "t"}}
+    task = "Take notes on {{ topic }}."
+    spec = workflow(priced, name="notes", inputs=inputs, entry="boss", output="answer.md", task=task)
     boss = {
-        "version": 1,
-        "kind": "agent",
-        "name": "boss",
         "prompt": f"You are the boss. Today is {{{{ date }}}}. NOTES_FILE={notes}",
         "tools": tools or ["write_file", "read_file"],
     }
-    write_files(
-        tmp, {"proj/notes.yaml": yaml.safe_dump(workflow), "proj/agents.d/boss.yaml": yaml.safe_dump(boss)}
-    )
+    write_project(tmp / "proj", spec, {"boss": boss}, name="notes.yaml")
 
 
 def responder(request: WireRequest) -> Reply:
@@ -68,12 +52,6 @@ def responder(request: WireRequest) -> Reply:
     ]
     turn = request.assistant_turns
     return replies[turn] if turn < len(replies) else Reply(text="done")
-
-
-def env_for(server: WireServer, provider: str) -> dict[str, str]:
-    if provider == "anthropic":
-        return {"ANTHROPIC_API_KEY": "test-key-cassette", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    return {"OPENAI_API_KEY": "test-key-cassette", "OPENAI_BASE_URL": server.openai_base_url}
 
 
 TEST_FILE = """\
@@ -100,11 +78,11 @@ expect:
 """
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_record_test_and_a_prompt_edit(tmp_path: Path, provider: str) -> None:
     project(tmp_path, provider)
     with WireServer(responder) as server:
-        env = env_for(server, provider)
+        env = model_env(server, provider)
         # a new test file: the run is recorded and the test file drafted from it
         proc = run_cli(
             ["record", "tests/notes.flowrun.yaml", "proj/notes.yaml", "--topic", "the answer", "-q"],
@@ -389,7 +367,7 @@ def test_the_python_api_runs_a_test_file(tmp_path: Path) -> None:
     assert details[0] == "every model call came from the cassette (2 recorded)"
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_recorded_model_failure_replays_as_that_failure(tmp_path: Path, provider: str) -> None:
     """A cassette of a run that failed (a model call refused for good) replays to the same
     failure, so a test can expect `status: failed`; an edited prompt before it still diverges."""
@@ -405,7 +383,7 @@ def test_a_recorded_model_failure_replays_as_that_failure(tmp_path: Path, provid
         proc = run_cli(
             ["record", "tests/down.flowrun.yaml", "proj/notes.yaml", "--topic", "t", "-q"],
             cwd=tmp_path,
-            env=env_for(server, provider),
+            env=model_env(server, provider),
         )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     drafted = yaml.safe_load((tmp_path / "tests" / "down.flowrun.yaml").read_text())

@@ -22,25 +22,19 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, TESTS, flowrun_cmd, run_cli
-from hardening_helpers import (
-    check_log,
-    cli_env,
-    no_traceback,
-    run_unprivileged,
-    scripted_project,
-    start_cli,
-    status_of,
-)
-from proc_helpers import DEADLINE_S, pids_with, reading_stdin, wait_for
-from test_resume_replay import env_for, slow_script
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import flowrun_cmd, popen_cli, run_cli, run_unprivileged
+from support.env import FAST_RETRIES, clean_env, model_env, point_sdks
+from support.paths import CRASH_POINTS, REPO
+from support.procs import DEADLINE_S, pids_with, reading_stdin, wait_for
+from support.project import model, scripted_project, workflow, write_files, write_project
+from support.runs import check_log, no_traceback, status_of
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer, call
+from test_resume_replay import slow_script
 
 import flowrun
 from flowrun.events import AgentEndEvent, Event
 
 HELPER = {"prompt": "You help.", "tools": ["list_directory", "write_file"]}
-CRASH_POINTS = TESTS / "crash_points"  # a sitecustomize that kills the process at a chosen change
 
 
 def fan_out(n: int, helper_steps: int = 3) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
@@ -117,7 +111,9 @@ def test_budget_in_the_research_roster_with_parallel_searchers(tmp_path: Path) -
     script.agents["orchestrator"][0] = Reply(tool_calls=first.tool_calls * 3)
     with WireServer(script) as server:
         proc = run_cli(
-            ["research.yaml", "--question", "q", "--run-id", "r", "-q"], cwd=tmp_path, env=env_for(server)
+            ["research.yaml", "--question", "q", "--run-id", "r", "-q"],
+            cwd=tmp_path,
+            env=model_env(server, "anthropic", **FAST_RETRIES),
         )
     no_traceback(proc)
     assert proc.returncode == 4, proc.stdout + proc.stderr
@@ -151,7 +147,7 @@ def test_sub_agents_appending_to_one_file_at_once_lose_nothing(tmp_path: Path) -
         agents,
         {"boss": boss, "helper": helper},
         limits={"max_concurrency": 40},
-        workflow={"workspace": {"files": {"list.md": "# entries\n"}}},
+        workspace={"files": {"list.md": "# entries\n"}},
     )
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -180,10 +176,9 @@ def foreach_project(tmp: Path, limits: dict[str, Any]) -> Path:
         {"helper": helper},
         limits=limits,
         inputs={"items": {"type": "list", "description": "things"}},
-        workflow={"steps": [{"foreach": foreach}], "entry": None},
+        steps=[{"foreach": foreach}],
+        entry=None,
     )
-    wf = tmp / "wf.yaml"
-    wf.write_text(wf.read_text().replace("entry: null\n", ""))
     return tmp
 
 
@@ -241,14 +236,8 @@ def test_budget_crossed_inside_a_foreach_step_stops_every_branch_and_resumes(
 
 def slow_project(tmp: Path) -> Path:
     """One agent on an anthropic model (slow_server answers it)."""
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "wf.yaml").write_text(
-        "version: 1\nkind: workflow\nname: slow\nmodels:\n  m: {provider: anthropic, model: m, "
-        "api_key_env: ANTHROPIC_API_KEY, stream: false}\ndefault_model: m\nentry: w\n"
-    )
-    (tmp / "agents.d" / "w.yaml").write_text(
-        "version: 1\nkind: agent\nname: w\nprompt: You are the slow worker.\ntools: [write_file]\n"
-    )
+    spec = workflow(model("anthropic", api_key_env="ANTHROPIC_API_KEY", stream=False), name="slow", entry="w")
+    write_project(tmp, spec, {"w": {"prompt": "You are the slow worker.", "tools": ["write_file"]}})
     return tmp
 
 
@@ -262,8 +251,8 @@ def slow_server(delay_s: float) -> WireServer:
 def test_two_runs_with_one_run_id_never_share_the_folder(tmp_path: Path) -> None:
     slow_project(tmp_path)
     with slow_server(6) as server:
-        env = env_for(server)
-        first = start_cli(["wf.yaml", "--run-id", "same", "-q"], tmp_path, env)
+        env = model_env(server, "anthropic", **FAST_RETRIES)
+        first = popen_cli(["wf.yaml", "--run-id", "same", "-q"], tmp_path, env)
         assert wait_for(lambda: (tmp_path / "runs" / "same" / "run.lock").exists())
         second = run_cli(["wf.yaml", "--run-id", "same", "-q"], cwd=tmp_path, env=env)
         out, err = first.communicate(timeout=DEADLINE_S)
@@ -286,7 +275,7 @@ def test_one_run_id_started_by_five_processes_at_once_runs_once(tmp_path: Path) 
     already exists once the first has ended), and the folder holds one run."""
     simple_project(tmp_path)
     args = ["wf.yaml", "--topic", "tides", "--run-id", "same", "-q"]
-    children = [start_cli(args, tmp_path) for _ in range(5)]
+    children = [popen_cli(args, tmp_path) for _ in range(5)]
     results = [(child.wait(timeout=DEADLINE_S), *child.communicate(timeout=DEADLINE_S)) for child in children]
     codes = sorted(code for code, _, _ in results)
     assert codes == [0, 2, 2, 2, 2], results
@@ -303,14 +292,14 @@ def test_one_run_id_started_by_five_processes_at_once_runs_once(tmp_path: Path) 
 def test_two_resumes_at_once_do_not_double_the_model_calls(tmp_path: Path) -> None:
     slow_project(tmp_path)
     with slow_server(6) as server:
-        env = env_for(server)
-        child = start_cli(["wf.yaml", "--run-id", "r", "-q"], tmp_path, env)
+        env = model_env(server, "anthropic", **FAST_RETRIES)
+        child = popen_cli(["wf.yaml", "--run-id", "r", "-q"], tmp_path, env)
         run_dir = tmp_path / "runs" / "r"
         assert wait_for(lambda: len(server.requests) == 1)
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=DEADLINE_S)
         before = len(server.requests)
-        resumes = [start_cli(["resume", str(run_dir), "-q"], tmp_path, env) for _ in range(2)]
+        resumes = [popen_cli(["resume", str(run_dir), "-q"], tmp_path, env) for _ in range(2)]
         results = [(p.wait(timeout=DEADLINE_S), *p.communicate()) for p in resumes]
         asked = len(server.requests) - before
     codes = sorted(code for code, _, _ in results)
@@ -353,7 +342,11 @@ def test_the_lock_is_released_on_every_exit_path(tmp_path: Path) -> None:
     slow_project(tmp_path / "slow")
     for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         with slow_server(30) as server:
-            child = start_cli(["wf.yaml", "--run-id", sig.name, "-q"], tmp_path / "slow", env_for(server))
+            child = popen_cli(
+                ["wf.yaml", "--run-id", sig.name, "-q"],
+                tmp_path / "slow",
+                model_env(server, "anthropic", **FAST_RETRIES),
+            )
             assert wait_for(lambda server=server: len(server.requests) == 1)
             child.send_signal(sig)
             _, err = child.communicate(timeout=DEADLINE_S)
@@ -367,8 +360,7 @@ def test_the_lock_is_released_on_every_exit_path(tmp_path: Path) -> None:
 async def test_the_python_api_takes_the_lock_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     slow_project(tmp_path)
     with slow_server(8) as server:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests-9876")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        point_sdks(monkeypatch, server, "anthropic")
         wf = flowrun.load(tmp_path / "wf.yaml")
         runs = tmp_path / "runs"
         first = asyncio.create_task(wf.run(runs_dir=runs, run_id="api"))
@@ -379,7 +371,10 @@ async def test_the_python_api_takes_the_lock_too(tmp_path: Path, monkeypatch: py
             await flowrun.resume(runs / "api")
         # a CLI resume meanwhile is refused with exit 2
         proc = await asyncio.to_thread(
-            run_cli, ["resume", str(runs / "api"), "-q"], tmp_path, env_for(server)
+            run_cli,
+            ["resume", str(runs / "api"), "-q"],
+            tmp_path,
+            model_env(server, "anthropic", **FAST_RETRIES),
         )
         assert proc.returncode == 2 and "in use by pid" in proc.stderr
         result = await first
@@ -405,7 +400,7 @@ def test_sigterm_kills_the_sandboxed_children_and_leaves_a_resumable_run(tmp_pat
         ]
     }
     scripted_project(tmp_path, agents, replies)
-    child = start_cli(["wf.yaml", "--run-id", "t"], tmp_path)
+    child = popen_cli(["wf.yaml", "--run-id", "t"], tmp_path)
     try:
         assert wait_for(lambda: len(pids_with(token)) == 2), "the shell children never started"
     finally:
@@ -443,15 +438,15 @@ def simple_project(tmp: Path) -> Path:
         replies,
         entry="w",
         inputs={"topic": {"description": "t"}},
-        workflow={"workspace": {"files": {"topic.txt": "{{ topic }}\n"}}},
-    )
+        workspace={"files": {"topic.txt": "{{ topic }}\n"}},
+    ).parent
 
 
 def never_started_states(run_dir: Path, dead_pid: int) -> dict[str, dict[str, bytes | None]]:
     """What a kill at each moment between making the folder and the first event leaves."""
     meta = {
         "run_id": run_dir.name,
-        "workflow": "hard",
+        "workflow": "wf",
         "workflow_file": str(run_dir.parents[1] / "wf.yaml"),
         "inputs": {"topic": "tides"},
         "status": "running",
@@ -508,7 +503,7 @@ def test_sigkill_right_after_the_folder_appears_always_leaves_a_usable_folder(tm
     for attempt in range(4):
         run_id = f"k{attempt}"
         run_dir = tmp_path / "runs" / run_id
-        child = start_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], tmp_path)
+        child = popen_cli(["wf.yaml", "--topic", "tides", "--run-id", run_id, "-q"], tmp_path)
         assert wait_for(run_dir.exists, 60)
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=DEADLINE_S)
@@ -606,7 +601,7 @@ def test_non_utf8_arguments_and_files_are_named(tmp_path: Path) -> None:
     simple_project(tmp_path)
     argv = [os.fsencode(a) for a in [*flowrun_cmd(), "wf.yaml", "--run-id", "r", "-q", "--topic"]]
     proc = subprocess.run(
-        [*argv, b"caf\xe9 \xff"], cwd=tmp_path, env=cli_env(), capture_output=True, timeout=60
+        [*argv, b"caf\xe9 \xff"], cwd=tmp_path, env=clean_env(FAST_RETRIES), capture_output=True, timeout=60
     )
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
@@ -652,7 +647,7 @@ def test_inputs_from_files_stdin_and_an_inputs_file(tmp_path: Path) -> None:
     piped = subprocess.run(
         [*flowrun_cmd(), "wf.yaml", "--run-id", "stdin", "--topic", "@-", "-q"],
         cwd=tmp_path,
-        env=cli_env(),
+        env=clean_env(FAST_RETRIES),
         input="from a pipe\x00with a NUL",
         capture_output=True,
         text=True,
@@ -829,7 +824,7 @@ def test_a_full_disk_fails_the_run_with_one_line_and_a_strict_log(tmp_path: Path
     proc = subprocess.run(
         [*flowrun_cmd(), "wf.yaml", "--run-id", "r", "-q"],
         cwd=tmp_path,
-        env=cli_env(),
+        env=clean_env(FAST_RETRIES),
         capture_output=True,
         text=True,
         timeout=120,
@@ -927,7 +922,7 @@ def test_a_signal_before_the_run_folder_exists_says_nothing_was_started(
     tmp_path: Path, sig: signal.Signals, code: int
 ) -> None:
     simple_project(tmp_path)
-    child = start_cli(["wf.yaml", "--topic", "@-", "--run-id", "r"], tmp_path, stdin=subprocess.PIPE)
+    child = popen_cli(["wf.yaml", "--topic", "@-", "--run-id", "r"], tmp_path, stdin=subprocess.PIPE)
     # it waits for the question on stdin
     assert wait_for(lambda: reading_stdin(child.pid) or child.poll() is not None)
     assert child.poll() is None, child.communicate()
@@ -964,7 +959,7 @@ def test_a_second_signal_while_the_run_stops_changes_nothing(
     # (it stopped the tool's process)
     for attempt, gap in enumerate((0.0, 0.05, None)):
         run_dir = tmp_path / "runs" / f"s{attempt}"
-        child = start_cli(["wf.yaml", "--run-id", run_dir.name, "-q"], tmp_path)
+        child = popen_cli(["wf.yaml", "--run-id", run_dir.name, "-q"], tmp_path)
         assert wait_for(lambda child=child: pids_with(token) or child.poll() is not None)  # the tool runs
         assert child.poll() is None, child.communicate()
         child.send_signal(first)
@@ -995,7 +990,7 @@ def test_ctrl_c_in_a_chat_waiting_for_the_user_names_its_folder(tmp_path: Path) 
         {"w": [{"text": "hello to you"}, {"text": "more"}]},
         entry="w",
     )
-    child = start_cli(["chat", "wf.yaml", "--run-id", "c"], tmp_path, stdin=subprocess.PIPE)
+    child = popen_cli(["chat", "wf.yaml", "--run-id", "c"], tmp_path, stdin=subprocess.PIPE)
     assert child.stdin is not None
     child.stdin.write("hello\n")
     child.stdin.flush()
@@ -1050,7 +1045,7 @@ def assert_late_signal_changes_nothing(tmp_path: Path, sig: signal.Signals, code
     seen = set()
     for attempt in range(6):
         run_dir = tmp_path / "runs" / f"s{attempt}"
-        child = start_cli(["wf.yaml", "--topic", "tides", "--run-id", run_dir.name, "-q"], tmp_path)
+        child = popen_cli(["wf.yaml", "--topic", "tides", "--run-id", run_dir.name, "-q"], tmp_path)
         log = run_dir / "events.jsonl"
         # early attempts hit the end of the agent, the last ones the process exit after run_end
         # (so a loaded machine still tests the "completed, then Ctrl-C" case)
@@ -1095,7 +1090,10 @@ def test_a_call_in_flight_at_a_crash_is_not_repeated_blindly(
         {"w": {"prompt": "You log.", "tools": [tool]}},
         {"w": [{"tool_calls": [{"name": tool, "arguments": arguments}]}, {"text": "logged"}]},
         entry="w",
-        extra={
+    )
+    write_files(
+        tmp_path,
+        {
             "tools.d/stamp.yaml": stamp,
             "skills/stamper/SKILL.md": "---\nname: stamper\ndescription: Stamps log.md.\n---\nRun it.\n",
             "skills/stamper/scripts/stamp.sh": "echo entry >> log.md\n",
@@ -1125,10 +1123,10 @@ def test_a_call_in_flight_at_a_crash_is_not_repeated_blindly(
 def test_mcp_tools_are_repeated_on_resume_only_when_the_server_says_so(tmp_path: Path) -> None:
     """An MCP tool without hints is not safe to repeat (recorded, then EFFECT_UNKNOWN on a
     resume that finds it unfinished); one the server marks read-only (or idempotent) is."""
-    from test_mcp_client import WORKER, call, run, stdio_server, write_project
+    from test_mcp_client import WORKER, mcp_project, run, stdio_server
 
     servers = {"calc": stdio_server(f"mcp-marker-{time.monotonic_ns()}", tools=["add", "lookup"])}
-    workflow = write_project(tmp_path, servers, ["calc"])
+    workflow = mcp_project(tmp_path, servers, ["calc"])
     replies = [
         Reply(tool_calls=[call("calc__add", a=2, b=40)]),
         Reply(tool_calls=[call("calc__lookup", key="k")]),
@@ -1144,7 +1142,7 @@ def test_mcp_tools_are_repeated_on_resume_only_when_the_server_says_so(tmp_path:
         (run_dir / "events.jsonl").write_text("".join(lines[:cut]))
         meta = run_dir / "run.json"
         meta.write_text(meta.read_text().replace('"completed"', '"running"'))
-        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env = model_env(server, "anthropic")
         proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = {e["tool"]: e["result"] for e in check_log(run_dir) if e["type"] == "tool_result"}

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.runs import events
+from support.wire_server import Reply, Script, WireServer, call
 
-PROVIDERS = ["anthropic", "openai"]
 GUARDED = "You are the guarded agent"
 PLAIN = "You are the plain agent"
 
@@ -81,10 +82,6 @@ workspace:
 """
 
 
-def call(tool: str, **arguments: Any) -> ToolCallSpec:
-    return ToolCallSpec(tool, arguments)
-
-
 def write(path: Path, text: str, executable: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -114,23 +111,17 @@ def plain_project(tmp_path: Path, extra: str = "") -> Path:
 
 def run(workflow: Path, server: WireServer, provider: str, run_id: str) -> Any:
     args = [str(workflow), "--runs-dir", str(workflow.parent.parent / "runs"), "--run-id", run_id]
-    if provider == "anthropic":
-        env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    else:
-        env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.openai_base_url}
+    env = model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     return run_cli(args, cwd=workflow.parent, env=env)
 
 
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
 def hook_events(run_dir: Path) -> list[dict[str, Any]]:
-    return [e for e in events_of(run_dir) if e["type"] == "hook"]
+    return [e for e in events(run_dir) if e["type"] == "hook"]
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_claude_agent_file_hooks_run_unchanged(tmp_path: Path, provider: str) -> None:
     workflow = guarded_project(tmp_path)
     script = Script(
@@ -227,7 +218,7 @@ SETTINGS = {
 }
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_claude_settings_json_hooks_apply(tmp_path: Path, provider: str) -> None:
     workflow = plain_project(tmp_path)
     write(workflow.parent / ".claude" / "settings.json", json.dumps(SETTINGS, indent=2))
@@ -268,7 +259,7 @@ def to_drafts(event):
 '''
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_python_hook_of_a_flowrun_manifest_updates_the_input(tmp_path: Path, provider: str) -> None:
     workflow = plain_project(tmp_path, PYTHON_HOOKS)
     write(workflow.parent / "project_hooks.py", PYTHON_MODULE)

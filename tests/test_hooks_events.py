@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from test_hooks import PROVIDERS, call, events_of, hook_events, run, write
-from wire_server import Reply, Script, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.runs import events as events_of
+from support.wire_server import Reply, Script, WireServer, call
+from test_hooks import hook_events, run, write
 
 WAITING = 75
 BOSS = "You are the boss"
@@ -53,7 +55,7 @@ def logged(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_subagent_stop_hook_makes_the_sub_agent_go_on(tmp_path: Path, provider: str) -> None:
     hooks = """
 hooks:
@@ -111,7 +113,7 @@ hooks:
     assert [h["event"] for h in hook_events(tmp_path / "runs" / "sess")] == ["SessionStart", "SessionEnd"]
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_pre_tool_use_ask_waits_notifies_and_is_reused_on_resume(tmp_path: Path, provider: str) -> None:
     log = tmp_path / "asked.log"
     hooks = f"""
@@ -140,8 +142,7 @@ hooks:
         assert not (run_dir / "notes.md").exists()
         meta = json.loads((run_dir / "run.json").read_text())
         assert meta["status"] == "waiting" and meta["pending"][0]["tool"] == "write_file"
-        env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        env |= {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.openai_base_url}
+        env = model_env(server, *WIRES)
         done = run_cli(["approve", str(run_dir), "--allow", "-q"], cwd=workflow.parent, env=env)
         requests = server.requests
     assert done.returncode == 0, done.stdout + done.stderr

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import folders, run_cli
-from conftest import scripted_project as project
+from support.cli import run_cli
+from support.project import SCRIPTED, scripted_project
+from support.runs import events, folders
 
 import flowrun
 from flowrun.events import Event
@@ -31,10 +32,6 @@ def _sandbox_works() -> None:
 
 def shell(*commands: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "execute_shell", "arguments": {"command": c}} for c in commands]}
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def outside(tmp: Path) -> tuple[Path, Path]:
@@ -60,7 +57,7 @@ def test_what_sits_at_the_temp_names_of_run_json_and_usage_json_is_not_written_t
         f"ln -s {folder}/usage.txt .usage.json.tmp",  # and made a file out of the run folder
     )
     script = {"boss": [plant, shell("mkfifo .run.json.tmp.x"), {"text": "done"}]}
-    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": ["execute_shell"]}}, script)
+    scripted_project(tmp_path, {"boss": {"tools": ["execute_shell"]}}, script, entry="boss", task="go")
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     untouched(folder, victim)
@@ -81,7 +78,7 @@ def test_a_fifo_a_folder_or_a_second_link_at_a_temp_name_neither_blocks_nor_take
         "hard link": "echo mine > mine.txt && ln mine.txt .run.json.tmp && ln mine.txt .usage.json.tmp",
     }[planted]
     script = {"boss": [shell(make), {"text": "done"}]}
-    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": ["execute_shell"]}}, script)
+    scripted_project(tmp_path, {"boss": {"tools": ["execute_shell"]}}, script, entry="boss", task="go")
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr
     run_dir = tmp_path / "runs" / "r"
@@ -97,9 +94,7 @@ def compacting(tmp: Path, plant: str) -> None:
         "entry": "worker",
         "task": "go",
         "workspace": {"files": {"big.txt": "lorem ipsum " * 400}},
-        "models": {
-            "s": {"provider": "scripted", "model": "s", "script": "script.yaml", "context_window": 4000}
-        },
+        "models": {"m": {**SCRIPTED, "context_window": 4000}},
     }
     agent = {
         "tools": ["read_file", "execute_shell"],
@@ -107,7 +102,7 @@ def compacting(tmp: Path, plant: str) -> None:
         "max_repeated_calls": 10,
     }
     script = {"worker": [shell(plant), *reads, {"text": "done"}], "worker#compact": [{"text": "read it"}] * 5}
-    project(tmp, workflow, {"worker": agent}, script)
+    scripted_project(tmp, {"worker": agent}, script, **workflow)
 
 
 def test_a_transcript_is_not_written_through_a_symlink_at_its_name(tmp_path: Path) -> None:
@@ -144,7 +139,7 @@ def test_a_steps_output_is_not_written_through_a_symlink(tmp_path: Path, plant: 
         "steps": [{"agent": "writer", "task": "write", "output": "out/report.md"}],
     }
     script = {"writer": [shell(command), {"text": "the report"}]}
-    project(tmp_path, workflow, {"writer": {"tools": ["execute_shell"]}}, script)
+    scripted_project(tmp_path, {"writer": {"tools": ["execute_shell"]}}, script, **workflow)
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     untouched(folder, victim)
     assert "Traceback" not in proc.stderr
@@ -176,7 +171,7 @@ def test_a_sub_agents_output_dir_swapped_for_a_symlink_is_not_bound_into_its_san
         "boss": {"tools": ["helper", "execute_shell"]},
         "helper": {"description": "Writes.", "tools": ["execute_shell"]},
     }
-    project(tmp_path, {"entry": "boss", "task": "go"}, agents, {"boss": boss, "helper": helper})
+    scripted_project(tmp_path, agents, {"boss": boss, "helper": helper}, entry="boss", task="go")
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     untouched(folder, victim)
@@ -227,7 +222,9 @@ def swapped_call(
         "workspace": {"files": {"d/secret.txt": "public\n", "d/x.txt": "inside\n"}},
     }
     tools = ["read_file", "write_file", "delete_file", "grep", "list_directory", "edit_file"]
-    project(tmp, workflow, {"boss": {"tools": tools}}, {"boss": [{"tool_calls": [call]}, {"text": "done"}]})
+    scripted_project(
+        tmp, {"boss": {"tools": tools}}, {"boss": [{"tool_calls": [call]}, {"text": "done"}]}, **workflow
+    )
     run_dir = tmp / "runs" / "r"
 
     def arm(event: Event) -> None:  # once the seeds are written: as the call starts
@@ -335,8 +332,8 @@ def test_a_writable_folder_swapped_as_its_sandbox_starts_is_not_what_gets_bound(
         "helper": {"description": "Writes.", "tools": ["execute_shell"]},
     }
     workflow = {"entry": "boss", "task": "go", "sandbox": {"mode": "required", "ro_binds": [str(data)]}}
-    project(
-        tmp_path, workflow, agents, {"boss": [{"tool_calls": [call]}, {"text": "done"}], "helper": helper}
+    scripted_project(
+        tmp_path, agents, {"boss": [{"tool_calls": [call]}, {"text": "done"}], "helper": helper}, **workflow
     )
     run_dir = tmp_path / "runs" / "r"
     _at_start.update(folder=run_dir / "out", target=data, mark="mark-7f3a")
@@ -359,7 +356,7 @@ def test_a_run_folder_inside_the_workdir_moved_away_keeps_the_runs_records(tmp_p
     call = {"name": "helper", "arguments": {"task": "look"}}
     script = {"boss": [shell(move), {"tool_calls": [call]}, {"text": "done"}], "helper": [{"text": "seen"}]}
     agents = {"boss": {"tools": ["execute_shell", "helper"]}, "helper": {"description": "Looks."}}
-    project(tmp_path, {"entry": "boss", "task": "go"}, agents, script)
+    scripted_project(tmp_path, agents, script, entry="boss", task="go")
     proc = run_cli(["wf.yaml", "--run-id", "r", "--workdir", ".", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     untouched(folder, victim)
@@ -411,7 +408,7 @@ def test_a_folder_tree_nested_thousands_deep_is_walked_to_256_levels(deep_tmp: P
     ]
     script = {"boss": [shell(nest), {"tool_calls": calls}, {"text": "done"}]}
     tools = ["execute_shell", "list_directory", "glob", "grep"]
-    project(deep_tmp, {"entry": "boss", "task": "go"}, {"boss": {"tools": tools}}, script)
+    scripted_project(deep_tmp, {"boss": {"tools": tools}}, script, entry="boss", task="go")
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=deep_tmp)
     assert proc.returncode == 0, proc.stderr
     results = {e["tool"]: e["result"] for e in events(deep_tmp / "runs" / "r") if e["type"] == "tool_result"}
@@ -433,7 +430,7 @@ def test_a_sub_agents_output_nested_thousands_deep_still_reports_its_files(deep_
         "helper": [shell(nest), {"text": "written"}],
     }
     agents = {"boss": {"tools": ["helper"]}, "helper": {"description": "Writes.", "tools": ["execute_shell"]}}
-    project(deep_tmp, {"entry": "boss", "task": "go"}, agents, script)
+    scripted_project(deep_tmp, agents, script, entry="boss", task="go")
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=deep_tmp)
     assert proc.returncode == 0, proc.stderr
     run_dir = deep_tmp / "runs" / "r"
@@ -449,9 +446,9 @@ def test_a_fifo_or_a_folder_where_a_run_keeps_its_records_hangs_no_command(tmp_p
     hand or by an agent's shell when the runs folder is inside its workdir: every command that
     reads run folders answers at once (resume, replay, answer and show refuse that one; runs
     and the HTTP API list the others). They had waited forever for a writer, SIGTERM too."""
-    from serve_http_helpers import Served
+    from support.served import Served
 
-    project(tmp_path, {"entry": "boss", "task": "go"}, {"boss": {"tools": []}}, {"boss": [{"text": "done"}]})
+    scripted_project(tmp_path, {"boss": {"tools": []}}, {"boss": [{"text": "done"}]}, entry="boss", task="go")
     proc = run_cli(["wf.yaml", "--run-id", "good", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     runs = tmp_path / "runs"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import REPO
+from support.paths import REPO
 
 PACKAGE = REPO / "engine" / "flowrun"
 

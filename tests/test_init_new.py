@@ -14,10 +14,12 @@ import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, SECRET_VARS, run_cli
+from support.cli import run_cli
+from support.env import clean_env
+from support.paths import REPO
+from support.runs import events
 
 EXAMPLES = {
     "research": "--question",
@@ -54,15 +56,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def installed(site: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """The CLI of the extracted wheel (not the checkout), in `cwd`."""
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env = clean_env()
     env["PYTHONPATH"] = str(site)
     return subprocess.run(
         [sys.executable, "-c", CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def dry_run_ok(proc: subprocess.CompletedProcess[str], run_dir: Path) -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
+from support.runs import events as events_of
 
 from flowrun.cli.views.run_views import show_run
 from flowrun.cli.views.runs_table import format_duration, format_runs
@@ -59,13 +61,6 @@ steps:
       steps:
         - agent: boss
 """
-
-
-def write_files(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
 
 
 def agent_yaml(name: str, tools: list[str], **extra: Any) -> str:
@@ -152,10 +147,6 @@ def make_crashed(source: Path, target: Path) -> None:
     meta = json.loads((source / "run.json").read_text())
     meta.update(run_id="crashed", status="running")
     (target / "run.json").write_text(json.dumps(meta), encoding="utf-8")
-
-
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 # ------------------------------------------------------------------ list_runs / format_runs

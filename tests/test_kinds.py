@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import REPO
-from wire_server import Reply, Script, WireServer
+from support.paths import REPO
+from support.project import write_files
+from support.wire_server import Reply, Script, WireServer
 
 import flowrun
 from flowrun.cli import main
@@ -113,22 +114,18 @@ def test_the_manifest_kinds_are_the_specs_kinds() -> None:
 
 
 def _project(folder: Path, prefix: str = ">> ") -> Path:
-    (folder / "tools.d").mkdir(parents=True)
-    (folder / "agents.d").mkdir()
-    (folder / "tools.d" / "shout.yaml").write_text(
+    shout = (
         "version: 1\nkind: tool\nname: shout\ndescription: Say it louder.\n"
         "parameters: {type: object, properties: {text: {type: string}}, required: [text]}\n"
         f"implementation: {{echo: {json.dumps(prefix)}}}\n"
     )
-    (folder / "agents.d" / "crier.yaml").write_text(
-        "version: 1\nkind: agent\nname: crier\nprompt: You shout.\ntools: [shout]\n"
-    )
-    workflow = folder / "town.yaml"
-    workflow.write_text(
+    town = (
         "version: 1\nkind: workflow\nname: town\ninputs: {news: {}}\nentry: crier\n"
         "task: '{{ news }}'\ndefault_model: m\nmodels: {m: {provider: anthropic, model: x}}\n"
     )
-    return workflow
+    crier = "version: 1\nkind: agent\nname: crier\nprompt: You shout.\ntools: [shout]\n"
+    write_files(folder, {"tools.d/shout.yaml": shout, "agents.d/crier.yaml": crier, "town.yaml": town})
+    return folder / "town.yaml"
 
 
 @pytest.fixture

@@ -10,7 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.runs import events
 
 import flowrun
 
@@ -33,10 +35,6 @@ def legacy(tmp_path: Path) -> Path:
 
 
 NEWER_EVENTS = {"agent_prompt", "tool_intent"}  # written by later versions (rendered prompts, intents)
-
-
-def events(run_dir: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def test_legacy_run_replays_and_reproduces_its_output(legacy: Path, tmp_path: Path) -> None:

@@ -6,63 +6,35 @@ own; replay and resume rebuild the guard from the log and fire at the same calls
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import run_cli
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.project import model, who, workflow, write_project
+from support.runs import events
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
 SAME = ToolCallSpec("read_file", {"path": "notes.md"})
 
 
 def make_project(tmp: Path, provider: str, entry: str = "looper", **extra: Any) -> None:
     limits = extra.pop("limits", None)
-    workflow: dict[str, Any] = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "loops",
-        "models": {"m": {"provider": provider, "model": "m"}},
-        "default_model": "m",
-        "entry": entry,
-        "task": "Read the notes.",
-        "workspace": {"files": {"notes.md": "nothing new\n"}},
-    }
-    if limits:
-        workflow["limits"] = limits
-    looper = {"version": 1, "kind": "agent", "name": "looper", "prompt": "You are the looper agent."}
-    looper |= {"tools": ["read_file"], **extra}
-    boss = {
-        "version": 1,
-        "kind": "agent",
-        "name": "boss",
-        "prompt": "You are the boss agent.",
-        "tools": ["looper"],
-    }
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "loops.yaml").write_text(yaml.safe_dump(workflow))
-    (tmp / "agents.d" / "looper.yaml").write_text(yaml.safe_dump(looper))
-    (tmp / "agents.d" / "boss.yaml").write_text(yaml.safe_dump(boss))
+    notes = {"files": {"notes.md": "nothing new\n"}}
+    spec = workflow(
+        model(provider), name="loops", entry=entry, task="Read the notes.", workspace=notes, limits=limits
+    )
+    agents = {"looper": {"tools": ["read_file"], **extra}, "boss": ["looper"]}
+    write_project(tmp, spec, agents, name="loops.yaml")
 
 
 def responder(request: WireRequest) -> Reply:
-    if request.system.startswith("You are the boss"):
+    if who(request) == "boss":
         if request.assistant_turns == 0:
             return Reply(tool_calls=[ToolCallSpec("looper", {"task": "Read the notes."})])
         return Reply(text="The looper got stuck; done.")
     return Reply(tool_calls=[SAME])  # the looper never stops asking for the same file
-
-
-def wire_env(provider: str, server: WireServer) -> dict[str, str]:
-    if provider == "anthropic":
-        return {"ANTHROPIC_API_KEY": "test-key-loops", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    return {"OPENAI_API_KEY": "test-key-loops", "OPENAI_BASE_URL": server.openai_base_url}
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def looper_results(evs: list[dict[str, Any]]) -> list[str]:
@@ -77,11 +49,11 @@ def guard_events(evs: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
     return [(e["action"], e["count"], e["limit"]) for e in evs if e["type"] == "repeated_call"]
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_the_guard_refuses_at_the_limit_and_stops_at_the_next(tmp_path: Path, provider: str) -> None:
     make_project(tmp_path, provider)
     with WireServer(responder) as server:
-        proc = run_cli(["loops.yaml", "--run-id", "r"], cwd=tmp_path, env=wire_env(provider, server))
+        proc = run_cli(["loops.yaml", "--run-id", "r"], cwd=tmp_path, env=model_env(server, provider))
         asked = len(server.requests)
     run_dir = tmp_path / "runs" / "r"
     evs = events(run_dir)
@@ -105,11 +77,11 @@ def test_the_guard_refuses_at_the_limit_and_stops_at_the_next(tmp_path: Path, pr
     assert looper_results(replayed) == looper_results(evs)
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_stopped_sub_agent_is_a_partial_result_and_the_run_goes_on(tmp_path: Path, provider: str) -> None:
     make_project(tmp_path, provider, entry="boss", max_repeated_calls=3)  # the agent's own limit
     with WireServer(responder) as server:
-        proc = run_cli(["loops.yaml", "--run-id", "r"], cwd=tmp_path, env=wire_env(provider, server))
+        proc = run_cli(["loops.yaml", "--run-id", "r"], cwd=tmp_path, env=model_env(server, provider))
     evs = events(tmp_path / "runs" / "r")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert guard_events(evs) == [("refused", 3, 3), ("stopped", 4, 3)]
@@ -122,7 +94,7 @@ def test_a_stopped_sub_agent_is_a_partial_result_and_the_run_goes_on(tmp_path: P
 def test_the_workflow_limit_applies_and_resume_keeps_the_guard(tmp_path: Path) -> None:
     make_project(tmp_path, "openai", limits={"max_repeated_calls": 2})
     with WireServer(responder) as server:
-        env = wire_env("openai", server)
+        env = model_env(server, "openai")
         proc = run_cli(["loops.yaml", "--run-id", "r"], cwd=tmp_path, env=env)
         assert proc.returncode == 1 and len(server.requests) == 3
         first = events(tmp_path / "runs" / "r")

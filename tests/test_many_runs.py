@@ -15,8 +15,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
+from support.paths import REPO
+from support.project import write_files
+from support.wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
 import flowrun
 from flowrun.events import Event, RunStartEvent
@@ -54,16 +55,21 @@ def open_fds() -> set[str]:
 def test_two_hundred_runs_at_once_on_one_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
     server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "wire_server.py"), "--script", str(tmp_path / "script.json")],
+        [
+            sys.executable,
+            str(REPO / "tests" / "support" / "wire_server.py"),
+            "--script",
+            str(tmp_path / "script.json"),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
-        (tmp_path / "agents.d").mkdir()
-        (tmp_path / "agents.d" / "answerer.yaml").write_text(AGENT)
-        (tmp_path / "wf.yaml").write_text(WORKFLOW.replace("BASE_URL", url + "/v1"))
+        write_files(
+            tmp_path, {"agents.d/answerer.yaml": AGENT, "wf.yaml": WORKFLOW.replace("BASE_URL", url + "/v1")}
+        )
         monkeypatch.setenv("K", "test-key-1234")
         workflow = flowrun.load(tmp_path / "wf.yaml")
         runs = tmp_path / "runs"
@@ -152,9 +158,13 @@ def test_runs_at_once_past_a_low_open_files_limit(tmp_path: Path) -> None:
     """A process started with a soft limit of 64 open files (many systems give 1,024, which
     stopped about 170 runs at once) runs 24 at once: the first run raised the limit."""
     with WireServer(Together(TOGETHER)) as server:
-        (tmp_path / "agents.d").mkdir()
-        (tmp_path / "agents.d" / "answerer.yaml").write_text(AGENT)
-        (tmp_path / "wf.yaml").write_text(WORKFLOW.replace("BASE_URL", server.openai_base_url))
+        write_files(
+            tmp_path,
+            {
+                "agents.d/answerer.yaml": AGENT,
+                "wf.yaml": WORKFLOW.replace("BASE_URL", server.openai_base_url),
+            },
+        )
         argv = [str(tmp_path / "wf.yaml"), str(tmp_path / "runs"), str(LOW_LIMIT), str(TOGETHER)]
         env = {**os.environ, "K": "test-key-1234"}
         done = subprocess.run(

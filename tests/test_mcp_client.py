@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import TESTS, run_cli
 from mcp_test_server import HttpServer
-from proc_helpers import wait_for
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.paths import TESTS
+from support.procs import wait_for
+from support.project import model, workflow, write_project
+from support.runs import events as events_of
+from support.wire_server import Reply, Script, WireServer, call
 
-PROVIDERS = ["anthropic", "openai"]
 WORKER = "You are the MCP test worker"
 
 
@@ -36,7 +38,7 @@ def python_binds() -> list[str]:
     return sorted({sys.prefix, sys.base_prefix})
 
 
-def write_project(
+def mcp_project(
     tmp_path: Path,
     servers: dict[str, Any],
     tools: list[Any],
@@ -48,31 +50,10 @@ def write_project(
     `declared` (mcp_servers, or a2a_agents for tests/test_a2a_client.py); the test MCP server is
     copied beside it."""
     shutil.copy(TESTS / "mcp_test_server.py", tmp_path / "mcp_test_server.py")
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": name,
-        "inputs": {"question": {}},
-        "models": {
-            "claude": {"provider": "anthropic", "model": "claude-test", "api_key_env": "ANTHROPIC_API_KEY"}
-        },
-        "default_model": "claude",
-        "entry": "worker",
-        declared: servers,
-    }
-    agent = {
-        "version": 1,
-        "kind": "agent",
-        "name": "worker",
-        "prompt": worker + ". Use the tools.",
-        "max_steps": 12,
-        "tools": tools,
-    }
-    (tmp_path / "agents.d").mkdir(exist_ok=True)
-    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(workflow, sort_keys=False))
-    return path
+    claude = model("anthropic", model="claude-test", api_key_env="ANTHROPIC_API_KEY")
+    spec = workflow(claude, name=name, inputs={"question": {}}, entry="worker", **{declared: servers})
+    agents = {"worker": {"prompt": worker + ". Use the tools.", "max_steps": 12, "tools": tools}}
+    return write_project(tmp_path, spec, agents, name=f"{name}.yaml")
 
 
 def stdio_server(marker: str, *extra: str, **keys: Any) -> dict[str, Any]:
@@ -89,17 +70,11 @@ def run(
 ) -> tuple[int, str, Path]:
     env = {"FLOWRUN_RETRY_BASE_S": "0.01", **(extra or {})}
     args = [str(workflow), "--question", "q", "--runs-dir", str(tmp_path / "runs"), "--run-id", "r1"]
-    if provider == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    else:
-        env |= {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+    env |= model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp_path, env=env, timeout=180)
     return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / "r1"
-
-
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def processes_with(marker: str) -> list[int]:
@@ -116,11 +91,7 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-def call(tool: str, **arguments: Any) -> ToolCallSpec:
-    return ToolCallSpec(tool, arguments)
-
-
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_server: HttpServer) -> None:
     marker = f"mcp-marker-{uuid.uuid4().hex}"
     servers = {
@@ -132,7 +103,7 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
         ),
         "web": {"url": http_server.url},
     }
-    workflow = write_project(tmp_path, servers, ["calc", "web.echo", {"calc.add": {"approve": "always"}}])
+    workflow = mcp_project(tmp_path, servers, ["calc", "web.echo", {"calc.add": {"approve": "always"}}])
     # the same tool listed twice (as part of `calc` and alone) is bound once
     replies = [
         Reply(tool_calls=[call("calc__add", a=2, b=40), call("web__echo", text="over http")]),
@@ -180,7 +151,7 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
 
 
 def test_server_that_dies_at_start_gives_one_line(tmp_path: Path) -> None:
-    workflow = write_project(tmp_path, {"broken": stdio_server("x", "--crash")}, ["broken"])
+    workflow = mcp_project(tmp_path, {"broken": stdio_server("x", "--crash")}, ["broken"])
     with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
         code, out, run_dir = run(tmp_path, workflow, server, "anthropic")
         assert server.requests == []  # no model call: the agent's tools were never complete
@@ -193,12 +164,12 @@ def test_server_that_dies_at_start_gives_one_line(tmp_path: Path) -> None:
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_stdio_server_that_dies_is_started_again_a_bounded_number_of_times(
     tmp_path: Path, provider: str
 ) -> None:
     marker = f"mcp-marker-{uuid.uuid4().hex}"
-    workflow = write_project(tmp_path, {"calc": stdio_server(marker, tools=["pid", "die"])}, ["calc"])
+    workflow = mcp_project(tmp_path, {"calc": stdio_server(marker, tools=["pid", "die"])}, ["calc"])
     replies = [Reply(tool_calls=[call("calc__pid")])]
     for _ in range(4):  # the fourth death is one too many: the server stays down
         replies += [Reply(tool_calls=[call("calc__die")]), Reply(tool_calls=[call("calc__pid")])]
@@ -237,7 +208,7 @@ def test_an_http_server_that_refuses_names_the_status_the_url_and_the_fix(tmp_pa
     threading.Thread(target=refusing.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{refusing.server_address[1]}/mcp"
     try:
-        workflow = write_project(tmp_path, {"remote": {"url": url}}, ["remote"])
+        workflow = mcp_project(tmp_path, {"remote": {"url": url}}, ["remote"])
         with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
             code, out, _ = run(tmp_path, workflow, server, "openai")
     finally:
@@ -257,7 +228,7 @@ def test_server_that_never_answers_at_start_times_out(tmp_path: Path) -> None:
         "x", "--silent", "--eof-file", str(tmp_path / "out" / "eof.txt"), startup_timeout_s=1
     )
     server_decl["sandbox"]["rw_binds"] = [str(tmp_path / "out")]
-    workflow = write_project(tmp_path, {"mute": server_decl}, ["mute.add"])
+    workflow = mcp_project(tmp_path, {"mute": server_decl}, ["mute.add"])
     with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
         code, out, _ = run(tmp_path, workflow, server, "openai")
     assert code == 1, out
@@ -268,7 +239,7 @@ def test_server_that_never_answers_at_start_times_out(tmp_path: Path) -> None:
 
 def test_missing_variable_is_one_line(tmp_path: Path) -> None:
     decl = {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${NO_SUCH_MCP_TOKEN}"}}
-    workflow = write_project(tmp_path, {"remote": decl}, ["remote"])
+    workflow = mcp_project(tmp_path, {"remote": decl}, ["remote"])
     with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
         code, out, _ = run(tmp_path, workflow, server, "anthropic")
     assert code == 1, out
@@ -288,7 +259,7 @@ def test_validate_reports_declaration_mistakes_at_their_line(tmp_path: Path) -> 
         "calc": {"command": "python3"},
         "web": {"url": "http://127.0.0.1:1/mcp", "tools": ["echo"]},
     }
-    write_project(
+    mcp_project(
         tmp_path,
         servers,
         ["web.add", "wbe.echo", {"web.echo": {"sandbox": "off"}}, "calc"],
@@ -313,7 +284,7 @@ def test_validate_connect_starts_the_servers(tmp_path: Path, http_server: HttpSe
         "web": {"url": http_server.url},
         "broken": stdio_server("connect-check", "--crash"),
     }
-    write_project(tmp_path, servers, ["calc.add", "web.ech", "web.echo"])
+    mcp_project(tmp_path, servers, ["calc.add", "web.ech", "web.echo"])
     code, out = validate(tmp_path)
     assert code == 0, out  # nothing to find without starting them
     code, out = validate(tmp_path, "--explain")
@@ -329,11 +300,11 @@ def test_validate_connect_starts_the_servers(tmp_path: Path, http_server: HttpSe
 
 def test_server_named_like_a_tool_or_an_agent_is_never_silently_shadowed(tmp_path: Path) -> None:
     servers = {"git": stdio_server("x"), "worker": stdio_server("y")}
-    write_project(tmp_path, servers, ["git", "read_file"])
+    mcp_project(tmp_path, servers, ["git", "read_file"])
     code, out = validate(tmp_path)
     assert code == 1, out
     assert (
-        "agents.d/worker.yaml:6:3: error[ambiguous-name]: 'git' names both the built-in tool 'git' and "
+        "agents.d/worker.yaml:7:3: error[ambiguous-name]: 'git' names both the built-in tool 'git' and "
         "the MCP server 'git' (mcp_demo.yaml)" in out
     )
     assert "mcp_demo.yaml:" in out and (
@@ -342,7 +313,7 @@ def test_server_named_like_a_tool_or_an_agent_is_never_silently_shadowed(tmp_pat
     )
     assert "MCP server 'worker' has the name of the agent 'worker' (agents.d/worker.yaml)" in out
     # a tool of the server named with its server is not ambiguous
-    write_project(tmp_path, servers, ["git.add", "read_file"])
+    mcp_project(tmp_path, servers, ["git.add", "read_file"])
     code, out = validate(tmp_path)
     assert code == 0, out
     assert "error" not in out.replace("0 error(s)", "")

@@ -18,7 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SECRET_VARS, flowrun_cmd, folders
+from support.cli import flowrun_cmd
+from support.env import clean_env
+from support.paths import REPO
+from support.project import write_files
+from support.runs import folders
 
 pytestmark = pytest.mark.xdist_group("mcp-conformance")  # one install, one worker
 
@@ -125,13 +129,9 @@ def suite() -> list[str]:
     return [str(node), str(entry)]
 
 
-def env(**more: str) -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | more
-
-
 def conformance(command: list[str], cwd: Path, extra: dict[str, str] | None = None) -> str:
     done = subprocess.run(
-        command, cwd=cwd, env=env(**(extra or {})), capture_output=True, text=True, timeout=300
+        command, cwd=cwd, env=clean_env(extra or {}), capture_output=True, text=True, timeout=300
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
@@ -139,8 +139,7 @@ def conformance(command: list[str], cwd: Path, extra: dict[str, str] | None = No
 
 
 def test_serve_mcp_passes_the_server_scenarios(suite: list[str], tmp_path: Path) -> None:
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "writer.yaml").write_text(WRITER)
+    write_files(tmp_path, {"agents.d/writer.yaml": WRITER})
     files = []
     for name, description in FIXTURES.items():
         inputs = "inputs:\n  topic: {description: Needed.}\n" if name == "test_error_handling" else ""
@@ -149,7 +148,7 @@ def test_serve_mcp_passes_the_server_scenarios(suite: list[str], tmp_path: Path)
     runs = tmp_path / "runs"
     command = [*flowrun_cmd(), "serve", "mcp", *files, "--http", "0", "--dry-run", "--runs-dir", str(runs)]
     with subprocess.Popen(
-        command, cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        command, cwd=tmp_path, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     ) as proc:
         try:
             assert proc.stderr is not None

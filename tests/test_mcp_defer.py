@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, run_cli
-from proc_helpers import wait_for
-from test_mcp_client import PROVIDERS, WORKER, call, events_of, stdio_server, validate, write_project
-from wire_server import Reply, Script, WireRequest, WireServer
+from support.cli import flowrun_cmd, run_cli
+from support.env import FAST_RETRIES, WIRES, clean_env, model_env
+from support.procs import wait_for
+from support.runs import events as events_of
+from support.wire_server import Reply, Script, WireRequest, WireServer, call
+from test_mcp_client import WORKER, mcp_project, stdio_server, validate
 
 MANY = 200
 
@@ -49,10 +51,8 @@ def run(
 ) -> tuple[int, str, Path]:
     env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
     args = [str(workflow), "--question", "q", "--runs-dir", str(tmp_path / "runs"), "--run-id", run_id]
-    if provider == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    else:
-        env |= {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+    env |= model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp_path, env=env, timeout=180)
     return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / run_id
@@ -63,9 +63,9 @@ def results(request: WireRequest, last: int) -> list[tuple[str, bool]]:
     return [(text, error) for _, text, error in request.tool_results][-last:]
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_two_hundred_tools_are_offered_through_tool_search(tmp_path: Path, provider: str) -> None:
-    workflow = write_project(tmp_path, servers(), ["many", "calc.add"])
+    workflow = mcp_project(tmp_path, servers(), ["many", "calc.add"])
     with WireServer(script()) as server:
         code, out, run_dir = run(tmp_path, workflow, server, provider)
         requests = server.requests
@@ -107,18 +107,18 @@ def test_two_hundred_tools_are_offered_through_tool_search(tmp_path: Path, provi
 
 def test_a_server_under_the_threshold_is_offered_whole_unless_deferred(tmp_path: Path) -> None:
     many = stdio_server("few-tools", "--many", "12")
-    workflow = write_project(tmp_path, {"few": many}, ["few"])
+    workflow = mcp_project(tmp_path, {"few": many}, ["few"])
     done = Script({WORKER: [Reply(text="done")]})
     with WireServer(done) as server:
         code, out, _ = run(tmp_path, workflow, server, "anthropic")
         assert code == 0, out
         assert len(server.requests[0].tools) == 12  # 12 <= defer_above (40)
-    workflow = write_project(tmp_path, {"few": {**many, "defer": True}}, ["few"])
+    workflow = mcp_project(tmp_path, {"few": {**many, "defer": True}}, ["few"])
     with WireServer(done) as server:
         code, out, _ = run(tmp_path, workflow, server, "anthropic", run_id="r2")
         assert code == 0, out
         assert server.requests[0].tool_names == ["tool_search"]
-    workflow = write_project(tmp_path, {"few": {**many, "defer_above": 5}}, ["few"])
+    workflow = mcp_project(tmp_path, {"few": {**many, "defer_above": 5}}, ["few"])
     with WireServer(done) as server:
         code, out, _ = run(tmp_path, workflow, server, "anthropic", run_id="r3")
         assert code == 0, out
@@ -139,16 +139,16 @@ class Gate:
 
 
 def test_resume_after_a_kill_offers_the_tools_the_search_loaded(tmp_path: Path) -> None:
-    workflow = write_project(tmp_path, servers(), ["many", "calc.add"])
+    workflow = mcp_project(tmp_path, servers(), ["many", "calc.add"])
     gate = Gate(script())
     run_dir = tmp_path / "runs" / "r1"
     with WireServer(gate) as server:
-        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env = model_env(server, "anthropic")
         args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", str(tmp_path / "runs")]
         child = subprocess.Popen(
             [*args, "--run-id", "r1", "-q"],
             cwd=tmp_path,
-            env={**_base_env(), **env},
+            env={**clean_env(FAST_RETRIES), **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -169,15 +169,9 @@ def test_resume_after_a_kill_offers_the_tools_the_search_loaded(tmp_path: Path) 
     assert events_of(run_dir)[-1]["status"] == "completed"
 
 
-def _base_env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | {"FLOWRUN_RETRY_BASE_S": "0.01"}
-
-
 def test_validate_reports_bad_defer_keys_at_their_line(tmp_path: Path) -> None:
     bad = stdio_server("v", defer="sometimes", defer_above=-1)
-    write_project(tmp_path, {"many": bad}, ["many"])
+    mcp_project(tmp_path, {"many": bad}, ["many"])
     code, out = validate(tmp_path)
     assert code != 0
     assert "mcp_demo.yaml:" in out and "defer" in out and "defer_above" in out

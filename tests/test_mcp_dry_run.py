@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-from conftest import TESTS, run_cli
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.env import model_env
+from support.paths import TESTS
+from support.project import write_files
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
 WORKFLOW = {
     "version": 1,
@@ -43,9 +45,7 @@ def results_by_tool(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 def test_dry_run_calls_only_read_only_mcp_tools(tmp_path: Path) -> None:
     shutil.copy(TESTS / "mcp_test_server.py", tmp_path / "mcp_test_server.py")
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(AGENT))
-    (tmp_path / "dry_mcp.yaml").write_text(yaml.safe_dump(WORKFLOW, sort_keys=False))
+    write_files(tmp_path, {"agents.d/worker.yaml": AGENT, "dry_mcp.yaml": WORKFLOW})
     runs = tmp_path / "runs"
     proc = run_cli(
         ["dry_mcp.yaml", "--question", "q", "--dry-run", "--runs-dir", str(runs), "--run-id", "d1"],
@@ -75,7 +75,7 @@ def test_dry_run_calls_only_read_only_mcp_tools(tmp_path: Path) -> None:
         }
     )
     with WireServer(script) as server:
-        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env = model_env(server, "anthropic")
         args = ["dry_mcp.yaml", "--question", "q", "--runs-dir", str(runs), "--run-id", "r1"]
         proc = run_cli(args, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

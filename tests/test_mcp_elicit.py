@@ -15,10 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd, run_cli
-from test_mcp_client import PROVIDERS, WORKER, call, events_of, stdio_server, write_project
+from support.cli import flowrun_cmd, run_cli
+from support.env import WIRES, clean_env, model_env
+from support.runs import events as events_of
+from support.wire_server import Reply, Script, WireServer, call
+from test_mcp_client import WORKER, mcp_project, stdio_server
 from test_mcp_defer import run
-from wire_server import Reply, Script, WireServer
 
 import flowrun
 from flowrun.tools.remote.mcp_elicit import parse_answer, question
@@ -30,17 +32,11 @@ def booking_script() -> Script:
     return Script({WORKER: [Reply(tool_calls=[call("calc__book", show="Hamlet")]), Reply(text="All done.")]})
 
 
-def provider_env(server: WireServer, provider: str) -> dict[str, str]:
-    if provider == "anthropic":
-        return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
-
-
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_server_question_waits_and_flowrun_answer_gives_the_server_its_content(
     tmp_path: Path, provider: str
 ) -> None:
-    workflow = write_project(tmp_path, {"calc": stdio_server("elicit")}, ["calc.book"])
+    workflow = mcp_project(tmp_path, {"calc": stdio_server("elicit")}, ["calc.book"])
     with WireServer(booking_script()) as server:
         code, out, run_dir = run(tmp_path, workflow, server, provider)
         assert code == WAITING, out
@@ -52,7 +48,7 @@ def test_a_server_question_waits_and_flowrun_answer_gives_the_server_its_content
         assert "seats (integer)" in pending[0]["question"]
         asked = len(server.requests)
         answer = run_cli(
-            ["answer", str(run_dir), "3"], cwd=tmp_path, env=provider_env(server, provider), timeout=180
+            ["answer", str(run_dir), "3"], cwd=tmp_path, env=model_env(server, provider), timeout=180
         )
         assert answer.returncode == 0, answer.stdout + answer.stderr
         after = server.requests[asked:]
@@ -70,7 +66,7 @@ def test_a_server_question_waits_and_flowrun_answer_gives_the_server_its_content
 
 
 def test_a_live_answer_through_the_ask_user_callback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-live")}, ["calc.book"])
+    workflow = mcp_project(tmp_path, {"calc": stdio_server("elicit-live")}, ["calc.book"])
     monkeypatch.chdir(tmp_path)
     asked: list[str] = []
 
@@ -79,7 +75,7 @@ def test_a_live_answer_through_the_ask_user_callback(tmp_path: Path, monkeypatch
         return '{"seats": 4}'
 
     with WireServer(booking_script()) as server:
-        for key, value in provider_env(server, "openai").items():
+        for key, value in model_env(server, "openai").items():
             monkeypatch.setenv(key, value)
         wf = flowrun.load(workflow)
         options = flowrun.RunOptions(model="openai:gpt-test")
@@ -95,10 +91,10 @@ def test_a_live_answer_through_the_ask_user_callback(tmp_path: Path, monkeypatch
 def test_flowrun_respond_declines_and_a_wrong_answer_is_asked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-py")}, ["calc.book"])
+    workflow = mcp_project(tmp_path, {"calc": stdio_server("elicit-py")}, ["calc.book"])
     monkeypatch.chdir(tmp_path)
     with WireServer(booking_script()) as server:
-        for key, value in provider_env(server, "anthropic").items():
+        for key, value in model_env(server, "anthropic").items():
             monkeypatch.setenv(key, value)
         wf = flowrun.load(workflow)
         result = wf.run_sync({"question": "q"}, runs_dir=tmp_path / "runs", run_id="p1")
@@ -134,11 +130,11 @@ def test_answers_are_read_as_the_requested_schema() -> None:
 
 def test_a_terminal_answers_the_servers_question(tmp_path: Path) -> None:
     """A pseudo-terminal: the server's question appears, the typed answer goes to the server."""
-    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-tty")}, ["calc.book"])
+    workflow = mcp_project(tmp_path, {"calc": stdio_server("elicit-tty")}, ["calc.book"])
     with WireServer(booking_script()) as server:
         controller, terminal = pty.openpty()
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-        env |= provider_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
+        env = clean_env()
+        env |= model_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
         args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", "t"]
         proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
         os.close(terminal)
@@ -165,11 +161,11 @@ def test_a_question_after_the_terminals_input_ended_waits_for_flowrun_answer(tmp
     """The terminal's input has ended (Ctrl-D) when the server asks: nobody can answer now, so
     the run waits for the answer as an approval does (exit 75), and `flowrun answer` gives the
     server its content."""
-    workflow = write_project(tmp_path, {"calc": stdio_server("elicit-eof")}, ["calc.book"])
+    workflow = mcp_project(tmp_path, {"calc": stdio_server("elicit-eof")}, ["calc.book"])
     with WireServer(booking_script()) as server:
         controller, terminal = pty.openpty()
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-        env |= provider_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
+        env = clean_env()
+        env |= model_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
         args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", "e"]
         proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
         os.close(terminal)
@@ -191,7 +187,7 @@ def test_a_question_after_the_terminals_input_ended_waits_for_flowrun_answer(tmp
         assert code == WAITING, seen
         assert b"internal error" not in seen and b"Traceback" not in seen, seen
         run_dir = tmp_path / "runs" / "e"
-        answered = run_cli(["answer", str(run_dir), "2"], cwd=tmp_path, env=provider_env(server, "anthropic"))
+        answered = run_cli(["answer", str(run_dir), "2"], cwd=tmp_path, env=model_env(server, "anthropic"))
         assert answered.returncode == 0, answered.stdout + answered.stderr
         last = server.requests[-1]
     assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]

@@ -5,12 +5,13 @@ against the conformance suite's authorization servers (tests/test_mcp_conformanc
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd
+from support.cli import flowrun_cmd
+from support.env import clean_env
+from support.project import write_files
 
 from flowrun.tools.remote.mcp_oauth import FileTokenStorage, token_file
 
@@ -28,10 +29,8 @@ CALLER = "version: 1\nkind: agent\nname: caller\nprompt: Call it.\ntools: [notes
 
 
 def validate(tmp_path: Path, server: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "agents.d").mkdir(exist_ok=True)
-    (tmp_path / "agents.d" / "caller.yaml").write_text(CALLER)
-    (tmp_path / "flow.yaml").write_text(WORKFLOW.format(server=server))
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    write_files(tmp_path, {"agents.d/caller.yaml": CALLER, "flow.yaml": WORKFLOW.format(server=server)})
+    env = clean_env()
     return subprocess.run(
         [*flowrun_cmd(), "validate", "flow.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True
     )

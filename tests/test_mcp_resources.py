@@ -9,14 +9,16 @@ from typing import Any
 
 import pytest
 import yaml
-from test_mcp_client import PROVIDERS, WORKER, call, events_of, stdio_server, validate, write_project
+from support.env import WIRES
+from support.runs import events as events_of
+from support.wire_server import Reply, Script, WireServer, call
+from test_mcp_client import WORKER, mcp_project, stdio_server, validate
 from test_mcp_defer import run
-from wire_server import Reply, Script, WireServer
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_an_agent_lists_and_reads_a_servers_resources(tmp_path: Path, provider: str) -> None:
-    workflow = write_project(tmp_path, {"notes": stdio_server("resources")}, ["notes"])
+    workflow = mcp_project(tmp_path, {"notes": stdio_server("resources")}, ["notes"])
     replies = [
         Reply(tool_calls=[call("notes__list_resources")]),
         Reply(
@@ -50,9 +52,9 @@ def write_prompt_agent(tmp_path: Path, prompt: dict[str, Any]) -> None:
     path.write_text(yaml.safe_dump({**agent, "prompt": prompt}, sort_keys=False))
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_an_mcp_prompt_is_the_agents_system_prompt(tmp_path: Path, provider: str) -> None:
-    workflow = write_project(tmp_path, {"notes": stdio_server("prompts")}, ["notes.add"])
+    workflow = mcp_project(tmp_path, {"notes": stdio_server("prompts")}, ["notes.add"])
     prompt = {
         "mcp": "notes",
         "name": "reviewer",
@@ -71,7 +73,7 @@ def test_an_mcp_prompt_is_the_agents_system_prompt(tmp_path: Path, provider: str
 
 
 def test_an_mcp_prompt_that_the_server_does_not_have_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    workflow = write_project(tmp_path, {"notes": stdio_server("no-prompt")}, ["notes.add"])
+    workflow = mcp_project(tmp_path, {"notes": stdio_server("no-prompt")}, ["notes.add"])
     write_prompt_agent(tmp_path, {"mcp": "notes", "name": "no_such_prompt"})
     with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
         code, out, _ = run(tmp_path, workflow, server, "anthropic")
@@ -82,7 +84,7 @@ def test_an_mcp_prompt_that_the_server_does_not_have_stops_the_run_in_one_line(t
 
 
 def test_validate_reports_an_mcp_prompt_of_an_unknown_server_at_its_line(tmp_path: Path) -> None:
-    write_project(tmp_path, {"notes": stdio_server("v")}, ["notes.add"])
+    mcp_project(tmp_path, {"notes": stdio_server("v")}, ["notes.add"])
     write_prompt_agent(tmp_path, {"mcp": "nots", "name": "reviewer", "arguments": {"topic": "{{ oops"}})
     code, out = validate(tmp_path)
     assert code == 1, out

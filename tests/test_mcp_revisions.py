@@ -17,7 +17,8 @@ import httpx
 import mcp.types
 import pytest
 import yaml
-from conftest import TESTS, popen_cli, run_cli
+from support.cli import popen_cli, run_cli
+from support.paths import TESTS
 
 import flowrun
 

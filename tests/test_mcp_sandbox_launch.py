@@ -22,12 +22,14 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import TESTS, run_cli
 from packaging.requirements import Requirement
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.paths import TESTS
+from support.project import model, workflow, write_project
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
 WORKER = "You are the MCP launch worker"
-PROVIDERS = ["anthropic", "openai"]
 
 
 # ---------------------------------------------------------------- a venv outside the project
@@ -81,26 +83,14 @@ def server_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield venv
 
 
-def write_project(tmp_path: Path, servers: dict[str, Any], tools: list[str]) -> Path:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "launch_demo",
-        "inputs": {"question": {}},
-        "models": {
-            "claude": {"provider": "anthropic", "model": "claude-test", "api_key_env": "ANTHROPIC_API_KEY"}
-        },
-        "default_model": "claude",
-        "entry": "worker",
-        "sandbox": "required",
-        "mcp_servers": servers,
-    }
-    agent = {"version": 1, "kind": "agent", "name": "worker", "prompt": WORKER + ".", "tools": tools}
-    (tmp_path / "agents.d").mkdir(exist_ok=True)
-    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(agent))
-    path = tmp_path / "launch_demo.yaml"
-    path.write_text(yaml.safe_dump(workflow, sort_keys=False))
-    return path
+def launch_project(tmp_path: Path, servers: dict[str, Any], tools: list[str]) -> Path:
+    claude = model("anthropic", model="claude-test", api_key_env="ANTHROPIC_API_KEY")
+    inputs: dict[str, Any] = {"question": {}}
+    spec = workflow(
+        claude, name="launch_demo", inputs=inputs, entry="worker", sandbox="required", mcp_servers=servers
+    )
+    agents = {"worker": {"prompt": WORKER + ".", "tools": tools}}
+    return write_project(tmp_path, spec, agents, name="launch_demo.yaml")
 
 
 def on_path(*folders: Path) -> dict[str, str]:
@@ -112,10 +102,8 @@ def run(
 ) -> tuple[int, str, Path]:
     env = {"FLOWRUN_RETRY_BASE_S": "0.01", **env}
     args = [str(workflow), "--question", "q", "--runs-dir", str(tmp_path / "runs"), "--run-id", "r1"]
-    if provider == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    else:
-        env |= {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+    env |= model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp_path, env=env, timeout=180)
     return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / "r1"
@@ -129,9 +117,9 @@ def validate_connect(tmp_path: Path, env: dict[str, str]) -> tuple[int, str]:
 # ---------------------------------------------------------------- a venv's console script
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_venv_server_answers_in_the_sandbox(tmp_path: Path, provider: str, server_venv: Path) -> None:
-    workflow = write_project(tmp_path, {"calc": {"command": "mcp-test-server"}}, ["calc.add"])
+    workflow = launch_project(tmp_path, {"calc": {"command": "mcp-test-server"}}, ["calc.add"])
     script = Script(
         {WORKER: [Reply(tool_calls=[ToolCallSpec("calc__add", {"a": 2, "b": 3})]), Reply(text="5")]}
     )
@@ -178,7 +166,7 @@ def test_local_bin_and_pyenv_shim_are_found(tmp_path: Path, server_venv: Path) -
         "shimmed": {"command": "python3", "args": ["-m", "mcp_test_server"]},
         "script": {"command": "./serve.py"},
     }
-    write_project(project, servers, ["local.add", "user.echo", "shimmed.lookup", "script.add"])
+    launch_project(project, servers, ["local.add", "user.echo", "shimmed.lookup", "script.add"])
     env = {"HOME": str(home), **on_path(home / ".local" / "bin", pyenv / "shims")}
     code, out = validate_connect(project, env)
     assert code == 0, out
@@ -194,7 +182,7 @@ def test_program_in_an_unknown_folder_names_the_line_to_add(tmp_path: Path, serv
     (outside / "launch").symlink_to(server_venv / "bin" / "mcp-test-server")
     project = tmp_path / "project"
     project.mkdir()
-    workflow = write_project(project, {"calc": {"command": str(outside / "launch")}}, ["calc.add"])
+    workflow = launch_project(project, {"calc": {"command": str(outside / "launch")}}, ["calc.add"])
     line = f"sandbox: {{ro_binds: [{outside}]}}"
 
     with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
@@ -219,7 +207,7 @@ def test_program_in_an_unknown_folder_names_the_line_to_add(tmp_path: Path, serv
 
 
 def test_launcher_that_is_not_installed_is_one_line(tmp_path: Path) -> None:
-    workflow = write_project(tmp_path, {"gone": {"command": "no-such-mcp-launcher"}}, ["gone"])
+    workflow = launch_project(tmp_path, {"gone": {"command": "no-such-mcp-launcher"}}, ["gone"])
     with WireServer(Script({WORKER: [Reply(text="never asked")]})) as server:
         code, out, _ = run(tmp_path, workflow, server, "openai", {})
     assert code == 1 and "Traceback" not in out, out

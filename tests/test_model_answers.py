@@ -19,12 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from hardening_helpers import check_log, no_traceback, status_of
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from model_configs import provider_config
-from wire_server import FAULTS, SLOW_FAULTS, InTurn, Reply, Script, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.project import model, workflow, write_project
+from support.providers import provider_config
+from support.runs import check_log, no_traceback, status_of
+from support.wire_server import (
+    FAULTS,
+    SLOW_FAULTS,
+    InTurn,
+    Reply,
+    Script,
+    ToolCallSpec,
+    WireRequest,
+    WireServer,
+)
 
 from flowrun.errors import ProviderError
 from flowrun.providers.anthropic_provider import AnthropicProvider
@@ -92,23 +102,16 @@ def bad(case: str) -> Reply:
 
 def project(tmp: Path, api: str, base_url: str, retries: int, timeout_s: float = 300) -> Path:
     key = "OPENAI_API_KEY" if api == "openai" else "ANTHROPIC_API_KEY"
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "wf.yaml").write_text(
-        "version: 1\nkind: workflow\nname: answers\n"
-        f"models:\n  m: {{provider: {api}, model: test-model, api_key_env: {key}, base_url: '{base_url}', "
-        f"max_retries: {retries}, timeout_s: {timeout_s}}}\n"
-        "default_model: m\nentry: w\noutput: report.md\n"
-    )
-    (tmp / "agents.d" / "w.yaml").write_text(
-        "version: 1\nkind: agent\nname: w\nprompt: You are the answer checker.\ntools: [write_file]\n"
-    )
+    settings = {"api_key_env": key, "base_url": base_url, "max_retries": retries, "timeout_s": timeout_s}
+    spec = workflow(model(api, model="test-model", **settings), name="answers", entry="w", output="report.md")
+    write_project(tmp, spec, {"w": {"prompt": "You are the answer checker.", "tools": ["write_file"]}})
     return tmp
 
 
 def run(
     tmp: Path, api: str, server: WireServer, stream: bool, retries: int, timeout_s: float = 300
 ) -> tuple[int, str, Path]:
-    base = server.openai_base_url if api == "openai" else server.anthropic_base_url
+    base = server.base_url(api)
     project(tmp, api, base, retries, timeout_s)
     env = {"OPENAI_API_KEY": "test-key-openai-123", "ANTHROPIC_API_KEY": "test-key-anthropic-123"}
     env["FLOWRUN_RETRY_BASE_S"] = "0.001"  # ten retries in well under a second
@@ -297,14 +300,14 @@ def good_bodies(api: str, stream: bool) -> list[Any]:
     request = WireRequest(api, "", {}, {"model": "m"}, stream, "", [], [], 0, [], "", [])
     reply = Reply(text="hello", tool_calls=[ToolCallSpec("look", {"q": "x"})], thinking="hm")
     if api == "openai" and stream:
-        from wire_server import openai_stream
+        from support.wire_server import openai_stream
 
         return [json.loads(d) for d in openai_stream(request, reply) if d != "[DONE]"]
     if api == "anthropic" and stream:
-        from wire_server import anthropic_stream
+        from support.wire_server import anthropic_stream
 
         return [list(pair) for pair in anthropic_stream(request, reply)]
-    from wire_server import anthropic_message, openai_completion
+    from support.wire_server import anthropic_message, openai_completion
 
     return [(openai_completion if api == "openai" else anthropic_message)(request, reply)]
 
@@ -427,7 +430,7 @@ def test_an_answer_of_any_shape_is_an_answer_or_a_provider_error(
     slot[0] = Reply(raw=body, headers={"Content-Type": kind})
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-openai-123")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-anthropic-123")
-    base = server.openai_base_url if api == "openai" else server.anthropic_base_url
+    base = server.base_url(api)
     config = provider_config(
         provider=api, base_url=base, stream=stream, max_retries=0, api_key_env=f"{api.upper()}_API_KEY"
     )

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 from otlp_receiver import Receiver
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import run_cli
+from support.env import model_env
+from support.project import write_files
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
 LEAD = "You are the lead"
 HELPER = "You are the helper"
@@ -47,15 +49,12 @@ def script() -> Script:
 
 
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "agents.d").mkdir()
-    for name, text in AGENTS.items():
-        (tmp_path / "agents.d" / f"{name}.yaml").write_text(text)
-    (tmp_path / "traced.yaml").write_text(WORKFLOW)
-    return tmp_path / "traced.yaml"
+    agents = {f"agents.d/{name}.yaml": text for name, text in AGENTS.items()}
+    return write_files(tmp_path, {"traced.yaml": WORKFLOW, **agents}) / "traced.yaml"
 
 
 def record(tmp_path: Path, server: WireServer, extra: dict[str, str] | None = None) -> Path:
-    env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.anthropic_base_url, **(extra or {})}
+    env = model_env(server, "anthropic", **(extra or {}))
     args = [str(project(tmp_path)), "--question", "q", "--runs-dir", str(tmp_path / "runs"), "--run-id", "r"]
     proc = run_cli(args, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -14,19 +14,19 @@ import select
 import struct
 import subprocess
 import termios
-import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import flowrun_cmd, run_cli
-from proc_helpers import wait_for
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import flowrun_cmd, run_cli
+from support.env import WIRES
+from support.procs import wait_for
+from support.project import write_files
+from support.runs import events
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
-PROVIDERS = ["anthropic", "openai"]
 DEADLINE_S = 60.0
 MESSAGE = "use tabs, not spaces"
 
@@ -58,9 +58,7 @@ def project(root: Path, provider: str) -> None:
             """,
         "agents.d/solo.yaml": "version: 1\nname: solo\nprompt: You are solo.\ntools: [read_file]\n",
     }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
+    write_files(root, files)
 
 
 class Terminal:
@@ -130,7 +128,7 @@ def running(tmp_path: Path, provider: str, args: list[str]) -> Iterator[tuple[Te
     project(tmp_path, provider)
     gate = Gate()
     with WireServer(gate) as server:
-        url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
+        url = server.base_url(provider)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
         env |= {"URL": url, "ANTHROPIC_API_KEY": "k-anthropic", "OPENAI_API_KEY": "k-openai", "TERM": "xterm"}
         terminal = Terminal(["wf.yaml", "--run-id", "r", *args], tmp_path, env)
@@ -141,11 +139,7 @@ def running(tmp_path: Path, provider: str, args: list[str]) -> Iterator[tuple[Te
             terminal.close()
 
 
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_esc_pauses_and_the_message_goes_to_the_running_agent(tmp_path: Path, provider: str) -> None:
     with running(tmp_path, provider, []) as (terminal, server, gate):
         terminal.read_until("Esc pauses the run")
@@ -180,7 +174,7 @@ def test_esc_pauses_and_the_message_goes_to_the_running_agent(tmp_path: Path, pr
     meta = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     with WireServer(Gate()) as server:
-        gate_open = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
+        gate_open = server.base_url(provider)
         keys = {"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k", "URL": gate_open}
         proc = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=keys)
         resumed = server.requests

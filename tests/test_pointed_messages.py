@@ -6,30 +6,17 @@ missing keys reported once each."""
 
 from __future__ import annotations
 
-import json
 import shlex
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
-from wire_server import WireServer, always
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
+from support.runs import events
+from support.wire_server import WireServer, always
 
 INSTRUCTOR_WORKER = str(REPO / "examples" / "instructor_worker.yaml")
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> None:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            (root / rel).write_bytes(text)
-        else:
-            (root / rel).write_text(textwrap.dedent(text))
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 # ---------------------------------------------------------------- the designs' command lines
@@ -150,7 +137,7 @@ LEAD = {
 
 
 def test_agents_are_offered_by_their_names_and_file_errors_point_at_the_fix(tmp_path: Path) -> None:
-    write(tmp_path, LEAD)
+    write_files(tmp_path, LEAD)
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q", "--workdir", "."], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     found = {e["call_id"]: e["result"] for e in events(tmp_path / "runs" / "r") if e["type"] == "tool_result"}
@@ -171,7 +158,7 @@ def test_agents_are_offered_by_their_names_and_file_errors_point_at_the_fix(tmp_
 
 
 def test_validate_says_agents_are_offered_by_their_names(tmp_path: Path) -> None:
-    write(
+    write_files(
         tmp_path, {**LEAD, "agents.d/lead.yaml": "version: 1\nname: lead\nprompt: p\ntools: [call_agent]\n"}
     )
     proc = run_cli(["validate", "wf.yaml"], cwd=tmp_path)
@@ -183,7 +170,9 @@ def test_validate_says_agents_are_offered_by_their_names(tmp_path: Path) -> None
 
 
 def test_a_tool_manifests_missing_keys_are_reported_once(tmp_path: Path) -> None:
-    write(tmp_path, {"tools.d/t.yaml": "version: 1\nkind: tool\nname: t\nimplementation: {command: [x]}\n"})
+    write_files(
+        tmp_path, {"tools.d/t.yaml": "version: 1\nkind: tool\nname: t\nimplementation: {command: [x]}\n"}
+    )
     proc = run_cli(["validate", "."], cwd=tmp_path)
     lines = [line for line in proc.stdout.splitlines() if "error[" in line]
     assert lines == [
@@ -228,9 +217,9 @@ SOLO = {
 def test_a_401_names_the_credential_sent(
     tmp_path: Path, provider: str, env: dict[str, str], sent: str
 ) -> None:
-    write(tmp_path, {**SOLO, "wf.yaml": SOLO["wf.yaml"].replace("PROVIDER", provider)})
+    write_files(tmp_path, {**SOLO, "wf.yaml": SOLO["wf.yaml"].replace("PROVIDER", provider)})
     with WireServer(always(401)) as server:
-        url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
+        url = server.base_url(provider)
         proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path, env={**env, "URL": url})
         assert len(server.requests) == 1  # a 401 is not retried
     assert proc.returncode == 1
@@ -267,7 +256,7 @@ def test_a_dead_address_is_named_with_where_it_came_from(
 ) -> None:
     """A connection refused at the address an SDK read from its own variable (or LLM_BASE_URL):
     the hint names the address and the variable, not "the provider default"."""
-    write(
+    write_files(
         tmp_path,
         {
             "agents.d/a.yaml": "version: 1\nkind: agent\nname: a\nprompt: Say hi.\ntools: []\n",

@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from test_rosters import EXAMPLES, PROVIDERS, assert_ok, call, first_user_text, of_type, pick, run_example
-from wire_server import Reply, WireRequest, WireServer
+from support.env import WIRES
+from support.wire_server import Reply, WireRequest, WireServer, call
+from test_rosters import EXAMPLES, assert_ok, first_user_text, of_type, pick, run_example
 
 SEARCHER = "You are a search specialist"
 WRITER = "You are the writer"
@@ -39,7 +40,7 @@ def foreach_responder(request: WireRequest) -> Reply:
     return pick(replies, request)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_research_foreach(tmp_path: Path, provider: str) -> None:
     with WireServer(foreach_responder) as server:
         code, out, run_dir = run_example(
@@ -106,7 +107,7 @@ def cited_responder(request: WireRequest) -> Reply:
     return pick(replies, request)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_research_cited(tmp_path: Path, provider: str) -> None:
     with WireServer(cited_responder) as server:
         code, out, run_dir = run_example(

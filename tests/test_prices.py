@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import run_cli
 from genai_prices import Usage as TableUsage
 from genai_prices import calc_price
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.project import workflow, write_project
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
 from flowrun.manifest.model_config import model_config
 from flowrun.providers.prices import cost_usd, price_source, table_entry
@@ -33,30 +34,11 @@ CALLS = {
 def make_project(
     tmp: Path, provider: str, model: str, price: dict[str, float] | None = None, **limits: Any
 ) -> None:
-    spec: dict[str, Any] = {"provider": provider, "model": model}
-    if price is not None:
-        spec["price"] = price
-    workflow: dict[str, Any] = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "priced",
-        "models": {"m": spec},
-        "default_model": "m",
-        "entry": "solo",
-        "task": "Look around.",
-    }
-    if limits:
-        workflow["limits"] = limits
-    agent = {
-        "version": 1,
-        "kind": "agent",
-        "name": "solo",
-        "prompt": "You look.",
-        "tools": ["list_directory"],
-    }
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "priced.yaml").write_text(yaml.safe_dump(workflow))
-    (tmp / "agents.d" / "solo.yaml").write_text(yaml.safe_dump(agent))
+    entry = {"provider": provider, "model": model} | ({"price": price} if price is not None else {})
+    spec = workflow(entry, name="priced", entry="solo", task="Look around.", limits=limits or None)
+    write_project(
+        tmp, spec, {"solo": {"prompt": "You look.", "tools": ["list_directory"]}}, name="priced.yaml"
+    )
 
 
 def responder(provider: str) -> Any:
@@ -72,12 +54,6 @@ def responder(provider: str) -> Any:
     return answer
 
 
-def wire_env(provider: str, server: WireServer) -> dict[str, str]:
-    if provider == "anthropic":
-        return {"ANTHROPIC_API_KEY": "test-key-prices", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    return {"OPENAI_API_KEY": "test-key-prices", "OPENAI_BASE_URL": server.openai_base_url}
-
-
 def table_cost(provider: str, model: str, usage: tuple[int, int], cache: tuple[int, int]) -> float:
     """The table's own figure: its input count includes the cached tokens."""
     counted = TableUsage(
@@ -91,12 +67,12 @@ def table_cost(provider: str, model: str, usage: tuple[int, int], cache: tuple[i
 
 def run(tmp: Path, provider: str) -> tuple[Any, Path]:
     with WireServer(responder(provider)) as server:
-        proc = run_cli(["priced.yaml", "--run-id", "r"], cwd=tmp, env=wire_env(provider, server))
+        proc = run_cli(["priced.yaml", "--run-id", "r"], cwd=tmp, env=model_env(server, provider))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, tmp / "runs" / "r"
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_known_models_cost_what_the_table_says(tmp_path: Path, provider: str) -> None:
     model = KNOWN[provider]
     make_project(tmp_path, provider, model)

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, folders, run_cli
 from rich.console import Console
+from support.cli import run_cli
+from support.paths import REPO
+from support.runs import folders
 
 from flowrun.cli.views.progress import Progress, event_line, make_progress
 from flowrun.events import (

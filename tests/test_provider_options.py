@@ -5,14 +5,15 @@ false`, presets' `thinking_off`, --no-thinking) and `tool_history: text` for pro
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 from test_e2e_research import research_script
-from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 AGENT = "version: 1\nname: solo\nprompt: You are solo.\ntools: [read_file]\n"
 
@@ -41,9 +42,7 @@ def run_solo(tmp: Path, model: str, args: tuple[str, ...] = (), env: dict[str, s
         entry: solo
         workspace: {{files: {{question.txt: "{{{{ question }}}}"}}}}
         """
-    (tmp / "agents.d").mkdir(exist_ok=True)
-    (tmp / "agents.d" / "solo.yaml").write_text(AGENT)
-    (tmp / "wf.yaml").write_text(textwrap.dedent(workflow))
+    write_files(tmp, {"agents.d/solo.yaml": AGENT, "wf.yaml": workflow})
     return run_cli(["wf.yaml", "--question", "q", "-q", *args], cwd=tmp, env=env)
 
 
@@ -70,7 +69,7 @@ WIRES = [("openai", True), ("openai", False), ("anthropic", True), ("anthropic",
 @pytest.mark.parametrize("api, stream", WIRES)
 def test_extra_body_and_headers_reach_the_server(tmp_path: Path, api: str, stream: bool) -> None:
     with WireServer(solo_script()) as server:
-        base = server.openai_base_url if api == "openai" else server.anthropic_base_url
+        base = server.base_url(api)
         provider = "openai-compatible" if api == "openai" else "anthropic"
         model = (
             f'{{provider: {provider}, base_url: "{base}", model: m, api_key_env: K, '
@@ -123,7 +122,7 @@ def test_no_thinking_turns_anthropic_thinking_off(tmp_path: Path) -> None:
 @pytest.mark.parametrize("api, stream", WIRES)
 def test_tool_history_as_text(tmp_path: Path, api: str, stream: bool) -> None:
     with WireServer(solo_script()) as server:
-        base = server.openai_base_url if api == "openai" else server.anthropic_base_url
+        base = server.base_url(api)
         provider = "openai-compatible" if api == "openai" else "anthropic"
         model = (
             f'{{provider: {provider}, base_url: "{base}", model: m, api_key_env: K, tool_history: text, '

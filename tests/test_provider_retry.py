@@ -9,7 +9,7 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from model_configs import provider_config
+from support.providers import provider_config
 
 from flowrun.errors import ProviderError
 from flowrun.providers.retry import ApiFailure, backoff_delay, failure_from_sdk, server_message, with_retries

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from proc_helpers import DEADLINE_S, wait_for
+from support.env import point_sdks
+from support.paths import REPO
+from support.procs import DEADLINE_S, wait_for
+from support.wire_server import Script, WireServer
 from test_e2e_research import MATCH, research_script
-from wire_server import Script, WireServer
 
 import flowrun
 import flowrun.api
@@ -36,8 +37,7 @@ QUESTION = {"question": "How does Python sort?"}
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> WireServer:
     with WireServer(research_script()) as srv:
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-openai-123")
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        point_sdks(monkeypatch, srv, "openai")
         monkeypatch.setenv("FLOWRUN_RETRY_BASE_S", "0.01")
         yield srv
 
@@ -112,8 +112,7 @@ def test_run_sync_and_inputs_are_checked(server: WireServer, tmp_path: Path) -> 
 
 async def test_cancel_leaves_a_resumable_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with WireServer(slow_writer(30.0)) as srv:
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-openai-123")
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        point_sdks(monkeypatch, srv, "openai")
         wf = flowrun.load(RESEARCH)
         writer_waiting = asyncio.Event()
 

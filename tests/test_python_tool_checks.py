@@ -5,11 +5,11 @@ diagnostic with file:line, and a run with such a tool stops before it starts (ex
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import write_files
 
 WORKFLOW = """\
 version: 1
@@ -61,10 +61,7 @@ def project(tmp: Path, tool: str = TOOL, module: str = MODULE) -> Path:
         "mytools/__init__.py": "",
         "mytools/words.py": module,
     }
-    for rel, text in files.items():
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / rel).write_text(textwrap.dedent(text))
-    return tmp
+    return write_files(tmp, files)
 
 
 def diagnostics(tmp: Path) -> list[dict]:

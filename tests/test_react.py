@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import SCRIPTED, scripted_project
 
 from flowrun.providers.react import parse_react, to_text_messages
 from flowrun.types import Message, ToolCall, ToolSpec
@@ -74,23 +74,6 @@ def test_history_becomes_text_turns() -> None:
 
 
 def test_react_run_through_cli(tmp_path: Path) -> None:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "r",
-        "models": {
-            "m": {"provider": "scripted", "model": "m", "script": "script.yaml", "tool_calling": "react"}
-        },
-        "default_model": "m",
-        "entry": "reacter",
-    }
-    agent = {
-        "version": 1,
-        "kind": "agent",
-        "name": "reacter",
-        "prompt": "You act.",
-        "tools": ["write_file", "read_file"],
-    }
     replies = [
         {
             "text": "Thought: write\nAction: write_file\n"
@@ -99,11 +82,9 @@ def test_react_run_through_cli(tmp_path: Path) -> None:
         {"text": 'Thought: check\nAction: read_file\nAction Input: {"path": "a.md"}\nObservation: invented'},
         {"text": "Thought: ok\nFinal Answer: wrote a.md"},
     ]
-    script = {"version": 1, "kind": "script", "agents": {"reacter": replies}}
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(workflow))
-    (tmp_path / "agents.d" / "reacter.yaml").write_text(yaml.safe_dump(agent))
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
+    reacter = {"prompt": "You act.", "tools": ["write_file", "read_file"]}
+    models = {"m": {**SCRIPTED, "tool_calling": "react"}}
+    scripted_project(tmp_path, {"reacter": reacter}, {"reacter": replies}, entry="reacter", models=models)
     proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = tmp_path / "runs" / "r"

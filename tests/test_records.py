@@ -8,7 +8,7 @@ import json
 import typing
 from pathlib import Path
 
-from conftest import REPO
+from support.paths import REPO
 
 import flowrun
 from flowrun import records

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import agent, workflow, write_files, write_project
 
 WORKFLOW = """\
 version: 1
@@ -60,23 +61,9 @@ SCRIPT = {
 }
 
 
-def agent(name: str, **keys: Any) -> str:
-    body = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name}.", **keys}
-    return yaml.safe_dump(body)
-
-
 def project(root: Path) -> None:
-    files = {
-        "seq.yaml": WORKFLOW,
-        "script.yaml": yaml.safe_dump(SCRIPT),
-        **{
-            f"agents.d/{n}.yaml": agent(n, tools=["write_file"])
-            for n in ("planner", "writer", "looper", "checker", "newbie")
-        },
-    }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
+    team = {n: ["write_file"] for n in ("planner", "writer", "looper", "checker", "newbie")}
+    write_project(root, WORKFLOW, team, {"script.yaml": SCRIPT}, name="seq.yaml")
 
 
 def edit_workflow(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
@@ -90,7 +77,7 @@ def edit_workflow(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], 
 
 def edit_agent(name: str, **keys: Any) -> Callable[[Path], None]:
     def apply(root: Path) -> None:
-        (root / "agents.d" / f"{name}.yaml").write_text(agent(name, tools=["write_file"], **keys))
+        write_files(root, {f"agents.d/{name}.yaml": agent(name, tools=["write_file"], **keys)})
 
     return apply
 
@@ -257,20 +244,10 @@ def test_prompts_naming_the_run_folder_and_id_still_replay(tmp_path: Path) -> No
     """A replay runs in another folder: a prompt or task that names `{{ workspace }}` or
     `{{ run_id }}` is still the recorded request (the id is the recorded one, the folder a
     placeholder in the digests), so it replays and its test passes."""
-    wf = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "where",
-        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
-        "default_model": "s",
-        "entry": "planner",
-        "task": "Work in {{ workspace }} for run {{ run_id }}.",
-    }
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "where.yaml").write_text(yaml.safe_dump(wf))
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
+    wf = workflow(name="where", entry="planner", task="Work in {{ workspace }} for run {{ run_id }}.")
     prompt = "You are the planner of run {{ run_id }}; your folder is {{ workspace }}."
-    (tmp_path / "agents.d" / "planner.yaml").write_text(agent("planner", tools=["write_file"], prompt=prompt))
+    planner = {"prompt": prompt, "tools": ["write_file"]}
+    write_project(tmp_path, wf, {"planner": planner}, {"script.yaml": SCRIPT}, name="where.yaml")
     proc = run_cli(["where.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     log = (tmp_path / "runs" / "r" / "events.jsonl").read_text().splitlines()

@@ -4,7 +4,6 @@ budgets; all through the CLI against the scripted wire server."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -12,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
+from support.cli import popen_cli, run_cli
+from support.env import FAST_RETRIES, WIRES, model_env
+from support.paths import CRASH_POINTS, REPO
+from support.project import SCRIPTED, model, scripted_project, workflow, write_project
+from support.runs import live_events as events
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 from test_e2e_research import MATCH, NOTES
-from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 
 def slow_script(delay: float) -> Script:
@@ -49,29 +51,10 @@ def slow_script(delay: float) -> Script:
     )
 
 
-def env_for(server: WireServer) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-    env |= {"ANTHROPIC_API_KEY": "fake-key-for-tests-9876", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    env["FLOWRUN_RETRY_BASE_S"] = "0.01"
-    return env
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in (run_dir / "events.jsonl").read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
 def start(tmp: Path, server: WireServer, run_id: str) -> subprocess.Popen[str]:
-    args = [*flowrun_cmd(), str(REPO / "examples" / "research.yaml"), "--question", "How does sorting work?"]
+    args = [str(REPO / "examples" / "research.yaml"), "--question", "How does sorting work?"]
     args += ["--runs-dir", str(tmp / "runs"), "--run-id", run_id, "-q"]
-    return subprocess.Popen(
-        args, cwd=tmp, env=env_for(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return popen_cli(args, tmp, model_env(server, "anthropic", **FAST_RETRIES))
 
 
 def wait_for(run_dir: Path, predicate: Any, timeout: float = 60) -> None:
@@ -106,9 +89,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
                 "r",
                 "-q",
             ],
-            env={
-                k: v for k, v in env_for(server).items() if k in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
-            },
+            env=model_env(server, "anthropic"),
         )
         assert proc.returncode == 0, proc.stderr
         reference = (tmp_path / "ref" / "r" / "report.md").read_text()
@@ -124,7 +105,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
         assert ("searcher", 0) in recorded  # a sub-agent had started and answered once
         before = len(server.requests)
 
-        proc = run_cli(["resume", str(run_dir), "-q"], env=env_for(server))
+        proc = run_cli(["resume", str(run_dir), "-q"], env=model_env(server, "anthropic", **FAST_RETRIES))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         after = server.requests[before:]
 
@@ -155,7 +136,7 @@ def test_sigint_leaves_a_resumable_run(tmp_path: Path) -> None:
         assert "Traceback" not in err and "flowrun resume" in err
         assert json.loads((run_dir / "run.json").read_text())["status"] == "cancelled"
         assert events(run_dir)[-1]["status"] == "cancelled"
-        proc = run_cli(["resume", str(run_dir), "-q"], env=env_for(server))
+        proc = run_cli(["resume", str(run_dir), "-q"], env=model_env(server, "anthropic", **FAST_RETRIES))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (run_dir / "report.md").read_text().startswith("# Report")
 
@@ -173,7 +154,7 @@ def test_replay_makes_no_requests_and_reproduces_the_output(tmp_path: Path) -> N
                 "p",
                 "-q",
             ],
-            env={k: v for k, v in env_for(server).items() if k.startswith("ANTHROPIC")},
+            env=model_env(server, "anthropic"),
         )
         assert proc.returncode == 0, proc.stderr
     # the server is stopped: any request would fail the replay
@@ -195,7 +176,7 @@ def test_replay_reports_the_first_differing_step(tmp_path: Path) -> None:
         proc = run_cli(
             ["research.yaml", "--question", "q", "--run-id", "d", "-q"],
             cwd=project,
-            env={k: v for k, v in env_for(server).items() if k.startswith("ANTHROPIC")},
+            env=model_env(server, "anthropic"),
         )
         assert proc.returncode == 0, proc.stderr
     # change the workflow's task: the orchestrator's first request no longer matches
@@ -217,29 +198,10 @@ def test_replay_reports_the_first_differing_step(tmp_path: Path) -> None:
 def test_token_and_cost_budgets_stop_cleanly(
     tmp_path: Path, limits: dict[str, Any], model_extra: dict[str, Any]
 ) -> None:
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "b",
-        "models": {"m": {"provider": "scripted", "model": "m", "script": "script.yaml", **model_extra}},
-        "default_model": "m",
-        "entry": "w",
-        "limits": limits,
-    }
-    agent = {
-        "version": 1,
-        "kind": "agent",
-        "name": "w",
-        "prompt": "You work. " * 40,
-        "tools": ["list_directory"],
-    }
+    agents = {"w": {"prompt": "You work. " * 40, "tools": ["list_directory"]}}
     replies = [{"tool_calls": [{"name": "list_directory", "arguments": {}}]}] * 20
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(workflow))
-    (tmp_path / "agents.d" / "w.yaml").write_text(yaml.safe_dump(agent))
-    (tmp_path / "script.yaml").write_text(
-        yaml.safe_dump({"version": 1, "kind": "script", "agents": {"w": replies}})
-    )
+    models = {"m": {**SCRIPTED, **model_extra}}
+    scripted_project(tmp_path, agents, {"w": replies}, entry="w", limits=limits, models=models)
     proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     run_dir = tmp_path / "runs" / "r"
@@ -252,26 +214,17 @@ def test_token_and_cost_budgets_stop_cleanly(
 
 def test_resume_without_run_json_uses_the_log(tmp_path: Path) -> None:
     """A crash before run.json was written: resume reads the workflow and inputs from run_start."""
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "c",
-        "inputs": {"topic": {"description": "t"}},
-        "models": {"m": {"provider": "scripted", "model": "m", "script": "script.yaml"}},
-        "default_model": "m",
-        "entry": "w",
-        "task": "write about {{ topic }}",
-    }
-    agent = {"version": 1, "kind": "agent", "name": "w", "prompt": "You write.", "tools": ["write_file"]}
     replies = [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.md", "content": "once"}}]},
         {"text": "written"},
     ]
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(workflow))
-    (tmp_path / "agents.d" / "w.yaml").write_text(yaml.safe_dump(agent))
-    (tmp_path / "script.yaml").write_text(
-        yaml.safe_dump({"version": 1, "kind": "script", "agents": {"w": replies}})
+    scripted_project(
+        tmp_path,
+        {"w": {"prompt": "You write.", "tools": ["write_file"]}},
+        {"w": replies},
+        inputs={"topic": {"description": "t"}},
+        entry="w",
+        task="write about {{ topic }}",
     )
     proc = run_cli(["wf.yaml", "--topic", "tides", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -292,7 +245,6 @@ def test_resume_without_run_json_uses_the_log(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- a kill at every write of the run folder
 
-CRASH_POINTS = Path(__file__).parent / "crash_points"  # kills the process before its k-th change
 WRITER = "version: 1\nkind: agent\nname: w\nprompt: You write.\ntools: [read_file, write_file]\n"
 
 
@@ -308,19 +260,9 @@ def three_steps(request: Any) -> Reply:
 
 def wire_project(tmp: Path, server: WireServer, api: str) -> None:
     provider = "openai-compatible" if api == "openai" else "anthropic"
-    base = server.openai_base_url if api == "openai" else server.anthropic_base_url
-    workflow = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "crash",
-        "models": {"m": {"provider": provider, "base_url": base, "model": "m", "api_key_env": "K"}},
-        "default_model": "m",
-        "entry": "w",
-        "task": "Write the note.",
-    }
-    (tmp / "agents.d").mkdir(parents=True)
-    (tmp / "agents.d" / "w.yaml").write_text(WRITER)
-    (tmp / "wf.yaml").write_text(yaml.safe_dump(workflow))
+    entry = model(provider, base_url=server.base_url(api), api_key_env="K")
+    spec = workflow(entry, entry="w", task="Write the note.")
+    write_project(tmp, spec, files={"agents.d/w.yaml": WRITER})
 
 
 def write_points(tmp: Path, env: dict[str, str], crash: dict[str, str]) -> list[int]:
@@ -339,7 +281,7 @@ def write_points(tmp: Path, env: dict[str, str], crash: dict[str, str]) -> list[
     return points
 
 
-@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize("api", WIRES)
 def test_a_kill_at_every_write_asks_no_answered_model_request_again(tmp_path: Path, api: str) -> None:
     """The process dies (as with SIGKILL) just before each write of its event log (each group of
     events is one write): at each, in turn, for every write of a whole run; then `resume` (or the

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.env import WIRES, point_sdks
+from support.paths import REPO
+from support.wire_server import WireServer
 from test_e2e_research import research_script
-from wire_server import WireServer
 
 import flowrun
 
@@ -23,10 +24,7 @@ QUESTION = {"question": "How does Python sort?"}
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> WireServer:
     with WireServer(research_script()) as srv:
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-openai-123")
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-anthropic-123")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.anthropic_base_url)
+        point_sdks(monkeypatch, srv, *WIRES)
         yield srv
 
 

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
-from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.paths import REPO
+from support.runs import events as read_events
+from support.wire_server import Reply, Script, WireRequest, WireServer, call
 
 EXAMPLES = REPO / "examples"
-PROVIDERS = ["anthropic", "openai"]
 # the shell commands the agents run use the system interpreter: they run in the sandbox, which
 # shows the system folders but not a virtualenv or $HOME
 PYTHON = "python3"
@@ -50,21 +52,12 @@ def run_example(
     for name, value in inputs.items():
         args += [f"--{name}", value]
     args += ["--runs-dir", str(tmp_path / "runs"), "--run-id", "r1"]
-    if provider == "anthropic":
-        full_env |= {
-            "ANTHROPIC_API_KEY": "test-key-anthropic",
-            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-        }
-    else:
-        full_env |= {"OPENAI_API_KEY": "test-key-openai", "OPENAI_BASE_URL": server.openai_base_url}
+    full_env |= model_env(server, provider)
+    if provider == "openai":
         if override:
             args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp_path, env=full_env)
     return proc.returncode, proc.stdout + proc.stderr, tmp_path / "runs" / "r1"
-
-
-def read_events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def of_type(events: list[dict[str, Any]], kind: str, **fields: Any) -> list[dict[str, Any]]:
@@ -109,10 +102,6 @@ def result_of(events: list[dict[str, Any]], agent: str, tool: str) -> list[dict[
 def pick(replies: list[Reply], request: WireRequest) -> Reply:
     turn = request.assistant_turns
     return replies[turn] if turn < len(replies) else Reply(text="(no more scripted replies)")
-
-
-def call(tool: str, /, **arguments: Any) -> ToolCallSpec:
-    return ToolCallSpec(tool, arguments)
 
 
 def assert_ok(code: int, out: str, run_dir: Path) -> list[dict[str, Any]]:
@@ -190,7 +179,7 @@ def research_v2_responder(request: WireRequest) -> Reply:
     return pick(replies, request)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_research_v2(tmp_path: Path, provider: str) -> None:
     with WireServer(research_v2_responder) as server:
         code, out, run_dir = run_example(
@@ -309,7 +298,7 @@ def instructor_worker_script() -> Script:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="the instructor's git tool needs git")
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_instructor_worker(tmp_path: Path, provider: str) -> None:
     with WireServer(instructor_worker_script()) as server:
         code, out, run_dir = run_example(
@@ -516,7 +505,7 @@ def init_execute_responder(request: WireRequest) -> Reply:
     )
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_init_execute(tmp_path: Path, provider: str) -> None:
     with WireServer(init_execute_responder) as server:
         code, out, run_dir = run_example(
@@ -600,7 +589,7 @@ def react_workflow(tmp_path: Path, provider: str) -> Path:
     return project / "react.yaml"
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_react(tmp_path: Path, provider: str) -> None:
     workflow = react_workflow(tmp_path, provider)
     with WireServer(Script({"explorer": REACT_REPLIES}, {"explorer": EXPLORER})) as server:

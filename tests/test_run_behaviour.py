@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import script_manifest, write_project
+from support.runs import events
 
 WORKFLOW = """\
 version: 1
@@ -42,19 +45,8 @@ implementation:
 def project(
     tmp: Path, boss: dict[str, Any], script: dict[str, Any], extra: dict[str, str] | None = None
 ) -> Path:
-    files = {
-        "wf.yaml": WORKFLOW,
-        "tools.d/nap.yaml": SLEEP_TOOL,
-        "agents.d/boss.yaml": yaml.safe_dump(
-            {"version": 1, "kind": "agent", "name": "boss", "prompt": "You are boss.", **boss}
-        ),
-        "script.yaml": yaml.safe_dump({"version": 1, "kind": "script", "agents": script}),
-        **(extra or {}),
-    }
-    for rel, text in files.items():
-        path = tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    files = {"tools.d/nap.yaml": SLEEP_TOOL, "script.yaml": script_manifest(script), **(extra or {})}
+    write_project(tmp, WORKFLOW, {"boss": {"prompt": "You are boss.", **boss}}, files)
     return tmp
 
 
@@ -63,10 +55,6 @@ def run(tmp: Path, *extra: str) -> tuple[int, str, Path]:
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out
     return proc.returncode, out, tmp / "runs" / "r"
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def results(run_dir: Path, tool: str) -> list[dict[str, Any]]:

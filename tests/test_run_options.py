@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
-from conftest import folders as run_folders
+from support.cli import flowrun_cmd, run_cli
+from support.env import WIRES, clean_env, model_env
+from support.paths import REPO
+from support.project import write_files
+from support.runs import events
+from support.runs import folders as run_folders
+from support.wire_server import WireServer
 from test_e2e_research import research_script
-from wire_server import WireServer
 
 import flowrun
 
@@ -48,10 +51,9 @@ EXPECTED = {
 
 
 def project(folder: Path) -> Path:
-    (folder / "agents.d").mkdir(parents=True)
-    (folder / "agents.d" / "writer.yaml").write_text(WRITER)
-    (folder / "summarize.yaml").write_text(WORKFLOW)
-    return folder / "summarize.yaml"
+    return (
+        write_files(folder, {"agents.d/writer.yaml": WRITER, "summarize.yaml": WORKFLOW}) / "summarize.yaml"
+    )
 
 
 def recorded(run_dir: Path) -> dict[str, Any]:
@@ -64,10 +66,6 @@ def recorded(run_dir: Path) -> dict[str, Any]:
     return options
 
 
-def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
-
-
 def served_run(workflow: Path, flags: list[str], runs: Path) -> Path:
     """One call of the workflow's tool through `flowrun serve mcp` over stdio: its run folder."""
     from mcp import Client, StdioServerParameters
@@ -76,7 +74,7 @@ def served_run(workflow: Path, flags: list[str], runs: Path) -> Path:
     params = StdioServerParameters(
         command=command,
         args=[*args, "serve", "mcp", str(workflow), "--runs-dir", str(runs), *flags],
-        env=env(),
+        env=clean_env(),
         cwd=workflow.parent,
     )
 
@@ -101,7 +99,7 @@ def test_every_command_records_the_same_options_for_the_same_flags(tmp_path: Pat
     chat = subprocess.run(
         [*flowrun_cmd(), "chat", str(workflow), "--topic", "t", "--run-id", "chat", *COMMON],
         cwd=tmp_path,
-        env=env(),
+        env=clean_env(),
         input="write the report\n",
         capture_output=True,
         text=True,
@@ -143,7 +141,7 @@ def test_the_options_only_some_commands_have_are_recorded_alike(tmp_path: Path) 
     chat = subprocess.run(
         [*flowrun_cmd(), "chat", str(workflow), "--topic", "t", "--run-id", "c", *COMMON, *more],
         cwd=tmp_path,
-        env=env(),
+        env=clean_env(),
         input="write the report\n",
         capture_output=True,
         text=True,
@@ -233,10 +231,6 @@ def cut_after(run_dir: Path, keep: int) -> None:
     (run_dir / "run.json").write_text(json.dumps({**meta, "status": "running"}))
 
 
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
 def first_searcher_answer(run_dir: Path) -> int:
     return next(
         i + 1
@@ -277,12 +271,7 @@ def test_a_dry_run_resumes_as_a_dry_run_with_its_set_and_models(tmp_path: Path) 
 
 def test_a_resume_calls_the_recorded_models(tmp_path: Path) -> None:
     with WireServer(research_script()) as server:
-        keys = {
-            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
-            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-            "OPENAI_API_KEY": "test-key-openai-123",
-            "OPENAI_BASE_URL": server.openai_base_url,
-        }
+        keys = model_env(server, *WIRES)
         args = [str(RESEARCH), "--question", "How does Python sort?", "--runs-dir", str(tmp_path)]
         args += ["--run-id", "r", "-q", "--model", "writer=openai:gpt-test"]
         proc = run_cli(args, cwd=tmp_path, env=keys)

@@ -23,8 +23,10 @@ from typing import Any, get_args
 import httpx
 import pytest
 import yaml
-from conftest import REPO, SECRET_VARS, flowrun_cmd, popen_cli, run_cli
-from proc_helpers import wait_for
+from support.cli import flowrun_cmd, popen_cli, run_cli
+from support.env import clean_env
+from support.paths import REPO
+from support.procs import wait_for
 
 import flowrun
 from flowrun.manifest.eval_specs import RunStatus
@@ -93,7 +95,7 @@ def stop_in_the_shell(root: Path, run_id: str, how: signal.Signals) -> None:
     proc = subprocess.Popen(
         [*flowrun_cmd(), "slow.yaml", "--run-id", run_id, "-q", "--sandbox", "off"],
         cwd=root,
-        env={k: v for k, v in os.environ.items() if k not in SECRET_VARS} | env(),
+        env=clean_env(env()),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
 
 import flowrun
 from flowrun.runtime.durable import run_folder, runs_index
@@ -170,9 +172,7 @@ def test_running_means_a_live_process_holds_the_lock(tmp_path: Path) -> None:
 
 def tiny_project(folder: Path) -> Path:
     """The tiny workflow and its writer in `folder`; its runs folder (made, empty)."""
-    (folder / "agents.d").mkdir()
-    (folder / "agents.d" / "writer.yaml").write_text(WRITER)
-    (folder / "wf.yaml").write_text(WORKFLOW)
+    write_files(folder, {"agents.d/writer.yaml": WRITER, "wf.yaml": WORKFLOW})
     runs = folder / "runs"
     runs.mkdir()
     return runs

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from proc_helpers import DEADLINE_S, pids_with, wait_for
+from support.procs import DEADLINE_S, pids_with, wait_for
 
 from flowrun.tools import sandbox
 from flowrun.tools.base import RunState, ToolContext

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
-from conftest import scripted_project as project
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import flowrun_cmd, run_cli
+from support.env import WIRES, clean_env, model_env
+from support.paths import REPO
+from support.project import scripted_project
+from support.runs import events
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
 import flowrun
 from flowrun.events import ApprovalEvent, Event
@@ -30,10 +33,6 @@ def shell(command: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "execute_shell", "arguments": {"command": command}}]}
 
 
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
 def results(run_dir: Path, tool: str) -> list[dict[str, Any]]:
     return [e["result"] for e in events(run_dir) if e["type"] == "tool_result" and e["tool"] == tool]
 
@@ -41,7 +40,7 @@ def results(run_dir: Path, tool: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- the start-up probe
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", WIRES)
 def test_required_fails_closed_before_any_model_request(tmp_path: Path, provider: str) -> None:
     script = Script({"worker": [Reply(tool_calls=[ToolCallSpec("execute_shell", {"command": "true"})])]})
     with WireServer(script) as server:
@@ -53,11 +52,9 @@ def test_required_fails_closed_before_any_model_request(tmp_path: Path, provider
             "--runs-dir",
             str(tmp_path / "runs"),
         ]
+        env |= model_env(server, provider)
         if provider == "openai":
-            env |= {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.openai_base_url}
             args += ["--model", "openai:gpt-test"]
-        else:
-            env |= {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
         proc = run_cli(args, cwd=tmp_path, env=env)
         assert server.requests == []
     assert proc.returncode == 5, proc.stderr
@@ -75,7 +72,9 @@ def test_a_failing_bwrap_is_explained(tmp_path: Path) -> None:
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     fake.chmod(0o755)
-    project(tmp_path, {}, {"boss": {"tools": ["execute_shell"]}}, {"boss": [shell("true")]})
+    scripted_project(
+        tmp_path, {"boss": {"tools": ["execute_shell"]}}, {"boss": [shell("true")]}, task="do it"
+    )
     proc = run_cli(["wf.yaml", "--run-id", "r"], cwd=tmp_path, env={"FLOWRUN_BWRAP": str(fake)})
     assert proc.returncode == 5
     assert "setting up uid map: Permission denied" in proc.stderr
@@ -129,7 +128,7 @@ def test_auto_runs_unconfined_with_a_warning_and_off_needs_no_probe(tmp_path: Pa
     boss = {"tools": ["execute_shell"]}
     script = {"boss": [shell("cat ../../beside.txt"), {"text": "ok"}]}
     env = {"FLOWRUN_BWRAP": str(tmp_path / "missing")}
-    project(tmp_path, {"sandbox": "auto"}, {"boss": boss}, script)
+    scripted_project(tmp_path, {"boss": boss}, script, task="do it", sandbox="auto")
     proc = run_cli(["wf.yaml", "--run-id", "auto", "-q"], cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "warning: the sandbox cannot start, tools run UNCONFINED (sandbox: auto)" in proc.stderr
@@ -137,7 +136,7 @@ def test_auto_runs_unconfined_with_a_warning_and_off_needs_no_probe(tmp_path: Pa
     assert [e["unconfined"] for e in events(run_dir) if e["type"] == "sandbox_unavailable"] == [True]
     assert "outside the run folder" in results(run_dir, "execute_shell")[0]["text"]
     # `--sandbox off` overrides the workflow: no probe, no warning
-    project(tmp_path, {}, {"boss": boss}, script)
+    scripted_project(tmp_path, {"boss": boss}, script, task="do it")
     proc = run_cli(["wf.yaml", "--run-id", "off", "-q", "--sandbox", "off"], cwd=tmp_path, env=env)
     assert proc.returncode == 0 and "warning" not in proc.stderr
     assert "outside the run folder" in results(tmp_path / "runs" / "off", "execute_shell")[0]["text"]
@@ -162,10 +161,10 @@ def test_keys_at_each_level_and_validate_explain(tmp_path: Path) -> None:
         "helper": {"sandbox": "off", "tools": [{"execute_shell": {"sandbox": {"env": ["LANGUAGE"]}}}]},
     }
     script = {"boss": [shell(f"cat {data}/facts.txt; touch {data}/new.txt"), {"text": "ok"}]}
-    project(tmp_path, workflow, agents, script)
+    scripted_project(tmp_path, agents, script, task="do it", **workflow)
     proc = run_cli(["validate", "--explain", "wf.yaml"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "workflow t (wf.yaml):" in proc.stdout
+    assert "workflow wf (wf.yaml):" in proc.stdout
     expected = [
         f"boss: sandbox required; network deny; read-only {data}",
         f"execute_shell: required; network deny; read-only {data}",
@@ -201,7 +200,7 @@ def test_keys_at_each_level_and_validate_explain(tmp_path: Path) -> None:
     ],
 )
 def test_validate_rejects_bad_entry_keys(tmp_path: Path, entry: dict[str, Any], message: str) -> None:
-    project(tmp_path, {}, {"boss": {"tools": [entry]}, "helper": {}}, {"boss": []})
+    scripted_project(tmp_path, {"boss": {"tools": [entry]}, "helper": {}}, {"boss": []}, task="do it")
     proc = run_cli(["validate", "wf.yaml"], cwd=tmp_path)
     assert proc.returncode == 1 and message in proc.stdout, proc.stdout
     assert "agents.d/boss.yaml:" in proc.stdout
@@ -231,7 +230,7 @@ def test_no_form_of_a_key_reaches_the_model_or_the_log(tmp_path: Path) -> None:
         }
     )
     workflow = {"workspace": {"copy": ["leak.txt"]}, "models": None, "default_model": "openai:gpt-test"}
-    project(tmp_path, workflow, {"boss": {"tools": ["execute_shell"]}}, {})
+    scripted_project(tmp_path, {"boss": {"tools": ["execute_shell"]}}, {}, task="do it", **workflow)
     with WireServer(script) as server:
         env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.openai_base_url}
         proc = run_cli(
@@ -262,7 +261,7 @@ def test_no_form_of_a_key_reaches_the_model_or_the_log(tmp_path: Path) -> None:
 def approval_project(tmp: Path, approve: str) -> Path:
     boss = {"tools": [{"execute_shell": {"approve": approve}}]}
     script = {"boss": [shell("echo approved-and-ran > ran.txt"), {"text": "ok"}]}
-    return project(tmp, {}, {"boss": boss}, script)
+    return scripted_project(tmp, {"boss": boss}, script, task="do it")
 
 
 @pytest.mark.parametrize(
@@ -293,7 +292,7 @@ def test_approvals_on_the_command_line(
 async def test_the_api_callback_decides_and_resume_does_not_ask_again(tmp_path: Path) -> None:
     boss = {"tools": [{"execute_shell": {"approve": "ask"}}]}
     script = {"boss": [shell("echo first > one.txt"), shell("echo second > two.txt"), {"text": "ok"}]}
-    project(tmp_path, {}, {"boss": boss}, script)
+    scripted_project(tmp_path, {"boss": boss}, script, task="do it")
     asked: list[flowrun.ApprovalRequest] = []
 
     async def approve(request: flowrun.ApprovalRequest) -> bool:
@@ -334,8 +333,11 @@ async def test_the_api_callback_decides_and_resume_does_not_ask_again(tmp_path: 
 
 def test_api_sandbox_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLOWRUN_BWRAP", str(tmp_path / "missing"))
-    project(
-        tmp_path, {}, {"boss": {"tools": ["execute_shell"]}}, {"boss": [shell("echo hi"), {"text": "ok"}]}
+    scripted_project(
+        tmp_path,
+        {"boss": {"tools": ["execute_shell"]}},
+        {"boss": [shell("echo hi"), {"text": "ok"}]},
+        task="do it",
     )
     wf = flowrun.load(tmp_path / "wf.yaml")
     with pytest.raises(flowrun.SandboxError, match="the sandbox cannot start"):
@@ -352,7 +354,7 @@ def test_approval_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
     """A pseudo-terminal: the question appears (the live panel stepped aside), the answer decides."""
     approval_project(tmp_path, "ask")
     controller, terminal = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env = clean_env()
     proc = subprocess.Popen(
         [*flowrun_cmd(), "wf.yaml", "--run-id", "r"],
         cwd=tmp_path,
@@ -391,7 +393,12 @@ def test_the_engine_files_of_a_real_run_are_read_only_inside(tmp_path: Path) -> 
     command = (
         "for f in " + " ".join(names) + "; do echo forged >> $f && echo WROTE $f; done; echo ok > mine.txt"
     )
-    project(tmp_path, {}, {"boss": {"tools": ["execute_shell"]}}, {"boss": [shell(command), {"text": "ok"}]})
+    scripted_project(
+        tmp_path,
+        {"boss": {"tools": ["execute_shell"]}},
+        {"boss": [shell(command), {"text": "ok"}]},
+        task="do it",
+    )
     proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = tmp_path / "runs" / "r"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 SCHEMAS = REPO / "schema"
 MANIFESTS = {

@@ -6,15 +6,17 @@ fails in that thread fails the first call exactly as it does without the head st
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import SECRET_VARS, folders, run_cli
-from wire_server import Reply, Script, WireServer
+from support.cli import run_cli
+from support.env import clean_env
+from support.project import write_project
+from support.runs import folders
+from support.wire_server import Reply, Script, WireServer
 
 from flowrun.batch.forked import FORK_ENV
 
@@ -31,14 +33,11 @@ entry: solo
 
 
 def project(folder: Path, provider: str = "openai") -> Path:
-    (folder / "agents.d").mkdir(parents=True, exist_ok=True)
-    (folder / "agents.d" / "solo.yaml").write_text(AGENT)
-    (folder / "wf.yaml").write_text(WORKFLOW.format(provider=provider))
-    return folder / "wf.yaml"
+    return write_project(folder, WORKFLOW.format(provider=provider), files={"agents.d/solo.yaml": AGENT})
 
 
 def python(code: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    full = clean_env()
     full.update({"PREFETCH_KEY": "k", **(env or {})})
     argv = [sys.executable, "-c", textwrap.dedent(code)]
     return subprocess.run(argv, cwd=cwd, env=full, capture_output=True, text=True, timeout=120)

@@ -6,29 +6,20 @@ reporting that file's problems and not its neighbours'."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
+from support.runs import events
 from test_web_search import make_ctx
 from test_web_search import tavily_server as tavily_server  # the fixture, used by name
 
 from flowrun.tools.web_search import web_search
 
 EXAMPLES = REPO / "examples"
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
 
 
 # ---------------------------------------------------------------- web_search
@@ -106,7 +97,7 @@ def test_the_two_dashboard_tools_of_the_design_in_a_project_of_ones_own(tmp_path
     """A project that lists the v2 design's tools by name (shipped with the examples) gets one
     tool per dashboard: the model gives only the content, and after the update the history is
     the task, then each dashboard as a message of its own."""
-    write(
+    write_files(
         tmp_path,
         {
             "plan.yaml": PLAN_WORKFLOW,
@@ -139,7 +130,7 @@ def test_the_two_dashboard_tools_of_the_design_in_a_project_of_ones_own(tmp_path
 
 
 def test_a_dashboard_tool_for_an_undeclared_dashboard_is_an_error(tmp_path: Path) -> None:
-    write(
+    write_files(
         tmp_path,
         {
             "plan.yaml": PLAN_WORKFLOW,
@@ -210,7 +201,7 @@ LIBRARY = {
 
 
 def test_a_library_in_the_init_execute_designs_shape_validates_clean_and_reads(tmp_path: Path) -> None:
-    write(tmp_path, LIBRARY)
+    write_files(tmp_path, LIBRARY)
     proc = run_cli(["validate", "--strict", "."], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout
     assert "0 error(s), 0 warning(s)" in proc.stdout
@@ -229,7 +220,7 @@ def test_a_broken_index_is_reported_at_its_lines(tmp_path: Path) -> None:
     index["skills"]["ghost"] = {"description": "nowhere", "path": "ghost/SKILL.md"}
     index["skills"]["scenario_design_sop"].pop("description")
     broken["skills/skills.json"] = json.dumps(index, indent=2)
-    write(tmp_path, broken)
+    write_files(tmp_path, broken)
     proc = run_cli(["validate", "."], cwd=tmp_path)
     assert proc.returncode == 1
     out = proc.stdout
@@ -274,7 +265,7 @@ AGENT = "version: 1\nkind: agent\nname: {name}\nprompt: Hi.\ntools: [{tool}]\n"
 
 
 def test_validate_of_one_file_reports_its_problems_not_its_neighbours(tmp_path: Path) -> None:
-    write(
+    write_files(
         tmp_path,
         {
             "good.yaml": """\

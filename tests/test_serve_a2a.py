@@ -9,7 +9,6 @@ rule."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -19,13 +18,15 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
-from conftest import SECRET_VARS, flowrun_cmd
 from google.protobuf.json_format import MessageToDict
-from proc_helpers import wait_for
-from serve_http_helpers import MODELS, TOKEN, Held, Served, env_for, write_project
-from serve_http_helpers import replies as shared_replies
-from wire_server import Reply, Script, ToolCallSpec, WireServer
+from support.cli import flowrun_cmd
+from support.env import WIRES, clean_env, model_env
+from support.procs import wait_for
+from support.project import agent, model, workflow, write_files
+from support.runs import events as events_of
+from support.served import TOKEN, Held, Served, served_project
+from support.served import replies as shared_replies
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
 pytest.importorskip("a2a.client")
 from a2a.client import A2ACardResolver, ClientConfig, create_client
@@ -44,7 +45,6 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError
 
-PROVIDERS = ["openai", "anthropic"]
 REPORT = "# Report\n\nOtters hold hands.\n"
 
 
@@ -65,31 +65,24 @@ def replies() -> Script:
 def write_more(root: Path, provider: str) -> list[Path]:
     """Beside serve http's project: `scribe` (a required text input and an optional number,
     a declared output) and `quiz` (asks the user)."""
-    agents = {"scribe": ["write_file"], "quizzer": ["ask_user"]}
-    for name, tools in agents.items():
-        agent = {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name}."}
-        agent["tools"] = tools
-        (root / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
-    base = {"version": 1, "kind": "workflow", "models": {"m": MODELS[provider]}, "default_model": "m"}
-    scribe = {
-        **base,
-        "name": "scribe",
-        "description": "Writes a short report on a topic.",
-        "inputs": {
-            "topic": {"description": "What the report is about."},
-            "pages": {"type": "integer", "default": 1},
-        },
-        "entry": "scribe",
-        "task": "Write {{ inputs.pages }} page(s) about {{ inputs.topic }} into report.md.",
-        "output": "report.md",
+    write_files(root, {"agents.d/scribe.yaml": agent("scribe", tools=["write_file"])})
+    write_files(root, {"agents.d/quizzer.yaml": agent("quizzer", tools=["ask_user"])})
+    inputs = {
+        "topic": {"description": "What the report is about."},
+        "pages": {"type": "integer", "default": 1},
     }
-    quiz = {**base, "name": "quiz", "entry": "quizzer", "task": "Ask the user."}
-    files = []
-    for spec in (scribe, quiz):
-        path = root / f"{spec['name']}.yaml"
-        path.write_text(yaml.safe_dump(spec))
-        files.append(path)
-    return files
+    scribe = workflow(
+        model(provider),
+        name="scribe",
+        description="Writes a short report on a topic.",
+        inputs=inputs,
+        entry="scribe",
+        task="Write {{ inputs.pages }} page(s) about {{ inputs.topic }} into report.md.",
+        output="report.md",
+    )
+    quiz = workflow(model(provider), name="quiz", entry="quizzer", task="Ask the user.")
+    write_files(root, {"scribe.yaml": scribe, "quiz.yaml": quiz})
+    return [root / "scribe.yaml", root / "quiz.yaml"]
 
 
 class Stack:
@@ -101,9 +94,9 @@ class Stack:
         self.script = replies()
         self.held = Held(self.script)
         self.wire = WireServer(self.held)
-        self.files = write_project(root, provider) + write_more(root, provider)
+        self.files = served_project(root, provider) + write_more(root, provider)
         self.runs = root / "runs"
-        self.env = env_for(self.wire, provider) | (env or {})
+        self.env = model_env(self.wire, provider) | (env or {})
         self.served = self.start()
 
     def start(self) -> Served:
@@ -134,7 +127,7 @@ def stack_for(stacks: dict[str, Stack], provider: str, tmp_path_factory: pytest.
     return stacks[provider]
 
 
-@pytest.fixture(params=PROVIDERS)
+@pytest.fixture(params=WIRES)
 def stack(
     request: pytest.FixtureRequest, stacks: dict[str, Stack], tmp_path_factory: pytest.TempPathFactory
 ) -> Stack:
@@ -171,10 +164,6 @@ async def one_task(url: str, message: Message, **config: Any) -> Task:
     (answer,) = await send(url, message, **config)
     assert answer.HasField("task"), answer
     return answer.task
-
-
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def texts(message: Message) -> str:
@@ -417,7 +406,7 @@ async def test_tasks_survive_a_restart(tmp_path: Path) -> None:
 
 def test_off_loopback_without_a_token_it_refuses_to_start(tmp_path: Path) -> None:
     (path,) = write_more_only(tmp_path)
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS and k != "FLOWRUN_A2A_TOKEN"}
+    env = {k: v for k, v in clean_env().items() if k != "FLOWRUN_A2A_TOKEN"}
     done = subprocess.run(
         [*flowrun_cmd(), "serve", "a2a", str(path), "--host", "0.0.0.0", "--port", "0"],
         cwd=tmp_path,
@@ -432,7 +421,6 @@ def test_off_loopback_without_a_token_it_refuses_to_start(tmp_path: Path) -> Non
 
 
 def write_more_only(root: Path) -> list[Path]:
-    (root / "agents.d").mkdir()
     return write_more(root, "openai")[:1]
 
 
@@ -472,7 +460,7 @@ async def test_with_one_workflow_the_root_is_its_agent(tmp_path: Path) -> None:
     (tmp_path / "agents.d").mkdir()
     (path,) = write_more(tmp_path, "openai")[:1]
     with WireServer(replies()) as wire:
-        served = Served(tmp_path, [str(path), "--port", "0"], env_for(wire, "openai"), command="a2a")
+        served = Served(tmp_path, [str(path), "--port", "0"], model_env(wire, "openai"), command="a2a")
         try:
             async with httpx.AsyncClient(timeout=60) as http:
                 card = await A2ACardResolver(http, served.base).get_agent_card()

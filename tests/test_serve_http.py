@@ -10,7 +10,6 @@ to the run folder."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,21 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import SECRET_VARS, flowrun_cmd
-from proc_helpers import wait_for
-from serve_http_helpers import (
-    TOKEN,
-    Held,
-    Served,
-    asked_twice,
-    env_for,
-    replies,
-    wait_status,
-    write_project,
-)
-from wire_server import WireServer
-
-PROVIDERS = ["openai", "anthropic"]
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.procs import wait_for
+from support.runs import events as events_of
+from support.served import TOKEN, Held, Served, asked_twice, replies, served_project, wait_status
+from support.wire_server import WireServer
 
 
 class Stack:
@@ -44,13 +34,13 @@ class Stack:
         self.script = replies()
         self.held = Held(self.script)
         self.wire = WireServer(self.held)
-        self.files = write_project(root, provider)
+        self.files = served_project(root, provider)
         self.runs = root / "runs"
         self.served = self.start()
 
     def start(self) -> Served:
         args = [*map(str, self.files), "--port", "0", "--runs-dir", str(self.runs)]
-        return Served(self.root, args, env_for(self.wire, self.provider))
+        return Served(self.root, args, model_env(self.wire, self.provider))
 
     def close(self) -> None:
         self.held.release.set()
@@ -58,7 +48,7 @@ class Stack:
         self.wire.stop()
 
 
-@pytest.fixture(scope="module", params=PROVIDERS)
+@pytest.fixture(scope="module", params=WIRES)
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """One server per wire format, shared by the tests of this module that leave it as they
     found it (each waits for its own runs to end)."""
@@ -74,10 +64,6 @@ def start(http: httpx.Client, workflow: str, **body: Any) -> str:
     assert answer.status_code == 201, answer.text
     assert answer.json()["run"] == f"/v1/runs/{answer.json()['id']}"
     return str(answer.json()["id"])
-
-
-def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 # ---------------------------------------------------------------- decisions
@@ -339,7 +325,7 @@ def _routes_in(source: str) -> set[tuple[str, str]]:
 # ---------------------------------------------------------------- restarts and the token
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_run_waiting_when_the_server_is_sigkilled_is_answered_after_a_restart(
     tmp_path: Path, provider: str
 ) -> None:
@@ -391,21 +377,11 @@ def test_a_run_going_when_the_server_is_sigkilled_is_interrupted_and_resumable(t
 
 
 def serve_http(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    import subprocess
-
-    full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
-    return subprocess.run(
-        [*flowrun_cmd(), "serve", "http", *args],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(["serve", "http", *args], cwd, env)
 
 
 def test_off_loopback_the_token_is_required(tmp_path: Path) -> None:
-    files = [str(f) for f in write_project(tmp_path, "openai")]
+    files = [str(f) for f in served_project(tmp_path, "openai")]
     refused = serve_http(tmp_path, *files, "--host", "0.0.0.0", "--port", "0")
     assert refused.returncode == 2, refused.stderr
     lines = refused.stderr.strip().splitlines()
@@ -445,7 +421,7 @@ def test_off_loopback_the_token_is_required(tmp_path: Path) -> None:
 
 def test_a_request_naming_no_workflow_starts_the_only_one_served(tmp_path: Path) -> None:
     """As over A2A: with one workflow served, `POST /v1/runs` may leave out `workflow`."""
-    files = write_project(tmp_path, "openai")
+    files = served_project(tmp_path, "openai")
     served = Served(tmp_path, [str(tmp_path / "talk.yaml"), "--port", "0", "--dry-run"])
     try:
         with httpx.Client(base_url=served.base, timeout=60) as http:
@@ -458,7 +434,7 @@ def test_a_request_naming_no_workflow_starts_the_only_one_served(tmp_path: Path)
 
 
 def test_a_loopback_server_refuses_other_hosts_and_sites(tmp_path: Path) -> None:
-    files = [str(f) for f in write_project(tmp_path, "openai")]
+    files = [str(f) for f in served_project(tmp_path, "openai")]
     served = Served(tmp_path, [*files, "--port", "0", "--dry-run"])
     try:
         with served.client() as http:
@@ -479,7 +455,7 @@ def test_runs_are_listed_filtered_and_paged_from_the_index(tmp_path: Path) -> No
     runs = tmp_path / "runs"
     now = 1_800_000_000.0
     generate(runs, 70, now)  # run-000000 (oldest) ... run-000069 (newest), a day apart at most
-    files = [str(f) for f in write_project(tmp_path, "openai")]
+    files = [str(f) for f in served_project(tmp_path, "openai")]
     served = Served(tmp_path, [*files, "--port", "0", "--dry-run", "--runs-dir", str(runs)])
     try:
         with served.client() as http:
@@ -519,7 +495,7 @@ def test_runs_are_listed_filtered_and_paged_from_the_index(tmp_path: Path) -> No
 def _generator() -> Any:
     import importlib.util
 
-    from conftest import REPO
+    from support.paths import REPO
 
     spec = importlib.util.spec_from_file_location("run_folders", REPO / "bench" / "run_folders.py")
     assert spec is not None and spec.loader is not None

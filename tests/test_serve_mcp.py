@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SECRET_VARS, flowrun_cmd
 from mcp import Client, StdioServerParameters
+from support.cli import flowrun_cmd
+from support.env import clean_env, model_env
+from support.paths import REPO
+from support.project import write_files
 
 WORKFLOW = """version: 1
 kind: workflow
@@ -37,15 +39,9 @@ tools: [write_file, read_file]
 
 
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "agents.d").mkdir(exist_ok=True)
-    (tmp_path / "agents.d" / "writer.yaml").write_text(WRITER)
-    path = tmp_path / "summarize.yaml"
-    path.write_text(WORKFLOW)
-    return path
-
-
-def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    return (
+        write_files(tmp_path, {"agents.d/writer.yaml": WRITER, "summarize.yaml": WORKFLOW}) / "summarize.yaml"
+    )
 
 
 async def exercise(client: Client) -> dict[str, Any]:
@@ -104,7 +100,7 @@ def test_serve_over_stdio(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=command,
         args=[*args, "serve", "mcp", str(workflow), "--dry-run", "--runs-dir", str(runs)],
-        env=env(),
+        env=clean_env(),
         cwd=tmp_path,
     )
 
@@ -121,7 +117,7 @@ def test_serve_over_http(tmp_path: Path) -> None:
     with subprocess.Popen(
         [*flowrun_cmd(), "serve", "mcp", str(workflow), "--http", "0", "--dry-run", "--runs-dir", str(runs)],
         cwd=tmp_path,
-        env=env(),
+        env=clean_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -153,7 +149,7 @@ def test_serve_reports_a_broken_workflow_in_one_line(tmp_path: Path) -> None:
         [*flowrun_cmd(), "serve", "mcp", str(tmp_path / "bad.yaml")],
         capture_output=True,
         text=True,
-        env=env(),
+        env=clean_env(),
         stdin=subprocess.DEVNULL,
         timeout=60,
     )
@@ -178,7 +174,7 @@ def test_serve_lists_a_workflow_with_a_list_input(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=command,
         args=[*args, "serve", "mcp", str(workflow), str(foreach), "--dry-run", "--runs-dir", str(runs)],
-        env=env(),
+        env=clean_env(),
         cwd=tmp_path,
     )
 
@@ -206,7 +202,7 @@ def serve(tmp_path: Path, *options: str, extra_env: dict[str, str] | None = None
     return subprocess.Popen(
         [*command, "--runs-dir", str(tmp_path / "runs")],
         cwd=tmp_path,
-        env={**env(), **(extra_env or {})},
+        env={**clean_env(), **(extra_env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -305,18 +301,18 @@ def test_loopback_server_refuses_another_host(tmp_path: Path) -> None:
 
 
 class HeldServer:
-    """`flowrun serve mcp --http 0` serving the `talk` workflow (serve_http_helpers) over the
+    """`flowrun serve mcp --http 0` serving the `talk` workflow (support/served.py) over the
     wire server, whose talker's second model call waits while `held` is armed: a long run."""
 
     def __init__(self, root: Path) -> None:
-        from serve_http_helpers import Held, env_for, replies, write_project
-        from wire_server import WireServer
+        from support.served import Held, replies, served_project
+        from support.wire_server import WireServer
 
         self.held = Held(replies())
         self.wire = WireServer(self.held)
-        files = write_project(root, "openai")
+        files = served_project(root, "openai")
         self.runs = root / "runs"
-        self.env = env() | env_for(self.wire, "openai")
+        self.env = clean_env(model_env(self.wire, "openai"))
         self.proc = subprocess.Popen(
             [*flowrun_cmd(), "serve", "mcp", *map(str, files), "--http", "0", "--runs-dir", str(self.runs)],
             cwd=root,
@@ -372,7 +368,7 @@ def test_serve_names_its_version_and_logs_each_step(tmp_path: Path) -> None:
 
 
 def test_cancelling_a_call_stops_its_run_resumably(tmp_path: Path) -> None:
-    from proc_helpers import wait_for
+    from support.procs import wait_for
 
     served = HeldServer(tmp_path)
     try:
@@ -402,7 +398,7 @@ def test_cancelling_a_call_stops_its_run_resumably(tmp_path: Path) -> None:
 
 def test_a_client_that_lost_its_connection_gets_the_result_on_reconnecting(tmp_path: Path) -> None:
     import httpx
-    from proc_helpers import wait_for
+    from support.procs import wait_for
 
     served = HeldServer(tmp_path)
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

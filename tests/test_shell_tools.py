@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from proc_helpers import DEADLINE_S, pids_with, wait_for
+from support.procs import DEADLINE_S, pids_with, wait_for
 
 from flowrun.tools.base import RunState, ToolContext
 from flowrun.tools.command_policy import check_command, describe

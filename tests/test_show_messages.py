@@ -6,11 +6,11 @@ is in test_rosters.py): folding and --full, the engine's own turns, a sub-agent 
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import write_files
 
 FILES = {
     "flow/talk.yaml": """\
@@ -56,9 +56,7 @@ FILES = {
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("talk")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
+    write_files(root, FILES)
     proc = run_cli(["flow/talk.yaml", "--run-id", "r", "-q"], cwd=root)
     assert proc.returncode == 0, proc.stderr
     return root / "runs" / "r"

@@ -219,7 +219,7 @@ def test_parse_front_matter(text: str, meta: dict[str, Any], body: str) -> None:
 def test_validate_checks_skill_tool_entries(tmp_path: Path) -> None:
     """An agent's use_skill / run_skill_script with nothing to offer is a warning (every call
     would fail, and the dry run would show it); so is a `skills:` name no folder holds."""
-    from conftest import run_cli
+    from support.cli import run_cli
 
     workflow = "version: 1\nkind: workflow\nname: w\nentry: a\ndefault_model: 'test:x'\n"
     agent = "version: 1\nname: a\nprompt: p\ntools: [use_skill, run_skill_script]\n"

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
 from test_validate_cli import make_project
 
 import flowrun
@@ -99,12 +101,9 @@ def test_a_quiet_run_imports_no_display(tmp_path: Path) -> None:
 def test_plain_prompts_need_no_template_engine(tmp_path: Path) -> None:
     """Prompts without Jinja syntax are used as they are: with the check cache warm, a run of
     such a workflow never imports jinja2 (nor does importing the API)."""
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "solo.yaml").write_text(
-        "version: 1\nkind: agent\nname: solo\nprompt: You help.\n"
-    )
+    solo = "version: 1\nkind: agent\nname: solo\nprompt: You help.\n"
     workflow = "version: 1\nkind: workflow\nname: wf\nentry: solo\ndefault_model: openai:gpt-4o\n"
-    (tmp_path / "wf.yaml").write_text(workflow)
+    write_files(tmp_path, {"agents.d/solo.yaml": solo, "wf.yaml": workflow})
     args = ["wf.yaml", "--dry-run", "-q", "--runs-dir", str(tmp_path / "runs")]
     code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
     assert code == 0 and "jinja2" in loaded  # the first check analyses the templates

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import run_cli
-from wire_server import Reply, ToolCallSpec, WireRequest, WireServer
+from support.cli import run_cli
+from support.env import WIRES, model_env
+from support.project import agent, model, script_manifest, who, workflow, write_files, write_project
+from support.runs import events
+from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
-PROVIDERS = ["anthropic", "openai"]
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -36,23 +37,7 @@ SCHEMA = {
 GOOD = {"citations": [{"source": "https://docs.python.org/3/howto/sorting.html", "claim": "sort is stable"}]}
 FIXED = {"citations": [{"source": "notes.md", "claim": "key functions run once per item"}]}
 BAD = {"citations": []}  # minItems 1
-
-
-def agent(name: str, **keys: Any) -> str:
-    return yaml.safe_dump(
-        {"version": 1, "kind": "agent", "name": name, "prompt": f"You are the {name} agent.", **keys}
-    )
-
-
-def workflow(name: str, **keys: Any) -> str:
-    base = {
-        "version": 1,
-        "kind": "workflow",
-        "name": name,
-        "models": {"claude": {"provider": "anthropic", "model": "claude-test"}},
-        "default_model": "claude",
-    }
-    return yaml.safe_dump({**base, **keys})
+CLAUDE = model("anthropic", model="claude-test")
 
 
 def project(tmp: Path) -> None:
@@ -63,15 +48,13 @@ def project(tmp: Path) -> None:
         # named from the project's root, as written next to the workflow: found all the same
         "agents.d/fixer.yaml": agent("fixer", output_schema="schemas/citations.schema.json"),
         "agents.d/broken.yaml": agent("broken", output_schema=SCHEMA, output_repairs=1),
-        "calls.yaml": workflow("calls", entry="boss"),
+        "calls.yaml": workflow(CLAUDE, name="calls", entry="boss"),
         "direct.yaml": workflow(
-            "direct", steps=[{"agent": "good", "task": "Cite."}], output="out/citations.json"
+            CLAUDE, name="direct", steps=[{"agent": "good", "task": "Cite."}], output="out/citations.json"
         ),
-        "fails.yaml": workflow("fails", entry="broken"),
+        "fails.yaml": workflow(CLAUDE, name="fails", entry="broken"),
     }
-    for rel, text in files.items():
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / rel).write_text(text, encoding="utf-8")
+    write_files(tmp, files)
 
 
 def answer(request: WireRequest, value: Any) -> Reply:
@@ -83,16 +66,16 @@ def answer(request: WireRequest, value: Any) -> Reply:
 
 
 def responder(request: WireRequest) -> Reply:
-    who = request.system.removeprefix("You are the ").split(" ")[0]
+    name = who(request)
     turn = request.assistant_turns
-    if who == "boss":
+    if name == "boss":
         if turn == 0:
             calls = [ToolCallSpec(n, {"task": f"Cite sources ({n})."}) for n in ("good", "fixer", "broken")]
             return Reply(tool_calls=calls)
         return Reply(text="All three answered.")
-    if who == "good":
+    if name == "good":
         return answer(request, GOOD)
-    if who == "fixer":
+    if name == "fixer":
         return Reply(text="Here you go: not json at all") if turn == 0 else answer(request, FIXED)
     return answer(request, BAD)
 
@@ -100,19 +83,13 @@ def responder(request: WireRequest) -> Reply:
 def run(tmp: Path, server: WireServer, provider: str, wf: str, *extra: str) -> tuple[int, str, Path]:
     args = [wf, "--run-id", wf.removesuffix(".yaml"), *extra]
     env = {"FLOWRUN_RETRY_BASE_S": "0.01"}
-    if provider == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": "test-key-struct", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-    else:
-        env |= {"OPENAI_API_KEY": "test-key-struct", "OPENAI_BASE_URL": server.openai_base_url}
+    env |= model_env(server, provider)
+    if provider == "openai":
         args += ["--model", "openai:gpt-test"]
     proc = run_cli(args, cwd=tmp, env=env)
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out
     return proc.returncode, out, tmp / "runs" / wf.removesuffix(".yaml")
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def results(evs: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
@@ -132,7 +109,7 @@ def assert_native(request: WireRequest) -> None:
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_valid_repaired_and_failing_answers_reach_the_caller(
     tmp_path: Path, provider: str, stream: bool
 ) -> None:
@@ -157,7 +134,7 @@ def test_valid_repaired_and_failing_answers_reach_the_caller(
     fixer_invalid = [e for e in invalid if e["agent"] == "fixer"]
     assert len(fixer_invalid) == 1 and fixer_invalid[0]["repairs_left"] == 2
     assert "not valid JSON" in fixer_invalid[0]["problem"] or "no JSON value" in fixer_invalid[0]["problem"]
-    fixer_requests = [r for r in requests if "fixer agent" in r.system]
+    fixer_requests = [r for r in requests if who(r) == "fixer"]
     assert len(fixer_requests) == 2
     assert "does not match the required JSON Schema" in fixer_requests[1].last_user_text
 
@@ -166,11 +143,11 @@ def test_valid_repaired_and_failing_answers_reach_the_caller(
     assert broken["status"] == "error" and broken["error"]["code"] == "OUTPUT_INVALID"
     assert "citations: [] should be non-empty" in broken["text"]
     assert [e["repairs_left"] for e in invalid if e["agent"] == "broken"] == [1, 0]
-    assert len([r for r in requests if "broken agent" in r.system]) == 2
+    assert len([r for r in requests if who(r) == "broken"]) == 2
 
     # the schema went out natively for the structured agents, never for the boss
     for request in requests:
-        if "boss agent" in request.system:
+        if who(request) == "boss":
             assert "response_format" not in request.body and "tool_choice" not in request.body
         else:
             assert_native(request)
@@ -179,7 +156,7 @@ def test_valid_repaired_and_failing_answers_reach_the_caller(
     assert "answer does not match output_schema (2 repair(s) left)" in shown
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_workflow_json_output_and_a_failing_top_agent(tmp_path: Path, provider: str) -> None:
     project(tmp_path)
     with WireServer(responder) as server:
@@ -196,7 +173,7 @@ def test_workflow_json_output_and_a_failing_top_agent(tmp_path: Path, provider: 
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_an_answer_nested_thousands_deep_gets_a_repair_turn(tmp_path: Path, provider: str) -> None:
     """JSON arrays 5,000 levels deep (the answer's text on OpenAI, the final_answer call's input on
     Anthropic) had broken the stack: an internal error. It is an answer that is not valid JSON,
@@ -228,9 +205,9 @@ def test_instructions_instead_of_native_output(tmp_path: Path) -> None:
         "plain": {"provider": "openai", "model": "m", "structured_output": "instructions"},
     }
     for name in models:
-        wf = yaml.safe_load(workflow(f"wf_{name}", steps=[{"agent": "good", "task": "Cite."}]))
-        wf["models"], wf["default_model"] = models, name
-        (tmp_path / f"wf_{name}.yaml").write_text(yaml.safe_dump(wf))
+        wf = workflow(name=f"wf_{name}", models=models, default_model=name)
+        wf["steps"] = [{"agent": "good", "task": "Cite."}]
+        write_files(tmp_path, {f"wf_{name}.yaml": wf})
 
     def text_model(request: WireRequest) -> Reply:
         if request.assistant_turns == 0:
@@ -279,10 +256,9 @@ def test_validate_checks_output_schemas(tmp_path: Path) -> None:
         "escape.yaml": agent("escape", output_schema="../x.json"),
         "repairs.yaml": agent("repairs", output_schema=SCHEMA, output_repairs=11),
     }
-    for rel, text in bad.items():
-        (tmp_path / "agents.d" / rel).write_text(text)
+    write_files(tmp_path / "agents.d", bad)
     tools = ["good", *(n.removesuffix(".yaml") for n in bad)]
-    (tmp_path / "agents.d" / "boss.yaml").write_text(agent("boss", tools=tools))
+    write_files(tmp_path, {"agents.d/boss.yaml": agent("boss", tools=tools)})
     proc = run_cli(["validate", ".", "--format", "json"], cwd=tmp_path)
     assert proc.returncode == 1
     found = {(Path(d["file"]).name, d["code"]) for d in json.loads(proc.stdout)["diagnostics"]}
@@ -434,12 +410,11 @@ def test_validate_reports_every_schema_error_and_dangling_refs(tmp_path: Path) -
                 "properties": {"a": {"$ref": "#/definitions/s"}},
             },
         ),
-        "dangling.yaml": workflow("dangling", entry="dangling"),
+        "dangling.yaml": workflow(CLAUDE, name="dangling", entry="dangling"),
     }
-    for rel, text in files.items():
-        (tmp_path / rel).write_text(text)
+    write_files(tmp_path, files)
     tools = ["good", "many", "dangling", "remote", "draft7"]
-    (tmp_path / "agents.d" / "boss.yaml").write_text(agent("boss", tools=tools))
+    write_files(tmp_path, {"agents.d/boss.yaml": agent("boss", tools=tools)})
     proc = run_cli(["validate", ".", "--format", "json"], cwd=tmp_path)
     assert proc.returncode == 1
     found = [
@@ -474,39 +449,16 @@ def test_a_structured_answer_ends_the_agent_even_without_stop_on_text(tmp_path: 
     """`stop.on_text: false` makes a plain answer a 'continue'; with an output_schema, an answer
     without tool calls is the final answer, checked (and repaired) like any other."""
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
-    spec = {
-        "version": 1,
-        "kind": "agent",
-        "name": "worker",
-        "prompt": "Work.",
-        "tools": ["write_file"],
-        "stop": {"on_text": False},
-        "output_schema": schema,
-    }
-    script = {
-        "version": 1,
-        "kind": "script",
-        "agents": {
-            "worker": [
-                {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]},
-                {"text": '{"b": 1}'},
-                {"text": '{"a": "done"}'},
-            ]
-        },
-    }
-    wf = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "w",
-        "models": {"s": {"provider": "scripted", "model": "s", "script": "script.yaml"}},
-        "default_model": "s",
-        "entry": "worker",
-        "output": "out.json",
-    }
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "worker.yaml").write_text(yaml.safe_dump(spec))
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
-    (tmp_path / "w.yaml").write_text(yaml.safe_dump(wf))
+    worker = {"prompt": "Work.", "tools": ["write_file"], "stop": {"on_text": False}, "output_schema": schema}
+    replies = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.md", "content": "x"}}]},
+        {"text": '{"b": 1}'},
+        {"text": '{"a": "done"}'},
+    ]
+    wf = workflow(name="w", entry="worker", output="out.json")
+    write_project(
+        tmp_path, wf, {"worker": worker}, {"script.yaml": script_manifest({"worker": replies})}, name="w.yaml"
+    )
     proc = run_cli(["w.yaml", "--run-id", "r", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((tmp_path / "runs" / "r" / "out.json").read_text()) == {"a": "done"}

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import flowrun_cmd, run_cli
-from hardening_helpers import scripted_project
+from support.cli import flowrun_cmd, run_cli
+from support.project import scripted_project
+from support.runs import no_traceback
 
 import flowrun
 
@@ -30,14 +31,7 @@ def project(tmp: Path, agent: dict[str, Any] | None = None, workflow: dict[str, 
     agents = {"w": {"prompt": "You write.", "tools": ["write_file"], **(agent or {})}}
     replies = {"w": [{"text": "done"}]}
     inputs = {"topic": {"description": "t"}}
-    return scripted_project(tmp, agents, replies, entry="w", inputs=inputs, workflow=workflow) / "wf.yaml"
-
-
-def clean(proc: Any) -> str:
-    """The command's output, once it is known not to be a crash."""
-    out: str = proc.stdout + proc.stderr
-    assert "Traceback" not in out and "internal error" not in out, out
-    return out
+    return scripted_project(tmp, agents, replies, entry="w", inputs=inputs, **(workflow or {}))
 
 
 @pytest.mark.parametrize(
@@ -60,26 +54,26 @@ def test_validate_names_a_long_name_at_its_line(
         del body["prompt"]
         path.write_text(yaml.safe_dump(body))
     proc = run_cli(["validate", str(wf)], cwd=tmp_path)
-    out = clean(proc)
+    out = no_traceback(proc)
     assert proc.returncode == 1, out
     line = next(line for line in out.splitlines() if f"error[{code}]" in line)
     assert line.split(":")[1].isdigit() and said in line, line
     run = run_cli([str(wf), "--topic", "t", "-q"], cwd=tmp_path)
-    assert run.returncode == 1 and f"error[{code}]" in clean(run)  # (a run checks as validate does)
+    assert run.returncode == 1 and f"error[{code}]" in no_traceback(run)  # (a run checks as validate does)
 
 
 def test_a_long_name_from_an_input_or_an_option_is_refused_in_one_line(tmp_path: Path) -> None:
     wf = project(tmp_path, workflow={"workspace": {"dir": "work/{{ topic }}"}})
     proc = run_cli([str(wf), "--topic", LONG, "-q"], cwd=tmp_path)
-    out = clean(proc)
+    out = no_traceback(proc)
     assert proc.returncode == 2 and "workspace.dir work/yyy" in out and "is 300 bytes long" in out, out
     assert "hint: shorten it" in out and not (tmp_path / "runs").exists()
     proc = run_cli([str(wf), "--topic", "t", "-q", "--workdir", f"w/{LONG}"], cwd=tmp_path)
-    assert proc.returncode == 2 and "--workdir w/yyy" in clean(proc)
+    assert proc.returncode == 2 and "--workdir w/yyy" in no_traceback(proc)
     proc = run_cli([str(wf), "--topic", "t", "-q", "--runs-dir", f"r/{LONG}"], cwd=tmp_path)
-    assert proc.returncode != 0 and "File name too long" in clean(proc)
+    assert proc.returncode != 0 and "File name too long" in no_traceback(proc)
     proc = run_cli(["runs", "--runs-dir", str(tmp_path / LONG)], cwd=tmp_path)
-    assert proc.returncode != 0 and "no runs folder" in clean(proc)
+    assert proc.returncode != 0 and "no runs folder" in no_traceback(proc)
     ok = run_cli([str(wf), "--topic", "t", "-q"], cwd=tmp_path)  # the same workflow with a fitting name
     assert ok.returncode == 0, ok.stderr
 
@@ -89,7 +83,7 @@ def test_what_the_system_refuses_is_one_line_not_a_bug_report(tmp_path: Path) ->
     system's refusal, said with the path, exit 1; not an internal error of flowrun's."""
     (tmp_path / "a-file").write_text("x")
     proc = run_cli(["init", "research", str(tmp_path / "a-file" / "sub")], cwd=tmp_path)
-    out = clean(proc)
+    out = no_traceback(proc)
     assert proc.returncode == 1 and "error: Not a directory:" in out and "a-file/sub" in out, out
     assert "hint: check the path" in out
 
@@ -150,10 +144,10 @@ def test_a_batch_default_folder_from_a_long_items_name_fits_and_is_found_again(t
     items = tmp_path / f"{'q' * 253}.j"  # 255 bytes (JSON lines): the longest name a file can have
     items.write_text('{"topic": "t"}\n{"topic": "u"}\n')
     proc = run_cli(["batch", str(wf), items.name], cwd=tmp_path)
-    assert proc.returncode == 0 and "2 completed, 0 failed" in clean(proc), proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "2 completed, 0 failed" in no_traceback(proc), proc.stdout + proc.stderr
     [folder] = (tmp_path / "batches").iterdir()
     assert len(folder.name.encode()) == 255 and folder.name.startswith(f"{flowrun.load(wf).name}-qqq")
     assert (folder / "results.jsonl").read_text().count("\n") == 2
     again = run_cli(["batch", str(wf), items.name], cwd=tmp_path)
-    assert again.returncode == 0 and "2 completed, 0 failed (0 run now)" in clean(again), again.stdout
+    assert again.returncode == 0 and "2 completed, 0 failed (0 run now)" in no_traceback(again), again.stdout
     assert [p.name for p in (tmp_path / "batches").iterdir()] == [folder.name]

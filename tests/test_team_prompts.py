@@ -7,9 +7,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.env import model_env
+from support.paths import REPO
+from support.project import write_files
+from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 from test_e2e_research import MATCH
-from wire_server import Reply, Script, ToolCallSpec, WireServer
 
 CRITIC = """\
 version: 1
@@ -31,9 +34,7 @@ tools: {add: [critic]}
 
 def test_a_critic_added_in_yaml_is_named_in_the_orchestrators_prompt(tmp_path: Path) -> None:
     shutil.copy(REPO / "examples" / "research.yaml", tmp_path / "research.yaml")
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "critic.yaml").write_text(CRITIC)
-    (tmp_path / "agents.d" / "orchestrator.yaml").write_text(ORCHESTRATOR)
+    write_files(tmp_path, {"agents.d/critic.yaml": CRITIC, "agents.d/orchestrator.yaml": ORCHESTRATOR})
     script = Script(
         {
             "orchestrator": [
@@ -45,7 +46,7 @@ def test_a_critic_added_in_yaml_is_named_in_the_orchestrators_prompt(tmp_path: P
         {**MATCH, "critic": "You are the critic"},
     )
     with WireServer(script) as server:
-        env = {"ANTHROPIC_API_KEY": "test-key-123456", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        env = model_env(server, "anthropic")
         proc = run_cli(["research.yaml", "--question", "q", "-q", "--run-id", "r"], cwd=tmp_path, env=env)
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -64,10 +65,8 @@ def test_every_built_in_role_describes_the_team_it_is_given(tmp_path: Path) -> N
     import flowrun
 
     shutil.copy(REPO / "examples" / "research.yaml", tmp_path / "research.yaml")
-    (tmp_path / "agents.d").mkdir()
-    (tmp_path / "agents.d" / "critic.yaml").write_text(CRITIC)
     writer = "version: 1\nname: writer\nextends: writer\ntools: {add: [critic]}\n"
-    (tmp_path / "agents.d" / "writer.yaml").write_text(writer)
+    write_files(tmp_path, {"agents.d/critic.yaml": CRITIC, "agents.d/writer.yaml": writer})
     wf = flowrun.load(tmp_path / "research.yaml")
     result = wf.run_sync({"question": "q"}, runs_dir=tmp_path / "runs", run_id="r", dry_run=True)
     assert result.ok

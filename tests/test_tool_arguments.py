@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import run_cli
+from support.cli import run_cli
 
 TOOLS = """
 import json

@@ -8,15 +8,16 @@ of built-in tool names."""
 from __future__ import annotations
 
 import ast
-import json
 import shutil
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import script_manifest, write_project
+from support.runs import events
 
 WORKFLOW = """\
 version: 1
@@ -159,30 +160,16 @@ TOOLS = {
 }
 
 
-def agent(name: str, tools: list[str]) -> str:
-    spec = {
-        "version": 1,
-        "kind": "agent",
-        "name": name,
-        "description": f"{name} of the test project",
-        "prompt": f"You are {name}.",
-        "tools": tools,
-    }
-    return yaml.safe_dump(spec, sort_keys=False)
-
-
 def project(tmp: Path, agents: dict[str, list[str]], script: dict[str, Any]) -> Path:
     files = {
-        "wf.yaml": WORKFLOW,
         "prop_tools.py": MODULE,
-        "script.yaml": yaml.safe_dump({"version": 1, "kind": "script", "agents": script}),
+        "script.yaml": script_manifest(script),
         **{f"tools.d/{name}.yaml": text for name, text in TOOLS.items()},
-        **{f"agents.d/{name}.yaml": agent(name, tools) for name, tools in agents.items()},
     }
-    for rel, text in files.items():
-        path = tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    team = {
+        name: {"description": f"{name} of the test project", "tools": tools} for name, tools in agents.items()
+    }
+    write_project(tmp, WORKFLOW, team, files)
     check = run_cli(["validate", "--strict", "."], cwd=tmp)
     assert check.returncode == 0, check.stdout + check.stderr
     return tmp
@@ -192,10 +179,6 @@ def run(tmp: Path, *extra: str) -> Path:
     proc = run_cli(["wf.yaml", "--question", "q", "--run-id", "r", *extra], cwd=tmp)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp / "runs" / "r"
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def calls(tmp: Path) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from conftest import REPO
+from support.paths import REPO
 
 LIMIT = 300
 

@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import REPO, SECRET_VARS, flowrun_cmd, run_cli
-from wire_server import Reply, Responder, Script, ToolCallSpec, WireRequest, WireServer
+from support.cli import popen_cli, run_cli
+from support.env import model_env
+from support.paths import REPO
+from support.project import model, wire_script, workflow, write_project
+from support.served import Served
+from support.wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer, calls
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = REPO / "test-output" / "ui"
@@ -120,55 +123,16 @@ class Gate:
             self.cond.notify_all()
 
 
-def project(tmp: Path, agents: dict[str, list[Any]], **workflow: Any) -> Path:
+def project(tmp: Path, agents: dict[str, list[Any]], **keys: Any) -> Path:
     """A workflow of `agents` (name -> tools), the first the entry, on the openai wire format;
-    `workflow` keys over the defaults."""
-    spec = {
-        "version": 1,
-        "kind": "workflow",
-        "name": "team",
-        "models": {"m": {"provider": "openai", "model": "gpt-test", "price": {"input": 3, "output": 15}}},
-        "default_model": "m",
-        "entry": next(iter(agents)),
-        "task": "Do the job.",
-        **workflow,
-    }
-    (tmp / "agents.d").mkdir(parents=True, exist_ok=True)
-    (tmp / "wf.yaml").write_text(yaml.safe_dump(spec))
-    for name, tools in agents.items():
-        agent = {
-            "version": 1,
-            "kind": "agent",
-            "name": name,
-            "prompt": f"You are the {name}.",
-            "tools": tools,
-        }
-        (tmp / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
-    return tmp / "wf.yaml"
-
-
-def script(replies: dict[str, list[Reply]]) -> Script:
-    return Script(replies, {name: f"You are the {name}." for name in replies})
-
-
-def calls(*specs: ToolCallSpec, text: str = "") -> Reply:
-    return Reply(text=text, tool_calls=list(specs))
-
-
-def model_env(server: WireServer) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
+    `keys` over the defaults."""
+    priced = model("openai", price={"input": 3, "output": 15})
+    spec = workflow(priced, **{"entry": next(iter(agents)), "task": "Do the job.", **keys})
+    return write_project(tmp, spec, agents)
 
 
 def start_run(wf: Path, run_id: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | env
-    return subprocess.Popen(
-        [*flowrun_cmd(), str(wf), "--run-id", run_id, "-q"],
-        cwd=wf.parent,
-        env=full,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return popen_cli([str(wf), "--run-id", run_id, "-q"], wf.parent, env)
 
 
 def wait_for_file(path: Path, proc: subprocess.Popen[str] | None = None, timeout: float = 60) -> None:
@@ -186,32 +150,17 @@ def api_server() -> Iterator[Any]:
     """Start `flowrun ui` (the runs API of `serve http` with the pages) on a runs folder, on a
     free port, with the model server's environment for the runs it starts or resumes; the URL
     it serves at."""
-    started: list[subprocess.Popen[str]] = []
+    started: list[Served] = []
 
     def start(runs_dir: Path, env: dict[str, str] | None = None, workflows: tuple[Path, ...] = ()) -> str:
-        full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
         runs_dir.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.Popen(
-            [*flowrun_cmd(), "ui", "--port", "0", "--runs-dir", str(runs_dir), *map(str, workflows)],
-            cwd=runs_dir.parent,
-            env=full,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        started.append(proc)
-        assert proc.stderr is not None
-        said = ""
-        for line in proc.stderr:  # the banner; a server that cannot start ends the stream
-            said += line
-            if line.startswith("the web UI: "):
-                return line.split()[-1].rstrip("/")
-        raise AssertionError(f"flowrun ui did not start: {said}")
+        args = ["--port", "0", "--runs-dir", str(runs_dir), *map(str, workflows)]
+        started.append(Served(runs_dir.parent, args, env, command="ui"))
+        return started[-1].base
 
     yield start
-    for proc in started:
-        proc.terminate()
-        proc.communicate(timeout=30)  # and its pipes closed
+    for served in started:
+        served.stop()
 
 
 def bars(page: Any) -> int:
@@ -234,7 +183,7 @@ def wait_status(page: Any, status: str) -> None:
 
 def test_a_live_runs_timeline_gains_bars_while_it_runs(tmp_path: Path, page: Any, api_server: Any) -> None:
     wf = project(tmp_path, {"orchestrator": ["worker"], "worker": ["list_directory"]})
-    replies = script(
+    replies = wire_script(
         {
             "orchestrator": [
                 calls(
@@ -248,12 +197,12 @@ def test_a_live_runs_timeline_gains_bars_while_it_runs(tmp_path: Path, page: Any
     )
     gate = Gate(replies)
     with WireServer(gate) as server:
-        proc = start_run(wf, "live", model_env(server))
+        proc = start_run(wf, "live", model_env(server, "openai"))
         try:
             run_dir = tmp_path / "runs" / "live"
             gate.wait_arrived(1)  # the orchestrator's first model call is in flight, held
             wait_for_file(run_dir / "run.json", proc)
-            url = api_server(tmp_path / "runs", model_env(server))
+            url = api_server(tmp_path / "runs", model_env(server, "openai"))
             page.goto(f"{url}/runs/live")
             page.wait_for_selector("svg.timeline rect.bar-model.outcome-running", timeout=WAIT_MS)
             first = bars(page)
@@ -300,7 +249,7 @@ def test_a_live_runs_timeline_gains_bars_while_it_runs(tmp_path: Path, page: Any
 def finished_run(tmp_path: Path) -> Path:
     """orchestrator -> worker, who writes a file and answers with markup that must stay text."""
     wf = project(tmp_path, {"orchestrator": ["worker"], "worker": ["write_file"]})
-    replies = script(
+    replies = wire_script(
         {
             "orchestrator": [calls(ToolCallSpec("worker", {"task": "Write the notes."})), Reply(XSS)],
             "worker": [
@@ -315,7 +264,7 @@ def finished_run(tmp_path: Path) -> Path:
         }
     )
     with WireServer(replies) as server:
-        done = run_cli([str(wf), "--run-id", "done", "-q"], cwd=tmp_path, env=model_env(server))
+        done = run_cli([str(wf), "--run-id", "done", "-q"], cwd=tmp_path, env=model_env(server, "openai"))
         assert done.returncode == 0, done.stdout + done.stderr
     return tmp_path / "runs" / "done"
 
@@ -397,9 +346,9 @@ def test_the_start_form_starts_a_run_of_a_served_workflow(tmp_path: Path, page: 
         },
         task="Write about {{ topic }} in {{ rounds }} rounds.",
     )
-    replies = script({"lead": [Reply("Written.")]})
+    replies = wire_script({"lead": [Reply("Written.")]})
     with WireServer(replies) as server:
-        url = api_server(tmp_path / "runs", model_env(server), (wf,))
+        url = api_server(tmp_path / "runs", model_env(server, "openai"), (wf,))
         page.goto(f"{url}/new")
         page.wait_for_selector("form.start-form textarea#input-topic", timeout=WAIT_MS)
         assert page.input_value("#input-rounds") == "2"
@@ -419,13 +368,13 @@ def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: 
         tmp_path, {"lead": []}, inputs={"topic": {"type": "string"}}, task="Write about {{ topic }}."
     )
     (tmp_path / "items.jsonl").write_text("".join(json.dumps({"topic": t}) + "\n" for t in ("a", "b", "c")))
-    replies = script({"lead": [Reply("Written.", usage=(1000, 100))]})
+    replies = wire_script({"lead": [Reply("Written.", usage=(1000, 100))]})
     with WireServer(replies) as server:
         out = tmp_path / "batches" / "b1"
         done = run_cli(
             ["batch", str(wf), "items.jsonl", "--out", str(out), "--processes", "1"],
             cwd=tmp_path,
-            env=model_env(server),
+            env=model_env(server, "openai"),
         )
         assert done.returncode == 0, done.stdout + done.stderr
     (tmp_path / "runs").mkdir()
@@ -500,7 +449,7 @@ def test_show_html_redacts_secrets_and_refuses_other_views(tmp_path: Path) -> No
 
 def test_allow_on_a_pending_approval_completes_the_run(tmp_path: Path, page: Any, api_server: Any) -> None:
     wf = project(tmp_path, {"orchestrator": ["worker"], "worker": [{"write_file": {"approve": "ask"}}]})
-    replies = script(
+    replies = wire_script(
         {
             "orchestrator": [calls(ToolCallSpec("worker", {"task": "Write it."})), Reply("All done.")],
             "worker": [
@@ -510,10 +459,10 @@ def test_allow_on_a_pending_approval_completes_the_run(tmp_path: Path, page: Any
         }
     )
     with WireServer(replies) as server:
-        first = run_cli([str(wf), "--run-id", "wait", "-q"], cwd=tmp_path, env=model_env(server))
+        first = run_cli([str(wf), "--run-id", "wait", "-q"], cwd=tmp_path, env=model_env(server, "openai"))
         assert first.returncode == 75, first.stdout + first.stderr  # no terminal: the run waits
         run_dir = tmp_path / "runs" / "wait"
-        url = api_server(tmp_path / "runs", model_env(server))
+        url = api_server(tmp_path / "runs", model_env(server, "openai"))
         page.goto(f"{url}/runs/wait")
         wait_status(page, "waiting")
         decision = page.locator(".decision[data-kind='approval']")
@@ -535,13 +484,13 @@ def test_allow_on_a_pending_approval_completes_the_run(tmp_path: Path, page: Any
 
 def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any, api_server: Any) -> None:
     wf = project(tmp_path, {"boss": ["ask_user"]})
-    replies = script(
+    replies = wire_script(
         {"boss": [calls(ToolCallSpec("ask_user", {"question": "Which <b>colour</b>?"})), Reply("Done.")]}
     )
     with WireServer(replies) as server:
-        first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=model_env(server))
+        first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=model_env(server, "openai"))
         assert first.returncode == 75, first.stdout + first.stderr
-        url = api_server(tmp_path / "runs", model_env(server))
+        url = api_server(tmp_path / "runs", model_env(server, "openai"))
         page.goto(f"{url}/runs/q")
         decision = page.locator(".decision[data-kind='question']")
         decision.wait_for(timeout=WAIT_MS)

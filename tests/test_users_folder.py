@@ -14,9 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
-from test_rosters import INSTRUCTOR, PROVIDERS, WORKER, call, run_example
-from wire_server import Reply, Script, WireServer
+from support.cli import run_cli
+from support.env import WIRES
+from support.paths import REPO
+from support.project import write_files
+from support.runs import events
+from support.wire_server import Reply, Script, WireServer, call
+from test_rosters import INSTRUCTOR, WORKER, run_example
 
 GITIGNORE = b"# my project's own rules\nnode_modules/\n.env\n"
 TASK = b"My own task notes: do not lose these.\r\nLine two, CRLF on purpose.\n"
@@ -24,11 +28,9 @@ KEPT = "kept your TASK.md; the roster's version is not written"
 
 
 def users_project(tmp: Path) -> Path:
-    proj = tmp / "proj"
-    (proj / "src").mkdir(parents=True)
-    (proj / ".gitignore").write_bytes(GITIGNORE)
-    (proj / "TASK.md").write_bytes(TASK)
-    (proj / "src" / "app.py").write_text("print('hi')\n")
+    proj = write_files(
+        tmp / "proj", {".gitignore": GITIGNORE, "TASK.md": TASK, "src/app.py": "print('hi')\n"}
+    )
     return proj
 
 
@@ -42,10 +44,6 @@ def snapshot(folder: Path) -> dict[str, str]:
             path = Path(dirpath) / name
             found[os.path.relpath(path, folder)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def reader_script() -> Script:
@@ -62,7 +60,7 @@ def reader_script() -> Script:
     )
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", WIRES)
 def test_a_workdir_run_keeps_the_users_gitignore_and_task_md(tmp_path: Path, provider: str) -> None:
     proj = users_project(tmp_path)
     before = snapshot(proj)
@@ -145,21 +143,18 @@ workspace:
 DEV = "version: 1\nkind: agent\nname: dev\nprompt: p\ntools: [read_file, write_file]\n"
 
 
-def scripted_project(tmp: Path, replies: str = "    - text: done\n", workflow: str = SCRIPTED) -> Path:
+def dev_project(tmp: Path, replies: str = "    - text: done\n", workflow: str = SCRIPTED) -> Path:
     files = {
         "flow/wf.yaml": workflow,
         "flow/agents.d/dev.yaml": DEV,
         "flow/dev.script.yaml": "version: 1\nkind: script\nagents:\n  dev:\n" + replies,
     }
-    for rel, text in files.items():
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / rel).write_text(text)
-    return tmp / "flow" / "wf.yaml"
+    return write_files(tmp, files) / "flow" / "wf.yaml"
 
 
 def test_overwrite_true_replaces_that_seed_only(tmp_path: Path) -> None:
     proj = users_project(tmp_path)
-    scripted_project(tmp_path)
+    dev_project(tmp_path)
     proc = run_cli(["flow/wf.yaml", "--workdir", "proj", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (proj / "TASK.md").read_text() == "the roster's task\n"  # overwrite: true
@@ -172,7 +167,7 @@ def test_overwrite_true_replaces_that_seed_only(tmp_path: Path) -> None:
 
 def test_a_run_folder_gets_every_seed_as_before(tmp_path: Path) -> None:
     """No --workdir: the run folder is new, there is nothing of the user's to keep."""
-    scripted_project(tmp_path)
+    dev_project(tmp_path)
     proc = run_cli(["flow/wf.yaml", "--run-id", "r"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = tmp_path / "runs" / "r"
@@ -194,7 +189,7 @@ def test_paths_of_the_wrong_type_are_one_line_errors(tmp_path: Path, dry_run: bo
     parent, a folder where `output` goes, a file where a step's workdir goes, a folder where a
     foreach collects: exit 2, one line naming the path, and no run folder is made."""
     flag = ["--dry-run"] if dry_run else []
-    scripted_project(tmp_path)
+    dev_project(tmp_path)
     cases: list[tuple[str, list[str], tuple[str, ...]]] = []
     (tmp_path / "p1" / "TASK.md").mkdir(parents=True)
     cases.append(("p1", [], ("workspace.files: TASK.md", "p1/TASK.md is a folder, not a file")))
@@ -216,7 +211,7 @@ def test_paths_of_the_wrong_type_are_one_line_errors(tmp_path: Path, dry_run: bo
         inputs: {items: {type: list, default: [a]}}
         """
     )
-    scripted_project(tmp_path, workflow=stepped)
+    dev_project(tmp_path, workflow=stepped)
     for folder, make, words in (
         ("p3", lambda p: (p / "report.md").mkdir(parents=True), ("output report.md", "is a folder")),
         ("p4", lambda p: p.mkdir() or (p / "build").write_text("x"), ("workdir build", "is a file, not")),
@@ -239,7 +234,7 @@ def test_a_step_folder_decided_during_the_run_fails_it_in_one_line(tmp_path: Pat
               steps: [{agent: dev, workdir: "it_{{ iteration }}"}]
         """
     )
-    scripted_project(tmp_path, "    - text: one\n", workflow=looped)
+    dev_project(tmp_path, "    - text: one\n", workflow=looped)
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "it_1").write_text("in the way")
     proc = run_cli(["flow/wf.yaml", "--workdir", "proj", "--run-id", "r"], cwd=tmp_path)
@@ -253,7 +248,7 @@ def test_a_file_where_a_tool_needs_a_folder_is_a_tool_error_not_internal(tmp_pat
     """What the dry run used to leave (a file `design`) made the next run's write of
     design/scenario.md fail with INTERNAL; a user's file of that name now gets an answer the
     model can act on."""
-    scripted_project(
+    dev_project(
         tmp_path,
         "    - tool_calls: [{name: write_file, arguments: {path: design/scenario.md, content: x}}]\n"
         "    - text: done\n",

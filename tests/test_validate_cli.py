@@ -4,11 +4,12 @@ file, the line, and that no traceback is printed."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
+from support.project import write_files
 
 from flowrun.manifest.schema.export import KIND_NAMES
 
@@ -46,13 +47,9 @@ tools: [read_file]
 
 
 def make_project(tmp: Path, files: dict[str, str]) -> Path:
-    base = {"wf.yaml": WORKFLOW, "agents.d/boss.yaml": BOSS, "agents.d/helper.yaml": HELPER}
-    base.update(files)
-    for rel, text in base.items():
-        path = tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return tmp
+    return write_files(
+        tmp, {"wf.yaml": WORKFLOW, "agents.d/boss.yaml": BOSS, "agents.d/helper.yaml": HELPER, **files}
+    )
 
 
 def validate(tmp: Path, *extra: str) -> tuple[int, str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proc_helpers import wait_for
+from support.procs import wait_for
 
 from flowrun.tools.base import ToolContext
 from flowrun.tools.visit_url import html_to_markdown, visit_url

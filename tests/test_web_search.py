@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
 
 from flowrun.paths import builtin_corpus
 from flowrun.tools.base import ToolContext

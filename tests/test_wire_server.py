@@ -11,15 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_server import (
-    FailFirst,
-    Reply,
-    Script,
-    ToolCallSpec,
-    WireRequest,
-    WireServer,
-    always,
-)
+from support.wire_server import FailFirst, Reply, Script, ToolCallSpec, WireRequest, WireServer, always
 
 THREE_CALLS = [
     ToolCallSpec("read_file", {"path": "a.txt"}),
@@ -319,7 +311,7 @@ def test_broken_responder_becomes_a_500_with_the_traceback() -> None:
 def test_runs_as_a_script(tmp_path: Path) -> None:
     script = {"agents": {"researcher": [{"text": "from file", "usage": [3, 4]}]}}
     (tmp_path / "script.json").write_text(json.dumps(script))
-    server_py = Path(__file__).with_name("wire_server.py")
+    server_py = Path(__file__).parent / "support" / "wire_server.py"
     proc = subprocess.Popen(
         [sys.executable, str(server_py), "--script", str(tmp_path / "script.json"), "--port", "0"],
         stdout=subprocess.PIPE,

@@ -5,11 +5,11 @@ files; through the CLI with a scripted model and the real sandbox."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli
+from support.cli import run_cli
+from support.project import write_files
 
 SCRIPT = """\
 version: 1
@@ -43,10 +43,7 @@ def project(tmp: Path, workflow_extra: str = "") -> Path:
         "proj/src/app.py": "print('hi')\n",
         "outside.txt": "secret-ish\n",
     }
-    for rel, text in files.items():
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / rel).write_text(textwrap.dedent(text))
-    return tmp
+    return write_files(tmp, files)
 
 
 def tool_results(run_dir: Path) -> list[dict[str, Any]]:

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, TESTS, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import run_cli
+from support.paths import REPO, TESTS
 
 BOMB = b"""\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]

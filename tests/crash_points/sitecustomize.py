@@ -101,7 +101,7 @@ class _EventLogFinder(importlib.abc.MetaPathFinder):
 
 if _ROOT:
     sys.addaudithook(_hook)
-    if _WRITES and _EVENT_LOG in sys.modules:  # imported already (tests/cli_forkserver.py's child)
+    if _WRITES and _EVENT_LOG in sys.modules:  # imported already (tests/support/fork_server.py's child)
         _count_writes(sys.modules[_EVENT_LOG])
     elif _WRITES:
         sys.meta_path.insert(0, _EventLogFinder())

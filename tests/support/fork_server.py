@@ -1,4 +1,4 @@
-"""A fork server for the tests' command lines: `run_cli` (conftest.py) hands each `flowrun ...`
+"""A fork server for the tests' command lines: `run_cli` (support/cli.py) hands each `flowrun ...`
 to a process that has imported flowrun and the SDKs once, which forks a child per command. The
 child is a real process (its own pid, exit status, signals, atexit handlers, file
 descriptors) running the same `flowrun.cli.entry` the console script runs, with the test's
@@ -7,7 +7,7 @@ imports (2.5 s of CPU for `anthropic`, 1 s for `openai`, per command) are skippe
 depends on a fresh interpreter (which modules a command imports, a `PYTHONPATH` of its own,
 `PYTHON*` settings, the locale) runs as a plain subprocess: see `forkable`.
 
-The server: `python tests/cli_forkserver.py SOCKET`, one per pytest process, started at its
+The server: `python tests/support/fork_server.py SOCKET`, one per pytest process, started at its
 first command line and stopped with it. Each request is one SEQPACKET message (pickled argv,
 environment, folder) carrying the command's stdin, stdout and stderr; the answer is the
 child's pid, then its exit code as `subprocess` gives it (negative: killed by that signal)."""
@@ -32,8 +32,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-TESTS = Path(__file__).resolve().parent
-CRASH_POINTS = str(TESTS / "crash_points")
+# run as a script too, so it finds the crash points itself (support.paths.CRASH_POINTS)
+CRASH_POINTS = str(Path(__file__).resolve().parents[1] / "crash_points")
 SCRIPT = str(Path(sys.executable).parent / "flowrun")
 # settings read as an interpreter starts: a command given any of them gets a fresh one
 FRESH_PREFIXES = ("PYTHON", "LC_")

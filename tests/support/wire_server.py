@@ -12,7 +12,7 @@ Wire details that the SDKs depend on (TESTING.md 1-4): TCP_NODELAY and one `writ
 response, chunked transfer encoding for streams, an `event:` line on every Anthropic SSE event,
 OpenAI tool call fragments keyed by `index` with the id and name only on the first fragment.
 
-Also a script: `python tests/wire_server.py --script FILE.json --port N` prints its URL and
+Also a script: `python tests/support/wire_server.py --script FILE.json --port N` prints its URL and
 serves until interrupted (FILE.json: {"agents": {key: [reply, ...]}, "match": {key: substring}}).
 """
 
@@ -212,6 +212,16 @@ def _anthropic_view(path: str, headers: dict[str, str], body: dict[str, Any]) ->
         last_user_text=user_texts[-1] if user_texts else "",
         messages=messages,
     )
+
+
+def call(tool: str, /, **arguments: Any) -> ToolCallSpec:
+    """A call of `tool`: `call("write_file", path="a.md", content="x")`."""
+    return ToolCallSpec(tool, arguments)
+
+
+def calls(*specs: ToolCallSpec, text: str = "") -> Reply:
+    """A reply making the calls `specs` at once, `text` beside them."""
+    return Reply(text=text, tool_calls=list(specs))
 
 
 # ---------------------------------------------------------------- responders
@@ -818,6 +828,10 @@ class WireServer:
     @property
     def anthropic_base_url(self) -> str:
         return self.url
+
+    def base_url(self, api: str) -> str:
+        """The base URL the SDK of wire format `api` is given."""
+        return self.anthropic_base_url if api == "anthropic" else self.openai_base_url
 
     @property
     def requests(self) -> list[WireRequest]:

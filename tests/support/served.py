@@ -1,11 +1,11 @@
 """A `flowrun serve http` subprocess for the tests, and the project it serves: `nested`
 (orchestrator -> manager -> worker, whose write_file needs an approval), `talk` (one agent
 making two tool calls, whose second model call a test can hold at the wire server) and
-`branches` (two parallel steps, alpha and beta, each of whose write_file needs an approval)."""
+`branches` (two parallel steps, alpha and beta, each of whose write_file needs an approval), all
+written by `served_project`."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
-from conftest import SECRET_VARS, flowrun_cmd
-from proc_helpers import wait_for
-from wire_server import Reply, Script, ToolCallSpec, WireRequest, WireServer
 
-MODELS = {
-    "openai": {"provider": "openai", "model": "gpt-test"},
-    "anthropic": {"provider": "anthropic", "model": "claude-test"},
-}
+from support.cli import flowrun_cmd
+from support.env import clean_env
+from support.procs import wait_for
+from support.project import agent, model, wire_script, workflow, write_files
+from support.wire_server import Reply, Script, ToolCallSpec, WireRequest
+
 AGENTS: dict[str, list[Any]] = {
     "orchestrator": ["manager"],
     "manager": ["worker"],
@@ -61,7 +59,7 @@ def replies(**more: list[Reply]) -> Script:
         },
         **more,
     }
-    return Script(agents, {name: f"You are the {name}." for name in agents})
+    return wire_script(agents)
 
 
 class Held:
@@ -87,58 +85,35 @@ class Held:
         return self.inner(request)
 
 
-def write_project(root: Path, provider: str) -> list[Path]:
-    """The two workflows (and their agents) using `provider`'s model."""
-    (root / "agents.d").mkdir(parents=True, exist_ok=True)
-    for name, tools in AGENTS.items():
-        agent = {
-            "version": 1,
-            "kind": "agent",
-            "name": name,
-            "prompt": f"You are the {name}.",
-            "tools": tools,
-        }
-        (root / "agents.d" / f"{name}.yaml").write_text(yaml.safe_dump(agent))
-    files = []
+def served_project(root: Path, provider: str) -> list[Path]:
+    """The three workflows (and their agents) using `provider`'s model."""
+    write_files(root, {f"agents.d/{name}.yaml": agent(name, tools=tools) for name, tools in AGENTS.items()})
     parallel = {"parallel": [{"agent": side, "task": f"Side {side}."} for side in ("alpha", "beta")]}
-    for name, entry in (("nested", "orchestrator"), ("talk", "talker"), ("branches", None)):
-        spec: dict[str, object] = {
-            "version": 1,
-            "kind": "workflow",
-            "name": name,
-            "models": {"m": MODELS[provider]},
-            "default_model": "m",
-        }
-        spec |= {"entry": entry, "task": "Do the job."} if entry else {"steps": [parallel]}
-        (root / f"{name}.yaml").write_text(yaml.safe_dump(spec))
-        files.append(root / f"{name}.yaml")
-    return files
-
-
-def env_for(server: WireServer, provider: str) -> dict[str, str]:
-    if provider == "anthropic":
-        return {
-            "ANTHROPIC_API_KEY": "test-key-anthropic-123",
-            "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-        }
-    return {"OPENAI_API_KEY": "test-key-openai-123", "OPENAI_BASE_URL": server.openai_base_url}
+    specs = [
+        workflow(model(provider), name="nested", entry="orchestrator", task="Do the job."),
+        workflow(model(provider), name="talk", entry="talker", task="Do the job."),
+        workflow(model(provider), name="branches", steps=[parallel]),
+    ]
+    write_files(root, {f"{spec['name']}.yaml": spec for spec in specs})
+    return [root / f"{spec['name']}.yaml" for spec in specs]
 
 
 FIRST_LINE = {"http": "serving the runs API at http://", "a2a": "serving A2A at http://"}
+FIRST_LINE["ui"] = FIRST_LINE["http"]  # `flowrun ui` is the runs API with the pages
+COMMANDS = {"http": ["serve", "http"], "a2a": ["serve", "a2a"], "ui": ["ui"]}
 
 
 class Served:
-    """`flowrun serve COMMAND ARGS --port 0` in a subprocess (`serve http` by default, or `serve
-    a2a`); `base` is its address once it listens (the first line it writes)."""
+    """`flowrun serve COMMAND ARGS --port 0` in a subprocess (`serve http` by default, `serve
+    a2a`, or `ui`); `base` is its address once it listens (the first line it writes)."""
 
     def __init__(
         self, cwd: Path, args: list[str], env: dict[str, str] | None = None, command: str = "http"
     ) -> None:
-        full = {k: v for k, v in os.environ.items() if k not in SECRET_VARS} | (env or {})
         self.proc = subprocess.Popen(
-            [*flowrun_cmd(), "serve", command, *args],
+            [*flowrun_cmd(), *COMMANDS[command], *args],
             cwd=cwd,
-            env=full,
+            env=clean_env(env),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -197,11 +172,13 @@ def wait_status(http: httpx.Client, run_id: str, *wanted: str) -> dict[str, Any]
     return details
 
 
+def step_of(request: WireRequest, script: Script) -> tuple[str, str, int]:
+    """The model step a request asks for: (agent, its task, its turn)."""
+    first = next((m for m in request.messages if m.get("role") == "user"), {})
+    return str(script.agent_for(request)), str(first.get("content"))[:80], request.assistant_turns
+
+
 def asked_twice(requests: list[WireRequest], script: Script) -> Counter[tuple[str, str, int]]:
     """The model steps requested more than once: (agent, its task, its turn)."""
-    counts: Counter[tuple[str, str, int]] = Counter()
-    for request in requests:
-        first = next((m for m in request.messages if m.get("role") == "user"), {})
-        task = first.get("content")
-        counts[(str(script.agent_for(request)), str(task)[:80], request.assistant_turns)] += 1
+    counts = Counter(step_of(request, script) for request in requests)
     return Counter({key: n for key, n in counts.items() if n > 1})
