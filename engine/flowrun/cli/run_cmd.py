@@ -54,6 +54,7 @@ yes_option = click.option("-y", "--yes", is_flag=True, help=YES_HELP)
     "yes",
     "decisions",
     "decide_within",
+    "memory_dir",
 )
 @click.option("-h", "--help", "show_help", is_flag=True, help="Show this message and the workflow's inputs.")
 @click.pass_context

@@ -33,7 +33,7 @@ from flowrun.runtime.loop.deferred import load_noted
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepConditions, StepContext, StepKind
-from flowrun.runtime.tool_kinds import a2a, agent, command, mcp, python
+from flowrun.runtime.tool_kinds import a2a, agent, command, mcp, memory, python
 
 # in the order they are asked to claim a tool name
 BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
@@ -42,6 +42,7 @@ BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
     agent.KIND,
     mcp.KIND,
     a2a.KIND,
+    memory.KIND,
 )
 BUILTIN_STEP_KINDS: tuple[StepKind, ...] = (
     agent_step.KIND,

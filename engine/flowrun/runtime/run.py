@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flowrun.events import Event
-from flowrun.manifest.graph import tool_entries
+from flowrun.manifest.graph import offered_tools
 from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
-from flowrun.manifest.specs import WorkflowManifest
+from flowrun.manifest.specs import AgentManifest, WorkflowManifest
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import KindRecord, Ledger
 from flowrun.runtime.durable.run_files import RunFiles
@@ -23,7 +23,7 @@ from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strategy_for
 from flowrun.runtime.loop import dry_run
 from flowrun.runtime.loop.approvals import Approvals
-from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, Outcome
+from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, BoundTool, Outcome
 from flowrun.runtime.loop.decisions import Decisions
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
@@ -32,6 +32,7 @@ from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
 from flowrun.runtime.loop.user_turns import UserTurns
 from flowrun.runtime.mcp.prompt_source import fetch_prompt
+from flowrun.runtime.memory.service import memory_note
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
@@ -172,8 +173,8 @@ class Run:
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
         changed = await prepare_tools(inst, self)  # e.g. MCP servers started, their tools bound
         if await fetch_prompt(inst, self, self.prompts) or changed:  # an MCP server's prompt
-            inst.system = self.prompts.system_prompt(
-                self.project.agents[inst.name], inst.tools, inst.model.name
+            inst.system = self.system_prompt(
+                self.project.agents[inst.name], inst.tools, inst.model.name, inst.id
             )
             self.record_prompt(inst)  # what the agent is really told, with those tools
         return await self.models.model_call(inst)
@@ -202,7 +203,7 @@ class Run:
         loaded = self.project.agents[name]
         spec = loaded.spec
         config = self.models.choice.config(model_ref or spec.model, name)
-        requests = [BindRequest(tool, entry, spec, self.project) for _, tool, entry in tool_entries(spec)]
+        requests = [BindRequest(tool, entry, spec, self.project) for tool, entry in offered_tools(spec)]
         tools = bind_tools(requests)
         inst = AgentInstance(
             id=instance_id,
@@ -211,7 +212,7 @@ class Run:
             model=config,
             provider=self.models.provider_for(config),
             tools=tools,
-            system=self.prompts.system_prompt(loaded, tools, config.name),
+            system=self.system_prompt(loaded, tools, config.name, instance_id),
             depth=depth,
             cwd=cwd or self.workspace,
             strategy=strategy_for(spec.context),
@@ -220,6 +221,12 @@ class Run:
         )
         self.record_prompt(inst)
         return inst
+
+    def system_prompt(
+        self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str, agent_id: str
+    ) -> str:
+        """An instance's system prompt: the agent's, then its memory's block (runtime/memory/)."""
+        return self.prompts.system_prompt(loaded, tools, model) + memory_note(loaded.spec, agent_id, self)
 
     def record_prompt(self, inst: AgentInstance) -> None:
         """The instance's system prompt and tools: an event, and prompts/<instance>.md."""
