@@ -94,6 +94,10 @@ COMMANDS: dict[str, Registered] = {
         "Serve the web UI: runs, their timelines and conversations, decisions; WORKFLOWs to start.",
     ),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
+    "memory": Registered(
+        "flowrun.cli.memory_cmd:memory",
+        "Show, search, edit, forget or export an agent's memory (its `memory:`, kept across runs).",
+    ),
 }
 
 

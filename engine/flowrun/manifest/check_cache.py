@@ -48,6 +48,7 @@ CHECKED_DIRS = (
     "cassettes",  # the recorded runs test files name
     "skills",
     ".claude",
+    ".flowrun",  # (the agents' memories: validate warns when an index is over its cap)
 )
 BIG_FILE = 1 << 20  # larger files are fingerprinted by size and mtime, not content
 MAX_FILES = 5000  # a root with more files than this is not fingerprinted (no project entry)

@@ -49,7 +49,7 @@ def agent_callees(project: Project, name: str) -> list[str]:
         if kind is not None:
             found += kind.agents_called(entry, project)
     memory = loaded.spec.memory_config
-    if memory is not None and isinstance(memory.reflect, str):
+    if memory is not None and isinstance(memory.reflect, str) and memory.reflect in project.agents:
         found.append(memory.reflect)
     return found
 

@@ -9,6 +9,8 @@
     POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
     POST /v1/runs/{id}/cancel|resume   stop it resumably, continue it
     GET  /v1/runs/{id}/files[/PATH]    its folder's files, read-only
+    GET  /v1/runs/{id}/memory          its memories: their state at its start and now, its writes
+    GET  /v1/workflows/{name}/memory/{agent}   an agent's memory: its files as they are
     GET  /v1/workflows, /v1/batches[/NAME], /openapi.json
 
 Every request passes the Host and Origin check (serve/access.py) and, when the server has a
@@ -91,6 +93,8 @@ def build_app(
         Route("/v1/runs/{id}/resume", resume_route, methods=["POST"]),
         Route("/v1/runs/{id}/files", files_route, methods=["GET"]),
         Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
+        Route("/v1/runs/{id}/memory", run_memory_route, methods=["GET"]),
+        Route("/v1/workflows/{name}/memory/{agent}", agent_memory_route, methods=["GET"]),
         Route("/v1/batches", batches_route, methods=["GET"]),
         Route("/v1/batches/{name}", batch_route, methods=["GET"]),
         Route("/openapi.json", openapi_route, methods=["GET"]),
@@ -384,6 +388,29 @@ def confined(folder: Path, given: str) -> Path | None:
     if not real.is_relative_to(folder.resolve()) or not real.is_file() or parts == (LOCK_NAME,):
         return None
     return real
+
+
+async def run_memory_route(request: Request) -> Response:
+    """The run's memories (their state at its start, their files now), the index each agent
+    instance's prompt got and the writes it made (api/memory.py): what the web UI shows."""
+    from flowrun.api.memory import run_memory
+
+    folder = runs_of(request).folder(request.path_params["id"])
+    return reply(await asyncio.to_thread(run_memory, folder))
+
+
+async def agent_memory_route(request: Request) -> Response:
+    from flowrun.api.memory import memory_files, memory_in
+
+    served = runs_of(request)
+    name, agent = request.path_params["name"], request.path_params["agent"]
+    workflow = served.workflows.get(name)
+    if workflow is None:
+        raise NotFound(f"no workflow {name!r}", "GET /v1/workflows lists them")
+    found = memory_in(workflow.project, workflow.path.parent, agent)
+    files = await asyncio.to_thread(memory_files, found.folder)
+    body = {"agent": agent, "memory": found.name, "scope": found.spec.scope, "folder": str(found.folder.root)}
+    return reply({**body, "files": files})
 
 
 async def batches_route(request: Request) -> Response:

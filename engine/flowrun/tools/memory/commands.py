@@ -166,7 +166,7 @@ def _create(folder: MemoryFolder, arguments: dict[str, object]) -> Planned:
         raise Refused(
             "ALREADY_EXISTS", f"{what} {where} already exists; use str_replace or insert to change it"
         )
-    change = _checked(folder, Change("create", rel, None, text.encode("utf-8")))
+    change = check_caps(folder, Change("create", rel, None, text.encode("utf-8")))
     return Planned(f"File created successfully at: {where}", change, {"path": where})
 
 
@@ -190,7 +190,7 @@ def _str_replace(folder: MemoryFolder, arguments: dict[str, object]) -> Planned:
         )
         raise Refused("INVALID_PARAM", message)
     after = before.replace(old, new, 1)
-    change = _checked(folder, Change("str_replace", rel, before.encode("utf-8"), after.encode("utf-8")))
+    change = check_caps(folder, Change("str_replace", rel, before.encode("utf-8"), after.encode("utf-8")))
     line = before[: before.index(old)].count("\n")
     return Planned(
         f"The memory file has been edited.\n{_snippet(after, line, new.count(chr(10)) + 1)}",
@@ -216,7 +216,7 @@ def _insert(folder: MemoryFolder, arguments: dict[str, object]) -> Planned:
         raise Refused("INVALID_PARAM", message)
     added = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
     after = "\n".join([*lines[:at], *added, *lines[at:]]) + "\n"
-    change = _checked(folder, Change("insert", rel, before.encode("utf-8"), after.encode("utf-8")))
+    change = check_caps(folder, Change("insert", rel, before.encode("utf-8"), after.encode("utf-8")))
     return Planned(
         f"The file {where} has been edited.\n{_snippet(after, at, len(added))}", change, {"path": where}
     )
@@ -254,7 +254,7 @@ def _rename(folder: MemoryFolder, arguments: dict[str, object]) -> Planned:
     return Planned(f"Successfully renamed {source} to {dest}", change, {"path": dest})
 
 
-def _checked(folder: MemoryFolder, change: Change) -> Change:
+def check_caps(folder: MemoryFolder, change: Change) -> Change:
     """The change within the caps, its digests filled in; Refused when over one."""
     size = len(change.after or b"")
     caps = folder.caps
