@@ -8,6 +8,7 @@ import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from flowrun.api.launch import execute, new_run, probe_sandbox
 from flowrun.api.recorded import option_changes, recorded_run
@@ -19,10 +20,13 @@ from flowrun.records import ReplayDivergence, RunRecord
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import RunFolderLock, claim_new
 from flowrun.runtime.kinds import kind_records
+from flowrun.runtime.memory.record import RecordedMemory
 from flowrun.runtime.options import FIELDS, OnEvent, RunHooks, RunOptions
 from flowrun.runtime.replay.diff import divergence_details
 
 REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
+MemoryView = Literal["recorded", "current"]  # the memories a replay's prompts get
+REPLAY_KEYWORDS = ("into", "diff", "on_event", "memory")  # replay()'s own, beside the options
 
 
 async def replay(
@@ -31,6 +35,7 @@ async def replay(
     into: str | Path | None = None,
     diff: bool = False,
     on_event: OnEvent | None = None,
+    memory: MemoryView = "recorded",
     **changes: object,
 ) -> ReplayResult:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
@@ -39,7 +44,11 @@ async def replay(
     `sandbox` and `verbosity` may be changed (a None value keeps the recorded one). A call the
     recording cannot answer, or one whose system prompt, tools or history differ, ends the
     replay `failed` at the first differing step (`divergence`, `differences`). With `diff` and
-    no `into`, the replay goes to a temporary folder that is removed afterwards."""
+    no `into`, the replay goes to a temporary folder that is removed afterwards. The agents'
+    memories are read as the run saw them; `memory="current"` gives each prompt its memory as it
+    is now (a copy in the replay's folder), so a memory change shows as the step it changes."""
+    if memory not in ("recorded", "current"):
+        raise UsageError(f"unknown memory view {memory!r}", "use recorded or current")
     run_dir = Path(run_dir)
     meta, workflow = recorded_run(run_dir)
     options = replay_options(meta, **changes)
@@ -55,7 +64,7 @@ async def replay(
         raise UsageError(f"{target} already exists", "choose another --into folder")
     try:
         result, ledger = await replay_events(
-            workflow, run_dir / "events.jsonl", meta, target, options, RunHooks(on_event)
+            workflow, run_dir / "events.jsonl", meta, target, options, RunHooks(on_event), memory
         )
         return _compared(result, run_dir, meta, ledger)
     except BaseException:
@@ -73,10 +82,12 @@ def replay_options(record: RunRecord, **changes: object) -> RunOptions:
     it: the agents work in the replay's own folder; only `sandbox` and `verbosity` change."""
     fixed = tuple(name for name in FIELDS if name not in REPLAY_CHANGES)
     changes = option_changes(
-        changes, fixed, "a replay keeps the recorded {name}", ("into", "diff", "on_event")
+        changes, fixed, "a replay keeps the recorded {name}", ("into", "diff", "on_event", "memory")
     )
     recorded = RunOptions.from_record(record)
-    return dataclasses.replace(recorded, workdir=None).changed(("into", "diff", "on_event"), **changes)
+    return dataclasses.replace(recorded, workdir=None).changed(
+        ("into", "diff", "on_event", "memory"), **changes
+    )
 
 
 async def replay_events(
@@ -86,10 +97,12 @@ async def replay_events(
     target: Path,
     options: RunOptions,
     hooks: RunHooks | None = None,
+    memory: MemoryView = "recorded",
 ) -> tuple[RunResult, Ledger]:
     """Replay a recorded event log with `workflow` (as it is now) into `target`; the ledger
     says where it first diverged."""
     ledger = Ledger.from_events(events, "replay", kind_records())
+    ledger.record(RecordedMemory).current = memory == "current"
     inputs = dict(meta.get("inputs") or {})
     run = new_run(workflow.project, workflow.loaded, inputs, target, options, hooks or RunHooks(), ledger)
     await probe_sandbox(run)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from flowrun.events import MemoryIndexEvent, MemoryStateEvent
@@ -154,6 +154,8 @@ class RunMemory:
         if record.recorded:
             event = record.indexes.get(agent_id)
             if event is not None:
+                if record.replaying:  # (the replay's own log says what its prompts got too)
+                    self.run.emit(replace(event, seq=0, t=0.0))
                 return Index(event.text, event.lines, event.cut, event.sha256 is not None)
             if record.replaying:
                 return None  # the recording gave this instance no memory block
