@@ -158,8 +158,13 @@ async def _run_variant(
     slowest run of the batch."""
     planned = {run_id(case.id, n): (case, n) for case in evalset.cases for n in range(1, repeat + 1)}
     items = _items_file(out / "items" / f"{variant.name}.jsonl", planned)
+    fresh = out / variant.name / "memory" if evalset.spec.memory == "fresh" else None
     options = RunOptions(
-        model=variant.model, overrides=variant.overrides, dry_run=settings.dry_run, sandbox=settings.sandbox
+        model=variant.model,
+        overrides=variant.overrides,
+        dry_run=settings.dry_run,
+        sandbox=settings.sandbox,
+        memory_dir=fresh,
     )
     runs = out / variant.name / "runs"
     declared = workflow.spec.output
@@ -183,7 +188,7 @@ async def _run_variant(
             items,
             options,
             out=out / variant.name,
-            concurrency=settings.concurrency,
+            concurrency=min(settings.concurrency, evalset.spec.concurrency or settings.concurrency),
             backend=settings.backend,
             address=settings.address,
             processes=1 if settings.processes is None and settings.backend == "local" else settings.processes,
