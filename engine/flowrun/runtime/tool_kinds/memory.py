@@ -239,8 +239,10 @@ def _redacted(arguments: dict[str, object], redactor: Redactor) -> tuple[dict[st
 
 def _result(planned: Planned, memory: Memory, redacted: int) -> ToolResult:
     text = planned.text
-    if redacted:
-        text += f"\n({redacted} secret(s) were replaced by {MARK} before anything was written)"
+    if redacted:  # said on the first line, with what it did
+        first, _, rest = text.partition("\n")
+        note = f" ({redacted} secret(s) replaced by {MARK} before anything was written)"
+        text = first + note + (f"\n{rest}" if rest else "")
     result = ToolResult.ok(text, **planned.data)
     result.context["memory"] = memory.name
     return result
