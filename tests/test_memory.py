@@ -21,6 +21,7 @@ from support.wire_server import Reply, WireRequest, WireServer, call, calls
 
 NOTE = "- the build needs `make gen` first (found the hard way)\n"
 INDEX_TAG = '<memory-index path="/memories/MEMORY.md">'
+MEMORY = "/memories/MEMORY.md"
 
 
 def memory_project(root: Path, wire: str, memory: object = "project") -> Path:
@@ -36,7 +37,7 @@ def test_what_a_run_writes_is_in_the_next_runs_prompt_and_a_replay_sends_what_it
     tmp_path: Path, wire: str
 ) -> None:
     wf = memory_project(tmp_path, wire)
-    create = calls(call("memory", command="create", path="/memories/MEMORY.md", file_text=NOTE))
+    create = calls(call("memory", command="create", path=MEMORY, file_text=NOTE))
     with WireServer(wire_script({"boss": [create, Reply("Noted.")]})) as server:
         first = run_cli([str(wf), "--run-id", "r1", "-q"], cwd=tmp_path, env=model_env(server, wire))
     assert first.returncode == 0, first.stdout + first.stderr
@@ -69,7 +70,9 @@ def test_what_a_run_writes_is_in_the_next_runs_prompt_and_a_replay_sends_what_it
 
 
 def edit_reply() -> Reply:
-    return calls(call("memory", command="str_replace", path="/memories/MEMORY.md", old_str="old", new_str="new"))
+    return calls(
+        call("memory", command="str_replace", path="/memories/MEMORY.md", old_str="old", new_str="new")
+    )
 
 
 def answered_turns(run_dir: Path) -> set[int]:
@@ -94,7 +97,9 @@ def test_a_kill_in_the_middle_of_a_write_leaves_the_old_file_and_resume_makes_it
         assert killed.returncode == 137, killed.stdout + killed.stderr
         assert (folder_of(tmp_path) / "MEMORY.md").read_text() == "- old fact\n"
         run_dir = tmp_path / "runs" / "k"
-        assert [e["type"] for e in live_events(run_dir)][-1] == "memory_write"  # on disk before the file changes
+        assert [e["type"] for e in live_events(run_dir)][
+            -1
+        ] == "memory_write"  # on disk before the file changes
         answered, mark = answered_turns(run_dir), len(server.requests)
         resumed = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=model_env(server, wire))
         asked = [r.assistant_turns for r in server.requests[mark:]]
@@ -160,7 +165,11 @@ def test_a_claude_code_subagent_with_memory_uses_claude_codes_folder(tmp_path: P
     write_files(folder, {"MEMORY.md": "- tabs, not spaces\n"})
     checked = run_cli(["validate", "."], cwd=tmp_path)
     assert checked.returncode == 0 and "0 error(s), 0 warning(s)" in checked.stdout, checked.stdout
-    insert = calls(call("memory", command="insert", path="/memories/MEMORY.md", insert_line=1, insert_text="- no globals"))
+    insert = calls(
+        call(
+            "memory", command="insert", path="/memories/MEMORY.md", insert_line=1, insert_text="- no globals"
+        )
+    )
     with WireServer(wire_script({"reviewer": [insert, Reply("Reviewed.")]})) as server:
         proc = run_cli(["wf.yaml", "--run-id", "r", "-q"], cwd=tmp_path, env=model_env(server, wire))
         system = server.requests[0].system

@@ -32,8 +32,17 @@ from flowrun.runtime.loop.contracts import (
 )
 from flowrun.runtime.memory.record import RecordedMemory
 from flowrun.runtime.memory.service import Memory, RunMemory, memory_in_use, memory_of
-from flowrun.tools.memory.commands import COMMANDS, READ_COMMANDS, Planned, applied, apply, plan
-from flowrun.tools.memory.folder import Refused, writing
+from flowrun.tools.memory.commands import (
+    COMMANDS,
+    READ_COMMANDS,
+    Change,
+    Planned,
+    applied,
+    apply,
+    check_caps,
+    plan,
+)
+from flowrun.tools.memory.folder import MemoryFolder, Refused, writing
 from flowrun.tools.memory.history import commit
 from flowrun.tools.memory.search import search
 from flowrun.types import ToolResult, ToolSpec
@@ -168,8 +177,9 @@ async def _search(memory: Memory, query: object) -> ToolResult:
 
 async def _write(service: RunMemory, memory: Memory, call: Invocation) -> ToolResult:
     inst, run = call.caller, call.run
-    arguments, redacted = _redacted(call.arguments, run.redactor)
     folder = memory.folder
+    _within_file_cap(folder, call.arguments)  # (before redacting megabytes it would refuse)
+    arguments, redacted = _redacted(call.arguments, run.redactor)
     async with writing(folder):
         done = _resumed(service, memory, inst.id, call.call.id)
         if done is not None:
@@ -223,6 +233,15 @@ def _resumed(service: RunMemory, memory: Memory, agent_id: str, call_id: str) ->
         f"this {event.command} of {event.path} was started before the run was stopped, and the file has "
         "changed since; view it before deciding whether to make the change again",
     )
+
+
+def _within_file_cap(folder: MemoryFolder, arguments: dict[str, object]) -> None:
+    """Refused when a text the call writes is alone over the memory's cap per file."""
+    for name in TEXT_ARGUMENTS:
+        value = arguments.get(name)
+        if isinstance(value, str) and len(value) > folder.caps.max_file_bytes:
+            path = arguments.get("path")
+            check_caps(folder, Change(str(arguments.get("command")), folder.rel(path), None, value.encode()))
 
 
 def _redacted(arguments: dict[str, object], redactor: Redactor) -> tuple[dict[str, object], int]:
