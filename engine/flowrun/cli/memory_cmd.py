@@ -107,8 +107,21 @@ def show(
 @memory.command()
 @_where
 @click.argument("query", nargs=-1, required=True)
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="At most this many passages.",
+)
 def search(
-    agent: str, project: Path, run_dir: Path | None, memory_dir: Path | None, query: tuple[str, ...]
+    agent: str,
+    project: Path,
+    run_dir: Path | None,
+    memory_dir: Path | None,
+    query: tuple[str, ...],
+    limit: int,
 ) -> None:
     """Find the passages of the memory with any of the words of QUERY (best first)."""
     from flowrun.tools.memory.folder import Refused, locked
@@ -118,7 +131,7 @@ def search(
         found = _memory(agent, project, run_dir, memory_dir)
         try:
             with locked(found.folder):
-                hits = search_memory(found.folder, " ".join(query))
+                hits = search_memory(found.folder, " ".join(query), limit)
         except Refused as e:
             fail(e.message)
         if not hits:

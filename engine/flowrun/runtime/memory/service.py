@@ -79,10 +79,11 @@ class RunMemory:
 
     def _open(self, name: str, config: MemorySpec, agent: str) -> Memory:
         run, record = self.run, self.record
-        home = memory_folder(config, agent, run.workflow_dir, run.run_dir, run.options.memory_dir)
+        run_dir = run.run_dir.absolute()
+        home = memory_folder(config, agent, run.workflow_dir, run_dir, run.options.memory_dir)
         # a dry run and a replay never change a memory of the user's: they work on one in the run folder
         apart = config.scope != "run" and (run.options.dry_run or record.replaying)
-        where = run.run_dir / "memory" / name if apart or home is None else home
+        where = run_dir / "memory" / name if apart or home is None else home
         memory = Memory(name, config, MemoryFolder(where, caps_of(config)), home)
         fresh_copy = (run.options.dry_run and record.ledger is None) or (record.replaying and record.current)
         if apart and fresh_copy and home is not None:
