@@ -10,12 +10,12 @@ import contextlib
 import os
 import shutil
 
+from flowrun.tools.git import SAFE_CONFIG
 from flowrun.tools.memory.folder import MemoryFolder
 
 GIT_TIMEOUT_S = 30.0
 SETTINGS = (
-    "core.hooksPath=/dev/null",
-    "core.fsmonitor=false",
+    *SAFE_CONFIG,  # (the git tool's: no hooks, no fsmonitor, no pager, no credential helper)
     "commit.gpgsign=false",
     "user.name=flowrun",
     "user.email=flowrun@localhost",
@@ -40,7 +40,7 @@ async def commit(folder: MemoryFolder, message: str) -> str | None:
 
 async def _git(git: str, root: str, *args: str) -> str | None:
     """None when `git ARGS` exits 0, else its first line of complaint."""
-    env = {
+    environment = {  # (set for git, never read by flowrun)
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": root,  # (no ~/.gitconfig is read)
         "GIT_CONFIG_NOSYSTEM": "1",
@@ -51,7 +51,15 @@ async def _git(git: str, root: str, *args: str) -> str | None:
     settings = [part for setting in SETTINGS for part in ("-c", setting)]
     quiet = asyncio.subprocess.DEVNULL
     proc = await asyncio.create_subprocess_exec(
-        git, *settings, "-C", root, *args, stdin=quiet, stdout=quiet, stderr=asyncio.subprocess.PIPE, env=env
+        git,
+        *settings,
+        "-C",
+        root,
+        *args,
+        stdin=quiet,
+        stdout=quiet,
+        stderr=asyncio.subprocess.PIPE,
+        env=environment,
     )
     try:
         _, err = await asyncio.wait_for(proc.communicate(), GIT_TIMEOUT_S)
