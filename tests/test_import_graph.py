@@ -21,6 +21,7 @@ BASE = (
     "paths",
     "redaction",
     "yaml_limits",
+    "yaml_scan",
     "collector",
     "settle",
     "pinned",
