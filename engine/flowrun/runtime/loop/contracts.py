@@ -22,6 +22,7 @@ from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
 from flowrun.providers.base import ModelConfig, Provider
 from flowrun.regexes import compile_regex
+from flowrun.runtime.loop.plain_schema import Check, parameters_check
 from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext
@@ -194,10 +195,18 @@ class BoundTool:
     in_dry_run: DryRunUse = "run"
     result_schema: dict[str, object] | None = None  # what a call returns, when the tool declares it
     _validator: Validator | None = None
+    _plain: Check | None = None
 
     def repeat_safe(self, arguments: dict[str, Any]) -> bool:
         rule = self.idempotent
         return bool(rule(arguments)) if callable(rule) else rule
+
+    def surely_valid(self, arguments: dict[str, Any]) -> bool:
+        """True when the arguments are valid by the parameters schema, decided without
+        jsonschema (plain_schema.py); False: `validator()` decides."""
+        if self._plain is None:
+            self._plain = parameters_check(json.dumps(self.spec.parameters, sort_keys=True))
+        return self._plain(arguments)
 
     def validator(self) -> Validator:
         if self._validator is None:

@@ -335,6 +335,8 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
             f"the arguments of {call.name} hold text that is not valid Unicode ({broken}): "
             "a lone surrogate escape such as \\ud800. Send plain UTF-8 text.",
         )
+    if bound.surely_valid(call.arguments):
+        return None
     problems = []
     for err in bound.validator().iter_errors(call.arguments):
         where = "/".join(str(p) for p in err.absolute_path) or "arguments"
