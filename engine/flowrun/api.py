@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, cast
 from flowrun.errors import ManifestError, RunError, UsageError
 from flowrun.events import Event
 from flowrun.manifest.checks.checked import checked_project
-from flowrun.manifest.checks.crossref import check_project
 from flowrun.manifest.checks.relevance import blocking
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
 from flowrun.manifest.env_refs import UnsetVariable, unset_diagnostics
@@ -83,7 +82,6 @@ from flowrun.runtime.options import (
     RunOptions,
     unknown_option,
 )
-from flowrun.runtime.replay.diff import divergence_details
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import preflight
 from flowrun.runtime.telemetry.live import live_export
@@ -490,6 +488,8 @@ def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diag
         _, found = apply_overrides(project, project.workflows[0], changes)
         diagnostics += found
     if not any(d.severity == "error" for d in diagnostics):
+        from flowrun.manifest.checks.crossref import check_project  # (a load without --set: cached)
+
         diagnostics += check_project(project)
     return project, diagnostics
 
@@ -641,6 +641,8 @@ def _compared(result: RunResult, run_dir: Path, meta: RunRecord, ledger: Ledger)
                 "message": point.message,
             }
         )
+        from flowrun.runtime.replay.diff import divergence_details  # only a diverged replay
+
         differences = divergence_details(run_dir / "events.jsonl", target / "events.jsonl", point)
     recorded_status = str(meta.get("status") or "")
     output = meta.get("output")
