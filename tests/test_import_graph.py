@@ -30,6 +30,7 @@ BASE = (
     "environ",
     "surrogates",
     "regexes",
+    "plain_schema",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

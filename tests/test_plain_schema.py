@@ -1,20 +1,26 @@
-"""Tool arguments checked without jsonschema (runtime/loop/plain_schema.py) are accepted and
+"""Tool arguments checked without jsonschema (flowrun/plain_schema.py) are accepted and
 refused exactly as jsonschema's Draft 2020-12 validator (the tools' validator, no format
 checker) accepts and refuses them: generated schemas and values are given to both. A schema
-holding a keyword the plain check does not know is left to jsonschema whole."""
+holding a keyword the plain check does not know is left to jsonschema whole. Through the API,
+a run whose calls are valid never imports jsonschema; an invalid call gets jsonschema's words."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import REPO
+from conftest import REPO, SECRET_VARS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from wire_server import Reply, Script, ToolCallSpec, WireServer
 
-from flowrun.runtime.loop.plain_schema import KEYWORDS, compile_schema, parameters_check
+from flowrun.plain_schema import KEYWORDS, compile_schema, parameters_check
 
 NAMES = st.sampled_from(["path", "mode", "n", "items", "x"])
 NUMBERS = st.integers(-5, 5) | st.sampled_from([0.5, 2.0, -1.5])
@@ -117,3 +123,56 @@ def test_the_builtin_tools_schemas_are_plain() -> None:
     for manifest in sorted((REPO / "tools.d").glob("*.yaml")):
         parameters = yaml.safe_load(manifest.read_text())["parameters"]
         assert compile_schema(parameters) is not None, manifest.name
+
+
+AGENT = "version: 1\nkind: agent\nname: solo\nprompt: You are solo.\ntools: [list_directory]\n"
+WORKFLOW = """\
+version: 1
+kind: workflow
+name: solo
+models:
+  m: {provider: openai, model: m, api_key_env: PLAIN_KEY, stream: false}
+default_model: m
+entry: solo
+"""
+RUN = """\
+import sys
+import flowrun
+seen = []
+def on_event(event):
+    if event.type == "tool_result":
+        seen.append((event.result.error.code if event.result.error else "ok", "jsonschema" in sys.modules))
+result = flowrun.load("wf.yaml").run_sync({}, runs_dir="runs", on_event=on_event)
+print(result.status, seen)
+"""
+
+
+def test_a_run_whose_calls_are_valid_never_imports_jsonschema(tmp_path: Path) -> None:
+    (tmp_path / "agents.d").mkdir()
+    (tmp_path / "agents.d" / "solo.yaml").write_text(AGENT)
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    calls = [ToolCallSpec("list_directory", {"path": "."}), ToolCallSpec("list_directory", {"path": 5})]
+    replies = [Reply(tool_calls=[calls[0]]), Reply(tool_calls=[calls[1]]), Reply(text="done")]
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env.update(PLAIN_KEY="k", FLOWRUN_CACHE_DIR=str(tmp_path / "cache"))  # warm: checking imports it
+    with WireServer(Script({"solo": replies}, {"solo": "You are solo"})) as server:
+        env["OPENAI_BASE_URL"] = server.openai_base_url
+        for _ in range(2):  # the first process checks the manifests (which uses jsonschema)
+            done = subprocess.run(
+                [sys.executable, "-c", RUN],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "completed [('ok', False), ('INVALID_PARAM', True)]"
+    newest = max((tmp_path / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+    results = [
+        json.loads(line)
+        for line in (newest / "events.jsonl").read_text().splitlines()
+        if json.loads(line)["type"] == "tool_result"
+    ]
+    invalid = Draft202012Validator({"type": "string"}).iter_errors(5)
+    assert f"path: {next(invalid).message}" in results[1]["result"]["text"]  # jsonschema's words

@@ -69,7 +69,7 @@ def test_load_starts_importing_the_workflows_sdk(tmp_path: Path) -> None:
 
 def test_the_head_start_loads_jsonschema_when_a_tools_arguments_need_it(tmp_path: Path) -> None:
     """The first tool call checks its arguments. A schema beyond the plain checks of
-    runtime/loop/plain_schema.py (a pattern, here) needs jsonschema (20-100 ms to import): it
+    flowrun/plain_schema.py (a pattern, here) needs jsonschema (20-100 ms to import): it
     is imported after the SDK, while the first request waits. The built-in tools' schemas, and
     an agent without tools, need none."""
     code = LOADED.format(prefetch=True, sdk="jsonschema")

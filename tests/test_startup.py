@@ -28,7 +28,7 @@ from flowrun.cli import main
 result = CliRunner().invoke(main, sys.argv[1:])
 sys.stdout.write(result.output)
 heavy = ("pydantic", "jsonschema", "jinja2", "yaml", "rich", "flowrun.cli.run_cmd", "flowrun.api")
-heavy += ("genai_prices",)
+heavy += ("genai_prices", "flowrun.manifest.checks.crossref")
 print("LOADED", sorted(m for m in heavy if m in sys.modules))
 sys.exit(result.exit_code)
 """
@@ -122,6 +122,24 @@ def test_plain_prompts_need_no_template_engine(tmp_path: Path) -> None:
         check=True,
     )
     assert api.stdout.strip() == "[]"
+
+
+def test_a_run_answered_from_the_check_cache_parses_and_checks_nothing(tmp_path: Path) -> None:
+    """With the check cache warm, a run takes its manifests from it: it imports no YAML parser,
+    no JSON Schema checker and no cross-reference checks (tens of ms each in a short run's
+    start-up); the first run, which checks them, does."""
+    (tmp_path / "agents.d").mkdir()
+    agent = "version: 1\nkind: agent\nname: solo\nprompt: You help.\ntools: [list_directory]\n"
+    (tmp_path / "agents.d" / "solo.yaml").write_text(agent)
+    workflow = "version: 1\nkind: workflow\nname: wf\nentry: solo\ndefault_model: openai:gpt-4o\n"
+    (tmp_path / "wf.yaml").write_text(workflow)
+    args = ["wf.yaml", "--dry-run", "-q", "--runs-dir", str(tmp_path / "runs")]
+    checks = {"yaml", "jsonschema", "flowrun.manifest.checks.crossref"}
+    code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
+    assert code == 0 and checks <= set(loaded)
+    code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
+    assert code == 0 and "status: completed" in out
+    assert "flowrun.api" in loaded and not checks & set(loaded)
 
 
 # ---------------------------------------------------------------- the check cache

@@ -20,9 +20,9 @@ from flowrun.events import ContextResetEvent, Event
 from flowrun.manifest.kinds import ContextSide, ToolKindSide
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
+from flowrun.plain_schema import Check, parameters_check
 from flowrun.providers.base import ModelConfig, Provider
 from flowrun.regexes import compile_regex
-from flowrun.runtime.loop.plain_schema import Check, parameters_check
 from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.models.subtrees import Subtree, SubtreeBook
 from flowrun.tools.base import ToolContext

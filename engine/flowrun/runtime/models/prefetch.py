@@ -16,11 +16,11 @@ from collections.abc import Callable
 from flowrun.manifest.graph import run_agents, tool_entries
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.plain_schema import compile_schema
 from flowrun.providers import prices
 from flowrun.providers.base import ModelConfig
 from flowrun.providers.clients import http_transport, prefetch_sdk, transport_modules
 from flowrun.providers.registry import PROVIDERS, provider_class
-from flowrun.runtime.loop.plain_schema import compile_schema
 from flowrun.runtime.models.calls import ModelChoice
 
 

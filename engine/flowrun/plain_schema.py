@@ -1,7 +1,8 @@
 """Tool arguments checked against the JSON Schemas tools usually declare (types, properties,
 required, additionalProperties, items, string enums, bounds and lengths) without jsonschema:
-its import is about 130M instructions, a tenth of what a short run's process spends beyond the
-SDK's own, paid at the first tool call (tests/test_plain_schema.py).
+its import is about 130M instructions, a tenth of what a short run's process spent beyond the
+SDK's own, paid at the first tool call (the run's, runtime/loop/dispatch.py; a dry run's made-up
+arguments, providers/test_provider.py). tests/test_plain_schema.py compares the two.
 
 It only ever answers "valid". A schema holding a validation keyword it does not check ($ref,
 anyOf, pattern, ...), or a value it finds invalid, goes to jsonschema's Draft 2020-12 validator
@@ -227,8 +228,13 @@ def compile_schema(schema: object) -> Check | None:
     return lambda value: _json_type(value) is not None and all(check(value) for check in checks)
 
 
+def plain_check(schema: object) -> Check:
+    """`compile_schema`, or a check that answers False for every value when it cannot check
+    the schema (jsonschema decides them all)."""
+    return compile_schema(schema) or _never
+
+
 @lru_cache(maxsize=512)
 def parameters_check(schema_json: str) -> Check:
-    """The check of one parameters schema (as canonical JSON), compiled once per process; it
-    answers False for every value when `compile_schema` cannot check the schema."""
-    return compile_schema(json.loads(schema_json)) or _never
+    """The plain check of one parameters schema (as canonical JSON), once per process."""
+    return plain_check(json.loads(schema_json))
