@@ -84,6 +84,17 @@ def memory_files(folder: MemoryFolder, text: bool = True) -> list[dict[str, obje
     return out
 
 
+def memory_document(found: AgentMemory) -> dict[str, object]:
+    """The memory as `flowrun memory export` writes it and the HTTP API serves it."""
+    return {
+        "agent": found.agent,
+        "memory": found.name,
+        "scope": found.spec.scope,
+        "folder": str(found.folder.root),
+        "files": memory_files(found.folder),
+    }
+
+
 def run_memory(run_dir: Path) -> dict[str, object]:
     """What a run found and did: each memory's state at its start with its files now, the index
     each agent instance's prompt got, and the writes it made (each with its call's outcome)."""

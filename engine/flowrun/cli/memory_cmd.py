@@ -46,7 +46,10 @@ def _where(function: click.decorators.FC) -> click.decorators.FC:
 def _memory(agent: str, project: Path, run_dir: Path | None, memory_dir: Path | None) -> AgentMemory:
     from flowrun.api.memory import agent_memory
 
-    return agent_memory(project, agent, run_dir, memory_dir.resolve() if memory_dir else None)
+    # (absolute, as a run records them: what show and export print names the folder anywhere)
+    return agent_memory(
+        project, agent, run_dir.resolve() if run_dir else None, memory_dir.resolve() if memory_dir else None
+    )
 
 
 def _rel(found: AgentMemory, file: str) -> str:
@@ -73,14 +76,14 @@ def show(
     agent: str, project: Path, run_dir: Path | None, memory_dir: Path | None, file: str | None, as_json: bool
 ) -> None:
     """Print the memory's files, then MEMORY.md (or FILE) with where a prompt's index stops."""
-    from flowrun.api.memory import memory_files
+    from flowrun.api.memory import memory_document
     from flowrun.manifest.memory import INDEX
     from flowrun.tools.memory.folder import Refused
 
     with reported(False):
         found = _memory(agent, project, run_dir, memory_dir)
         if as_json:
-            click.echo(json.dumps(_document(found, memory_files(found.folder)), indent=2, ensure_ascii=False))
+            click.echo(json.dumps(memory_document(found), indent=2, ensure_ascii=False))
             return
         spec = found.spec
         files = found.folder.files()
@@ -275,23 +278,13 @@ def export(
     agent: str, project: Path, run_dir: Path | None, memory_dir: Path | None, output: Path | None
 ) -> None:
     """Write the memory as JSON: where it is and each file with its sha256 and text."""
-    from flowrun.api.memory import memory_files
+    from flowrun.api.memory import memory_document
 
     with reported(False):
         found = _memory(agent, project, run_dir, memory_dir)
-        text = json.dumps(_document(found, memory_files(found.folder)), indent=2, ensure_ascii=False)
+        text = json.dumps(memory_document(found), indent=2, ensure_ascii=False)
         if output is None:
             click.echo(text)
             return
         output.write_text(text + "\n", encoding="utf-8")
         click.echo(f"wrote memory '{found.name}' ({len(found.folder.files())} file(s)) to {output}", err=True)
-
-
-def _document(found: AgentMemory, files: list[dict[str, object]]) -> dict[str, object]:
-    return {
-        "agent": found.agent,
-        "memory": found.name,
-        "scope": found.spec.scope,
-        "folder": str(found.folder.root),
-        "files": files,
-    }

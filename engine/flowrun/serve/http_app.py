@@ -400,7 +400,7 @@ async def run_memory_route(request: Request) -> Response:
 
 
 async def agent_memory_route(request: Request) -> Response:
-    from flowrun.api.memory import memory_files, memory_in
+    from flowrun.api.memory import memory_document, memory_in
 
     served = runs_of(request)
     name, agent = request.path_params["name"], request.path_params["agent"]
@@ -408,9 +408,7 @@ async def agent_memory_route(request: Request) -> Response:
     if workflow is None:
         raise NotFound(f"no workflow {name!r}", "GET /v1/workflows lists them")
     found = memory_in(workflow.project, workflow.path.parent, agent)
-    files = await asyncio.to_thread(memory_files, found.folder)
-    body = {"agent": agent, "memory": found.name, "scope": found.spec.scope, "folder": str(found.folder.root)}
-    return reply({**body, "files": files})
+    return reply(await asyncio.to_thread(memory_document, found))
 
 
 async def batches_route(request: Request) -> Response:
