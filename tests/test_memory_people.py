@@ -212,3 +212,33 @@ def test_the_http_api_serves_an_agents_memory_and_a_runs_writes(tmp_path: Path) 
     assert [f["path"] for f in of_run["memories"]["boss"]["now"]] == ["/memories/notes.md"]
     assert of_agent["scope"] == "project" and of_agent["files"][0]["text"] == "- served\n"
     assert missing.status_code == 400 and "no agent 'nobody'" in missing.json()["error"]
+
+
+def test_memory_writes_keep_the_check_cache_and_the_index_warning_stays_true(tmp_path: Path) -> None:
+    """A memory's files are not what `validate` checks: a write within the index's caps answers
+    the next check from the cache (no entry written again); crossing the cap, or growing while
+    over it, checks again, so the warning appears, names the size and goes."""
+    project(tmp_path, {"scope": "project", "index_lines": 3})
+    index = write_files(tmp_path / ".flowrun" / "memory" / "boss", {"MEMORY.md": "- a\n- b\n"}) / "MEMORY.md"
+    cache = tmp_path / "cache"
+    env = {"FLOWRUN_CACHE_DIR": str(cache)}
+
+    def validate() -> str:
+        proc = run_cli(["validate", "."], cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    def entries() -> dict[str, int]:
+        return {p.name: p.stat().st_mtime_ns for p in (cache / "checks-1").iterdir()}
+
+    assert "0 warning(s)" in validate()
+    kept = entries()
+    index.write_text("- c\n- d\n- e\n")  # a run's write, within the caps
+    assert "0 warning(s)" in validate() and entries() == kept
+    index.write_text("- c\n- d\n- e\n- f\n")
+    over = validate()
+    assert "warning[memory-index-cap]: memory 'boss':" in over and "has 4 lines" in over
+    index.write_text("- c\n- d\n- e\n- f\n- g\n")
+    assert "has 5 lines" in validate()
+    index.write_text("- short\n")
+    assert "0 warning(s)" in validate()

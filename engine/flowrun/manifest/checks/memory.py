@@ -11,9 +11,7 @@ from flowrun.manifest.memory import INDEX, MemorySpec, memory_folder
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import AgentManifest
-from flowrun.pinned import open_regular
-
-MAX_READ = 4 << 20  # an index is read this far to count its lines
+from flowrun.tools.memory.folder import index_state, measure_index
 
 
 def check_memory(loaded: Loaded[AgentManifest], project: Project) -> list[Diagnostic]:
@@ -67,24 +65,16 @@ def _shared(loaded: Loaded[AgentManifest], config: MemorySpec, project: Project)
 def index_over_cap(loaded: Loaded[AgentManifest], workflow_dir: Path) -> list[Diagnostic]:
     """A warning when the memory's MEMORY.md (as it is now) is longer than its prompt takes."""
     config = loaded.spec.memory_config
-    if config is None or not config.index:
+    path = _index_of(loaded, workflow_dir)
+    measured = measure_index(path) if config is not None and path is not None else None
+    if config is None or path is None or measured is None:
         return []
-    folder = memory_folder(config, loaded.spec.name, workflow_dir)
-    if folder is None:
-        return []
-    path = folder / INDEX
-    try:
-        with open_regular(path, pin=False) as f:  # (never waits on a FIFO left there)
-            raw = f.read(MAX_READ)
-    except OSError:
-        return []
-    text = raw.decode("utf-8", "replace")
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    if lines <= config.index_lines and len(raw) <= config.index_bytes:
+    lines, size = measured
+    if lines <= config.index_lines and size <= config.index_bytes:
         return []
     name = loaded.spec.name
     message = (
-        f"memory '{config.owner(name)}': {path} has {lines} lines ({len(raw):,} bytes), over what a prompt "
+        f"memory '{config.owner(name)}': {path} has {lines} lines ({size:,} bytes), over what a prompt "
         f"gets ({config.index_lines} lines, {config.index_bytes:,} bytes): the rest is left out"
     )
     hint = (
@@ -92,3 +82,26 @@ def index_over_cap(loaded: Loaded[AgentManifest], workflow_dir: Path) -> list[Di
         "raise `index_lines` / `index_bytes`"
     )
     return [loaded.source.diag(("memory",), message, hint, "memory-index-cap", severity="warning")]
+
+
+def _index_of(loaded: Loaded[AgentManifest], workflow_dir: Path) -> Path | None:
+    """The MEMORY.md a prompt of the agent would get, when its folder is known outside a run."""
+    config = loaded.spec.memory_config
+    if config is None or not config.index:
+        return None
+    folder = memory_folder(config, loaded.spec.name, workflow_dir)
+    return folder / INDEX if folder is not None else None
+
+
+def index_probes(project: Project) -> list[tuple[str, str]]:
+    """(where, state) of each MEMORY.md the warning above looks at: a cached check holds while
+    each stays within its caps or over them (checks/checked.py), so a memory write does not make
+    the next run check its manifests again unless it crosses a cap."""
+    found: list[tuple[str, str]] = []
+    for wf in project.workflows:
+        for loaded in project.agents.values():
+            config, path = loaded.spec.memory_config, _index_of(loaded, wf.source.path.parent)
+            if config is not None and path is not None:
+                where = f"{config.index_lines}:{config.index_bytes}:{path}"
+                found.append((where, index_state(where)))
+    return found

@@ -19,7 +19,7 @@ from flowrun.manifest.specs import AgentManifest
 from flowrun.runtime.loop.contracts import AgentInstance, RunServices
 from flowrun.runtime.memory.note import Index, cut_index, memory_block
 from flowrun.runtime.memory.record import RecordedMemory
-from flowrun.tools.memory.folder import Caps, MemoryFolder, Refused, copy_files, sha256
+from flowrun.tools.memory.folder import Caps, MemoryFolder, Refused, copy_files, line_count, sha256
 
 MAX_INDEX_READ = 4 << 20  # MEMORY.md is read up to this much to show its first lines
 
@@ -167,7 +167,7 @@ class RunMemory:
         text = raw.decode("utf-8", "replace") if raw is not None else ""
         shown, cut = cut_index(text, config.index_lines, config.index_bytes)
         shown = self.run.redactor.text(shown)
-        lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        lines = line_count(text)
         index = Index(shown, lines, cut, raw is not None)
         self.run.emit(
             MemoryIndexEvent(

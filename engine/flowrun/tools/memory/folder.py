@@ -260,6 +260,33 @@ def copy_files(source: MemoryFolder, target: MemoryFolder) -> None:
             target.replace(entry.rel, source.read_bytes(entry.rel, limit=max(entry.size, 1)))
 
 
+def line_count(text: str) -> int:
+    """Lines as a person counts them: a last line without its newline counts too."""
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def measure_index(path: Path, limit: int = 4 << 20) -> tuple[int, int] | None:
+    """The lines and bytes of an index file (read up to `limit`), None when there is none (or it
+    is not a regular file: a FIFO planted there is never waited on)."""
+    try:
+        with open_regular(path, pin=False) as f:
+            raw = f.read(limit)
+    except OSError:
+        return None
+    return line_count(raw.decode("utf-8", "replace")), len(raw)
+
+
+def index_state(where: str) -> str:
+    """An index as the check cache probes it (`LINES:BYTES:PATH`, its caps and path): none, within
+    its caps, or over them with its size (the warning names it; manifest/checks/memory.py)."""
+    lines_cap, bytes_cap, path = where.split(":", 2)
+    measured = measure_index(Path(path))
+    if measured is None:
+        return "none"
+    lines, size = measured
+    return "within" if lines <= int(lines_cap) and size <= int(bytes_cap) else f"over {lines} {size}"
+
+
 def file_sha256(path: Path) -> str:
     found = hashlib.sha256()
     with open_regular(path) as f:
