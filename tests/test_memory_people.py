@@ -242,3 +242,23 @@ def test_memory_writes_keep_the_check_cache_and_the_index_warning_stays_true(tmp
     assert "has 5 lines" in validate()
     index.write_text("- short\n")
     assert "0 warning(s)" in validate()
+
+
+def test_a_run_after_a_memory_write_is_answered_from_the_check_cache(tmp_path: Path) -> None:
+    """The start-up a memory must not cost: with the check cache warm, a run (and `validate`)
+    after the memory changed imports no cross-reference checks, nor validate any checker."""
+    from test_startup import probe
+
+    wf = project(tmp_path, model_entry=model("openai"))
+    index = write_files(tmp_path / ".flowrun" / "memory" / "boss", {"MEMORY.md": "- a\n"}) / "MEMORY.md"
+    env = {"FLOWRUN_CACHE_DIR": str(tmp_path / "cache")}
+    args = [str(wf), "--dry-run", "-q", "--runs-dir", str(tmp_path / "runs")]
+    code, _, loaded = probe(args, tmp_path, env)
+    assert code == 0 and "flowrun.manifest.checks.crossref" in loaded  # the first run checks
+    assert probe(["validate", "."], tmp_path, env)[0] == 0
+    index.write_text("- a\n- b, noted by the run\n")
+    code, out, loaded = probe(args, tmp_path, env)
+    assert code == 0 and "status: completed" in out, out
+    assert "flowrun.manifest.checks.crossref" not in loaded
+    code, out, loaded = probe(["validate", "."], tmp_path, env)
+    assert code == 0 and loaded == [], out
