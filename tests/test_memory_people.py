@@ -197,6 +197,7 @@ def test_the_http_api_serves_an_agents_memory_and_a_runs_writes(tmp_path: Path) 
                 run_id = started.json()["id"]
                 assert wait_status(http, run_id, "completed", "failed")["status"] == "completed"
                 of_run = http.get(f"/v1/runs/{run_id}/memory").json()
+                summary = http.get(f"/v1/runs/{run_id}").json()  # what the web UI's run page draws
                 of_agent = http.get("/v1/workflows/wf/memory/boss").json()
                 missing = http.get("/v1/workflows/wf/memory/nobody")
         finally:
@@ -208,6 +209,7 @@ def test_the_http_api_serves_an_agents_memory_and_a_runs_writes(tmp_path: Path) 
         "success",
         None,
     )
+    assert "boss: memory boss create /memories/notes.md" in json.dumps(summary)  # a note in its tree
     assert of_run["memories"]["boss"]["files"] == {}
     assert [f["path"] for f in of_run["memories"]["boss"]["now"]] == ["/memories/notes.md"]
     assert of_agent["scope"] == "project" and of_agent["files"][0]["text"] == "- served\n"
