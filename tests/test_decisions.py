@@ -133,7 +133,7 @@ async def test_respond_then_resume_completes_it_in_python(
         assert result.status == "waiting" and result.exit_code == WAITING and not result.ok
         (pending,) = result.pending
         assert pending.kind == "approval" and pending.agent == "worker" and pending.tool == "write_file"
-        assert pending.ref == f"{pending.agent_id}/{pending.call_id}"
+        assert pending.attempt == 0 and pending.ref == f"{pending.agent_id}/{pending.call_id}#0"
         assert flowrun.pending_decisions(result.run_dir) == [pending]
 
         decision = flowrun.respond(result.run_dir, pending.call_id, allow=True, reason="fine", user="ana")
@@ -435,6 +435,78 @@ def test_on_budget_ask_waits_and_a_grant_raises_the_limit(tmp_path: Path, provid
         assert len(server.requests) == 3
     grants = [(e["allowed"], e.get("grant")) for e in events(run_dir) if e["type"] == "decision"]
     assert grants == [(True, 1.0), (False, None)]
+
+
+def test_a_budget_asked_anew_after_a_resume_refuses_the_earlier_attempts_answer(tmp_path: Path) -> None:
+    """The run waits for more steps at 2; the workflow's limit is raised to 3 and the run is
+    resumed: it reaches the new limit, a request of its own (attempt 1) in the place of the
+    first. An answer naming the first is refused with one line, never applied to the second;
+    the second is granted as much again of what it asks (3 more)."""
+    provider = "openai"
+    wf = project(
+        tmp_path, provider, {"boss": ["read_file"]}, limits={"max_total_steps": 2, "on_budget": "ask"}
+    )
+    read = Reply(tool_calls=[ToolCallSpec("read_file", {"path": "question.txt"})])
+    replies = wire_script({"boss": [read, read, read, read, Reply("Done.")]})
+    with WireServer(replies) as server:
+        env = model_env(server, provider)
+        first = run_cli([str(wf), "--run-id", "b", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "b"
+        (before,) = meta(run_dir)["pending"]
+        assert (before["ref"], before["attempt"], before["amount"]) == ("budget-max_total_steps-1#0", 0, 2)
+
+        wf.write_text(wf.read_text().replace("max_total_steps: 2", "max_total_steps: 3"))
+        again = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+        assert again.returncode == WAITING, again.stdout + again.stderr
+        (now,) = meta(run_dir)["pending"]
+        assert (now["ref"], now["attempt"], now["amount"]) == ("budget-max_total_steps-1#1", 1, 3)
+        assert now["message"] == "max_total_steps (3) reached"
+
+        stale = run_cli(["approve", str(run_dir), "--call", before["ref"], "--allow"], cwd=tmp_path, env=env)
+        assert stale.returncode == 2, stale.stdout + stale.stderr
+        assert "belongs to an earlier attempt of the run (attempt 0" in stale.stderr
+        assert (
+            len(stale.stderr.strip().splitlines()) == 2 and "Traceback" not in stale.stderr
+        )  # one line, a hint
+        with pytest.raises(flowrun.UsageError, match="earlier attempt"):
+            flowrun.respond(run_dir, before["ref"], allow=False)
+        assert [p.ref for p in flowrun.pending_decisions(run_dir)] == [now["ref"]]
+
+        done = run_cli(
+            ["approve", str(run_dir), "--call", now["ref"], "--allow", "-q"], cwd=tmp_path, env=env
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        no_step_twice(server, replies)
+        assert len(server.requests) == 5
+    decisions = [(e["attempt"], e["grant"], e["amount"]) for e in events(run_dir) if e["type"] == "decision"]
+    assert decisions == [(1, 3.0, 3)]
+    ends = [e.get("pending") for e in events(run_dir) if e["type"] == "run_end"]
+    assert ends == [[before["ref"]], [now["ref"]], []]
+    consistent(run_dir)
+
+
+async def test_an_answer_to_a_decision_taken_or_timed_out_is_refused_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wf_path, replies = nested(tmp_path, "openai")
+    with WireServer(replies) as server:
+        point_sdks(monkeypatch, server, "openai")
+        wf = flowrun.load(wf_path)
+        result = await wf.run(run_dir=tmp_path / "r")
+        (pending,) = result.pending
+        flowrun.respond(result.run_dir, pending.ref, allow=True)
+        for handle in (pending.ref, pending.call_id):
+            with pytest.raises(
+                flowrun.UsageError, match=r"was already decided \(.*allowed by python"
+            ) as taken:
+                flowrun.respond(result.run_dir, handle, answer="late")
+            assert "\n" not in taken.value.message
+        late = await wf.run(run_dir=tmp_path / "late", decide_within=0.05)
+        (overdue,) = late.pending
+        await asyncio.sleep(max(0.0, (overdue.deadline or 0) - time.time()) + 0.01)  # until it is overdue
+        with pytest.raises(flowrun.UsageError, match="already decided when its deadline passed"):
+            flowrun.respond(late.run_dir, overdue.ref, allow=True)
 
 
 # ---------------------------------------------------------------- the old refusal, and callbacks

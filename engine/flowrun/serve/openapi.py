@@ -84,7 +84,11 @@ SCHEMAS: Json = {
         "properties": {
             "kind": {"enum": ["approval", "question", "budget"]},
             "call_id": {"type": "string"},
-            "ref": {"type": "string", "description": "AGENT_ID/CALL_ID: unique within the run"},
+            "ref": {
+                "type": "string",
+                "description": "AGENT_ID/CALL_ID#ATTEMPT: this request only, unique within the run",
+            },
+            "attempt": {"type": "integer", "description": "The run's resume count when it was first asked"},
             "agent": {"type": "string"},
             "agent_id": {"type": "string"},
             "tool": {"type": "string"},
@@ -154,7 +158,8 @@ SCHEMAS: Json = {
         "properties": {
             "call": {
                 **STRING_OR_NULL,
-                "description": "The call id or ref; may be left out when one is pending",
+                "description": "The call id or ref (a ref names that request only: one decided, "
+                "timed out or of an earlier attempt is refused); may be left out when one is pending",
             },
             "allow": {"type": ["boolean", "null"], "description": "An approval or a budget"},
             "answer": {**STRING_OR_NULL, "description": "A question"},
