@@ -486,6 +486,65 @@ def test_a_budget_asked_anew_after_a_resume_refuses_the_earlier_attempts_answer(
     consistent(run_dir)
 
 
+class EditedWorker:
+    """The script, but a worker whose prompt says "twice" writes something else, as a model
+    asked live after its prompt changed would: under the same call id, or (`detour`) after a
+    call of an unknown tool, so under another."""
+
+    def __init__(self, inner: Script, detour: bool) -> None:
+        self.inner = inner
+        self.detour = detour
+
+    def __call__(self, request: WireRequest) -> Reply:
+        reply = self.inner(request)
+        if "twice" not in request.system or self.inner.agent_for(request) != "worker":
+            return reply
+        if self.detour and request.assistant_turns == 0:
+            return Reply(tool_calls=[ToolCallSpec("nope", {})])
+        if request.assistant_turns == int(self.detour):
+            return Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "twice\n"})])
+        return reply
+
+
+@pytest.mark.parametrize("detour", [False, True], ids=["same-call-id", "another-call-id"])
+def test_a_call_asked_anew_after_a_prompt_change_is_not_decided_by_the_old_answer(
+    tmp_path: Path, detour: bool
+) -> None:
+    """The worker waits for an approval; its prompt is changed and the run resumed: the worker,
+    asked live, makes another call. That call is a request of the new attempt; the old one is
+    no longer pending, an answer naming it is refused, and its arguments are never shown."""
+    provider = "openai"
+    wf, replies = nested(tmp_path, provider)
+    with WireServer(EditedWorker(replies, detour)) as server:
+        env = model_env(server, provider)
+        first = run_cli([str(wf), "--run-id", "r", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "r"
+        old = check_waiting_for_the_worker(run_dir)
+
+        worker = tmp_path / "agents.d" / "worker.yaml"
+        worker.write_text(
+            worker.read_text().replace("You are the worker.", "You are the worker. Write it twice.")
+        )
+        again = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+        assert again.returncode == WAITING, again.stdout + again.stderr
+        (new,) = meta(run_dir)["pending"]
+        assert new["agent_id"] == old["agent_id"] and (new["call_id"] != old["call_id"]) == detour
+        assert new["arguments"] == {"path": "out.txt", "content": "twice\n"} and new["attempt"] == 1
+        assert [p.ref for p in flowrun.pending_decisions(run_dir)] == [new["ref"]] != [old["ref"]]
+
+        stale = run_cli(["approve", str(run_dir), "--call", old["ref"], "--allow"], cwd=tmp_path, env=env)
+        assert stale.returncode == 2 and "belongs to an earlier attempt" in stale.stderr, stale.stderr
+        done = run_cli(["approve", str(run_dir), "--deny", "-q"], cwd=tmp_path, env=env)  # the one left
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert not (run_dir / "out.txt").exists()
+    decisions = [
+        (e["call_id"], e["allowed"], e["attempt"]) for e in events(run_dir) if e["type"] == "decision"
+    ]
+    assert decisions == [(new["call_id"], False, 1)]
+    consistent(run_dir)
+
+
 async def test_an_answer_to_a_decision_taken_or_timed_out_is_refused_in_python(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -207,11 +207,17 @@ Asked = DecisionPendingEvent | PendingDecision
 
 def same_request(a: Asked, b: Asked) -> bool:
     """Whether `b`, asked where `a` was, is `a` asked again (a resume reaching it anew) rather
-    than a request of its own: a budget is reached anew at another value of its limit (the
-    workflow's limit was changed before the resume)."""
+    than a request of its own: the same call with the same arguments, the same question, a
+    budget reached at the same value of its limit. A resume that went another way (a prompt
+    changed: the model asked live made another call under the same id), or reached a budget
+    the workflow has changed since, asks anew."""
     if a.kind != b.kind:
         return False
-    return a.kind != "budget" or a.amount is None or b.amount is None or a.amount == b.amount
+    if a.kind == "budget":
+        return a.amount is None or b.amount is None or a.amount == b.amount
+    if a.kind == "question":
+        return a.question == b.question
+    return a.tool == b.tool and dict(a.arguments or {}) == dict(b.arguments or {})
 
 
 class DecisionHistory:
