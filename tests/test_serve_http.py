@@ -21,7 +21,7 @@ from support.cli import run_cli
 from support.env import WIRES, model_env
 from support.procs import wait_for
 from support.runs import events as events_of
-from support.served import TOKEN, Held, Served, asked_twice, replies, served_project, wait_status
+from support.served import TOKEN, Held, Served, asked_twice, replies, served_project, status_of, wait_status
 from support.wire_server import WireServer
 
 
@@ -263,7 +263,21 @@ def test_cancel_stops_a_run_resumably_and_resume_completes_it(stack: Stack) -> N
         run_id = start(http, "talk")
         assert stack.held.holding.wait(120)
         cancelled = http.post(f"/v1/runs/{run_id}/cancel")
-        assert cancelled.status_code == 202, cancelled.text
+        assert cancelled.status_code == 200, cancelled.text
+        partial = cancelled.json()  # answered once the stop is recorded: the partial result
+        assert (partial["id"], partial["status"], partial["resumable"]) == (run_id, "cancelled", True)
+        ((talker,),) = [partial["agents"]]
+        assert (talker["agent"], talker["status"], talker["said"]) == (
+            "talker",
+            "cancelled",
+            "Looking at the folder.",
+        )
+        assert talker["steps"] == 1 and talker["total_tokens"] == 15  # the held call, cut, answered nothing
+        assert partial["total_tokens"] == 15 and partial["cost_usd"] == pytest.approx(
+            (10 * 1.0 + 5 * 2.0) / 1e6
+        )
+        assert partial["usage"]["total_tokens"] == 15 and "continue with" in partial["message"]
+        assert status_of(http, run_id) == "cancelled"  # no wait: it was recorded before the answer
         stopped = wait_status(http, run_id, "cancelled")
         stack.held.release.set()
         twice = http.post(f"/v1/runs/{run_id}/cancel")

@@ -170,6 +170,34 @@ SCHEMAS: Json = {
         },
     },
     "Accepted": {"type": "object", "properties": {"id": {"type": "string"}, "status": {"type": "string"}}},
+    "AgentAnswer": {
+        "type": "object",
+        "required": ["agent", "agent_id", "status", "said"],
+        "properties": {
+            "agent": {"type": "string"},
+            "agent_id": {"type": "string", "description": "The instance path from the entry agent down"},
+            "status": {"type": "string", "description": "Its end, or the run's state when it had not ended"},
+            "said": {"type": "string", "description": "Its last answer in words (empty before one)"},
+            "steps": {"type": "integer", "description": "Its model calls that answered"},
+            "total_tokens": {"type": "integer"},
+            "cost_usd": NUMBER_OR_NULL,
+        },
+    },
+    "Cancelled": {
+        "type": "object",
+        "required": ["id", "status", "agents", "resumable"],
+        "properties": {
+            "id": {"type": "string"},
+            "status": {"type": "string", "description": "cancelled (or how it ended, when it ended first)"},
+            "message": STRING_OR_NULL,
+            "total_tokens": {"type": "integer"},
+            "cost_usd": {**NUMBER_OR_NULL, "description": "So far; null when no model of it has a price"},
+            "usage": {"type": "object", "description": "usage.json's shape"},
+            "agents": {"type": "array", "items": _ref("AgentAnswer")},
+            "pending": {"type": "array", "items": _ref("PendingDecision")},
+            "resumable": {"type": "boolean", "description": "POST /v1/runs/{id}/resume continues it"},
+        },
+    },
 }
 
 
@@ -323,9 +351,9 @@ OPERATIONS = (
         "/v1/runs/{id}/cancel",
         "post",
         "cancelRun",
-        "Stop a run (it ends cancelled, resumable)",
-        "202",
-        _json(_ref("Accepted"), "Stopping"),
+        "Stop a run (it ends cancelled, resumable); answered once the stop is recorded",
+        "200",
+        _json(_ref("Cancelled"), "Stopped: its partial result"),
         (401, 404, 409),
         parameters=RUN,
     ),

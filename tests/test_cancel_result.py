@@ -1,0 +1,93 @@
+"""Cancelling a run from the Python API gives its partial result: `Workflow.start`'s handle
+(`cancel()`, or cancelling its task) returns status `cancelled`, what each agent had said, the
+usage and cost so far, and the run stays resumable; a cancelled `run()` task's folder reads
+the same with `flowrun.read_result`. The talker's second model call is held at the wire server
+(the real openai SDK over 127.0.0.1), so the run is cancelled in flight."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from support.env import point_sdks
+from support.project import model, workflow, write_project
+from support.runs import meta
+from support.served import TALK_PRICE, Held, replies
+from support.wire_server import WireServer
+
+import flowrun
+
+COST = (10 * TALK_PRICE["input"] + 5 * TALK_PRICE["output"]) / 1e6  # the first call: 10 in, 5 out
+
+
+def talk(tmp: Path) -> Path:
+    spec = workflow(model("openai", price=TALK_PRICE), entry="talker", task="Do the job.")
+    return write_project(tmp, spec, {"talker": ["list_directory"]})
+
+
+def check_partial(result: flowrun.RunResult) -> None:
+    assert (result.status, result.exit_code, result.ok) == ("cancelled", 130, False)
+    assert "continue with `flowrun resume" in result.message
+    (talker,) = result.agents
+    assert (talker.agent, talker.status, talker.said) == ("talker", "cancelled", "Looking at the folder.")
+    assert (talker.steps, talker.total_tokens, talker.cost_usd) == (1, 15, pytest.approx(COST))
+    assert result.usage["total_tokens"] == 15 and result.usage["total_cost_usd"] == pytest.approx(COST)
+    assert meta(result.run_dir)["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("how", ["handle.cancel", "handle.task"])
+async def test_a_started_run_cancelled_returns_its_partial_result_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    held = Held(replies())
+    held.arm()
+    with WireServer(held) as server:
+        point_sdks(monkeypatch, server, "openai")
+        wf = flowrun.load(talk(tmp_path))
+        handle = wf.start(runs_dir=tmp_path / "runs")
+        assert handle.run_dir == tmp_path / "runs" / handle.run_id and "-wf-" in handle.run_id
+        try:
+            assert await asyncio.to_thread(held.holding.wait, 120), "the second model call never came"
+            assert not handle.done()
+            if how == "handle.cancel":
+                assert handle.cancel()
+            else:
+                handle.task.cancel()
+            result = await handle
+        finally:
+            held.release.set()
+        check_partial(result)
+        assert result.run_dir == handle.run_dir and not handle.cancel()  # it had ended
+        again = await flowrun.resume(result.run_dir)
+    assert again.status == "completed" and again.message == "Talked."
+    assert [a.said for a in again.agents] == ["Talked."]
+
+
+async def test_a_cancelled_run_task_is_read_back_with_read_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = Held(replies())
+    held.arm()
+    with WireServer(held) as server:
+        point_sdks(monkeypatch, server, "openai")
+        wf = flowrun.load(talk(tmp_path))
+        task = asyncio.create_task(wf.run(run_dir=tmp_path / "r"))
+        try:
+            assert await asyncio.to_thread(held.holding.wait, 120), "the second model call never came"
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            held.release.set()
+    check_partial(flowrun.read_result(tmp_path / "r"))
+
+
+async def test_a_start_with_a_mistake_raises_it_from_result(tmp_path: Path) -> None:
+    wf = flowrun.load(talk(tmp_path))
+    handle = wf.start({"nope": 1}, runs_dir=tmp_path / "runs", dry_run=True)
+    with pytest.raises(flowrun.UsageError, match="nope"):
+        await handle.result()
+    assert not handle.run_dir.exists()
+    with pytest.raises(flowrun.RunError, match="not a folder"):
+        flowrun.read_result(handle.run_dir)
