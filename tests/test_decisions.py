@@ -216,6 +216,60 @@ def test_an_ask_user_question_waits_for_flowrun_answer(tmp_path: Path, provider:
     assert decision["answer"] == "Blue, please." and decision["by"] == "cli"
 
 
+def one_line_refusal(proc: Any) -> str:
+    """The refusal's line (exit 2: one line and its hint, no traceback)."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in proc.stderr, proc.stderr
+    return str(lines[0])
+
+
+def test_flowrun_answer_refuses_a_question_already_answered_or_timed_out(tmp_path: Path) -> None:
+    """`flowrun show` names the question by its ref; `flowrun answer --call REF` a second time
+    is refused with one line saying by whom it was answered, and only the first answer reaches
+    the agent. A question whose deadline passed is refused the same way: the deadline took it."""
+    wf = project(tmp_path, "openai", {"boss": ["ask_user"]})
+    ask = Reply(tool_calls=[ToolCallSpec("ask_user", {"question": "Which colour?"})])
+    replies = wire_script({"boss": [ask, Reply("Done.")]})
+    with WireServer(replies) as server:
+        env = model_env(server, "openai")
+        first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "q"
+        (pending,) = meta(run_dir)["pending"]
+        ref = pending["ref"]
+        assert ref == f"{pending['agent_id']}/{pending['call_id']}#0"
+        shown = run_cli(["show", str(run_dir)], cwd=tmp_path)
+        assert f"(ref {ref})" in shown.stdout, shown.stdout
+
+        taken = run_cli(["answer", str(run_dir), "Blue.", "--call", ref, "--no-continue"], cwd=tmp_path)
+        assert taken.returncode == 0, taken.stdout + taken.stderr
+        late = one_line_refusal(run_cli(["answer", str(run_dir), "Red.", "--call", ref], cwd=tmp_path))
+        assert ref in late and f"{ref} in {run_dir} was already decided: answered 'Blue.' by cli" in late, (
+            late
+        )
+        done = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (after,) = [r for r in server.requests if r.assistant_turns == 1]
+        assert after.tool_results[0][1] == "Blue."
+        assert [e["answer"] for e in events(run_dir) if e["type"] == "decision"] == ["Blue."]
+
+        timed = run_cli([str(wf), "--run-id", "t", "--decide-within", "0.05", "-q"], cwd=tmp_path, env=env)
+        assert timed.returncode == WAITING, timed.stderr
+    run_dir = tmp_path / "runs" / "t"
+    (pending,) = meta(run_dir)["pending"]
+    while time.time() <= pending["deadline"]:  # until the deadline has passed
+        time.sleep(0.01)
+    ref = pending["ref"]
+    late = one_line_refusal(run_cli(["answer", str(run_dir), "Blue.", "--call", ref], cwd=tmp_path))
+    assert (
+        f"{ref} in {run_dir} timed out: nobody decided it before its deadline, so it was left unanswered"
+        in late
+    ), late
+    (decision,) = [e for e in events(run_dir) if e["type"] == "decision"]
+    assert (decision.get("answer"), decision["by"], decision["attempt"]) == (None, "deadline", 0)
+
+
 # ---------------------------------------------------------------- parallel branches
 
 
@@ -366,7 +420,7 @@ async def test_past_the_deadline_resume_denies_the_approval(
         assert meta(result.run_dir)["options"]["decide_within"] == 0.05
         await asyncio.sleep(max(0.0, pending.deadline - time.time()) + 0.01)  # until it is overdue
         assert pending.overdue()
-        with pytest.raises(flowrun.UsageError, match=r"already decided .*denied by deadline"):
+        with pytest.raises(flowrun.UsageError, match=r"timed out: .*, so it was denied"):
             flowrun.respond(result.run_dir, pending.call_id, allow=True)
         again = await flowrun.resume(result.run_dir)
         assert again.status == "completed"
@@ -556,15 +610,13 @@ async def test_an_answer_to_a_decision_taken_or_timed_out_is_refused_in_python(
         (pending,) = result.pending
         flowrun.respond(result.run_dir, pending.ref, allow=True)
         for handle in (pending.ref, pending.call_id):
-            with pytest.raises(
-                flowrun.UsageError, match=r"was already decided \(.*allowed by python"
-            ) as taken:
+            with pytest.raises(flowrun.UsageError, match=r"was already decided: allowed by python") as taken:
                 flowrun.respond(result.run_dir, handle, answer="late")
             assert "\n" not in taken.value.message
         late = await wf.run(run_dir=tmp_path / "late", decide_within=0.05)
         (overdue,) = late.pending
         await asyncio.sleep(max(0.0, (overdue.deadline or 0) - time.time()) + 0.01)  # until it is overdue
-        with pytest.raises(flowrun.UsageError, match="already decided when its deadline passed"):
+        with pytest.raises(flowrun.UsageError, match="timed out: nobody decided it before its deadline"):
             flowrun.respond(late.run_dir, overdue.ref, allow=True)
 
 

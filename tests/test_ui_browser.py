@@ -507,6 +507,40 @@ def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any
     assert taken["answer"] == "Blue, please." and taken["by"] == "ui"
 
 
+def test_allow_on_a_decision_taken_meanwhile_is_refused_in_one_line(
+    tmp_path: Path, page: Any, api_server: Any
+) -> None:
+    """The page shows a pending approval; meanwhile `flowrun approve --deny` takes it. Allow on
+    the page, which still shows it, sends its ref: the page says in one line that it was already
+    decided, by whom, and the denial stands (nothing else is recorded, the call never runs)."""
+    wf = project(tmp_path, {"worker": [{"write_file": {"approve": "ask"}}]})
+    write = calls(ToolCallSpec("write_file", {"path": "out.txt", "content": "approved\n"}))
+    replies = wire_script({"worker": [write, Reply("Not written.")]})
+    with WireServer(replies) as server:
+        env = model_env(server, "openai")
+        first = run_cli([str(wf), "--run-id", "stale", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == 75, first.stdout + first.stderr
+        run_dir = tmp_path / "runs" / "stale"
+        url = api_server(tmp_path / "runs", env)
+        page.goto(f"{url}/runs/stale")
+        wait_status(page, "waiting")
+        decision = page.locator(".decision[data-kind='approval']")
+        decision.wait_for(timeout=WAIT_MS)
+        denied = run_cli(["approve", str(run_dir), "--deny", "--no-continue"], cwd=tmp_path, env=env)
+        assert denied.returncode == 0, denied.stdout + denied.stderr
+        decision.locator("button.allow-btn").click()
+        said = decision.locator(".decision-status")
+        page.wait_for_function(
+            "(el) => el.textContent.includes('already decided')", arg=said.element_handle(), timeout=WAIT_MS
+        )
+        line = said.text_content()
+        shoot(page, "a-decision-taken-meanwhile")
+    assert "\n" not in line and "#0 in " in line and "already decided: denied by cli" in line, line
+    log = [json.loads(text) for text in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [(e["allowed"], e["by"]) for e in log if e["type"] == "decision"] == [(False, "cli")]
+    assert not (run_dir / "out.txt").exists()
+
+
 # ---------------------------------------------------------------- the runs list
 
 

@@ -128,9 +128,12 @@ def _refuse_stale(history: DecisionHistory, call_id: str, folder: Path) -> None:
     left = history.left(call_id)
     if isinstance(left, Decision):
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(left.at))
-        how = " when its deadline passed" if left.by == "deadline" else ""
+        if left.by == "deadline":
+            said = f"timed out: nobody decided it before its deadline, so it was {left.verdict()} (at {when})"
+        else:
+            said = f"was already decided: {left.outcome()} at {when}"
         raise UsageError(
-            f"{call_id} in {folder} was already decided{how} ({left.describe()} at {when})",
+            f"{left.ref} in {folder} {said}",
             "a decision is taken once; `flowrun show` tells how the run stands",
         )
     if isinstance(left, PendingDecision):

@@ -154,13 +154,18 @@ class Decision:
         return handle in (self.call_id, self.where, self.ref)
 
     def describe(self) -> str:
+        return f"{self.ref}: {self.outcome()}"
+
+    def outcome(self) -> str:
+        """What was decided, and by whom: `denied by cli (ana)`."""
+        return f"{self.verdict()} by {self.by}" + (f" ({self.user})" if self.user else "")
+
+    def verdict(self) -> str:
         if self.kind == "question":
-            said = "unanswered (deadline)" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
-        elif self.kind == "budget":
-            said = f"granted {self.grant:g} more {self.limit}" if self.allowed else "refused more budget"
-        else:
-            said = "allowed" if self.allowed else "denied"
-        return f"{self.ref}: {said} by {self.by}" + (f" ({self.user})" if self.user else "")
+            return "left unanswered" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
+        if self.kind == "budget":
+            return f"granted {self.grant:g} more {self.limit}" if self.allowed else "refused more budget"
+        return "allowed" if self.allowed else "denied"
 
     @classmethod
     def from_event(cls, event: DecisionEvent) -> Decision:
