@@ -7,6 +7,8 @@ the same with `flowrun.read_result`. The talker's second model call is held at t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,27 +38,40 @@ def check_partial(result: flowrun.RunResult) -> None:
     assert meta(result.run_dir)["status"] == "cancelled"
 
 
-@pytest.mark.parametrize("how", ["handle.cancel", "handle.task"])
-async def test_a_started_run_cancelled_returns_its_partial_result_and_resumes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
-) -> None:
+@contextmanager
+def talker_held(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[flowrun.Workflow, Held]]:
+    """The talk workflow, its model server armed to hold the talker's second call (released
+    when the block ends, if the test has not released it)."""
     held = Held(replies())
     held.arm()
     with WireServer(held) as server:
         point_sdks(monkeypatch, server, "openai")
-        wf = flowrun.load(talk(tmp_path))
-        handle = wf.start(runs_dir=tmp_path / "runs")
-        assert handle.run_dir == tmp_path / "runs" / handle.run_id and "-wf-" in handle.run_id
         try:
-            assert await asyncio.to_thread(held.holding.wait, 120), "the second model call never came"
-            assert not handle.done()
-            if how == "handle.cancel":
-                assert handle.cancel()
-            else:
-                handle.task.cancel()
-            result = await handle
+            yield flowrun.load(talk(tmp)), held
         finally:
             held.release.set()
+
+
+async def in_flight(held: Held) -> None:
+    """Until the talker's second model call is held at the server."""
+    assert await asyncio.to_thread(held.holding.wait, 120), "the second model call never came"
+
+
+@pytest.mark.parametrize("how", ["handle.cancel", "handle.task"])
+async def test_a_started_run_cancelled_returns_its_partial_result_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    with talker_held(tmp_path, monkeypatch) as (wf, held):
+        handle = wf.start(runs_dir=tmp_path / "runs")
+        assert handle.run_dir == tmp_path / "runs" / handle.run_id and "-wf-" in handle.run_id
+        await in_flight(held)
+        assert not handle.done()
+        if how == "handle.cancel":
+            assert handle.cancel()
+        else:
+            handle.task.cancel()
+        result = await handle
+        held.release.set()
         check_partial(result)
         assert result.run_dir == handle.run_dir and not handle.cancel()  # it had ended
         again = await flowrun.resume(result.run_dir)
@@ -67,19 +82,12 @@ async def test_a_started_run_cancelled_returns_its_partial_result_and_resumes(
 async def test_a_cancelled_run_task_is_read_back_with_read_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = Held(replies())
-    held.arm()
-    with WireServer(held) as server:
-        point_sdks(monkeypatch, server, "openai")
-        wf = flowrun.load(talk(tmp_path))
+    with talker_held(tmp_path, monkeypatch) as (wf, held):
         task = asyncio.create_task(wf.run(run_dir=tmp_path / "r"))
-        try:
-            assert await asyncio.to_thread(held.holding.wait, 120), "the second model call never came"
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-        finally:
-            held.release.set()
+        await in_flight(held)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     check_partial(flowrun.read_result(tmp_path / "r"))
 
 
