@@ -20,7 +20,6 @@ from flowrun.runtime.durable.decisions import (
     PendingDecision,
     choose,
     decided,
-    listing,
     open_decisions,
     overdue,
 )
@@ -138,7 +137,8 @@ def _refuse_stale(history: DecisionHistory, call_id: str, folder: Path) -> None:
         )
     if isinstance(left, PendingDecision):
         now = history.pending()
-        waits = f"it waits for {listing(now)}" if now else "it waits for no decision"
+        waits = "; ".join(f"{p.ref} ({p.describe()})" for p in now)  # by ref: those requests only
+        waits = f"it waits for {waits}" if now else "it waits for no decision"
         raise UsageError(
             f"{call_id} in {folder} belongs to an earlier attempt of the run (attempt {left.attempt or 0}; "
             f"it is on attempt {history.attempt}, which no longer asks it): {waits}",
