@@ -99,3 +99,13 @@ async def test_a_start_with_a_mistake_raises_it_from_result(tmp_path: Path) -> N
     assert not handle.run_dir.exists()
     with pytest.raises(flowrun.RunError, match="not a folder"):
         flowrun.read_result(handle.run_dir)
+
+
+async def test_a_run_cancelled_before_it_began_says_so(tmp_path: Path) -> None:
+    wf = flowrun.load(talk(tmp_path))
+    handle = wf.start(runs_dir=tmp_path / "runs", dry_run=True)
+    assert handle.cancel()  # before the task ever ran: nothing was made
+    result = await handle
+    assert (result.status, result.exit_code, result.agents, result.usage) == ("cancelled", 130, [], {})
+    assert result.message == "cancelled before it began: nothing was recorded"
+    assert not handle.run_dir.exists()
