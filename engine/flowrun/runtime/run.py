@@ -13,7 +13,7 @@ from flowrun.events import Event
 from flowrun.manifest.graph import offered_tools
 from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
-from flowrun.manifest.specs import AgentManifest, WorkflowManifest
+from flowrun.manifest.specs import WorkflowManifest
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import KindRecord, Ledger
 from flowrun.runtime.durable.run_files import RunFiles
@@ -23,7 +23,7 @@ from flowrun.runtime.hooks.moments import HookMoments
 from flowrun.runtime.kinds import bind_tools, close_tools, prepare_tools, strategy_for
 from flowrun.runtime.loop import dry_run
 from flowrun.runtime.loop.approvals import Approvals
-from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, BoundTool, Outcome
+from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, Outcome
 from flowrun.runtime.loop.decisions import Decisions
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
@@ -174,9 +174,7 @@ class Run:
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
         changed = await prepare_tools(inst, self)  # e.g. MCP servers started, their tools bound
         if await fetch_prompt(inst, self, self.prompts) or changed:  # an MCP server's prompt
-            inst.system = self.system_prompt(
-                self.project.agents[inst.name], inst.tools, inst.model.name, inst.id
-            )
+            inst.system = self.system_prompt(inst)
             self.record_prompt(inst)  # what the agent is really told, with those tools
         return await self.models.model_call(inst)
 
@@ -213,21 +211,21 @@ class Run:
             model=config,
             provider=self.models.provider_for(config),
             tools=tools,
-            system=self.system_prompt(loaded, tools, config.name, instance_id),
+            system="",  # (made below, from the instance)
             depth=depth,
             cwd=cwd or self.workspace,
             strategy=strategy_for(spec.context),
             output_schema=resolve_output_schema(loaded, self.project),
             repeats=RepeatGuard(spec.max_repeated_calls or self.limits.max_repeated_calls),
         )
+        inst.system = self.system_prompt(inst)
         self.record_prompt(inst)
         return inst
 
-    def system_prompt(
-        self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str, agent_id: str
-    ) -> str:
+    def system_prompt(self, inst: AgentInstance) -> str:
         """An instance's system prompt: the agent's, then its memory's block (runtime/memory/)."""
-        return self.prompts.system_prompt(loaded, tools, model) + memory_note(loaded.spec, agent_id, self)
+        own = self.prompts.system_prompt(self.project.agents[inst.name], inst.tools, inst.model.name)
+        return own + memory_note(inst.spec, inst.id, self)
 
     def record_prompt(self, inst: AgentInstance) -> None:
         """The instance's system prompt and tools: an event, and prompts/<instance>.md."""
