@@ -31,6 +31,7 @@ BASE = (
     "surrogates",
     "regexes",
     "states",
+    "foreign_text",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

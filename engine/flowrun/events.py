@@ -164,6 +164,31 @@ class AgentPromptEvent(Event):
     tools: list[dict[str, object]] = field(default_factory=list)
 
 
+@event_type("project_instructions")
+@dataclass(kw_only=True, slots=True)
+class ProjectInstructionsEvent(Event):
+    """The project instructions (AGENTS.md, CLAUDE.md) the run's agents of one flavor read
+    (`agents`: flowrun's own, `claude`: Claude Code agent files), as the block at the end of
+    their system prompts; written once per flavor, when the first agent that reads them starts.
+    A resume and a replay give the agents this text, never the files as they are now."""
+
+    flavor: str
+    files: list[str] = field(default_factory=list)  # relative to the workflow's folder, in order read
+    text: str = ""  # the block as the agents read it
+    size: int = 0  # bytes of the files
+    cap: int = 0  # bytes read at most
+    cut: bool = False  # over the cap: the text says where it was cut
+
+    def describe(self) -> str:
+        names = ", ".join(self.files)
+        if self.cut:
+            return f"project instructions {names}: {self.size} bytes, over the {self.cap}-byte cap; cut"
+        return f"project instructions read from {names}"
+
+    def level(self) -> str:
+        return "warn" if self.cut else ""
+
+
 @event_type("user_message")
 @dataclass(kw_only=True, slots=True)
 class UserMessageEvent(Event):

@@ -30,6 +30,7 @@ from flowrun.runtime.loop.contracts import (
     ToolKind,
 )
 from flowrun.runtime.loop.deferred import load_noted
+from flowrun.runtime.loop.instructions import RecordedInstructions
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepConditions, StepContext, StepKind
@@ -105,9 +106,9 @@ def _drop(table: dict[str, Any], family: str, name: str) -> None:
 
 def kind_records() -> list[type[KindRecord]]:
     """What the registered kinds keep of a recorded run, for `Ledger.from_events` to fold the
-    log into (and the `if:` every step kind takes)."""
+    log into (and the `if:` every step kind takes, and the project instructions agents read)."""
     kinds: list[ToolKind | StepKind] = [*TOOL_KINDS.values(), *STEP_KINDS.values()]
-    return [StepConditions, *(record for kind in kinds for record in kind.records)]
+    return [StepConditions, RecordedInstructions, *(record for kind in kinds for record in kind.records)]
 
 
 # ---------------------------------------------------------------- tools

@@ -4,7 +4,8 @@
 A server starts once per run, when the first agent that lists it is about to call its model
 (the model needs the tools' schemas), and stops with the run. Until then the entry is bound as
 a placeholder; `prepare` replaces it with one bound tool per remote tool, named
-`SERVER__TOOL` for the model. A stdio server runs inside the sandbox: the workflow's `sandbox:`
+`SERVER__TOOL` for the model, described in the server's words framed as data (and its results
+framed so too: tools/remote/mcp_client.py). A stdio server runs inside the sandbox: the workflow's `sandbox:`
 with the server's own over it; it sees the run folder (read-write), the folder of the file that
 declares it (read-only: relative paths in `.mcp.json` work) and the project's skills."""
 
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from flowrun.errors import RunError
+from flowrun.foreign_text import frame
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.mcp_config import server_policy
 from flowrun.manifest.ecosystem.mcp_refs import McpRef, check_entry, mcp_ref
@@ -116,6 +118,15 @@ class McpPool:
         self.connections.clear()
 
 
+def _described(server: str, tool: RemoteTool, own: bool) -> str:
+    """What the model reads about a remote tool: the server's description framed as data (the
+    server is not the workflow's author); flowrun's own words for its resource tools and a tool
+    the server does not describe."""
+    if own or not tool.description:
+        return tool.description or f"The {tool.name} tool of the {server} MCP server."
+    return frame(tool.description, f"MCP server '{server}', the description of its tool '{tool.name}'")
+
+
 def _where(loaded: Loaded[McpServerSpec]) -> str:
     return f"declared in {loaded.source.display}"
 
@@ -158,7 +169,7 @@ class McpKind(ToolKind):
         ref = mcp_ref(request.name, request.project)
         assert ref is not None
         spec = ToolSpec(request.name, "", {"type": "object", "properties": {}})
-        return [BoundTool(request.name, spec, self, target=Pending(ref))]
+        return [BoundTool(request.name, spec, self, target=Pending(ref), foreign_text=True)]
 
     async def prepare(self, inst: AgentInstance, run: RunServices) -> bool:
         """Replace the agent's placeholders with the servers' tools (starting the servers);
@@ -214,7 +225,7 @@ class McpKind(ToolKind):
                 ResourceOp(ref.server, tool.name) if tool in resources else Remote(ref.server, tool.name)
             )
             name = model_name(ref.server, tool.name)
-            description = tool.description or f"The {tool.name} tool of the {ref.server} MCP server."
+            description = _described(ref.server, tool, tool in resources)
             bound = BoundTool(
                 name,
                 ToolSpec(name, description, tool.parameters),
@@ -228,6 +239,7 @@ class McpKind(ToolKind):
             bound.in_dry_run = "run" if tool.read_only else "simulate"  # a dry run changes nothing
             bound.result_schema = tool.output_schema
             bound.fills_defaults, bound.takes_undeclared = False, True  # the server decides
+            bound.foreign_text = True  # its description and results are the server's words
             out.append(bound)
         return out
 
