@@ -143,8 +143,8 @@ def _read(path: Path) -> tuple[bytes, int] | None:
 
 
 def imports(text: str) -> list[str]:
-    """The paths a CLAUDE.md imports (`@docs/style.md`), outside code blocks and code spans;
-    a path in the home folder (`@~/...`) is not followed."""
+    """The paths a CLAUDE.md imports (`@NOTES.md`, `@guides/style.md`), outside code blocks and
+    code spans; a path in the home folder (`@~/...`) is not followed."""
     prose = _CODE.sub("", _FENCE.sub("", text))
     found = [m.group(1).rstrip(".,;:!?") for m in _IMPORT.finditer(prose)]
     return [p for p in dict.fromkeys(found) if p and not p.startswith("~")]
