@@ -57,7 +57,7 @@ class PromptEndings:
         emit: Callable[[Event], None],
     ) -> None:
         self.root = root  # the workflow's folder (resolved)
-        self.default = default  # the workflow's `instructions`
+        self.default: Mode | None = default  # the workflow's `instructions`
         self.recorded = recorded
         self.emit = emit
         self.blocks: dict[Flavor, str] = {}
