@@ -100,6 +100,9 @@ class RunStartEvent(Event):
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
     run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
+    # the version of flowrun's words around what models read (runtime/loop/prompt_version.py);
+    # resume and replay keep it; None in logs written before it was recorded (version 1)
+    prompts: int | None = None
     # the options as earlier versions wrote them (read by RunOptions.from_record, never written)
     dry_run: bool | None = None
     model_override: str | None = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from flowrun.events import Event, ProjectInstructionsEvent
 from flowrun.foreign_text import NOTE
@@ -29,6 +30,15 @@ from flowrun.manifest.project import Loaded
 from flowrun.manifest.specs import AgentManifest
 from flowrun.runtime.durable.ledger import KindRecord, Ledger
 from flowrun.runtime.loop.contracts import BoundTool
+from flowrun.runtime.loop.prompt_version import FRAMING, RecordedPrompts
+
+R = TypeVar("R", bound=KindRecord)
+
+
+class Recorded(Protocol):
+    """The run's `recorded`: a kind's record of the recording (an empty one for a new run)."""
+
+    def __call__(self, record: type[R]) -> R: ...
 
 
 class RecordedInstructions(KindRecord):
@@ -50,15 +60,13 @@ class PromptEndings:
     recording) once per flavor, and the foreign-text note."""
 
     def __init__(
-        self,
-        root: Path,
-        default: Mode | None,
-        recorded: RecordedInstructions,
-        emit: Callable[[Event], None],
+        self, root: Path, default: Mode | None, recorded: Recorded, emit: Callable[[Event], None]
     ) -> None:
         self.root = root  # the workflow's folder (resolved)
         self.default: Mode | None = default  # the workflow's `instructions`
-        self.recorded = recorded
+        self.recorded = recorded(RecordedInstructions)
+        # a run recorded before flowrun framed foreign text goes on without it (prompt_version.py)
+        self.framing = recorded(RecordedPrompts).version >= FRAMING
         self.emit = emit
         self.blocks: dict[Flavor, str] = {}
 
@@ -88,6 +96,8 @@ class PromptEndings:
 
     def complete(self, prompt: str, loaded: Loaded[AgentManifest], tools: Mapping[str, BoundTool]) -> str:
         """`prompt` with the agent's instructions and, when it can read foreign text, the note."""
+        if not self.framing:
+            return prompt
         parts = [prompt, self.instructions(loaded)]
         if any(bound.foreign_text for bound in tools.values()):
             parts.append(NOTE)

@@ -33,6 +33,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.prompt_version import frames_foreign_text
 from flowrun.tools.remote.a2a_client import CardInfo, CardUnavailable, Target, card_url, fetch_card, send
 from flowrun.types import ToolResult, ToolSpec
 
@@ -74,9 +75,10 @@ def target_of(name: str, spec: A2aAgentSpec) -> Target:
     return Target(url, headers, spec.timeout_s, spec.card_path, shown=spec.url, name=name)
 
 
-def describe(name: str, spec: A2aAgentSpec, card: CardInfo | None) -> str:
+def describe(name: str, spec: A2aAgentSpec, card: CardInfo | None, framed: bool) -> str:
     """What the model reads about the tool: the declared description or the card's, its skills
-    (the card's words framed as data: the remote agent is not the workflow's author)."""
+    (the card's words framed as data: the remote agent is not the workflow's author; `framed`
+    false only in a run recorded before flowrun framed them)."""
     if card is None:
         return spec.description or f"The remote A2A agent '{name}' ({spec.url})."
     lines = [spec.description or f"The remote A2A agent '{name}'."]
@@ -87,7 +89,8 @@ def describe(name: str, spec: A2aAgentSpec, card: CardInfo | None) -> str:
             example = f" (e.g. {skill.examples[0]!r})" if skill.examples else ""
             said.append(f"- {skill.name}: {skill.description}{example}".rstrip(": "))
     if said:
-        lines.append(frame("\n".join(said), f"the card of A2A agent '{name}' ({spec.url})"))
+        text = "\n".join(said)
+        lines.append(frame(text, f"the card of A2A agent '{name}' ({spec.url})") if framed else text)
     lines.append("It is a remote agent: send it one self-contained request as `message`; it answers in text.")
     return "\n".join(lines)
 
@@ -172,17 +175,16 @@ class A2aKind(ToolKind):
             if isinstance(bound.target, Pending) and bound.kind is self:
                 name = bound.target.name
                 spec = run.project.a2a_agents[name].spec
-                bound = self._remote(bound, name, spec, await cards.card(name))
+                card = await cards.card(name)
+                bound = self._remote(bound, name, describe(name, spec, card, frames_foreign_text(run)), spec)
             tools[key] = bound
         inst.tools = tools
         return True
 
-    def _remote(
-        self, placeholder: BoundTool, name: str, spec: A2aAgentSpec, card: CardInfo | None
-    ) -> BoundTool:
+    def _remote(self, placeholder: BoundTool, name: str, described: str, spec: A2aAgentSpec) -> BoundTool:
         bound = BoundTool(
             placeholder.name,
-            ToolSpec(placeholder.name, describe(name, spec, card), dict(PARAMETERS)),
+            ToolSpec(placeholder.name, described, dict(PARAMETERS)),
             self,
             config=placeholder.config,
             limits={"timeout_s": spec.timeout_s + CALL_GRACE_S},

@@ -33,6 +33,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.prompt_version import frames_foreign_text
 from flowrun.runtime.models.subtrees import SubtreeBudgetExceeded
 from flowrun.types import Status, ToolCall, ToolResult, ToolSpec
 
@@ -191,7 +192,8 @@ async def call_agent(
             output_files=files[:MAX_FILES_KEPT],
         )
     )
-    return _sub_result(inst, callee, outcome, files, bool(args.get("return_full_output")))
+    full = bool(args.get("return_full_output"))
+    return _sub_result(inst, callee, outcome, files, full, frames_foreign_text(run))
 
 
 # why a sub-agent failed, as its caller reads it: a refused task (a hook) or a guardrail that
@@ -318,21 +320,22 @@ def _kept(files: list[str]) -> dict[str, object]:
     return {"output_files": files[:MAX_FILES_KEPT], "output_files_total": len(files)}
 
 
-def answered(inst: AgentInstance, text: str) -> str:
+def answered(inst: AgentInstance, text: str, framed: bool) -> str:
     """A sub-agent's words as its caller's model reads them: framed as data naming the agent
-    (flowrun/foreign_text.py: they may carry what a page or a server told it)."""
+    (flowrun/foreign_text.py: they may carry what a page or a server told it), unless the run
+    was recorded before flowrun framed them (runtime/loop/prompt_version.py)."""
     if not text:
         return f"{inst.name} ended without a summary."
-    return frame(text, f"agent '{inst.name}', its answer")
+    return frame(text, f"agent '{inst.name}', its answer") if framed else text
 
 
 def _sub_result(
-    inst: AgentInstance, spec: AgentManifest, outcome: Outcome, files: list[str], full: bool = False
+    inst: AgentInstance, spec: AgentManifest, outcome: Outcome, files: list[str], full: bool, framed: bool
 ) -> ToolResult:
     cap = spec.summary_max_chars
     answer = outcome.text.strip()
     cut = len(answer) > cap and not full
-    summary = answered(inst, answer[:cap] if cut else answer)
+    summary = answered(inst, answer[:cap] if cut else answer, framed)
     if cut:
         summary += f"\n[summary cut at {cap} characters; details are in the files]"
     listing = _listing(files)
@@ -386,7 +389,8 @@ def budget_partial(
         )
     )
     listing = _listing(files)
-    last = answered(inst, inst.last_text.strip()) if inst.last_text.strip() else "(it wrote no answer yet)"
+    last = inst.last_text.strip()
+    last = answered(inst, last, frames_foreign_text(run)) if last else "(it wrote no answer yet)"
     text = f"{message}. Its last words:\n{last}\n\nOutput files:\n{listing}"
     data = {
         **_kept(files),

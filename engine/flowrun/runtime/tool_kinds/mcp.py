@@ -34,6 +34,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.prompt_version import frames_foreign_text
 from flowrun.runtime.mcp.deferral import Search, defers, run_search, search_tool
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.runtime.mcp.resources import ResourceOp, resource_tools, run_op
@@ -118,11 +119,11 @@ class McpPool:
         self.connections.clear()
 
 
-def _described(server: str, tool: RemoteTool, own: bool) -> str:
+def _described(server: str, tool: RemoteTool, own: bool, framed: bool) -> str:
     """What the model reads about a remote tool: the server's description framed as data (the
-    server is not the workflow's author); flowrun's own words for its resource tools and a tool
-    the server does not describe."""
-    if own or not tool.description:
+    server is not the workflow's author; `framed` false only in a run recorded before flowrun
+    framed it); flowrun's own words for its resource tools and a tool the server does not describe."""
+    if own or not framed or not tool.description:
         return tool.description or f"The {tool.name} tool of the {server} MCP server."
     return frame(tool.description, f"MCP server '{server}', the description of its tool '{tool.name}'")
 
@@ -184,7 +185,7 @@ class McpKind(ToolKind):
                 tools[key] = bound
                 continue
             ref = bound.target.ref
-            expanded = await self._expand(pool, bound, ref, run.project)
+            expanded = await self._expand(pool, bound, ref, run)
             if not defers(run.project.mcp_servers[ref.server].spec, ref, len(expanded)):
                 tools.update((found.name, found) for found in expanded)
                 continue
@@ -204,9 +205,9 @@ class McpKind(ToolKind):
         return True
 
     async def _expand(
-        self, pool: McpPool, placeholder: BoundTool, ref: McpRef, project: Project
+        self, pool: McpPool, placeholder: BoundTool, ref: McpRef, run: RunServices
     ) -> list[BoundTool]:
-        spec = project.mcp_servers[ref.server].spec
+        spec = run.project.mcp_servers[ref.server].spec
         remote = await pool.tools_of(ref.server)
         resources = await resource_tools(pool.connections[ref.server])  # its resources, as two tools
         remote = [*remote, *resources]
@@ -225,7 +226,7 @@ class McpKind(ToolKind):
                 ResourceOp(ref.server, tool.name) if tool in resources else Remote(ref.server, tool.name)
             )
             name = model_name(ref.server, tool.name)
-            description = _described(ref.server, tool, tool in resources)
+            description = _described(ref.server, tool, tool in resources, frames_foreign_text(run))
             bound = BoundTool(
                 name,
                 ToolSpec(name, description, tool.parameters),
