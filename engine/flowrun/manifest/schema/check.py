@@ -110,11 +110,8 @@ def _one_per_typo(found: list[Diagnostic]) -> list[Diagnostic]:
         for d in found
         if d.code == "unknown-key" and d.hint.startswith("did you mean ")
     }
-    return [
-        d
-        for d in found
-        if d.code != "missing-key" or (d.path, d.message.removeprefix("missing required key ") + "?") not in meant
-    ]
+    missing = {id(d): d.message.removeprefix("missing required key ") + "?" for d in found}
+    return [d for d in found if d.code != "missing-key" or (d.path, missing[id(d)]) not in meant]
 
 
 def _explain(src: Source, err: Any, root: dict[str, Any]) -> list[Diagnostic]:
