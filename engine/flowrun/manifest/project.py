@@ -355,14 +355,7 @@ def _add_manifest(
     kind, spec, src, diags = readable_manifest(path, folder, trusted=trusted)
     project.diagnostics += diags
     if spec is None:
-        # its name (or, failing that, its file name) is known: references to it are not "unknown"
-        name = src.data.get("name") if isinstance(src.data, dict) else None
-        project.broken.add(name if isinstance(name, str) else path.stem)
-        if expected == "models":  # the models it names exist (any, when they cannot be read)
-            names = {str(p[1]) for p in src.keys if len(p) == 2 and p[0] == "models"}
-            project.unreadable_models |= names or {ANY_NAME}
-        else:
-            project.unloaded[src.display] = (expected, name if isinstance(name, str) else path.stem)
+        _unloaded(project, src, path.stem, expected)
         return
     if kind != expected:
         project.diagnostics.append(
@@ -375,11 +368,7 @@ def _add_manifest(
         )
         return
     if isinstance(spec, ModelsManifest):
-        for name, model in spec.models.items():
-            project.models[name] = Loaded(model, src, root, builtin)
-        project.unreadable_models |= unreadable(src, "models")
-        if spec.default_model:
-            project.default_model, project.default_model_source = spec.default_model, src
+        _add_models(project, spec, Loaded(spec, src, root, builtin))
         return
     assert isinstance(spec, AgentManifest | ToolManifest)
     if (expected, spec.name) in seen:
@@ -408,6 +397,28 @@ def _add_manifest(
         project.tools[spec.name] = Loaded(spec, src, root, builtin)
     else:
         project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, builtin))
+
+
+def _unloaded(project: Project, src: Source, stem: str, kind: str) -> None:
+    """A manifest of agents.d/, tools.d/ or models.d/ that did not load. Its name (or, failing
+    that, its file name) is known: references to it are not "unknown"; the models a models.d
+    file names exist (any may, when they cannot be read)."""
+    name = src.data.get("name") if isinstance(src.data, dict) else None
+    name = name if isinstance(name, str) else stem
+    project.broken.add(name)
+    if kind == "models":
+        names = {str(p[1]) for p in src.keys if len(p) == 2 and p[0] == "models"}
+        project.unreadable_models |= names or {ANY_NAME}
+    else:
+        project.unloaded[src.display] = (kind, name)
+
+
+def _add_models(project: Project, spec: ModelsManifest, loaded: Loaded[ModelsManifest]) -> None:
+    for name, model in spec.models.items():
+        project.models[name] = Loaded(model, loaded.source, loaded.root, loaded.builtin)
+    project.unreadable_models |= unreadable(loaded.source, "models")
+    if spec.default_model:
+        project.default_model, project.default_model_source = spec.default_model, loaded.source
 
 
 def _resolve_extends(project: Project) -> None:
