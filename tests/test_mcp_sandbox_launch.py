@@ -319,34 +319,34 @@ def test_a_node_server_outside_the_project_is_shown_as_its_whole_package(tmp_pat
     """`node /src/weather-server/dist/index.js`, or the script as the command: the line to add
     shows the package folder, not `dist/` alone (where node would not find the SDK). A server
     declared with `dist/` bound already is told the same instead of only node's
-    "Cannot find package"; the line as printed makes each start."""
+    "Cannot find package"; the line as printed makes each start. A Python script of the same
+    checkout is no node script: its own folder is named."""
     script = node_checkout(tmp_path / "src")
-    package = script.parent.parent
+    dist = script.parent
+    package = dist.parent
+    (package / "scripts").mkdir()
+    (package / "scripts" / "serve.py").write_text("raise SystemExit('not a server')\n")
     project = tmp_path / "project"
     project.mkdir()
     servers = {
         "byarg": {"command": "node", "args": [str(script)]},
         "byprog": {"command": str(script)},
-        "halfbound": {
-            "command": "node",
-            "args": [str(script)],
-            "sandbox": {"ro_binds": [str(script.parent)]},
-        },
+        "halfbound": {"command": "node", "args": [str(script)], "sandbox": {"ro_binds": [str(dist)]}},
+        "python": {"command": sys.executable, "args": [str(package / "scripts" / "serve.py")]},
     }
-    workflow = launch_project(project, servers, ["byarg.add", "byprog.add", "halfbound.add"])
+    launch_project(project, servers, [f"{name}.add" for name in servers])
     code, out = validate_connect(project, {})
     assert code == 1 and "Traceback" not in out, out
     lines = {name: row for row in out.splitlines() for name in servers if f"'{name}'" in row}
-    assert len(lines) == 3, out
+    assert len(lines) == 4, out
     line = f"sandbox: {{ro_binds: [{package}]}}"
-    for name in servers:
+    for name in ("byarg", "byprog", "halfbound"):
         assert f"add `{line}` to its declaration" in lines[name], lines[name]
         assert f"part of the node package {package}" in lines[name]
     assert "Cannot find package '@modelcontextprotocol/sdk'" in lines["halfbound"]
+    assert f"add `sandbox: {{ro_binds: [{package / 'scripts'}]}}`" in lines["python"], lines["python"]
 
-    data = yaml.safe_load(workflow.read_text())
-    for name in servers:
-        data["mcp_servers"][name] |= yaml.safe_load(line)
-    workflow.write_text(yaml.safe_dump(data, sort_keys=False))
+    node = {name: servers[name] | yaml.safe_load(line) for name in ("byarg", "byprog", "halfbound")}
+    launch_project(project, node, [f"{name}.add" for name in node])
     code, out = validate_connect(project, {})
     assert code == 0, out

@@ -152,7 +152,7 @@ def _unseen_arguments(needs: Needs, where: Where, loaded: Loaded[McpServerSpec])
         path = Path(os.path.expanduser(arg))
         if not path.is_absolute() or not path.exists():
             continue
-        package = node_package(path.resolve(), where.home) if path.is_file() else None
+        package = node_package(path, where.home) if path.is_file() else None
         if package is not None:
             if not _shown(package, where, needs):
                 packages.setdefault(package, path)

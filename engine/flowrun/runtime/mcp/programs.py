@@ -214,7 +214,7 @@ def _show(path: Path, where: Where, needs: Needs) -> None:
         return
     root = install_root(path, home)
     if root is None:
-        package = node_package(path.resolve(), home)
+        package = node_package(path, home)
         if package is not None:  # its folder alone would not do: node reads its dependencies
             raise ProgramNotShown(
                 f"its program {path} is part of the node package {package}, which the sandbox does "
@@ -243,12 +243,31 @@ def install_root(path: Path, home: Path | None) -> Path | None:
     return None
 
 
+NODE_SUFFIXES = (".js", ".mjs", ".cjs")
+
+
+def _node_script(path: Path) -> bool:
+    """Whether node runs this file: a JavaScript file, or a script whose `#!` line names node."""
+    if path.suffix in NODE_SUFFIXES:
+        return True
+    try:
+        with path.open("rb") as f:
+            head = f.read(SHEBANG_BYTES)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"node" in head.split(b"\n", 1)[0]
+
+
 def node_package(path: Path, home: Path | None) -> Path | None:
-    """The folder a node program's imports resolve in, for a script inside a node package:
+    """The folder a node script's imports resolve in, for a script inside a node package:
     the outermost `node_modules` it lies in (an install, flat or nested), else its package
     folder (the nearest holding `package.json`) when that has its own `node_modules`, else the
     nearest folder above that holds one (a workspace's hoisted dependencies), else the package
-    folder; below the home folder, `~/.local` and `/`. None: not in a node package."""
+    folder; below the home folder, `~/.local` and `/`. None: not a node script (a JavaScript
+    file, or one whose `#!` line names node) in a node package."""
+    if not _node_script(path):
+        return None
+    path = path.resolve()  # node resolves imports from where the script really is
     stops = {Path("/")}
     if home is not None:
         stops |= {home, home / ".local", *home.parents}
