@@ -142,7 +142,10 @@ def _signature_problems(
     takes_any = any(p["kind"] == "VAR_KEYWORD" for p in rest)
     by_name = {p["name"]: p for p in rest if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")}
     properties = manifest.parameters.get("properties") or {}
-    required = set(manifest.parameters.get("required") or [])
+    required = manifest.parameters.get("required") or []
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return []  # not a JSON Schema of an object: reported as a bad schema
+    required = set(required)
     out: list[Diagnostic] = []
     for name in properties:
         if name not in by_name and not takes_any:
