@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema.check import did_you_mean, validator_for
 from flowrun.manifest.spec_base import NAME
 from flowrun.manifest.specs import KINDS, Strict
 from flowrun.manifest.yaml_source import PathKey, Source
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 ROUNDS = 25  # each round cuts at least one value; a file with more problems is not salvaged
 
@@ -32,8 +36,8 @@ def salvage(kind: str, src: Source) -> tuple[Strict | None, Source]:
         return None, src
     done = Found()
     for _ in range(ROUNDS):
-        data, remap = without(src.data, done.cuts, done.renames)
-        data |= done.fills
+        kept, remap = without(src.data, done.cuts, done.renames)
+        data = cast("dict[str, object]", kept) | done.fills  # (a mapping stays one)
         spec, found = _attempt(kind, {**data, "kind": kind}, src)
         if spec is not None:  # a key filled in counts as cut: what it names cannot be known
             cut = tuple(sorted(done.cuts | {(key,) for key in done.fills}, key=str))
@@ -66,13 +70,13 @@ class Found:
         return True
 
 
-def _attempt(kind: str, data: dict[str, Any], src: Source) -> tuple[Strict | None, Found | None]:
+def _attempt(kind: str, data: dict[str, object], src: Source) -> tuple[Strict | None, Found | None]:
     """The spec of `data` when its JSON Schema and model accept it, else what to change (None:
     nothing can be)."""
     from pydantic import ValidationError
 
     found = Found()
-    for err in validator_for(kind).iter_errors(data):
+    for err in validator_for(kind).iter_errors(cast("Any", data)):  # (JSON: yaml_source made it)
         if not _schema_cuts(err, found):
             return None, None
     if not _settle_missing(found, src):
@@ -90,13 +94,14 @@ def _attempt(kind: str, data: dict[str, Any], src: Source) -> tuple[Strict | Non
         return None, found
 
 
-def _schema_cuts(err: Any, found: Found) -> bool:
+def _schema_cuts(err: ValidationError, found: Found) -> bool:
     """Add to `found` what the JSON Schema error `err` is about; False when it is about the
     file as a whole."""
     path = tuple(err.absolute_path)
+    schema = err.schema if isinstance(err.schema, dict) else {}
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = set(err.schema.get("properties", {}))
-        patterns = list(err.schema.get("patternProperties", {}))
+        allowed = set(schema.get("properties", {}))
+        patterns = list(schema.get("patternProperties", {}))
         extra = [k for k in err.instance if k not in allowed and not any(re.search(p, k) for p in patterns)]
         for key in extra:
             meant = did_you_mean(key, allowed - set(err.instance)).removeprefix("did you mean '")
@@ -106,7 +111,8 @@ def _schema_cuts(err: Any, found: Found) -> bool:
                 found.cuts.add((*path, key))
         return True
     if err.validator == "required":
-        found.missing += [(*path, key) for key in err.validator_value if key not in err.instance]
+        required = err.validator_value if isinstance(err.validator_value, list) else []
+        found.missing += [(*path, key) for key in required if key not in err.instance]
         return True
     if err.validator in ("anyOf", "oneOf") and err.context:
         if all(_schema_cuts(c, found) for c in _likeliest_branch(err.context)):
@@ -135,10 +141,10 @@ def _settle_missing(found: Found, src: Source) -> bool:
     return True
 
 
-def _likeliest_branch(context: list[Any]) -> list[Any]:
+def _likeliest_branch(context: Sequence[ValidationError]) -> list[ValidationError]:
     """The errors of the union member the value was most likely meant as: the one whose errors
     reach deepest into it, then the one with the fewest."""
-    branches: dict[object, list[Any]] = {}
+    branches: dict[object, list[ValidationError]] = {}
     for c in context:
         branches.setdefault(c.relative_schema_path[0] if c.relative_schema_path else 0, []).append(c)
     return max(branches.values(), key=lambda errs: (max(len(e.absolute_path) for e in errs), -len(errs)))
@@ -181,7 +187,7 @@ def without(
     renames: dict[PathKey, str],
     written: PathKey = (),
     effective: PathKey = (),
-) -> tuple[Any, dict[PathKey, PathKey]]:
+) -> tuple[object, dict[PathKey, PathKey]]:
     """`data` without the values at `cuts` and with the keys `renames` names under the keys
     they misspell (both by written path), and where each renamed key or moved list item is
     written (effective path -> written path, the shape of `Source.remap`)."""
