@@ -77,6 +77,12 @@ def check_python_tools(tools: list[tuple[str, ToolManifest, Source]], root: Path
     return out
 
 
+def probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
+    """What importing each `module:function` from `root` finds, in a child process (a report
+    per target: its error, or whether it is async and its parameters), or why none could be made."""
+    return _probe(root, targets)
+
+
 def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
     """(report per target, None) or ({}, why the child could not report)."""
     request = json.dumps({"root": str(root), "targets": targets})

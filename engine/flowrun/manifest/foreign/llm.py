@@ -99,8 +99,7 @@ def from_name(provider: str, model: str) -> ModelPick:
         if key:
             spec["api_key_env"] = key
         return ModelPick(spec=spec)
-    hint = ", ".join(sorted({*PROVIDERS, *COMPATIBLE}))
-    return ModelPick(problem=f"flowrun has no provider for '{provider}/{model}' (it knows: {hint})")
+    return ModelPick(problem=f"flowrun has no provider for '{provider}/{model}'")
 
 
 def litellm(value: str) -> ModelPick:

@@ -9,12 +9,14 @@ would declare it."""
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
 from flowrun.manifest.yaml_source import PathKey, Source
+from flowrun.paths import display_path
 
 # parameters a framework passes itself: not the model's to fill
 CONTEXT_PARAMETERS = ("tool_context", "context", "ctx", "callback_context", "self", "cls")
@@ -84,7 +86,10 @@ def function_tool(
         return None
     found = find_module(module, root)
     if found is None:
-        refuse_tool(conv, src, where, dotted, tool_name, f"module '{module}' is not found from {root}")
+        shown = display_path(root)
+        refuse_tool(
+            conv, src, where, dotted, tool_name, f"module '{module}' is not found from {shown} or above it"
+        )
         return None
     path, import_root = found
     conv.read(path)
@@ -116,7 +121,10 @@ def function_tool(
         "description": description,
         "parameters": parameters,
     }
-    manifest["implementation"] = {"function": f"{module}:{func}"}
+    implementation = {"function": f"{module}:{func}"}
+    if import_root != root.resolve():  # the folder the module is imported from, for the tool kind
+        implementation["path"] = os.path.relpath(import_root, root.resolve())
+    manifest["implementation"] = implementation
     conv.note(src, where, f"tool {tool_name}: the function {module}:{func} called with the model's arguments")
     return FunctionTool(manifest, import_root)
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 # name (what `--format` takes) -> module; detection asks them in this order
 FORMATS: dict[str, str] = {
     "agentspec": "flowrun.manifest.foreign.agentspec",
+    "adk": "flowrun.manifest.foreign.adk.format",
     "crewai": "flowrun.manifest.foreign.crewai.format",
 }
 
