@@ -126,7 +126,7 @@ def settings(raw: Mapping[str, object], provider_key: str = "provider") -> Model
     pick = from_name(str(provider), model) if isinstance(provider, str) and provider else litellm(model)
     if not pick.usable:
         return pick
-    spec = dict(pick.spec) if pick.spec else _spec_of(pick.ref or "")
+    spec = dict(pick.spec) if pick.spec else spec_of(pick.ref or "")
     spec.update({k: raw[k] for k in SAME_KEYS if raw.get(k) is not None})
     if (
         spec.get("preset") == "ollama"
@@ -144,7 +144,7 @@ def settings(raw: Mapping[str, object], provider_key: str = "provider") -> Model
     return ModelPick(spec=spec, dropped=dropped)
 
 
-def _spec_of(ref: str) -> dict[str, Any]:
+def spec_of(ref: str) -> dict[str, Any]:
     """`provider:model` as the settings of a named model."""
     provider, _, model = ref.partition(":")
     if provider in PRESETS:
