@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +29,20 @@ def flowrun_name(key: str) -> str:
     if not name[0].isalpha():
         name = "a" + name
     return name[:NAME_LIMIT]
+
+
+@cache
+def builtin_tool_names() -> frozenset[str]:
+    from flowrun.paths import builtin_root
+
+    return frozenset(p.stem for p in (builtin_root() / "tools.d").glob("*.yaml"))
+
+
+def agent_name(key: str) -> str:
+    """A foreign agent's id as a flowrun agent name that no built-in tool has (an agent named
+    `web_search` would be taken for the tool where another agent lists it)."""
+    name = flowrun_name(key)
+    return f"{name[: NAME_LIMIT - 6]}_agent" if name in builtin_tool_names() else name
 
 
 How = Literal["mapped", "approximated", "dropped"]

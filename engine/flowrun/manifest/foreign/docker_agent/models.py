@@ -44,14 +44,28 @@ class Models:
             return None
         first = value.split(",")[0].strip()
         if first != value.strip():
-            self.conv.note(self.src, where, f"model {first}: the first of the alloy (docker-agent alternates them)", "approximated")
+            self.conv.note(
+                self.src,
+                where,
+                f"model {first}: the first of the alloy (docker-agent alternates them)",
+                "approximated",
+            )
         if first in self.named:
             return self._named(first)
         pick = self._inline(first)
         if not pick.usable:
             self.conv.note(self.src, where, f"the default model: {pick.problem}", "approximated")
-            message = f"{owner}: {pick.problem}; it uses {DOCKER_DEFAULT['provider']}/{DOCKER_DEFAULT['model']}"
-            self.conv.problem(self.src, where, message, "provider/model, or a name from `models:`", "unknown-model", severity="warning")
+            message = (
+                f"{owner}: {pick.problem}; it uses {DOCKER_DEFAULT['provider']}/{DOCKER_DEFAULT['model']}"
+            )
+            self.conv.problem(
+                self.src,
+                where,
+                message,
+                "provider/model, or a name from `models:`",
+                "unknown-model",
+                severity="warning",
+            )
             return None
         self.conv.note(self.src, where, pick.describe())
         if pick.spec is None:
@@ -85,7 +99,9 @@ class Models:
         base = ("models", name)
         provider, model = config.get("provider"), config.get("model")
         if not isinstance(model, str):
-            self.conv.problem(self.src, base, f"model '{name}' names no `model`", "add `model:`", "missing-key")
+            self.conv.problem(
+                self.src, base, f"model '{name}' names no `model`", "add `model:`", "missing-key"
+            )
             return None
         pick = self._inline(f"{provider}/{model}" if isinstance(provider, str) else model)
         if not pick.usable:
@@ -102,7 +118,11 @@ class Models:
         if not isinstance(fallback, Mapping):
             return ref
         models = fallback.get("models")
-        chain = [r for i, m in enumerate(models if isinstance(models, list) else []) if (r := self.ref(m, (*where, "models", i), owner))]
+        chain = [
+            r
+            for i, m in enumerate(models if isinstance(models, list) else [])
+            if (r := self.ref(m, (*where, "models", i), owner))
+        ]
         named = self.out.get(ref or DEFAULT_MODEL)
         base = dict(named) if named is not None else llm.spec_of(ref or "")
         base["fallback"] = chain
@@ -117,7 +137,9 @@ class Models:
         return name
 
 
-def _settings(conv: Conversion, src: Source, base: PathKey, config: Mapping[str, object], spec: dict[str, Any]) -> dict[str, Any]:
+def _settings(
+    conv: Conversion, src: Source, base: PathKey, config: Mapping[str, object], spec: dict[str, Any]
+) -> dict[str, Any]:
     extra: dict[str, object] = {}
     for key, value in config.items():
         where = (*base, key)
