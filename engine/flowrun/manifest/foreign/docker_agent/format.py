@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from flowrun.manifest.foreign.conversion import Conversion
 
 # an agent's keys, indented under `agents:` (what tells a team file from other YAML with `agents:`)
-_AGENT_KEY = re.compile(r"^\s+(instruction|toolsets|sub_agents|handoffs|add_date)\s*:", re.MULTILINE)
+_AGENT_KEY = re.compile(r"^\s+(instruction|toolsets|sub_agents|handoffs|add_date|model)\s*:", re.MULTILINE)
 
 
 def is_team_file(path: Path) -> bool:
