@@ -133,7 +133,8 @@ def _one_project_each(files: list[Path] | None) -> list[list[Path] | None]:
         return [None]
     foreign = [f for f in files if _foreign(f) is not None]
     rest = [f for f in files if f not in foreign]
-    return ([rest] if rest or not foreign else []) + [[f] for f in foreign]
+    parts: list[list[Path] | None] = [rest] if rest or not foreign else []
+    return parts + [[f] for f in foreign]
 
 
 def focus_of(paths: list[Path]) -> dict[Path, set[str]]:

@@ -12,12 +12,11 @@ from typing import Any
 from flowrun.manifest.foreign import llm, placeholders
 from flowrun.manifest.foreign.builtin_tools import MAF
 from flowrun.manifest.foreign.conversion import Conversion, agent_name, flowrun_name
-from flowrun.manifest.foreign.keys import KeyTable, mapping, sort_keys
+from flowrun.manifest.foreign.keys import KeyTable, sort_keys
 from flowrun.manifest.foreign.python_refs import refuse_tool
 from flowrun.manifest.foreign.registry import Detected
-from flowrun.manifest.foreign.single import OneAgent, add_one_agent
-from flowrun.manifest.yaml_source import PathKey, Source, load_source
-from flowrun.paths import display_path
+from flowrun.manifest.foreign.single import OneAgent, add_one_agent, read_file
+from flowrun.manifest.yaml_source import PathKey, Source
 
 ENV = re.compile(r"^=\s*Env\.([A-Za-z_][A-Za-z0-9_]*)\s*$")
 DEFAULT = {"provider": "openai", "model": "gpt-4o-mini"}  # the host's chat client, unnamed here
@@ -54,13 +53,9 @@ def env(value: object) -> str | None:
 
 
 def convert_prompt(found: Detected) -> Conversion:
-    conv = Conversion(found.format, found.entry, found.root)
-    conv.read(found.entry)
-    src, problems = load_source(found.entry, display_path(found.entry))
-    conv.diagnostics += problems
-    if src.data is None or problems:
+    conv, src, data = read_file(found, "an Agent Framework file")
+    if src is None:
         return conv
-    data = mapping(conv, src, (), src.data, "an Agent Framework file")
     if data.get("kind") == "Workflow":
         message = (
             "an Agent Framework workflow (`kind: Workflow`): its actions invoke agents defined in "
@@ -111,7 +106,9 @@ def _model(conv: Conversion, src: Source, raw: object, one: OneAgent) -> None:
         )
         return
     spec: dict[str, Any] = dict(DEFAULT) if model_id is None else {"provider": "openai", "model": model_id}
-    if model_id is None:
+    if model_id is not None:
+        conv.note(src, ("model", "id"), f"model {model_id}")
+    else:
         conv.note(
             src,
             ("model",) if model else (),

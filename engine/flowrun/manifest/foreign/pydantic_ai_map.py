@@ -9,11 +9,11 @@ from typing import Any
 from flowrun.manifest.foreign import llm, placeholders
 from flowrun.manifest.foreign.builtin_tools import PYDANTIC_AI
 from flowrun.manifest.foreign.conversion import Conversion, agent_name
-from flowrun.manifest.foreign.keys import KeyTable, mapping, sort_keys, text
+from flowrun.manifest.foreign.keys import KeyTable, sort_keys, text
+from flowrun.manifest.foreign.pydantic_ai import FIELDS
 from flowrun.manifest.foreign.registry import Detected
-from flowrun.manifest.foreign.single import OneAgent, add_one_agent
-from flowrun.manifest.yaml_source import PathKey, Source, load_source
-from flowrun.paths import display_path
+from flowrun.manifest.foreign.single import OneAgent, add_one_agent, read_file
+from flowrun.manifest.yaml_source import PathKey, Source
 
 HANDLEBARS = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 PROVIDERS = {  # pydantic-ai's provider prefixes that differ from LiteLLM's
@@ -26,36 +26,23 @@ PROVIDERS = {  # pydantic-ai's provider prefixes that differ from LiteLLM's
 SETTINGS = {"max_tokens": "max_tokens", "temperature": "temperature", "timeout": "timeout_s"}
 EXTRA_BODY = ("top_p", "seed", "presence_penalty", "frequency_penalty")
 JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+DROPPED = {
+    "end_strategy": "the agent stops at its first final answer (pydantic-ai's `early`)",
+    "tool_timeout": "each tool keeps flowrun's own timeout",
+}
+COSMETIC = ("instrument", "metadata")
 SPEC_KEYS = KeyTable(
     "a pydantic-ai AgentSpec",
-    used=(
-        "model",
-        "name",
-        "description",
-        "instructions",
-        "model_settings",
-        "capabilities",
-        "deps_schema",
-        "output_schema",
-        "retries",
-        "output_retries",
-    ),
-    cosmetic=("instrument", "metadata"),
-    dropped={
-        "end_strategy": "the agent stops at its first final answer (pydantic-ai's `early`)",
-        "tool_timeout": "each tool keeps flowrun's own timeout",
-    },
+    used=tuple(k for k in FIELDS if k not in DROPPED and k not in COSMETIC),
+    cosmetic=COSMETIC,
+    dropped=DROPPED,
 )
 
 
 def convert_spec(found: Detected) -> Conversion:
-    conv = Conversion(found.format, found.entry, found.root)
-    conv.read(found.entry)
-    src, problems = load_source(found.entry, display_path(found.entry))
-    conv.diagnostics += problems
-    if src.data is None or problems:
+    conv, src, data = read_file(found, "a pydantic-ai AgentSpec")
+    if src is None:
         return conv
-    data = mapping(conv, src, (), src.data, "a pydantic-ai AgentSpec")
     sort_keys(conv, src, (), data, SPEC_KEYS)
     raw_name = data.get("name")
     name = agent_name(str(raw_name) if isinstance(raw_name, str) and raw_name else found.entry.stem)

@@ -1,17 +1,36 @@
-"""The workflow of a format whose file is one agent (pydantic-ai's AgentSpec, Microsoft Agent
-Framework's `kind: Prompt`): one step, the agent answering the user's message, its answer kept
-in `FOLDER/NAME.md` (`.json` with an output schema), which is the workflow's output."""
+"""Formats whose project is one file: reading it (read_file), and the workflow of a format
+whose file is one agent (pydantic-ai's AgentSpec, Microsoft Agent Framework's `kind: Prompt`):
+one step, the agent answering the user's message, its answer kept in `FOLDER/NAME.md` (`.json`
+with an output schema), which is the workflow's output."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowrun.manifest.foreign.conversion import Conversion
-from flowrun.manifest.yaml_source import PathKey, Source
+from flowrun.manifest.foreign.keys import mapping
+from flowrun.manifest.yaml_source import PathKey, Source, load_source
+from flowrun.paths import display_path
+
+if TYPE_CHECKING:
+    from flowrun.manifest.foreign.registry import Detected
 
 MESSAGE = {"description": "The user's message to the agent.", "type": "string"}
 MAX_MODEL_CALLS = 100  # one agent's run: flowrun's runs are bounded
+
+
+def read_file(found: Detected, what: str) -> tuple[Conversion, Source | None, Mapping[str, object]]:
+    """The conversion of a one-file project and the file's data (`what` it must be: a
+    mapping); no source when the file is no YAML mapping (the problems are in the conversion)."""
+    conv = Conversion(found.format, found.entry, found.root)
+    conv.read(found.entry)
+    src, problems = load_source(found.entry, display_path(found.entry))
+    conv.diagnostics += problems
+    if src.data is None or problems:
+        return conv, None, {}
+    return conv, src, mapping(conv, src, (), src.data, what)
 
 
 @dataclass

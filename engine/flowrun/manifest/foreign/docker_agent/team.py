@@ -13,10 +13,9 @@ from flowrun.manifest.foreign.docker_agent.agents import agent_draft
 from flowrun.manifest.foreign.docker_agent.build import Team, find_back_edges, flowrun_agent
 from flowrun.manifest.foreign.docker_agent.models import DEFAULT_MODEL, Models
 from flowrun.manifest.foreign.docker_agent.schema import schema_problems
-from flowrun.manifest.foreign.keys import KeyTable, mapping, sort_keys
+from flowrun.manifest.foreign.keys import KeyTable, sort_keys
 from flowrun.manifest.foreign.registry import Detected
-from flowrun.manifest.yaml_source import load_source
-from flowrun.paths import display_path
+from flowrun.manifest.foreign.single import read_file
 
 ROOT = "root"
 OUTPUT_DIR = "docker-agent"
@@ -34,13 +33,9 @@ FILE_KEYS = KeyTable(
 
 
 def convert_team(found: Detected) -> Conversion:
-    conv = Conversion(found.format, found.entry, found.root)
-    conv.read(found.entry)
-    src, problems = load_source(found.entry, display_path(found.entry))
-    conv.diagnostics += problems
-    if src.data is None or problems:
+    conv, src, data = read_file(found, "a docker-agent file")
+    if src is None:
         return conv
-    data = mapping(conv, src, (), src.data, "a docker-agent file")
     conv.diagnostics += schema_problems(src)
     if conv.errors:  # the file is not one docker-agent would load: nothing is mapped
         return conv
