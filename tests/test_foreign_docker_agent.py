@@ -218,3 +218,19 @@ def test_import_writes_a_project_that_validates_and_dry_runs(tmp_path: Path) -> 
     assert run_cli(["validate", "out"], cwd=tmp_path).returncode == 0
     proc = run_cli(["out/team.yaml", "--dry-run", "--message", "hi"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_an_a2a_toolset_is_a_remote_agent_offered_as_a_tool(tmp_path: Path) -> None:
+    text = (
+        "agents:\n  root:\n    model: openai/m\n    instruction: Play.\n    toolsets:\n"
+        "      - type: a2a\n        name: opponent\n        url: http://127.0.0.1:9/\n"
+    )
+    path = write_files(tmp_path, {"game.yaml": text}) / "game.yaml"
+    wf = flowrun.load(path)
+    assert wf.project.agents["root"].spec.tool_list == ["opponent"]
+    proc = run_cli(["import", "game.yaml", "-o", "out"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "a2a_agents:\n  opponent:\n    url: http://127.0.0.1:9/"
+        in (tmp_path / "out" / "game.yaml").read_text()
+    )

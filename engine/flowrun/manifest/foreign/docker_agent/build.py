@@ -30,6 +30,7 @@ class Team:
     models: Models
     mcps: Mapping[str, object]  # the file's named MCP servers (`mcps:`)
     servers: dict[str, dict[str, Any]] = field(default_factory=dict)  # the workflow's mcp_servers
+    remote_agents: dict[str, dict[str, Any]] = field(default_factory=dict)  # its a2a_agents
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     drafts: dict[str, Draft] = field(default_factory=dict)  # by flowrun name
     back_edges: set[tuple[str, str]] = field(default_factory=set)  # (caller, callee) left out

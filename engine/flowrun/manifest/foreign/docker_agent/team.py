@@ -79,6 +79,8 @@ def _workflow(team: Team, root: str) -> dict[str, Any]:
     data |= {"models": team.models.out, "default_model": DEFAULT_MODEL}
     if team.servers:
         data["mcp_servers"] = team.servers
+    if team.remote_agents:
+        data["a2a_agents"] = team.remote_agents
     suffix = "json" if "output_schema" in team.drafts[flowrun_agent(root)].data else "md"
     output = f"{OUTPUT_DIR}/{flowrun_agent(root)}.{suffix}"
     data["steps"] = [{"agent": flowrun_agent(root), "task": task, "output": output}]

@@ -1,8 +1,9 @@
 """docker-agent toolsets as flowrun tool entries: `filesystem`, `shell`, `fetch` and `user_prompt`
 as the built-ins that do the same job (builtin_tools.DOCKER_AGENT), `mcp` as an MCP server of the
 workflow (a command, a remote URL, a `docker:` catalog name run through Docker's MCP gateway, or a
-name from the file's `mcps:`), `script` as command tools, `think` as nothing (the model reasons in
-its answer); the rest, which flowrun has no tool for, as a warning (the agent runs without them)."""
+name from the file's `mcps:`), `script` as command tools, `a2a` as a remote A2A agent, `think` as
+nothing (the model reasons in its answer); the rest, which flowrun has no tool for, as a warning
+(the agent runs without them)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ MISSING = {
     "tasks": "flowrun has no task list tool",
     "api": "flowrun has no HTTP API tool; declare a command tool in tools.d/",
     "openapi": "flowrun does not make tools from an OpenAPI document",
-    "a2a": "declare the agent under the workflow's `a2a_agents:` after `flowrun import`",
     "lsp": "flowrun has no language server tool",
     "model_picker": "the agent keeps its model",
     "background_agents": "sub-agents answer before the caller goes on",
@@ -52,6 +52,8 @@ def toolset_entries(team: Team, agent: str, toolset: object, where: PathKey) -> 
         return _mcp(team, agent, toolset, where)
     if kind == "script":
         return _scripts(team, toolset, where)
+    if kind == "a2a" and isinstance(toolset.get("url"), str):
+        return _a2a(team, agent, toolset, where)
     why = MISSING.get(kind, "flowrun has no such toolset")
     conv.note(src, (*where, "type"), f"dropped: {why}", "dropped")
     message = f"{agent}: toolset '{kind}' is left out: {why}"
@@ -83,6 +85,21 @@ def _mcp(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) 
         name = flowrun_name(f"{name}-{flowrun_agent(agent)}")
     team.servers[name] = server
     conv.note(src, where, f"MCP server {name}: {how}", "mapped" if "url" in server else "approximated")
+    return [name]
+
+
+def _a2a(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) -> list[Any]:
+    """A remote A2A agent (`url`, `headers`) as one of the workflow's `a2a_agents`."""
+    raw = toolset.get("name")
+    name = flowrun_name(
+        str(raw) if isinstance(raw, str) else f"{flowrun_agent(agent)}-a2a{len(team.remote_agents) + 1}"
+    )
+    spec: dict[str, Any] = {"url": toolset["url"]}
+    headers = toolset.get("headers")
+    if isinstance(headers, Mapping):
+        spec["headers"] = {str(k): str(v) for k, v in headers.items()}
+    team.remote_agents[name] = spec
+    team.conv.note(team.src, where, f"remote A2A agent {name}, offered as a tool")
     return [name]
 
 
