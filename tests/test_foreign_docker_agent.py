@@ -220,14 +220,16 @@ def test_import_writes_a_project_that_validates_and_dry_runs(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_an_a2a_toolset_is_a_remote_agent_offered_as_a_tool(tmp_path: Path) -> None:
+def test_an_a2a_toolset_is_a_remote_agent_and_mcp_headers_read_the_environment(tmp_path: Path) -> None:
     text = (
         "agents:\n  root:\n    model: openai/m\n    instruction: Play.\n    toolsets:\n"
         "      - type: a2a\n        name: opponent\n        url: http://127.0.0.1:9/\n"
+        "      - type: mcp\n        remote:\n          url: http://127.0.0.1:9/mcp\n"
+        "          headers: {Authorization: Bearer $TOKEN}\n"
     )
     path = write_files(tmp_path, {"game.yaml": text}) / "game.yaml"
     wf = flowrun.load(path)
-    assert wf.project.agents["root"].spec.tool_list == ["opponent"]
+    assert wf.project.agents["root"].spec.tool_list == ["opponent", "root-mcp1"]
     proc = run_cli(["import", "game.yaml", "-o", "out"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (

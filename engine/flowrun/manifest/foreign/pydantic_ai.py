@@ -57,7 +57,7 @@ class PydanticAIFormat(ForeignFormat):
     def convert(self, found: Detected) -> Conversion:
         from flowrun.manifest.foreign.pydantic_ai_map import convert_spec
 
-        return convert_spec(found)
+        return convert_spec(found, FIELDS)
 
 
 FORMAT = PydanticAIFormat()

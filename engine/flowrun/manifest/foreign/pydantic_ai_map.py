@@ -10,7 +10,6 @@ from flowrun.manifest.foreign import llm, placeholders
 from flowrun.manifest.foreign.builtin_tools import PYDANTIC_AI
 from flowrun.manifest.foreign.conversion import Conversion, agent_name
 from flowrun.manifest.foreign.keys import KeyTable, sort_keys, text
-from flowrun.manifest.foreign.pydantic_ai import FIELDS
 from flowrun.manifest.foreign.registry import Detected
 from flowrun.manifest.foreign.single import OneAgent, add_one_agent, read_file
 from flowrun.manifest.yaml_source import PathKey, Source
@@ -31,19 +30,19 @@ DROPPED = {
     "tool_timeout": "each tool keeps flowrun's own timeout",
 }
 COSMETIC = ("instrument", "metadata")
-SPEC_KEYS = KeyTable(
-    "a pydantic-ai AgentSpec",
-    used=tuple(k for k in FIELDS if k not in DROPPED and k not in COSMETIC),
-    cosmetic=COSMETIC,
-    dropped=DROPPED,
-)
 
 
-def convert_spec(found: Detected) -> Conversion:
+def spec_keys(fields: tuple[str, ...]) -> KeyTable:
+    """What flowrun does with each AgentSpec field (`fields`: all of them, as detection knows them)."""
+    used = tuple(k for k in fields if k not in DROPPED and k not in COSMETIC)
+    return KeyTable("a pydantic-ai AgentSpec", used=used, cosmetic=COSMETIC, dropped=DROPPED)
+
+
+def convert_spec(found: Detected, fields: tuple[str, ...]) -> Conversion:
     conv, src, data = read_file(found, "a pydantic-ai AgentSpec")
     if src is None:
         return conv
-    sort_keys(conv, src, (), data, SPEC_KEYS)
+    sort_keys(conv, src, (), data, spec_keys(fields))
     raw_name = data.get("name")
     name = agent_name(str(raw_name) if isinstance(raw_name, str) and raw_name else found.entry.stem)
     one = OneAgent(name, "pydantic-ai", {"version": 1, "kind": "agent", "name": name})

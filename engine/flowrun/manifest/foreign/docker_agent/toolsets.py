@@ -103,20 +103,29 @@ def _a2a(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) 
     return [name]
 
 
+def braced(value: object) -> str:
+    """docker-agent's `$VAR` and `${VAR}` (expanded from the environment) as flowrun's `${VAR}`,
+    which an MCP server's command, args, env, url and headers take."""
+    return placeholders.ENVIRONMENT.sub(lambda m: "${" + placeholders.name_of(m) + "}", str(value))
+
+
 def _server(spec: Mapping[str, object]) -> tuple[dict[str, Any] | None, str]:
     out: dict[str, Any] | None = None
     how = ""
     remote, ref = spec.get("remote"), spec.get("ref")
     if isinstance(spec.get("command"), str):
         args = spec.get("args")
-        out = {"command": spec["command"], "args": [str(a) for a in args] if isinstance(args, list) else []}
+        out = {
+            "command": braced(spec["command"]),
+            "args": [braced(a) for a in args] if isinstance(args, list) else [],
+        }
         how = "started as docker-agent starts it, in flowrun's sandbox with the network allowed"
         out["sandbox"] = {"network": "allow"}
     elif isinstance(remote, Mapping) and isinstance(remote.get("url"), str):
         transport = str(remote.get("transport_type", ""))
-        out = {"type": "sse" if transport == "sse" else "http", "url": remote["url"]}
+        out = {"type": "sse" if transport == "sse" else "http", "url": braced(remote["url"])}
         if isinstance(remote.get("headers"), Mapping):
-            out["headers"] = {str(k): str(v) for k, v in remote["headers"].items()}
+            out["headers"] = {str(k): braced(v) for k, v in remote["headers"].items()}
         how = "its tools, from the remote server"
     elif isinstance(ref, str) and ref.startswith("docker:"):
         catalog = ref.removeprefix("docker:")
@@ -127,7 +136,7 @@ def _server(spec: Mapping[str, object]) -> tuple[dict[str, Any] | None, str]:
         return None, how
     env, tools = spec.get("env"), spec.get("tools")
     if isinstance(env, Mapping) and "command" in out:
-        out["env"] = {str(k): str(v) for k, v in env.items()}
+        out["env"] = {str(k): braced(v) for k, v in env.items()}
     if isinstance(tools, list):
         out["tools"] = [str(t) for t in tools]
     if spec.get("defer") is True:
