@@ -360,7 +360,7 @@ def load(
     diagnostic) when something is wrong. Unless `prefetch` is False, the SDKs of the models its
     agents use start importing in a background thread (runtime/models/prefetch.py), so a first
     run does not wait for them."""
-    path = Path(path)
+    path = foreign_entry(Path(path))
     if not is_file(path):
         hint = "give the path of a workflow .yaml file"
         refuse_long_name(path, f"workflow file '{path}'", hint)
@@ -377,6 +377,17 @@ def load(
     if prefetch:
         workflow.prefetch()
     return workflow
+
+
+def foreign_entry(path: Path) -> Path:
+    """The file that stands for another framework's project (a CrewAI crew's folder is its
+    `config/tasks.yaml`, an ADK folder its `root_agent.yaml`); any other path as it is."""
+    if not is_dir(path):
+        return path
+    from flowrun.manifest.foreign.registry import detect
+
+    found = detect(path)
+    return found.entry if found is not None else path
 
 
 def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diagnostic]]:

@@ -187,19 +187,8 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
     if workflow_files is None:
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
-        kind, spec, src, diags = readable_manifest(path)
-        if kind in (None, "workflow", "script", "test", "evalset") or diags:
-            project.diagnostics += diags
-        if isinstance(spec, WorkflowManifest):
-            project.workflows.append(Loaded(spec, src, project_root, False))
-            # servers and remote agents it declares that a schema error made unreadable exist
-            project.broken |= unreadable(src, "mcp_servers") | unreadable(src, "a2a_agents")
-        elif isinstance(spec, ScriptManifest):
-            project.scripts.append(Loaded(spec, src, project_root, False))
-        elif isinstance(spec, FlowTestManifest):
-            project.tests.append(Loaded(spec, src, project_root, False))
-        elif isinstance(spec, EvalSetManifest):
-            project.evalsets.append(Loaded(spec, src, project_root, False))
+        if not _add_foreign(project, path):
+            _add_top_file(project, path, project_root)
     _add_mcp_servers(project, project_root)
     _add_settings_hooks(project, project_root)
     _settle_skipped_agents(project, failed)
@@ -207,6 +196,50 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
     _resolve_extends(project)
     _add_a2a_agents(project)
     return project
+
+
+def _add_top_file(project: Project, path: Path, project_root: Path) -> None:
+    """A file next to the workflow: a workflow, a script, a test or an eval set."""
+    kind, spec, src, diags = readable_manifest(path)
+    if kind in (None, "workflow", "script", "test", "evalset") or diags:
+        project.diagnostics += diags
+    if isinstance(spec, WorkflowManifest):
+        project.workflows.append(Loaded(spec, src, project_root, False))
+        # servers and remote agents it declares that a schema error made unreadable exist
+        project.broken |= unreadable(src, "mcp_servers") | unreadable(src, "a2a_agents")
+    elif isinstance(spec, ScriptManifest):
+        project.scripts.append(Loaded(spec, src, project_root, False))
+    elif isinstance(spec, FlowTestManifest):
+        project.tests.append(Loaded(spec, src, project_root, False))
+    elif isinstance(spec, EvalSetManifest):
+        project.evalsets.append(Loaded(spec, src, project_root, False))
+
+
+def _add_foreign(project: Project, path: Path) -> bool:
+    """Another framework's file (CrewAI, ADK, docker-agent, ...) named as the workflow: its
+    manifests, checked like flowrun's own; False when `path` is no such file."""
+    from flowrun.manifest.foreign.registry import convert, detect
+
+    found = detect(path)
+    if found is None:
+        return False
+    conversion = convert(found)
+    project.diagnostics += conversion.diagnostics
+    for piece in conversion.pieces:
+        diags = [] if conversion.errors else check_schema(piece.source, piece.kind)
+        diags += problems(piece.kind, piece.source) if not diags else []
+        spec, typed = typed_spec(piece.kind, piece.source, piece.data) if not diags else (None, [])
+        project.diagnostics += diags + typed
+        loaded = Loaded(spec, piece.source, piece.root, False) if spec is not None else None
+        if loaded is None:
+            project.broken.add(piece.name)
+        elif isinstance(loaded.spec, WorkflowManifest):
+            project.workflows.append(loaded)  # type: ignore[arg-type]
+        elif isinstance(loaded.spec, ToolManifest):
+            project.tools[piece.name] = loaded  # type: ignore[assignment]
+        elif isinstance(loaded.spec, AgentManifest):
+            project.agent_layers.setdefault(piece.name, []).insert(0, loaded)  # type: ignore[arg-type]
+    return True
 
 
 def claude_agent_files(root: Path) -> list[Path]:

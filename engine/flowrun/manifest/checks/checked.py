@@ -40,7 +40,8 @@ def check_root(
     (the files named on the command line), only the problems of those files and of what they
     use (focus.py)."""
     purpose = "validate" if focus is None else "validate|" + "|".join(sorted(focus))
-    key = check_cache.fingerprint(purpose, search_roots(root), files)
+    uncached = any(foreign(f) for f in files or [])
+    key = None if uncached else check_cache.fingerprint(purpose, search_roots(root), files)
     if key is not None and (hit := _restore_check(check_cache.load(key))) is not None:
         return hit
     project, found, probes = _check_root(root, files)
@@ -110,6 +111,14 @@ def _restore_check(entry: object) -> tuple[list[Diagnostic], set[str]] | None:
         return None
 
 
+def foreign(path: Path) -> bool:
+    """Another framework's file: its project reads files the fingerprint does not cover (a
+    crew's agents/, an ADK agent's sub-agent files), so its checks are not cached."""
+    from flowrun.manifest.foreign.registry import detect
+
+    return detect(path) is not None
+
+
 # ---------------------------------------------------------------- runs and the API
 
 
@@ -120,7 +129,7 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
     from flowrun.manifest.project import load_project
 
     root = workflow.parent
-    key = check_cache.fingerprint("load", search_roots(root), [workflow])
+    key = None if foreign(workflow) else check_cache.fingerprint("load", search_roots(root), [workflow])
     if key is not None and key in _LOADED:
         loaded, variables = _LOADED[key]
         if probes_hold(variables):  # the `${VAR}`s its models name are as they were
