@@ -95,7 +95,7 @@ COMMANDS: dict[str, Registered] = {
     ),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
     "memory": Registered(
-        "flowrun.cli.memory_cmd:memory",
+        "flowrun.cli.memory.commands:memory",
         "Show, search, edit, forget or export an agent's memory (its `memory:`, kept across runs).",
     ),
     "import": Registered(
