@@ -24,6 +24,7 @@ from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.runs_index import RunEntry, entry_of, summarize
 from flowrun.runtime.summary.conversations import Conversations
 from flowrun.runtime.summary.fold import Call, Group, Invocation, Item, Note, RunFold, Span, UsageRow
+from flowrun.states import BY_NAME
 from flowrun.types import Usage
 
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
@@ -77,6 +78,7 @@ class RunSummary:
         output = self.output
         return {
             **self.entry.to_dict(),
+            "resumable": BY_NAME[self.status].resumable if self.status in BY_NAME else False,
             "inputs": self.entry.inputs,
             "options": self.entry.options,
             "workflow_file": self.workflow_file,
@@ -128,6 +130,8 @@ class RunSummary:
 
     def _span(self, span: Span) -> dict[str, object]:
         out = {k: v for k, v in vars(span).items() if k != "model_name"}
+        if span.end is None and span.kind == "wait" and self.status == "waiting":
+            return out  # it still waits: the pages draw it to now
         if span.end is None and self.status != "running":  # the run stopped while it was open
             out["end"] = self.fold.last_t
             out["outcome"] = "waiting" if span.kind == "wait" else self.unfinished()
@@ -299,18 +303,26 @@ def replay_steps(run_dir: Path, replay: str) -> dict[str, object]:
     """The model steps of a run and of its replay side by side, paired by agent instance and
     step: each one's answer (text and tool calls), whether they are the same (answer and request
     digests), and the first that differs (`replay --diff` as the web UI shows it)."""
-    recorded = _steps(read_events(run_dir / "events.jsonl"))
-    replayed = _steps(read_events(run_dir.with_name(replay) / "events.jsonl"))
-    rows, first = [], None
+    return {"name": replay, **compare_steps(run_dir, run_dir.with_name(replay))}
+
+
+def compare_steps(first: Path, second: Path, requests: bool = True) -> dict[str, object]:
+    """The model steps of two runs side by side (see replay_steps): `steps` with each one's
+    `recorded` (the first run's answer) and `replayed` (the second's), and `first_difference`.
+    Without `requests`, only the answers are compared (two runs of their own: their prompts
+    differ by date and run id)."""
+    recorded = _steps(read_events(first / "events.jsonl"))
+    replayed = _steps(read_events(second / "events.jsonl"))
+    rows, first_difference = [], None
     for key in dict.fromkeys([*recorded, *replayed]):
         a, b = recorded.get(key), replayed.get(key)
-        same = a is not None and b is not None and a == b
-        if not same and first is None:
-            first = key
+        same = a is not None and b is not None and (a == b if requests else a[1] == b[1])
+        if not same and first_difference is None:
+            first_difference = key
         rows.append(
             {"step": key, "recorded": a[1] if a else None, "replayed": b[1] if b else None, "same": same}
         )
-    return {"name": replay, "first_difference": first, "steps": rows}
+    return {"first_difference": first_difference, "steps": rows}
 
 
 def _steps(events: list[Event]) -> dict[str, tuple[str, str]]:
