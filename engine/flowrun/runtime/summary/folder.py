@@ -69,8 +69,10 @@ class RunSummary:
         return list(dict.fromkeys([*([self.output] if self.output else []), *reported]))
 
     def unfinished(self) -> str:
-        """What an invocation that never ended is, given the run's state."""
-        return self.status if self.status in ("running", "waiting", "cancelled") else "interrupted"
+        """What an invocation that never ended is, given the run's state: the state the run
+        stopped or ended in (a budget refused, a failure elsewhere), or interrupted (a
+        completed run's log that lost its end)."""
+        return "interrupted" if self.status == "completed" else self.status
 
     def to_dict(self) -> dict[str, object]:
         """The run as the HTTP API sends it (`GET /v1/runs/{id}`) and the web UI draws it."""
@@ -134,7 +136,8 @@ class RunSummary:
             return out  # it still waits: the pages draw it to now
         if span.end is None and self.status != "running":  # the run stopped while it was open
             out["end"] = self.fold.last_t
-            out["outcome"] = "waiting" if span.kind == "wait" else self.unfinished()
+            cut = self.status if self.status in ("waiting", "cancelled") else "interrupted"
+            out["outcome"] = "waiting" if span.kind == "wait" else cut
         return out
 
 

@@ -20,6 +20,12 @@ export class RunModel {
     this.lastT = Math.max(s.started ?? 0, ...this.spans.map((b) => b.end ?? b.start), ...this.invocations.map((i) => i.end ?? i.start));
     this.now = s.now ?? null;
     this.lastSeq = s.last_seq || 0;
+    this.keyed = null;
+  }
+
+  // whether open bars grow to the clock: the run goes on, or waits for a person
+  get live() {
+    return this.status === "running" || this.status === "waiting";
   }
 
   // the lanes of the timeline: invocations in the order the tree shows them, each under its
@@ -45,6 +51,82 @@ export class RunModel {
     };
     walkItems(this.summary?.tree, 0);
     for (const inv of this.invocations) walk(inv, 0); // (none should be left: a damaged log)
+    return out;
+  }
+
+  // a lane's name: the agent and what it was asked (a foreach item, a task), and its number
+  // among lanes that would read the same
+  laneNames() {
+    const names = new Map();
+    const counts = new Map();
+    for (const { inst } of this.lanes()) {
+      const task = String(inst.task || "").split("\n").find((line) => line.trim()) || "";
+      const base = inst.agent + (task ? " · " + task.trim() : "");
+      const n = (counts.get(base) || 0) + 1;
+      counts.set(base, n);
+      names.set(inst.index, n > 1 ? `${base} (#${n})` : base);
+    }
+    return names;
+  }
+
+  // a span's key, stable across refreshes of the summary
+  spanKey(span) {
+    return [span.kind, span.agent_id || this.invocations[span.lane]?.agent_id || span.lane, span.step ?? "", span.call_id ?? "", span.purpose ?? "", span.start].join("|");
+  }
+
+  spanByKey(key) {
+    if (!this.keyed) this.keyed = new Map(this.spans.map((s) => [this.spanKey(s), s]));
+    return this.keyed.get(key) || null;
+  }
+
+  // every bar in the order it began (what j and k walk through)
+  ordered() {
+    return [...this.spans].sort((a, b) => a.start - b.start || a.lane - b.lane);
+  }
+
+  invocationOf(agentId) {
+    let found = null;
+    for (const inv of this.invocations) if (inv.agent_id === agentId) found = inv;
+    return found;
+  }
+
+  call(agentId, callId) {
+    return this.invocationOf(agentId)?.calls?.[callId] || null;
+  }
+
+  // the tool bar of a call, and the model bar of a step
+  toolSpan(agentId, callId) {
+    return this.spans.find((s) => s.kind === "tool" && s.call_id === callId && (s.agent_id || this.invocations[s.lane]?.agent_id) === agentId) || null;
+  }
+
+  modelSpan(agentId, step) {
+    return this.spans.find((s) => s.kind === "model" && s.step === step && !s.purpose && (s.agent_id || this.invocations[s.lane]?.agent_id) === agentId) || null;
+  }
+
+  decisionFor(agentId, callId) {
+    return (this.summary?.decisions || []).find((d) => d.call_id === callId && (d.agent_id || "") === (agentId || "")) || null;
+  }
+
+  // a call of an agent instance that ran other agents (its bar holds theirs)
+  isContainer(span) {
+    if (span.kind !== "tool") return false;
+    const inv = this.invocations[span.lane];
+    return Boolean(inv?.calls?.[span.call_id]?.agents?.length);
+  }
+
+  // per agent name: its state (running or waiting before any ended one), runs, steps, tokens, cost
+  agentStates() {
+    const out = new Map();
+    const rank = { running: 3, waiting: 2 };
+    for (const inv of this.invocations) {
+      let row = out.get(inv.agent);
+      if (!row) out.set(inv.agent, (row = { agent: inv.agent, state: inv.status, runs: 0, steps: 0, tokens: 0, cost: null, first: inv.index }));
+      row.runs += 1;
+      row.steps += inv.steps || 0;
+      row.tokens += inv.total_tokens || 0;
+      if (inv.cost_usd !== null && inv.cost_usd !== undefined) row.cost = (row.cost || 0) + inv.cost_usd;
+      if ((rank[inv.status] || 0) >= (rank[row.state] || 0)) row.state = inv.status;
+    }
     return out;
   }
 

@@ -9,13 +9,14 @@ function side(text) {
   return h("td", {}, h("pre", { class: "text" }, text || "(no answer)"));
 }
 
-export function replayDiffNode(replay) {
+// `sides`: the two columns' names (the recording and its replay, or two runs compared)
+export function replayDiffNode(replay, sides = ["recorded", "replayed"]) {
   const first = replay.first_difference;
   const rows = replay.steps.map((row) => h("tr", { class: row.same ? "same" : "differs", "data-step": row.step }, h("th", {}, row.step), side(row.recorded), side(row.replayed)));
   return h(
     "div",
     { class: "replay-diff" },
-    h("p", {}, first === null ? `the replay ${replay.name} took the same steps` : `the replay ${replay.name} first differs at ${first}`),
-    h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", {}, "step"), h("th", {}, "recorded"), h("th", {}, "replayed"))), h("tbody", {}, rows)),
+    sides[0] === "recorded" ? h("p", {}, first === null ? `the replay ${replay.name} took the same steps` : `the replay ${replay.name} first differs at ${first}`) : null,
+    h("div", { class: "table-box" }, h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "step"), h("th", { scope: "col" }, sides[0]), h("th", { scope: "col" }, sides[1]))), h("tbody", {}, rows))),
   );
 }
