@@ -69,8 +69,9 @@ class Tab:
 
 
 @pytest.fixture
-def tabs(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """`tabs(width=..., strict=...)` opens a tab; each must end with no console error."""
+def tabs(browser: Any, api_server: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """`tabs(width=..., strict=...)` opens a tab; each must end with no console error. (The
+    servers a test starts stop after its tabs close: a page never outlives its server.)"""
     made: list[Tab] = []
 
     def open_tab(width: int = 1280, height: int = 900, strict: bool = False) -> Any:

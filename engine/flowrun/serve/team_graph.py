@@ -7,7 +7,6 @@ manifest/graph.py, the module `validate` and the runtime ask, so the picture and
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from flowrun.api import Workflow
 from flowrun.manifest.graph import agent_callees, run_agents, tool_entries
@@ -80,7 +79,7 @@ def _is_agent(name: str, project: Project, callees: set[str]) -> bool:
     return name in callees or (kind is not None and bool(kind.agents_called(name, project)))
 
 
-def _prompt(loaded: Loaded[AgentManifest], project: Project) -> dict[str, Any]:
+def _prompt(loaded: Loaded[AgentManifest], project: Project) -> dict[str, object]:
     """The agent's prompt as written: inline text, or its template file's text."""
     spec = loaded.spec
     if isinstance(spec.prompt, str):

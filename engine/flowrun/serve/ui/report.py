@@ -89,7 +89,10 @@ def report_data(run_dir: Path) -> dict[str, object]:
     and output files (and its replay's steps when a RUN-replay folder sits beside it), every
     string redacted."""
     summary = read_summary(run_dir)
-    agents = {agent_id: instance_json(summary.conversations, agent_id) for agent_id in summary.conversations.instances}
+    agents = {
+        agent_id: instance_json(summary.conversations, agent_id)
+        for agent_id in summary.conversations.instances
+    }
     data: dict[str, object] = {
         "summary": summary.to_dict(),
         "conversations": conversation_json(summary.conversations),
@@ -127,7 +130,8 @@ def report_html(run_dir: Path) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{title}</title>\n<style>\n{style}</style>\n</head>\n<body>\n"
-        f'<header class="top"><span class="brand">flowrun</span><span class="report-title">{title}</span></header>\n'
+        '<header class="top"><span class="brand">flowrun</span>'
+        f'<span class="report-title">{title}</span></header>\n'
         '<main id="main" class="report"></main>\n'
         f'<script type="application/json" id="flowrun-data">{_script_json(data)}</script>\n'
         f'<script type="module">{script}</script>\n</body>\n</html>\n'

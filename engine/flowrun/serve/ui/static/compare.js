@@ -87,7 +87,8 @@ export async function comparePage(main) {
       { class: "panel compare-steps", "aria-labelledby": "compare-steps" },
       h("h2", { id: "compare-steps" }, "Model steps"),
       h("p", { class: "first-difference" }, found.first_difference === null ? "Every model step answered the same." : ["First differing step: ", h("code", {}, found.first_difference)]),
-      replayDiffNode(steps, ["A: " + a, "B: " + b]),
+      found.first_difference === null ? null : replayDiffNode({ ...steps, steps: found.steps.filter((r) => r.step === found.first_difference) }, ["A: " + a, "B: " + b]),
+      h("details", { class: "all-steps" }, h("summary", {}, `all ${found.steps.length} model steps side by side`), replayDiffNode(steps, ["A: " + a, "B: " + b])),
     ),
   );
 }

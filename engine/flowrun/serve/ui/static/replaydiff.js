@@ -6,7 +6,7 @@ import { h } from "./dom.js";
 
 function side(text) {
   if (text === null || text === undefined) return h("td", { class: "missing" }, "(no such step)");
-  return h("td", {}, h("pre", { class: "text" }, text || "(no answer)"));
+  return h("td", {}, h("pre", { class: "text" }, String(text).replace(/^\n/, "") || "(no answer)"));
 }
 
 // `sides`: the two columns' names (the recording and its replay, or two runs compared)

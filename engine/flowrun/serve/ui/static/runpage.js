@@ -18,6 +18,7 @@ export async function runPage(main, runId) {
   const enc = encodeURIComponent(runId);
   let following = false;
   let resuming = 0; // after a decision or a Resume: how many more times to look for the run going on
+  let before = null; // the run's state when it was decided or resumed
   let lastSeq = 0;
   // the browser's clock minus the server's, so that running bars grow to the server's now
   let skew = 0;
@@ -25,6 +26,7 @@ export async function runPage(main, runId) {
   document.title = `flowrun · ${runId}`;
   const goesOn = () => {
     resuming = 20; // the server resumes the run: follow it
+    before = model.status;
     return refresh().then(follow);
   };
   const source = {
@@ -128,7 +130,7 @@ export async function runPage(main, runId) {
         await refresh();
         const status = view.summary?.status || end?.status;
         const pending = view.pending().length;
-        const starting = resuming > 0 && !pending && status !== "running" && status !== "completed";
+        const starting = resuming > 0 && !pending && status === before; // (not begun again yet)
         if (status !== "running" && !starting) break;
         if (status === "running") resuming = 0;
         else resuming -= 1; // decided or resumed, but the run has not begun again yet
