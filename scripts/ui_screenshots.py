@@ -41,8 +41,9 @@ def make_runs(root: Path) -> Path:
 
 
 def serve(root: Path, runs: Path) -> tuple[subprocess.Popen[str], str]:
+    command = ["ui", "--port", "0", "--runs-dir", str(runs), "--dry-run", str(RESEARCH)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flowrun", "ui", "--port", "0", "--runs-dir", str(runs), "--dry-run", str(RESEARCH)],
+        [sys.executable, "-m", "flowrun", *command],
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -112,7 +113,8 @@ def shoot(url: str, out: Path) -> list[Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "assets")
     out: Path = parser.parse_args().out
     out.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 from support.browser import (
     WAIT_MS,
     Gate,
@@ -210,10 +211,22 @@ def test_the_start_form_starts_a_run_of_a_served_workflow(tmp_path: Path, page: 
         page.click("button.start-btn")
         page.wait_for_url("**/runs/**", timeout=WAIT_MS)
         wait_status(page, "completed")
-        (request,) = server.requests
-    assert request.last_user_text == "Write about tides in 3 rounds."
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]  # beside the runs index
-    assert json.loads((run_dir / "run.json").read_text())["inputs"] == {"topic": "tides", "rounds": 3}
+        first = page.url.rsplit("/", 1)[1]
+        # Re-run with changed inputs: the start form again, filled with this run's inputs
+        page.get_by_role("link", name="Re-run with changed inputs").click()
+        topic = page.get_by_role("textbox", name="topic")
+        expect(topic).to_have_value("tides")
+        expect(page.get_by_role("spinbutton", name="rounds")).to_have_value("3")
+        topic.fill("waves")
+        page.get_by_role("button", name="Start", exact=True).click()
+        page.wait_for_url(re.compile(rf"/runs/(?!{re.escape(first)}$)"), timeout=WAIT_MS)
+        wait_status(page, "completed")
+        second = page.url.rsplit("/", 1)[1]
+        asked = [r.last_user_text for r in server.requests]
+    assert asked == ["Write about tides in 3 rounds.", "Write about waves in 3 rounds."]
+    runs = tmp_path / "runs"  # (beside the runs index)
+    assert json.loads((runs / first / "run.json").read_text())["inputs"] == {"topic": "tides", "rounds": 3}
+    assert json.loads((runs / second / "run.json").read_text())["inputs"] == {"topic": "waves", "rounds": 3}
 
 
 def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: Any, api_server: Any) -> None:
@@ -241,6 +254,16 @@ def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: 
     assert curve is not None and curve.count("L") == 3  # one step per item that ended
     assert "$0.0" in page.locator(".batch-facts").text_content()  # 3 x (1000 x $3 + 100 x $15) / 1M
     shoot(page, "batch")
+    # each item links to its run, read as BATCH:ITEM
+    item = page.locator("table.batch-items tbody tr").first.get_attribute("data-id")
+    page.get_by_role("link", name=str(item), exact=True).click()
+    page.wait_for_url(re.compile(rf"/runs/b1(:|%3A){item}$"), timeout=WAIT_MS)
+    wait_status(page, "completed")
+    expect(region(page, "Timeline").get_by_role("button", name=re.compile(r"^step 1"))).to_have_count(1)
+    # and the runs list lists the batch's runs beside the runs folder's (none)
+    page.goto(f"{url}/")
+    expect(page.locator("tr.run-row")).to_have_count(3)
+    expect(page.get_by_role("link", name=f"b1:{item}")).to_be_visible()
 
 
 def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: Any, tabs: Any) -> None:

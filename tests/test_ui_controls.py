@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -357,28 +358,55 @@ def test_a_missing_run_and_a_missing_token_are_pages_of_their_own(
     assert "token" not in third.url
 
 
+def old_runs(runs: Path, n: int, started: float) -> None:
+    """`n` completed runs of `research` with long ids and long inputs, begun at `started`."""
+    for i in range(n):
+        folder = runs / f"a-run-with-a-rather-long-name-{i:03d}"
+        folder.mkdir()
+        meta = {"run_id": folder.name, "workflow": "research", "status": "completed", "updated": started + i}
+        (folder / "run.json").write_text(json.dumps(meta | {"inputs": {"question": "why " * 60}}))
+        start = {"seq": 1, "t": started + i, "type": "run_start", "workflow": "research", "inputs": {}}
+        end = {"seq": 2, "t": started + i + 30, "type": "run_end", "status": "completed"}
+        (folder / "events.jsonl").write_text(json.dumps(start) + "\n" + json.dumps(end) + "\n")
+
+
+def test_a_saved_view_is_a_link_and_times_read_relative(tmp_path: Path, tabs: Any, api_server: Any) -> None:
+    """The runs list's filters live in the address: the link of a filtered list opens the same
+    list; each start reads relative (the absolute time on hover); the favicon is served."""
+    finished_run(tmp_path)  # begun now
+    runs = tmp_path / "runs"
+    old_runs(runs, 3, time.time() - 40 * 86400)
+    url = api_server(runs)
+    page = tabs(strict=True)
+    page.goto(f"{url}/")
+    expect(page.locator("tr.run-row")).to_have_count(4)
+    page.get_by_label("Started").select_option(label="last 24 hours")
+    expect(page.locator("tr.run-row")).to_have_count(1)
+    page.get_by_label("Status").select_option("completed")
+    page.wait_for_url(re.compile(r"\?.*since=24h"))
+    page.wait_for_url(re.compile(r"status=completed"))
+    saved = page.url
+    again = tabs(strict=True)
+    again.goto(saved)
+    expect(again.locator("tr.run-row")).to_have_count(1)
+    expect(again.get_by_role("link", name="done", exact=True)).to_be_visible()
+    expect(again.get_by_label("Started")).to_have_value("24h")
+    started = again.locator("tr.run-row time").first
+    expect(started).to_have_text(re.compile(r"just now|ago"))
+    expect(started).to_have_attribute("title", re.compile(r"\d{4}-\d\d-\d\d|\d:\d\d"))
+    # the older runs read in days
+    again.goto(f"{url}/?q=a-run-with")
+    expect(again.locator("tr.run-row")).to_have_count(3)
+    expect(again.locator("tr.run-row time").first).to_have_text("40 d ago")
+    icon = again.locator("link[rel='icon']").get_attribute("href")
+    answer = httpx.get(url + str(icon), timeout=60)
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("image/svg+xml")
+
+
 def test_the_pages_fit_a_phone_and_use_a_wide_screen(tmp_path: Path, tabs: Any, api_server: Any) -> None:
     finished_run(tmp_path)
     runs = tmp_path / "runs"
-    for i in range(12):  # long inputs, long ids
-        folder = runs / f"a-run-with-a-rather-long-name-{i:03d}"
-        folder.mkdir()
-        meta = {
-            "run_id": folder.name,
-            "workflow": "research",
-            "status": "completed",
-            "updated": 1_790_000_000 + i,
-        }
-        (folder / "run.json").write_text(json.dumps(meta | {"inputs": {"question": "why " * 60}}))
-        start = {
-            "seq": 1,
-            "t": 1_790_000_000.0 + i,
-            "type": "run_start",
-            "workflow": "research",
-            "inputs": {},
-        }
-        end = {"seq": 2, "t": 1_790_000_030.0 + i, "type": "run_end", "status": "completed"}
-        (folder / "events.jsonl").write_text(json.dumps(start) + "\n" + json.dumps(end) + "\n")
+    old_runs(runs, 12, 1_790_000_000.0)  # long inputs, long ids
     url = api_server(runs)
     phone = tabs(width=390, height=844, strict=True)
     phone.goto(f"{url}/")

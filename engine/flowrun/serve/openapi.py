@@ -113,7 +113,14 @@ SCHEMAS: Json = {
                     "decisions": {"type": "array", "items": {"type": "object"}},
                     "usage": {
                         "type": "object",
-                        "description": "usage.json's shape, counted from the log (also of a killed run)",
+                        "description": "usage.json's shape, counted from the log (also of a killed run), "
+                        "and its rows summed per agent (`by_agent`) and per model (`by_model`)",
+                    },
+                    "agents": {
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "description": "per agent name: status (running, then waiting, else its latest), "
+                        "runs, steps, total_tokens, cost_usd, time_s, first (its first invocation)",
                     },
                     "events": {"type": "integer"},
                     "last_seq": {"type": "integer"},

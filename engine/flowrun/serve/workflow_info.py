@@ -103,6 +103,7 @@ def _summary(path: Path) -> dict[str, object]:
         "workflow_file": meta.get("workflow_file"),
         "updated": meta.get("updated"),
         "counts": counts,
+        "ended": sum(counts.values()),  # items with a result (the pages show it, never sum)
         "items": sum(counts.values()),
         "total_tokens": tokens,
         "cost_usd": round(cost, 6),

@@ -24,8 +24,8 @@ from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.runs_index import RunEntry, entry_of, summarize
 from flowrun.runtime.summary.conversations import Conversations
 from flowrun.runtime.summary.fold import Call, Group, Invocation, Item, Note, RunFold, Span, UsageRow
+from flowrun.runtime.summary.per_agent import agent_rows, token_counts, usage_by
 from flowrun.states import BY_NAME
-from flowrun.types import Usage
 
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
 REPLAY_SUFFIX = "-replay"  # `flowrun replay RUN` writes RUN-replay beside it
@@ -95,6 +95,7 @@ class RunSummary:
             "tool_calls": fold.tool_calls,
             "tool_errors": fold.tool_errors,
             "retries": fold.retries,
+            "agents": agent_rows(fold, self.unfinished()),
             "invocations": [self._invocation(inst) for inst in fold.invocations],
             "tree": [_item(item) for item in fold.roots],
             "notes": [_note(note) for note in fold.notes],
@@ -118,7 +119,7 @@ class RunSummary:
             "end": inst.end,
             "status": inst.status or self.unfinished(),
             "steps": inst.steps,
-            "usage": _usage(inst.usage),
+            "usage": token_counts(inst.usage),
             "total_tokens": inst.usage.total,
             "cost_usd": inst.cost_usd,
             "subtree_tokens": tokens,
@@ -144,19 +145,12 @@ class RunSummary:
 def usage_dict(fold: RunFold) -> dict[str, object]:
     """The run's model usage in usage.json's shape, counted from its log."""
     return {
-        **_usage(fold.usage),
+        **token_counts(fold.usage),
         "total_tokens": fold.usage.total,
         "total_cost_usd": fold.cost_usd,
         "by_agent_model": [_row(row) for row in fold.by_agent_model.values()],
-    }
-
-
-def _usage(usage: Usage) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
+        "by_agent": usage_by(fold, lambda row: row.agent, "agent"),
+        "by_model": usage_by(fold, lambda row: row.model, "model"),
     }
 
 
@@ -165,7 +159,7 @@ def _row(row: UsageRow) -> dict[str, object]:
         "agent": row.agent,
         "model": row.model,
         "calls": row.calls,
-        "usage": _usage(row.usage),
+        "usage": token_counts(row.usage),
         "cost_usd": row.cost_usd,
     }
 

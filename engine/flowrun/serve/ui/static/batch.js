@@ -29,7 +29,7 @@ export async function batchesPage(main) {
     const { batches } = await getJSON("/v1/batches");
     main.appendChild(
       batches.length
-        ? h("ul", { class: "batches" }, batches.map((b) => h("li", {}, h("a", { href: "/batches/" + encodeURIComponent(b.name) }, b.name), ` · ${workflowOf(b)} · ${Object.values(b.counts || {}).reduce((a, n) => a + n, 0)}/${totalOf(b)} · ${fmtCost(b.cost_usd)}`)))
+        ? h("ul", { class: "batches" }, batches.map((b) => h("li", {}, h("a", { href: "/batches/" + encodeURIComponent(b.name) }, b.name), ` · ${workflowOf(b)} · ${b.ended ?? 0}/${totalOf(b)} · ${fmtCost(b.cost_usd)}`)))
         : h("p", { class: "muted" }, "no batch yet"),
     );
   } catch (e) {
@@ -53,7 +53,7 @@ export async function batchPage(main, name) {
     main.appendChild(h("p", { class: "error" }, String(e.message || e)));
     return;
   }
-  const done = Object.values(b.counts || {}).reduce((a, n) => a + n, 0);
+  const done = b.ended ?? 0; // (serve/workflow_info.py counts them)
   main.appendChild(
     h(
       "div",

@@ -48,18 +48,21 @@ function cell(row, key, fmt) {
   return h("td", { class: "num" }, row ? fmt(row[key]) : "–");
 }
 
+// "total_tokens" reads "tokens", "cost_usd" "cost", "time_s" "time"
+const colName = (key) => key.replace("total_", "").replace("_usd", "").replace("_s", "");
+
 function agentsTable(rows) {
   const cols = [
     ["runs", String],
     ["steps", String],
-    ["tokens", fmtTokens],
+    ["total_tokens", fmtTokens],
     ["cost_usd", fmtCost],
     ["time_s", fmtDuration],
   ];
   return h(
     "table",
     { class: "compact compare-agents" },
-    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "agent"), cols.map(([k]) => [h("th", { scope: "col" }, k.replace("_usd", "").replace("_s", "") + " A"), h("th", { scope: "col" }, k.replace("_usd", "").replace("_s", "") + " B")]))),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "agent"), cols.map(([k]) => [h("th", { scope: "col" }, colName(k) + " A"), h("th", { scope: "col" }, colName(k) + " B")]))),
     h("tbody", {}, rows.map((r) => h("tr", {}, h("th", { scope: "row" }, r.agent), cols.map(([k, fmt]) => [cell(r.a, k, fmt), cell(r.b, k, fmt)])))),
   );
 }

@@ -17,13 +17,13 @@ function stateOf(states, name) {
 // its state, and how much it did: "completed · 7 steps", "2 runs · 5.1k tokens · $0.01"
 function stateWords(row, live) {
   if (!row) return live === null ? "" : "not started";
-  return `${row.state.replace(/_/g, " ")} · ${row.steps} step${row.steps === 1 ? "" : "s"}`;
+  return `${row.status.replace(/_/g, " ")} · ${row.steps} step${row.steps === 1 ? "" : "s"}`;
 }
 
 function countWords(row) {
   if (!row) return "";
   const runs = row.runs > 1 ? `${row.runs} runs · ` : "";
-  return runs + `${fmtTokens(row.tokens)} tokens` + (row.cost !== null ? " · " + fmtCost(row.cost) : "");
+  return runs + `${fmtTokens(row.total_tokens)} tokens` + (row.cost_usd !== null ? " · " + fmtCost(row.cost_usd) : "");
 }
 
 // the steps, nested as the workflow writes them
@@ -32,7 +32,7 @@ function stepNode(step, states) {
   if (step.kind === "agent" || !step.steps?.length) {
     const chips = (step.agents.length ? step.agents : [step.label]).map((name) => {
       const row = stateOf(states, name);
-      return h("span", { class: "step-chip state-" + (row ? row.state : states ? "not_started" : "none") }, name);
+      return h("span", { class: "step-chip state-" + (row ? row.status : states ? "not_started" : "none") }, name);
     });
     return h("div", { class: "step step-" + step.kind }, cond, chips);
   }
@@ -118,7 +118,7 @@ export function teamGraph(team, states, { onAgent = null, live = null } = {}) {
 
 function agentNode(agent, p, row, live, onAgent) {
   const words = stateWords(row, live);
-  const state = row ? row.state : live === null ? "none" : "not_started";
+  const state = row ? row.status : live === null ? "none" : "not_started";
   const counts = countWords(row);
   const label = `${agent.name}: ${words || "agent"}${counts ? ", " + counts : ""}`;
   const node = s(
@@ -145,7 +145,7 @@ function agentNode(agent, p, row, live, onAgent) {
   return node;
 }
 
-// the steps above the graph; `states` (Map of agent name -> its row, RunModel.agentStates) or
+// the steps above the graph; `states` (Map of agent name -> its row, RunModel.agentRows: the summary's `agents`) or
 // null (a workflow before any run); `live`: whether agents not seen yet may still start
 export function teamView(team, states, options = {}) {
   if (!team) return h("p", { class: "muted" }, "the team is not known");

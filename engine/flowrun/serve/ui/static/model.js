@@ -114,35 +114,21 @@ export class RunModel {
     return Boolean(inv?.calls?.[span.call_id]?.agents?.length);
   }
 
-  // per agent name: its state (running or waiting before any ended one), runs, steps, tokens, cost
-  agentStates() {
-    const out = new Map();
-    const rank = { running: 3, waiting: 2 };
-    for (const inv of this.invocations) {
-      let row = out.get(inv.agent);
-      if (!row) out.set(inv.agent, (row = { agent: inv.agent, state: inv.status, runs: 0, steps: 0, tokens: 0, cost: null, first: inv.index }));
-      row.runs += 1;
-      row.steps += inv.steps || 0;
-      row.tokens += inv.total_tokens || 0;
-      if (inv.cost_usd !== null && inv.cost_usd !== undefined) row.cost = (row.cost || 0) + inv.cost_usd;
-      if ((rank[inv.status] || 0) >= (rank[row.state] || 0)) row.state = inv.status;
-    }
-    return out;
+  // per agent name, the summary's row (runtime/summary/per_agent.py): its state, runs,
+  // steps, tokens, cost and first invocation
+  agentRows() {
+    return new Map((this.summary?.agents || []).map((row) => [row.agent, row]));
   }
 
-  // usage per agent and per model, from the summary's rows per agent and model
+  // usage per agent or per model (`field`), as the summary sums it, shaped for the charts
   usageBy(field) {
-    const rows = new Map();
-    for (const r of this.summary?.usage?.by_agent_model || []) {
-      const key = r[field];
-      let row = rows.get(key);
-      if (!row) rows.set(key, (row = { key, input: 0, output: 0, calls: 0, cost: null }));
-      row.input += r.usage.input_tokens || 0;
-      row.output += r.usage.output_tokens || 0;
-      row.calls += r.calls || 0;
-      if (r.cost_usd !== null && r.cost_usd !== undefined) row.cost = (row.cost || 0) + r.cost_usd;
-    }
-    return [...rows.values()];
+    return (this.summary?.usage?.["by_" + field] || []).map((r) => ({
+      key: r[field],
+      input: r.usage.input_tokens || 0,
+      output: r.usage.output_tokens || 0,
+      calls: r.calls || 0,
+      cost: r.cost_usd ?? null,
+    }));
   }
 
   pendingList() {

@@ -244,7 +244,7 @@ export class RunView {
       replaceContent(this.p.team.body, h("p", { class: "muted" }, this.teamProblem || "loading the team…"));
       return;
     }
-    const states = this.model.agentStates();
+    const states = this.model.agentRows();
     replaceContent(
       this.p.team.body,
       teamView(this.team, states, {
