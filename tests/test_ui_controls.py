@@ -255,6 +255,29 @@ def test_a_denied_budget_leaves_no_waiting_behind(tmp_path: Path, page: Any, api
     )
 
 
+def test_a_budget_granted_on_the_page_shows_the_amount(tmp_path: Path, page: Any, api_server: Any) -> None:
+    wf = project(tmp_path, {"boss": ["list_directory"]}, limits={"max_total_steps": 2, "on_budget": "ask"})
+    step = calls(ToolCallSpec("list_directory", {"path": "."}))
+    with WireServer(wire_script({"boss": [step, step, step, Reply("Done.")]})) as server:
+        first = run_cli([str(wf), "--run-id", "g", "-q"], cwd=tmp_path, env=model_env(server, "openai"))
+        assert first.returncode == 75, first.stderr
+        url = api_server(tmp_path / "runs", model_env(server, "openai"))
+        page.goto(f"{url}/runs/g")
+        decision = page.get_by_role("group", name=re.compile(r"decision: budget"))
+        decision.get_by_label("Grant").fill("2")
+        decision.get_by_label("Reason").fill("two more")
+        decision.get_by_role("button", name="Allow").click()
+        wait_status(page, "completed")
+        asked = sorted(r.assistant_turns for r in server.requests)
+    assert asked == [0, 1, 2, 3], asked  # nothing asked again after the grant
+    taken = region(page, "Decisions taken").get_by_role("row").nth(1)
+    expect(taken).to_contain_text("granted 2 more max_total_steps")
+    expect(taken).to_contain_text("two more")
+    expect(taken).to_contain_text("ui")
+    (decided,) = [e for e in events(tmp_path / "runs" / "g") if e["type"] == "decision"]
+    assert decided["grant"] == 2 and decided["by"] == "ui" and decided["reason"] == "two more"
+
+
 # ---------------------------------------------------------------- the team
 
 

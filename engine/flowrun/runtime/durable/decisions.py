@@ -132,14 +132,20 @@ class Decision:
     def ref(self) -> str:
         return f"{self.agent_id}/{self.call_id}" if self.agent_id else self.call_id
 
-    def describe(self) -> str:
+    def said(self) -> str:
+        """What was decided, in words (the web UI shows them beside who, when and why)."""
         if self.kind == "question":
-            said = "unanswered (deadline)" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
-        elif self.kind == "budget":
-            said = f"granted {self.grant:g} more {self.limit}" if self.allowed else "refused more budget"
-        else:
-            said = "allowed" if self.allowed else "denied"
-        return f"{self.ref}: {said} by {self.by}" + (f" ({self.user})" if self.user else "")
+            return "unanswered (deadline)" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
+        if self.kind == "budget":
+            if not self.allowed:
+                return "refused more budget"
+            if self.grant is None:
+                return "granted more budget"
+            return f"granted {self.grant:g} more {self.limit}"
+        return "allowed" if self.allowed else "denied"
+
+    def describe(self) -> str:
+        return f"{self.ref}: {self.said()} by {self.by}" + (f" ({self.user})" if self.user else "")
 
     @classmethod
     def from_event(cls, event: DecisionEvent) -> Decision:

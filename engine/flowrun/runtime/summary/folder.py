@@ -88,7 +88,9 @@ class RunSummary:
             "output": output if output and (path / output).is_file() else None,
             "output_files": self.output_files,
             "pending": [p.to_dict() for p in fold.pending.values()] if self.status == "waiting" else [],
-            "decisions": [{**asdict(d), "ref": d.ref, "text": d.describe()} for d in fold.decisions],
+            "decisions": [
+                {**asdict(d), "ref": d.ref, "text": d.describe(), "said": d.said()} for d in fold.decisions
+            ],
             "usage": usage_dict(fold),
             "events": fold.events,
             "last_seq": fold.last_seq,

@@ -55,13 +55,9 @@ function findCall(instance, callId) {
   return null;
 }
 
+// what was decided, in the server's words (Decision.said of runtime/durable/decisions.py)
 export function decisionText(d) {
-  if (!d) return null;
-  let said;
-  if (d.kind === "question") said = d.answer === null || d.answer === undefined ? "not answered" : "answered: " + d.answer;
-  else if (d.kind === "budget") said = d.allowed ? `granted ${d.grant ?? "as much again"} more ${d.limit || ""}`.trim() : "refused more budget";
-  else said = d.allowed ? "allowed" : "denied";
-  return said;
+  return d ? d.said || null : null;
 }
 
 export function decisionFacts(d) {
