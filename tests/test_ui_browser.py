@@ -597,4 +597,7 @@ def test_a_killed_runs_page_says_what_every_view_says(tmp_path: Path, page: Any,
     assert listed[2] == "interrupted" and listed[6] == f"{entry.total_tokens:,}", listed
     # the tool call cut by the kill is drawn ended, as interrupted
     page.wait_for_selector("svg.timeline rect.bar-tool.outcome-interrupted", timeout=WAIT_MS)
+    # and the tree says the same of it (the server's word for a call with no result)
+    cut = region(page, "Agents and tool calls").get_by_role("button", name=re.compile(r" call, interrupted$"))
+    expect(cut).to_have_count(1)
     shoot(page, "killed-run")

@@ -74,6 +74,14 @@ class RunSummary:
         completed run's log that lost its end)."""
         return "interrupted" if self.status == "completed" else self.status
 
+    def cut(self) -> str:
+        """What a model or tool call still open at the log's end is: running while the run goes
+        on, waiting or cancelled with the run, else interrupted (the timeline's bar and the
+        tree's call say the same)."""
+        if self.status in ("running", "waiting", "cancelled"):
+            return self.status
+        return "interrupted"
+
     def to_dict(self) -> dict[str, object]:
         """The run as the HTTP API sends it (`GET /v1/runs/{id}`) and the web UI draws it."""
         fold, path = self.fold, self.entry.path
@@ -130,7 +138,7 @@ class RunSummary:
             "error": inst.error,
             "output_files": inst.output_files,
             "items": [_item(item) for item in inst.items],
-            "calls": {call_id: _call(call) for call_id, call in inst.calls.items()},
+            "calls": {call_id: _call(call, self.cut()) for call_id, call in inst.calls.items()},
         }
 
     def _span(self, span: Span) -> dict[str, object]:
@@ -139,8 +147,7 @@ class RunSummary:
             return out  # it still waits: the pages draw it to now
         if span.end is None and self.status != "running":  # the run stopped while it was open
             out["end"] = self.fold.last_t
-            cut = self.status if self.status in ("waiting", "cancelled") else "interrupted"
-            out["outcome"] = "waiting" if span.kind == "wait" else cut
+            out["outcome"] = "waiting" if span.kind == "wait" else self.cut()
         return out
 
 
@@ -166,14 +173,15 @@ def _row(row: UsageRow) -> dict[str, object]:
     }
 
 
-def _call(call: Call) -> dict[str, object]:
+def _call(call: Call, cut: str) -> dict[str, object]:
+    """A tool call; `cut`: its status while it has no result (see RunSummary.cut)."""
     return {
         "call_id": call.call_id,
         "tool": call.tool,
         "arguments": call.arguments,
         "start": call.start,
         "end": call.end,
-        "status": call.status,
+        "status": call.status or cut,
         "error": call.error,
         "agents": [inst.index for inst in call.agents],
     }

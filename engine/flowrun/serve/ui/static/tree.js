@@ -15,11 +15,6 @@ function treeItems(ctx, items, calls, depth) {
   });
 }
 
-function callStatus(ctx, call) {
-  if (call.status) return call.status;
-  return ctx.model.status === "running" ? "running" : ctx.model.status === "waiting" ? "waiting" : "no result";
-}
-
 function treeCall(ctx, call, depth) {
   if (!call) return null;
   const inv = ctx.owner(call);
@@ -30,10 +25,10 @@ function treeCall(ctx, call, depth) {
     { class: "tree-call", "data-tool": call.tool },
     h(
       "button",
-      { type: "button", class: "tree-btn", "aria-label": `${call.tool} call, ${callStatus(ctx, call)}`, onclick: () => ctx.onCall(inv, call) },
+      { type: "button", class: "tree-btn", "aria-label": `${call.tool} call, ${call.status}`, onclick: () => ctx.onCall(inv, call) },
       h("span", { class: "tool-name" }, call.tool),
       " ",
-      statusBadge(callStatus(ctx, call)),
+      statusBadge(call.status),
       h("span", { class: "muted" }, " " + spent + (call.error ? " · " + call.error : "")),
     ),
     agents.length ? h("ul", {}, agents) : null,
