@@ -131,6 +131,11 @@ def talk_project(tmp_path: Path) -> Path:
     return project(tmp_path, {"talker": ["list_directory"]}, name="talk")
 
 
+def team_node(page: Any, agent: str, words: str) -> Any:
+    """An agent of the Team region whose name begins with `words` (its state and steps)."""
+    return region(page, "Team").get_by_role("button", name=re.compile(rf"^{agent}: {re.escape(words)}"))
+
+
 def talk_script() -> Any:
     step = calls(ToolCallSpec("list_directory", {"path": "."}))
     return wire_script({"talker": [step, step, Reply("Talked.")]})
@@ -150,8 +155,10 @@ def test_stop_then_resume_a_live_run(tmp_path: Path, page: Any, api_server: Any)
             page.goto(f"{url}/runs/{run_id}")
             wait_status(page, "running")
             expect(page.get_by_role("button", name="Resume")).to_be_hidden()
+            expect(team_node(page, "talker", "running · 1 step")).to_be_visible()  # live, in the team
             page.get_by_role("button", name="Stop").click()
             wait_status(page, "cancelled")  # the stopped state, by one name
+            expect(team_node(page, "talker", "cancelled")).to_be_visible()
             assert httpx.get(f"{url}/v1/runs/{run_id}", timeout=60).json()["resumable"] is True
             listed = run_cli(["runs", "--runs-dir", str(tmp_path / "runs")]).stdout
             assert re.search(rf"{re.escape(run_id)}\s+\S+\s+cancelled", listed), listed
@@ -160,6 +167,7 @@ def test_stop_then_resume_a_live_run(tmp_path: Path, page: Any, api_server: Any)
             gate.open()
             page.get_by_role("button", name="Resume").click()
             wait_status(page, "completed")
+            expect(team_node(page, "talker", "completed · 3 steps")).to_be_visible()
             asked = [r.assistant_turns for r in server.requests]
         finally:
             gate.open()
