@@ -240,6 +240,45 @@ def test_rerun_then_compare_the_two_runs(tmp_path: Path, page: Any, api_server: 
     shoot(page, "compare")
 
 
+def test_an_evals_variants_are_compared_case_by_case(tmp_path: Path, page: Any, api_server: Any) -> None:
+    """`flowrun eval` with two variants writes evals/NAME-TIME beside the runs folder: the
+    compare page lists it, its page pairs each case's runs across the variants, and Compare
+    opens two of them side by side with the first step whose answers differ."""
+    from test_eval import Scripted, evaluate
+    from test_eval import project as eval_project
+
+    with WireServer(Scripted()) as server:
+        evalset = eval_project(tmp_path, server, "openai")
+        variants = ["--variant", "base=--model m", "--variant", "next=--model m2"]
+        code, out, _ = evaluate(evalset, "openai", *variants)
+    assert code == 0, out
+    url = api_server(tmp_path / "runs")
+    page.goto(f"{url}/compare")
+    page.get_by_role("link", name=re.compile(r"^qa-basics-")).click()
+    page.wait_for_url(re.compile(r"/evals/qa-basics-"), timeout=WAIT_MS)
+    name = page.url.rsplit("/", 1)[1]
+    for outside in ("..", "."):  # an id names a variant's run, never a folder above it
+        assert httpx.get(f"{url}/v1/runs/{name}:base:{outside}", timeout=60).status_code == 404
+    expect(page.get_by_label("Variant A")).to_have_value("base")
+    expect(page.get_by_label("Variant B")).to_have_value("next")
+    expect(page.locator("tr.run-row")).to_have_count(2)  # capital.r1 and sum.r1
+    shoot(page, "eval-variants")
+    page.get_by_role("link", name="Compare capital.r1").click()
+    page.wait_for_url(re.compile(r"/compare\?a="), timeout=WAIT_MS)
+    sides = page.locator("section.compare-side")
+    expect(sides).to_have_count(2)
+    expect(sides.nth(0)).to_contain_text(":base:capital.r1")
+    expect(sides.nth(1)).to_contain_text(":next:capital.r1")
+    expect(sides.nth(0)).to_contain_text("completed")
+    agents = page.get_by_role("region", name="Per agent")
+    expect(agents.get_by_role("row", name=re.compile(r"^answerer"))).to_be_visible()
+    # the two models wrote other answers: the first step differs
+    expect(page.locator(".first-difference")).to_contain_text("First differing step")
+    # a mistyped eval is a page of its own
+    page.goto(f"{url}/evals/no-such-eval")
+    expect(page.get_by_role("alert")).to_contain_text("No eval no-such-eval")
+
+
 def test_a_denied_budget_leaves_no_waiting_behind(tmp_path: Path, page: Any, api_server: Any) -> None:
     wf = project(tmp_path, {"boss": ["list_directory"]}, limits={"max_total_steps": 2, "on_budget": "ask"})
     step = calls(ToolCallSpec("list_directory", {"path": "."}))

@@ -1,7 +1,8 @@
 """Two runs side by side (`GET /v1/compare?a=RUN&b=RUN`, the web UI's /compare page): each one's
 state, cost, tokens and time, the same per agent, and their model steps paired by agent
 instance and step with the first whose answers differ (two runs of one workflow, a run and its
-re-run). Read from the runs' summaries (runtime/summary/)."""
+re-run, or an eval's variants on one case: serve/eval_folders.py). Read from the runs' summaries
+(runtime/summary/)."""
 
 from __future__ import annotations
 

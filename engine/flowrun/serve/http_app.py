@@ -9,7 +9,7 @@
     POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
     POST /v1/runs/{id}/cancel|resume   stop it resumably, continue it
     GET  /v1/runs/{id}/files[/PATH]    its folder's files, read-only
-    GET  /v1/workflows, /v1/batches[/NAME], /openapi.json
+    GET  /v1/workflows, /v1/batches[/NAME], /v1/evals[/NAME], /openapi.json
 
 Every request passes the Host and Origin check (serve/access.py) and, when the server has a
 token, must carry it. Blocking reads (the index, a folder) run in worker threads so the loop
@@ -34,6 +34,7 @@ from flowrun.runtime.durable.run_folder import LOCK_NAME
 from flowrun.runtime.summary.conversations import conversation_json
 from flowrun.runtime.summary.folder import replay_steps
 from flowrun.serve.access import BearerToken, HostCheck, NoFraming, accepted_hosts
+from flowrun.serve.eval_folders import eval_detail, eval_list
 from flowrun.serve.event_feed import follow
 from flowrun.serve.http_common import body_of, reply, runs_of
 from flowrun.serve.openapi import document
@@ -110,6 +111,8 @@ def build_app(
         Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
         Route("/v1/batches", batches_route, methods=["GET"]),
         Route("/v1/batches/{name}", batch_route, methods=["GET"]),
+        Route("/v1/evals", evals_route, methods=["GET"]),
+        Route("/v1/evals/{name}", eval_route, methods=["GET"]),
         Route("/v1/compare", compare_route, methods=["GET"]),
         Route("/openapi.json", openapi_route, methods=["GET"]),
     ]
@@ -385,6 +388,19 @@ async def batch_route(request: Request) -> Response:
     found = await asyncio.to_thread(batch_detail, served.runs_dir, request.path_params["name"])
     if found is None:
         raise NotFound(f"no batch {request.path_params['name']!r}", "GET /v1/batches lists them")
+    return reply(found)
+
+
+async def evals_route(request: Request) -> Response:
+    served = runs_of(request)
+    return reply({"evals": await asyncio.to_thread(eval_list, served.runs_dir)})
+
+
+async def eval_route(request: Request) -> Response:
+    served = runs_of(request)
+    found = await asyncio.to_thread(eval_detail, served.runs_dir, request.path_params["name"])
+    if found is None:
+        raise NotFound(f"no eval {request.path_params['name']!r}", "GET /v1/evals lists them")
     return reply(found)
 
 

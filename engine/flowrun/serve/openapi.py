@@ -33,7 +33,7 @@ def _errors(*codes: int) -> Json:
     said = {
         400: "A mistake in the request (one line, with a hint)",
         401: "No valid token",
-        404: "No such run, workflow, batch or file",
+        404: "No such run, workflow, batch, eval or file",
         409: "The run's state does not allow it now",
     }
     return {str(code): _json(_ref("Error"), said[code]) for code in codes}
@@ -230,7 +230,11 @@ BATCH_NAME: list[Json] = [{"name": "name", "in": "path", "required": True, "sche
 WORKFLOW_NAME: list[Json] = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
 SESSION_QUERY: list[Json] = [
     {"name": name, "in": "query", "required": False, "schema": {"type": "string"}, "description": text}
-    for name, text in (("run", "A run id (repeat it)"), ("batch", "A batch's name (repeat it)"))
+    for name, text in (
+        ("run", "A run id (repeat it)"),
+        ("batch", "A batch's name (repeat it)"),
+        ("eval", "An eval's name (repeat it)"),
+    )
 ]
 AGENT_QUERY: list[Json] = [
     RUN_ID,
@@ -287,10 +291,10 @@ OPERATIONS = (
         "/v1/session",
         "get",
         "session",
-        "Whether a token is needed and the one sent is right; whether runs and batches exist "
+        "Whether a token is needed and the one sent is right; whether runs, batches and evals exist "
         "(answered without the token; always 200)",
         "200",
-        _json(ANY, "token_required, authorized, runs, batches"),
+        _json(ANY, "token_required, authorized, runs, batches, evals"),
         (),
         parameters=SESSION_QUERY,
     ),
@@ -502,6 +506,25 @@ OPERATIONS = (
         "One batch: items, counts, cost over time",
         "200",
         _json(ANY, "The batch"),
+        (401, 404),
+        parameters=BATCH_NAME,
+    ),
+    Operation(
+        "/v1/evals",
+        "get",
+        "listEvals",
+        "The eval folders beside the runs folder (evals/NAME), each with its variants",
+        "200",
+        _json(_object(evals=_list_of(ANY)), "The evals"),
+        (401,),
+    ),
+    Operation(
+        "/v1/evals/{name}",
+        "get",
+        "getEval",
+        "One eval: its variants and each case's run per variant (ids EVAL:VARIANT:RUN)",
+        "200",
+        _json(ANY, "The eval"),
         (401, 404),
         parameters=BATCH_NAME,
     ),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.runtime.summary.conversations import instance_json
 from flowrun.serve.compare import compare_runs
+from flowrun.serve.eval_folders import eval_exists
 from flowrun.serve.http_common import body_of, reply, runs_of
 from flowrun.serve.run_actions import fork_run, replay_with_edits, rerun
 from flowrun.serve.served_runs import NotFound, ServedRuns
@@ -30,7 +31,7 @@ SESSION = "/v1/session"  # answered without the token (it says whether the one s
 
 async def session_route(request: Request) -> Response:
     """Whether the server wants a token and the request's is right; then whether the runs
-    (`run`) and batches (`batch`) asked about exist. Always 200: a page tells a missing run or
+    (`run`), batches (`batch`) and evals (`eval`) asked about exist. Always 200: a page tells a missing run or
     a wrong token from this answer, with no failed request to show."""
     state = request.scope.get("state") or {}
     required = "token_ok" in state
@@ -40,8 +41,10 @@ async def session_route(request: Request) -> Response:
         served = runs_of(request)
         runs = request.query_params.getlist("run")
         batches = request.query_params.getlist("batch")
+        evals = request.query_params.getlist("eval")
         answer["runs"] = {run_id: await asyncio.to_thread(_exists, served, run_id) for run_id in runs}
         answer["batches"] = {name: _batch_exists(served, name) for name in batches}
+        answer["evals"] = {name: eval_exists(served.runs_dir, name) for name in evals}
     return reply(answer)
 
 

@@ -25,6 +25,7 @@ from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import RunEntry, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
 from flowrun.runtime.summary.folder import RunSummary, SummaryCache
+from flowrun.serve.eval_folders import variant_runs
 from flowrun.serve.workflow_info import batch_runs
 
 # the run options a client may set (RunOptions fields; not workdir: a folder of the server's)
@@ -112,14 +113,19 @@ class ServedRuns:
 
     def place(self, run_id: str) -> Path | None:
         """Where a run id's folder is (whether or not it exists): RUN_ID under the runs folder,
-        `BATCH:ITEM` a batch item's run (batches/BATCH/runs/ITEM, beside the runs folder) when
-        no run of the runs folder has that id. None for an id that names no folder."""
+        `BATCH:ITEM` a batch item's run (batches/BATCH/runs/ITEM, beside the runs folder) and
+        `EVAL:VARIANT:RUN` an eval variant's (evals/EVAL/VARIANT/runs/RUN) when no run of the
+        runs folder has that id. None for an id that names no folder."""
         try:
             check_run_id(run_id)
         except UsageError:
             return None
         folder = self.runs_dir / run_id
         batch, colon, item = run_id.partition(":")
+        if colon and item.count(":") == 1 and not folder.exists():  # EVAL:VARIANT:RUN
+            variant, _, run = item.partition(":")
+            runs = variant_runs(self.runs_dir, batch, variant)
+            return runs / run if runs is not None and run not in ("", ".", "..") else None
         if colon and not folder.exists():
             try:
                 check_run_id(batch)

@@ -14,7 +14,16 @@ HERE = Path(__file__).resolve().parent
 STATIC = HERE / "static"
 PAGE = HERE / "index.html"
 # the addresses of the pages: each is the same shell, whose script draws what the path names
-PAGE_PATHS = ("/", "/new", "/compare", "/runs/{run_id:path}", "/batches", "/batches/{name:path}")
+PAGE_PATHS = (
+    "/",
+    "/new",
+    "/compare",
+    "/runs/{run_id:path}",
+    "/batches",
+    "/batches/{name:path}",
+    "/evals",
+    "/evals/{name:path}",
+)
 # the pages run only their own scripts and styles, talk only to their server, and may not be
 # framed (serve/access.py NoFraming adds the same frame-ancestors to every answer)
 POLICY = (

@@ -1,11 +1,12 @@
 // Two runs side by side (/compare?a=RUN&b=RUN, GET /v1/compare: serve/compare.py): state,
 // inputs, cost, tokens and time of each, the same per agent, and their model steps paired by
 // agent instance and step with the first whose answers differ. Without two runs named, a form
-// to name them (the runs list's Compare fills it in).
+// to name them (the runs list's Compare fills it in) and the evals whose variants can be paired.
 import { h, replaceContent, fmtCost, fmtTokens, fmtDuration, statusBadge, timeNode } from "./dom.js";
 import { getJSON } from "./api.js";
 import { gate } from "./session.js";
 import { replayDiffNode } from "./replaydiff.js";
+import { evalList } from "./evals.js";
 
 function pickForm(a, b, recent) {
   const list = h("datalist", { id: "recent-runs" }, recent.map((r) => h("option", { value: r.id }, `${r.workflow} · ${r.status}`)));
@@ -78,6 +79,8 @@ export async function comparePage(main) {
   if (!a || !b || a === b) {
     const recent = (await getJSON("/v1/runs?limit=100")).runs || [];
     main.appendChild(pickForm(a, b, recent));
+    const { evals } = await getJSON("/v1/evals");
+    if (evals.length) main.append(h("h2", {}, "An eval's variants"), evalList(evals));
     return;
   }
   const found = await getJSON(`/v1/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);

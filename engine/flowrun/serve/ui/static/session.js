@@ -1,7 +1,7 @@
 // What a page checks before it draws (GET /v1/session, answered without the token and always
 // with 200, so a wrong token or a mistyped id is a page of its own, not a failed request):
 // whether the server wants a token and this tab holds the right one, and whether the runs and
-// batches the address names exist.
+// batches or evals the address names exist.
 import { h, replaceContent } from "./dom.js";
 import { getJSON, setToken, apiToken } from "./api.js";
 
@@ -40,10 +40,11 @@ export function missingPage(main, what, name, back) {
 }
 
 // the session, or null once a page saying why nothing can be drawn is drawn instead
-export async function gate(main, { runs = [], batches = [] } = {}) {
+export async function gate(main, { runs = [], batches = [], evals = [] } = {}) {
   const query = new URLSearchParams();
   for (const r of runs) query.append("run", r);
   for (const b of batches) query.append("batch", b);
+  for (const e of evals) query.append("eval", e);
   const session = await getJSON("/v1/session" + (query.toString() ? "?" + query : ""));
   if (!session.authorized) {
     tokenPage(main, Boolean(apiToken()));
@@ -58,6 +59,12 @@ export async function gate(main, { runs = [], batches = [] } = {}) {
   for (const b of batches) {
     if (!session.batches?.[b]) {
       missingPage(main, "batch", b, ["/batches", "See all batches"]);
+      return null;
+    }
+  }
+  for (const e of evals) {
+    if (!session.evals?.[e]) {
+      missingPage(main, "eval", e, ["/evals", "See all evals"]);
       return null;
     }
   }
