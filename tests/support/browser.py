@@ -64,8 +64,22 @@ class Tab:
         self.context = browser.new_context(viewport={"width": width, "height": height}, bypass_csp=not strict)
         self.page = self.context.new_page()
         self.errors: list[str] = []
+        self.expected: list[str] = []  # console lines a test causes on purpose (see expect_console)
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
+        OPEN[id(self.page)] = self
+
+    def unexpected(self) -> list[str]:
+        return [e for e in self.errors if not any(words in e for words in self.expected)]
+
+
+OPEN: dict[int, Tab] = {}  # the open tabs by their page
+
+
+def expect_console(page: Any, words: str) -> None:
+    """A console error holding `words` is what the test does on purpose (a request the server
+    refuses: the browser logs every answer of 4xx); any other still fails the test."""
+    OPEN[id(page)].expected.append(words)
 
 
 @pytest.fixture
@@ -85,7 +99,8 @@ def tabs(browser: Any, api_server: Any, request: pytest.FixtureRequest) -> Itera
             SHOTS.mkdir(parents=True, exist_ok=True)
             tab.page.screenshot(path=str(SHOTS / f"failed-{request.node.name}-{i}.png"), full_page=True)
         tab.context.close()
-    errors = [e for tab in made for e in tab.errors]
+        OPEN.pop(id(tab.page), None)
+    errors = [e for tab in made for e in tab.unexpected()]
     assert errors == [], errors
 
 

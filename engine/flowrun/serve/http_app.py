@@ -7,7 +7,7 @@
     GET  /v1/runs/{id}/replay          its replay's model steps beside its own (404: none)
     GET  /v1/runs/{id}/events          its log as server-sent events (Last-Event-ID resumes)
     POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
-    POST /v1/runs/{id}/cancel|resume   stop it resumably, continue it
+    POST /v1/runs/{id}/cancel|resume   stop it resumably (its partial result), continue it
     GET  /v1/runs/{id}/files[/PATH]    its folder's files, read-only
     GET  /v1/workflows, /v1/batches[/NAME], /v1/evals[/NAME], /openapi.json
 
@@ -51,7 +51,14 @@ from flowrun.serve.page_routes import (
 )
 from flowrun.serve.page_routes import replay_route as replay_edits_route
 from flowrun.serve.run_listing import runs_page
-from flowrun.serve.served_runs import Conflict, NotFound, ServedRuns, decision_dict, describe_error
+from flowrun.serve.served_runs import (
+    Conflict,
+    NotFound,
+    ServedRuns,
+    decision_dict,
+    describe_error,
+    result_dict,
+)
 from flowrun.serve.workflow_info import batch_detail, batches, workflow_info
 from flowrun.states import NAMES
 
@@ -278,9 +285,9 @@ async def decisions_route(request: Request) -> Response:
 
 
 async def cancel_route(request: Request) -> Response:
-    run_id = request.path_params["id"]
-    runs_of(request).cancel(run_id)
-    return reply({"id": run_id, "status": "cancelled"}, 202)
+    """Answered once the stop is recorded: the run's partial result."""
+    result = await runs_of(request).cancel(request.path_params["id"])
+    return reply(result_dict(result))
 
 
 async def resume_route(request: Request) -> Response:

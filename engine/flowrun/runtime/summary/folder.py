@@ -97,7 +97,7 @@ class RunSummary:
             "output_files": self.output_files,
             "pending": [p.to_dict() for p in fold.pending.values()] if self.status == "waiting" else [],
             "decisions": [
-                {**asdict(d), "ref": d.ref, "text": d.describe(), "said": d.said()} for d in fold.decisions
+                {**asdict(d), "ref": d.ref, "text": d.describe(), "said": d.verdict()} for d in fold.decisions
             ],
             "usage": usage_dict(fold),
             "events": fold.events,
