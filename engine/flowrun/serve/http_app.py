@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+    from starlette.routing import Route
     from starlette.types import ASGIApp
 
 MAX_FILES = 10_000  # a files listing stops here (a workspace may be huge)
@@ -82,7 +83,6 @@ def build_app(
     """The ASGI app. `served` makes the server's ServedRuns once the loop runs; `on_start` is
     told of it (the CLI prints the runs left waiting or stopped)."""
     from starlette.applications import Starlette
-    from starlette.routing import Route
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -95,7 +95,25 @@ def build_app(
         finally:
             await runs.close()  # each run ends cancelled: resumable after a restart
 
-    routes = [
+    routes = api_routes()
+    pages = importlib.util.find_spec("flowrun.serve.ui") is not None  # absent in a trimmed build
+    if pages:
+        importlib.import_module("flowrun.serve.ui").mount(routes)
+    app: ASGIApp = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={FlowrunError: flowrun_error, Exception: internal_error},
+    )
+    if token is not None:
+        app = BearerToken(app, token, query_token=True, public=api_free if pages else None)
+    return HostCheck(NoFraming(app), accepted_hosts(host, allowed_hosts))
+
+
+def api_routes() -> list[Route]:
+    """The runs API's routes (docs/reference/http-api.md lists them)."""
+    from starlette.routing import Route
+
+    return [
         Route("/v1/session", session_route, methods=["GET"]),
         Route("/v1/workflows", workflows_route, methods=["GET"]),
         Route("/v1/workflows/{name}/team", workflow_team_route, methods=["GET"]),
@@ -123,17 +141,6 @@ def build_app(
         Route("/v1/compare", compare_route, methods=["GET"]),
         Route("/openapi.json", openapi_route, methods=["GET"]),
     ]
-    pages = importlib.util.find_spec("flowrun.serve.ui") is not None  # absent in a trimmed build
-    if pages:
-        importlib.import_module("flowrun.serve.ui").mount(routes)
-    app: ASGIApp = Starlette(
-        routes=routes,
-        lifespan=lifespan,
-        exception_handlers={FlowrunError: flowrun_error, Exception: internal_error},
-    )
-    if token is not None:
-        app = BearerToken(app, token, query_token=True, public=api_free if pages else None)
-    return HostCheck(NoFraming(app), accepted_hosts(host, allowed_hosts))
 
 
 def api_free(path: str) -> bool:
