@@ -398,11 +398,7 @@ async def batches_route(request: Request) -> Response:
 
 
 async def batch_route(request: Request) -> Response:
-    served = runs_of(request)
-    found = await asyncio.to_thread(batch_detail, served.runs_dir, request.path_params["name"])
-    if found is None:
-        raise NotFound(f"no batch {request.path_params['name']!r}", "GET /v1/batches lists them")
-    return reply(found)
+    return await _folder_answer(request, batch_detail, "batch", "GET /v1/batches lists them")
 
 
 async def evals_route(request: Request) -> Response:
@@ -411,10 +407,17 @@ async def evals_route(request: Request) -> Response:
 
 
 async def eval_route(request: Request) -> Response:
-    served = runs_of(request)
-    found = await asyncio.to_thread(eval_detail, served.runs_dir, request.path_params["name"])
+    return await _folder_answer(request, eval_detail, "eval", "GET /v1/evals lists them")
+
+
+async def _folder_answer(
+    request: Request, read: Callable[[Path, str], dict[str, object] | None], what: str, hint: str
+) -> Response:
+    """A batch's or an eval's folder beside the runs folder, as `read` gives it; 404 without."""
+    name = request.path_params["name"]
+    found = await asyncio.to_thread(read, runs_of(request).runs_dir, name)
     if found is None:
-        raise NotFound(f"no eval {request.path_params['name']!r}", "GET /v1/evals lists them")
+        raise NotFound(f"no {what} {name!r}", hint)
     return reply(found)
 
 
