@@ -55,7 +55,7 @@ function findCall(instance, callId) {
   return null;
 }
 
-// what was decided, in the server's words (Decision.said of runtime/durable/decisions.py)
+// what was decided, in the server's words (Decision.verdict of runtime/durable/decisions.py)
 export function decisionText(d) {
   return d ? d.said || null : null;
 }
