@@ -7,14 +7,16 @@ import contextlib
 import dataclasses
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
 from flowrun.api.launch import execute, new_run, probe_sandbox
 from flowrun.api.recorded import option_changes, recorded_run
 from flowrun.api.results import ReplayResult, RunResult
-from flowrun.api.workflow import Workflow
+from flowrun.api.workflow import Workflow, load
 from flowrun.errors import UsageError
+from flowrun.manifest.overrides import parse_overrides
 from flowrun.paths import claim_folder
 from flowrun.records import ReplayDivergence, RunRecord
 from flowrun.runtime.durable.ledger import Ledger
@@ -25,7 +27,7 @@ from flowrun.runtime.options import FIELDS, OnEvent, RunHooks, RunOptions
 
 REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
 MemoryView = Literal["recorded", "current"]  # the memories a replay's prompts get
-REPLAY_KEYWORDS = ("into", "diff", "on_event", "memory")  # replay()'s own, beside the options
+REPLAY_KEYWORDS = ("into", "diff", "on_event", "edits", "memory")  # replay()'s own, beside the options
 
 
 async def replay(
@@ -34,6 +36,7 @@ async def replay(
     into: str | Path | None = None,
     diff: bool = False,
     on_event: OnEvent | None = None,
+    edits: Mapping[str, object] | Iterable[str] | None = None,
     memory: MemoryView = "recorded",
     **changes: object,
 ) -> ReplayResult:
@@ -43,14 +46,22 @@ async def replay(
     `sandbox` and `verbosity` may be changed (a None value keeps the recorded one). A call the
     recording cannot answer, or one whose system prompt, tools or history differ, ends the
     replay `failed` at the first differing step (`divergence`, `differences`). With `diff` and
-    no `into`, the replay goes to a temporary folder that is removed afterwards. The agents'
-    memories are read as the run saw them; `memory="current"` gives each prompt its memory as it
-    is now (a copy in the replay's folder), so a memory change shows as the step it changes."""
+    no `into`, the replay goes to a temporary folder that is removed afterwards. `edits` change
+    manifest values over the recorded `--set`s, as `--set` does (`{"agents.writer.prompt":
+    "..."}` or `["agents.writer.max_steps=3"]`): what the run would have done with them, up
+    to the first step they change; the replay records them, so a resume of its folder goes
+    on, live, with them. The agents' memories are read as the run saw them; `memory="current"`
+    gives each prompt its memory as it is now (a copy in the replay's folder), so a memory
+    change shows as the step it changes."""
     if memory not in ("recorded", "current"):
         raise UsageError(f"unknown memory view {memory!r}", "use recorded or current")
     run_dir = Path(run_dir)
     meta, workflow = recorded_run(run_dir)
     options = replay_options(meta, **changes)
+    if edits:
+        texts = tuple(o.text for o in parse_overrides(edits))
+        options = dataclasses.replace(options, overrides=(*options.overrides, *texts))
+        workflow = load(workflow.path, list(options.overrides), prefetch=False)
     temporary = diff and into is None
     target = (
         Path(tempfile.mkdtemp(prefix="flowrun-replay-"))
@@ -80,13 +91,9 @@ def replay_options(record: RunRecord, **changes: object) -> RunOptions:
     """The options a recorded run (its run.json, or its run_start event) ran with, for replaying
     it: the agents work in the replay's own folder; only `sandbox` and `verbosity` change."""
     fixed = tuple(name for name in FIELDS if name not in REPLAY_CHANGES)
-    changes = option_changes(
-        changes, fixed, "a replay keeps the recorded {name}", ("into", "diff", "on_event", "memory")
-    )
+    changes = option_changes(changes, fixed, "a replay keeps the recorded {name}", REPLAY_KEYWORDS)
     recorded = RunOptions.from_record(record)
-    return dataclasses.replace(recorded, workdir=None).changed(
-        ("into", "diff", "on_event", "memory"), **changes
-    )
+    return dataclasses.replace(recorded, workdir=None).changed(REPLAY_KEYWORDS, **changes)
 
 
 async def replay_events(
