@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flowrun.manifest.foreign.agentspec.build import Build, add_inputs, json_schema, properties, template
+from flowrun.manifest.foreign.agentspec.build import (
+    Build,
+    add_inputs,
+    json_schema,
+    names_in,
+    properties,
+    template,
+)
 from flowrun.manifest.foreign.agentspec.document import Comp
 from flowrun.manifest.foreign.agentspec.tools import flowrun_meta, tool_entries
 from flowrun.manifest.foreign.conversion import flowrun_name
@@ -58,6 +65,10 @@ def _agent(build: Build, comp: Comp, place: tuple[str, tuple[object, ...]]) -> s
     add_inputs(build, comp)
     prompt = comp.get("system_prompt")
     data["prompt"] = template(prompt) if isinstance(prompt, str) else ""
+    for placeholder in names_in(prompt) if isinstance(prompt, str) else []:
+        if placeholder not in build.inputs:  # Agent Spec infers the inputs its templates name
+            build.inputs[placeholder] = {"description": placeholder}
+            build.conv.note(comp.src, comp.at("system_prompt"), f"the workflow input `{placeholder}`")
     model = build.models.ref(build.doc.child(comp, "llm_config"))
     if model is not None:
         data["model"] = model

@@ -50,7 +50,6 @@ def model_spec(conv: Conversion, comp: Comp) -> dict[str, Any] | None:
         spec = {"provider": "openai", "model": model_id, "api_key_env": "OPENAI_API_KEY"}
     elif kind == "OpenAiCompatibleConfig" and isinstance(url, str) and url.strip():
         spec = {"provider": "openai-compatible", "model": model_id, "base_url": base_url(url)}
-        spec["api_key_env"] = "OPENAI_API_KEY"
     else:
         message = f"{kind} '{comp.name}': flowrun has no provider for it; the agent uses the default model"
         conv.problem(comp.src, comp.at("component_type"), message, "", "unknown-model", severity="warning")
