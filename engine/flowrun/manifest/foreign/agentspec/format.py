@@ -47,7 +47,7 @@ class AgentSpecFormat(ForeignFormat):
             return conv
         build = Build(conv, doc, Models(conv))
         data = _workflow(build)
-        if data is not None and not conv.errors:
+        if data is not None:
             conv.add("workflow", data, doc.root.src, (), {("steps",): ()})
         return conv
 
