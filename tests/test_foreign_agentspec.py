@@ -7,6 +7,7 @@ vendor's examples: each runs or fails with its reasons."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,61 @@ def test_the_vendor_examples_run_or_say_why_not(tmp_path: Path) -> None:
         assert dry.returncode == 0, (path.name, dry.stdout + dry.stderr)
     assert len(runnable) == 14, runnable
     assert len(refused) == 24, refused
+
+
+SHIPPED = sorted(
+    p
+    for p in [
+        *Path(__file__).resolve().parents[1].joinpath("examples").glob("*.yaml"),
+        *Path(__file__).resolve().parents[1].joinpath("examples").glob("*/*.yaml"),
+    ]
+    if "kind: workflow" in p.read_text(encoding="utf-8")
+)
+
+
+def resolved(agent: dict[str, object], prompts: Path | None) -> dict[str, object]:
+    """An agent's manifest with a prompt file read in, as export keeps it (`flowrun import` ends
+    a prompt file with one newline)."""
+    out = {k: v for k, v in agent.items() if k != "prompt_file"}
+    if "prompt_file" in agent and prompts is not None:
+        out["prompt"] = (prompts / str(agent["prompt_file"])).read_text(encoding="utf-8")
+    if isinstance(out.get("prompt"), str):
+        out["prompt"] = str(out["prompt"]).rstrip("\n")
+    return out
+
+
+@pytest.mark.parametrize("workflow", SHIPPED, ids=lambda p: p.stem)
+def test_export_of_a_shipped_example_is_valid_agent_spec_and_imports_back(
+    tmp_path: Path, workflow: Path
+) -> None:
+    import yaml
+    from jsonschema import Draft202012Validator
+
+    out = tmp_path / f"{workflow.stem}.json"
+    proc = run_cli(["export", "agentspec", str(workflow), "-o", str(out)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    document = json.loads(out.read_text())
+    schema = json.loads(
+        (
+            Path(flowrun.__file__).parent / "manifest/foreign/agentspec/agentspec_json_spec_26_2_0.json"
+        ).read_text()
+    )
+    assert document.pop("agentspec_version") in schema["$defs"]["AgentSpecVersionEnum"]["enum"]
+    errors = [e.message for e in Draft202012Validator(schema).iter_errors(document)]
+    assert errors == []
+    imported = run_cli(["import", str(out), "-o", "back"], cwd=tmp_path)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    original = flowrun.load(workflow, prefetch=False)
+    back = tmp_path / "back"
+    again = yaml.safe_load((back / f"{original.name}.yaml").read_text())
+    assert again == original.loaded.spec.model_dump(mode="json", exclude_defaults=True, by_alias=True) | {
+        "version": 1,
+        "kind": "workflow",
+    }
+    for name in {p.stem for p in (back / "agents.d").glob("*.yaml")}:
+        mine = yaml.safe_load((back / "agents.d" / f"{name}.yaml").read_text())
+        theirs = original.project.agents[name].spec.model_dump(
+            mode="json", exclude_defaults=True, by_alias=True
+        )
+        found = original.project.find_prompt(str(theirs["prompt_file"])) if "prompt_file" in theirs else None
+        assert resolved(mine, back / "prompts") == resolved(theirs, found.parent if found else None)

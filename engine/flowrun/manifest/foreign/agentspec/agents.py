@@ -18,8 +18,8 @@ from flowrun.manifest.foreign.agentspec.build import (
     properties,
     template,
 )
-from flowrun.manifest.foreign.agentspec.document import Comp
-from flowrun.manifest.foreign.agentspec.tools import flowrun_meta, tool_entries
+from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
+from flowrun.manifest.foreign.agentspec.tools import tool_entries
 from flowrun.manifest.foreign.conversion import flowrun_name
 from flowrun.manifest.yaml_source import PathKey
 
@@ -54,11 +54,12 @@ def agentic(build: Build, comp: Comp) -> str | None:
 
 
 def _agent(build: Build, comp: Comp, place: tuple[str, tuple[object, ...]]) -> str:
+    kept = flowrun_meta(comp).get("agent")
+    if isinstance(kept, Mapping):
+        return _kept_agent(build, comp, place, kept)
     name = build.unique(comp.name)
     build.agents[place] = name
-    kept = flowrun_meta(comp).get("agent")
-    data: dict[str, Any] = dict(kept) if isinstance(kept, Mapping) else {}
-    data |= {"version": 1, "kind": "agent", "name": name}
+    data: dict[str, Any] = {"version": 1, "kind": "agent", "name": name}
     description = comp.get("description")
     if isinstance(description, str) and description.strip():
         data["description"] = description.strip()
@@ -83,6 +84,23 @@ def _agent(build: Build, comp: Comp, place: tuple[str, tuple[object, ...]]) -> s
         build.conv.note(comp.src, comp.at("outputs"), f"agent {name}: its output schema")
     build.conv.add("agent", data, comp.src, comp.path, WHERE)
     build.conv.note(comp.src, comp.path, f"agent {name}: system_prompt as its prompt")
+    return name
+
+
+def _kept_agent(
+    build: Build, comp: Comp, place: tuple[str, tuple[object, ...]], kept: Mapping[str, Any]
+) -> str:
+    """An agent `flowrun export` wrote: the flowrun agent in its metadata, its prompt from
+    `system_prompt` (edited or not), its tools' manifests from its ServerTools."""
+    name = build.unique(str(kept.get("name", comp.name)))
+    build.agents[place] = name
+    data = {**dict(kept), "name": name}
+    prompt = comp.get("system_prompt")
+    if isinstance(prompt, str) and prompt != kept.get("prompt"):
+        data["prompt"] = template(prompt)
+    tool_entries(build, comp)
+    build.conv.add("agent", data, comp.src, comp.path, WHERE)
+    build.conv.note(comp.src, comp.path, f"agent {name}: the flowrun agent kept in its metadata")
     return name
 
 

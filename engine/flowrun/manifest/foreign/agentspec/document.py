@@ -18,6 +18,7 @@ from flowrun.manifest.foreign.jsonc import load_jsonc
 from flowrun.manifest.yaml_source import PathKey, Source, load_source
 from flowrun.paths import display_path
 
+FLOWRUN_META = "flowrun"  # metadata key where `flowrun export` keeps what Agent Spec cannot say
 REF = "$component_ref"
 REFERENCED = "$referenced_components"
 SUFFIXES = (".yaml", ".yml", ".json", ".jsonc", ".json5")
@@ -47,6 +48,13 @@ class Comp:
 
     def at(self, *keys: str | int) -> PathKey:
         return (*self.path, *keys)
+
+
+def flowrun_meta(comp: Comp) -> Mapping[str, Any]:
+    """What `flowrun export` kept in the component's metadata."""
+    meta = comp.get("metadata")
+    found = meta.get(FLOWRUN_META) if isinstance(meta, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
 
 
 def read_file(path: Path) -> tuple[Source, list[Any]]:

@@ -55,12 +55,15 @@ class AgentSpecFormat(ForeignFormat):
 def _workflow(build: Build) -> dict[str, Any] | None:
     from flowrun.manifest.foreign.agentspec.agents import agentic, is_remote, relay
     from flowrun.manifest.foreign.agentspec.build import properties
+    from flowrun.manifest.foreign.agentspec.document import flowrun_meta
     from flowrun.manifest.foreign.agentspec.flows import DIR, FlowBuild
     from flowrun.manifest.foreign.agentspec.steps import flow_steps
-    from flowrun.manifest.foreign.agentspec.tools import flowrun_meta
     from flowrun.manifest.foreign.conversion import flowrun_name
 
     root = build.doc.root
+    kept = flowrun_meta(root).get("workflow")
+    if isinstance(kept, dict):
+        return _kept_workflow(build, kept)
     output: str | None = None
     if root.type in AGENTIC:
         name = agentic(build, root)
@@ -86,9 +89,7 @@ def _workflow(build: Build) -> dict[str, Any] | None:
             "unsupported",
         )
         return None
-    kept = flowrun_meta(root).get("workflow")
-    data: dict[str, Any] = dict(kept) if isinstance(kept, dict) else {}
-    data |= {"version": 1, "kind": "workflow", "name": flowrun_name(root.name)}
+    data: dict[str, Any] = {"version": 1, "kind": "workflow", "name": flowrun_name(root.name)}
     description = root.get("description")
     if isinstance(description, str) and description.strip():
         data["description"] = description.strip()
@@ -103,6 +104,23 @@ def _workflow(build: Build) -> dict[str, Any] | None:
     if output is not None and "output" not in data:
         data["output"] = output
     return data
+
+
+def _kept_workflow(build: Build, kept: dict[str, Any]) -> dict[str, Any]:
+    """A workflow `flowrun export` wrote: the flowrun workflow in the root's metadata, with the
+    agents of the file (each Agent component, wherever it is) and their tools."""
+    from flowrun.manifest.foreign.agentspec.agents import agentic
+    from flowrun.manifest.foreign.agentspec.document import REFERENCED, Comp
+
+    root = build.doc.root
+    if root.type == "Agent":
+        agentic(build, root)
+    table = root.get(REFERENCED)
+    for key, value in table.items() if isinstance(table, dict) else []:
+        if isinstance(value, dict) and value.get("component_type") == "Agent":
+            agentic(build, Comp(value, root.src, (REFERENCED, key), ((root.path, table),)))
+    build.conv.note(root.src, ("metadata",), "the flowrun workflow kept in its metadata")
+    return {**kept, "version": 1, "kind": "workflow"}
 
 
 def _flow_output(fb: Any) -> str | None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from flowrun.manifest.foreign.agentspec.document import Comp
+from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
 from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
 
 DEFAULT_MODEL = "agentspec-default"
@@ -33,6 +33,10 @@ def base_url(url: str) -> str:
 def model_spec(conv: Conversion, comp: Comp) -> dict[str, Any] | None:
     """The flowrun model settings of an llm_config component; None (with a warning) when flowrun
     has no provider for it."""
+    kept = flowrun_meta(comp).get("model")
+    if isinstance(kept, Mapping):
+        conv.note(comp.src, comp.path, "the flowrun model kept in its metadata")
+        return dict(kept)
     kind = comp.type
     model_id = comp.get("model_id")
     if not isinstance(model_id, str) or not model_id.strip():

@@ -11,20 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowrun.manifest.foreign.agentspec.build import Build, json_schema, properties
-from flowrun.manifest.foreign.agentspec.document import Comp
+from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
 from flowrun.manifest.foreign.conversion import flowrun_name
 from flowrun.paths import search_roots
 
-FLOWRUN_META = "flowrun"  # metadata key where `flowrun export` keeps what Agent Spec cannot say
 REMOTE_KEYS = ("url", "http_method", "headers", "data", "query_params")
 TRANSPORTS = {"SSETransport": "sse", "StreamableHTTPTransport": "http", "SSEmTLSTransport": "sse"}
 TRANSPORTS["StreamableHTTPmTLSTransport"] = "http"
-
-
-def flowrun_meta(comp: Comp) -> Mapping[str, Any]:
-    meta = comp.get("metadata")
-    found = meta.get(FLOWRUN_META) if isinstance(meta, Mapping) else None
-    return found if isinstance(found, Mapping) else {}
 
 
 def tool_entries(build: Build, owner: Comp, key: str = "tools") -> list[Any]:
