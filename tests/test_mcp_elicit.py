@@ -128,31 +128,38 @@ def test_answers_are_read_as_the_requested_schema() -> None:
     assert "ok (boolean)" in question("srv", "tool", "Sure?", one)
 
 
+def typed_at_the_question(tmp_path: Path, server: WireServer, run_id: str, typed: bytes) -> tuple[int, bytes]:
+    """Run the booking workflow on a pseudo-terminal; once the server's question shows, type
+    `typed`; the command's exit code and all it printed."""
+    workflow = mcp_project(tmp_path, {"calc": stdio_server(f"elicit-{run_id}")}, ["calc.book"])
+    controller, terminal = pty.openpty()
+    env = clean_env(model_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"})
+    args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", run_id]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    seen = b""
+    deadline = time.monotonic() + 120
+    while b"or /later" not in seen and time.monotonic() < deadline:
+        if select.select([controller], [], [], 1.0)[0]:  # a hang fails at the deadline, never blocks
+            seen += os.read(controller, 4096)
+    assert b"How many seats for Hamlet?" in seen, seen
+    os.write(controller, typed)
+    while proc.poll() is None and time.monotonic() < deadline:
+        if select.select([controller], [], [], 1.0)[0]:
+            try:
+                seen += os.read(controller, 4096)
+            except OSError:  # the other side closed
+                break
+    code = proc.wait(30)
+    os.close(controller)
+    return code, seen
+
+
 def test_a_terminal_answers_the_servers_question(tmp_path: Path) -> None:
     """A pseudo-terminal: the server's question appears, the typed answer goes to the server."""
-    workflow = mcp_project(tmp_path, {"calc": stdio_server("elicit-tty")}, ["calc.book"])
     with WireServer(booking_script()) as server:
-        controller, terminal = pty.openpty()
-        env = clean_env()
-        env |= model_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
-        args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", "t"]
-        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
-        os.close(terminal)
-        seen = b""
-        deadline = time.monotonic() + 120
-        while b"or /later" not in seen and time.monotonic() < deadline:
-            if select.select([controller], [], [], 1.0)[0]:  # a hang fails at the deadline, never blocks
-                seen += os.read(controller, 4096)
-        assert b"How many seats for Hamlet?" in seen, seen
-        os.write(controller, b"2\n")
-        while proc.poll() is None and time.monotonic() < deadline:
-            if select.select([controller], [], [], 1.0)[0]:
-                try:
-                    seen += os.read(controller, 4096)
-                except OSError:  # the other side closed
-                    break
-        assert proc.wait(30) == 0, seen
-        os.close(controller)
+        code, seen = typed_at_the_question(tmp_path, server, "t", b"2\n")
+        assert code == 0, seen
         last = server.requests[-1]
     assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]
 
@@ -161,29 +168,8 @@ def test_a_question_after_the_terminals_input_ended_waits_for_flowrun_answer(tmp
     """The terminal's input has ended (Ctrl-D) when the server asks: nobody can answer now, so
     the run waits for the answer as an approval does (exit 75), and `flowrun answer` gives the
     server its content."""
-    workflow = mcp_project(tmp_path, {"calc": stdio_server("elicit-eof")}, ["calc.book"])
     with WireServer(booking_script()) as server:
-        controller, terminal = pty.openpty()
-        env = clean_env()
-        env |= model_env(server, "anthropic") | {"COLUMNS": "100", "TERM": "xterm"}
-        args = [*flowrun_cmd(), str(workflow), "--question", "q", "--runs-dir", "runs", "--run-id", "e"]
-        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
-        os.close(terminal)
-        seen = b""
-        deadline = time.monotonic() + 120
-        while b"or /later" not in seen and time.monotonic() < deadline:
-            if select.select([controller], [], [], 1.0)[0]:
-                seen += os.read(controller, 4096)
-        assert b"How many seats for Hamlet?" in seen, seen
-        os.write(controller, b"\x04")  # Ctrl-D: the end of the terminal's input
-        while proc.poll() is None and time.monotonic() < deadline:
-            if select.select([controller], [], [], 1.0)[0]:
-                try:
-                    seen += os.read(controller, 4096)
-                except OSError:
-                    break
-        code = proc.wait(30)
-        os.close(controller)
+        code, seen = typed_at_the_question(tmp_path, server, "e", b"\x04")  # Ctrl-D: input ended
         assert code == WAITING, seen
         assert b"internal error" not in seen and b"Traceback" not in seen, seen
         run_dir = tmp_path / "runs" / "e"

@@ -20,13 +20,19 @@ import ast
 import functools
 import inspect
 import re
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-import kind_lists
 import yaml
+
+# kind_lists.py sits beside this file; mkdocs puts this folder on sys.path, a test loading the
+# file by its path does not
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kind_lists
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
 ENGINE = Path(__file__).resolve().parents[2] / "engine" / "flowrun"

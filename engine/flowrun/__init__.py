@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from flowrun import collector
 from flowrun._version import __version__
 from flowrun.manifest import unions
 
@@ -22,7 +23,18 @@ unions.on_first_use(lambda: import_module("flowrun.runtime.kinds"), "implementat
 unions.on_first_use(lambda: import_module("flowrun.evals.grader_kinds"), "grader")
 
 if TYPE_CHECKING:
-    from flowrun.api import EventStream, ReplayResult, RunResult, Workflow, load, replay, resume
+    from flowrun.api import (
+        AgentAnswer,
+        EventStream,
+        ReplayResult,
+        RunHandle,
+        RunResult,
+        Workflow,
+        load,
+        read_result,
+        replay,
+        resume,
+    )
     from flowrun.batch import BatchProgress, BatchSummary, ItemResult, run_batch
     from flowrun.errors import (
         BudgetExceeded,
@@ -47,6 +59,9 @@ _EXPORTS = {
     "replay": "flowrun.api",
     "Workflow": "flowrun.api",
     "RunResult": "flowrun.api",
+    "RunHandle": "flowrun.api",
+    "AgentAnswer": "flowrun.api",
+    "read_result": "flowrun.api",
     "ReplayResult": "flowrun.api",
     "EventStream": "flowrun.api",
     "run_batch": "flowrun.batch",
@@ -76,6 +91,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AgentAnswer",
     "ApprovalRequest",
     "BatchProgress",
     "BatchSummary",
@@ -92,6 +108,7 @@ __all__ = [
     "ReplayResult",
     "RunEntry",
     "RunError",
+    "RunHandle",
     "RunInUse",
     "RunList",
     "RunOptions",
@@ -104,6 +121,7 @@ __all__ = [
     "list_runs",
     "load",
     "pending_decisions",
+    "read_result",
     "replay",
     "respond",
     "resume",
@@ -115,6 +133,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'flowrun' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    with collector.paused():  # the API's import: what it makes is kept for good (collector.py)
+        value = getattr(import_module(module), name)
     globals()[name] = value
     return value

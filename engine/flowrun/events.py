@@ -375,7 +375,9 @@ class DecisionPendingEvent(Event):
     `approve: ask` tool (`tool`, `arguments`); question: an `ask_user` question (`question`);
     budget: a `limits` budget reached under `on_budget: ask` (`limit`, `message`; `agent_id`
     is empty: the budget is the run's). `deadline` (epoch seconds): past it, the decision is
-    taken by "deadline" (approvals and budgets denied, questions unanswered)."""
+    taken by "deadline" (approvals and budgets denied, questions unanswered). `attempt`: the
+    run's resume count when it was first asked (None in logs of earlier versions); with the
+    agent and call ids it names the request (a resume that reaches it again keeps it)."""
 
     kind: str  # approval | question | budget
     agent: str
@@ -388,6 +390,7 @@ class DecisionPendingEvent(Event):
     amount: float | None = None  # budget: the limit's value now (granting again as much is the default)
     message: str | None = None
     deadline: float | None = None
+    attempt: int | None = None
 
     def describe(self) -> str:
         if self.kind == "question":
@@ -405,7 +408,8 @@ class DecisionPendingEvent(Event):
 class DecisionEvent(Event):
     """A pending decision taken: how (`by`: cli, python, http, ui, terminal, callback,
     deadline), by whom (`user`, when known) and when (`t`). An approval or a budget is
-    `allowed` or not (a budget `grant`s more of its `limit`); a question gets an `answer`."""
+    `allowed` or not (a budget `grant`s more of its `limit`, reached at `amount`); a question
+    gets an `answer`. `attempt` is its request's (the `decision_pending`'s)."""
 
     kind: str
     agent_id: str
@@ -418,6 +422,8 @@ class DecisionEvent(Event):
     reason: str | None = None
     by: str
     user: str | None = None
+    attempt: int | None = None
+    amount: float | None = None
 
     def describe(self) -> str:
         if self.kind == "question":
@@ -759,9 +765,14 @@ class ErrorEvent(Event):
 @event_type("run_end")
 @dataclass(kw_only=True, slots=True)
 class RunEndEvent(Event):
+    """How the run (this attempt of it) ended. `pending`: the refs of the decisions still open
+    (those a waiting run waits for); a request an earlier attempt left open and this one asked
+    no more (it went another way, or completed) is not among them (None in older logs)."""
+
     status: str
     message: str = ""
     usage: UsageRecord = field(default_factory=UsageRecord)
+    pending: list[str] | None = None
 
     def describe(self) -> str:
         return f"run {self.status}" + (f": {self.message}" if self.message else "")

@@ -259,8 +259,11 @@ def _finish(run: Run, status: str, message: str) -> None:
     before failed (a full disk), so whatever can be recorded is. The event is emitted here (its
     subscribers live on the loop); nothing here awaits, so a late cancel (a second Ctrl-C)
     cannot cut the recording of an outcome already reached."""
+    # the requests still open (a completed run asks nothing more)
+    pending = [p.ref for p in run.decisions.open_requests()] if status != "completed" else []
     with contextlib.suppress(OSError):
-        run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
+        usage = run.usage.to_dict()
+        run.emit(RunEndEvent(status=status, message=message[:2000], usage=usage, pending=pending))
     _end_files(run, status)
 
 

@@ -102,6 +102,7 @@ class Run:
             self.emit,
             ledger,
             on_budget=self.limits.on_budget,
+            attempt=ledger.resumes + 1 if ledger is not None and ledger.mode == "resume" else 0,
         )
         self.models.decisions = self.decisions
         self.turns = UserTurns(self.hooks, ledger, self.emit)
