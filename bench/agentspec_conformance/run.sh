@@ -19,7 +19,7 @@ git --git-dir "$AGENT_SPEC_REPO" archive "$COMMIT" conformance_test_suite | tar 
 if [ ! -x "$CTS_VENV/bin/python" ]; then
   python3 -m venv "$CTS_VENV"
   "$CTS_VENV/bin/pip" install -q pyagentspec 'fastapi[standard]' 'mcp>=1.24.0,<2.0.0' pytest \
-    pytest-timeout allure-pytest sqlalchemy requests
+    pytest-timeout allure-pytest sqlalchemy requests numpy
   "$CTS_VENV/bin/pip" install -q -e "$repo_root"
 fi
 suite="$CTS_OUT/conformance_test_suite"
@@ -29,7 +29,8 @@ export LLAMA_API_URL=http://127.0.0.1:5006 LLAMA70BV33_API_URL=http://127.0.0.1:
 export OPENAI_API_KEY="${OPENAI_API_KEY:-not-needed}"
 cd "$suite"
 set +e
-"$CTS_VENV/bin/python" -m pytest tests -q -p no:cacheprovider --timeout 120 \
+[ "$#" -gt 0 ] || set -- tests
+"$CTS_VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout 120 \
   --junitxml "$CTS_OUT/junit.xml" "$@" > "$CTS_OUT/pytest.log" 2>&1
 set -e
 tail -n 3 "$CTS_OUT/pytest.log"

@@ -92,6 +92,9 @@ def _components(data: Any) -> list[Mapping[str, Any]]:
 
 
 def _write_tools(folder: Path, data: Any, registry: Mapping[str, Callable[..., Any]]) -> None:
+    """tools.d/NAME.yaml for each ServerTool the suite has a callable for, run by a module of
+    the folder (named after the folder: Python keeps a module it imported once)."""
+    module = f"agentspec_registry_{folder.name.replace('-', '_')}"
     lines = [WRAPPER.format(folder=str(folder))]
     for comp in _components(data):
         name = comp.get("name")
@@ -105,12 +108,12 @@ def _write_tools(folder: Path, data: Any, registry: Mapping[str, Callable[..., A
             "name": name,
             "description": comp.get("description") or name,
             "parameters": {"type": "object", "properties": props, "required": required},
-            "implementation": {"python": f"agentspec_registry:{name}"},
+            "implementation": {"python": f"{module}:{name}"},
         }
         (folder / "tools.d").mkdir(exist_ok=True)
         (folder / "tools.d" / f"{name}.yaml").write_text(yaml.safe_dump(manifest), encoding="utf-8")
         lines.append(f"{name} = _tool({name!r})\n")
-    (folder / "agentspec_registry.py").write_text("\n".join(lines), encoding="utf-8")
+    (folder / f"{module}.py").write_text("\n".join(lines), encoding="utf-8")
 
 
 class FlowrunAgentSpecLoader:
@@ -133,7 +136,11 @@ class FlowrunComponent:
         _write_tools(self.folder, data, registry)
         self.path = self.folder / "agentspec.yaml"
         self.path.write_text(config, encoding="utf-8")
-        self.workflow = flowrun.load(self.path, prefetch=False)
+        loaded = flowrun.load(self.path, prefetch=False)
+        # the suite's model server answers without streaming's end marks: ask it not to stream
+        overrides: dict[str, object] = {f"models.{m}.stream": False for m in loaded.spec.models}
+        overrides |= {f"models.{m}.structured_output": "instructions" for m in loaded.spec.models}
+        self.workflow = flowrun.load(self.path, overrides)
         self.inputs: dict[str, Any] = {}
         self.messages: list[str] = []
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
