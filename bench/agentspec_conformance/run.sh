@@ -19,7 +19,7 @@ git --git-dir "$AGENT_SPEC_REPO" archive "$COMMIT" conformance_test_suite | tar 
 if [ ! -x "$CTS_VENV/bin/python" ]; then
   python3 -m venv "$CTS_VENV"
   "$CTS_VENV/bin/pip" install -q pyagentspec 'fastapi[standard]' 'mcp>=1.24.0,<2.0.0' pytest \
-    pytest-timeout allure-pytest sqlalchemy requests numpy
+    pytest-timeout allure-pytest sqlalchemy requests numpy oracledb psycopg2-binary
   "$CTS_VENV/bin/pip" install -q -e "$repo_root"
 fi
 suite="$CTS_OUT/conformance_test_suite"

@@ -133,6 +133,8 @@ class FlowrunComponent:
         self.folder = Path(tempfile.mkdtemp(prefix="flowrun-agentspec-"))
         REGISTRIES[str(self.folder)] = dict(registry)
         data = yaml.safe_load(config)
+        self.data = data
+        self.values: dict[str, Any] = {}
         _write_tools(self.folder, data, registry)
         self.path = self.folder / "agentspec.yaml"
         self.path.write_text(config, encoding="utf-8")
@@ -168,6 +170,7 @@ class FlowrunComponent:
             if needs_message and not self.messages:
                 return AgentSpecUserMessageRequestExecutionStatus([])
             values = {**self.inputs, **({"message": self.messages[-1]} if needs_message else {})}
+            self.values = values
             self.thread = threading.Thread(target=self._run, args=(values,), daemon=True)
             self.thread.start()
         kind, value = self.events.get()
@@ -202,6 +205,30 @@ class FlowrunComponent:
         self.events.put(("approve", call))
         return bool(await asyncio.to_thread(self.answers.get))
 
+    def _flow_outputs(self, run_dir: Path) -> dict[str, Any]:
+        """What a Flow's EndNodes receive, read from the files its nodes' steps wrote
+        (agentspec/NODE.txt or .json, as flowrun's Agent Spec import keeps them)."""
+        from flowrun.manifest.foreign.conversion import flowrun_name
+
+        by_id = {str(c.get("id")): c for c in _components(self.data) if "id" in c}
+        outputs: dict[str, Any] = {}
+        for edge in _components(self.data):
+            if edge.get("component_type") != "DataFlowEdge":
+                continue
+            source = by_id.get(str((edge.get("source_node") or {}).get("$component_ref")))
+            target = by_id.get(str((edge.get("destination_node") or {}).get("$component_ref")))
+            if source is None or target is None or target.get("component_type") != "EndNode":
+                continue
+            name, key = flowrun_name(str(source.get("name"))), str(edge.get("source_output"))
+            text, data = run_dir / "agentspec" / f"{name}.txt", run_dir / "agentspec" / f"{name}.json"
+            if source.get("component_type") == "StartNode":
+                outputs[str(edge.get("destination_input"))] = self.values.get(key)
+            elif text.is_file():
+                outputs[str(edge.get("destination_input"))] = text.read_text(encoding="utf-8")
+            elif data.is_file():
+                outputs[str(edge.get("destination_input"))] = json.loads(data.read_text()).get(key)
+        return outputs
+
     def _finished(self, result: Any) -> Any:
         text = str(result.message or "")
         output = self.workflow.spec.output
@@ -214,4 +241,6 @@ class FlowrunComponent:
                 text = text or raw
         if "message" in self.workflow.inputs:
             return AgentSpecUserMessageRequestExecutionStatus([text])
+        if isinstance(self.data, Mapping) and self.data.get("component_type") == "Flow":
+            outputs = self._flow_outputs(Path(result.run_dir)) or outputs
         return AgentSpecFinishedExecutionStatus(outputs, [text])

@@ -121,7 +121,7 @@ def input_expr(fb: FlowBuild, key: str, prop: Mapping[str, Any]) -> str:
         sources = [
             (k, name) for k in fb.nodes if k != key and any(p["title"] == name for _, p in fb.outputs(k))
         ]
-    default = json.dumps(prop.get("default", "" if "default" in prop else None))
+    default = jinja_literal(prop.get("default", "" if "default" in prop else None))
     expr = default if sources else (default if "default" in prop else source_expr(fb, fb.start, name))
     for src_key, output in sources or []:
         node = fb.nodes.get(src_key)
@@ -131,6 +131,17 @@ def input_expr(fb: FlowBuild, key: str, prop: Mapping[str, Any]) -> str:
         path = fb.file(src_key)
         expr = f"({source_expr(fb, src_key, output)} if workspace.exists({path!r}) else {expr})"
     return expr
+
+
+def jinja_literal(value: Any) -> str:
+    """`value` as a Jinja2 literal (JSON's, but `none` for null)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return json.dumps(value)
+    return repr(value)  # a list or mapping: Jinja2 reads Python's literals
 
 
 def condition(fb: FlowBuild, key: str, branch: str) -> str:

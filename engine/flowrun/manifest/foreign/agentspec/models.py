@@ -72,6 +72,8 @@ def _generation(conv: Conversion, comp: Comp) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     for key, value in params.items():
         where = comp.at("default_generation_parameters", key)
+        if value is None:  # unset: the model's own default
+            continue
         if key in SAME:
             out[key] = value
             conv.note(comp.src, where, f"the model's {key}")

@@ -156,6 +156,9 @@ def _single_step(build: Build, flow: Comp, item: dict[str, str]) -> dict[str, An
     sub = FlowBuild(build, flow, item=item)
     read_nodes(sub)
     workers = [n for n in sub.nodes.values() if n.comp.type not in PASSIVE]
+    if not workers:  # it passes its inputs through: no step
+        build.conv.note(flow.src, flow.path, f"the subflow '{flow.name}' does no work: no step")
+        return None
     if len(workers) != 1:
         message = f"the subflow '{flow.name}' has {len(workers)} nodes that do work; flowrun runs one here"
         build.conv.problem(flow.src, flow.path, message, "", "unsupported")
