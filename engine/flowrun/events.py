@@ -100,6 +100,9 @@ class RunStartEvent(Event):
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
     run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
+    # the version of flowrun's words around what models read (runtime/loop/prompt_version.py);
+    # resume and replay keep it; None in logs written before it was recorded (version 1)
+    prompts: int | None = None
     # the options as earlier versions wrote them (read by RunOptions.from_record, never written)
     dry_run: bool | None = None
     model_override: str | None = None
@@ -162,6 +165,31 @@ class AgentPromptEvent(Event):
     model: str = ""
     system: str = ""
     tools: list[dict[str, object]] = field(default_factory=list)
+
+
+@event_type("project_instructions")
+@dataclass(kw_only=True, slots=True)
+class ProjectInstructionsEvent(Event):
+    """The project instructions (AGENTS.md, CLAUDE.md) the run's agents of one flavor read
+    (`agents`: flowrun's own, `claude`: Claude Code agent files), as the block at the end of
+    their system prompts; written once per flavor, when the first agent that reads them starts.
+    A resume and a replay give the agents this text, never the files as they are now."""
+
+    flavor: str
+    files: list[str] = field(default_factory=list)  # relative to the workflow's folder, in order read
+    text: str = ""  # the block as the agents read it
+    size: int = 0  # bytes of the files
+    cap: int = 0  # bytes read at most
+    cut: bool = False  # over the cap: the text says where it was cut
+
+    def describe(self) -> str:
+        names = ", ".join(self.files)
+        if self.cut:
+            return f"project instructions {names}: {self.size} bytes, over the {self.cap}-byte cap; cut"
+        return f"project instructions read from {names}"
+
+    def level(self) -> str:
+        return "warn" if self.cut else ""
 
 
 @event_type("user_message")

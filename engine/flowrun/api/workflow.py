@@ -395,11 +395,11 @@ def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diag
     loads of the unchanged files), checked again."""
     project = load_project(path.parent, [path])
     diagnostics: list[Diagnostic] = list(project.diagnostics)
-    if project.workflows and not any(d.severity == "error" for d in diagnostics):
+    # (a file with errors still loads what it can, and a run stops only on the errors of what
+    # it uses: the overrides and the cross-references apply whatever else is broken)
+    if project.workflows:
         _, found = apply_overrides(project, project.workflows[0], changes)
         diagnostics += found
-    if not any(d.severity == "error" for d in diagnostics):
-        from flowrun.manifest.checks.crossref import check_project  # (a load without --set: cached)
+    from flowrun.manifest.checks.crossref import check_project  # (a load without --set: cached)
 
-        diagnostics += check_project(project)
-    return project, diagnostics
+    return project, diagnostics + check_project(project)

@@ -34,6 +34,7 @@ from flowrun.runtime.durable.runs_index import note_run
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
+from flowrun.runtime.loop.prompt_version import RecordedPrompts
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import SeedPlan, check_places, plan_seeds, write_seeds
@@ -156,6 +157,7 @@ def _emit_start(run: Run, resume: bool) -> None:
             chat=_chat_agent(run),
             date=run.template_vars()["date"],
             run_id=run.template_vars()["run_id"],
+            prompts=run.recorded(RecordedPrompts).version,
         )
     )
     if run.sandbox_warning is not None:

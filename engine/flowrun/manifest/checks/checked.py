@@ -59,6 +59,7 @@ def check_root(
 
 def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Diagnostic], list[Probe]]:
     from flowrun.manifest.checks.crossref import check_project
+    from flowrun.manifest.checks.relevance import unused_as_warnings
     from flowrun.manifest.ecosystem import skill_lint
     from flowrun.manifest.project import load_project
 
@@ -71,7 +72,7 @@ def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Dia
         display = display_path(folder / skill_lint.SKILL_FILE)
         found += [d for d in skill_lint.lint_skill(folder, display) if d not in found]
     found += project.diagnostics + check_project(project, include_builtins=own_builtins)
-    found = [d for d in found if not is_builtin_file(d.file, root)]
+    found = unused_as_warnings(project, [d for d in found if not is_builtin_file(d.file, root)])
     return project, found, python_probes(project)
 
 
@@ -136,9 +137,7 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
             return loaded
     project = load_project(root, [workflow])
     cross: list[Diagnostic] | None = None
-    if any(d.severity == "error" for d in project.diagnostics):
-        cross = []  # cross-references are checked once the manifests load
-    elif key is not None and (entry := check_cache.load(key)) is not None:
+    if key is not None and (entry := check_cache.load(key)) is not None:
         cross = _restore_cross(entry)
     if cross is None:
         from flowrun.manifest.checks.crossref import check_project  # a miss: checked again

@@ -60,6 +60,9 @@ for target in request["targets"]:
 sys.stdout.write("\n" + json.dumps(out))
 """
 
+# what the probe process printed about one target (JSON: each reader checks what it reads)
+Report = dict[str, Any]
+
 
 def check_python_tools(tools: list[tuple[str, ToolManifest, Source]], root: Path) -> list[Diagnostic]:
     """Diagnostics for the Python tools of one project folder; `tools` are (`module:function`,
@@ -77,13 +80,13 @@ def check_python_tools(tools: list[tuple[str, ToolManifest, Source]], root: Path
     return out
 
 
-def probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
+def probe(root: Path, targets: list[str]) -> tuple[Report, str | None]:
     """What importing each `module:function` from `root` finds, in a child process (a report
     per target: its error, or whether it is async and its parameters), or why none could be made."""
     return _probe(root, targets)
 
 
-def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
+def _probe(root: Path, targets: list[str]) -> tuple[Report, str | None]:
     """(report per target, None) or ({}, why the child could not report)."""
     request = json.dumps({"root": str(root), "targets": targets})
     try:
@@ -108,7 +111,7 @@ def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
     return reports, None
 
 
-def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src: Source) -> list[Diagnostic]:
+def _check_one(manifest: ToolManifest, target: str, report: Report, src: Source) -> list[Diagnostic]:
     where = ("implementation", "python")
     module, _, func = target.partition(":")
     error = report.get("error")
@@ -135,7 +138,7 @@ def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src:
 
 
 def _signature_problems(
-    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Source
+    manifest: ToolManifest, target: str, params: list[Report], src: Source
 ) -> list[Diagnostic]:
     """The function is called as `func(ctx, **arguments)` with the arguments the manifest's
     `parameters` allow: each declared property must be a keyword it accepts, and each argument
@@ -145,10 +148,22 @@ def _signature_problems(
         message = f"'{target}' takes no `ctx` as its first argument"
         return [src.diag(where, message, "its signature must be (ctx, **arguments)", "bad-signature")]
     rest = params[1:] if params[0]["kind"] != "VAR_POSITIONAL" else params
-    takes_any = any(p["kind"] == "VAR_KEYWORD" for p in rest)
-    by_name = {p["name"]: p for p in rest if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")}
+    return argument_problems(manifest, target, rest, src)
+
+
+def argument_problems(
+    manifest: ToolManifest, target: str, params: list[Report], src: Source
+) -> list[Diagnostic]:
+    """The function is called with `**arguments` (after `ctx` for a python tool): each declared
+    property must be a keyword it accepts, and each argument it needs a required property (or
+    one with a default the runtime fills in). A `function` tool's check uses it too."""
+    takes_any = any(p["kind"] == "VAR_KEYWORD" for p in params)
+    by_name = {p["name"]: p for p in params if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")}
     properties = manifest.parameters.get("properties") or {}
-    required = set(manifest.parameters.get("required") or [])
+    required = manifest.parameters.get("required") or []
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return []  # not a JSON Schema of an object: reported as a bad schema
+    required = set(required)
     out: list[Diagnostic] = []
     for name in properties:
         if name not in by_name and not takes_any:

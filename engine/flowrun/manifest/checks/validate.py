@@ -126,6 +126,17 @@ def _foreign_in(folder: Path) -> list[Path]:
     return [found.entry.resolve() for found in detect_in(folder)]
 
 
+def _one_project_each(files: list[Path] | None) -> list[list[Path] | None]:
+    """A folder's files to check, split so that each foreign file is checked as the project it
+    is (docker-agent files side by side each have a `root` agent; examples folders hold many)."""
+    if files is None:
+        return [None]
+    foreign = [f for f in files if _foreign(f) is not None]
+    rest = [f for f in files if f not in foreign]
+    parts: list[list[Path] | None] = [rest] if rest or not foreign else []
+    return parts + [[f] for f in foreign]
+
+
 def focus_of(paths: list[Path]) -> dict[Path, set[str]]:
     """Project roots → the files named on the command line in them (absolute paths), for the
     roots no named folder covers: those report only the named files' problems and what they
@@ -204,8 +215,9 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
         diagnostics += [d for d in lint_skill(folder, display) if d not in diagnostics]
         checked.add(os.path.abspath(display))
     for root, files in roots.items():
-        found, files_checked = check_root(root, files, focus.get(root))
-        diagnostics += [d for d in found if d not in diagnostics]
-        checked |= files_checked
+        for part in _one_project_each(files):
+            found, files_checked = check_root(root, part, focus.get(root))
+            diagnostics += [d for d in found if d not in diagnostics]
+            checked |= files_checked
     diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
     return diagnostics, len(checked)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,11 @@ from flowrun.manifest.yaml_source import PathKey, Source
 
 NAME_LIMIT = 64  # flowrun's names (spec_base.NAME)
 
+# What a format's file holds and what a conversion writes: YAML or JSON read as plain Python,
+# values of any JSON type (each reader checks the type it needs where it reads it).
+Doc = dict[str, Any]
+Items = list[Any]
+
 
 def flowrun_name(key: str) -> str:
     """A foreign id as a flowrun name: letters, digits, _ and -, starting with a letter."""
@@ -28,6 +34,20 @@ def flowrun_name(key: str) -> str:
     if not name[0].isalpha():
         name = "a" + name
     return name[:NAME_LIMIT]
+
+
+@cache
+def builtin_tool_names() -> frozenset[str]:
+    from flowrun.paths import builtin_root
+
+    return frozenset(p.stem for p in (builtin_root() / "tools.d").glob("*.yaml"))
+
+
+def agent_name(key: str) -> str:
+    """A foreign agent's id as a flowrun agent name that no built-in tool has (an agent named
+    `web_search` would be taken for the tool where another agent lists it)."""
+    name = flowrun_name(key)
+    return f"{name[: NAME_LIMIT - 6]}_agent" if name in builtin_tool_names() else name
 
 
 How = Literal["mapped", "approximated", "dropped"]
@@ -55,7 +75,7 @@ class Piece:
 
     kind: PieceKind
     name: str
-    data: dict[str, Any]
+    data: Doc
     source: Source  # the foreign file's positions, `remap` from flowrun keys to its keys
     root: Path  # the project folder it belongs to (where Python tool modules are found)
     base: PathKey = ()  # where in the foreign file it is defined
@@ -87,7 +107,7 @@ class Conversion:
     def add(
         self,
         kind: PieceKind,
-        data: dict[str, Any],
+        data: Doc,
         src: Source,
         base: PathKey = (),
         where: dict[PathKey, PathKey] | None = None,

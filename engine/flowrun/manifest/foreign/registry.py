@@ -18,8 +18,11 @@ if TYPE_CHECKING:
 # name (what `--format` takes) -> module; detection asks them in this order
 FORMATS: dict[str, str] = {
     "agentspec": "flowrun.manifest.foreign.agentspec.format",
+    "docker-agent": "flowrun.manifest.foreign.docker_agent.format",
     "adk": "flowrun.manifest.foreign.adk.format",
     "crewai": "flowrun.manifest.foreign.crewai.format",
+    "pydantic-ai": "flowrun.manifest.foreign.pydantic_ai",
+    "maf": "flowrun.manifest.foreign.maf",
 }
 
 

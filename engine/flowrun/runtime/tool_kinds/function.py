@@ -14,11 +14,11 @@ import asyncio
 import inspect
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
-from flowrun.manifest.checks.python_tools import probe
+from flowrun.manifest.checks.python_tools import Report, probe
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems, schema_problems
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
@@ -123,11 +123,11 @@ def result_of(value: object) -> ToolResult:
     """A function's return value as a tool result: text as it is, anything else as JSON."""
     if isinstance(value, str):
         return ToolResult.ok(value)
-    plain: Any = json.loads(json.dumps(value, default=str, ensure_ascii=False))
+    plain: object = json.loads(json.dumps(value, default=str, ensure_ascii=False))
     return ToolResult.ok(json.dumps(plain, ensure_ascii=False), result=plain)
 
 
-def _check_one(tool: Loaded[ToolManifest], target: str, report: dict[str, Any]) -> list[Diagnostic]:
+def _check_one(tool: Loaded[ToolManifest], target: str, report: Report) -> list[Diagnostic]:
     src, (module, _, func) = tool.source, target.partition(":")
     error = report.get("error")
     if error == "missing-module":
@@ -144,31 +144,9 @@ def _check_one(tool: Loaded[ToolManifest], target: str, report: dict[str, Any]) 
         return [
             src.diag(WHERE, f"'{target}' is a {report.get('detail')}, not a function", "", "missing-function")
         ]
-    return _signature(tool.spec, target, report.get("params") or [], src)
+    from flowrun.manifest.checks.python_tools import argument_problems
 
-
-def _signature(
-    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Any
-) -> list[Diagnostic]:
-    """Called as `func(**arguments)`: each declared property must be a keyword it takes, and
-    each argument it needs a required property."""
-    takes_any = any(p["kind"] == "VAR_KEYWORD" for p in params)
-    by_name = {p["name"]: p for p in params if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")}
-    properties = manifest.parameters.get("properties") or {}
-    required = set(manifest.parameters.get("required") or [])
-    out: list[Diagnostic] = []
-    for name in properties:
-        if name not in by_name and not takes_any:
-            hint = did_you_mean(name, set(by_name)) or "it takes: " + (", ".join(by_name) or "nothing")
-            message = f"parameter '{name}' is not an argument of {target}"
-            out.append(src.diag(("parameters", "properties", name), message, hint, "bad-signature", key=True))
-    for name, param in by_name.items():
-        if not param["default"] and name not in required:
-            message = f"{target} needs the argument '{name}', which `parameters` does not require"
-            out.append(
-                src.diag(("parameters",), message, f"add '{name}' to parameters.required", "bad-signature")
-            )
-    return out
+    return argument_problems(tool.spec, target, report.get("params") or [], src)
 
 
 KIND = FunctionKind()

@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.manifest.foreign import llm
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 from flowrun.manifest.yaml_source import PathKey, Source
 
 DEFAULT_MODEL = "docker-agent-default"
@@ -35,7 +34,7 @@ class Models:
     src: Source
     named: Mapping[str, object]  # the file's `models:`
     providers: Mapping[str, object]  # the file's `providers:`
-    out: dict[str, dict[str, Any]] = field(default_factory=lambda: {DEFAULT_MODEL: dict(DOCKER_DEFAULT)})
+    out: dict[str, Doc] = field(default_factory=lambda: {DEFAULT_MODEL: dict(DOCKER_DEFAULT)})
 
     def ref(self, value: object, where: PathKey, owner: str) -> str | None:
         """An agent's `model` as a flowrun reference (None: the default model, with a warning
@@ -44,14 +43,28 @@ class Models:
             return None
         first = value.split(",")[0].strip()
         if first != value.strip():
-            self.conv.note(self.src, where, f"model {first}: the first of the alloy (docker-agent alternates them)", "approximated")
+            self.conv.note(
+                self.src,
+                where,
+                f"model {first}: the first of the alloy (docker-agent alternates them)",
+                "approximated",
+            )
         if first in self.named:
             return self._named(first)
         pick = self._inline(first)
         if not pick.usable:
             self.conv.note(self.src, where, f"the default model: {pick.problem}", "approximated")
-            message = f"{owner}: {pick.problem}; it uses {DOCKER_DEFAULT['provider']}/{DOCKER_DEFAULT['model']}"
-            self.conv.problem(self.src, where, message, "provider/model, or a name from `models:`", "unknown-model", severity="warning")
+            message = (
+                f"{owner}: {pick.problem}; it uses {DOCKER_DEFAULT['provider']}/{DOCKER_DEFAULT['model']}"
+            )
+            self.conv.problem(
+                self.src,
+                where,
+                message,
+                "provider/model, or a name from `models:`",
+                "unknown-model",
+                severity="warning",
+            )
             return None
         self.conv.note(self.src, where, pick.describe())
         if pick.spec is None:
@@ -69,7 +82,7 @@ class Models:
     def _custom(self, provider: str, model: str) -> llm.ModelPick:
         raw = self.providers[provider]
         settings = raw if isinstance(raw, Mapping) else {}
-        spec: dict[str, Any] = {"provider": "openai-compatible", "model": model}
+        spec: Doc = {"provider": "openai-compatible", "model": model}
         if isinstance(settings.get("base_url"), str):
             spec["base_url"] = settings["base_url"]
         if isinstance(settings.get("token_key"), str):
@@ -85,7 +98,9 @@ class Models:
         base = ("models", name)
         provider, model = config.get("provider"), config.get("model")
         if not isinstance(model, str):
-            self.conv.problem(self.src, base, f"model '{name}' names no `model`", "add `model:`", "missing-key")
+            self.conv.problem(
+                self.src, base, f"model '{name}' names no `model`", "add `model:`", "missing-key"
+            )
             return None
         pick = self._inline(f"{provider}/{model}" if isinstance(provider, str) else model)
         if not pick.usable:
@@ -102,7 +117,11 @@ class Models:
         if not isinstance(fallback, Mapping):
             return ref
         models = fallback.get("models")
-        chain = [r for i, m in enumerate(models if isinstance(models, list) else []) if (r := self.ref(m, (*where, "models", i), owner))]
+        chain = [
+            r
+            for i, m in enumerate(models if isinstance(models, list) else [])
+            if (r := self.ref(m, (*where, "models", i), owner))
+        ]
         named = self.out.get(ref or DEFAULT_MODEL)
         base = dict(named) if named is not None else llm.spec_of(ref or "")
         base["fallback"] = chain
@@ -117,7 +136,7 @@ class Models:
         return name
 
 
-def _settings(conv: Conversion, src: Source, base: PathKey, config: Mapping[str, object], spec: dict[str, Any]) -> dict[str, Any]:
+def _settings(conv: Conversion, src: Source, base: PathKey, config: Mapping[str, object], spec: Doc) -> Doc:
     extra: dict[str, object] = {}
     for key, value in config.items():
         where = (*base, key)
@@ -140,7 +159,7 @@ def _settings(conv: Conversion, src: Source, base: PathKey, config: Mapping[str,
     return spec
 
 
-def _thinking(value: object) -> bool | dict[str, Any]:
+def _thinking(value: object) -> bool | Doc:
     """A token budget as extended thinking (at least 1024 tokens); 0, -1 or a level word as on/off."""
     if isinstance(value, bool):
         return value
