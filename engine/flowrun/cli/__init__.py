@@ -93,7 +93,9 @@ COMMANDS: dict[str, Registered] = {
         "flowrun.cli.ui_cmd:ui",
         "Serve the web UI: runs, their timelines and conversations, decisions; WORKFLOWs to start.",
     ),
-    "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
+    "export": Registered(
+        "flowrun.cli.export_cmd:export", "Export a recorded run or a workflow to other tools."
+    ),
     "memory": Registered(
         "flowrun.cli.memory.commands:memory",
         "Show, search, edit, forget or export an agent's memory (its `memory:`, kept across runs).",
