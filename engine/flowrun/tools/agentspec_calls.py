@@ -11,7 +11,7 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.net_guard import AddressRefused, NetPolicy
@@ -21,7 +21,7 @@ PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 MAX_BYTES = 1_000_000
 
 
-async def client_tool(ctx: ToolContext, **arguments: Any) -> ToolResult:
+async def client_tool(ctx: ToolContext, **arguments: object) -> ToolResult:
     """A ClientTool call: the caller (the person running the workflow) gives its result."""
     started = time.perf_counter()
     params: dict[str, object] = dict(arguments)
@@ -46,7 +46,7 @@ async def client_tool(ctx: ToolContext, **arguments: Any) -> ToolResult:
     return finish_result(ToolResult.ok("" if answer is None else str(answer)), params, started)
 
 
-def fill(value: Any, arguments: Mapping[str, Any]) -> Any:
+def fill(value: object, arguments: Mapping[str, object]) -> object:
     """`value` (text, or a mapping or list of texts) with each `{{name}}` as that argument."""
     if isinstance(value, str):
         return PLACEHOLDER.sub(lambda m: _text(arguments.get(m.group(1), m.group(0))), value)
@@ -57,11 +57,11 @@ def fill(value: Any, arguments: Mapping[str, Any]) -> Any:
     return value
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-async def remote_tool(ctx: ToolContext, **arguments: Any) -> ToolResult:
+async def remote_tool(ctx: ToolContext, **arguments: object) -> ToolResult:
     """A RemoteTool call: one HTTP request, its answer the tool's result."""
     started = time.perf_counter()
     params: dict[str, object] = dict(arguments)
@@ -85,7 +85,9 @@ async def remote_tool(ctx: ToolContext, **arguments: Any) -> ToolResult:
     return finish_result(ToolResult.ok(text, status=status), params, started)
 
 
-async def _request(ctx: ToolContext, method: str, url: str, arguments: Mapping[str, Any]) -> tuple[int, str]:
+async def _request(
+    ctx: ToolContext, method: str, url: str, arguments: Mapping[str, object]
+) -> tuple[int, str]:
     import httpx  # lazy: `flowrun validate` never needs it
 
     from flowrun.tools.net_transport import GuardedTransport
@@ -93,22 +95,18 @@ async def _request(ctx: ToolContext, method: str, url: str, arguments: Mapping[s
     config = ctx.config
     timeout_s = float(config.get("timeout_s") or ctx.limits.get("timeout_s") or 30)
     data = fill(config.get("data"), arguments)
-    body: dict[str, Any] = {}
-    if isinstance(data, Mapping | list):
-        body["json"] = data
-    elif isinstance(data, str) and data:
-        body["content"] = data.encode()
+    json_body = data if isinstance(data, Mapping | list) else None
+    content = data.encode() if isinstance(data, str) and data else None
+    # (filled in from the configured mappings of text: their values stay text)
+    headers = cast("dict[str, str]", fill(config.get("headers") or {}, arguments))
+    params = cast("dict[str, str]", fill(config.get("query_params") or {}, arguments))
     async with asyncio.timeout(timeout_s):
         async with httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s), transport=GuardedTransport(NetPolicy.from_config(config))
         ) as client:
             try:
                 response = await client.request(
-                    method,
-                    url,
-                    headers=fill(config.get("headers") or {}, arguments),
-                    params=fill(config.get("query_params") or {}, arguments),
-                    **body,
+                    method, url, headers=headers, params=params, json=json_body, content=content
                 )
             except httpx.HTTPError as e:
                 raise OSError(f"{type(e).__name__}: {e}") from e

@@ -8,7 +8,6 @@ remote agent under `a2a_agents:`; a `Flow` offered as a tool is refused."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign.agentspec.build import (
     Build,
@@ -20,7 +19,7 @@ from flowrun.manifest.foreign.agentspec.build import (
 )
 from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
 from flowrun.manifest.foreign.agentspec.tools import tool_entries
-from flowrun.manifest.foreign.conversion import flowrun_name
+from flowrun.manifest.foreign.conversion import Doc, Map, flowrun_name
 from flowrun.manifest.yaml_source import PathKey
 
 WHERE: dict[PathKey, PathKey] = {
@@ -59,7 +58,7 @@ def _agent(build: Build, comp: Comp, place: tuple[str, tuple[object, ...]]) -> s
         return _kept_agent(build, comp, place, kept)
     name = build.unique(comp.name)
     build.agents[place] = name
-    data: dict[str, Any] = {"version": 1, "kind": "agent", "name": name}
+    data: Doc = {"version": 1, "kind": "agent", "name": name}
     description = comp.get("description")
     if isinstance(description, str) and description.strip():
         data["description"] = description.strip()
@@ -87,9 +86,7 @@ def _agent(build: Build, comp: Comp, place: tuple[str, tuple[object, ...]]) -> s
     return name
 
 
-def _kept_agent(
-    build: Build, comp: Comp, place: tuple[str, tuple[object, ...]], kept: Mapping[str, Any]
-) -> str:
+def _kept_agent(build: Build, comp: Comp, place: tuple[str, tuple[object, ...]], kept: Map) -> str:
     """An agent `flowrun export` wrote: the flowrun agent in its metadata, its prompt from
     `system_prompt` (edited or not), its tools' manifests from its ServerTools."""
     name = build.unique(str(kept.get("name", comp.name)))
@@ -161,7 +158,7 @@ def _a2a(build: Build, comp: Comp, place: tuple[str, tuple[object, ...]]) -> str
         return None
     name = build.unique(comp.name)
     build.agents[place] = name
-    spec: dict[str, Any] = {"url": url}
+    spec: Doc = {"url": url}
     description = comp.get("description")
     if isinstance(description, str) and description.strip():
         spec["description"] = description.strip()

@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.manifest.foreign import placeholders
 from flowrun.manifest.foreign.agentspec.document import Comp, Document
 from flowrun.manifest.foreign.agentspec.models import Models
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, Map, flowrun_name
 
 # Agent Spec's templates: `{{name}}` (Jinja2-like; only names are placeholders)
 TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -25,11 +24,11 @@ class Build:
     conv: Conversion
     doc: Document
     models: Models
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    remote: dict[str, dict[str, Any]] = field(default_factory=dict)  # the workflow's a2a_agents
+    inputs: dict[str, Doc] = field(default_factory=dict)
+    servers: dict[str, Doc] = field(default_factory=dict)
+    remote: dict[str, Doc] = field(default_factory=dict)  # the workflow's a2a_agents
     agents: dict[tuple[str, tuple[object, ...]], str] = field(default_factory=dict)  # component -> name
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool pieces made, by name
+    tools: dict[str, Doc] = field(default_factory=dict)  # tool pieces made, by name
     names: set[str] = field(default_factory=set)  # agent and tool names taken
 
     def unique(self, raw: str) -> str:
@@ -42,7 +41,7 @@ class Build:
         return name
 
 
-def properties(comp: Comp, key: str) -> list[tuple[int, dict[str, Any]]]:
+def properties(comp: Comp, key: str) -> list[tuple[int, Doc]]:
     """The properties (JSON Schemas with a `title`) listed at `comp.key`, with their index."""
     items = comp.get(key)
     if not isinstance(items, list):
@@ -54,9 +53,9 @@ def properties(comp: Comp, key: str) -> list[tuple[int, dict[str, Any]]]:
     ]
 
 
-def json_schema(props: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+def json_schema(props: list[tuple[int, Doc]]) -> Doc:
     """An object schema whose properties are `props` (required: those without a default)."""
-    out: dict[str, Any] = {"type": "object", "properties": {}}
+    out: Doc = {"type": "object", "properties": {}}
     required = []
     for _, prop in props:
         title = prop["title"]
@@ -68,9 +67,9 @@ def json_schema(props: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
-def workflow_input(prop: Mapping[str, Any]) -> dict[str, Any]:
+def workflow_input(prop: Map) -> Doc:
     """A flowrun workflow input from an Agent Spec property."""
-    out: dict[str, Any] = {}
+    out: Doc = {}
     description = prop.get("description")
     out["description"] = (
         str(description) if isinstance(description, str) and description else str(prop["title"])

@@ -10,10 +10,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from flowrun.manifest.foreign import jsonc, sniff
-from flowrun.manifest.foreign.conversion import Conversion
+from flowrun.manifest.foreign.conversion import Conversion, Items, Map, Value
 from flowrun.manifest.foreign.jsonc import load_jsonc
 from flowrun.manifest.yaml_source import PathKey, Source, load_source
 from flowrun.paths import display_path
@@ -29,10 +28,10 @@ _REFERENCED_KEY = re.compile(r"^\$referenced_components\s*:", re.MULTILINE)
 class Comp:
     """One component: its data and where it is written."""
 
-    data: Mapping[str, Any]
+    data: Map
     src: Source
     path: PathKey
-    scopes: tuple[tuple[PathKey, Mapping[str, Any]], ...] = ()  # `$referenced_components` around it
+    scopes: tuple[tuple[PathKey, Map], ...] = ()  # `$referenced_components` around it
 
     @property
     def type(self) -> str:
@@ -43,21 +42,21 @@ class Comp:
         name = self.data.get("name")
         return name if isinstance(name, str) and name.strip() else str(self.data.get("id", self.type))
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: Value = None) -> Value:
         return self.data.get(key, default)
 
     def at(self, *keys: str | int) -> PathKey:
         return (*self.path, *keys)
 
 
-def flowrun_meta(comp: Comp) -> Mapping[str, Any]:
+def flowrun_meta(comp: Comp) -> Map:
     """What `flowrun export` kept in the component's metadata."""
     meta = comp.get("metadata")
     found = meta.get(FLOWRUN_META) if isinstance(meta, Mapping) else None
     return found if isinstance(found, Mapping) else {}
 
 
-def read_file(path: Path) -> tuple[Source, list[Any]]:
+def read_file(path: Path) -> tuple[Source, Items]:
     """The file as a Source (JSON or YAML, with positions) and its problems."""
     display = display_path(path)
     if sniff.is_json(path) or path.suffix == ".json5":
@@ -78,12 +77,12 @@ class Document:
     def child(self, owner: Comp, key: str | int, *more: str | int) -> Comp | None:
         """The component at `owner.key[.more]`, a reference followed; None (with a problem when
         it is a missing reference) when there is none."""
-        value: Any = owner.data.get(key) if isinstance(key, str) else None
+        value: Value = owner.data.get(key) if isinstance(key, str) else None
         for part in more:
             value = value[part] if isinstance(value, list | dict) and _has(value, part) else None  # type: ignore[index]
         return self.comp(owner, value, owner.at(key, *more))
 
-    def comp(self, owner: Comp, value: Any, where: PathKey) -> Comp | None:
+    def comp(self, owner: Comp, value: Value, where: PathKey) -> Comp | None:
         if not isinstance(value, Mapping):
             return None
         scopes = _scopes(owner, value, where)
@@ -114,15 +113,13 @@ class Document:
         return out
 
 
-def _has(value: list[Any] | dict[Any, Any], part: str | int) -> bool:
+def _has(value: Items | Map, part: str | int) -> bool:
     if isinstance(value, list):
         return isinstance(part, int) and 0 <= part < len(value)
     return part in value
 
 
-def _scopes(
-    owner: Comp, value: Mapping[str, Any], where: PathKey
-) -> tuple[tuple[PathKey, Mapping[str, Any]], ...]:
+def _scopes(owner: Comp, value: Map, where: PathKey) -> tuple[tuple[PathKey, Map], ...]:
     scopes = owner.scopes
     own = owner.data.get(REFERENCED)
     if isinstance(own, Mapping) and not any(p == owner.path for p, _ in scopes):

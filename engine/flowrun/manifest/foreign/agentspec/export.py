@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign.agentspec.document import FLOWRUN_META
 from flowrun.manifest.foreign.agentspec.schema import SCHEMA_VERSION
+from flowrun.manifest.foreign.conversion import Doc, Map, Value
 from flowrun.manifest.graph import walk_steps
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
@@ -25,8 +25,8 @@ from flowrun.providers.presets import PRESETS
 DEFAULT_URLS = {"anthropic": "https://api.anthropic.com/v1", "openai": "https://api.openai.com/v1"}
 
 
-def _dump(spec: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = spec.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+def _dump(spec: Value) -> Doc:
+    dumped: Doc = spec.model_dump(mode="json", exclude_defaults=True, by_alias=True)
     return dumped
 
 
@@ -34,7 +34,7 @@ class Exporter:
     def __init__(self, project: Project, workflow: WorkflowManifest) -> None:
         self.project = project
         self.workflow = workflow
-        self.referenced: dict[str, dict[str, Any]] = {}
+        self.referenced: dict[str, Doc] = {}
 
     def ref(self, key: str) -> dict[str, str]:
         return {"$component_ref": key}
@@ -47,7 +47,7 @@ class Exporter:
             self.referenced[key] = llm_config(key, name, self._model_spec(name))
         return self.ref(key)
 
-    def _model_spec(self, name: str) -> dict[str, Any]:
+    def _model_spec(self, name: str) -> Doc:
         if name in self.workflow.models:
             return _dump(self.workflow.models[name])
         if name in self.project.models:
@@ -62,12 +62,12 @@ class Exporter:
             self.referenced[key] = self.agent_component(name, key)
         return self.ref(key)
 
-    def agent_component(self, name: str, key: str) -> dict[str, Any]:
+    def agent_component(self, name: str, key: str) -> Doc:
         loaded = self.project.agents[name]
         spec = loaded.spec
         kept = _dump(spec)
         prompt = self._prompt(kept)
-        out: dict[str, Any] = {"component_type": "Agent", "id": key, "name": name}
+        out: Doc = {"component_type": "Agent", "id": key, "name": name}
         out["description"] = spec.description or None
         out["metadata"] = {FLOWRUN_META: {"agent": kept}}
         out["inputs"], out["outputs"] = [], _properties(spec.output_schema)
@@ -80,7 +80,7 @@ class Exporter:
                 self.agent(_entry_name(entry))
         return out
 
-    def _prompt(self, kept: dict[str, Any]) -> str:
+    def _prompt(self, kept: Doc) -> str:
         """The agent's prompt text (a prompt_file read in); kept as `prompt` in its metadata."""
         prompt = kept.get("prompt")
         if isinstance(prompt, str):
@@ -91,14 +91,14 @@ class Exporter:
             kept["prompt"] = text
         return text
 
-    def tool(self, entry: object) -> dict[str, Any] | None:
+    def tool(self, entry: object) -> Doc | None:
         """A ServerTool for a tool entry that names a tool (agents and MCP servers stay in metadata)."""
         name = _entry_name(entry)
         loaded = self.project.tools.get(name)
         if loaded is None or name == "ask_user":
             return None
         spec = loaded.spec
-        out: dict[str, Any] = {"component_type": "ServerTool", "id": f"tool_{name}", "name": name}
+        out: Doc = {"component_type": "ServerTool", "id": f"tool_{name}", "name": name}
         out["description"] = spec.description
         if not loaded.builtin:
             out["metadata"] = {FLOWRUN_META: {"tool": _dump(spec)}}
@@ -108,7 +108,7 @@ class Exporter:
         return out
 
 
-def llm_config(key: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+def llm_config(key: str, name: str, spec: Map) -> Doc:
     preset = spec.get("preset")
     provider = spec.get("provider")
     url = spec.get("base_url") or (PRESETS[preset].base_url if preset in PRESETS else None)
@@ -116,7 +116,7 @@ def llm_config(key: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     kind = {"ollama": "OllamaConfig", "vllm": "VllmConfig"}.get(str(preset), "OpenAiCompatibleConfig")
     if provider == "openai" and not spec.get("base_url"):
         kind = "OpenAiConfig"
-    out: dict[str, Any] = {"component_type": kind, "id": key, "name": name, "description": None}
+    out: Doc = {"component_type": kind, "id": key, "name": name, "description": None}
     out["metadata"] = {FLOWRUN_META: {"model": dict(spec)}}
     out["model_id"] = str(spec.get("model", name))
     if kind != "OpenAiConfig":
@@ -132,7 +132,7 @@ def _entry_name(entry: object) -> str:
     return str(entry)
 
 
-def _properties(schema: object) -> list[dict[str, Any]]:
+def _properties(schema: object) -> list[Doc]:
     """Agent Spec properties from a JSON Schema object's properties (required ones without a
     default, as Agent Spec says it)."""
     if not isinstance(schema, Mapping) or not isinstance(schema.get("properties"), Mapping):
@@ -146,7 +146,7 @@ def _properties(schema: object) -> list[dict[str, Any]]:
     return out
 
 
-def export_workflow(project: Project, workflow: WorkflowManifest) -> dict[str, Any]:
+def export_workflow(project: Project, workflow: WorkflowManifest) -> Doc:
     """The Agent Spec document of `workflow`."""
     ex = Exporter(project, workflow)
     kept = _dump(workflow)
@@ -166,12 +166,12 @@ def export_workflow(project: Project, workflow: WorkflowManifest) -> dict[str, A
     return root
 
 
-def _flow(ex: Exporter, workflow: WorkflowManifest) -> dict[str, Any]:
+def _flow(ex: Exporter, workflow: WorkflowManifest) -> Doc:
     inputs = [
         {"title": name, "type": "string", **({"default": s.default} if not s.is_required else {})}
         for name, s in workflow.inputs.items()
     ]
-    nodes: list[dict[str, Any]] = [
+    nodes: list[Doc] = [
         {"component_type": "StartNode", "id": "start", "name": "start", "inputs": inputs, "outputs": inputs}
     ]
     for i, name in enumerate(_step_agents(workflow)):

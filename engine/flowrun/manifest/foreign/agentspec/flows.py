@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.manifest.foreign.agentspec import graph
 from flowrun.manifest.foreign.agentspec.build import Build, properties
 from flowrun.manifest.foreign.agentspec.document import Comp
-from flowrun.manifest.foreign.conversion import flowrun_name
+from flowrun.manifest.foreign.conversion import Doc, Map, Value, flowrun_name
 
 DIR = "agentspec"
 LOOP_LIMIT = 10  # Agent Spec's cycles have no bound; flowrun's loops do
@@ -52,7 +51,7 @@ class FlowBuild:
     start: str = ""
     item: dict[str, str] = field(default_factory=dict)  # subflow input -> the foreach item's expression
 
-    def outputs(self, key: str) -> list[tuple[int, dict[str, Any]]]:
+    def outputs(self, key: str) -> list[tuple[int, Doc]]:
         return properties(self.nodes[key].comp, "outputs")
 
     def is_text(self, key: str) -> bool:
@@ -112,7 +111,7 @@ def source_expr(fb: FlowBuild, key: str, output: str) -> str:
     return f"workspace.json({path!r}).get({output!r})"
 
 
-def input_expr(fb: FlowBuild, key: str, prop: Mapping[str, Any]) -> str:
+def input_expr(fb: FlowBuild, key: str, prop: Map) -> str:
     """The expression a node's input reads: its data edges' sources (the one that ran last when
     several did), else an output of that name, else its default."""
     name = str(prop["title"])
@@ -133,7 +132,7 @@ def input_expr(fb: FlowBuild, key: str, prop: Mapping[str, Any]) -> str:
     return expr
 
 
-def jinja_literal(value: Any) -> str:
+def jinja_literal(value: Value) -> str:
     """`value` as a Jinja2 literal (JSON's, but `none` for null)."""
     if value is None:
         return "none"

@@ -6,9 +6,10 @@ user's message, a Flow as its nodes' steps."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flowrun.manifest.foreign.agentspec.document import has_runnable, is_component_file, is_referenced_file
+from flowrun.manifest.foreign.conversion import Doc, Value
 from flowrun.manifest.foreign.registry import Detected, ForeignFormat
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class AgentSpecFormat(ForeignFormat):
         return conv
 
 
-def _workflow(build: Build) -> dict[str, Any] | None:
+def _workflow(build: Build) -> Doc | None:
     from flowrun.manifest.foreign.agentspec.agents import agentic, is_remote, relay
     from flowrun.manifest.foreign.agentspec.build import properties
     from flowrun.manifest.foreign.agentspec.document import flowrun_meta
@@ -74,7 +75,7 @@ def _workflow(build: Build) -> dict[str, Any] | None:
         structured = bool(properties(root, "outputs"))
         output = f"{DIR}/{ANSWER}.{'json' if structured else 'txt'}"
         build.inputs = {"message": dict(MESSAGE), **build.inputs}
-        steps: list[dict[str, Any]] = [{"agent": name, "task": "{{ message }}", "output": output}]
+        steps: list[Doc] = [{"agent": name, "task": "{{ message }}", "output": output}]
     elif root.type == "Flow":
         fb = FlowBuild(build, root)
         steps = flow_steps(fb)
@@ -89,7 +90,7 @@ def _workflow(build: Build) -> dict[str, Any] | None:
             "unsupported",
         )
         return None
-    data: dict[str, Any] = {"version": 1, "kind": "workflow", "name": flowrun_name(root.name)}
+    data: Doc = {"version": 1, "kind": "workflow", "name": flowrun_name(root.name)}
     description = root.get("description")
     if isinstance(description, str) and description.strip():
         data["description"] = description.strip()
@@ -106,7 +107,7 @@ def _workflow(build: Build) -> dict[str, Any] | None:
     return data
 
 
-def _kept_workflow(build: Build, kept: dict[str, Any]) -> dict[str, Any]:
+def _kept_workflow(build: Build, kept: Doc) -> Doc:
     """A workflow `flowrun export` wrote: the flowrun workflow in the root's metadata, with the
     agents of the file (each Agent component, wherever it is) and their tools."""
     from flowrun.manifest.foreign.agentspec.agents import agentic
@@ -123,7 +124,7 @@ def _kept_workflow(build: Build, kept: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "version": 1, "kind": "workflow"}
 
 
-def _flow_output(fb: Any) -> str | None:
+def _flow_output(fb: Value) -> str | None:
     """The file of what the first EndNode receives (its first input's source)."""
     for key, node in fb.nodes.items():
         if node.comp.type != "EndNode":

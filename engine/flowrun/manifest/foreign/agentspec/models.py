@@ -7,14 +7,13 @@ provider: the agent keeps the default model, with a warning."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 
 DEFAULT_MODEL = "agentspec-default"
-DEFAULT_SPEC: dict[str, Any] = {"provider": "openai", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
+DEFAULT_SPEC: Doc = {"provider": "openai", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
 # Agent Spec's generation parameters that a flowrun model takes under its own name
 SAME = ("temperature", "max_tokens")
 EXTRA_BODY = ("top_p", "frequency_penalty", "presence_penalty", "seed", "stop")
@@ -30,7 +29,7 @@ def base_url(url: str) -> str:
     return text if urlsplit(text).path.endswith("/v1") else text + "/v1"
 
 
-def model_spec(conv: Conversion, comp: Comp) -> dict[str, Any] | None:
+def model_spec(conv: Conversion, comp: Comp) -> Doc | None:
     """The flowrun model settings of an llm_config component; None (with a warning) when flowrun
     has no provider for it."""
     kept = flowrun_meta(comp).get("model")
@@ -45,7 +44,7 @@ def model_spec(conv: Conversion, comp: Comp) -> dict[str, Any] | None:
         )
         return None
     url = comp.get("url")
-    spec: dict[str, Any]
+    spec: Doc
     if kind in PRESET_OF:
         spec = {"preset": PRESET_OF[kind], "model": model_id}
         if isinstance(url, str) and url.strip() and kind != "GeminiConfig":
@@ -64,12 +63,12 @@ def model_spec(conv: Conversion, comp: Comp) -> dict[str, Any] | None:
     return spec
 
 
-def _generation(conv: Conversion, comp: Comp) -> dict[str, Any]:
+def _generation(conv: Conversion, comp: Comp) -> Doc:
     params = comp.get("default_generation_parameters")
     if not isinstance(params, Mapping):
         return {}
-    out: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
+    out: Doc = {}
+    extra: Doc = {}
     for key, value in params.items():
         where = comp.at("default_generation_parameters", key)
         if value is None:  # unset: the model's own default
@@ -92,7 +91,7 @@ class Models:
 
     def __init__(self, conv: Conversion) -> None:
         self.conv = conv
-        self.specs: dict[str, dict[str, Any]] = {}
+        self.specs: dict[str, Doc] = {}
         self._by_place: dict[tuple[str, tuple[object, ...]], str | None] = {}
 
     def ref(self, comp: Comp | None) -> str | None:

@@ -10,11 +10,15 @@ import json
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.foreign.conversion import Doc, Map, Value
 from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.yaml_source import Source
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 SCHEMA_FILE = Path(__file__).with_name("agentspec_json_spec_26_2_0.json")
 SCHEMA_VERSION = "26.2.0"
@@ -22,13 +26,13 @@ VERSION_KEY = "agentspec_version"
 
 
 @cache
-def schema() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+def schema() -> Doc:
+    loaded: Doc = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     return loaded
 
 
 @cache
-def _validator(component_type: str) -> Any:
+def _validator(component_type: str) -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
     whole = schema()
@@ -42,7 +46,7 @@ def component_types() -> set[str]:
     return {name.removeprefix("Base") for name in schema()["$defs"] if name.startswith("Base")}
 
 
-def problems(data: Any, src: Source, what: str = "Agent Spec") -> list[Diagnostic]:
+def problems(data: Value, src: Source, what: str = "Agent Spec") -> list[Diagnostic]:
     """What the schema refuses in `data` (a whole file), at positions of `src`."""
     kind = str(data.get("component_type", "")) if isinstance(data, Mapping) else ""
     out = _versions(data, (), src, what)
@@ -51,7 +55,7 @@ def problems(data: Any, src: Source, what: str = "Agent Spec") -> list[Diagnosti
     return out
 
 
-def without_versions(data: Any) -> Any:
+def without_versions(data: Value) -> Value:
     """`data` without its `agentspec_version` keys. The schema's components forbid keys they do
     not list, and list no version, so it refuses every file that says its version (as every
     file pyagentspec writes does): the version is checked on its own (_versions)."""
@@ -62,7 +66,7 @@ def without_versions(data: Any) -> Any:
     return data
 
 
-def _versions(data: Any, path: tuple[Any, ...], src: Source, what: str) -> list[Diagnostic]:
+def _versions(data: Value, path: tuple[Value, ...], src: Source, what: str) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     if isinstance(data, Mapping):
         known = schema()["$defs"]["AgentSpecVersionEnum"]["enum"]
@@ -78,7 +82,7 @@ def _versions(data: Any, path: tuple[Any, ...], src: Source, what: str) -> list[
     return out
 
 
-def _diagnostics(err: Any, src: Source, what: str) -> list[Diagnostic]:
+def _diagnostics(err: ValidationError, src: Source, what: str) -> list[Diagnostic]:
     path = tuple(err.absolute_path)
     kind = err.instance.get("component_type") if isinstance(err.instance, Mapping) else None
     if isinstance(kind, str) and kind not in component_types():
@@ -86,7 +90,7 @@ def _diagnostics(err: Any, src: Source, what: str) -> list[Diagnostic]:
         hint = did_you_mean(kind, component_types()) or "a plugin's component: flowrun reads the spec's own"
         return [src.diag((*path, "component_type"), message, hint, "unknown-component")]
     if err.validator == "additionalProperties" and isinstance(err.instance, Mapping):
-        known = set(err.schema.get("properties", {}))
+        known = set(_own(err).get("properties", {}))
         out = []
         for key in sorted(set(err.instance) - known, key=str):
             hint = did_you_mean(str(key), known) or "known keys: " + ", ".join(sorted(known))
@@ -100,7 +104,7 @@ def _diagnostics(err: Any, src: Source, what: str) -> list[Diagnostic]:
     return [src.diag(path, f"{what}'s schema: {message}", "", "schema")]
 
 
-def _unknown_kind(err: Any) -> Any:
+def _unknown_kind(err: ValidationError) -> ValidationError | None:
     """The deepest error about a component whose component_type the spec does not have."""
     found = None
     for sub in [err, *(err.context or [])]:
@@ -115,13 +119,13 @@ def _unknown_kind(err: Any) -> Any:
     return found
 
 
-def _chosen(err: Any) -> Any:
+def _chosen(err: ValidationError) -> ValidationError:
     """Of an anyOf error, the error inside the branch the value's `component_type` (or its
     `$component_ref`) picks; else the deepest one."""
     if not err.context:
         return err
     instance = err.instance
-    branches: dict[int, list[Any]] = {}
+    branches: dict[int, list[ValidationError]] = {}
     for sub in err.context:
         branches.setdefault(int(sub.relative_schema_path[0]) if sub.relative_schema_path else 0, []).append(
             sub
@@ -133,7 +137,7 @@ def _chosen(err: Any) -> Any:
     return _deepest_of(list(err.context))
 
 
-def _refuses_kind(err: Any, instance: Mapping[str, Any]) -> bool:
+def _refuses_kind(err: ValidationError, instance: Mapping[str, object]) -> bool:
     """`err` says this branch is another component type (or a reference where there is none)."""
     path = list(err.relative_path)
     if path[:1] == ["component_type"] and err.validator in ("const", "enum"):
@@ -143,7 +147,7 @@ def _refuses_kind(err: Any, instance: Mapping[str, Any]) -> bool:
     if (
         err.validator == "additionalProperties"
         and "$component_ref" not in instance
-        and err.schema.get("required") == ["$component_ref"]
+        and _own(err).get("required") == ["$component_ref"]
     ):
         return True
     if err.validator == "type" and not path:
@@ -151,6 +155,11 @@ def _refuses_kind(err: Any, instance: Mapping[str, Any]) -> bool:
     return bool(err.context) and all(_refuses_kind(s, instance) for s in err.context)
 
 
-def _deepest_of(errors: list[Any]) -> Any:
+def _deepest_of(errors: list[ValidationError]) -> ValidationError:
     best = max(errors, key=lambda e: len(e.absolute_path))
     return _chosen(best) if best.context else best
+
+
+def _own(err: ValidationError) -> Map:
+    """The schema an error is about, as a mapping (jsonschema types it as a schema or a bool)."""
+    return err.schema if isinstance(err.schema, Mapping) else {}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from flowrun.manifest.foreign.agentspec import graph
 from flowrun.manifest.foreign.agentspec.agents import agentic, is_remote, relay
@@ -21,11 +20,12 @@ from flowrun.manifest.foreign.agentspec.flows import (
     read_nodes,
 )
 from flowrun.manifest.foreign.agentspec.tools import tool_entry
+from flowrun.manifest.foreign.conversion import Doc
 
 LLM_PROMPT = "Answer the request you are given."  # an LlmNode sends only its prompt template
 
 
-def _schema_of(fb: FlowBuild, key: str) -> dict[str, Any] | None:
+def _schema_of(fb: FlowBuild, key: str) -> Doc | None:
     return None if fb.is_text(key) else json_schema(fb.outputs(key)) | {"additionalProperties": False}
 
 
@@ -43,9 +43,9 @@ def _inputs_text(fb: FlowBuild, node: Node) -> str:
     return "\n".join(lines)
 
 
-def _llm_node(fb: FlowBuild, node: Node) -> dict[str, Any]:
+def _llm_node(fb: FlowBuild, node: Node) -> Doc:
     build, comp = fb.build, node.comp
-    data: dict[str, Any] = {
+    data: Doc = {
         "version": 1,
         "kind": "agent",
         "name": node.name,
@@ -66,7 +66,7 @@ def _llm_node(fb: FlowBuild, node: Node) -> dict[str, Any]:
     return {"agent": node.name, "task": task}
 
 
-def _agent_node(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
+def _agent_node(fb: FlowBuild, node: Node) -> Doc | None:
     build, comp = fb.build, node.comp
     inner = build.doc.child(comp, "agent")
     name = agentic(build, inner) if inner is not None else None
@@ -83,7 +83,7 @@ def _agent_node(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
     return {"agent": name, "task": task}
 
 
-def _tool_node(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
+def _tool_node(fb: FlowBuild, node: Node) -> Doc | None:
     build, comp = fb.build, node.comp
     tool = build.doc.child(comp, "tool")
     entries = tool_entry(build, tool) if tool is not None else []
@@ -94,7 +94,7 @@ def _tool_node(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
         f"Call the tool {tool_name} once, with the arguments you are given as they are, and answer "
         "with its result only."
     )
-    data: dict[str, Any] = {
+    data: Doc = {
         "version": 1,
         "kind": "agent",
         "name": node.name,
@@ -115,7 +115,7 @@ def _tool_node(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
     return {"agent": node.name, "task": task}
 
 
-def _map_node(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
+def _map_node(fb: FlowBuild, node: Node) -> Doc | None:
     build, comp = fb.build, node.comp
     sub = build.doc.child(comp, "subflow")
     lists = [(i, p) for i, p in properties(comp, "inputs") if str(p["title"]).startswith("iterated_")]
@@ -151,7 +151,7 @@ def _map_node(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
     }
 
 
-def _single_step(build: Build, flow: Comp, item: dict[str, str]) -> dict[str, Any] | None:
+def _single_step(build: Build, flow: Comp, item: dict[str, str]) -> Doc | None:
     """The one step of a subflow that has one node doing work."""
     sub = FlowBuild(build, flow, item=item)
     read_nodes(sub)
@@ -171,7 +171,7 @@ def _single_step(build: Build, flow: Comp, item: dict[str, str]) -> dict[str, An
     return step
 
 
-def _parallel(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
+def _parallel(fb: FlowBuild, node: Node) -> Doc | None:
     branches = []
     for _, sub in fb.build.doc.children(node.comp, "subflows"):
         step = _single_step(fb.build, sub, {})
@@ -189,7 +189,7 @@ def _input_message(fb: FlowBuild, node: Node) -> None:
     fb.build.conv.note(node.comp.src, node.comp.path, f"the workflow input `{name}`", "approximated")
 
 
-def node_step(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
+def node_step(fb: FlowBuild, node: Node) -> Doc | None:
     kind = node.comp.type
     makers = {
         "LlmNode": _llm_node,
@@ -215,7 +215,7 @@ def node_step(fb: FlowBuild, node: Node) -> dict[str, Any] | None:
     return None
 
 
-def flow_steps(fb: FlowBuild) -> list[dict[str, Any]]:
+def flow_steps(fb: FlowBuild) -> list[Doc]:
     build = fb.build
     read_nodes(fb)
     start = fb.nodes.get(fb.start)
@@ -229,7 +229,7 @@ def flow_steps(fb: FlowBuild) -> list[dict[str, Any]]:
     plan = graph.plan(fb.start, control_edges(fb), branching)
     for edge, why in plan.problems:
         build.conv.problem(fb.flow.src, edge.where, why, "end the cycle with a BranchingNode", "unsupported")
-    steps: list[dict[str, Any]] = []
+    steps: list[Doc] = []
     in_loop = {k: loop for loop in plan.loops for k in loop.body}
     for key in plan.order:
         loop = in_loop.get(key)
@@ -245,7 +245,7 @@ def flow_steps(fb: FlowBuild) -> list[dict[str, Any]]:
     return steps
 
 
-def _loop(fb: FlowBuild, loop: graph.Loop, plan: graph.Plan) -> dict[str, Any]:
+def _loop(fb: FlowBuild, loop: graph.Loop, plan: graph.Plan) -> Doc:
     body = []
     inside = set(loop.body)
     for key in loop.body:

@@ -8,11 +8,10 @@ an MCP server's tools. `requires_confirmation` makes each call wait for a person
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign.agentspec.build import Build, json_schema, properties
 from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
-from flowrun.manifest.foreign.conversion import flowrun_name
+from flowrun.manifest.foreign.conversion import Doc, Items, flowrun_name
 from flowrun.paths import search_roots
 
 REMOTE_KEYS = ("url", "http_method", "headers", "data", "query_params")
@@ -20,15 +19,15 @@ TRANSPORTS = {"SSETransport": "sse", "StreamableHTTPTransport": "http", "SSEmTLS
 TRANSPORTS["StreamableHTTPmTLSTransport"] = "http"
 
 
-def tool_entries(build: Build, owner: Comp, key: str = "tools") -> list[Any]:
+def tool_entries(build: Build, owner: Comp, key: str = "tools") -> Items:
     """The `tools:` entries of an agent for the tools listed at `owner.key`."""
-    out: list[Any] = []
+    out: Items = []
     for _, comp in build.doc.children(owner, key):
         out += tool_entry(build, comp)
     return out
 
 
-def tool_entry(build: Build, comp: Comp) -> list[Any]:
+def tool_entry(build: Build, comp: Comp) -> Items:
     kind = comp.type
     if kind in ("MCPTool", "MCPToolBox"):
         return _mcp(build, comp)
@@ -72,13 +71,13 @@ def _server_tool(build: Build, comp: Comp) -> str | None:
     return None
 
 
-def _declared(build: Build, comp: Comp, implementation: dict[str, str], defaults: dict[str, Any]) -> str:
+def _declared(build: Build, comp: Comp, implementation: dict[str, str], defaults: Doc) -> str:
     """A tool manifest made for `comp` (once per component)."""
     name = flowrun_name(comp.name)
     if name in build.tools:
         return name
     description = comp.get("description")
-    data: dict[str, Any] = {
+    data: Doc = {
         "version": 1,
         "kind": "tool",
         "name": name,
@@ -96,7 +95,7 @@ def _declared(build: Build, comp: Comp, implementation: dict[str, str], defaults
     return name
 
 
-def _mcp(build: Build, comp: Comp) -> list[Any]:
+def _mcp(build: Build, comp: Comp) -> Items:
     transport = build.doc.child(comp, "client_transport")
     if comp.type == "MCPToolBox" and transport is None:
         server_comp = build.doc.child(comp, "mcp_client")
@@ -119,11 +118,11 @@ def _mcp(build: Build, comp: Comp) -> list[Any]:
     return [name]
 
 
-def mcp_server(transport: Comp | None) -> dict[str, Any] | None:
+def mcp_server(transport: Comp | None) -> Doc | None:
     if transport is None:
         return None
     if transport.type == "StdioTransport" and isinstance(transport.get("command"), str):
-        out: dict[str, Any] = {"command": transport.get("command")}
+        out: Doc = {"command": transport.get("command")}
         out["args"] = [str(a) for a in transport.get("args") or []]
         if isinstance(transport.get("env"), Mapping):
             out["env"] = {str(k): str(v) for k, v in transport.get("env").items()}
