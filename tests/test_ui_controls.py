@@ -3,7 +3,8 @@ the real runs, found by role and accessible name as a screen reader finds them):
 step in Details (the request's system prompt, the tool result), j/k and zoom; Stop and Resume a
 live run; Replay with edits names the first changed step, and Run from there goes on live; Re-run
 and Compare; the team graph of the research roster with each agent's state, and the start
-form's cost preview; a framed page is refused; a mistyped run id and a missing token are pages
+form's cost preview; the Memory region's files, their text and the run's writes (in the report
+too); a framed page is refused; a mistyped run id and a missing token are pages
 of their own; the runs list at 390 px; an idle stretch cut from the timeline's axis. Every tab
 fails its test on a console error (tests/support/browser.py)."""
 
@@ -32,7 +33,7 @@ from support.browser import (
 from support.cli import run_cli
 from support.env import model_env
 from support.paths import REPO
-from support.project import wire_script
+from support.project import model, wire_script, workflow, write_project
 from support.wire_server import Reply, ToolCallSpec, WireServer, calls
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -368,6 +369,62 @@ def test_the_team_graph_shows_the_research_roster_with_each_state(
     expect(cost.get_by_role("row", name=re.compile(r"^orchestrator"))).to_be_visible()
     expect(cost).to_contain_text("The run at most")
     expect(cost).to_contain_text("No earlier run of it")  # (a dry run is no forecast)
+
+
+# ---------------------------------------------------------------- memory
+
+NOTE = '- the build needs `make gen` first\n- <img src=x onerror="window.__xss = 3"> stays text\n'
+
+
+def test_the_memory_region_shows_each_agents_files_their_text_and_the_runs_writes(
+    tmp_path: Path, tabs: Any, api_server: Any
+) -> None:
+    """boss keeps a memory (`memory: project`) and writes a file with the memory tool, then asks
+    worker, who keeps none: the run page's Memory region lists boss's file (path, size, when
+    modified) with its text a button away and the write this run made; worker says it has no
+    memory. `flowrun show --html` draws the same region from the file."""
+    spec = workflow(model("openai"), entry="boss", task="Do the job.")
+    wf = write_project(tmp_path, spec, {"boss": {"memory": "project", "tools": ["worker"]}, "worker": []})
+    write = calls(
+        ToolCallSpec("memory", {"command": "create", "path": "/memories/notes.md", "file_text": NOTE})
+    )
+    script = {
+        "boss": [write, calls(ToolCallSpec("worker", {"task": "Check."})), Reply("Done.")],
+        "worker": [Reply("ok")],
+    }
+    with WireServer(wire_script(script)) as server:
+        done = run_cli([str(wf), "--run-id", "mem", "-q"], cwd=tmp_path, env=model_env(server, "openai"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / ".flowrun" / "memory" / "boss" / "notes.md").read_text() == NOTE
+    report = tmp_path / "report.html"
+    shown = run_cli(["show", "runs/mem", "--html", str(report)], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    url = api_server(tmp_path / "runs")
+    live, offline = tabs(), tabs()
+    live.goto(f"{url}/runs/mem")
+    wait_status(live, "completed")
+    offline.goto(report.as_uri())
+    for page in (live, offline):
+        memory = region(page, "Memory")
+        boss, worker = region(memory, "boss"), region(memory, "worker")
+        expect(boss).to_contain_text("memory boss · project · written by the agent")
+        row = boss.get_by_role("row", name=re.compile(r"^\/memories\/notes\.md"))
+        expect(row).to_contain_text(f"{len(NOTE.encode())} bytes")
+        expect(row.locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-"))
+        text = boss.get_by_role("region", name="/memories/notes.md")
+        expect(text).to_be_hidden()
+        boss.get_by_role("button", name="Show /memories/notes.md").click()
+        expect(text.locator("pre")).to_have_text(NOTE)
+        assert page.evaluate("window.__xss") is None  # the file's markup is text
+        writes = boss.get_by_role("list").get_by_role("listitem")
+        expect(writes).to_have_count(1)
+        expect(writes).to_contain_text("create /memories/notes.md by boss")
+        expect(writes.locator(".status")).to_have_text("success")
+        expect(worker).to_contain_text("no memory: it declares no memory:")
+        expect(worker.get_by_role("table")).to_have_count(0)
+        boss.get_by_role("button", name="Hide /memories/notes.md").click()
+        expect(text).to_be_hidden()
+    shoot(live, "memory")
 
 
 # ---------------------------------------------------------------- sound pages

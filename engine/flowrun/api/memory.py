@@ -68,11 +68,16 @@ def memory_in(
 
 
 def memory_files(folder: MemoryFolder, text: bool = True) -> list[dict[str, object]]:
-    """Each memory file: its path (as the memory tool names it), size, sha256 and (with `text`)
-    its text (None when it is not UTF-8 or over MAX_SHOWN bytes)."""
+    """Each memory file: its path (as the memory tool names it), size, when it was last modified
+    (epoch seconds), sha256 and (with `text`) its text (None when it is not UTF-8 or over
+    MAX_SHOWN bytes)."""
     out: list[dict[str, object]] = []
     for entry in folder.files():
-        item: dict[str, object] = {"path": folder.virtual(entry.rel), "size": entry.size}
+        item: dict[str, object] = {
+            "path": folder.virtual(entry.rel),
+            "size": entry.size,
+            "modified": entry.mtime_ns / 1e9,
+        }
         with contextlib.suppress(OSError, Refused):
             item["sha256"] = file_sha256(folder.target(entry.rel))
         if text:

@@ -301,6 +301,7 @@ STARTED = _object(id={"type": "string"}, run={"type": "string"})
 MEMORY_FILE = _object(
     path={"type": "string", "description": "as the memory tool names it: /memories/..."},
     size={"type": "integer"},
+    modified={"type": "number", "description": "when it last changed, in seconds since the epoch"},
     sha256={"type": "string"},
     text={**STRING_OR_NULL, "description": "null: not UTF-8 text, or too large"},
 )

@@ -69,9 +69,19 @@ def _agent(loaded: Loaded[AgentManifest], project: Project, workflow: WorkflowMa
         "session": spec.session,
         "calls": sorted(callees),
         "tools": tools,
+        "memory": _memory(spec),
         "prompt": _prompt(loaded, project),
         "file": str(loaded.source.path) if loaded.source.path else None,
     }
+
+
+def _memory(spec: AgentManifest) -> dict[str, object] | None:
+    """The memory the agent keeps (its `memory:`): its name (agents may share one), scope and who
+    writes it; None without one."""
+    config = spec.memory_config
+    if config is None:
+        return None
+    return {"name": config.owner(spec.name), "scope": config.scope, "writes": config.writes}
 
 
 def _is_agent(name: str, project: Project, callees: set[str]) -> bool:

@@ -3,8 +3,8 @@ conversations, usage and output files) that opens with no network, to attach to 
 or a bug report. It is drawn by the same ES modules as the live run page: they are joined into
 one inline script (their `import`/`export` lines taken out, in dependency order), and the run's
 summary (runtime/summary/, what the HTTP API sends), conversations, each agent instance as it
-was asked, its team and output files are embedded as JSON, redacted again before they are
-written."""
+was asked, its team, its memories (their files as they are, and the run's writes) and output
+files are embedded as JSON, redacted again before they are written."""
 
 from __future__ import annotations
 
@@ -85,9 +85,11 @@ def _team(run_dir: Path) -> dict[str, object] | None:
 
 
 def report_data(run_dir: Path) -> dict[str, object]:
-    """What the report embeds: the run's summary (as the HTTP API sends it), its conversations
-    and output files (and its replay's steps when a RUN-replay folder sits beside it), every
+    """What the report embeds: the run's summary (as the HTTP API sends it), its conversations,
+    memories and output files (and its replay's steps when a RUN-replay folder sits beside it), every
     string redacted."""
+    from flowrun.api.memory import run_memory
+
     summary = read_summary(run_dir)
     agents = {
         agent_id: instance_json(summary.conversations, agent_id)
@@ -98,6 +100,7 @@ def report_data(run_dir: Path) -> dict[str, object]:
         "conversations": conversation_json(summary.conversations),
         "agents": agents,
         "team": _team(run_dir),
+        "memory": run_memory(run_dir),
         "files": _files(summary),
     }
     if summary.replay is not None:

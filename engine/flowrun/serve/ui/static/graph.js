@@ -124,7 +124,7 @@ function agentNode(agent, p, row, live, onAgent) {
   const node = s(
     "g",
     { class: "team-node state-" + state, "data-agent": agent.name, "data-state": state, transform: `translate(${p.x},${p.y})`, "aria-label": label },
-    s("title", {}, [agent.name, agent.description || "", agent.tools.length ? "tools: " + agent.tools.join(", ") : "", words, counts].filter(Boolean).join("\n")),
+    s("title", {}, [agent.name, agent.description || "", agent.tools.length ? "tools: " + agent.tools.join(", ") : "", agent.memory ? `memory: ${agent.memory.name} (${agent.memory.scope})` : "", words, counts].filter(Boolean).join("\n")),
     s("rect", { class: "node-box", width: G_W, height: G_H, rx: 6 }),
     s("rect", { class: "node-state", width: 5, height: G_H, rx: 2 }),
     s("text", { class: "node-name", x: 12, y: 18 }, agent.name),

@@ -1,5 +1,5 @@
 // The entry of `flowrun show RUN --html`: the run page drawn from the JSON the file embeds
-// (the run's summary, conversations, each agent instance as asked, its team and output files,
+// (the run's summary, conversations, each agent instance as asked, its team, memories and output files,
 // as the server would send them; redacted when written), with nothing to fetch.
 import { RunModel } from "./model.js";
 import { RunView } from "./runview.js";
@@ -13,6 +13,7 @@ const reportView = new RunView(reportRoot, new RunModel(), {
 });
 reportView.setSummary(embedded.summary);
 reportView.setTeam(embedded.team || null, embedded.team ? null : "the workflow's files were not at hand when the report was written");
+reportView.setMemory(embedded.memory || null, embedded.memory ? null : "the run's memories were not at hand when the report was written");
 reportView.setFiles(embedded.files || []);
 if (embedded.replay) reportView.setReplay(embedded.replay);
 reportView.render(null);

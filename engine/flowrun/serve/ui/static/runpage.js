@@ -2,7 +2,7 @@
 // `flowrun show` draws), drawn again whenever its log gains events (followed over server-sent
 // events; at most one summary request in flight, and one more if events came meanwhile); while
 // it runs, open bars grow with the clock. After a decision, a Resume or a Stop, the page follows
-// the run on. A mistyped id or a missing token is a page of its own (session.js).
+// the run on. The Memory region is asked for again when the run writes a memory or ends. A mistyped id or a missing token is a page of its own (session.js).
 import { h, replaceContent } from "./dom.js";
 import { RunModel } from "./model.js";
 import { RunView } from "./runview.js";
@@ -57,6 +57,7 @@ export async function runPage(main, runId) {
   let asking = null;
   let again = false;
   let shownFiles = null;
+  let shownStatus = null;
   // the summary again (once at a time; once more if asked meanwhile)
   async function refresh() {
     if (asking) {
@@ -81,6 +82,10 @@ export async function runPage(main, runId) {
       if (filesKey !== shownFiles) {
         shownFiles = filesKey;
         loadFiles();
+      }
+      if (view.summary?.status !== shownStatus) {
+        shownStatus = view.summary?.status;
+        loadMemory();
       }
     })();
     try {
@@ -116,6 +121,31 @@ export async function runPage(main, runId) {
     view.setFiles(files);
   }
 
+  // the run's memories (GET /v1/runs/ID/memory): one request at a time, one more if asked meanwhile
+  let memoryAsked = null;
+  let memoryAgain = false;
+  async function loadMemory() {
+    if (memoryAsked) {
+      memoryAgain = true;
+      return;
+    }
+    memoryAsked = (async () => {
+      do {
+        memoryAgain = false;
+        try {
+          view.setMemory(await getJSON(`/v1/runs/${enc}/memory`));
+        } catch (e) {
+          view.setMemory(null, String(e.message || e));
+        }
+      } while (memoryAgain);
+    })();
+    try {
+      await memoryAsked;
+    } finally {
+      memoryAsked = null;
+    }
+  }
+
   async function follow() {
     if (following) return;
     following = true;
@@ -125,6 +155,7 @@ export async function runPage(main, runId) {
           if (typeof e.seq === "number" && e.seq > lastSeq) {
             lastSeq = e.seq;
             refresh();
+            if (e.type === "memory_write" || (e.type === "tool_result" && e.tool === "memory")) loadMemory();
           }
         });
         await refresh();

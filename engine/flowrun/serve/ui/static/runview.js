@@ -12,6 +12,7 @@ import { replayDiffNode } from "./replaydiff.js";
 import { DetailsPanel } from "./details.js";
 import { treeView } from "./tree.js";
 import { teamView } from "./graph.js";
+import { memoryNode } from "./memory.js";
 import { decisionForm, decisionsTable } from "./decisions.js";
 
 function factsNode(model) {
@@ -69,6 +70,9 @@ export class RunView {
     this.files = [];
     this.seen = null; // the summary's last_seq last drawn in full
     this.team = null;
+    this.memory = null; // the run's memories (GET /v1/runs/ID/memory), null until they come
+    this.memoryProblem = null;
+    this.memoryOpened = new Set(); // the memory files whose text is shown
     this.p = {};
     for (const [name, title, opts] of [
       ["facts", null],
@@ -76,6 +80,7 @@ export class RunView {
       ["timeline", "Timeline"],
       ["tree", "Agents and tool calls"],
       ["team", "Team"],
+      ["memory", "Memory"],
       ["taken", "Decisions taken"],
       ["charts", "Tokens and cost", { fold: true, open: true }],
       ["conversations", "Conversations", { fold: true }],
@@ -96,7 +101,7 @@ export class RunView {
       onLane: (inv) => this.selectInvocation(inv.index),
     });
     const main = h("div", { class: "run-main" }, this.p.timeline.section, this.p.tree.section);
-    root.append(this.p.facts.section, this.controls, this.p.decisions.section, h("div", { class: "run-grid" }, main, this.details), this.p.team.section, this.p.taken.section, this.p.charts.section, this.p.conversations.section, this.p.outputs.section, this.p.replay.section);
+    root.append(this.p.facts.section, this.controls, this.p.decisions.section, h("div", { class: "run-grid" }, main, this.details), this.p.team.section, this.p.memory.section, this.p.taken.section, this.p.charts.section, this.p.conversations.section, this.p.outputs.section, this.p.replay.section);
     this.p.replay.section.hidden = true;
     this.p.taken.section.hidden = true;
     this.p.conversations.section.addEventListener("toggle", () => this.p.conversations.section.open && this.loadConversations());
@@ -116,8 +121,16 @@ export class RunView {
 
   setTeam(team, problem = null) {
     this.team = team;
+    this.teamKnown = true;
     this.teamProblem = problem;
     this.drawTeam();
+    this.drawMemory();
+  }
+
+  setMemory(memory, problem = null) {
+    this.memory = memory;
+    this.memoryProblem = problem;
+    this.drawMemory();
   }
 
   setFiles(files) {
@@ -252,6 +265,19 @@ export class RunView {
         onAgent: (name, row) => row && this.selectInvocation(row.first),
       }),
     );
+  }
+
+  // drawn again only when the team or the memories change, so a file's text a reader opened stays
+  // open (and scrolled)
+  drawMemory() {
+    if (!this.teamKnown && !this.memoryProblem) {
+      replaceContent(this.p.memory.body, h("p", { class: "muted" }, "loading the memory…"));
+      return;
+    }
+    const key = JSON.stringify([this.team?.agents?.map((a) => [a.name, a.memory]) ?? null, this.memory, this.memoryProblem]);
+    if (key === this.memoryKey) return;
+    this.memoryKey = key;
+    replaceContent(this.p.memory.body, memoryNode(this.team, this.memory, this.memoryOpened, this.memoryProblem));
   }
 
   drawCharts() {
