@@ -28,6 +28,8 @@ from support.browser import (
     project,
     region,
     shoot,
+    start_run,
+    wait_for_file,
     wait_status,
 )
 from support.cli import run_cli
@@ -376,6 +378,25 @@ def test_the_team_graph_shows_the_research_roster_with_each_state(
 NOTE = '- the build needs `make gen` first\n- <img src=x onerror="window.__xss = 3"> stays text\n'
 
 
+def memory_project(tmp_path: Path) -> Path:
+    """boss keeps a memory (`memory: project`) and may ask worker, who keeps none."""
+    spec = workflow(model("openai"), entry="boss", task="Do the job.")
+    return write_project(tmp_path, spec, {"boss": {"memory": "project", "tools": ["worker"]}, "worker": []})
+
+
+def memory_script() -> Any:
+    """boss writes /memories/notes.md with the memory tool, then asks worker."""
+    write = calls(
+        ToolCallSpec("memory", {"command": "create", "path": "/memories/notes.md", "file_text": NOTE})
+    )
+    return wire_script(
+        {
+            "boss": [write, calls(ToolCallSpec("worker", {"task": "Check."})), Reply("Done.")],
+            "worker": [Reply("ok")],
+        }
+    )
+
+
 def test_the_memory_region_shows_each_agents_files_their_text_and_the_runs_writes(
     tmp_path: Path, tabs: Any, api_server: Any
 ) -> None:
@@ -383,16 +404,8 @@ def test_the_memory_region_shows_each_agents_files_their_text_and_the_runs_write
     worker, who keeps none: the run page's Memory region lists boss's file (path, size, when
     modified) with its text a button away and the write this run made; worker says it has no
     memory. `flowrun show --html` draws the same region from the file."""
-    spec = workflow(model("openai"), entry="boss", task="Do the job.")
-    wf = write_project(tmp_path, spec, {"boss": {"memory": "project", "tools": ["worker"]}, "worker": []})
-    write = calls(
-        ToolCallSpec("memory", {"command": "create", "path": "/memories/notes.md", "file_text": NOTE})
-    )
-    script = {
-        "boss": [write, calls(ToolCallSpec("worker", {"task": "Check."})), Reply("Done.")],
-        "worker": [Reply("ok")],
-    }
-    with WireServer(wire_script(script)) as server:
+    wf = memory_project(tmp_path)
+    with WireServer(memory_script()) as server:
         done = run_cli([str(wf), "--run-id", "mem", "-q"], cwd=tmp_path, env=model_env(server, "openai"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / ".flowrun" / "memory" / "boss" / "notes.md").read_text() == NOTE
@@ -425,6 +438,34 @@ def test_the_memory_region_shows_each_agents_files_their_text_and_the_runs_write
         boss.get_by_role("button", name="Hide /memories/notes.md").click()
         expect(text).to_be_hidden()
     shoot(live, "memory")
+
+
+def test_the_memory_region_follows_a_live_runs_write(tmp_path: Path, page: Any, api_server: Any) -> None:
+    """The page of a running run asks for its memories again when the run writes one."""
+    wf = memory_project(tmp_path)
+    gate = Gate(memory_script())
+    with WireServer(gate) as server:
+        proc = start_run(wf, "live", model_env(server, "openai"))
+        try:
+            gate.wait_arrived(1)  # boss's first model call is in flight, held
+            wait_for_file(tmp_path / "runs" / "live" / "run.json", proc)
+            url = api_server(tmp_path / "runs")
+            page.goto(f"{url}/runs/live")
+            wait_status(page, "running")
+            boss = region(region(page, "Memory"), "boss")
+            expect(boss).to_contain_text("no files")
+            expect(boss).to_contain_text("this run wrote nothing here")
+            gate.release(1)  # boss writes its file; its next model call is held
+            gate.wait_arrived(2)
+            expect(boss.get_by_role("row", name=re.compile(r"^\/memories\/notes\.md"))).to_be_visible()
+            expect(boss.get_by_role("listitem")).to_contain_text("create /memories/notes.md by boss")
+            expect(boss.get_by_role("listitem").locator(".status")).to_have_text("success")
+            gate.open()
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+            wait_status(page, "completed")
+        finally:
+            gate.open()
 
 
 # ---------------------------------------------------------------- sound pages

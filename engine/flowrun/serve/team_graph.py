@@ -1,8 +1,9 @@
 """The team of a workflow as the web UI draws it (`GET /v1/workflows/{name}/team`, `GET
 /v1/runs/{id}/team`): its steps as a tree (sequence, loop, parallel, foreach, `if:`, and each
-step kind's own), the agents a run may start with who may call whom, and each agent's prompt as
-written (the template a "Replay with edits" changes). Read from the manifests through
-manifest/graph.py, the module `validate` and the runtime ask, so the picture and a run agree."""
+step kind's own), the agents a run may start with who may call whom and the memory each keeps,
+and each agent's prompt as written (the template a "Replay with edits" changes). Read from the
+manifests through manifest/graph.py, the module `validate` and the runtime ask, so the picture
+and a run agree."""
 
 from __future__ import annotations
 
