@@ -94,6 +94,14 @@ COMMANDS: dict[str, Registered] = {
         "Serve the web UI: runs, their timelines and conversations, decisions; WORKFLOWs to start.",
     ),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
+    "worker": Registered(
+        "flowrun.cli.worker_cmd:worker",
+        "Take runs of WORKFLOWS from a queue and execute them until SIGTERM (which drains).",
+    ),
+    "workers": Registered(
+        "flowrun.cli.worker_cmd:workers",
+        "List a queue's workers: their state, their runs and their last heartbeat.",
+    ),
 }
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from flowrun.cli.common import fail, reported
 from flowrun.cli.run_options import Command, RunArgs, run_options
+from flowrun.cli.worker_cmd import queue_option, worker_options
 
 if TYPE_CHECKING:
     import socket
@@ -210,6 +212,16 @@ def listen(host: str, port: int) -> tuple[socket.socket, str]:
 @serve.command("http")
 @click.argument("workflows", nargs=-1, required=True, type=click.Path(path_type=Path))
 @served_over_http(8321, HTTP_TOKEN_ENV, model_note=" (a request's options may choose another)")
+@click.option(
+    "--workers",
+    type=click.IntRange(0, 256),
+    default=0,
+    show_default=True,
+    help="Run the runs in this many `flowrun worker` processes started beside the server, from a "
+    "queue (0: on the server's own loop).",
+)
+@queue_option(None)
+@worker_options
 def http(
     workflows: tuple[Path, ...],
     host: str,
@@ -218,9 +230,36 @@ def http(
     token_file: Path | None,
     allow_hosts: tuple[str, ...],
     run_args: RunArgs,
+    workers: int,
+    queue: str | None,
+    **worker_args: Any,
 ) -> None:
     """Serve the runs API over HTTP: start runs of WORKFLOWS, follow their events, take their decisions."""
-    serve_api(workflows, host, port, http_token(token_file, token_env, host), allow_hosts, run_args)
+    queued = QueueArgs(queue, workers, worker_args) if queue is not None or workers else None
+    serve_api(
+        workflows, host, port, http_token(token_file, token_env, host), allow_hosts, run_args, queued=queued
+    )
+
+
+@dataclass(frozen=True)
+class QueueArgs:
+    """`serve http --workers N` / `--queue URL`: where runs are queued, and the local workers."""
+
+    queue: str | None  # None: the embedded queue of the runs folder
+    workers: int
+    worker_args: dict[str, Any]
+
+    def worker_argv(self, workflows: tuple[Path, ...], runs_dir: Path) -> list[str]:
+        """`flowrun worker`'s arguments for the local workers."""
+        args = self.worker_args
+        argv = [*(str(w.resolve()) for w in workflows), "--runs-dir", str(runs_dir.resolve())]
+        argv += ["--queue", self.queue or "embedded", "--concurrency", str(args["concurrency"])]
+        argv += ["--lease", str(args["lease_s"]), "--drain-timeout", str(args["drain_s"])]
+        if args.get("max_runs"):
+            argv += ["--max-runs", str(args["max_runs"])]
+        for given in args.get("max_runs_per") or ():
+            argv += ["--max-runs-per", given]
+        return argv
 
 
 def serve_api(
@@ -231,8 +270,10 @@ def serve_api(
     allow_hosts: tuple[str, ...],
     run_args: RunArgs,
     open_browser: bool = False,
+    queued: QueueArgs | None = None,
 ) -> None:
-    """The runs API (and the web UI's pages) on HOST:PORT until Ctrl-C (`serve http`, `ui`)."""
+    """The runs API (and the web UI's pages) on HOST:PORT until Ctrl-C (`serve http`, `ui`);
+    `queued`: its runs go to a queue, executed by workers (local ones started here)."""
     import importlib.util
 
     if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:
@@ -253,8 +294,44 @@ def serve_api(
         from flowrun.serve.served_runs import ServedRuns
 
         runs_dir = run_args.runs_dir
-        app = build_app(lambda: ServedRuns(loaded, runs_dir, options), host, token, allow_hosts, _told)
+        served: Callable[[], ServedRuns] = lambda: ServedRuns(loaded, runs_dir, options)  # noqa: E731
+        if queued is not None:
+            served = queued_runs(queued, workflows, loaded, run_args, options)
+        app = build_app(served, host, token, allow_hosts, _told)
         run_app(app, sock)
+
+
+def queued_runs(
+    queued: QueueArgs,
+    workflows: tuple[Path, ...],
+    loaded: list[Workflow],
+    run_args: RunArgs,
+    options: RunOptions,
+) -> Callable[[], ServedRuns]:
+    """What makes the server's runs when they go to a queue: the queue opened now (a bad URL,
+    a database that does not answer: one line before the server listens), the local workers
+    started once the server runs."""
+    from flowrun.queue.submit import Queue
+    from flowrun.serve.queued_runs import QueuedRuns, adopt_folder
+
+    queue = Queue(queued.queue, run_args.runs_dir)
+    adopt_folder(queue)  # the runs made before the queue are listed too
+    where = queued.queue.split("@")[-1] if queued.queue else f"{queue.runs_dir}/.queue.sqlite"
+    click.echo(f"runs go to the queue at {where}", err=True)
+
+    def made() -> ServedRuns:
+        from flowrun.queue.local_workers import LocalWorkers
+
+        workers = None
+        if queued.workers:
+            workers = LocalWorkers(queued.worker_argv(workflows, run_args.runs_dir), queued.workers)
+            click.echo(
+                f"started {queued.workers} worker(s): pids {' '.join(map(str, workers.pids))}", err=True
+            )
+        drain_s = float(queued.worker_args["drain_s"])
+        return QueuedRuns(loaded, run_args.runs_dir, options, queue, workers, drain_s)
+
+    return made
 
 
 def _told(served: ServedRuns) -> None:

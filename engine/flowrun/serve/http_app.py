@@ -33,7 +33,6 @@ from flowrun.paths import is_dir
 from flowrun.pinned import open_regular, walk
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
-from flowrun.runtime.durable.runs_index import list_runs
 from flowrun.runtime.summary.conversations import conversation_json
 from flowrun.runtime.summary.folder import replay_steps
 from flowrun.serve.access import BearerToken, HostCheck, accepted_hosts
@@ -91,6 +90,7 @@ def build_app(
         Route("/v1/runs/{id}/resume", resume_route, methods=["POST"]),
         Route("/v1/runs/{id}/files", files_route, methods=["GET"]),
         Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
+        Route("/v1/workers", workers_route, methods=["GET"]),
         Route("/v1/batches", batches_route, methods=["GET"]),
         Route("/v1/batches/{name}", batch_route, methods=["GET"]),
         Route("/openapi.json", openapi_route, methods=["GET"]),
@@ -170,7 +170,7 @@ async def start_route(request: Request) -> Response:
     body = await body_of(request)
     served = runs_of(request)
     run_id = await served.start(body.get("workflow"), body.get("inputs"), body.get("options"))
-    return reply({"id": run_id, "status": "running", "run": f"/v1/runs/{run_id}"}, 201)
+    return reply({"id": run_id, "status": served.start_state, "run": f"/v1/runs/{run_id}"}, 201)
 
 
 async def list_route(request: Request) -> Response:
@@ -187,8 +187,7 @@ async def list_route(request: Request) -> Response:
     if not is_dir(served.runs_dir):
         return reply({"runs": [], "total": 0, "offset": offset, "limit": limit, "states": NAMES})
     page = await asyncio.to_thread(
-        list_runs,
-        served.runs_dir,
+        served.listing,
         workflow=query.get("workflow") or None,
         status=statuses or None,
         since=_time(query.get("since"), "since"),
@@ -293,8 +292,9 @@ async def cancel_route(request: Request) -> Response:
 
 async def resume_route(request: Request) -> Response:
     run_id = request.path_params["id"]
-    await runs_of(request).resume(run_id)
-    return reply({"id": run_id, "status": "running"}, 202)
+    served = runs_of(request)
+    await served.resume(run_id)
+    return reply({"id": run_id, "status": served.start_state}, 202)
 
 
 async def files_route(request: Request) -> Response:
@@ -384,6 +384,14 @@ def confined(folder: Path, given: str) -> Path | None:
     if not real.is_relative_to(folder.resolve()) or not real.is_file() or parts == (LOCK_NAME,):
         return None
     return real
+
+
+async def workers_route(request: Request) -> Response:
+    """The queue's workers (`flowrun workers`); none when the server runs its runs itself."""
+    import dataclasses
+
+    rows = await asyncio.to_thread(runs_of(request).worker_rows)
+    return reply({"workers": [dataclasses.asdict(row) for row in rows]})
 
 
 async def batches_route(request: Request) -> Response:

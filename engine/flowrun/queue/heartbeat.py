@@ -1,0 +1,46 @@
+"""A worker's heartbeat: a thread of its own that renews the worker's row and the leases of the
+runs it holds every third of the lease, whatever its event loop is doing (a run may wait minutes
+on one model call, or keep the loop busy), and tells the loop which leases were lost (another
+worker took the job) and which runs were asked to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flowrun.queue.worker import Worker
+
+BEATS_PER_LEASE = 3  # a lease survives two missed beats
+
+
+class Heartbeat(threading.Thread):
+    def __init__(self, worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(name="flowrun-heartbeat", daemon=True)
+        self.worker = worker
+        self.loop = loop
+        self.interval = worker.config.lease_s / BEATS_PER_LEASE
+        self._ended = threading.Event()
+
+    def run(self) -> None:
+        while not self._ended.wait(self.interval):
+            self.beat()
+
+    def beat(self) -> None:
+        worker = self.worker
+        leases = list(worker.held)
+        try:
+            alive = worker.store.renew(worker.id, leases, worker.config.lease_s, worker.state)
+        except Exception as e:  # the queue unreachable: the leases may run out; the next beat tells
+            self.loop.call_soon_threadsafe(worker.note, f"worker {worker.id}: heartbeat failed: {e}")
+            return
+        for lease in leases:
+            if lease not in alive:
+                self.loop.call_soon_threadsafe(worker.lost, lease)
+            elif alive[lease]:
+                self.loop.call_soon_threadsafe(worker.cancel_asked, lease)
+
+    def stop(self) -> None:
+        self._ended.set()
+        self.join(timeout=self.interval + 5)
