@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+    from flowrun.queue.submit import submit
     from flowrun.runtime.decide import expire_decisions, pending_decisions, respond
     from flowrun.runtime.durable.decisions import Decision, PendingDecision
     from flowrun.runtime.durable.runs_index import RunEntry, RunList, list_runs
@@ -71,6 +72,7 @@ _EXPORTS = {
     "RunEntry": "flowrun.runtime.durable.runs_index",
     "RunList": "flowrun.runtime.durable.runs_index",
     "RunOptions": "flowrun.runtime.options",
+    "submit": "flowrun.queue.submit",
     "ManifestInvalid": "flowrun.manifest.diagnostics",
     "Diagnostic": "flowrun.manifest.diagnostics",
 }
@@ -108,6 +110,7 @@ __all__ = [
     "respond",
     "resume",
     "run_batch",
+    "submit",
 ]
 
 

@@ -1,0 +1,184 @@
+"""The queue's tests' kit: a project whose runs each make two model calls and one tool call
+(`qa`), and one whose shell call blocks until the test lets it go (`slow`); `flowrun worker`
+processes whose lines the tests wait for; an SSE reader that resumes with Last-Event-ID; and
+the checks every queued run must pass (its log whole, completed exactly once, no model step
+asked again but those in flight at a kill)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from support.cli import flowrun_cmd
+from support.env import clean_env
+from support.procs import wait_for
+from support.project import agent, model, prompt_of, workflow, write_files
+from support.served import TOKEN
+from support.wire_server import Reply, ToolCallSpec, WireRequest
+
+SHELL = "echo ran >> ran.log; touch started.mark; while [ ! -f go.mark ]; do sleep 0.05; done"
+__all__ = ["TOKEN"]
+
+
+def queue_project(root: Path, wire: str) -> list[Path]:
+    """`qa` (the asker lists the folder, then answers the question), `slow` (the shell runs
+    SHELL, then answers) and `gate` (a write_file that needs an approval), on `wire`'s
+    provider."""
+    write_files(
+        root,
+        {
+            "agents.d/asker.yaml": agent("asker", tools=["list_directory"]),
+            "agents.d/sheller.yaml": agent("sheller", tools=["execute_shell"]),
+            "qa.yaml": workflow(
+                model(wire),
+                name="qa",
+                entry="asker",
+                inputs={"question": {"description": "the question"}},
+                task="Question: {{ question }}",
+            ),
+            "agents.d/gated.yaml": agent("gated", tools=[{"write_file": {"approve": "ask"}}]),
+            "slow.yaml": workflow(model(wire), name="slow", entry="sheller", task="Run it."),
+            "gate.yaml": workflow(model(wire), name="gate", entry="gated", task="Write it."),
+        },
+    )
+    return [root / "qa.yaml", root / "slow.yaml", root / "gate.yaml"]
+
+
+def task_of(request: WireRequest) -> str:
+    first = next((m for m in request.messages if m.get("role") == "user"), {})
+    content = first.get("content")
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+class Answers:
+    """The replies, a pure function of the request (any worker may ask); `hold` makes the
+    request of one step wait until `release` (`holding` set meanwhile)."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.hold: tuple[str, int] | None = None  # (a text of the task, the turn)
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, request: WireRequest) -> Reply:
+        turn = request.assistant_turns
+        if self.hold is not None and self.hold[0] in task_of(request) and turn == self.hold[1]:
+            self.holding.set()
+            self.release.wait(120)
+        if prompt_of("gated") in request.system:
+            if turn == 0:
+                return Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "ok\n"})])
+            return Reply("Wrote it.")
+        if prompt_of("sheller") in request.system:
+            if turn == 0:
+                return Reply(tool_calls=[ToolCallSpec("execute_shell", {"command": SHELL})])
+            return Reply("Shell done.")
+        if turn == 0:
+            return Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})], delay_s=self.delay_s)
+        return Reply("Answer to " + task_of(request).removeprefix("Question: "), delay_s=self.delay_s)
+
+
+class Worker:
+    """`flowrun worker ARGS` in a subprocess; its stderr lines kept (`lines`)."""
+
+    def __init__(self, cwd: Path, args: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [*flowrun_cmd(), "worker", *args],
+            cwd=cwd,
+            env=clean_env(env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        assert wait_for(lambda: any(" takes runs of " in line for line in self.lines) or self.proc.poll()), (
+            self.lines
+        )
+        assert self.proc.poll() is None, "".join(self.lines)
+        self.id = re.search(r"worker (\S+) takes runs", "".join(self.lines)).group(1)  # type: ignore[union-attr]
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def took(self, run_id: str) -> bool:
+        return any(f" took {run_id} " in line for line in self.lines)
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=60)  # reaped: its pid no longer looks alive
+        self._close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=120)
+        self._close()
+
+    def _close(self) -> None:
+        self._reader.join(timeout=10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
+def start_run(http: httpx.Client, workflow_name: str, **inputs: str) -> str:
+    answer = http.post("/v1/runs", json={"workflow": workflow_name, "inputs": inputs})
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["status"] == "queued"
+    return str(answer.json()["id"])
+
+
+def follow(
+    http: httpx.Client, run_id: str, after: int = 0, stop_after: int | None = None
+) -> tuple[list[int], str]:
+    """The seqs of a run's event stream after `after` (Last-Event-ID), until its end (or
+    `stop_after` events); the status its end event gives ("" when stopped early)."""
+    seqs: list[int] = []
+    headers = {"last-event-id": str(after)} if after else {}
+    with http.stream("GET", f"/v1/runs/{run_id}/events", headers=headers, timeout=120) as response:
+        assert response.status_code == 200
+        kind = ""
+        for line in response.iter_lines():
+            if line.startswith("id: "):
+                seqs.append(int(line[4:]))
+                if stop_after is not None and len(seqs) >= stop_after:
+                    return seqs, ""
+            elif line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: ") and kind == "end":
+                return seqs, str(json.loads(line[6:])["status"])
+    return seqs, ""
+
+
+def log_of(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's events.jsonl, every line a whole JSON object (an assertion fails otherwise)."""
+    text = (run_dir / "events.jsonl").read_text(encoding="utf-8")
+    assert text.endswith("\n"), f"{run_dir.name}: the log ends in a torn line"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def check_completed_once(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's log is whole (seqs 1..n), it began once and ended once, completed."""
+    events = log_of(run_dir)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1)), run_dir.name
+    types = Counter(e["type"] for e in events)
+    assert types["run_start"] == 1 and types["run_end"] == 1, (run_dir.name, types)
+    assert events[-1]["type"] == "run_end" and events[-1]["status"] == "completed", events[-1]
+    return events
+
+
+def steps_asked(requests: Iterable[WireRequest]) -> Counter[tuple[str, int]]:
+    """How often each model step was asked: (its task, its turn)."""
+    return Counter((task_of(r), r.assistant_turns) for r in requests)
