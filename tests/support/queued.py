@@ -54,9 +54,12 @@ def queue_project(root: Path, wire: str) -> list[Path]:
 
 
 def task_of(request: WireRequest) -> str:
+    """The text of the request's first user message (its task), in either wire format."""
     first = next((m for m in request.messages if m.get("role") == "user"), {})
     content = first.get("content")
-    return content if isinstance(content, str) else json.dumps(content)
+    if isinstance(content, list):  # Anthropic's blocks
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return str(content)
 
 
 class Answers:

@@ -276,7 +276,7 @@ class ServedRuns:
         if not pending and body.get("continue", True) is not False:
             with contextlib.suppress(Conflict):
                 await self.resume(run_id)
-            status = "running"
+            status = self.start_state
         return decision, pending, status
 
     async def close(self) -> None:
