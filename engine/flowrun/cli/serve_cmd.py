@@ -11,13 +11,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from flowrun.cli.common import fail, reported
 from flowrun.cli.run_options import Command, RunArgs, run_options
-from flowrun.cli.worker_cmd import queue_option, worker_options
+from flowrun.cli.worker_cmd import WorkerArgs, load_served, queue_option, worker_options
 
 if TYPE_CHECKING:
     import socket
@@ -180,21 +180,6 @@ def served_over_http(
     return apply
 
 
-def load_served(workflows: tuple[Path, ...], run_args: RunArgs) -> tuple[list[Workflow], RunOptions]:
-    """The served workflows (their .env files read first; two with one name refused) and the
-    options of every run."""
-    from flowrun.api import load
-    from flowrun.cli.env_files import load_env_files
-
-    load_env_files(workflows)
-    options = run_args.options()
-    loaded = [load(path) for path in workflows]
-    names = [wf.name for wf in loaded]
-    if len(set(names)) != len(names):
-        fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
-    return loaded, options
-
-
 def listen(host: str, port: int) -> tuple[socket.socket, str]:
     """A socket listening on host:port, and the base URL it answers at."""
     from flowrun.serve.access import bind
@@ -232,7 +217,7 @@ def http(
     run_args: RunArgs,
     workers: int,
     queue: str | None,
-    **worker_args: Any,
+    worker_args: WorkerArgs,
 ) -> None:
     """Serve the runs API over HTTP: start runs of WORKFLOWS, follow their events, take their decisions."""
     queued = QueueArgs(queue, workers, worker_args) if queue is not None or workers else None
@@ -247,19 +232,12 @@ class QueueArgs:
 
     queue: str | None  # None: the embedded queue of the runs folder
     workers: int
-    worker_args: dict[str, Any]
+    worker_args: WorkerArgs
 
     def worker_argv(self, workflows: tuple[Path, ...], runs_dir: Path) -> list[str]:
         """`flowrun worker`'s arguments for the local workers."""
-        args = self.worker_args
         argv = [*(str(w.resolve()) for w in workflows), "--runs-dir", str(runs_dir.resolve())]
-        argv += ["--queue", self.queue or "embedded", "--concurrency", str(args["concurrency"])]
-        argv += ["--lease", str(args["lease_s"]), "--drain-timeout", str(args["drain_s"])]
-        if args.get("max_runs"):
-            argv += ["--max-runs", str(args["max_runs"])]
-        for given in args.get("max_runs_per") or ():
-            argv += ["--max-runs-per", given]
-        return argv
+        return [*argv, "--queue", self.queue or "embedded", *self.worker_args.argv()]
 
 
 def serve_api(
@@ -328,7 +306,7 @@ def queued_runs(
             click.echo(
                 f"started {queued.workers} worker(s): pids {' '.join(map(str, workers.pids))}", err=True
             )
-        drain_s = float(queued.worker_args["drain_s"])
+        drain_s = queued.worker_args.drain_s
         return QueuedRuns(loaded, run_args.runs_dir, options, queue, workers, drain_s)
 
     return made

@@ -6,8 +6,10 @@ folder at the same path."""
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +19,10 @@ from flowrun.cli.common import fail, reported
 from flowrun.cli.run_options import Command, RunArgs, run_options
 
 if TYPE_CHECKING:
+    from flowrun.api import Workflow
     from flowrun.queue.store import Limits
+    from flowrun.queue.worker import WorkerConfig
+    from flowrun.runtime.options import RunOptions
 
 QUEUE_HELP = "The queue: `embedded` (SQLite in the runs folder, one machine) or a postgresql:// URL."
 
@@ -26,8 +31,63 @@ def queue_option(default: str | None) -> Callable[[Command], Command]:
     return click.option("--queue", "queue", metavar="URL", default=default, help=QUEUE_HELP)
 
 
-def worker_options(command: Command) -> Command:
-    """What `flowrun worker` and `serve http --workers` share: how each worker runs."""
+@dataclass(frozen=True)
+class WorkerArgs:
+    """How each worker runs (`flowrun worker`, and the workers of `serve http --workers`)."""
+
+    concurrency: int = 32
+    lease_s: float = 30.0
+    drain_s: float = 30.0
+    max_runs: int | None = None
+    max_runs_per: tuple[str, ...] = ()
+
+    @classmethod
+    def given(cls, values: Mapping[str, object]) -> WorkerArgs:
+        def number(name: str) -> float:
+            value = values[name]
+            assert isinstance(value, int | float)
+            return value
+
+        max_runs = values["max_runs"]
+        per = values["max_runs_per"]
+        return cls(
+            int(number("concurrency")),
+            number("lease_s"),
+            number("drain_s"),
+            max_runs if isinstance(max_runs, int) else None,
+            tuple(str(p) for p in per) if isinstance(per, tuple) else (),
+        )
+
+    def config(self) -> WorkerConfig:
+        from flowrun.queue.worker import WorkerConfig
+
+        return WorkerConfig(
+            self.concurrency, self.lease_s, self.drain_s, limits_of(self.max_runs, self.max_runs_per)
+        )
+
+    def argv(self) -> list[str]:
+        """These options as `flowrun worker` takes them."""
+        argv = ["--concurrency", str(self.concurrency), "--lease", str(self.lease_s)]
+        argv += ["--drain-timeout", str(self.drain_s)]
+        if self.max_runs:
+            argv += ["--max-runs", str(self.max_runs)]
+        for given in self.max_runs_per:
+            argv += ["--max-runs-per", given]
+        return argv
+
+
+WORKER_OPTIONS = ("concurrency", "lease_s", "drain_s", "max_runs", "max_runs_per")
+
+
+def worker_options(function: Command) -> Command:
+    """What `flowrun worker` and `serve http --workers` share: how each worker runs; the
+    command gets them as `worker_args` (a WorkerArgs)."""
+
+    @functools.wraps(function)
+    def command(*args: object, **kwargs: object) -> object:
+        given = {name: kwargs.pop(name) for name in WORKER_OPTIONS}
+        return function(*args, worker_args=WorkerArgs.given(given), **kwargs)
+
     options: list[Callable[[Command], Command]] = [
         click.option(
             "--concurrency",
@@ -67,9 +127,25 @@ def worker_options(command: Command) -> Command:
             help="At most N runs of WORKFLOW at once over all the queue's workers (repeatable).",
         ),
     ]
+    wrapped: Command = command
     for option in reversed(options):
-        command = option(command)
-    return command
+        wrapped = option(wrapped)
+    return wrapped
+
+
+def load_served(workflows: tuple[Path, ...], run_args: RunArgs) -> tuple[list[Workflow], RunOptions]:
+    """The served workflows (their .env files read first; two with one name refused) and the
+    options of every run."""
+    from flowrun.api import load
+    from flowrun.cli.env_files import load_env_files
+
+    load_env_files(workflows)
+    options = run_args.options()
+    loaded = [load(path) for path in workflows]
+    names = [wf.name for wf in loaded]
+    if len(set(names)) != len(names):
+        fail("two workflows have the same name", "serve workflows with different `name:`s", 2)
+    return loaded, options
 
 
 def limits_of(max_runs: int | None, max_runs_per: tuple[str, ...]) -> Limits:
@@ -89,29 +165,18 @@ def limits_of(max_runs: int | None, max_runs_per: tuple[str, ...]) -> Limits:
 @queue_option("embedded")
 @worker_options
 @run_options("runs_dir")
-def worker(
-    workflows: tuple[Path, ...],
-    queue: str,
-    concurrency: int,
-    lease_s: float,
-    drain_s: float,
-    max_runs: int | None,
-    max_runs_per: tuple[str, ...],
-    run_args: RunArgs,
-) -> None:
+def worker(workflows: tuple[Path, ...], queue: str, worker_args: WorkerArgs, run_args: RunArgs) -> None:
     """Take runs of WORKFLOWS from a queue and execute them until SIGTERM (which drains)."""
     import asyncio
 
-    from flowrun.cli.serve_cmd import load_served
     from flowrun.queue.databases import open_database
     from flowrun.queue.store import Store
-    from flowrun.queue.worker import Worker, WorkerConfig
+    from flowrun.queue.worker import Worker
 
-    limits = limits_of(max_runs, max_runs_per)
+    config = worker_args.config()
     with reported(False):
         loaded, _ = load_served(workflows, run_args)
         store = Store(open_database(queue, run_args.runs_dir)).prepare()
-        config = WorkerConfig(concurrency, lease_s, drain_s, limits)
         running = Worker(store, run_args.runs_dir, loaded, config, lambda line: click.echo(line, err=True))
         asyncio.run(running.serve())
 

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Union
 
 from flowrun.errors import UsageError
 
@@ -20,7 +20,13 @@ QUEUE_FILE = ".queue.sqlite"  # the embedded queue, in the runs folder
 CHANNEL = "flowrun_queue"  # Postgres: NOTIFY on it when a job is queued or a cancel asked
 SQLITE_POLL_S = 0.02  # the embedded queue has no notifications: its workers look this often
 POSTGRES_POLL_S = 1.0  # a notification missed (a reconnect) is found this late at worst
-Rows = list[tuple[Any, ...]]
+Value = str | int | float | None  # what a column holds (TEXT, INTEGER, DOUBLE PRECISION, NULL)
+Rows = list[tuple[Value, ...]]
+
+if TYPE_CHECKING:
+    import psycopg
+
+DriverCursor = Union["sqlite3.Cursor", "psycopg.Cursor[tuple[Value, ...]]"]
 
 
 class Cursor(Protocol):
@@ -51,22 +57,40 @@ class Database(Protocol):
 class _Statements:
     """A cursor over either driver, with the queue's SQL made the driver's."""
 
-    def __init__(self, cursor: Any, now: str, marker: str) -> None:
+    def __init__(self, cursor: DriverCursor, now: str, marker: str) -> None:
         self.cursor = cursor
         self.now = now
         self.marker = marker
 
     def _sql(self, sql: str) -> str:
+        """The statement in the driver's words: every one is the queue's own text (tables.py,
+        store.py), its values always parameters, never spliced in (so psycopg's wish for a
+        literal string is met in substance)."""
         sql = sql.replace("{now}", self.now)
         return sql.replace("?", self.marker) if self.marker != "?" else sql
 
     def run(self, sql: str, params: Sequence[object] = ()) -> Rows:
-        self.cursor.execute(self._sql(sql), tuple(params))
+        self.cursor.execute(self._sql(sql), _values(params))  # pyright: ignore[reportArgumentType]
         return list(self.cursor.fetchall()) if self.cursor.description is not None else []
 
     def count(self, sql: str, params: Sequence[object] = ()) -> int:
-        self.cursor.execute(self._sql(sql), tuple(params))
+        self.cursor.execute(self._sql(sql), _values(params))  # pyright: ignore[reportArgumentType]
         return int(self.cursor.rowcount)
+
+
+def whole(value: Value) -> int:
+    """A column read as an integer (NULL: 0)."""
+    return int(value) if value is not None else 0
+
+
+def real(value: Value) -> float:
+    """A column read as a number (NULL: 0.0)."""
+    return float(value) if value is not None else 0.0
+
+
+def _values(params: Sequence[object]) -> tuple[Value, ...]:
+    """The statement's parameters as the drivers take them (JSON and the like: text)."""
+    return tuple(p if p is None or isinstance(p, str | int | float) else str(p) for p in params)
 
 
 class SqliteDatabase:
@@ -129,13 +153,13 @@ class PostgresDatabase:
     def __init__(self, url: str) -> None:
         self.url = url
         self._local = threading.local()
-        self._listener: Any = None
+        self._listener: psycopg.Connection[tuple[Value, ...]] | None = None
         self._listening = threading.Lock()
 
-    def _connection(self) -> Any:
+    def _connection(self) -> psycopg.Connection[tuple[Value, ...]]:
         import psycopg
 
-        conn = getattr(self._local, "conn", None)
+        conn: psycopg.Connection[tuple[Value, ...]] | None = getattr(self._local, "conn", None)
         if conn is None or conn.closed:
             conn = self._local.conn = psycopg.connect(self.url, autocommit=True)
         return conn

@@ -7,20 +7,39 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from flowrun.queue.worker import Worker
+from flowrun.queue.store import Store
 
 BEATS_PER_LEASE = 3  # a lease survives two missed beats
 
 
+class Holder(Protocol):
+    """What the heartbeat needs of its worker (queue/worker.py)."""
+
+    store: Store
+    id: str
+    state: str  # up, draining
+    lease_s: float
+
+    @property
+    def held(self) -> Mapping[str, object]: ...  # by lease
+
+    @property
+    def note(self) -> Callable[[str], None]: ...
+
+    def lost(self, lease: str) -> None: ...
+
+    def cancel_asked(self, lease: str) -> None: ...
+
+
 class Heartbeat(threading.Thread):
-    def __init__(self, worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, worker: Holder, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(name="flowrun-heartbeat", daemon=True)
         self.worker = worker
         self.loop = loop
-        self.interval = worker.config.lease_s / BEATS_PER_LEASE
+        self.interval = worker.lease_s / BEATS_PER_LEASE
         self._ended = threading.Event()
 
     def run(self) -> None:
@@ -31,7 +50,7 @@ class Heartbeat(threading.Thread):
         worker = self.worker
         leases = list(worker.held)
         try:
-            alive = worker.store.renew(worker.id, leases, worker.config.lease_s, worker.state)
+            alive = worker.store.renew(worker.id, leases, worker.lease_s, worker.state)
         except Exception as e:  # the queue unreachable: the leases may run out; the next beat tells
             self.loop.call_soon_threadsafe(worker.note, f"worker {worker.id}: heartbeat failed: {e}")
             return

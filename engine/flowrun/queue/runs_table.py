@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from flowrun.queue.databases import whole
 from flowrun.queue.store import Store
 from flowrun.queue.tables import RUNS_INSERT, VIEW
 from flowrun.runtime.durable.runs_index import (
@@ -75,7 +76,7 @@ def list_queued_runs(
             f"ORDER BY sort_key DESC, id DESC{page}",
             params,
         )
-    return RunList([entry_of(runs_dir, row) for row in rows], int(total), offset, limit)
+    return RunList([entry_of(runs_dir, row) for row in rows], whole(total), offset, limit)
 
 
 def entry(store: Store, runs_dir: Path, run_id: str) -> RunEntry | None:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from flowrun.queue.databases import Cursor, Database
+from flowrun.queue.databases import Cursor, Database, Value, real, whole
 from flowrun.queue.tables import RUNS_UPSERT, SCHEMA, STATE_SQL
 
 SCHEMA_LOCK = 7_041_917_001  # Postgres advisory lock ids: the tables made once at a time
@@ -188,7 +188,14 @@ class Store:
                     (worker, lease, lease_s, run_id),
                 )
                 jobs.append(
-                    Job(str(row[0]), str(row[1]), str(row[2]), json.loads(row[3]), str(row[4]), row[5])
+                    Job(
+                        str(row[0]),
+                        str(row[1]),
+                        str(row[2]),
+                        json.loads(str(row[3])),
+                        str(row[4]),
+                        whole(row[5]),
+                    )
                 )
         return jobs
 
@@ -275,14 +282,14 @@ class Store:
             WorkerRow(
                 str(r[0]),
                 str(r[1]),
-                int(r[2]),
-                int(r[3]),
-                json.loads(r[4]),
-                float(r[5]),
-                float(r[6]),
+                whole(r[2]),
+                whole(r[3]),
+                json.loads(str(r[4])),
+                real(r[5]),
+                real(r[6]),
                 str(r[7]),
                 runs.get(str(r[0]), []),
-                float(r[8]),
+                real(r[8]),
             )
             for r in rows
         ]
@@ -302,21 +309,21 @@ class Store:
             ((requests_at, tokens_at, now),) = cur.run(
                 f"SELECT requests_at, tokens_at, {{now}} FROM flowrun_rates WHERE key = ?{lock}", (key,)
             )
-            requests_at, tokens_at, start = update(float(requests_at), float(tokens_at), float(now))
+            requests_at, tokens_at, start = update(real(requests_at), real(tokens_at), real(now))
             cur.run(
                 "UPDATE flowrun_rates SET requests_at = ?, tokens_at = ? WHERE key = ?",
                 (requests_at, tokens_at, key),
             )
-        return max(0.0, float(start) - float(now))
+        return max(0.0, start - real(now))
 
 
-def _under_limits(cur: Cursor, rows: list[tuple[object, ...]], n: int, limits: Limits) -> list[str]:
+def _under_limits(cur: Cursor, rows: list[tuple[Value, ...]], n: int, limits: Limits) -> list[str]:
     """The candidates that fit the limits, given the runs taken now (live leases)."""
     taken = cur.run(
         "SELECT workflow, count(*) FROM flowrun_jobs WHERE state = 'taken' AND lease_until >= {now} "
         "GROUP BY workflow"
     )
-    per = {str(w): int(c) for w, c in taken}
+    per = {str(w): whole(c) for w, c in taken}
     total = sum(per.values())
     picked: list[str] = []
     for run_id, workflow in rows:

@@ -69,6 +69,7 @@ class Worker:
         self.id = ""
         self.draining = asyncio.Event()
         self.state = "up"
+        self.lease_s = config.lease_s
 
     async def serve(self) -> None:
         """Take and run jobs until SIGTERM or SIGINT, then drain."""
