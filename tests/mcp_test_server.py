@@ -4,6 +4,7 @@
     python mcp_test_server.py --crash            dies at start with a line on stderr
     python mcp_test_server.py --silent           reads its input and never answers
         [--eof-file F]                               then writes F: its age when its input closed
+                                                     (or SIGTERM came)
     python mcp_test_server.py --many N           a server with N tools (deferred tools)
 
 `serve_http()` runs the same tools over streamable HTTP on 127.0.0.1 in a thread of the test
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import socket
 import sys
 import threading
@@ -241,11 +243,18 @@ def main(argv: list[str]) -> None:
         print("fatal: cannot read the config file tools.toml", file=sys.stderr, flush=True)
         sys.exit(3)
     if "--silent" in argv:
+        stopped = Path(argv[argv.index("--eof-file") + 1]) if "--eof-file" in argv else None
+
+        def told_to_stop(*_: object) -> None:
+            if stopped is not None:  # how long after it started it was stopped, by the kernel's clock
+                stopped.write_text(f"{process_age():.3f}")
+            os._exit(0)
+
+        # stopped by its input closing, or (an SDK that does not wait for that) by SIGTERM
+        signal.signal(signal.SIGTERM, told_to_stop)
         for _ in sys.stdin:
             pass
-        if "--eof-file" in argv:  # how long after it started its input closed, by the kernel's clock
-            Path(argv[argv.index("--eof-file") + 1]).write_text(f"{process_age():.3f}")
-        return
+        told_to_stop()
     if "--many" in argv:
         build_many(int(argv[argv.index("--many") + 1])).run()
         return

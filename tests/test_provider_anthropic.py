@@ -3,8 +3,6 @@ only the Anthropic wire format has (the cases both share are in test_providers.p
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from support.providers import ANTHROPIC, SYSTEM, TOOLS, ProviderFactory, Wire, request
 from support.wire_server import Reply, Script, ToolCallSpec, WireServer
@@ -140,15 +138,3 @@ async def test_streamed_tool_without_input_fragments_has_empty_arguments(
         response = await make_provider(server, stream=True).complete(request())
     (call,) = response.tool_calls
     assert call.arguments == {} and call.parse_error is None
-
-
-async def test_connection_refused_is_retried_then_reported(make_provider: ProviderFactory) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed again: nothing listens there
-    provider = make_provider(None, base_url=f"http://127.0.0.1:{port}", max_retries=1)
-    retries: list[int] = []
-    provider.on_retry = lambda n, wait, why: retries.append(n)
-    with pytest.raises(ProviderError, match="connection error") as info:
-        await provider.complete(request())
-    assert retries == [1] and info.value.retryable

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 
@@ -202,6 +203,19 @@ async def test_client_errors_fail_at_once_with_a_hint(
         assert len(server.requests) == 1
     assert f"HTTP {status}" in str(info.value) and hint.replace("KEY", wire.key_env) in str(info.value)
     assert not info.value.retryable
+
+
+async def test_connection_refused_is_retried_then_reported(make_provider: ProviderFactory) -> None:
+    """Both wires, both HTTP clients' ways of saying it (aiohttp's is a connect timeout)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    provider = make_provider(None, base_url=f"http://127.0.0.1:{port}", max_retries=1)
+    retries: list[int] = []
+    provider.on_retry = lambda n, wait, why: retries.append(n)
+    with pytest.raises(ProviderError, match="connection error") as info:
+        await provider.complete(request())
+    assert retries == [1] and info.value.retryable
 
 
 async def test_a_timeout_is_reported(make_provider: ProviderFactory) -> None:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from flowrun import surrogates
 from flowrun.errors import BudgetExceeded, FlowrunError, HookStopped
@@ -423,8 +423,7 @@ def valid_default(prop: Mapping[str, object]) -> bool:
     own = {k: v for k, v in prop.items() if k != "default"}
     try:
         validator = parameters_validator(json.dumps(own, sort_keys=True, default=str))
-        default: Any = prop["default"]  # (any JSON value)
-        return bool(validator.is_valid(default))
+        return bool(validator.is_valid(cast(Any, prop["default"])))  # (any JSON value)
     except Exception:  # a schema jsonschema cannot read (validate says so): never filled in
         return False
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.events import (
     AgentEndEvent,
@@ -407,7 +406,8 @@ def _calling(parent: Invocation, e: AgentStartEvent) -> Call | None:
     return named[-1] if named else None
 
 
-HANDLERS: dict[type[Event], Callable[[RunFold, Any], None]] = {
+# each event type's handler (a method taking that type: `...` since each takes its own)
+HANDLERS: dict[type[Event], Callable[..., None]] = {
     RunStartEvent: RunFold._run_start,
     RunResumedEvent: RunFold._run_resumed,
     RunEndEvent: RunFold._run_end,
