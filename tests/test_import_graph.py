@@ -22,6 +22,7 @@ BASE = (
     "paths",
     "redaction",
     "yaml_limits",
+    "yaml_scan",
     "collector",
     "settle",
     "pinned",
@@ -31,6 +32,7 @@ BASE = (
     "surrogates",
     "regexes",
     "states",
+    "plain_schema",
 )
 # lowest first; a module may import its own layer and the ones before it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

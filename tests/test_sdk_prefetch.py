@@ -66,20 +66,44 @@ def test_load_starts_importing_the_workflows_sdk(tmp_path: Path) -> None:
         assert done.stdout.split()[-1] == "False"  # only the SDK its models use
 
 
-def test_the_head_start_loads_jsonschema_when_the_agents_call_tools(tmp_path: Path) -> None:
-    """The first tool call checks its arguments with jsonschema (20-100 ms to import): it is
-    imported after the SDK, while the first request waits, when an agent of the run has tools."""
+def test_the_head_start_loads_jsonschema_when_a_tools_arguments_need_it(tmp_path: Path) -> None:
+    """The first tool call checks its arguments. A schema beyond the plain checks of
+    flowrun/plain_schema.py (a pattern, here) needs jsonschema (20-100 ms to import): it
+    is imported after the SDK, while the first request waits. The built-in tools' schemas, and
+    an agent without tools, need none."""
     code = LOADED.format(prefetch=True, sdk="jsonschema")
     env = {"FLOWRUN_CACHE_DIR": str(tmp_path / "cache")}  # checking manifests imports it too: warm
     folder = project(tmp_path / "plain").parent
     python(code, folder, env)
     assert python(code, folder, env).stdout.split()[-1] == "False"  # solo has no tools
-    with_tools = project(tmp_path / "tools").parent
-    (with_tools / "agents.d" / "solo.yaml").write_text(AGENT + "tools: [read_file]\n")
-    python(code, with_tools, env)
-    done = python(code, with_tools, env)
+    builtin = project(tmp_path / "builtin").parent
+    (builtin / "agents.d" / "solo.yaml").write_text(AGENT + "tools: [read_file]\n")
+    python(code, builtin, env)
+    done = python(code, builtin, env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "False"
+    with_pattern = project(tmp_path / "pattern").parent
+    (with_pattern / "agents.d" / "solo.yaml").write_text(AGENT + "tools: [lookup]\n")
+    (with_pattern / "tools.d").mkdir()
+    (with_pattern / "tools.d" / "lookup.yaml").write_text(LOOKUP)
+    (with_pattern / "mytools.py").write_text("async def lookup(ctx, code):\n    return code\n")
+    python(code, with_pattern, env)
+    done = python(code, with_pattern, env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "True"
+
+
+LOOKUP = """\
+version: 1
+kind: tool
+name: lookup
+description: Looks a code up.
+parameters:
+  type: object
+  properties: {code: {type: string, pattern: "^[A-Z]+$"}}
+  required: [code]
+implementation: {python: mytools:lookup}
+"""
 
 
 def test_no_head_start_for_a_load_that_sends_nothing(tmp_path: Path) -> None:

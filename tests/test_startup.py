@@ -30,7 +30,7 @@ from flowrun.cli import main
 result = CliRunner().invoke(main, sys.argv[1:])
 sys.stdout.write(result.output)
 heavy = ("pydantic", "jsonschema", "jinja2", "yaml", "rich", "flowrun.cli.run_cmd", "flowrun.api")
-heavy += ("genai_prices",)
+heavy += ("genai_prices", "flowrun.manifest.checks.crossref")
 print("LOADED", sorted(m for m in heavy if m in sys.modules))
 sys.exit(result.exit_code)
 """
@@ -121,6 +121,24 @@ def test_plain_prompts_need_no_template_engine(tmp_path: Path) -> None:
         check=True,
     )
     assert api.stdout.strip() == "[]"
+
+
+def test_a_run_answered_from_the_check_cache_parses_and_checks_nothing(tmp_path: Path) -> None:
+    """With the check cache warm, a run takes its manifests from it: it imports no YAML parser,
+    no JSON Schema checker and no cross-reference checks (tens of ms each in a short run's
+    start-up); the first run, which checks them, does."""
+    (tmp_path / "agents.d").mkdir()
+    agent = "version: 1\nkind: agent\nname: solo\nprompt: You help.\ntools: [list_directory]\n"
+    (tmp_path / "agents.d" / "solo.yaml").write_text(agent)
+    workflow = "version: 1\nkind: workflow\nname: wf\nentry: solo\ndefault_model: openai:gpt-4o\n"
+    (tmp_path / "wf.yaml").write_text(workflow)
+    args = ["wf.yaml", "--dry-run", "-q", "--runs-dir", str(tmp_path / "runs")]
+    checks = {"yaml", "jsonschema", "flowrun.manifest.checks.crossref"}
+    code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
+    assert code == 0 and checks <= set(loaded)
+    code, out, loaded = probe(args, tmp_path, cache_env(tmp_path))
+    assert code == 0 and "status: completed" in out
+    assert "flowrun.api" in loaded and not checks & set(loaded)
 
 
 # ---------------------------------------------------------------- the check cache
@@ -302,21 +320,35 @@ def test_leaving_without_teardown_loses_no_output_and_no_run_file(tmp_path: Path
 
 
 def test_flowruns_own_processes_tune_the_collector_and_a_program_keeps_its_own(tmp_path: Path) -> None:
-    """The command line collects its youngest objects every 10,000 new ones, not 700
-    (flowrun/collector.py); a program running a workflow through the API keeps its settings."""
+    """The command line collects its youngest objects every 10,000 new ones, not 700, once its
+    modules are imported and kept, and every 100,000 while it starts (flowrun/collector.py); a
+    program running a workflow through the API keeps its settings: its thresholds are raised
+    only while the API and the SDK are imported, and its collector stays on or off."""
+    workflow = str(REPO / "examples" / "research.yaml")
     probe = "import atexit, gc, runpy, sys\nsys.argv = ['flowrun', *sys.argv[1:]]\n"
     probe += "atexit.register(lambda: print('GC', *gc.get_threshold()))\n"
     probe += "runpy.run_module('flowrun', run_name='__main__')\n"
     cli = subprocess.run([sys.executable, "-c", probe, "--version"], **TEXT)
     assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.splitlines()[-1] == "GC " + " ".join(map(str, collector.START_UP))  # no API
+    dry = [workflow, "--question", "q?", "--dry-run", "-q", "--runs-dir", str(tmp_path / "cli")]
+    cli = subprocess.run([sys.executable, "-c", probe, *dry], **TEXT)
+    assert cli.returncode == 0, cli.stderr
     assert cli.stdout.splitlines()[-1] == "GC " + " ".join(map(str, collector.THRESHOLDS))
-    api = "import gc, sys, flowrun\nwf = flowrun.load(sys.argv[1])\n"
-    api += "wf.run_sync({'question': 'q?'}, dry_run=True, runs_dir=sys.argv[2])\nprint(*gc.get_threshold())\n"
-    workflow = str(REPO / "examples" / "research.yaml")
-    done = subprocess.run([sys.executable, "-c", api, workflow, str(tmp_path / "runs")], **TEXT)
+    api = "import gc, sys, threading, flowrun\nif sys.argv[3] == 'off':\n    gc.disable()\n"
+    api += "wf = flowrun.load(sys.argv[1])\nprint(gc.isenabled())\n"
+    api += "wf.run_sync({'question': 'q?'}, dry_run=True, runs_dir=sys.argv[2])\n"
+    api += "for thread in threading.enumerate():\n    if thread.name.startswith('flowrun-import'):\n"
+    api += "        thread.join()  # the SDK's import in the background: the state it leaves\n"
+    api += "print(gc.isenabled(), *gc.get_threshold())\n"
     bare = subprocess.run([sys.executable, "-c", "import gc; print(*gc.get_threshold())"], **TEXT)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-3:] == bare.stdout.split() != [str(n) for n in collector.THRESHOLDS]
+    assert bare.stdout.split() != [str(n) for n in collector.THRESHOLDS]
+    for setting in ("on", "off"):
+        done = subprocess.run([sys.executable, "-c", api, workflow, str(tmp_path / "runs"), setting], **TEXT)
+        assert done.returncode == 0, done.stderr
+        loaded, ran = done.stdout.splitlines()[-2:]
+        assert loaded == str(setting == "on")
+        assert ran.split() == [str(setting == "on"), *bare.stdout.split()]
 
 
 TEXT: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 120}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from flowrun import collector
 from flowrun._version import __version__
 from flowrun.manifest import unions
 
@@ -118,6 +119,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'flowrun' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    with collector.paused():  # the API's import: what it makes is kept for good (collector.py)
+        value = getattr(import_module(module), name)
     globals()[name] = value
     return value

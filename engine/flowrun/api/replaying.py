@@ -20,7 +20,6 @@ from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import RunFolderLock, claim_new
 from flowrun.runtime.kinds import kind_records
 from flowrun.runtime.options import FIELDS, OnEvent, RunHooks, RunOptions
-from flowrun.runtime.replay.diff import divergence_details
 
 REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
 
@@ -114,6 +113,8 @@ def _compared(result: RunResult, run_dir: Path, meta: RunRecord, ledger: Ledger)
                 "message": point.message,
             }
         )
+        from flowrun.runtime.replay.diff import divergence_details  # only a diverged replay
+
         differences = divergence_details(run_dir / "events.jsonl", target / "events.jsonl", point)
     recorded_status = str(meta.get("status") or "")
     output = meta.get("output")

@@ -17,7 +17,6 @@ from flowrun.api.results import RunResult
 from flowrun.api.stream import EventStream
 from flowrun.errors import UsageError
 from flowrun.manifest.checks.checked import checked_project
-from flowrun.manifest.checks.crossref import check_project
 from flowrun.manifest.checks.relevance import blocking
 from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
 from flowrun.manifest.graph import run_agents, workflow_agents
@@ -367,5 +366,7 @@ def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diag
         _, found = apply_overrides(project, project.workflows[0], changes)
         diagnostics += found
     if not any(d.severity == "error" for d in diagnostics):
+        from flowrun.manifest.checks.crossref import check_project  # (a load without --set: cached)
+
         diagnostics += check_project(project)
     return project, diagnostics

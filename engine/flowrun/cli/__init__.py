@@ -165,7 +165,7 @@ def main() -> None:
 
 def entry() -> None:
     """The console script (and `python -m flowrun`): run the command line, then leave."""
-    collector.tune()
+    collector.tune(start_up="flowrun.api" not in sys.modules)  # (imported already: a test's fork server)
     _printable_streams()
     try:
         main.main(prog_name="flowrun")

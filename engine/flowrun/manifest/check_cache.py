@@ -143,13 +143,22 @@ def digest(*parts: str | bytes) -> str:
 def code_stamp() -> str:
     """Which flowrun is checking: its version and the size and mtime of each of its modules
     (a source checkout changes without a new version)."""
-    package = Path(__file__).resolve().parents[1]
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     h = hashlib.sha256(f"{FORMAT}|{__version__}|{sys.version_info[:2]}".encode())
     schema = builtin_root() / "schema"  # the JSON Schema files a manifest is checked against
-    for path in [*sorted(package.rglob("*.py")), *sorted(schema.glob("*.json")), *_price_table()]:
-        info = path.stat()
+    for path in [*_modules(package), *sorted(map(str, schema.glob("*.json"))), *map(str, _price_table())]:
+        info = os.stat(path)
         h.update(f"{path}|{info.st_size}|{info.st_mtime_ns}\n".encode())
     return h.hexdigest()
+
+
+def _modules(package: str) -> list[str]:
+    """flowrun's modules, as paths (strings, not Paths: every process stats its ~270)."""
+    found: list[str] = []
+    for folder, subfolders, names in os.walk(package):
+        subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+        found += [os.path.join(folder, name) for name in names if name.endswith(".py")]
+    return sorted(found)
 
 
 def _price_table() -> list[Path]:

@@ -182,8 +182,6 @@ def load_settings_hooks(root: Path) -> tuple[list[tuple[HooksSpec, Source]], lis
     """The `hooks` of root's `.claude/settings.json` and `settings.local.json` (each with its
     source, for the folder its commands are relative to), and their problems. Other settings
     are Claude Code's own and ignored; `disableAllHooks: true` in either turns hooks off."""
-    from flowrun.manifest.schema.typed import check_model
-
     found: list[tuple[HooksSpec, Source]] = []
     diags: list[Diagnostic] = []
     for name in SETTINGS_FILES:
@@ -203,6 +201,8 @@ def load_settings_hooks(root: Path) -> tuple[list[tuple[HooksSpec, Source]], lis
         raw = data.get("hooks")
         if raw is None:
             continue
+        from flowrun.manifest.schema.typed import check_model  # (a project without settings: none)
+
         raw, skipped = claude_code_hooks(src, ("hooks",), raw)
         rules = hook_problems(src, ("hooks",), raw)
         spec, errors = check_model(src, HooksSpec, raw, ("hooks",))

@@ -67,7 +67,7 @@ def parse_override(text: str) -> Override:
         raise UsageError(f"--set {text!r} is not PATH=VALUE", HINT)
     import yaml
 
-    from flowrun.yaml_limits import Loader, scan_events
+    from flowrun.yaml_scan import Loader, scan_events
 
     refusal = scan_events(raw)  # (a value nested thousands deep would break the parser's stack)
     if refusal is not None:

@@ -9,13 +9,15 @@ and recursive or undefined aliases are refused at the line where they occur (yam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from flowrun.manifest.diagnostics import Diagnostic, yaml_path
-from flowrun.yaml_limits import Loader, Refusal, read_limited, scan_events
+from flowrun.yaml_limits import Refusal, read_limited
+
+if TYPE_CHECKING:  # PyYAML is imported when a file is parsed: a run answered from the check cache parses none
+    import yaml
 
 PathKey = tuple[str | int, ...]
 
@@ -72,6 +74,11 @@ class Source:
 COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
+def _shape(node: yaml.Node) -> str:
+    """PyYAML's name for what a node is: "mapping", "sequence" or "scalar"."""
+    return str(getattr(node, "id", ""))
+
+
 def _at_node(node: yaml.Node, src: Source, path: str, message: str, hint: str) -> Diagnostic:
     """A `yaml-value` diagnostic at where `node` starts."""
     mark = node.start_mark
@@ -81,7 +88,8 @@ def _at_node(node: yaml.Node, src: Source, path: str, message: str, hint: str) -
 def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic]) -> object:
     mark = node.start_mark
     src.values[parts] = (mark.line + 1, mark.column + 1)
-    if isinstance(node, yaml.CollectionNode) and node.tag not in COLLECTION_TAGS:
+    shape = _shape(node)
+    if shape in ("mapping", "sequence") and node.tag not in COLLECTION_TAGS:
         dupes.append(
             _at_node(
                 node,
@@ -91,7 +99,7 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
                 "remove the tag: a plain mapping or list is all a manifest needs",
             )
         )
-    if isinstance(node, yaml.MappingNode):
+    if shape == "mapping":
         out: dict[object, object] = {}
         merged: dict[object, object] = {}  # `<<: *anchor`'s keys: the mapping's own keys win
         for key_node, value_node in node.value:
@@ -117,7 +125,7 @@ def _walk(node: yaml.Node, parts: PathKey, src: Source, dupes: list[Diagnostic])
             src.keys[here] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             out[key] = _walk(value_node, here, src, dupes)
         return {**merged, **out} if merged else out
-    if isinstance(node, yaml.SequenceNode):
+    if shape == "sequence":
         return [_walk(child, (*parts, i), src, dupes) for i, child in enumerate(node.value)]
     return _scalar(node, src, dupes)
 
@@ -149,7 +157,7 @@ def _merge(
 def _key(node: yaml.Node, src: Source, problems: list[Diagnostic]) -> str:
     """A mapping key as text, as JSON (and so the schema) has them: `0: x` and `true: x` have
     the keys "0" and "true". A list or mapping used as a key is reported."""
-    if not isinstance(node, yaml.ScalarNode):
+    if _shape(node) != "scalar":
         problems.append(
             _at_node(
                 node,
@@ -159,19 +167,23 @@ def _key(node: yaml.Node, src: Source, problems: list[Diagnostic]) -> str:
                 "keys are names: write `name: value`",
             )
         )
-        return f"<{'mapping' if isinstance(node, yaml.MappingNode) else 'list'} key>"
+        return f"<{'mapping' if _shape(node) == 'mapping' else 'list'} key>"
     key = _scalar(node, src, problems)
     return key if isinstance(key, str) else str(node.value)
 
 
-_constructor = yaml.SafeLoader("")
+@cache
+def _constructor() -> yaml.SafeLoader:
+    import yaml
+
+    return yaml.SafeLoader("")
 
 
 def _scalar(node: yaml.Node, src: Source | None = None, problems: list[Diagnostic] | None = None) -> object:
     """A scalar's value by the safe loader's rules. A value its tag cannot hold (`!!int abc`,
     a 13th month, an unknown `!tag`) is a diagnostic, and its text is kept in its place."""
     try:
-        return _constructor.construct_object(node, deep=True)
+        return _constructor().construct_object(node, deep=True)
     except Exception as e:  # the constructors raise KeyError, ValueError, binascii errors, ...
         if src is not None and problems is not None:
             reason = getattr(e, "problem", None) or str(e)
@@ -216,6 +228,10 @@ def load_source(path: Path, display: str | None = None) -> tuple[Source, list[Di
 
 def parse_text(src: Source) -> list[Diagnostic]:
     """Parse `src.text` into `src.data` (None when it cannot be parsed) and its positions."""
+    import yaml
+
+    from flowrun.yaml_scan import Loader, scan_events
+
     refusal = scan_events(src.text)
     if refusal is not None:
         return [_refusal(src, refusal)]

@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, Callable, Hashable
 from types import ModuleType
 from typing import Any
 
+from flowrun import collector
 from flowrun.environ import variables
 from flowrun.errors import UsageError
 
@@ -44,8 +45,10 @@ def keep_imported() -> None:
     kept for the life of the process: `gc.freeze()`, as the gc module's documentation advises
     after start-up. The collector's full passes, during a run and the interpreter's own at exit,
     no longer walk the tens of thousands of objects an SDK's import makes: for a short script
-    they cost more than its run (0.2-0.3 s of a cold fan-out's CPU, bench/cold.py)."""
+    they cost more than its run (0.2-0.3 s of a cold fan-out's CPU, bench/cold.py). The
+    command line's start-up thresholds end here (collector.settle)."""
     gc.freeze()
+    collector.settle()
 
 
 _IMPORT_LOCK = threading.Lock()  # one import of an SDK at a time (threads importing the same
@@ -66,7 +69,7 @@ async def import_sdk(name: str, *also: str) -> ModuleType:
 
 def import_sdk_now(name: str, *also: str) -> ModuleType:
     """`import_sdk` in the calling thread (a thread of its own, or before any loop runs)."""
-    with _IMPORT_LOCK:
+    with _IMPORT_LOCK, collector.paused():
         for extra in also:
             importlib.import_module(extra)
             _IMPORTED.add(extra)
@@ -92,7 +95,7 @@ def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None
         _PREFETCHED.add(name)
 
     def load() -> None:
-        with _IMPORT_LOCK:
+        with _IMPORT_LOCK, collector.paused():
             try:
                 for module in (*also, name):
                     importlib.import_module(module)
@@ -104,7 +107,7 @@ def prefetch_sdk(name: str, *also: str, then: Callable[[], object] | None = None
                     ssl_context()  # what the first client makes (the CA files read)
             keep_imported()
         if then is not None:
-            with contextlib.suppress(Exception):  # its own first use reports what fails
+            with contextlib.suppress(Exception), collector.paused():  # its first use reports failures
                 then()
                 keep_imported()
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from flowrun.plain_schema import Check, plain_check
 from flowrun.providers.base import ModelRequest, Provider, call_index
 from flowrun.providers.schema_samples import Unavailable, sample_object, sample_value
 from flowrun.types import Message, ModelResponse, ToolCall, ToolSpec, Usage
@@ -59,12 +60,17 @@ def arguments(tool: ToolSpec, hints: dict[str, Any]) -> dict[str, object]:
 
 
 _VALIDATORS: dict[str, Validator] = {}
+_CHECKS: dict[str, Check] = {}
 
 
 def _valid(schema: Mapping[str, object], value: Any) -> bool:
+    key = json.dumps(schema, sort_keys=True, default=str)
+    if key not in _CHECKS:
+        _CHECKS[key] = plain_check(schema)
+    if _CHECKS[key](value):
+        return True  # decided without importing jsonschema (plain_schema.py)
     from jsonschema import Draft202012Validator
 
-    key = json.dumps(schema, sort_keys=True, default=str)
     if key not in _VALIDATORS:
         _VALIDATORS[key] = Draft202012Validator(schema)
     return bool(_VALIDATORS[key].is_valid(value))

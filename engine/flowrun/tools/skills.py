@@ -26,7 +26,7 @@ import yaml
 from flowrun.paths import examples_root
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.types import ToolResult, decode_json
-from flowrun.yaml_limits import Loader, scan_events
+from flowrun.yaml_scan import Loader, scan_events
 
 INDEX_FILE = "skills.json"
 SKILL_FILE = "SKILL.md"

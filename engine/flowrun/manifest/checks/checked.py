@@ -116,7 +116,6 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
     """The project of a workflow file and all its diagnostics (loading and cross-references).
     The same Project object comes back while its files are unchanged (in this process); the
     cross-reference pass is answered from the cache."""
-    from flowrun.manifest.checks.crossref import check_project
     from flowrun.manifest.project import load_project
 
     root = workflow.parent
@@ -133,6 +132,8 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
     elif key is not None and (entry := check_cache.load(key)) is not None:
         cross = _restore_cross(entry)
     if cross is None:
+        from flowrun.manifest.checks.crossref import check_project  # a miss: checked again
+
         cross = check_project(project)
         if key is not None:
             check_cache.store(key, (_plain(cross), python_probes(project)))

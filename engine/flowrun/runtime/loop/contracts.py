@@ -20,6 +20,7 @@ from flowrun.events import ContextResetEvent, Event
 from flowrun.manifest.kinds import ContextSide, ToolKindSide
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
+from flowrun.plain_schema import Check, parameters_check
 from flowrun.providers.base import ModelConfig, Provider
 from flowrun.regexes import compile_regex
 from flowrun.runtime.durable.ledger import KindRecord
@@ -206,10 +207,18 @@ class BoundTool:
     fills_defaults: bool = True
     takes_undeclared: bool = False
     _validator: Validator | None = None
+    _plain: Check | None = None
 
     def repeat_safe(self, arguments: dict[str, Any]) -> bool:
         rule = self.idempotent
         return bool(rule(arguments)) if callable(rule) else rule
+
+    def surely_valid(self, arguments: dict[str, Any]) -> bool:
+        """True when the arguments are valid by the parameters schema, decided without
+        jsonschema (plain_schema.py); False: `validator()` decides."""
+        if self._plain is None:
+            self._plain = parameters_check(json.dumps(self.spec.parameters, sort_keys=True))
+        return self._plain(arguments)
 
     def validator(self) -> Validator:
         if self._validator is None:

@@ -17,6 +17,7 @@ from typing import Any, cast
 from flowrun import surrogates
 from flowrun.errors import BudgetExceeded, FlowrunError, HookStopped
 from flowrun.events import Event, ToolCallEvent, ToolIntentEvent, ToolResultEvent
+from flowrun.plain_schema import parameters_check
 from flowrun.redaction import Redactor
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import PROTECTED
@@ -375,6 +376,8 @@ def check_arguments(bound: BoundTool, call: ToolCall) -> ToolResult | None:
             f"the arguments of {call.name} hold text that is not valid Unicode ({broken}): "
             "a lone surrogate escape such as \\ud800. Send plain UTF-8 text.",
         )
+    if bound.surely_valid(call.arguments):
+        return None
     problems = []
     for err in bound.validator().iter_errors(call.arguments):
         where = "/".join(str(p) for p in err.absolute_path) or "arguments"
@@ -421,8 +424,11 @@ def valid_default(prop: Mapping[str, object]) -> bool:
     if prop["default"] == "None":
         return False
     own = {k: v for k, v in prop.items() if k != "default"}
+    own_json = json.dumps(own, sort_keys=True, default=str)
+    if parameters_check(own_json)(prop["default"]):  # a plain schema's yes needs no jsonschema
+        return True
     try:
-        validator = parameters_validator(json.dumps(own, sort_keys=True, default=str))
+        validator = parameters_validator(own_json)
         return bool(validator.is_valid(cast(Any, prop["default"])))  # (any JSON value)
     except Exception:  # a schema jsonschema cannot read (validate says so): never filled in
         return False

@@ -13,9 +13,10 @@ import contextlib
 import importlib
 from collections.abc import Callable
 
-from flowrun.manifest.graph import run_agents
+from flowrun.manifest.graph import run_agents, tool_entries
 from flowrun.manifest.project import Project
 from flowrun.manifest.specs import WorkflowManifest
+from flowrun.plain_schema import compile_schema
 from flowrun.providers import prices
 from flowrun.providers.base import ModelConfig
 from flowrun.providers.clients import http_transport, prefetch_sdk, transport_modules
@@ -63,7 +64,7 @@ def prefetch(project: Project, workflow: WorkflowManifest, choice: ModelChoice) 
     the run starts."""
     try:
         sdks, extra, priced = sdk_needs(project, workflow, choice)
-        then = _first_answer_needs(priced, _calls_tools(project, workflow))
+        then = _first_answer_needs(priced, _checks_need_jsonschema(project, workflow))
     except Exception:  # the run's own checks report it, with their context
         return
     for sdk in sdks:  # after the first SDK, while the first request waits
@@ -72,8 +73,8 @@ def prefetch(project: Project, workflow: WorkflowManifest, choice: ModelChoice) 
 
 def _first_answer_needs(priced: bool, tools: bool) -> Callable[[], None] | None:
     """What comes right after the first answer, loaded while it is awaited: the price table
-    (to price the answer) and jsonschema (to check the arguments of the first tool call: its
-    import is 20-100 ms the run would otherwise wait for there)."""
+    (to price the answer) and, when `tools`, jsonschema (to check the arguments of the first
+    tool call: its import is 20-100 ms the run would otherwise wait for there)."""
     if not (priced or tools):
         return None
 
@@ -87,5 +88,15 @@ def _first_answer_needs(priced: bool, tools: bool) -> Callable[[], None] | None:
     return load
 
 
-def _calls_tools(project: Project, workflow: WorkflowManifest) -> bool:
-    return any(project.agents[name].spec.tools for name in run_agents(workflow, project))
+def _checks_need_jsonschema(project: Project, workflow: WorkflowManifest) -> bool:
+    """Whether checking a call's arguments may need jsonschema: a tool of the run's agents has
+    a schema plain_schema.py does not check, or one known only once it is bound (an MCP
+    server's tool, a remote agent's). An agent called as a tool has a plain one."""
+    for name in run_agents(workflow, project):
+        for _, tool, _ in tool_entries(project.agents[name].spec):
+            if tool in project.tools:
+                if compile_schema(project.tools[tool].spec.parameters) is None:
+                    return True
+            elif tool not in project.agents:
+                return True
+    return False
