@@ -6,8 +6,8 @@ queues from Python; a worker stopped with SIGTERM hands its run back, and anothe
 `flowrun workers` lists the workers and their runs.
 
 The issue's acceptance asks 100 runs of `serve http --workers 2`; here 40 do (each run is two
-model calls and a tool call: the behaviour is the same; bench/http_api.py --workers 2 runs the
-big counts)."""
+model calls and a tool call: the behaviour is the same); `python bench/queue_full.py` runs this
+test at 100 (FLOWRUN_QUEUE_TEST_RUNS)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ from support.wire_server import WireServer
 
 import flowrun
 
-RUNS = 40  # the issue's 100: the same behaviour at less than half the machine time
+# the issue's 100 (bench/queue_full.py runs these tests at that size): the same behaviour at
+# less than half the machine time
+RUNS = int(os.environ.get("FLOWRUN_QUEUE_TEST_RUNS", "40"))
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -144,9 +146,9 @@ def test_a_worker_stopped_with_sigterm_hands_its_run_back_and_another_resumes_it
         first = Worker(tmp_path, args, env)
         try:
             with served.client() as http:
-                answers.hold = ("drained", 1)
+                arrived = answers.arm("drained", 1)
                 run_id = start_run(http, "qa", question="drained")
-                assert answers.holding.wait(120)  # its second model call is in flight
+                assert arrived.wait(120)  # its second model call is in flight
                 assert first.took(run_id)
                 first.proc.send_signal(signal.SIGTERM)
                 assert wait_for(lambda: any(f"handed {run_id} back" in line for line in first.lines)), (

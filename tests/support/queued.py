@@ -20,12 +20,15 @@ import httpx
 
 from support.cli import flowrun_cmd
 from support.env import clean_env
-from support.procs import wait_for
+from support.procs import kill_tree, wait_for
 from support.project import agent, model, prompt_of, workflow, write_files
 from support.served import TOKEN
 from support.wire_server import Reply, ToolCallSpec, WireRequest
 
-SHELL = "echo ran >> ran.log; touch started.mark; while [ ! -f go.mark ]; do sleep 0.05; done"
+SHELL = (
+    "echo ran >> ran.log; touch started.mark; while [ ! -f go.mark ]; do sleep 0.05; done; "
+    "echo ended >> ran.log"
+)
 __all__ = ["TOKEN"]
 
 
@@ -46,7 +49,13 @@ def queue_project(root: Path, wire: str) -> list[Path]:
                 task="Question: {{ question }}",
             ),
             "agents.d/gated.yaml": agent("gated", tools=[{"write_file": {"approve": "ask"}}]),
-            "slow.yaml": workflow(model(wire), name="slow", entry="sheller", task="Run it."),
+            "slow.yaml": workflow(
+                model(wire),
+                name="slow",
+                entry="sheller",
+                inputs={"question": {"description": "which run"}},
+                task="Run it for {{ question }}.",
+            ),
             "gate.yaml": workflow(model(wire), name="gate", entry="gated", task="Write it."),
         },
     )
@@ -63,20 +72,32 @@ def task_of(request: WireRequest) -> str:
 
 
 class Answers:
-    """The replies, a pure function of the request (any worker may ask); `hold` makes the
-    request of one step wait until `release` (`holding` set meanwhile)."""
+    """The replies, a pure function of the request (any worker may ask); a step `arm`ed waits
+    at the server until `release` (its event set meanwhile): the run is in that model call as
+    long as a test needs."""
 
     def __init__(self, delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
-        self.hold: tuple[str, int] | None = None  # (a text of the task, the turn)
-        self.holding = threading.Event()
+        self.holds: dict[tuple[str, int], threading.Event] = {}  # (a text of the task, turn)
         self.release = threading.Event()
 
+    def arm(self, text: str, turn: int) -> threading.Event:
+        """Hold the step (`turn` of a task containing `text`) until `release`; the event set
+        when its request arrives."""
+        self.release.clear()
+        arrived = self.holds[(text, turn)] = threading.Event()
+        return arrived
+
+    def _hold(self, request: WireRequest) -> None:
+        task, turn = task_of(request), request.assistant_turns
+        for (text, held_turn), arrived in list(self.holds.items()):
+            if text in task and turn == held_turn and not self.release.is_set():
+                arrived.set()
+                self.release.wait(120)
+
     def __call__(self, request: WireRequest) -> Reply:
+        self._hold(request)
         turn = request.assistant_turns
-        if self.hold is not None and self.hold[0] in task_of(request) and turn == self.hold[1]:
-            self.holding.set()
-            self.release.wait(120)
         if prompt_of("gated") in request.system:
             if turn == 0:
                 return Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "ok\n"})])
@@ -120,7 +141,8 @@ class Worker:
         return any(f" took {run_id} " in line for line in self.lines)
 
     def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
+        """SIGKILL the worker and every process it started (a tool's shell too)."""
+        kill_tree(self.proc.pid)
         self.proc.wait(timeout=60)  # reaped: its pid no longer looks alive
         self._close()
 
@@ -180,6 +202,13 @@ def check_completed_once(run_dir: Path) -> list[dict[str, Any]]:
     assert types["run_start"] == 1 and types["run_end"] == 1, (run_dir.name, types)
     assert events[-1]["type"] == "run_end" and events[-1]["status"] == "completed", events[-1]
     return events
+
+
+def answered(run_dir: Path) -> int:
+    """How many model answers the run's log records (its agent's turns answered); read as a
+    killed writer left it, so a torn last line is not counted."""
+    whole_lines = (run_dir / "events.jsonl").read_text(encoding="utf-8").split("\n")[:-1]
+    return sum(json.loads(line)["type"] == "model_response" for line in whole_lines)
 
 
 def steps_asked(requests: Iterable[WireRequest]) -> Counter[tuple[str, int]]:
