@@ -172,3 +172,49 @@ def test_a_worker_stopped_with_sigterm_hands_its_run_back_and_another_resumes_it
     assert (
         asked[("Question: drained", 1)] == 2 and asked[("Question: drained", 0)] == 1
     )  # the one in flight, again
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most spans (start, end) that overlap at one moment."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    at_once = most = 0
+    for _, step in edges:
+        at_once += step
+        most = max(most, at_once)
+    return most
+
+
+def test_the_concurrency_limits_hold_across_workers(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    answers = Answers(delay_s=0.1)
+    held = [answers.arm(f"limited {i}", 0) for i in range(3)]  # three runs held in a model call
+    with WireServer(answers) as server:
+        files = queue_project(tmp_path, "openai")
+        limits = ["--workers", "2", "--concurrency", "2", "--max-runs", "3", "--max-runs-per", "slow=1"]
+        args = [*map(str, files), "--port", "0", "--runs-dir", str(runs), *limits]
+        served = Served(tmp_path, args, model_env(server, "openai"))
+        try:
+            assert wait_for(lambda: sum(" takes runs of " in line for line in served.lines) == 2), (
+                served.lines
+            )
+            with served.client() as http:
+                ids = [start_run(http, "qa", question=f"limited {i}") for i in range(3)]
+                slow = [start_run(http, "slow", question=f"limited {i}") for i in range(3)]
+                for run_id in slow:
+                    (runs / run_id / "go.mark").touch()  # each shell ends at once
+                ids += [*slow, *(start_run(http, "qa", question=f"limited {i}") for i in range(3, 9))]
+                assert all(event.wait(120) for event in held)
+                holding = [w["runs"] for w in http.get("/v1/workers").json()["workers"]]
+                waiting = {status_of(http, run_id) for run_id in ids[3:]}
+                answers.release.set()
+                ends = [wait_status(http, run_id, "completed", "failed")["status"] for run_id in ids]
+        finally:
+            answers.release.set()
+            served.stop()
+    assert sorted(map(len, holding)) == [1, 2]  # the held three, over both workers (2 at most each)
+    assert waiting == {"queued"}  # the limit of 3 over all workers: nothing else taken
+    assert ends == ["completed"] * len(ids)
+    # each run's events lie within its worker's hold on it: spans that overlap were held at once
+    spans = {run_id: (log_of(runs / run_id)[0]["t"], log_of(runs / run_id)[-1]["t"]) for run_id in ids}
+    assert most_at_once(list(spans.values())) <= 3
+    assert most_at_once([spans[run_id] for run_id in slow]) == 1
