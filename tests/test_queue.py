@@ -218,3 +218,43 @@ def test_the_concurrency_limits_hold_across_workers(tmp_path: Path) -> None:
     spans = {run_id: (log_of(runs / run_id)[0]["t"], log_of(runs / run_id)[-1]["t"]) for run_id in ids}
     assert most_at_once(list(spans.values())) <= 3
     assert most_at_once([spans[run_id] for run_id in slow]) == 1
+
+
+def test_a_worker_frozen_past_its_lease_keeps_its_run(tmp_path: Path) -> None:
+    """A worker stopped (SIGSTOP) longer than its lease: another claims the run, finds its folder
+    held and hands it back; the frozen worker, going on, takes the job back and ends the run,
+    which never stopped: no second start, nothing asked again."""
+    runs = tmp_path / "runs"
+    answers = Answers()
+    arrived = answers.arm("frozen", 1)
+    with WireServer(answers) as server:
+        files = queue_project(tmp_path, "openai")
+        env = model_env(server, "openai")
+        served = Served(
+            tmp_path, [*map(str, files), "--port", "0", "--runs-dir", str(runs), "--queue", "embedded"], env
+        )
+        args = [*map(str, files), "--runs-dir", str(runs), "--lease", "2"]
+        frozen = Worker(tmp_path, args, env)
+        other: Worker | None = None
+        try:
+            with served.client() as http:
+                run_id = start_run(http, "qa", question="frozen")
+                assert arrived.wait(120) and frozen.took(run_id)
+                frozen.proc.send_signal(signal.SIGSTOP)
+                other = Worker(tmp_path, args, env)
+                assert wait_for(lambda: other is not None and other.took(run_id)), other.lines
+                frozen.proc.send_signal(signal.SIGCONT)
+                answers.release.set()
+                done = wait_status(http, run_id, "completed", "failed")
+        finally:
+            answers.release.set()
+            frozen.proc.send_signal(signal.SIGCONT)
+            for worker in (frozen, other):
+                if worker is not None:
+                    worker.stop()
+            served.stop()
+    assert done["status"] == "completed"
+    events = check_completed_once(runs / run_id)
+    assert "run_resumed" not in {e["type"] for e in events}  # the frozen worker ended it
+    assert any(f"ended {run_id}: completed" in line for line in frozen.lines), frozen.lines
+    assert set(steps_asked(server.requests).values()) == {1}  # nothing asked twice

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Protocol
 
 from flowrun.queue.store import Store
 
 BEATS_PER_LEASE = 3  # a lease survives two missed beats
+LOST_AFTER = BEATS_PER_LEASE  # beats in a row (a lease's time) that find a lease another
+# worker's: a claimer that found the folder held hands the job back long before, and a beat
+# takes it back (Store.renew); a worker whose beats came late keeps its runs
 
 
 class Holder(Protocol):
@@ -23,8 +26,7 @@ class Holder(Protocol):
     state: str  # up, draining
     lease_s: float
 
-    @property
-    def held(self) -> Mapping[str, object]: ...  # by lease
+    def runs(self) -> dict[str, str]: ...  # the runs it holds, by lease
 
     @property
     def note(self) -> Callable[[str], None]: ...
@@ -41,6 +43,7 @@ class Heartbeat(threading.Thread):
         self.loop = loop
         self.interval = worker.lease_s / BEATS_PER_LEASE
         self._ended = threading.Event()
+        self.missed: dict[str, int] = {}  # by lease: beats in a row that found it another's
 
     def run(self) -> None:
         while not self._ended.wait(self.interval):
@@ -48,16 +51,17 @@ class Heartbeat(threading.Thread):
 
     def beat(self) -> None:
         worker = self.worker
-        leases = list(worker.held)
+        leases = worker.runs()
         try:
             alive = worker.store.renew(worker.id, leases, worker.lease_s, worker.state)
         except Exception as e:  # the queue unreachable: the leases may run out; the next beat tells
             self.loop.call_soon_threadsafe(worker.note, f"worker {worker.id}: heartbeat failed: {e}")
             return
+        self.missed = {lease: self.missed.get(lease, 0) + 1 for lease in leases if lease not in alive}
         for lease in leases:
-            if lease not in alive:
+            if self.missed.get(lease, 0) >= LOST_AFTER:
                 self.loop.call_soon_threadsafe(worker.lost, lease)
-            elif alive[lease]:
+            elif alive.get(lease):
                 self.loop.call_soon_threadsafe(worker.cancel_asked, lease)
 
     def stop(self) -> None:

@@ -199,9 +199,12 @@ class Store:
                 )
         return jobs
 
-    def renew(self, worker: str, leases: Sequence[str], lease_s: float, state: str) -> dict[str, bool]:
-        """The heartbeat: the worker's row, and the leases it still holds renewed; {lease:
-        whether a cancel was asked} for those (a lease missing from it was lost)."""
+    def renew(self, worker: str, leases: Mapping[str, str], lease_s: float, state: str) -> dict[str, bool]:
+        """The heartbeat: the worker's row, and the leases it holds ({lease: run id}) renewed;
+        {lease: whether a cancel was asked} for those it still holds. A lease lost while its
+        job is back in the queue (a claimer found the folder held by this worker, whose beat
+        came late, and handed it back) is taken back: the run never left this worker. A lease
+        missing from the answer is another worker's now."""
         with self.db.transaction() as cur:
             cur.run("UPDATE flowrun_workers SET heartbeat = {now}, state = ? WHERE id = ?", (state, worker))
             if not leases:
@@ -212,7 +215,17 @@ class Store:
                 f"AND lease IN ({marks}) RETURNING lease, cancel",
                 (lease_s, worker, *leases),
             )
-        return {str(lease): bool(cancel) for lease, cancel in rows}
+            held = {str(lease): bool(cancel) for lease, cancel in rows}
+            for lease in set(leases) - set(held):
+                back = cur.run(
+                    "UPDATE flowrun_jobs SET state = 'taken', worker = ?, lease = ?, "
+                    "lease_until = {now} + ?, taken = {now} WHERE run_id = ? AND state = 'queued' "
+                    "RETURNING cancel",
+                    (worker, lease, lease_s, leases[lease]),
+                )
+                if back:
+                    held[lease] = bool(back[0][0])
+        return held
 
     def look(self, worker: str, workflows: Sequence[str], holding: bool) -> tuple[bool, list[str]]:
         """What a worker looks at often, read without a write lock: whether a job of

@@ -8,8 +8,10 @@ is asked for again.
   run: a run may wait minutes on one model call. A worker that dies stops renewing; once the
   lease runs out another worker takes the job and resumes the run. The run folder's lock is
   held by the process running it: a worker whose claim finds the folder still held (the old
-  worker alive but cut off from the queue) hands the job back to be tried again, and a worker
-  that learns it lost a lease stops that run, so one process at a time runs a folder.
+  worker alive but cut off from the queue) hands the job back to be tried again; the cut-off
+  worker takes it back at its next beat (queue/heartbeat.py), and stops the run only when another
+  worker holds it for a whole lease (runs it: the folder's lock was lost too), so one process
+  at a time runs a folder.
 - A cancel asked through the queue stops the run (it ends `cancelled`, resumable).
 - SIGTERM or SIGINT drains: no new run is taken, the running ones get `drain_s` to end, then
   they are stopped (each records `cancelled`) and handed back to the queue, to be resumed by
@@ -140,6 +142,10 @@ class Worker:
                     why, "its worker lost the run's lease"
                 )
             )
+
+    def runs(self) -> dict[str, str]:
+        """The runs held, by lease (the heartbeat's thread reads it: a copy)."""
+        return {lease: held.job.run_id for lease, held in list(self.held.items())}
 
     def lost(self, lease: str) -> None:
         """The heartbeat found the lease gone (another worker took the job): stop the run."""
