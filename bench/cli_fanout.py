@@ -50,7 +50,8 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float
 
 def model_calls(runs: Path) -> int:
     """Model calls of the newest run (from its event log)."""
-    newest = max(runs.iterdir(), key=lambda p: p.stat().st_mtime)
+    folders = [p for p in runs.iterdir() if p.is_dir()]  # (the runs index is a file beside them)
+    newest = max(folders, key=lambda p: p.stat().st_mtime)
     return (newest / "events.jsonl").read_text().count('"type": "model_response"')
 
 
