@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,14 +31,28 @@ POSTGRES = "tests/test_queue_postgres.py"
 def run_tests(target: str, runs: int) -> bool:
     """The tests of `target` in one process (no xdist: they are the only load) with `runs`."""
     env = {**os.environ, "FLOWRUN_QUEUE_TEST_RUNS": str(runs)}
-    argv = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", target]
+    kept = Path(tempfile.mkdtemp(prefix="flowrun-queue-full-"))  # the run folders, for a failure
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-n",
+        "0",
+        "-p",
+        "no:cacheprovider",
+        f"--basetemp={kept}",
+        target,
+    ]
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "(no output)"
     print(f"{target} with {runs} runs: {last} (wall {wall:.0f} s)")
     if done.returncode != 0:
-        print(done.stdout[-6000:], done.stderr[-2000:], sep="\n")
+        print(done.stdout[-6000:], done.stderr[-2000:], f"the run folders: {kept}", sep="\n")
+    else:
+        shutil.rmtree(kept, ignore_errors=True)
     return done.returncode == 0
 
 
