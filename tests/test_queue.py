@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -258,3 +260,48 @@ def test_a_worker_frozen_past_its_lease_keeps_its_run(tmp_path: Path) -> None:
     assert "run_resumed" not in {e["type"] for e in events}  # the frozen worker ended it
     assert any(f"ended {run_id}: completed" in line for line in frozen.lines), frozen.lines
     assert set(steps_asked(server.requests).values()) == {1}  # nothing asked twice
+
+
+def test_a_models_rate_limit_is_shared_by_the_workers(tmp_path: Path) -> None:
+    """120 requests a minute (two at once, then one every 0.5 s) over two workers holding two
+    runs each: the calls of both keep to one schedule, kept in the queue's database."""
+    runs = tmp_path / "runs"
+    answers = Answers()
+    held = [answers.arm(f"paced {i}", 0) for i in range(4)]  # the four runs at once: both workers
+    with WireServer(answers) as server:
+        files = queue_project(tmp_path, "openai", rate_limit={"requests_per_minute": 120})
+        args = [
+            *map(str, files),
+            "--port",
+            "0",
+            "--runs-dir",
+            str(runs),
+            "--workers",
+            "2",
+            "--concurrency",
+            "2",
+        ]
+        served = Served(tmp_path, args, model_env(server, "openai"))
+        try:
+            assert wait_for(lambda: sum(" takes runs of " in line for line in served.lines) == 2), (
+                served.lines
+            )
+            with served.client() as http:
+                begun, wall = time.monotonic(), time.time()
+                ids = [start_run(http, "qa", question=f"paced {i}") for i in range(4)]
+                assert all(event.wait(120) for event in held)
+                holding = [w["runs"] for w in http.get("/v1/workers").json()["workers"]]
+                answers.release.set()
+                ends = [wait_status(http, run_id, "completed", "failed")["status"] for run_id in ids]
+        finally:
+            answers.release.set()
+            served.stop()
+        arrivals = sorted(r.received - begun for r in server.requests)
+    assert ends == ["completed"] * 4 and sorted(map(len, holding)) == [2, 2]
+    # a call arrives after it starts, so the k-th arrival is no earlier than the k-th start,
+    # and one schedule starts the k-th call (from 0) no earlier than (k - 1) x 0.5 s
+    assert len(arrivals) == 8
+    assert all(at >= (k - 1) * 0.5 - 0.01 for k, at in enumerate(arrivals)), arrivals
+    with sqlite3.connect(runs / ".queue.sqlite") as db:
+        ((booked,),) = db.execute("SELECT requests_at FROM flowrun_rates").fetchall()
+    assert booked >= wall + 8 * 0.5 - 0.01  # every call of both workers booked on it

@@ -32,17 +32,17 @@ SHELL = (
 __all__ = ["TOKEN"]
 
 
-def queue_project(root: Path, wire: str) -> list[Path]:
+def queue_project(root: Path, wire: str, **model_keys: Any) -> list[Path]:
     """`qa` (the asker lists the folder, then answers the question), `slow` (the shell runs
     SHELL, then answers) and `gate` (a write_file that needs an approval), on `wire`'s
-    provider."""
+    provider (its model with `model_keys`)."""
     write_files(
         root,
         {
             "agents.d/asker.yaml": agent("asker", tools=["list_directory"]),
             "agents.d/sheller.yaml": agent("sheller", tools=["execute_shell"]),
             "qa.yaml": workflow(
-                model(wire),
+                model(wire, **model_keys),
                 name="qa",
                 entry="asker",
                 inputs={"question": {"description": "the question"}},
@@ -50,13 +50,13 @@ def queue_project(root: Path, wire: str) -> list[Path]:
             ),
             "agents.d/gated.yaml": agent("gated", tools=[{"write_file": {"approve": "ask"}}]),
             "slow.yaml": workflow(
-                model(wire),
+                model(wire, **model_keys),
                 name="slow",
                 entry="sheller",
                 inputs={"question": {"description": "which run"}},
                 task="Run it for {{ question }}.",
             ),
-            "gate.yaml": workflow(model(wire), name="gate", entry="gated", task="Write it."),
+            "gate.yaml": workflow(model(wire, **model_keys), name="gate", entry="gated", task="Write it."),
         },
     )
     return [root / "qa.yaml", root / "slow.yaml", root / "gate.yaml"]
