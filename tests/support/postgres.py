@@ -43,7 +43,7 @@ def cluster() -> Iterator[str]:
     """A running cluster; the URL of its `postgres` database."""
     bin_dir = binaries()
     if bin_dir is None:
-        if os.environ.get("CI"):
+        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):  # .ci/run sets it
             pytest.fail(f"the Postgres queue tests cannot run in CI: no postgresql ({INSTALL_HINT})")
         pytest.skip(f"no postgresql installed: {INSTALL_HINT}")
     folder = Path(tempfile.mkdtemp(prefix="flowrun-pg-"))
