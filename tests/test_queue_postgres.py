@@ -15,7 +15,7 @@ share a runs folder, over both wire formats.
 
 The issue's acceptance asks 300 runs; here 24 run beside the kills (the behaviour is the same
 at a twelfth of the machine time); `python bench/queue_full.py` runs these tests with 300
-(FLOWRUN_QUEUE_TEST_RUNS), and bench/queue.py measures 300 over three workers."""
+(FLOWRUN_QUEUE_TEST_RUNS), and bench/postgres_queue.py measures 300 over three workers."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@
 Postgres is a throw-away cluster (tests/support/postgres.py: Debian's postgresql); the model is
 tests/support/wire_server.py in a process of its own, through the real `openai` SDK.
 
-Run: python bench/queue.py [--runs 300] [--latency 0.2] [--lease 3]
+Run: python bench/postgres_queue.py [--runs 300] [--latency 0.2] [--lease 3]
 """
 
 from __future__ import annotations
