@@ -6,6 +6,7 @@
         [--eof-file F]                               then writes F: its age when its input closed
                                                      (or SIGTERM came)
     python mcp_test_server.py --many N           a server with N tools (deferred tools)
+    python mcp_test_server.py --notice TEXT      also a tool `notice`, described by TEXT and answering it
 
 `serve_http()` runs the same tools over streamable HTTP on 127.0.0.1 in a thread of the test
 process (on a socket bound to port 0, so parallel tests never collide)."""
@@ -258,7 +259,15 @@ def main(argv: list[str]) -> None:
     if "--many" in argv:
         build_many(int(argv[argv.index("--many") + 1])).run()
         return
-    build().run()
+    server = build()
+    if "--notice" in argv:  # a server whose own words carry an instruction (tests/test_foreign_text.py)
+        text = argv[argv.index("--notice") + 1]
+
+        def notice() -> str:
+            return f"Today's notice: {text}"
+
+        server.tool(name="notice", description=f"Read the notice board. {text}")(notice)
+    server.run()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ from support.runs import events as events_of
 from support.wire_server import Reply, Script, WireRequest, WireServer, call
 from test_mcp_client import mcp_project
 
+from flowrun.foreign_text import frame, inner
+
 WAITING = 75  # the exit status of a run that waits for a decision
 WORKER = "You are the A2A test worker"
 TOKEN = "a2a-test-token-5f1c9e"
@@ -121,7 +123,10 @@ def test_agent_calls_remote_agents_and_a_replay_sends_nothing(
     # a failed remote task and an agent that is gone are tool errors naming the URL and a hint
     failed = results["indexer"]
     assert failed["error"]["code"] == "TOOL_ERROR"
-    assert sample.url("fail") in failed["text"] and "ended failed: the index is offline" in failed["text"]
+    assert sample.url("fail") in failed["text"] and "the task ended failed (" in failed["text"]
+    assert failed["text"].endswith(
+        frame("the index is offline", f"A2A agent 'indexer' at {sample.url('fail')}")
+    )
     gone = results["gone"]
     assert gone["error"]["code"] == "UNAVAILABLE" and "/gone" in gone["text"]
     assert "validate --connect" in gone["text"]
@@ -154,7 +159,7 @@ def test_agent_calls_remote_agents_and_a_replay_sends_nothing(
     card_reads = Counter(path for method, path, _ in seen if method == "GET")
     assert card_reads and set(card_reads.values()) == {1}, card_reads
     # the answer went back into the same task, which then completed
-    assert answered["status"] == "success" and answered["text"] == "weather in Oslo: sunny"
+    assert answered["status"] == "success" and inner(answered["text"]) == "weather in Oslo: sunny"
     assert answered["data"]["task_id"] == asked["data"]["task_id"]
     assert any("weather in Oslo: sunny" in t for _, t, _ in requests[-1].tool_results)
 
@@ -215,7 +220,7 @@ def test_unset_variable_is_a_tool_error(tmp_path: Path, sample: SampleServer) ->
         code, out, run_dir = run(tmp_path, workflow, server, "openai")
     assert code == 0, out
     results = {e["tool"]: e["result"] for e in events_of(run_dir) if e["type"] == "tool_result"}
-    assert results["helper"]["text"] == "answer: y"
+    assert results["helper"]["text"] == frame("answer: y", f"A2A agent 'helper' at {sample.url('answer')}")
     result = results["translator"]
     assert result["error"]["code"] == "UNAVAILABLE"
     assert (

@@ -133,7 +133,7 @@ async def test_respond_then_resume_completes_it_in_python(
         assert result.status == "waiting" and result.exit_code == WAITING and not result.ok
         (pending,) = result.pending
         assert pending.kind == "approval" and pending.agent == "worker" and pending.tool == "write_file"
-        assert pending.ref == f"{pending.agent_id}/{pending.call_id}"
+        assert pending.attempt == 0 and pending.ref == f"{pending.agent_id}/{pending.call_id}#0"
         assert flowrun.pending_decisions(result.run_dir) == [pending]
 
         decision = flowrun.respond(result.run_dir, pending.call_id, allow=True, reason="fine", user="ana")
@@ -214,6 +214,60 @@ def test_an_ask_user_question_waits_for_flowrun_answer(tmp_path: Path, provider:
     assert after.tool_results[0][1] == "Blue, please."
     (decision,) = [e for e in events(run_dir) if e["type"] == "decision"]
     assert decision["answer"] == "Blue, please." and decision["by"] == "cli"
+
+
+def one_line_refusal(proc: Any) -> str:
+    """The refusal's line (exit 2: one line and its hint, no traceback)."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in proc.stderr, proc.stderr
+    return str(lines[0])
+
+
+def test_flowrun_answer_refuses_a_question_already_answered_or_timed_out(tmp_path: Path) -> None:
+    """`flowrun show` names the question by its ref; `flowrun answer --call REF` a second time
+    is refused with one line saying by whom it was answered, and only the first answer reaches
+    the agent. A question whose deadline passed is refused the same way: the deadline took it."""
+    wf = project(tmp_path, "openai", {"boss": ["ask_user"]})
+    ask = Reply(tool_calls=[ToolCallSpec("ask_user", {"question": "Which colour?"})])
+    replies = wire_script({"boss": [ask, Reply("Done.")]})
+    with WireServer(replies) as server:
+        env = model_env(server, "openai")
+        first = run_cli([str(wf), "--run-id", "q", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "q"
+        (pending,) = meta(run_dir)["pending"]
+        ref = pending["ref"]
+        assert ref == f"{pending['agent_id']}/{pending['call_id']}#0"
+        shown = run_cli(["show", str(run_dir)], cwd=tmp_path)
+        assert f"(ref {ref})" in shown.stdout, shown.stdout
+
+        taken = run_cli(["answer", str(run_dir), "Blue.", "--call", ref, "--no-continue"], cwd=tmp_path)
+        assert taken.returncode == 0, taken.stdout + taken.stderr
+        late = one_line_refusal(run_cli(["answer", str(run_dir), "Red.", "--call", ref], cwd=tmp_path))
+        assert ref in late and f"{ref} in {run_dir} was already decided: answered 'Blue.' by cli" in late, (
+            late
+        )
+        done = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (after,) = [r for r in server.requests if r.assistant_turns == 1]
+        assert after.tool_results[0][1] == "Blue."
+        assert [e["answer"] for e in events(run_dir) if e["type"] == "decision"] == ["Blue."]
+
+        timed = run_cli([str(wf), "--run-id", "t", "--decide-within", "0.05", "-q"], cwd=tmp_path, env=env)
+        assert timed.returncode == WAITING, timed.stderr
+    run_dir = tmp_path / "runs" / "t"
+    (pending,) = meta(run_dir)["pending"]
+    while time.time() <= pending["deadline"]:  # until the deadline has passed
+        time.sleep(0.01)
+    ref = pending["ref"]
+    late = one_line_refusal(run_cli(["answer", str(run_dir), "Blue.", "--call", ref], cwd=tmp_path))
+    assert (
+        f"{ref} in {run_dir} timed out: nobody decided it before its deadline, so it was left unanswered"
+        in late
+    ), late
+    (decision,) = [e for e in events(run_dir) if e["type"] == "decision"]
+    assert (decision.get("answer"), decision["by"], decision["attempt"]) == (None, "deadline", 0)
 
 
 # ---------------------------------------------------------------- parallel branches
@@ -366,7 +420,7 @@ async def test_past_the_deadline_resume_denies_the_approval(
         assert meta(result.run_dir)["options"]["decide_within"] == 0.05
         await asyncio.sleep(max(0.0, pending.deadline - time.time()) + 0.01)  # until it is overdue
         assert pending.overdue()
-        with pytest.raises(flowrun.UsageError, match=r"already decided .*denied by deadline"):
+        with pytest.raises(flowrun.UsageError, match=r"timed out: .*, so it was denied"):
             flowrun.respond(result.run_dir, pending.call_id, allow=True)
         again = await flowrun.resume(result.run_dir)
         assert again.status == "completed"
@@ -435,6 +489,135 @@ def test_on_budget_ask_waits_and_a_grant_raises_the_limit(tmp_path: Path, provid
         assert len(server.requests) == 3
     grants = [(e["allowed"], e.get("grant")) for e in events(run_dir) if e["type"] == "decision"]
     assert grants == [(True, 1.0), (False, None)]
+
+
+def test_a_budget_asked_anew_after_a_resume_refuses_the_earlier_attempts_answer(tmp_path: Path) -> None:
+    """The run waits for more steps at 2; the workflow's limit is raised to 3 and the run is
+    resumed: it reaches the new limit, a request of its own (attempt 1) in the place of the
+    first. An answer naming the first is refused with one line, never applied to the second;
+    the second is granted as much again of what it asks (3 more)."""
+    provider = "openai"
+    wf = project(
+        tmp_path, provider, {"boss": ["read_file"]}, limits={"max_total_steps": 2, "on_budget": "ask"}
+    )
+    read = Reply(tool_calls=[ToolCallSpec("read_file", {"path": "question.txt"})])
+    replies = wire_script({"boss": [read, read, read, read, Reply("Done.")]})
+    with WireServer(replies) as server:
+        env = model_env(server, provider)
+        first = run_cli([str(wf), "--run-id", "b", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "b"
+        (before,) = meta(run_dir)["pending"]
+        assert (before["ref"], before["attempt"], before["amount"]) == ("budget-max_total_steps-1#0", 0, 2)
+
+        wf.write_text(wf.read_text().replace("max_total_steps: 2", "max_total_steps: 3"))
+        again = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+        assert again.returncode == WAITING, again.stdout + again.stderr
+        (now,) = meta(run_dir)["pending"]
+        assert (now["ref"], now["attempt"], now["amount"]) == ("budget-max_total_steps-1#1", 1, 3)
+        assert now["message"] == "max_total_steps (3) reached"
+
+        stale = run_cli(["approve", str(run_dir), "--call", before["ref"], "--allow"], cwd=tmp_path, env=env)
+        assert stale.returncode == 2, stale.stdout + stale.stderr
+        assert "belongs to an earlier attempt of the run (attempt 0" in stale.stderr
+        assert (
+            len(stale.stderr.strip().splitlines()) == 2 and "Traceback" not in stale.stderr
+        )  # one line, a hint
+        with pytest.raises(flowrun.UsageError, match="earlier attempt"):
+            flowrun.respond(run_dir, before["ref"], allow=False)
+        assert [p.ref for p in flowrun.pending_decisions(run_dir)] == [now["ref"]]
+
+        done = run_cli(
+            ["approve", str(run_dir), "--call", now["ref"], "--allow", "-q"], cwd=tmp_path, env=env
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        no_step_twice(server, replies)
+        assert len(server.requests) == 5
+    decisions = [(e["attempt"], e["grant"], e["amount"]) for e in events(run_dir) if e["type"] == "decision"]
+    assert decisions == [(1, 3.0, 3)]
+    ends = [e.get("pending") for e in events(run_dir) if e["type"] == "run_end"]
+    assert ends == [[before["ref"]], [now["ref"]], []]
+    consistent(run_dir)
+
+
+class EditedWorker:
+    """The script, but a worker whose prompt says "twice" writes something else, as a model
+    asked live after its prompt changed would: under the same call id, or (`detour`) after a
+    call of an unknown tool, so under another."""
+
+    def __init__(self, inner: Script, detour: bool) -> None:
+        self.inner = inner
+        self.detour = detour
+
+    def __call__(self, request: WireRequest) -> Reply:
+        reply = self.inner(request)
+        if "twice" not in request.system or self.inner.agent_for(request) != "worker":
+            return reply
+        if self.detour and request.assistant_turns == 0:
+            return Reply(tool_calls=[ToolCallSpec("nope", {})])
+        if request.assistant_turns == int(self.detour):
+            return Reply(tool_calls=[ToolCallSpec("write_file", {"path": "out.txt", "content": "twice\n"})])
+        return reply
+
+
+@pytest.mark.parametrize("detour", [False, True], ids=["same-call-id", "another-call-id"])
+def test_a_call_asked_anew_after_a_prompt_change_is_not_decided_by_the_old_answer(
+    tmp_path: Path, detour: bool
+) -> None:
+    """The worker waits for an approval; its prompt is changed and the run resumed: the worker,
+    asked live, makes another call. That call is a request of the new attempt; the old one is
+    no longer pending, an answer naming it is refused, and its arguments are never shown."""
+    provider = "openai"
+    wf, replies = nested(tmp_path, provider)
+    with WireServer(EditedWorker(replies, detour)) as server:
+        env = model_env(server, provider)
+        first = run_cli([str(wf), "--run-id", "r", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == WAITING, first.stderr
+        run_dir = tmp_path / "runs" / "r"
+        old = check_waiting_for_the_worker(run_dir)
+
+        worker = tmp_path / "agents.d" / "worker.yaml"
+        worker.write_text(
+            worker.read_text().replace("You are the worker.", "You are the worker. Write it twice.")
+        )
+        again = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+        assert again.returncode == WAITING, again.stdout + again.stderr
+        (new,) = meta(run_dir)["pending"]
+        assert new["agent_id"] == old["agent_id"] and (new["call_id"] != old["call_id"]) == detour
+        assert new["arguments"] == {"path": "out.txt", "content": "twice\n"} and new["attempt"] == 1
+        assert [p.ref for p in flowrun.pending_decisions(run_dir)] == [new["ref"]] != [old["ref"]]
+
+        stale = run_cli(["approve", str(run_dir), "--call", old["ref"], "--allow"], cwd=tmp_path, env=env)
+        assert stale.returncode == 2 and "belongs to an earlier attempt" in stale.stderr, stale.stderr
+        done = run_cli(["approve", str(run_dir), "--deny", "-q"], cwd=tmp_path, env=env)  # the one left
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert not (run_dir / "out.txt").exists()
+    decisions = [
+        (e["call_id"], e["allowed"], e["attempt"]) for e in events(run_dir) if e["type"] == "decision"
+    ]
+    assert decisions == [(new["call_id"], False, 1)]
+    consistent(run_dir)
+
+
+async def test_an_answer_to_a_decision_taken_or_timed_out_is_refused_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wf_path, replies = nested(tmp_path, "openai")
+    with WireServer(replies) as server:
+        point_sdks(monkeypatch, server, "openai")
+        wf = flowrun.load(wf_path)
+        result = await wf.run(run_dir=tmp_path / "r")
+        (pending,) = result.pending
+        flowrun.respond(result.run_dir, pending.ref, allow=True)
+        for handle in (pending.ref, pending.call_id):
+            with pytest.raises(flowrun.UsageError, match=r"was already decided: allowed by python") as taken:
+                flowrun.respond(result.run_dir, handle, answer="late")
+            assert "\n" not in taken.value.message
+        late = await wf.run(run_dir=tmp_path / "late", decide_within=0.05)
+        (overdue,) = late.pending
+        await asyncio.sleep(max(0.0, (overdue.deadline or 0) - time.time()) + 0.01)  # until it is overdue
+        with pytest.raises(flowrun.UsageError, match="timed out: nobody decided it before its deadline"):
+            flowrun.respond(late.run_dir, overdue.ref, allow=True)
 
 
 # ---------------------------------------------------------------- the old refusal, and callbacks

@@ -384,6 +384,116 @@ def test_record_then_offline_grades_identically_with_no_server(tmp_path: Path, w
     assert refused.returncode == 2 and "--model does not go with it" in refused.stderr
 
 
+COSTS = """\
+version: 1
+kind: evalset
+name: qa-costs
+workflow: qa.yaml
+cases:
+  - id: capital
+    inputs: {question: What is the capital of France?}
+  - id: sum
+    inputs: {question: What is 2 + 2?}
+graders:
+  - {name: cost-ok, budget: {max_cost_usd: 0.05}}
+  - {name: cost-over, budget: {max_cost_usd: 0.03}}
+  - {name: calls-ok, budget: {max_calls: 2}}
+  - {name: calls-over, budget: {max_calls: 1}}
+  - {name: time-ok, budget: {max_seconds: 3600}}
+  - {name: time-over, budget: {max_seconds: 0.4}}
+"""
+RUN_COST = 2 * (10 * 1000 + 5 * 2000) / 1e6  # two model calls of 10 + 5 tokens at $1000/$2000 per million
+
+
+class SlowCapital(Scripted):
+    """The capital question's first answer takes 0.5 s at the server: that run lasts longer."""
+
+    def __call__(self, request: WireRequest) -> Reply:
+        reply = super().__call__(request)
+        if "capital" in request.last_user_text and request.assistant_turns == 0:
+            reply.delay_s = 0.5
+        return reply
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_each_run_is_measured_and_graded_on_cost_calls_and_time(tmp_path: Path, wire: str) -> None:
+    """Per run, per case and per variant: wall time, model calls, tokens and cost, in the JSON,
+    JUnit and HTML reports and the table, and the budget grader's ceilings on each; offline,
+    the recorded run's figures again."""
+    with WireServer(SlowCapital()) as server:
+        project(tmp_path, server, wire)
+        evalset = write_files(tmp_path, {"costs.eval.yaml": COSTS}) / "costs.eval.yaml"
+        junit, html = tmp_path / "junit.xml", tmp_path / "report.html"
+        code, out, data = evaluate(evalset, wire, "--record", "--junit", str(junit), "--html", str(html))
+    assert code == 0, out  # no threshold set
+    variant = data["variants"][0]
+    runs = {r["case"]: r for r in variant["runs"]}
+    for run in runs.values():
+        assert (run["steps"], run["total_tokens"], run["cost_usd"]) == (2, 30, pytest.approx(RUN_COST))
+    assert runs["capital"]["duration_s"] >= 0.5  # the server held its first answer that long
+    capital, total = graders_of(data, "capital"), graders_of(data, "sum")
+    for graders in (capital, total):
+        assert {n: g["passed"] for n, g in graders.items() if n != "time-over"} == {
+            "cost-ok": True,
+            "cost-over": False,
+            "calls-ok": True,
+            "calls-over": False,
+            "time-ok": True,
+        }
+        assert graders["cost-over"]["detail"] == f"at most $0.03; it cost ${RUN_COST:.6f}"
+        assert graders["calls-over"]["detail"] == "at most 1 model calls; 2 made"
+    assert capital["time-over"]["passed"] is False
+    assert re.fullmatch(r"at most 0\.4 s; it took \d+\.\d\d s", capital["time-over"]["detail"])
+    case = cases(data)["capital"]
+    assert (case["steps"], case["total_tokens"], case["cost_usd"]) == (2, 30, pytest.approx(RUN_COST))
+    assert case["duration_s"] == runs["capital"]["duration_s"]
+    assert (variant["steps"], variant["total_tokens"], variant["cost_usd"]) == (
+        4,
+        60,
+        pytest.approx(2 * RUN_COST),
+    )
+    assert variant["duration_s"] == pytest.approx(sum(r["duration_s"] for r in runs.values()))
+    # the table: a column each, a run's figures per case and the variant's totals
+    header = next(line for line in out.splitlines() if "case" in line)
+    assert all(column in header for column in ("default", "time", "calls", "tokens", "cost")), header
+    row = next(line for line in out.splitlines() if line.lstrip("│ ").startswith("capital"))
+    assert f"{runs['capital']['duration_s']:.1f} s" in row and " 30 " in row and f"${RUN_COST:.4f}" in row
+    totals = next(line for line in out.splitlines() if line.lstrip("│ ").startswith("total"))
+    assert " 4 " in totals and " 60 " in totals and f"${2 * RUN_COST:.4f}" in totals
+    # JUnit: each test case's properties, and the suite's totals
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert (props["calls"], props["tokens"], props["cost_usd"]) == ("4", "60", f"{2 * RUN_COST:.6f}")
+    for testcase in suite.findall("testcase"):
+        figures = {p.get("name"): p.get("value") for p in testcase.findall("properties/property")}
+        run = runs[str(testcase.get("name")).split("#")[0]]
+        assert figures == {
+            "seconds": f"{run['duration_s']:.3f}",
+            "calls": "2",
+            "tokens": "30",
+            "cost_usd": f"{RUN_COST:.6f}",
+        }
+    page = html.read_text()
+    assert "tokens <small>(a run (mean))</small>" in page and "tokens <small>(all runs)</small>" in page
+    assert f"2 model call(s) · 30 tokens · ${RUN_COST:.4f}" in page
+    # offline: the recording graded again, with the recorded run's time, calls, tokens and cost
+    proc = run_cli(["eval", str(evalset), "--offline", "--json", "offline.json"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    offline = {
+        r["case"]: r for r in json.loads((tmp_path / "offline.json").read_text())["variants"][0]["runs"]
+    }
+    for name, run in runs.items():
+        again = offline[name]
+        assert (again["duration_s"], again["steps"], again["total_tokens"]) == (
+            run["duration_s"],
+            run["steps"],
+            run["total_tokens"],
+        )
+        assert again["cost_usd"] == pytest.approx(run["cost_usd"])
+        assert [g["passed"] for g in again["graders"]] == [g["passed"] for g in run["graders"]]
+
+
 def test_a_grader_reads_the_first_10_mb_of_an_agents_file(tmp_path: Path) -> None:
     """The agent's shell makes answer.md a sparse file of 11 MB of zeros, then the needle: a
     grader reads its first 10 MB (a sparse file can claim any size, and had been read whole),

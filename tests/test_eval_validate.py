@@ -169,6 +169,17 @@ def test_a_bad_regex(tmp_path: Path) -> None:
     assert found[3].startswith("invalid regex /([a-z]/: missing ), unterminated subpattern")
 
 
+def test_a_budget_giving_max_calls_under_both_names(tmp_path: Path) -> None:
+    both = "  - budget: {max_calls: 4, max_steps: 4, max_seconds: 60}\n"
+    evalset = project(tmp_path, EVALSET.replace("  - status: completed\n", "  - status: completed\n" + both))
+    (found,) = errors(tmp_path)
+    assert found[:3] == ("qa.eval.yaml", line_of(evalset, "budget:"), "budget-twice")
+    assert found[3:] == (
+        "give max_calls or max_steps, not both (at graders[1])",
+        "max_steps is the older name of max_calls",
+    )
+
+
 def test_an_unknown_judge_model(tmp_path: Path) -> None:
     evalset = project(tmp_path, EVALSET.replace("model: judge,", "model: juge,"))
     (found,) = errors(tmp_path)

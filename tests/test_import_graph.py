@@ -32,6 +32,7 @@ BASE = (
     "surrogates",
     "regexes",
     "states",
+    "foreign_text",
     "plain_schema",
 )
 # lowest first; a module may import its own layer and the ones before it

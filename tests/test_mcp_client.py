@@ -23,6 +23,8 @@ from support.project import model, workflow, write_project
 from support.runs import events as events_of
 from support.wire_server import Reply, Script, WireServer, call
 
+from flowrun.foreign_text import frame, inner
+
 WORKER = "You are the MCP test worker"
 
 
@@ -124,7 +126,9 @@ def test_agent_calls_stdio_and_http_servers(tmp_path: Path, provider: str, http_
     assert "web__add" not in offered  # only web.echo was listed
     results = {tool_id: (text, error) for tool_id, text, error in requests[-1].tool_results}
     texts = [text for text, _ in results.values()]
-    assert any(t.strip() == "42" for t in texts), texts  # the result reached the model
+    # the result reached the model, framed as data naming the server and the tool
+    assert frame("42", "MCP server 'calc', tool 'add'") in texts, texts
+    texts = [inner(t) for t in texts]
     assert any("echo: over http" in t for t in texts)
     assert any('"temperature_c": 21' in t or "temperature_c" in t for t in texts)
     assert any("a red pixel" in t and "[image: image/png" in t for t in texts)

@@ -18,6 +18,8 @@ from support.runs import events as events_of
 from support.wire_server import Reply, Script, WireRequest, WireServer, call
 from test_mcp_client import WORKER, mcp_project, stdio_server, validate
 
+from flowrun.foreign_text import inner
+
 MANY = 200
 
 
@@ -85,10 +87,10 @@ def test_two_hundred_tools_are_offered_through_tool_search(tmp_path: Path, provi
     assert not error and answer.startswith("Loaded 3 tools") and "Get weather records" in answer
     # a tool called before it was loaded does not run, and is offered from the next request
     texts = results(third, 2)
-    assert texts[0] == ("weather_get_0 for Oslo", False)
+    assert (inner(texts[0][0]), texts[0][1]) == ("weather_get_0 for Oslo", False)
     assert "[error NOT_LOADED]" in texts[1][0] and "call it again" in texts[1][0]
     assert sorted(third.tool_names) == sorted([*second.tool_names, "many__invoice_get_1"])
-    assert results(last, 1) == [("invoice_get_1 for Bergen", False)]
+    assert [(inner(text), error) for text, error in results(last, 1)] == [("invoice_get_1 for Bergen", False)]
     assert len(last.tools) == 6
     events = events_of(run_dir)
     prompts = [e for e in events if e["type"] == "agent_prompt"]

@@ -16,6 +16,8 @@ from support.paths import TESTS
 from support.project import write_files
 from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
+from flowrun.foreign_text import frame
+
 WORKFLOW = {
     "version": 1,
     "kind": "workflow",
@@ -54,8 +56,8 @@ def test_dry_run_calls_only_read_only_mcp_tools(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = results_by_tool(runs / "d1")
     assert set(results) == {"calc__lookup", "calc__record", "calc__report"}
-    # read-only: really called (the server's own answer)
-    assert results["calc__lookup"]["text"].startswith("value of ")
+    # read-only: really called (the server's own answer, framed as data naming it)
+    assert results["calc__lookup"]["text"] == frame("value of dry-run", "MCP server 'calc', tool 'lookup'")
     assert not results["calc__lookup"]["data"].get("simulated")
     # not annotated read-only: answered without the server, its effect never happened
     assert results["calc__record"]["data"]["simulated"] is True

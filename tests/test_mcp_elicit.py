@@ -23,9 +23,11 @@ from test_mcp_client import WORKER, mcp_project, stdio_server
 from test_mcp_defer import run
 
 import flowrun
+from flowrun.foreign_text import frame
 from flowrun.tools.remote.mcp_elicit import parse_answer, question
 
 WAITING = 75  # EX_TEMPFAIL: the run waits for a decision
+BOOK = "MCP server 'calc', tool 'book'"  # the source its results are framed as (flowrun/foreign_text.py)
 
 
 def booking_script() -> Script:
@@ -52,7 +54,7 @@ def test_a_server_question_waits_and_flowrun_answer_gives_the_server_its_content
         )
         assert answer.returncode == 0, answer.stdout + answer.stderr
         after = server.requests[asked:]
-    assert [text for _, text, _ in after[-1].tool_results] == ["booked 3 seats for Hamlet"]
+    assert [text for _, text, _ in after[-1].tool_results] == [frame("booked 3 seats for Hamlet", BOOK)]
     events = events_of(run_dir)
     assert events[-1]["status"] == "completed"
     decisions = [e for e in events if e["type"] == "decision"]
@@ -85,7 +87,7 @@ def test_a_live_answer_through_the_ask_user_callback(tmp_path: Path, monkeypatch
         last = server.requests[-1]
     assert result.status == "completed", result
     assert len(asked) == 1 and "How many seats for Hamlet?" in asked[0]
-    assert [text for _, text, _ in last.tool_results] == ["booked 4 seats for Hamlet"]
+    assert [text for _, text, _ in last.tool_results] == [frame("booked 4 seats for Hamlet", BOOK)]
 
 
 def test_flowrun_respond_declines_and_a_wrong_answer_is_asked_again(
@@ -109,7 +111,7 @@ def test_flowrun_respond_declines_and_a_wrong_answer_is_asked_again(
         result = asyncio.run(flowrun.resume(result.run_dir))
         assert result.status == "completed", result
         last = server.requests[-1]
-    assert [text for _, text, _ in last.tool_results] == ["booking decline"]
+    assert [text for _, text, _ in last.tool_results] == [frame("booking decline", BOOK)]
 
 
 def test_answers_are_read_as_the_requested_schema() -> None:
@@ -161,7 +163,7 @@ def test_a_terminal_answers_the_servers_question(tmp_path: Path) -> None:
         code, seen = typed_at_the_question(tmp_path, server, "t", b"2\n")
         assert code == 0, seen
         last = server.requests[-1]
-    assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]
+    assert [text for _, text, _ in last.tool_results] == [frame("booked 2 seats for Hamlet", BOOK)]
 
 
 def test_a_question_after_the_terminals_input_ended_waits_for_flowrun_answer(tmp_path: Path) -> None:
@@ -176,4 +178,4 @@ def test_a_question_after_the_terminals_input_ended_waits_for_flowrun_answer(tmp
         answered = run_cli(["answer", str(run_dir), "2"], cwd=tmp_path, env=model_env(server, "anthropic"))
         assert answered.returncode == 0, answered.stdout + answered.stderr
         last = server.requests[-1]
-    assert [text for _, text, _ in last.tool_results] == ["booked 2 seats for Hamlet"]
+    assert [text for _, text, _ in last.tool_results] == [frame("booked 2 seats for Hamlet", BOOK)]

@@ -15,6 +15,8 @@ from support.wire_server import Reply, Script, WireServer, call
 from test_mcp_client import WORKER, mcp_project, stdio_server, validate
 from test_mcp_defer import run
 
+from flowrun.foreign_text import NOTE, frame, inner
+
 
 @pytest.mark.parametrize("provider", WIRES)
 def test_an_agent_lists_and_reads_a_servers_resources(tmp_path: Path, provider: str) -> None:
@@ -37,10 +39,14 @@ def test_an_agent_lists_and_reads_a_servers_resources(tmp_path: Path, provider: 
     assert {"notes__list_resources", "notes__read_resource", "notes__add"} <= set(requests[0].tool_names)
     listing = requests[1].tool_results[-1][1]
     assert "notes://guide" in listing and "The team's guide." in listing
+    assert "<foreign-text source=\"MCP server 'notes', its list of resources\"" in listing
     assert "notes://day/{day} (a template" in listing
     texts = [text for _, text, _ in requests[2].tool_results[-3:]]
-    assert texts[0] == "# Guide\n\nAlways cite your sources."
-    assert texts[1] == "notes of monday"
+    # a resource is the server's text: framed as data naming the server and the resource
+    assert texts[0] == frame(
+        "# Guide\n\nAlways cite your sources.", "MCP server 'notes', resource notes://guide"
+    )
+    assert inner(texts[1]) == "notes of monday"
     assert "[error MCP_ERROR]" in texts[2] and "notes://nothing-here" in texts[2]
     results = [e["result"] for e in events_of(run_dir) if e["type"] == "tool_result"]
     assert results[0]["data"]["resources"][0]["uri"] == "notes://guide"
@@ -67,7 +73,9 @@ def test_an_mcp_prompt_is_the_agents_system_prompt(tmp_path: Path, provider: str
         requests = server.requests
     assert code == 0, out
     assert len(requests) == 2
-    assert all(r.system == "You are the MCP test worker, reviewing q papers. Be kind." for r in requests)
+    # the server's prompt, then the line on framed text (its tools' results are the server's)
+    system = "You are the MCP test worker, reviewing q papers. Be kind.\n\n" + NOTE
+    assert all(r.system == system for r in requests)
     recorded = [e for e in events_of(run_dir) if e["type"] == "agent_prompt"]
     assert recorded[-1]["system"] == requests[0].system
 

@@ -29,6 +29,8 @@ from support.paths import TESTS
 from support.project import model, workflow, write_project
 from support.wire_server import Reply, Script, ToolCallSpec, WireServer
 
+from flowrun.foreign_text import inner
+
 WORKER = "You are the MCP launch worker"
 
 
@@ -128,7 +130,7 @@ def test_venv_server_answers_in_the_sandbox(tmp_path: Path, provider: str, serve
     assert code == 0, out
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     results = [e["result"] for e in events if e["type"] == "tool_result" and e["tool"] == "calc__add"]
-    assert [r["status"] for r in results] == ["success"] and results[0]["text"] == "5"
+    assert [r["status"] for r in results] == ["success"] and inner(results[0]["text"]) == "5"
 
 
 def test_local_bin_and_pyenv_shim_are_found(tmp_path: Path, server_venv: Path) -> None:

@@ -377,7 +377,9 @@ def check_conversation(tmp_path: Path, run_dir: Path) -> None:
     # inside the worker's segment (nested under the call), then as the instructor's tool result
     assert f"  │     {reply}" in lines
     result_at = next(i for i, line in enumerate(lines) if line.startswith("tool worker ["))
-    assert lines[result_at].endswith(": success") and lines[result_at + 1] == f"    {reply}"
+    # the worker's answer, framed as data naming it (the block's first line, then its text)
+    assert lines[result_at].endswith(": success") and lines[result_at + 2] == f"    {reply}"
+    assert lines[result_at + 1].startswith("    <foreign-text source=\"agent 'worker', its answer\"")
     assert lines.index(f"  │     {reply}") < result_at
     assert any(line.startswith("  → worker {") and INSTRUCTION_1 in line for line in lines)
     assert sum(line.startswith("  │ ── worker · instructor/worker") for line in lines) == 2

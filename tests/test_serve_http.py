@@ -21,7 +21,7 @@ from support.cli import run_cli
 from support.env import WIRES, model_env
 from support.procs import wait_for
 from support.runs import events as events_of
-from support.served import TOKEN, Held, Served, asked_twice, replies, served_project, wait_status
+from support.served import TOKEN, Held, Served, asked_twice, replies, served_project, status_of, wait_status
 from support.wire_server import WireServer
 
 
@@ -155,6 +155,36 @@ def test_two_parallel_branches_wait_at_once_and_are_decided_over_http(stack: Sta
     assert decisions == [(True, "http"), (False, "http")]
 
 
+def test_an_answer_for_a_decision_already_taken_is_refused_by_its_ref(stack: Stack) -> None:
+    """The web UI sends the pending request's ref (AGENT_ID/CALL_ID#ATTEMPT); a second answer
+    for it, from a page that still shows it, is refused with one line and recorded nowhere."""
+    with stack.served.client() as http:
+        run_id = start(http, "nested")
+        waiting = wait_status(http, run_id, "waiting", "failed", "completed")
+        (pending,) = waiting["pending"]
+        assert pending["attempt"] == 0
+        assert pending["ref"] == f"{pending['agent_id']}/{pending['call_id']}#0"
+        body = {"call": pending["ref"], "via": "ui", "continue": False}
+        first = http.post(f"/v1/runs/{run_id}/decisions", json={**body, "allow": True})
+        assert first.status_code == 200, first.text
+        assert first.json()["decision"]["ref"] == pending["ref"] and first.json()["status"] == "waiting"
+        late = http.post(f"/v1/runs/{run_id}/decisions", json={**body, "allow": False})
+        assert late.status_code == 400, late.text
+        said = late.json()["error"]
+        assert said.startswith(f"{pending['ref']} in ") and "was already decided" in said and "\n" not in said
+        assert "allowed by ui" in said
+        resumed = http.post(f"/v1/runs/{run_id}/resume")
+        assert resumed.status_code == 202, resumed.text
+        done = wait_status(http, run_id, "completed", "failed", "waiting")
+    assert done["status"] == "completed", done
+    decisions = [
+        (e["allowed"], e["by"], e["attempt"])
+        for e in events_of(stack.runs / run_id)
+        if e["type"] == "decision"
+    ]
+    assert decisions == [(True, "ui", 0)]
+
+
 def test_bad_requests_get_one_line_errors(stack: Stack) -> None:
     with stack.served.client() as http:
         unknown = http.post("/v1/runs", json={"workflow": "nope"})
@@ -233,7 +263,21 @@ def test_cancel_stops_a_run_resumably_and_resume_completes_it(stack: Stack) -> N
         run_id = start(http, "talk")
         assert stack.held.holding.wait(120)
         cancelled = http.post(f"/v1/runs/{run_id}/cancel")
-        assert cancelled.status_code == 202, cancelled.text
+        assert cancelled.status_code == 200, cancelled.text
+        partial = cancelled.json()  # answered once the stop is recorded: the partial result
+        assert (partial["id"], partial["status"], partial["resumable"]) == (run_id, "cancelled", True)
+        ((talker,),) = [partial["agents"]]
+        assert (talker["agent"], talker["status"], talker["said"]) == (
+            "talker",
+            "cancelled",
+            "Looking at the folder.",
+        )
+        assert talker["steps"] == 1 and talker["total_tokens"] == 15  # the held call, cut, answered nothing
+        assert partial["total_tokens"] == 15 and partial["cost_usd"] == pytest.approx(
+            (10 * 1.0 + 5 * 2.0) / 1e6
+        )
+        assert partial["usage"]["total_tokens"] == 15 and "continue with" in partial["message"]
+        assert status_of(http, run_id) == "cancelled"  # no wait: it was recorded before the answer
         stopped = wait_status(http, run_id, "cancelled")
         stack.held.release.set()
         twice = http.post(f"/v1/runs/{run_id}/cancel")

@@ -17,6 +17,8 @@ from support.project import agent, model, script_manifest, who, workflow, write_
 from support.runs import events
 from support.wire_server import Reply, ToolCallSpec, WireRequest, WireServer
 
+from flowrun.foreign_text import inner
+
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -125,7 +127,7 @@ def test_valid_repaired_and_failing_answers_reach_the_caller(
     # valid the first time: the caller gets the object in data, and its JSON as text
     (good,) = results(evs, "good")
     assert good["status"] == "success" and good["data"]["output"] == GOOD
-    assert json.loads(good["text"].split("\n\nOutput files:")[0]) == GOOD
+    assert json.loads(inner(good["text"].split("\n\nOutput files:")[0])) == GOOD
 
     # repaired: one invalid answer, a repair turn that says what is wrong, then the object
     (fixed,) = results(evs, "fixer")

@@ -507,6 +507,80 @@ def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any
     assert taken["answer"] == "Blue, please." and taken["by"] == "ui"
 
 
+class Rewritten:
+    """The script, but a worker told to write "twice" writes that instead, under the same call
+    id: a model asked live after its prompt changed."""
+
+    def __init__(self, inner: Responder) -> None:
+        self.inner = inner
+
+    def __call__(self, request: WireRequest) -> Reply:
+        if "twice" in request.system and request.assistant_turns == 0:
+            return calls(ToolCallSpec("write_file", {"path": "out.txt", "content": "twice\n"}))
+        return self.inner(request)
+
+
+def refusal_after_allow(page: Any, decision: Any, words: str, shot: str) -> str:
+    """Allow on `decision`, and the one line the page shows once the server refused it."""
+    decision.locator("button.allow-btn").click()
+    said = decision.locator(".decision-status")
+    page.wait_for_function(
+        "([el, w]) => el.textContent.includes(w)", arg=[said.element_handle(), words], timeout=WAIT_MS
+    )
+    shoot(page, shot)
+    line = str(said.text_content())
+    assert "\n" not in line and words in line, line
+    return line
+
+
+def test_allow_on_a_stale_decision_is_refused_in_one_line(tmp_path: Path, page: Any, api_server: Any) -> None:
+    """The page shows a pending approval. Meanwhile the worker's prompt changes and the run is
+    resumed: it asks another write under the same call id, a request of attempt 1. Allow on the
+    page, which still shows the first, sends its ref (#0) and is refused in one line: it is never
+    applied to the second. Reloaded, the page shows the second; `flowrun approve --deny` takes it,
+    and Allow on the page is refused again: already decided, by whom. Nothing else is recorded."""
+    wf = project(tmp_path, {"worker": [{"write_file": {"approve": "ask"}}]})
+    write = calls(ToolCallSpec("write_file", {"path": "out.txt", "content": "approved\n"}))
+    replies = Rewritten(wire_script({"worker": [write, Reply("Not written.")]}))
+    with WireServer(replies) as server:
+        env = model_env(server, "openai")
+        first = run_cli([str(wf), "--run-id", "stale", "-q"], cwd=tmp_path, env=env)
+        assert first.returncode == 75, first.stdout + first.stderr
+        run_dir = tmp_path / "runs" / "stale"
+        url = api_server(tmp_path / "runs", env)
+        page.goto(f"{url}/runs/stale")
+        decision = page.locator(".decision[data-kind='approval']")
+        decision.wait_for(timeout=WAIT_MS)
+        assert "approved" in decision.inner_text()
+
+        worker = tmp_path / "agents.d" / "worker.yaml"
+        worker.write_text(
+            worker.read_text().replace("You are the worker.", "You are the worker. Write it twice.")
+        )
+        again = run_cli(["resume", str(run_dir), "-q"], cwd=tmp_path, env=env)
+        assert again.returncode == 75, again.stdout + again.stderr
+        line = refusal_after_allow(
+            page, decision, "belongs to an earlier attempt", "a-decision-of-an-earlier-attempt"
+        )
+        assert line.startswith("worker/call_0_0#0 in ") and "it waits for worker/call_0_0#1 (approve" in line
+        assert "content='twice\\n'" in line
+
+        page.reload()
+        decision = page.locator(".decision[data-kind='approval']")
+        decision.wait_for(timeout=WAIT_MS)
+        assert "twice" in decision.inner_text()
+        denied = run_cli(["approve", str(run_dir), "--deny", "--no-continue"], cwd=tmp_path, env=env)
+        assert denied.returncode == 0, denied.stdout + denied.stderr
+        line = refusal_after_allow(
+            page, decision, "already decided: denied by cli", "a-decision-taken-meanwhile"
+        )
+        assert "worker/call_0_0#1 in " in line
+    log = [json.loads(text) for text in (run_dir / "events.jsonl").read_text().splitlines()]
+    taken = [(e["allowed"], e["by"], e["attempt"]) for e in log if e["type"] == "decision"]
+    assert taken == [(False, "cli", 1)]
+    assert not (run_dir / "out.txt").exists()
+
+
 # ---------------------------------------------------------------- the runs list
 
 

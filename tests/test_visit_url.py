@@ -160,7 +160,10 @@ async def test_html_becomes_readable_markdown(tmp_path: Path, server: str) -> No
     assert "count = 3" in content
     for noise in ("SHOULD-NOT-APPEAR", "color:red", "NAV-LINK", "FOOTER-TEXT"):
         assert noise not in result.text
-    assert result.text.startswith("# Zebra Guide\nURL: ")
+    # the URL, then the page (its title first) framed as data naming it
+    page = f"{server}/page.html"
+    assert result.text.startswith(f'URL: {page}\n\n<foreign-text source="page {page}"')
+    assert "\n# Zebra Guide\n\n# Zebras" in result.text
     assert result.data["content_type"] == "text/html"
     assert result.stats["time_ms"] >= 0
     assert result.context["params_input"]["url"] == f"{server}/page.html"

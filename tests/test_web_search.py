@@ -67,7 +67,9 @@ async def test_example_corpus_ranks_the_relevant_howto_first(tmp_path: Path) -> 
     assert all(set(r) == {"title", "url", "snippet", "score"} for r in results)
     assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
     assert "**" in results[0]["snippet"]  # matched terms are highlighted
-    assert result.text.splitlines()[1].startswith("1. Descriptor HowTo Guide")
+    lines = result.text.splitlines()  # the results, framed as data naming the backend
+    assert lines[1].startswith('<foreign-text source="search results from the local corpus')
+    assert lines[2].startswith("1. Descriptor HowTo Guide")
     assert "visit_url" in result.text
     assert result.stats["time_ms"] >= 0
     assert result.context["params_input"]["query"] == "descriptor property __get__"

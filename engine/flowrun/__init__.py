@@ -23,7 +23,18 @@ unions.on_first_use(lambda: import_module("flowrun.runtime.kinds"), "implementat
 unions.on_first_use(lambda: import_module("flowrun.evals.grader_kinds"), "grader")
 
 if TYPE_CHECKING:
-    from flowrun.api import EventStream, ReplayResult, RunResult, Workflow, load, replay, resume
+    from flowrun.api import (
+        AgentAnswer,
+        EventStream,
+        ReplayResult,
+        RunHandle,
+        RunResult,
+        Workflow,
+        load,
+        read_result,
+        replay,
+        resume,
+    )
     from flowrun.batch import BatchProgress, BatchSummary, ItemResult, run_batch
     from flowrun.errors import (
         BudgetExceeded,
@@ -49,6 +60,9 @@ _EXPORTS = {
     "replay": "flowrun.api",
     "Workflow": "flowrun.api",
     "RunResult": "flowrun.api",
+    "RunHandle": "flowrun.api",
+    "AgentAnswer": "flowrun.api",
+    "read_result": "flowrun.api",
     "ReplayResult": "flowrun.api",
     "EventStream": "flowrun.api",
     "run_batch": "flowrun.batch",
@@ -79,6 +93,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AgentAnswer",
     "ApprovalRequest",
     "BatchProgress",
     "BatchSummary",
@@ -95,6 +110,7 @@ __all__ = [
     "ReplayResult",
     "RunEntry",
     "RunError",
+    "RunHandle",
     "RunInUse",
     "RunList",
     "RunOptions",
@@ -107,6 +123,7 @@ __all__ = [
     "list_runs",
     "load",
     "pending_decisions",
+    "read_result",
     "replay",
     "respond",
     "resume",

@@ -100,6 +100,9 @@ class RunStartEvent(Event):
     chat: str | None = None  # `flowrun chat`: the agent the user talks to
     date: str | None = None  # the `date` templates see; resume and replay keep it
     run_id: str | None = None  # the `run_id` templates see; a replay keeps the recorded one
+    # the version of flowrun's words around what models read (runtime/loop/prompt_version.py);
+    # resume and replay keep it; None in logs written before it was recorded (version 1)
+    prompts: int | None = None
     # the options as earlier versions wrote them (read by RunOptions.from_record, never written)
     dry_run: bool | None = None
     model_override: str | None = None
@@ -162,6 +165,31 @@ class AgentPromptEvent(Event):
     model: str = ""
     system: str = ""
     tools: list[dict[str, object]] = field(default_factory=list)
+
+
+@event_type("project_instructions")
+@dataclass(kw_only=True, slots=True)
+class ProjectInstructionsEvent(Event):
+    """The project instructions (AGENTS.md, CLAUDE.md) the run's agents of one flavor read
+    (`agents`: flowrun's own, `claude`: Claude Code agent files), as the block at the end of
+    their system prompts; written once per flavor, when the first agent that reads them starts.
+    A resume and a replay give the agents this text, never the files as they are now."""
+
+    flavor: str
+    files: list[str] = field(default_factory=list)  # relative to the workflow's folder, in order read
+    text: str = ""  # the block as the agents read it
+    size: int = 0  # bytes of the files
+    cap: int = 0  # bytes read at most
+    cut: bool = False  # over the cap: the text says where it was cut
+
+    def describe(self) -> str:
+        names = ", ".join(self.files)
+        if self.cut:
+            return f"project instructions {names}: {self.size} bytes, over the {self.cap}-byte cap; cut"
+        return f"project instructions read from {names}"
+
+    def level(self) -> str:
+        return "warn" if self.cut else ""
 
 
 @event_type("user_message")
@@ -375,7 +403,9 @@ class DecisionPendingEvent(Event):
     `approve: ask` tool (`tool`, `arguments`); question: an `ask_user` question (`question`);
     budget: a `limits` budget reached under `on_budget: ask` (`limit`, `message`; `agent_id`
     is empty: the budget is the run's). `deadline` (epoch seconds): past it, the decision is
-    taken by "deadline" (approvals and budgets denied, questions unanswered)."""
+    taken by "deadline" (approvals and budgets denied, questions unanswered). `attempt`: the
+    run's resume count when it was first asked (None in logs of earlier versions); with the
+    agent and call ids it names the request (a resume that reaches it again keeps it)."""
 
     kind: str  # approval | question | budget
     agent: str
@@ -388,6 +418,7 @@ class DecisionPendingEvent(Event):
     amount: float | None = None  # budget: the limit's value now (granting again as much is the default)
     message: str | None = None
     deadline: float | None = None
+    attempt: int | None = None
 
     def describe(self) -> str:
         if self.kind == "question":
@@ -405,7 +436,8 @@ class DecisionPendingEvent(Event):
 class DecisionEvent(Event):
     """A pending decision taken: how (`by`: cli, python, http, ui, terminal, callback,
     deadline), by whom (`user`, when known) and when (`t`). An approval or a budget is
-    `allowed` or not (a budget `grant`s more of its `limit`); a question gets an `answer`."""
+    `allowed` or not (a budget `grant`s more of its `limit`, reached at `amount`); a question
+    gets an `answer`. `attempt` is its request's (the `decision_pending`'s)."""
 
     kind: str
     agent_id: str
@@ -418,6 +450,8 @@ class DecisionEvent(Event):
     reason: str | None = None
     by: str
     user: str | None = None
+    attempt: int | None = None
+    amount: float | None = None
 
     def describe(self) -> str:
         if self.kind == "question":
@@ -759,9 +793,14 @@ class ErrorEvent(Event):
 @event_type("run_end")
 @dataclass(kw_only=True, slots=True)
 class RunEndEvent(Event):
+    """How the run (this attempt of it) ended. `pending`: the refs of the decisions still open
+    (those a waiting run waits for); a request an earlier attempt left open and this one asked
+    no more (it went another way, or completed) is not among them (None in older logs)."""
+
     status: str
     message: str = ""
     usage: UsageRecord = field(default_factory=UsageRecord)
+    pending: list[str] | None = None
 
     def describe(self) -> str:
         return f"run {self.status}" + (f": {self.message}" if self.message else "")

@@ -31,6 +31,7 @@ AGENTS: dict[str, list[Any]] = {
     "beta": [{"write_file": {"approve": "ask"}}],
 }
 TOKEN = "a-token-long-enough-0123456789"
+TALK_PRICE = {"input": 1.0, "output": 2.0}  # dollars per million tokens
 
 
 def replies(**more: list[Reply]) -> Script:
@@ -46,7 +47,7 @@ def replies(**more: list[Reply]) -> Script:
             Reply("Wrote it."),
         ],
         "talker": [
-            Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
+            Reply("Looking at the folder.", tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
             Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})]),
             Reply("Talked."),
         ],
@@ -91,7 +92,8 @@ def served_project(root: Path, provider: str) -> list[Path]:
     parallel = {"parallel": [{"agent": side, "task": f"Side {side}."} for side in ("alpha", "beta")]}
     specs = [
         workflow(model(provider), name="nested", entry="orchestrator", task="Do the job."),
-        workflow(model(provider), name="talk", entry="talker", task="Do the job."),
+        # priced: a cancel's partial result has a cost
+        workflow(model(provider, price=TALK_PRICE), name="talk", entry="talker", task="Do the job."),
         workflow(model(provider), name="branches", steps=[parallel]),
     ]
     write_files(root, {f"{spec['name']}.yaml": spec for spec in specs})

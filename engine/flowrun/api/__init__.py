@@ -14,19 +14,22 @@
     print(events.result.status)
 
 Cancelling the task that awaits `run()` stops the run the way Ctrl-C does: the folder is kept,
-`run.json` says `cancelled`, and `flowrun.resume(run_dir)` continues it.
+`run.json` says `cancelled`, and `flowrun.resume(run_dir)` continues it; `flowrun.read_result(
+run_dir)` reads its partial result. `wf.start(...)` runs it in the background instead: its
+handle's `cancel()` stops it and `await handle.result()` returns that partial result.
 
 The rooms behind this facade: workflow.py (`load`, `Workflow`), launch.py (starting a run in its
-folder), resuming.py, replaying.py and recorded.py (a recorded run read again), results.py and
-stream.py (what the calls return).
+folder), resuming.py, replaying.py and recorded.py (a recorded run read again), results.py,
+handle.py and stream.py (what the calls return).
 """
 
 from __future__ import annotations
 
+from flowrun.api.handle import RunHandle
 from flowrun.api.launch import new_run_id, tightened
 from flowrun.api.recorded import recorded_run
 from flowrun.api.replaying import REPLAY_CHANGES, replay, replay_events, replay_options
-from flowrun.api.results import ReplayResult, RunResult
+from flowrun.api.results import AgentAnswer, ReplayResult, RunResult, read_result
 from flowrun.api.resuming import RECORDED_FOR_GOOD, RESUME_KEYWORDS, resume
 from flowrun.api.stream import EventStream
 from flowrun.api.workflow import RUN_KEYWORDS, ModelChoiceArg, RunArguments, RunPlace, Workflow, load
@@ -38,15 +41,18 @@ __all__ = [
     "REPLAY_CHANGES",
     "RESUME_KEYWORDS",
     "RUN_KEYWORDS",
+    "AgentAnswer",
     "EventStream",
     "ModelChoiceArg",
     "ReplayResult",
     "RunArguments",
+    "RunHandle",
     "RunPlace",
     "RunResult",
     "Workflow",
     "load",
     "new_run_id",
+    "read_result",
     "recorded_run",
     "replay",
     "replay_events",

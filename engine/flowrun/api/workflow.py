@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flowrun.api.handle import RunHandle
 from flowrun.api.launch import check_credentials, execute, new_run, new_run_id, probe_sandbox, tightened
 from flowrun.api.results import RunResult
 from flowrun.api.stream import EventStream
@@ -170,6 +171,27 @@ class Workflow:
         async with RunFolderLock(target):
             claim_new(target)
             return await execute(run)
+
+    def start(
+        self,
+        inputs: Mapping[str, object] | None = None,
+        options: RunOptions | None = None,
+        **arguments: Unpack[RunArguments],
+    ) -> RunHandle:
+        """Start `run()` in the background on the running event loop (call it from a
+        coroutine) and return its handle at once: `handle.run_dir` is known before the run
+        begins, `handle.cancel()` stops it resumably, `await handle.result()` gives how it
+        ended (a cancelled run's partial result: status `cancelled`, what each agent had
+        said, usage and cost so far). The arguments are `run()`'s."""
+        if arguments.get("run_dir") is None and arguments.get("run_id") is None:
+            arguments["run_id"] = new_run_id(self.name, arguments.get("runs_dir", "runs"))
+        given = arguments.get("run_dir")
+        run_dir = (
+            Path(given)
+            if given is not None
+            else Path(arguments.get("runs_dir", "runs")) / str(arguments.get("run_id"))
+        )
+        return RunHandle(asyncio.create_task(self.run(inputs, options, **arguments)), run_dir)
 
     def run_sync(
         self,

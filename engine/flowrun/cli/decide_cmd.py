@@ -18,7 +18,8 @@ call_option = click.option(
     "--call",
     "call_id",
     metavar="ID",
-    help="Which pending request: its call id (or AGENT_ID/CALL_ID); needed when several are pending.",
+    help="Which pending request: its call id, AGENT_ID/CALL_ID or its ref AGENT_ID/CALL_ID#ATTEMPT (that "
+    "request only); needed when several are pending.",
 )
 reason_option = click.option("--reason", metavar="TEXT", help="Why; a denial's reason reaches the agent.")
 no_continue_option = click.option(

@@ -17,6 +17,8 @@ from flowrun.cli.common import reported
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from rich.console import Console
+
     from flowrun.batch import BatchProgress
     from flowrun.evals import EvalReport, Variant
     from flowrun.evals.report import Change
@@ -266,7 +268,12 @@ def _write_files(
         html_file.write_text(html_report(report, html_file, changes), encoding="utf-8")
 
 
+FIGURES = ("time", "calls", "tokens", "cost")  # a run's, beside each variant's score column
+
+
 def _print_table(report: EvalReport, changes: list[Change] | None, verbose: bool) -> None:
+    """A row per case, per variant its score column and a run's mean time, calls, tokens and
+    cost; below, each variant's summary rows and the totals of its runs."""
     from rich.console import Console
     from rich.table import Table
 
@@ -275,48 +282,66 @@ def _print_table(report: EvalReport, changes: list[Change] | None, verbose: bool
     table.add_column("case")
     for variant in report.variants:
         table.add_column(variant.name, justify="right")
+        for figure in FIGURES:
+            table.add_column(figure, justify="right")
     cases = list(dict.fromkeys(c.case for v in report.variants for c in v.cases()))
     summaries = {v.name: {c.case: c for c in v.cases()} for v in report.variants}
     for case in cases:
-        cells = []
+        cells: list[str] = []
         for variant in report.variants:
             summary = summaries[variant.name].get(case)
-            cells.append(
-                ""
-                if summary is None
-                else _cell(
-                    summary.mean,
-                    summary.stdev,
-                    f"{summary.passes}/{summary.runs}",
-                    verdicts.get((variant.name, case)),
-                )
-            )
+            if summary is None:
+                cells += [""] * (1 + len(FIGURES))
+                continue
+            passes, change = f"{summary.passes}/{summary.runs}", verdicts.get((variant.name, case))
+            cells.append(_cell(summary.mean, summary.stdev, passes, change))
+            cells += _figures(summary.duration_s, summary.steps, summary.total_tokens, summary.cost_usd)
         table.add_row(case, *cells)
     table.add_section()
-    table.add_row(
-        "score", *(_cell(v.score, v.spread, "", verdicts.get((v.name, ""))) for v in report.variants)
-    )
-    table.add_row("pass@1", *(f"{v.pass_at_1:.0%}" for v in report.variants))
-    if report.repeat > 1:  # (pass@1 is the row above)
-        table.add_row(f"pass@{report.repeat}", *(f"{v.pass_at_k:.0%}" for v in report.variants))
-    graders = list(dict.fromkeys(name for v in report.variants for name in v.grader_means()))
-    for name in graders:
-        table.add_row(f"  {name}", *(_mean(v.grader_means().get(name)) for v in report.variants))
-    table.add_row("cost", *(f"${v.cost_usd:.4f}" if v.cost_usd is not None else "-" for v in report.variants))
-    console = Console(width=max(100, Console().width), soft_wrap=False)
+    for label, values in _summary_rows(report, verdicts):
+        table.add_row(label, *(cell for value in values for cell in (value, *[""] * len(FIGURES))))
+    totals = [("", *_figures(v.duration_s, v.steps, v.total_tokens, v.cost_usd)) for v in report.variants]
+    table.add_row("total", *(cell for row in totals for cell in row))
+    width = max(100, Console().width, 24 + 56 * len(report.variants))
+    console = Console(width=width, soft_wrap=False)
     console.print(table)
     if verbose:
-        for variant in report.variants:
-            for run in variant.runs:
+        _print_runs(report, console)
+
+
+def _summary_rows(report: EvalReport, verdicts: dict[tuple[str, str], Change]) -> list[tuple[str, list[str]]]:
+    """Each variant's overall score, pass@1 (and pass@k), and each grader's mean."""
+    rows = [("score", [_cell(v.score, v.spread, "", verdicts.get((v.name, ""))) for v in report.variants])]
+    rows.append(("pass@1", [f"{v.pass_at_1:.0%}" for v in report.variants]))
+    if report.repeat > 1:  # (pass@1 is the row above)
+        rows.append((f"pass@{report.repeat}", [f"{v.pass_at_k:.0%}" for v in report.variants]))
+    graders = list(dict.fromkeys(name for v in report.variants for name in v.grader_means()))
+    for name in graders:
+        rows.append((f"  {name}", [_mean(v.grader_means().get(name)) for v in report.variants]))
+    return rows
+
+
+def _figures(seconds: float, calls: float, tokens: float, cost: float | None) -> list[str]:
+    """Time, model calls, tokens and cost as the table shows them."""
+    return [f"{seconds:.1f} s", _count(calls), _count(tokens), f"${cost:.4f}" if cost is not None else "-"]
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def _print_runs(report: EvalReport, console: Console) -> None:
+    for variant in report.variants:
+        for run in variant.runs:
+            console.print(
+                f"{variant.name} {run.case}#{run.repeat} {run.status} score {run.score:.3f} "
+                f"{run.duration_s:.1f} s {run.steps} calls {run.total_tokens} tokens {run.run_dir}",
+                markup=False,
+            )
+            for g in run.graders:
                 console.print(
-                    f"{variant.name} {run.case}#{run.repeat} {run.status} score {run.score:.3f} "
-                    f"{run.run_dir}",
-                    markup=False,
+                    f"  {'✓' if g.passed else '✗'} {g.name} {g.score:.2f}: {g.detail}", markup=False
                 )
-                for g in run.graders:
-                    console.print(
-                        f"  {'✓' if g.passed else '✗'} {g.name} {g.score:.2f}: {g.detail}", markup=False
-                    )
 
 
 def _cell(score: float, spread: float, passes: str, change: Change | None) -> str:

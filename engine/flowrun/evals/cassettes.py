@@ -21,9 +21,11 @@ from flowrun import api
 from flowrun.errors import FlowrunError, UsageError
 from flowrun.evals.evalset import Case, cassette_folder, load_evalset, run_id
 from flowrun.evals.judges import JudgePanel, Key
+from flowrun.evals.outcome import wall_time
 from flowrun.evals.recording import INDEX, JUDGES
 from flowrun.evals.report import EvalReport, RunScore, VariantReport
 from flowrun.evals.runner import CaseRun, EvalSettings, finish_report, grade_run, new_report
+from flowrun.runtime.durable.event_log import read_events
 from flowrun.testing import cassette_meta
 from flowrun.types import decode_json
 
@@ -143,7 +145,9 @@ async def _replay(
             note = f"the replay diverged from the recording: {ledger.divergence.message}"
     except FlowrunError as e:
         note = f"cannot replay {cassette}: {e.message}"
-    return CaseRun(case, repeat, target, round(time.monotonic() - started, 3), note)
+    # the time is the recorded run's, not its replay's
+    recorded_s = wall_time(read_events(events)) if events.is_file() else None
+    return CaseRun(case, repeat, target, round(time.monotonic() - started, 3), note, recorded_s)
 
 
 def _fresh(target: Path) -> None:

@@ -1,6 +1,7 @@
 """An eval report as files for other programs: JUnit XML (one suite per variant, one test case
-per run of a case) and a self-contained HTML page (the variants side by side, every run's
-graders, its output and a link to its run folder and transcript)."""
+per run of a case, each with its time, model calls, tokens and cost) and a self-contained HTML
+page (the variants side by side with their time, calls, tokens and cost, every run's graders,
+figures, output and a link to its run folder and transcript)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def junit(report: EvalReport) -> str:
             ("score", f"{variant.score:.4f}"),
             ("pass_at_1", f"{variant.pass_at_1:.4f}"),
             ("pass_at_k", f"{variant.pass_at_k:.4f}"),
+            *_figures(variant.duration_s, variant.steps, variant.total_tokens, variant.cost_usd),
         ):
             ET.SubElement(props, "property", name=name, value=value)
         for run in variant.runs:
@@ -42,6 +44,9 @@ def junit(report: EvalReport) -> str:
                 classname=f"{report.evalset}.{variant.name}",
                 time=f"{run.duration_s:.3f}",
             )
+            figures = ET.SubElement(case, "properties")
+            for name, value in _figures(run.duration_s, run.steps, run.total_tokens, run.cost_usd):
+                ET.SubElement(figures, "property", name=name, value=value)
             ET.SubElement(case, "system-out").text = f"score {run.score:.3f}; run folder {run.run_dir}"
             if not run.passed:
                 lines = [f"{g.name}: {g.score:.2f} {g.detail}" for g in run.graders if not g.passed]
@@ -49,6 +54,17 @@ def junit(report: EvalReport) -> str:
                 ET.SubElement(case, "failure", message=message[:500]).text = "\n".join(lines or [run.message])
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _figures(seconds: float, calls: float, tokens: float, cost: float | None) -> list[tuple[str, str]]:
+    """The JUnit properties of a run's (or a suite's) cost and time ("" for an unknown cost)."""
+    cost_text = f"{cost:.6f}" if cost is not None else ""
+    return [
+        ("seconds", f"{seconds:.3f}"),
+        ("calls", f"{calls:g}"),
+        ("tokens", f"{tokens:g}"),
+        ("cost_usd", cost_text),
+    ]
 
 
 # ---------------------------------------------------------------- HTML
@@ -101,22 +117,34 @@ def _summary_table(report: EvalReport, verdicts: dict[tuple[str, str], Change]) 
     k = f"<th>pass@{report.repeat}</th>" if report.repeat > 1 else ""  # (else it is pass@1)
     rows = [
         "<table><tr><th>variant</th><th>model / set</th><th>score</th><th>pass@1</th>"
-        f"{k}<th>spread</th><th>cost</th><th>vs baseline</th></tr>"
+        f"{k}<th>spread</th>{_figure_heads('all runs')}<th>vs baseline</th></tr>"
     ]
     for v in report.variants:
         change = verdicts.get((v.name, ""))
         setting = " ".join(
             [*(["--model " + v.model] if v.model else []), *(f"--set {o}" for o in v.overrides)]
         )
-        cost = f"${v.cost_usd:.4f}" if v.cost_usd is not None else "-"
         pass_k = f"<td class='num'>{v.pass_at_k:.0%}</td>" if report.repeat > 1 else ""
+        figures = _figure_cells(v.duration_s, v.steps, v.total_tokens, v.cost_usd)
         rows.append(
             f"<tr><td>{_e(v.name)}</td><td><code>{_e(setting)}</code></td><td class='num'>{v.score:.3f}</td>"
             f"<td class='num'>{v.pass_at_1:.0%}</td>{pass_k}"
-            f"<td class='num'>±{v.spread:.3f}</td><td class='num'>{cost}</td><td>{_change(change)}</td></tr>"
+            f"<td class='num'>±{v.spread:.3f}</td>{figures}<td>{_change(change)}</td></tr>"
         )
     rows.append("</table>")
     return "\n".join(rows)
+
+
+def _figure_heads(of: str) -> str:
+    return "".join(
+        f"<th title='{of}'>{name} <small>({of})</small></th>" for name in ("time", "calls", "tokens", "cost")
+    )
+
+
+def _figure_cells(seconds: float, calls: float, tokens: float, cost: float | None) -> str:
+    """Time, model calls, tokens and cost as table cells."""
+    shown = [f"{seconds:.1f} s", f"{calls:.4g}", f"{tokens:.6g}", f"${cost:.4f}" if cost is not None else "-"]
+    return "".join(f"<td class='num'>{text}</td>" for text in shown)
 
 
 def _change(change: Change | None) -> str:
@@ -144,13 +172,15 @@ def _gates(report: EvalReport) -> str:
 def _variant(variant: VariantReport, base: Path, verdicts: dict[tuple[str, str], Change]) -> str:
     parts = [f"<h2>Variant <code>{_e(variant.name)}</code></h2>"]
     parts.append(
-        "<table><tr><th>case</th><th>score</th><th>range</th><th>passed</th><th>vs baseline</th></tr>"
+        "<table><tr><th>case</th><th>score</th><th>range</th><th>passed</th>"
+        f"{_figure_heads('a run (mean)')}<th>vs baseline</th></tr>"
     )
     for case in variant.cases():
+        figures = _figure_cells(case.duration_s, case.steps, case.total_tokens, case.cost_usd)
         parts.append(
             f"<tr><td><a href='#{_e(variant.name)}-{_e(case.case)}'>{_e(case.case)}</a></td>"
             f"<td class='num'>{case.mean:.3f}</td><td class='num'>{case.low:.2f}–{case.high:.2f}</td>"
-            f"<td class='num'>{case.passes}/{case.runs}</td>"
+            f"<td class='num'>{case.passes}/{case.runs}</td>{figures}"
             f"<td>{_change(verdicts.get((variant.name, case.case)))}</td></tr>"
         )
     parts.append("</table>")
@@ -173,7 +203,8 @@ def _run(variant: str, run: RunScore, base: Path) -> str:
     return (
         f"<h3 id='{_e(anchor)}'>{_e(run.case)} · run {run.repeat} · {mark} · score {run.score:.3f}</h3>"
         f"<p>status <code>{_e(run.status)}</code>{' — ' + _e(run.message) if run.message else ''} · "
-        f"{run.steps} model call(s) · "
+        f"{run.duration_s:.1f} s · {run.steps} model call(s) · {run.total_tokens} tokens · "
+        f"{'$' + format(run.cost_usd, '.4f') if run.cost_usd is not None else 'cost unknown'} · "
         f"<a href='{_e(folder)}/'>run folder</a> · <a href='{_e(folder)}/events.jsonl'>events</a> · "
         f"transcript: <code>flowrun show --messages {_e(run.run_dir)}</code></p>"
         f"<table><tr><th>grader</th><th>score</th><th></th><th>detail</th></tr>{rows}</table>{output}"

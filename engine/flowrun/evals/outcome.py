@@ -1,13 +1,20 @@
 """What a case's run left, as the graders read it: its status and final message, the declared
-output, its tool calls (events.jsonl, sub-agents included), its model calls and its usage
-(usage.json: tokens, and the cost, None when its models have no price)."""
+output, its tool calls (events.jsonl, sub-agents included), its model calls, its wall time (from
+its log) and its usage (usage.json: tokens, and the cost, None when its models have no price)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flowrun.events import ModelResponseEvent, RunEndEvent, ToolCallEvent
+from flowrun.events import (
+    Event,
+    ModelResponseEvent,
+    RunEndEvent,
+    RunResumedEvent,
+    RunStartEvent,
+    ToolCallEvent,
+)
 from flowrun.pinned import read_checked, read_json_object
 from flowrun.runtime.durable.event_log import read_events
 
@@ -45,6 +52,7 @@ class Outcome:
     steps: int = 0  # model calls over all agents
     total_tokens: int = 0
     cost_usd: float | None = None
+    seconds: float | None = None  # wall time, each attempt's added up (None: it never began)
 
     def file_text(self, name: str) -> str | None:
         """A file of the run folder, its first MAX_FILE_BYTES (see run_file_text)."""
@@ -83,7 +91,23 @@ def read_outcome(run_dir: Path, declared_output: str | None) -> Outcome:
         steps=steps,
         total_tokens=_tokens(usage.get("total_tokens")),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        seconds=wall_time(events),
     )
+
+
+def wall_time(events: list[Event]) -> float | None:
+    """How long a run ran, from its log: from each attempt's start (`run_start`, `run_resumed`)
+    to its `run_end` (or its last event: killed), added up; None for a log with no start."""
+    total, start, began = 0.0, None, False
+    for event in events:
+        if isinstance(event, RunStartEvent | RunResumedEvent):
+            began = True
+            start = event.t if start is None else start
+        elif isinstance(event, RunEndEvent) and start is not None:
+            total, start = total + event.t - start, None
+    if start is not None:
+        total += events[-1].t - start
+    return round(total, 3) if began else None
 
 
 def _tokens(value: object) -> int:

@@ -1,7 +1,9 @@
-"""An eval's results: every run's grader scores per variant, what they add up to (per case:
-the mean over repeats, its spread, pass@k; per variant: the overall score, pass@1, pass@k, each
-grader's mean), the gates that set the exit code, a comparison with a baseline report, and the
-JSON form (`--json`, `report.json`; a later `--baseline` reads it back)."""
+"""An eval's results: every run's grader scores, wall time, model calls, tokens and cost per
+variant, what they add up to (per case: the mean over repeats, its spread, pass@k, the mean
+time, calls, tokens and cost of a run; per variant: the overall score, pass@1, pass@k, each
+grader's mean, the time, calls, tokens and cost of all its runs), the gates that set the exit
+code, a comparison with a baseline report, and the JSON form (`--json`, `report.json`; a later
+`--baseline` reads it back)."""
 
 from __future__ import annotations
 
@@ -30,9 +32,10 @@ class RunScore:
     passed: bool  # every grader reached its pass mark
     graders: list[GraderScore] = field(default_factory=list)
     cost_usd: float | None = None
-    steps: int = 0
-    duration_s: float = 0.0
+    steps: int = 0  # model calls over all agents
+    duration_s: float = 0.0  # wall time
     message: str = ""  # what went wrong, when the run did not complete
+    total_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,11 @@ class CaseSummary:
     stdev: float  # over the repeats (0 for one run)
     passes: int  # runs that passed
     judges: float | None  # the mean of the judges' scores, when the case has judges
+    # a run's mean wall time, model calls, tokens and cost (None: no run of it has a price)
+    duration_s: float = 0.0
+    steps: float = 0.0
+    total_tokens: float = 0.0
+    cost_usd: float | None = None
 
     @property
     def pass_at_k(self) -> bool:
@@ -82,6 +90,10 @@ class VariantReport:
                     stdev=statistics.pstdev(scores) if len(scores) > 1 else 0.0,
                     passes=sum(r.passed for r in runs),
                     judges=statistics.fmean(judged) if judged else None,
+                    duration_s=statistics.fmean(r.duration_s for r in runs),
+                    steps=statistics.fmean(r.steps for r in runs),
+                    total_tokens=statistics.fmean(r.total_tokens for r in runs),
+                    cost_usd=_mean_cost(runs),
                 )
             )
         return out
@@ -116,8 +128,27 @@ class VariantReport:
 
     @property
     def cost_usd(self) -> float | None:
+        """All its runs' cost (None: no run has a price)."""
         costs = [r.cost_usd for r in self.runs if r.cost_usd is not None]
         return round(sum(costs), 6) if costs else None
+
+    @property
+    def duration_s(self) -> float:
+        """All its runs' wall time, added up (they may have run at once)."""
+        return round(sum(r.duration_s for r in self.runs), 3)
+
+    @property
+    def steps(self) -> int:
+        return sum(r.steps for r in self.runs)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(r.total_tokens for r in self.runs)
+
+
+def _mean_cost(runs: list[RunScore]) -> float | None:
+    costs = [r.cost_usd for r in runs if r.cost_usd is not None]
+    return statistics.fmean(costs) if costs else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +211,9 @@ class EvalReport:
                     "pass_at_k": v.pass_at_k,
                     "spread": v.spread,
                     "cost_usd": v.cost_usd,
+                    "duration_s": v.duration_s,
+                    "steps": v.steps,
+                    "total_tokens": v.total_tokens,
                     "graders": v.grader_means(),
                     "cases": [
                         {**asdict(c), "pass_at_k": c.pass_at_k, "pass_all": c.pass_all} for c in v.cases()

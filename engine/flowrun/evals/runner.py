@@ -140,8 +140,9 @@ class CaseRun:
     case: Case
     repeat: int
     run_dir: Path
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # as the batch timed it (the run's log says, when it has one)
     note: str = ""  # what a replay found (a divergence), when it differs from the run's own message
+    recorded_s: float | None = None  # offline: the recorded run's wall time, not its replay's
 
 
 async def _run_variant(
@@ -247,8 +248,9 @@ async def grade_run(
         graders=scores,
         cost_usd=outcome.cost_usd,
         steps=outcome.steps,
-        duration_s=run.duration_s,
+        duration_s=outcome.seconds if outcome.seconds is not None else run.duration_s,
         message=message.splitlines()[0][:500] if message else "",
+        total_tokens=outcome.total_tokens,
     )
 
 
@@ -257,6 +259,8 @@ def _graded_by_rule(
 ) -> tuple[Outcome, list[GraderScore | None]]:
     """The run's outcome and its deterministic graders' scores (None in a judge's place)."""
     outcome = read_outcome(run.run_dir, declared)
+    if run.recorded_s is not None:
+        outcome.seconds = run.recorded_s
     case = run.case
     variables: Mapping[str, object] = {"inputs": case.inputs, "expected": case.expected, "case": case.id}
     scores = [

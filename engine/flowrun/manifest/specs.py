@@ -545,6 +545,13 @@ class AgentManifest(Strict):
     prompt_file: str | None = Field(
         default=None, description="A Jinja2 template under prompts/ (the system prompt), a relative path."
     )
+    instructions: Literal["project", "none"] | None = Field(
+        default=None,
+        description="project: the system prompt ends with the project's instructions (AGENTS.md, "
+        "else CLAUDE.md, in the workflow's folder); none: it does not. Default: the workflow's "
+        "`instructions`, else none (project for a Claude Code agent file, which reads CLAUDE.md "
+        "as Claude Code does).",
+    )
     model: ModelRef | None = None
     max_steps: int = Field(default=30, ge=1, le=10_000, description="Model calls before it stops.")
     max_repeated_calls: int | None = Field(
@@ -888,6 +895,11 @@ class WorkflowManifest(Strict):
     default_model: str | None = Field(default=None, description="The model agents use when they name none.")
     entry: Name | None = Field(default=None, description="The agent that runs (or use `steps`).")
     task: str | None = Field(default=None, description="Jinja2: the first user message to the entry agent.")
+    instructions: Literal["project", "none"] | None = Field(
+        default=None,
+        description="The default of every agent's `instructions`: project = agents read the "
+        "AGENTS.md (else CLAUDE.md) of the workflow's folder as project instructions.",
+    )
     steps: list[Step] | None = Field(
         default=None, description="Steps run in order (agent steps, loops, fan-outs, ...)."
     )

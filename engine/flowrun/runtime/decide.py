@@ -16,6 +16,7 @@ from flowrun.events import DecisionEvent
 from flowrun.pinned import read_json_object
 from flowrun.runtime.durable.decisions import (
     Decision,
+    DecisionHistory,
     PendingDecision,
     choose,
     decided,
@@ -42,26 +43,28 @@ def respond(
     """Take one decision a waiting run waits for, and record it in its log (the run is not
     continued: `flowrun.resume(run_dir)` does that, without asking any model again).
 
-    `call_id` names the request: its tool call id, or its `ref` (AGENT_ID/CALL_ID) when two
-    agent instances share the id; it may be left out when only one is pending. An approval
+    `call_id` names the request: its tool call id, AGENT_ID/CALL_ID when two agent instances
+    share the id, or its `ref` (AGENT_ID/CALL_ID#ATTEMPT), which names that request only: never
+    one asked in its place after a resume. It may be left out when only one is pending. An approval
     takes `allow` (True or False); a question takes `answer`; a budget takes `allow` and
     optionally `grant` (how much more of the limit: dollars, tokens, steps or seconds; default
     as much again). `reason` goes to the agent with a denial; `by` says how it was taken
     (cli, python, http, ui, ...) and `user` who, both recorded with the time.
 
     Decisions past their deadline are taken first (by "deadline"). A request that is not
-    pending (never was, or already decided), or an answer that does not fit it, is a
-    UsageError; RunInUse while a process holds the run (it may still be finishing the calls
-    in flight before it waits)."""
+    pending (never was, already decided, timed out, or of an earlier attempt of the run that
+    no longer asks it), or an answer that does not fit it, is a UsageError; RunInUse while a
+    process holds the run (it may still be finishing the calls in flight before it waits)."""
     folder = Path(run_dir)
     if not by or not isinstance(by, str):
         raise UsageError("by must say how the decision was taken", "e.g. by='python' (or cli, http, ui)")
     with RunFolderLock(folder, create=False):
         log = _log_of(folder)
         _append(log, overdue(open_decisions(read_events(log, strict=True))))
-        pending = open_decisions(read_events(log, strict=True))
+        history = DecisionHistory.of(read_events(log, strict=True))
+        pending = history.pending()
         if call_id is not None and not any(p.matches(call_id) for p in pending):
-            _refuse_taken(log, call_id, folder)
+            _refuse_stale(history, call_id, folder)
         target = choose(pending, call_id, folder)
         event = decided(target, allow=allow, answer=answer, grant=grant, reason=reason, by=by, user=user)
         _append(log, [event])
@@ -118,16 +121,29 @@ def _append(log: Path, events: list[DecisionEvent]) -> None:
         writer.close()
 
 
-def _refuse_taken(log: Path, call_id: str, folder: Path) -> None:
-    """A decision already taken is not taken again: say by whom."""
-    for event in reversed(read_events(log)):
-        if isinstance(event, DecisionEvent) and call_id in (event.call_id, Decision.from_event(event).ref):
-            taken = Decision.from_event(event)
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(taken.at))
-            raise UsageError(
-                f"{call_id} in {folder} was already decided ({taken.describe()} at {when})",
-                "a decision is taken once; `flowrun show` tells how the run stands",
-            )
+def _refuse_stale(history: DecisionHistory, call_id: str, folder: Path) -> None:
+    """A request no longer open is not decided: say why (taken, by whom; timed out; left by an
+    earlier attempt of the run), never apply the answer to another request."""
+    left = history.left(call_id)
+    if isinstance(left, Decision):
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(left.at))
+        if left.by == "deadline":
+            said = f"timed out: nobody decided it before its deadline, so it was {left.verdict()} (at {when})"
+        else:
+            said = f"was already decided: {left.outcome()} at {when}"
+        raise UsageError(
+            f"{left.ref} in {folder} {said}",
+            "a decision is taken once; `flowrun show` tells how the run stands",
+        )
+    if isinstance(left, PendingDecision):
+        now = history.pending()
+        waits = "; ".join(f"{p.ref} ({p.describe()})" for p in now)  # by ref: those requests only
+        waits = f"it waits for {waits}" if now else "it waits for no decision"
+        raise UsageError(
+            f"{call_id} in {folder} belongs to an earlier attempt of the run (attempt {left.attempt or 0}; "
+            f"it is on attempt {history.attempt}, which no longer asks it): {waits}",
+            "decide what it waits for now; `flowrun show` lists it",
+        )
 
 
 def _update_meta(folder: Path, still_open: list[PendingDecision]) -> None:

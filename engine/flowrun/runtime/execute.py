@@ -34,6 +34,7 @@ from flowrun.runtime.durable.runs_index import note_run
 from flowrun.runtime.kinds import run_steps
 from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
+from flowrun.runtime.loop.prompt_version import RecordedPrompts
 from flowrun.runtime.loop.structured import write_json_output
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import SeedPlan, check_places, plan_seeds, write_seeds
@@ -156,6 +157,7 @@ def _emit_start(run: Run, resume: bool) -> None:
             chat=_chat_agent(run),
             date=run.template_vars()["date"],
             run_id=run.template_vars()["run_id"],
+            prompts=run.recorded(RecordedPrompts).version,
         )
     )
     if run.sandbox_warning is not None:
@@ -259,8 +261,11 @@ def _finish(run: Run, status: str, message: str) -> None:
     before failed (a full disk), so whatever can be recorded is. The event is emitted here (its
     subscribers live on the loop); nothing here awaits, so a late cancel (a second Ctrl-C)
     cannot cut the recording of an outcome already reached."""
+    # the requests still open (a completed run asks nothing more)
+    pending = [p.ref for p in run.decisions.open_requests()] if status != "completed" else []
     with contextlib.suppress(OSError):
-        run.emit(RunEndEvent(status=status, message=message[:2000], usage=run.usage.to_dict()))
+        usage = run.usage.to_dict()
+        run.emit(RunEndEvent(status=status, message=message[:2000], usage=usage, pending=pending))
     _end_files(run, status)
 
 

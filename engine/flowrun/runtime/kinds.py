@@ -30,6 +30,8 @@ from flowrun.runtime.loop.contracts import (
     ToolKind,
 )
 from flowrun.runtime.loop.deferred import load_noted
+from flowrun.runtime.loop.instructions import RecordedInstructions
+from flowrun.runtime.loop.prompt_version import RecordedPrompts
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepConditions, StepContext, StepKind
@@ -105,9 +107,11 @@ def _drop(table: dict[str, Any], family: str, name: str) -> None:
 
 def kind_records() -> list[type[KindRecord]]:
     """What the registered kinds keep of a recorded run, for `Ledger.from_events` to fold the
-    log into (and the `if:` every step kind takes)."""
+    log into (and the `if:` every step kind takes, the project instructions agents read and the
+    version of flowrun's words around prompts)."""
     kinds: list[ToolKind | StepKind] = [*TOOL_KINDS.values(), *STEP_KINDS.values()]
-    return [StepConditions, *(record for kind in kinds for record in kind.records)]
+    own = [StepConditions, RecordedInstructions, RecordedPrompts]
+    return [*own, *(record for kind in kinds for record in kind.records)]
 
 
 # ---------------------------------------------------------------- tools

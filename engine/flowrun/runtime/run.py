@@ -26,6 +26,7 @@ from flowrun.runtime.loop.approvals import Approvals
 from flowrun.runtime.loop.contracts import AgentInstance, BindRequest, Outcome
 from flowrun.runtime.loop.decisions import Decisions
 from flowrun.runtime.loop.dispatch import ToolDispatcher, ToolEnvironment
+from flowrun.runtime.loop.instructions import PromptEndings
 from flowrun.runtime.loop.prompt_record import prompt_event, write_prompt_file
 from flowrun.runtime.loop.prompts import PromptRenderer
 from flowrun.runtime.loop.repeats import RepeatGuard
@@ -89,6 +90,7 @@ class Run:
             self.spec.output,
             lambda: self.iteration,
             today=ledger.date if ledger is not None else None,
+            endings=PromptEndings(self.workflow_dir, self.spec.instructions, self.recorded, self.emit),
         )
         choice = ModelChoice.of_run(project, self.spec, self.workflow_dir, self.options, replaying)
         self.models = ModelService(
@@ -102,6 +104,7 @@ class Run:
             self.emit,
             ledger,
             on_budget=self.limits.on_budget,
+            attempt=ledger.resumes + 1 if ledger is not None and ledger.mode == "resume" else 0,
         )
         self.models.decisions = self.decisions
         self.turns = UserTurns(self.hooks, ledger, self.emit)

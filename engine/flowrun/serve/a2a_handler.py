@@ -147,7 +147,7 @@ class RunsHandler(RequestHandler):
         write_record(served.runs_dir, params.id, {**record, "canceled": True})
         if served.running(params.id):
             try:
-                served.cancel(params.id)
+                served.stop(params.id)
             except Conflict as e:
                 write_record(served.runs_dir, params.id, record)
                 raise TaskNotCancelableError(e.message) from None

@@ -7,7 +7,7 @@
     GET  /v1/runs/{id}/replay          its replay's model steps beside its own (404: none)
     GET  /v1/runs/{id}/events          its log as server-sent events (Last-Event-ID resumes)
     POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
-    POST /v1/runs/{id}/cancel|resume   stop it resumably, continue it
+    POST /v1/runs/{id}/cancel|resume   stop it resumably (its partial result), continue it
     GET  /v1/runs/{id}/files[/PATH]    its folder's files, read-only
     GET  /v1/workflows, /v1/batches[/NAME], /openapi.json
 
@@ -38,7 +38,14 @@ from flowrun.runtime.summary.folder import replay_steps
 from flowrun.serve.access import BearerToken, HostCheck, accepted_hosts
 from flowrun.serve.event_feed import follow
 from flowrun.serve.openapi import document
-from flowrun.serve.served_runs import Conflict, NotFound, ServedRuns, decision_dict, describe_error
+from flowrun.serve.served_runs import (
+    Conflict,
+    NotFound,
+    ServedRuns,
+    decision_dict,
+    describe_error,
+    result_dict,
+)
 from flowrun.serve.workflow_info import batch_detail, batches, workflow_info
 from flowrun.states import NAMES
 from flowrun.types import decode_json
@@ -285,9 +292,9 @@ async def decisions_route(request: Request) -> Response:
 
 
 async def cancel_route(request: Request) -> Response:
-    run_id = request.path_params["id"]
-    runs_of(request).cancel(run_id)
-    return reply({"id": run_id, "status": "cancelled"}, 202)
+    """Answered once the stop is recorded: the run's partial result."""
+    result = await runs_of(request).cancel(request.path_params["id"])
+    return reply(result_dict(result))
 
 
 async def resume_route(request: Request) -> Response:

@@ -84,7 +84,11 @@ SCHEMAS: Json = {
         "properties": {
             "kind": {"enum": ["approval", "question", "budget"]},
             "call_id": {"type": "string"},
-            "ref": {"type": "string", "description": "AGENT_ID/CALL_ID: unique within the run"},
+            "ref": {
+                "type": "string",
+                "description": "AGENT_ID/CALL_ID#ATTEMPT: this request only, unique within the run",
+            },
+            "attempt": {"type": "integer", "description": "The run's resume count when it was first asked"},
             "agent": {"type": "string"},
             "agent_id": {"type": "string"},
             "tool": {"type": "string"},
@@ -154,7 +158,8 @@ SCHEMAS: Json = {
         "properties": {
             "call": {
                 **STRING_OR_NULL,
-                "description": "The call id or ref; may be left out when one is pending",
+                "description": "The call id or ref (a ref names that request only: one decided, "
+                "timed out or of an earlier attempt is refused); may be left out when one is pending",
             },
             "allow": {"type": ["boolean", "null"], "description": "An approval or a budget"},
             "answer": {**STRING_OR_NULL, "description": "A question"},
@@ -165,6 +170,34 @@ SCHEMAS: Json = {
         },
     },
     "Accepted": {"type": "object", "properties": {"id": {"type": "string"}, "status": {"type": "string"}}},
+    "AgentAnswer": {
+        "type": "object",
+        "required": ["agent", "agent_id", "status", "said"],
+        "properties": {
+            "agent": {"type": "string"},
+            "agent_id": {"type": "string", "description": "The instance path from the entry agent down"},
+            "status": {"type": "string", "description": "Its end, or the run's state when it had not ended"},
+            "said": {"type": "string", "description": "Its last answer in words (empty before one)"},
+            "steps": {"type": "integer", "description": "Its model calls that answered"},
+            "total_tokens": {"type": "integer"},
+            "cost_usd": NUMBER_OR_NULL,
+        },
+    },
+    "Cancelled": {
+        "type": "object",
+        "required": ["id", "status", "agents", "resumable"],
+        "properties": {
+            "id": {"type": "string"},
+            "status": {"type": "string", "description": "cancelled (or how it ended, when it ended first)"},
+            "message": STRING_OR_NULL,
+            "total_tokens": {"type": "integer"},
+            "cost_usd": {**NUMBER_OR_NULL, "description": "So far; null when no model of it has a price"},
+            "usage": {"type": "object", "description": "usage.json's shape"},
+            "agents": {"type": "array", "items": _ref("AgentAnswer")},
+            "pending": {"type": "array", "items": _ref("PendingDecision")},
+            "resumable": {"type": "boolean", "description": "POST /v1/runs/{id}/resume continues it"},
+        },
+    },
 }
 
 
@@ -318,9 +351,9 @@ OPERATIONS = (
         "/v1/runs/{id}/cancel",
         "post",
         "cancelRun",
-        "Stop a run (it ends cancelled, resumable)",
-        "202",
-        _json(_ref("Accepted"), "Stopping"),
+        "Stop a run (it ends cancelled, resumable); answered once the stop is recorded",
+        "200",
+        _json(_ref("Cancelled"), "Stopped: its partial result"),
         (401, 404, 409),
         parameters=RUN,
     ),

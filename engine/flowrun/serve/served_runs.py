@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
-from flowrun.api import RunResult, Workflow, new_run_id, resume
+from flowrun.api import RunResult, Workflow, new_run_id, read_result, resume
 from flowrun.errors import FlowrunError, RunError, RunInUse, UsageError
 from flowrun.events import Event
 from flowrun.paths import is_dir
@@ -26,6 +26,7 @@ from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import RunEntry, RunList, When, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
 from flowrun.runtime.summary.folder import RunSummary, SummaryCache
+from flowrun.states import BY_NAME
 
 # the run options a client may set (RunOptions fields; not workdir: a folder of the server's)
 CLIENT_OPTIONS = (
@@ -243,8 +244,9 @@ class ServedRuns:
         self._keep(run_id, task)
         await _first(task, started)
 
-    def cancel(self, run_id: str) -> None:
-        """Stop a run of this server: it ends `cancelled`, resumable."""
+    def stop(self, run_id: str) -> asyncio.Task[RunResult]:
+        """Cancel the task of a run of this server (it ends `cancelled`, resumable); the task,
+        done once the stop is recorded. Conflict when the server is not running it."""
         self.folder(run_id)
         task = self.tasks.get(run_id)
         if task is None or task.done():
@@ -254,6 +256,15 @@ class ServedRuns:
                 )
             raise Conflict(f"run {run_id} is not running", "GET /v1/runs/ID says how it stands")
         task.cancel("cancelled through the HTTP API")
+        return task
+
+    async def cancel(self, run_id: str) -> RunResult:
+        """Stop a run of this server (`stop`); its partial result once the stop is recorded (its
+        tools' processes stopped, its end written): what each agent had said, usage and cost so
+        far."""
+        task = self.stop(run_id)
+        await asyncio.wait([task])  # (not the task itself: this request is not the run's to cancel)
+        return await asyncio.to_thread(read_result, self.folder(run_id))
 
     async def decide(
         self, run_id: str, body: Mapping[str, object]
@@ -365,6 +376,23 @@ def _typed(name: str, value: object, kind: type[T]) -> T:
 
 def decision_dict(decision: Decision) -> dict[str, object]:
     return {**dataclasses.asdict(decision), "ref": decision.ref}
+
+
+def result_dict(result: RunResult) -> dict[str, object]:
+    """A run's result as the API answers a cancel: its state, message, usage and cost, what
+    each agent had said, and whether `resume` continues it."""
+    state = BY_NAME.get(result.status)
+    return {
+        "id": result.run_id,
+        "status": result.status,
+        "message": result.message or None,
+        "total_tokens": result.usage.get("total_tokens", 0),
+        "cost_usd": result.usage.get("total_cost_usd"),
+        "usage": result.usage,
+        "agents": [dataclasses.asdict(answer) for answer in result.agents],
+        "pending": [p.to_dict() for p in result.pending],
+        "resumable": state is not None and state.resumable,
+    }
 
 
 def describe_error(e: FlowrunError) -> dict[str, object]:

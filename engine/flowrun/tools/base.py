@@ -59,6 +59,7 @@ class ToolProperties:
     sequential: bool | None = None  # never concurrently with the step's other calls
     idempotent: bool | IdempotentRule | None = None  # safe to repeat: a flag, or a rule on arguments
     parameters: DynamicParameters | None = None  # the parameters schema, made at bind time
+    foreign_text: bool = False  # its results frame text from outside the workflow (foreign_text.py)
 
 
 def tool(
@@ -68,6 +69,7 @@ def tool(
     sequential: bool | None = None,
     idempotent: bool | IdempotentRule | None = None,
     parameters: DynamicParameters | None = None,
+    foreign_text: bool = False,
 ) -> Callable[[F], F]:
     """Declare a tool function's properties; the function itself is returned unchanged::
 
@@ -85,12 +87,15 @@ def tool(
       recorded before it starts, and a resume never runs it blindly a second time
     - parameters: `(search_path, config) -> schema | None`, the parameters the model sees (an
       enum of what the agent's config allows), over the manifest's
+    - foreign_text: its results hold text from outside the workflow (a page, a remote service),
+      framed with `flowrun.foreign_text.frame`: the agent's system prompt then says once what
+      such blocks are
     A tool manifest's `files`, `replay`, `sequential` and `idempotent` keys win over these."""
     if files is not None and files not in get_args(FileUse):
         raise ValueError(f"@tool(files={files!r}): expected one of {', '.join(get_args(FileUse))}")
     if replay is not None and replay not in get_args(ReplayUse):
         raise ValueError(f"@tool(replay={replay!r}): expected one of {', '.join(get_args(ReplayUse))}")
-    declared = ToolProperties(files, replay, sequential, idempotent, parameters)
+    declared = ToolProperties(files, replay, sequential, idempotent, parameters, foreign_text)
 
     def mark(func: F) -> F:
         setattr(func, PROPERTIES_ATTRIBUTE, declared)

@@ -10,6 +10,10 @@ Skills folders, first found wins for a name: config `skills_dir`, then `skills/`
 search-path entry (the project's folder before the built-ins, so a project overrides a skill).
 The shipped examples' skills are found only by name (an entry's `skills: [...]` list), so a
 project's `use_skill` without a list offers only the project's own library.
+
+A skill from a library outside the workflow's folder and flowrun's own (a `skills_dir` elsewhere,
+a symlink out of the project) is not the workflow author's text: its guide and files reach the
+model framed as data, in a block naming the skill and its library (flowrun/foreign_text.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from flowrun.foreign_text import frame
 from flowrun.paths import examples_root
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.types import ToolResult, decode_json
@@ -189,7 +194,7 @@ def skill_parameters(search_path: list[Path], config: Mapping[str, object]) -> d
     }
 
 
-@tool(parameters=skill_parameters)
+@tool(parameters=skill_parameters, foreign_text=True)
 async def use_skill(ctx: ToolContext, skill: str, file: str | None = None) -> ToolResult:
     started = time.perf_counter()
     params: dict[str, object] = {"skill": skill, "file": file}
@@ -209,6 +214,24 @@ async def use_skill(ctx: ToolContext, skill: str, file: str | None = None) -> To
     return finish_result(result, params, started)
 
 
+def library_of(search_path: list[Path], skill: Skill) -> Path | None:
+    """The library a skill comes from when it is not the author's: the folder of a skill whose
+    document lies outside the workflow's folder and flowrun's own (`skills_dir` pointing
+    elsewhere, a symlink out of the project); None for the author's own."""
+    document = skill.document.resolve()
+    if any(document.is_relative_to(root.resolve()) for root in search_path):
+        return None
+    return (skill.folder or document).resolve().parent
+
+
+def _as_read(search_path: list[Path], skill: Skill, text: str) -> str:
+    """A skill's own text as the model reads it: framed as data when it comes from a library."""
+    library = library_of(search_path, skill)
+    if library is None:
+        return text
+    return frame(text, f"skill '{skill.name}' from the library {library}")
+
+
 def _resources(skill: Skill) -> list[Path]:
     if skill.folder is None:
         return []
@@ -220,13 +243,11 @@ def _resources(skill: Skill) -> list[Path]:
     return files
 
 
-def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
-    meta, body = parse_front_matter(_read_text(skill.document))
-    files = _resources(skill)
-    rel = [p.relative_to(skill.folder).as_posix() for p in files] if skill.folder else []
+def _included(ctx: ToolContext, files: list[Path], rel: list[str]) -> tuple[list[str], list[str]]:
+    """The small templates, examples and SOPs shown with the guide: (their lines, their names)."""
     max_file = int(ctx.config.get("max_file_bytes") or DEFAULT_MAX_FILE_BYTES)
     budget = int(ctx.config.get("max_total_bytes") or DEFAULT_MAX_TOTAL_BYTES)
-    parts = [f"# Skill: {skill.name}", skill.description, "", body.strip()]
+    parts: list[str] = []
     included: list[str] = []
     for path, name in zip(files, rel, strict=True):
         size = path.stat().st_size
@@ -234,6 +255,12 @@ def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
             parts += ["", f"## {name}", "", _read_text(path).rstrip()]
             included.append(name)
             budget -= size
+    return parts, included
+
+
+def _file_notes(skill: Skill, rel: list[str], included: list[str], meta: Mapping[str, object]) -> list[str]:
+    """flowrun's own lines after a skill's guide: its files, how to read or run them."""
+    parts: list[str] = []
     if rel:
         parts += ["", "## Files of this skill"]
         parts += [f"- {n}" + (" (included above)" if n in included else "") for n in rel[:MAX_LISTED_FILES]]
@@ -249,12 +276,23 @@ def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
             )
     allowed_tools = meta.get("allowed-tools")
     if allowed_tools:
-        listed = " ".join(allowed_tools) if isinstance(allowed_tools, list) else str(allowed_tools)
+        listed = " ".join(map(str, allowed_tools)) if isinstance(allowed_tools, list) else str(allowed_tools)
         parts += [
             "",
             f"(This skill's allowed-tools, {listed}, are not enforced by flowrun: your own tools "
             "and their approvals apply.)",
         ]
+    return parts
+
+
+def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
+    meta, body = parse_front_matter(_read_text(skill.document))
+    files = _resources(skill)
+    rel = [p.relative_to(skill.folder).as_posix() for p in files] if skill.folder else []
+    shown, included = _included(ctx, files, rel)
+    guide = "\n".join([skill.description, "", body.strip(), *shown]).strip()
+    notes = "\n".join(_file_notes(skill, rel, included, meta))
+    text = f"# Skill: {skill.name}\n{_as_read(ctx.search_path, skill, guide)}\n{notes}".strip() + "\n"
     data = {
         "skill": skill.name,
         "description": skill.description,
@@ -263,7 +301,7 @@ def _skill_overview(ctx: ToolContext, skill: Skill) -> ToolResult:
         "files": rel,
         "included": included,
     }
-    return ToolResult.ok("\n".join(parts).strip() + "\n", **data)
+    return ToolResult.ok(text, **data)
 
 
 def _read_skill_file(ctx: ToolContext, skill: Skill, file: str) -> ToolResult:
@@ -280,7 +318,7 @@ def _read_skill_file(ctx: ToolContext, skill: Skill, file: str) -> ToolResult:
         return error("BINARY_FILE", f"{file!r} is a binary file")
     limit = int(ctx.config.get("max_read_bytes") or DEFAULT_MAX_READ_BYTES)
     size = target.stat().st_size
-    text = _read_text(target, limit)
+    text = _as_read(ctx.search_path, skill, _read_text(target, limit))
     rel = target.relative_to(folder).as_posix()
     if size > limit:
         return ToolResult.partial(

@@ -2,8 +2,8 @@
 offer every schema). The model gives a query (keywords) or exact names; the answer lists the
 best matches with their descriptions, and those tools are loaded: their schemas are offered
 from the agent's next model request on. The ranking is BM25 over each tool's name (split at
-`_`, `-`, `.` and camelCase), description and parameter names: deterministic, so a replay
-finds the same tools."""
+`_`, `-`, `.` and camelCase), description (the server's words, without the block that frames
+them) and parameter names: deterministic, so a replay finds the same tools."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 
+from flowrun.foreign_text import frame, inner
 from flowrun.types import ToolResult, ToolSpec
 
 NAME = "tool_search"
@@ -60,7 +61,7 @@ def words(text: str) -> list[str]:
 def _document(spec: ToolSpec) -> list[str]:
     props = spec.parameters.get("properties")
     params = " ".join(props) if isinstance(props, dict) else ""
-    return words(spec.name) * NAME_WEIGHT + words(spec.description) + words(params)
+    return words(spec.name) * NAME_WEIGHT + words(inner(spec.description)) + words(params)
 
 
 def rank(query: str, tools: Mapping[str, ToolSpec]) -> list[tuple[str, float]]:
@@ -107,11 +108,14 @@ def search(tools: Mapping[str, ToolSpec], loaded: set[str], arguments: Mapping[s
         if unknown:
             text += f" (unknown: {', '.join(unknown)})"
         return ToolResult.ok(text + ". Try other keywords.", **data)
-    lines = [f"Loaded {len(found)} tools: call them from your next step on."]
+    lines = []
     for name in found:
-        text = " ".join(tools[name].description.split())
+        text = " ".join(inner(tools[name].description).split())
         cut = text if len(text) <= DESCRIPTION_CHARS else text[:DESCRIPTION_CHARS] + "…"
         lines.append(f"- {name}: {cut}")
+    # the descriptions are the servers' words: framed as data, as each tool's own is
+    text = f"Loaded {len(found)} tools: call them from your next step on.\n"
+    text += frame("\n".join(lines), "MCP servers, the descriptions of their tools")
     if unknown:
-        lines.append(f"Not tools: {', '.join(unknown)}.")
-    return ToolResult.ok("\n".join(lines), **data)
+        text += f"\nNot tools: {', '.join(unknown)}."
+    return ToolResult.ok(text, **data)

@@ -3,7 +3,8 @@
 http(s) pages are streamed with a byte cap (config `max_bytes`) and an overall deadline, so a
 huge or slow-dripping page cannot stall the agent; html becomes markdown (beautifulsoup4 +
 markdownify, navigation and scripts dropped); text, markdown and json pass through. The text
-is cut at `max_chars` with a partial status and the `start_char` to read on from.
+is cut at `max_chars` with a partial status and the `start_char` to read on from. The page's
+text reaches the model framed as data, in a block naming its URL (flowrun/foreign_text.py).
 Only public addresses are fetched unless the config loosens it (`allow_private`, `allow_hosts`;
 see net_guard.py): every hop of a redirect chain is checked before its request and again where
 its connection is opened. `file://` URLs are what the offline web_search returns; they may only
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
+from flowrun.foreign_text import frame
 from flowrun.pinned import Moved
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir
@@ -65,7 +67,8 @@ class Fetched:
     truncated: bool  # stopped reading at max_bytes
 
 
-@tool(replay="recorded")  # the network: a replay shows the page as it was then
+# the network: a replay shows the page as it was then; the page is framed as data (foreign_text.py)
+@tool(replay="recorded", foreign_text=True)
 async def visit_url(
     ctx: ToolContext, url: str, max_chars: int | None = None, start_char: int = 0
 ) -> ToolResult:
@@ -242,8 +245,9 @@ def _render(
         "bytes_read": len(fetched.body),
         "truncated_bytes": fetched.truncated,
     }
-    header = f"# {title}\n" if title else ""
-    text = f"{header}URL: {fetched.final_url}\n\n{content[start:end]}"
+    header = f"# {title}\n\n" if title else ""
+    page = frame(f"{header}{content[start:end]}", f"page {fetched.final_url}")
+    text = f"URL: {fetched.final_url}\n\n{page}"
     notes = []
     if cut:
         notes.append(

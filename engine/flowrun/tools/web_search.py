@@ -2,7 +2,8 @@
 
 The backend is chosen at call time (config `backend`: auto | tavily | corpus), so exporting
 TAVILY_API_KEY switches a workflow to the live web with no manifest change. Both backends return
-the same shape: a numbered list as text (what the model reads) and the whole search as data (the
+the same shape: a numbered list as text (what the model reads, framed as data in a block naming
+the backend: flowrun/foreign_text.py) and the whole search as data (the
 metadata the event log keeps): `query`, `search_depth`, `max_results`, `backend` and `results` =
 [{title, url, snippet, score}], plus what Tavily adds (`answer`, `response_time`,
 `follow_up_questions`, `images`, and per result its whole `content`, `published_date`,
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from flowrun.foreign_text import frame
 from flowrun.tools.base import ToolContext, error, finish_result, tool
 from flowrun.tools.corpus import find_corpus_dir, search_corpus
 from flowrun.tools.net_guard import AddressRefused, NetPolicy
@@ -76,7 +78,9 @@ def search_parameters(search_path: list[Path], config: Mapping[str, object]) -> 
     }
 
 
-@tool(replay="recorded", parameters=search_parameters)  # the network: a replay shows what it found then
+@tool(
+    replay="recorded", parameters=search_parameters, foreign_text=True
+)  # the network: a replay shows what it found then
 async def web_search(
     ctx: ToolContext, query: str, max_results: int | None = None, search_depth: str | None = None
 ) -> ToolResult:
@@ -238,11 +242,14 @@ async def _corpus_search(ctx: ToolContext, query: str, limit: int) -> ToolResult
 def _format(query: str, results: Sequence[Mapping[str, object]], source: str) -> str:
     if not results:
         return f'No results for "{query}" in {source}. Try other or fewer words.'
-    lines = [f'{len(results)} results for "{query}" from {source}:']
-    for i, item in enumerate(results, 1):
-        lines.append(f"{i}. {item['title']}\n   {item['url']}\n   {item['snippet']}")
-    lines.append("Open a result with visit_url(url) to read it in full.")
-    return "\n".join(lines)
+    found = "\n".join(
+        f"{i}. {item['title']}\n   {item['url']}\n   {item['snippet']}" for i, item in enumerate(results, 1)
+    )
+    return (
+        f'{len(results)} results for "{query}" from {source}:\n'
+        + frame(found, f"search results from {source}")
+        + "\nOpen a result with visit_url(url) to read it in full."
+    )
 
 
 def _clip(text: str, limit: int) -> str:

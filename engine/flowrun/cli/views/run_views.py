@@ -172,7 +172,10 @@ def waiting_lines(run_dir: Path, meta: Mapping[str, object]) -> list[str]:
     from flowrun.runtime.durable.decisions import handle, how_to_decide, pending_in_meta
 
     pending = pending_in_meta(meta)
-    lines = [f"waiting for: {handle(p, pending)}: {p.describe()}" for p in pending]
+    lines = []
+    for p in pending:  # named as `--call` takes it, and by the ref that names that request only
+        named = handle(p, pending)
+        lines.append(f"waiting for: {named}: {p.describe()}" + ("" if named == p.ref else f" (ref {p.ref})"))
     if not pending:
         return [f"waiting: its decisions are taken; continue with `flowrun resume {run_dir}`"]
     return [*lines, how_to_decide(run_dir, pending)]

@@ -15,6 +15,7 @@ from flowrun.manifest.checks.test_files import check_test_files
 from flowrun.manifest.checks.tools import default_warnings, schema_problems, unknown_entry
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.a2a_refs import name_problems as a2a_name_problems
+from flowrun.manifest.ecosystem.project_instructions import cap_warnings as instruction_cap_warnings
 from flowrun.manifest.env_refs import unset_diagnostics
 from flowrun.manifest.graph import (
     YamlPath,
@@ -56,6 +57,7 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     out += _check_cycles(project)
     out += _check_server_names(project)
     out += a2a_name_problems(project)
+    out += instruction_cap_warnings(project)
     out += check_test_files(project)
     out += check_evalsets(project)
     reachable: set[str] = set()

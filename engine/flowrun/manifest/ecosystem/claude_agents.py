@@ -1,6 +1,8 @@
 """Claude Code subagent files as flowrun agents, read as they are: a Markdown file with YAML
 front matter in `agents.d/` or `.claude/agents/` next to the workflow. The body is the system
-prompt (never rendered as a template).
+prompt (never rendered as a template), followed, as Claude Code gives a subagent its project's
+memory, by the project's CLAUDE.md files (manifest/ecosystem/project_instructions.py: a `.md`
+agent reads them unless the workflow says `instructions: none`).
 
 `name` and `description` are the agent's; `tools` (comma-separated or a list of Claude Code
 tool names, see TOOL_MAP; `Task(NAME)` offers agent NAME, `mcp__SERVER__TOOL` an MCP tool,

@@ -1,8 +1,11 @@
 """Decisions only a person can take, as the event log records them: a `decision_pending` event
 when a run waits for one (an approval, a question, more budget), a `decision` event when it is
-taken. A decision is open while the log has its `decision_pending` and no `decision`; this
-module reads them back (`open_decisions`), makes the `decision` for an answer (`decided`) or
-for a deadline that passed (`overdue`), and says how to take one (`how_to_decide`)."""
+taken. A request is named by its agent instance, its call id and the attempt (the run's resume
+count) that first asked it: its `ref`, AGENT_ID/CALL_ID#ATTEMPT. It is open while the log has
+its `decision_pending` and no `decision`, and no later attempt asked another request in its
+place or ended without it (`DecisionHistory`); this module reads them back (`open_decisions`),
+makes the `decision` for an answer (`decided`) or for a deadline that passed (`overdue`), and
+says how to take one (`how_to_decide`)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flowrun.errors import UsageError
-from flowrun.events import DecisionEvent, DecisionPendingEvent, Event
+from flowrun.events import DecisionEvent, DecisionPendingEvent, Event, RunEndEvent, RunResumedEvent
 
 Kind = Literal["approval", "question", "budget"]
 KINDS: tuple[Kind, ...] = ("approval", "question", "budget")
@@ -36,15 +39,22 @@ class PendingDecision:
     message: str | None = None  # budget: what was reached
     since: float = 0.0  # when it became pending (epoch seconds)
     deadline: float | None = None  # when "deadline" takes it (epoch seconds)
+    attempt: int | None = None  # the run's resume count when it was first asked (None: an older log)
+
+    @property
+    def where(self) -> str:
+        """AGENT_ID/CALL_ID (a budget's: its call id): where in the run it is asked. Tool call
+        ids may repeat across agent instances (two branches running the same script), these not."""
+        return f"{self.agent_id}/{self.call_id}" if self.agent_id else self.call_id
 
     @property
     def ref(self) -> str:
-        """Unique within a run: AGENT_ID/CALL_ID (a budget's: its call id). Tool call ids may
-        repeat across agent instances (two branches running the same script), these never."""
-        return f"{self.agent_id}/{self.call_id}" if self.agent_id else self.call_id
+        """Unique within a run: `where` and the attempt that asked it, AGENT_ID/CALL_ID#ATTEMPT
+        (a budget asked again after a resume has the same call id, another attempt)."""
+        return with_attempt(self.where, self.attempt)
 
     def matches(self, handle: str) -> bool:
-        return handle in (self.call_id, self.ref)
+        return handle in (self.call_id, self.where, self.ref)
 
     def overdue(self, now: float | None = None) -> bool:
         return self.deadline is not None and (time.time() if now is None else now) >= self.deadline
@@ -67,7 +77,7 @@ class PendingDecision:
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"kind": self.kind, "call_id": self.call_id, "ref": self.ref}
         out |= {"agent": self.agent, "agent_id": self.agent_id}
-        for name in ("tool", "question", "limit", "amount", "message", "deadline"):
+        for name in ("attempt", "tool", "question", "limit", "amount", "message", "deadline"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.kind == "approval":
@@ -91,6 +101,7 @@ class PendingDecision:
             message=raw.get("message"),
             since=float(raw.get("since") or 0.0),
             deadline=raw.get("deadline"),
+            attempt=_attempt(raw.get("attempt")),
         )
 
     @classmethod
@@ -109,6 +120,7 @@ class PendingDecision:
             message=event.message,
             since=event.t,
             deadline=event.deadline,
+            attempt=event.attempt,
         )
 
 
@@ -127,19 +139,33 @@ class Decision:
     by: str = ""  # cli | python | http | ui | terminal | callback | deadline
     user: str | None = None
     at: float = 0.0  # epoch seconds
+    attempt: int | None = None  # its request's
+    amount: float | None = None  # budget: the limit's value when it was reached
+
+    @property
+    def where(self) -> str:
+        return f"{self.agent_id}/{self.call_id}" if self.agent_id else self.call_id
 
     @property
     def ref(self) -> str:
-        return f"{self.agent_id}/{self.call_id}" if self.agent_id else self.call_id
+        return with_attempt(self.where, self.attempt)
+
+    def matches(self, handle: str) -> bool:
+        return handle in (self.call_id, self.where, self.ref)
 
     def describe(self) -> str:
+        return f"{self.ref}: {self.outcome()}"
+
+    def outcome(self) -> str:
+        """What was decided, and by whom: `denied by cli (ana)`."""
+        return f"{self.verdict()} by {self.by}" + (f" ({self.user})" if self.user else "")
+
+    def verdict(self) -> str:
         if self.kind == "question":
-            said = "unanswered (deadline)" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
-        elif self.kind == "budget":
-            said = f"granted {self.grant:g} more {self.limit}" if self.allowed else "refused more budget"
-        else:
-            said = "allowed" if self.allowed else "denied"
-        return f"{self.ref}: {said} by {self.by}" + (f" ({self.user})" if self.user else "")
+            return "left unanswered" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
+        if self.kind == "budget":
+            return f"granted {self.grant:g} more {self.limit}" if self.allowed else "refused more budget"
+        return "allowed" if self.allowed else "denied"
 
     @classmethod
     def from_event(cls, event: DecisionEvent) -> Decision:
@@ -156,29 +182,108 @@ class Decision:
             by=event.by,
             user=event.user,
             at=event.t,
+            attempt=event.attempt,
+            amount=event.amount,
         )
 
 
-Key = tuple[str, str]  # (agent id, call id)
+Key = tuple[str, str]  # (agent id, call id): where a request is asked
 
 
 def key_of(event: DecisionPendingEvent | DecisionEvent | PendingDecision) -> Key:
     return (event.agent_id, event.call_id)
 
 
+def with_attempt(where: str, attempt: int | None) -> str:
+    return where if attempt is None else f"{where}#{attempt}"
+
+
+def _attempt(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def one_attempt(a: int | None, b: int | None) -> bool:
+    """Whether two attempts are the same one (a log of an earlier version records none)."""
+    return a == b or a is None or b is None
+
+
+Asked = DecisionPendingEvent | PendingDecision
+
+
+def same_request(a: Asked, b: Asked) -> bool:
+    """Whether `b`, asked where `a` was, is `a` asked again (a resume reaching it anew) rather
+    than a request of its own: the same call with the same arguments, the same question, a
+    budget reached at the same value of its limit. A resume that went another way (a prompt
+    changed: the model asked live made another call under the same id), or reached a budget
+    the workflow has changed since, asks anew."""
+    if a.kind != b.kind:
+        return False
+    if a.kind == "budget":
+        return a.amount is None or b.amount is None or a.amount == b.amount
+    if a.kind == "question":
+        return a.question == b.question
+    return a.tool == b.tool and dict(a.arguments or {}) == dict(b.arguments or {})
+
+
+class DecisionHistory:
+    """A log's decisions, fed one event at a time: the requests open now (`open`), those taken
+    (`taken`), and those an attempt left behind (`passed`: another request was asked in the
+    same place, or the attempt ended without it), and the run's resume count (`attempt`)."""
+
+    def __init__(self) -> None:
+        self.open: dict[Key, PendingDecision] = {}
+        self.taken: list[Decision] = []
+        self.passed: list[PendingDecision] = []
+        self.attempt = 0
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> DecisionHistory:
+        history = cls()
+        for event in events:
+            history.feed(event)
+        return history
+
+    def feed(self, event: Event) -> None:
+        if isinstance(event, DecisionPendingEvent):
+            self._asked(PendingDecision.from_event(event))
+        elif isinstance(event, DecisionEvent):
+            asked = self.open.get(key_of(event))
+            if asked is not None and one_attempt(asked.attempt, event.attempt):
+                del self.open[key_of(event)]
+            self.taken.append(Decision.from_event(event))
+        elif isinstance(event, RunResumedEvent):
+            self.attempt += 1
+        elif isinstance(event, RunEndEvent) and event.pending is not None:
+            still = set(event.pending)
+            for key, asked in list(self.open.items()):
+                if asked.ref not in still:
+                    self.passed.append(self.open.pop(key))
+
+    def _asked(self, asked: PendingDecision) -> None:
+        key = key_of(asked)
+        earlier = self.open.get(key)
+        if earlier is not None and earlier.attempt == asked.attempt:
+            return  # recorded again (an older version wrote it on each resume): the first holds
+        if earlier is not None:
+            self.passed.append(self.open.pop(key))
+        self.open[key] = asked
+
+    def pending(self) -> list[PendingDecision]:
+        """The open requests, in the order they became pending."""
+        return sorted(self.open.values(), key=lambda p: p.since)
+
+    def left(self, handle: str) -> Decision | PendingDecision | None:
+        """What `handle` names that is no longer open: the latest decision taken for it or
+        request passed by, of those it names."""
+        found: list[tuple[float, Decision | PendingDecision]] = []
+        found += [(d.at, d) for d in self.taken if d.matches(handle)]
+        found += [(p.since, p) for p in self.passed if p.matches(handle)]
+        return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
 def open_decisions(events: Iterable[Event]) -> list[PendingDecision]:
     """The decisions a log waits for, in the order they became pending."""
-    pending: dict[Key, PendingDecision] = {}
-    for event in events:
-        if isinstance(event, DecisionPendingEvent):
-            pending.setdefault(key_of(event), PendingDecision.from_event(event))
-        elif isinstance(event, DecisionEvent):
-            pending.pop(key_of(event), None)
-    return list(pending.values())
-
-
-def taken_decisions(events: Iterable[Event]) -> dict[Key, Decision]:
-    return {key_of(e): Decision.from_event(e) for e in events if isinstance(e, DecisionEvent)}
+    return DecisionHistory.of(events).pending()
 
 
 def pending_in_meta(meta: Mapping[str, object]) -> list[PendingDecision]:
@@ -260,6 +365,8 @@ def decided(
         reason=reason,
         by=by,
         user=user,
+        attempt=pending.attempt,
+        amount=pending.amount,
     )
 
 
@@ -277,6 +384,8 @@ def overdue(pending: list[PendingDecision], now: float | None = None) -> list[De
             limit=p.limit,
             reason=reason,
             by="deadline",
+            attempt=p.attempt,
+            amount=p.amount,
         )
         for p in pending
         if p.overdue(now)

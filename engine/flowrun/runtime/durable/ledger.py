@@ -35,6 +35,7 @@ from flowrun.events import (
     ModelResponseEvent,
     OutputInvalidEvent,
     RepeatedCallEvent,
+    RunResumedEvent,
     RunStartEvent,
     StepConditionEvent,
     StepEvent,
@@ -43,6 +44,7 @@ from flowrun.events import (
     ToolResultEvent,
     UserMessageEvent,
 )
+from flowrun.runtime.durable.decisions import one_attempt
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.types import ModelResponse, ToolResult
 
@@ -159,6 +161,7 @@ def event_key(event: Event) -> EventKey:
         getattr(event, "loop", None),
         getattr(event, "iteration", None),
         getattr(event, "purpose", None),
+        getattr(event, "attempt", None),  # a decision asked anew in the same place is another
     )
 
 
@@ -224,6 +227,7 @@ class Ledger:
     failures: dict[tuple[str, int], str] = field(default_factory=dict)  # calls that failed for good
     asked: dict[str, int] = field(default_factory=dict)  # agent id -> its last recorded model call
     used: set[tuple[str, int]] = field(default_factory=set)  # recorded calls a replay answered
+    resumes: int = 0  # the recorded run's resume count (`run_resumed` events)
     date: str | None = None  # the recorded run's `date`
     run_id: str | None = None  # the recorded run's `run_id` (as its templates saw it)
     divergence: Divergence | None = None  # where a replay first differed from the recording
@@ -263,6 +267,8 @@ class Ledger:
             self.tasks.setdefault(event.agent_id, event.task)
         elif isinstance(event, ToolIntentEvent | HookEvent | GuardrailEvent):
             self._add_call_event(event)
+        elif isinstance(event, RunResumedEvent):
+            self.resumes += 1
         elif isinstance(event, ErrorEvent) and event.where == "model" and event.agent_id:
             step = self.asked.get(event.agent_id)
             if step is not None:
@@ -288,10 +294,14 @@ class Ledger:
         if isinstance(event, ApprovalEvent):
             self.approvals[key] = event.approved
         elif isinstance(event, DecisionPendingEvent):
-            self.waiting.setdefault(key, event)
+            earlier = self.waiting.get(key)
+            if earlier is None or earlier.attempt != event.attempt:  # a later attempt asked anew
+                self.waiting[key] = event
         else:
             self.decisions[key] = event
-            self.waiting.pop(key, None)
+            asked = self.waiting.get(key)
+            if asked is not None and one_attempt(asked.attempt, event.attempt):
+                del self.waiting[key]
 
     def _add_model_event(self, event: ModelRequestEvent | ModelResponseEvent | RunStartEvent) -> None:
         if isinstance(event, RunStartEvent):

@@ -200,6 +200,9 @@ class BoundTool:
     # read-only: an MCP tool its server does not annotate `readOnlyHint`, a remote agent)
     in_dry_run: DryRunUse = "run"
     result_schema: dict[str, object] | None = None  # what a call returns, when the tool declares it
+    # its results (or its description) hold text from outside the workflow, framed as data
+    # (flowrun/foreign_text.py): the agent's system prompt then says once what such blocks are
+    foreign_text: bool = False
     # what a call's arguments become (runtime/loop/dispatch.prepared_arguments): each valid
     # `default` of the schema filled in where the model left the argument out (an MCP server
     # applies its own), and an argument the schema does not declare passed on where the schema

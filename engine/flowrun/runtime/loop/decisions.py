@@ -23,7 +23,7 @@ from typing import NoReturn
 
 from flowrun.errors import BudgetExceeded
 from flowrun.events import DecisionEvent, DecisionPendingEvent, Event
-from flowrun.runtime.durable.decisions import DEADLINE_ANSWER, Key, PendingDecision, key_of
+from flowrun.runtime.durable.decisions import DEADLINE_ANSWER, Key, PendingDecision, key_of, same_request
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.models.budgets import Budgets
 
@@ -97,8 +97,10 @@ class Decisions:
         emit: Callable[[Event], None],
         ledger: Ledger | None = None,
         on_budget: str = "stop",
+        attempt: int = 0,
     ) -> None:
         self.mode = mode  # wait | refuse (RunOptions.decisions)
+        self.attempt = attempt  # the run's resume count: part of the name of what it asks now
         self.deadline_s = deadline_s
         self.emit = emit
         self.ledger = ledger
@@ -110,6 +112,7 @@ class Decisions:
         recorded = ledger.waiting.values() if ledger is not None and ledger.mode == "resume" else ()
         # what the run waits for: the log's open requests, and those that become pending now
         self.open: dict[Key, PendingDecision] = {key_of(e): PendingDecision.from_event(e) for e in recorded}
+        self.reached: set[Key] = set()  # asked in this attempt (the log's, again, or new)
 
     @property
     def waits(self) -> bool:
@@ -120,15 +123,20 @@ class Decisions:
 
     async def wait_for(self, request: DecisionPendingEvent, inside_work: bool = False) -> NoReturn:
         """Record the request (once: a resumed run that reaches it again keeps the first
-        record, and its deadline), then park until the run stops to wait."""
+        record, its attempt and its deadline), then park until the run stops to wait."""
         key = key_of(request)
         earlier = self.ledger.waiting.get(key) if self.ledger is not None else None
+        if earlier is not None and not same_request(earlier, request):
+            earlier = None  # asked anew in its place: a request of this attempt
         if earlier is not None:
-            request.deadline = earlier.deadline
-        elif self.deadline_s is not None:
-            request.deadline = round(time.time() + self.deadline_s, 3)
+            request.deadline, request.attempt = earlier.deadline, earlier.attempt
+        else:
+            request.attempt = self.attempt
+            if self.deadline_s is not None:
+                request.deadline = round(time.time() + self.deadline_s, 3)
         self.emit(request)
         self.open[key] = PendingDecision.from_event(earlier or request)
+        self.reached.add(key)
         if self.on_pending is not None:
             await self.on_pending(request)
         self.drain.begin()
@@ -150,12 +158,28 @@ class Decisions:
             return
         agent = pending.agent
         decision = DecisionEvent(
-            kind=kind, agent_id=agent_id, call_id=call_id, agent=agent, allowed=allowed, answer=answer, by=by
+            kind=kind,
+            agent_id=agent_id,
+            call_id=call_id,
+            agent=agent,
+            allowed=allowed,
+            answer=answer,
+            by=by,
+            attempt=pending.attempt,
+            amount=pending.amount,
         )
         self.emit(decision)
 
     def open_requests(self) -> list[PendingDecision]:
-        return sorted(self.open.values(), key=lambda p: p.since)
+        """What the run waits for: the requests asked in this attempt, and those an earlier one
+        left open unless the agent that asked them went another way in this one (a resume
+        after its prompt or tools changed: it will not ask them again)."""
+        kept = [p for key, p in self.open.items() if key in self.reached or not self._gone_another_way(p)]
+        return sorted(kept, key=lambda p: p.since)
+
+    def _gone_another_way(self, request: PendingDecision) -> bool:
+        diverged = self.ledger.diverged if self.ledger is not None else set()
+        return any(request.agent_id == d or request.agent_id.startswith(d + "/") for d in diverged)
 
     # ------------------------------------------------------------ questions
 
@@ -201,9 +225,11 @@ class Decisions:
     async def _budget_decision(self, budgets: Budgets, agent: str, reached: BudgetExceeded) -> None:
         self._budget_asks[reached.limit] += 1
         call_id = f"budget-{reached.limit}-{self._budget_asks[reached.limit]}"
+        amount = budgets.value(reached.limit)
         taken = self.taken("", call_id)
+        if taken is not None and None not in (taken.amount, amount) and taken.amount != amount:
+            taken = None  # taken when the limit was another: this is a request of its own
         if taken is None:
-            amount = budgets.value(reached.limit)
             request = DecisionPendingEvent(
                 kind="budget",
                 agent=agent,

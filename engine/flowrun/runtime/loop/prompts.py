@@ -1,4 +1,5 @@
-"""What templates see, and an agent's rendered system prompt."""
+"""What templates see, and an agent's rendered system prompt (its own prompt, then the project
+instructions it reads and the foreign-text note: runtime/loop/instructions.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.specs import AgentManifest, McpPromptSpec
 from flowrun.manifest.templates import render
 from flowrun.runtime.loop.contracts import BoundTool
+from flowrun.runtime.loop.instructions import PromptEndings
 from flowrun.runtime.loop.workspace import WorkspaceView
 
 
@@ -40,8 +42,10 @@ class PromptRenderer:
         output: str | None,
         iteration: Callable[[], int | None],
         today: str | None = None,
+        endings: PromptEndings | None = None,
     ) -> None:
         self.today = today  # a resumed or replayed run keeps its recorded date
+        self.endings = endings  # project instructions and the foreign-text note (None: neither)
         self.project = project
         self.inputs = inputs
         self.workspace = workspace  # without symlinks (Run resolved it)
@@ -76,6 +80,11 @@ class PromptRenderer:
         return self._view
 
     def system_prompt(self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str) -> str:
+        """The agent's prompt, then what ends every system prompt (runtime/loop/instructions.py)."""
+        own = self._own_prompt(loaded, tools, model)
+        return self.endings.complete(own, loaded, tools) if self.endings is not None else own
+
+    def _own_prompt(self, loaded: Loaded[AgentManifest], tools: dict[str, BoundTool], model: str) -> str:
         spec = loaded.spec
         if isinstance(spec.prompt, McpPromptSpec):  # an MCP server's text, fetched before (run.py)
             return self.mcp_texts.get(mcp_prompt_key(spec.prompt, self.mcp_arguments(spec)), "")

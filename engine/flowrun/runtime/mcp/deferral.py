@@ -32,6 +32,7 @@ def search_tool(kind: ToolKind, inst: AgentInstance, servers: list[str]) -> Boun
     spec = ToolSpec(tool_search.NAME, tool_search.description(waiting, servers), dict(tool_search.PARAMETERS))
     bound = BoundTool(tool_search.NAME, spec, kind, target=Search())
     bound.replay = "recorded"  # a replay loads exactly the tools the recorded search loaded
+    bound.foreign_text = True  # it answers with the servers' descriptions
     return bound
 
 

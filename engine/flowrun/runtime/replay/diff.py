@@ -1,7 +1,8 @@
 """What `flowrun replay --diff` says about the first step that diverged: the lines of the system
-prompt that changed, the tools added, removed or changed, or the task, read from the recorded
-log and the replay's log (their `agent_prompt` and `agent_start` events). Logs written before
-prompts were kept have only digests; then it says so."""
+prompt that changed (first the project instructions it gained or lost, by file name), the tools
+added, removed or changed, or the task, read from the recorded log and the replay's log (their
+`agent_prompt` and `agent_start` events). Logs written before prompts were kept have only
+digests; then it says so."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from flowrun.events import AgentPromptEvent, AgentStartEvent, E, Event, ModelResponseEvent
+from flowrun.manifest.ecosystem.project_instructions import blocks_in
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.ledger import Divergence
 
@@ -30,6 +32,29 @@ def _text_diff(before: str, after: str, name: str) -> list[str]:
     if len(lines) > MAX_DIFF_LINES:
         lines = [*lines[:MAX_DIFF_LINES], f"... ({len(lines) - MAX_DIFF_LINES} more lines)"]
     return lines
+
+
+def _instruction_changes(before: str, after: str) -> list[str]:
+    """The project instructions (AGENTS.md, CLAUDE.md) a prompt gained, lost or read otherwise:
+    a replay reads the recorded text, so these change only when the agent's `instructions:` (or
+    the workflow's) did, or when the recording had none to give."""
+    then, now = blocks_in(before), blocks_in(after)
+    out = [
+        f"project instructions added: {files} (the agent reads them now: its `instructions:` or the "
+        "workflow's changed)"
+        for files in sorted(now.keys() - then.keys())
+    ]
+    out += [
+        f"project instructions removed: {files} (the agent no longer reads them: its `instructions:` "
+        "or the workflow's changed)"
+        for files in sorted(then.keys() - now.keys())
+    ]
+    out += [
+        f"project instructions differ: {files}"
+        for files in sorted(then.keys() & now.keys())
+        if then[files] != now[files]
+    ]
+    return out
 
 
 def _canonical(value: object) -> str:
@@ -90,7 +115,8 @@ def divergence_details(recorded_log: Path, replay_log: Path, point: Divergence) 
                 "the recording keeps only digests of prompts and tools (it was made before prompts were kept)"
             ]
         if point.reason == "system":
-            return _text_diff(then_prompt.system, now_prompt.system, "system prompt")
+            named = _instruction_changes(then_prompt.system, now_prompt.system)
+            return named + _text_diff(then_prompt.system, now_prompt.system, "system prompt")
         return _tool_changes(then_prompt.tools, now_prompt.tools)
     then_start = _first(recorded, AgentStartEvent, point.agent_id)
     now_start = _first(now, AgentStartEvent, point.agent_id)

@@ -31,7 +31,7 @@ from flowrun.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from flowrun.runtime.durable.decisions import Decision, PendingDecision, key_of
+from flowrun.runtime.durable.decisions import Decision, DecisionHistory, PendingDecision
 from flowrun.types import Usage
 
 
@@ -169,7 +169,7 @@ class RunFold:
         self.spans: list[Span] = []
         self.open_spans: dict[tuple[str, ...], Span] = {}
         self.by_agent_model: dict[tuple[str, str], UsageRow] = {}
-        self.pending: dict[tuple[str, str], PendingDecision] = {}
+        self.history = DecisionHistory()  # the requests open, as `flowrun approve` reads them
         self.decisions: list[Decision] = []
         self.start: RunStartEvent | None = None
         self.end: RunEndEvent | None = None  # the last run_end, unless the run went on after it
@@ -204,11 +204,13 @@ class RunFold:
         self.options = dict(e.options) if e.options else self.options
 
     def _run_resumed(self, e: RunResumedEvent) -> None:
+        self.history.feed(e)
         self.end = None
         self.options = dict(e.options) if e.options else self.options
         self._note(e)
 
     def _run_end(self, e: RunEndEvent) -> None:
+        self.history.feed(e)
         self.end = e
         self.close(e.t, "waiting" if e.status == "waiting" else "interrupted")
 
@@ -302,8 +304,12 @@ class RunFold:
         if span is not None:
             span.end, span.outcome = e.t, call.status
 
+    @property
+    def pending(self) -> dict[tuple[str, str], PendingDecision]:
+        return self.history.open
+
     def _decision_pending(self, e: DecisionPendingEvent) -> None:
-        self.pending[key_of(e)] = PendingDecision.from_event(e)
+        self.history.feed(e)
         inst = self.current.get(e.agent_id)
         lane = inst.index if inst is not None else 0
         asked = {"approval": f"waiting to allow {e.tool}", "question": "waiting for an answer"}
@@ -313,7 +319,7 @@ class RunFold:
         self._note(e)
 
     def _decision(self, e: DecisionEvent) -> None:
-        self.pending.pop(key_of(e), None)
+        self.history.feed(e)
         self.decisions.append(Decision.from_event(e))
         span = self.open_spans.pop(("wait", e.agent_id, e.call_id), None)
         if span is not None:

@@ -2,7 +2,8 @@
 workflow's `a2a_agents:`, or declared in the entry itself (`- NAME: {a2a: {url: ...}}`). The
 model calls the tool `NAME` with `{message, task_id?}`.
 
-The tool is described from the agent's card, read once per run when the first agent that lists
+The tool is described from the agent's card (its words framed as data, as its answers are:
+flowrun/foreign_text.py), read once per run when the first agent that lists
 it is about to call its model (`prepare`), and recorded (`a2a_card`): a resume and a replay
 describe it from the log, and a replay never reads the card. A card that cannot be read leaves
 the tool described from its declaration; its calls then say why they fail. A call is an effect:
@@ -16,6 +17,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from flowrun.events import A2aCardEvent, Event, ToolProgressEvent
+from flowrun.foreign_text import frame
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.a2a_config import resolved
 from flowrun.manifest.ecosystem.a2a_refs import a2a_ref, check_entry
@@ -31,6 +33,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.prompt_version import frames_foreign_text
 from flowrun.tools.remote.a2a_client import CardInfo, CardUnavailable, Target, card_url, fetch_card, send
 from flowrun.types import ToolResult, ToolSpec
 
@@ -69,19 +72,25 @@ class Remote:
 def target_of(name: str, spec: A2aAgentSpec) -> Target:
     """How to reach a declared agent now (its variables read); KeyError names an unset one."""
     url, headers = resolved(spec)
-    return Target(url, headers, spec.timeout_s, spec.card_path, shown=spec.url)
+    return Target(url, headers, spec.timeout_s, spec.card_path, shown=spec.url, name=name)
 
 
-def describe(name: str, spec: A2aAgentSpec, card: CardInfo | None) -> str:
-    """What the model reads about the tool: the declared description or the card's, its skills."""
+def describe(name: str, spec: A2aAgentSpec, card: CardInfo | None, framed: bool) -> str:
+    """What the model reads about the tool: the declared description or the card's, its skills
+    (the card's words framed as data: the remote agent is not the workflow's author; `framed`
+    false only in a run recorded before flowrun framed them)."""
     if card is None:
         return spec.description or f"The remote A2A agent '{name}' ({spec.url})."
-    lines = [spec.description or card.description or f"The remote A2A agent '{card.name or name}'."]
+    lines = [spec.description or f"The remote A2A agent '{name}'."]
+    said = [card.description] if card.description and not spec.description else []
     if card.skills:
-        lines.append("Its skills:")
+        said.append("Its skills:")
         for skill in card.skills:
             example = f" (e.g. {skill.examples[0]!r})" if skill.examples else ""
-            lines.append(f"- {skill.name}: {skill.description}{example}".rstrip(": "))
+            said.append(f"- {skill.name}: {skill.description}{example}".rstrip(": "))
+    if said:
+        text = "\n".join(said)
+        lines.append(frame(text, f"the card of A2A agent '{name}' ({spec.url})") if framed else text)
     lines.append("It is a remote agent: send it one self-contained request as `message`; it answers in text.")
     return "\n".join(lines)
 
@@ -154,7 +163,7 @@ class A2aKind(ToolKind):
 
     def bind(self, request: BindRequest) -> list[BoundTool]:
         spec = ToolSpec(request.name, "", dict(PARAMETERS))
-        return [BoundTool(request.name, spec, self, target=Pending(request.name))]
+        return [BoundTool(request.name, spec, self, target=Pending(request.name), foreign_text=True)]
 
     async def prepare(self, inst: AgentInstance, run: RunServices) -> bool:
         """Describe the agent's A2A tools from their cards; True when something changed."""
@@ -166,21 +175,21 @@ class A2aKind(ToolKind):
             if isinstance(bound.target, Pending) and bound.kind is self:
                 name = bound.target.name
                 spec = run.project.a2a_agents[name].spec
-                bound = self._remote(bound, name, spec, await cards.card(name))
+                card = await cards.card(name)
+                bound = self._remote(bound, name, describe(name, spec, card, frames_foreign_text(run)), spec)
             tools[key] = bound
         inst.tools = tools
         return True
 
-    def _remote(
-        self, placeholder: BoundTool, name: str, spec: A2aAgentSpec, card: CardInfo | None
-    ) -> BoundTool:
+    def _remote(self, placeholder: BoundTool, name: str, described: str, spec: A2aAgentSpec) -> BoundTool:
         bound = BoundTool(
             placeholder.name,
-            ToolSpec(placeholder.name, describe(name, spec, card), dict(PARAMETERS)),
+            ToolSpec(placeholder.name, described, dict(PARAMETERS)),
             self,
             config=placeholder.config,
             limits={"timeout_s": spec.timeout_s + CALL_GRACE_S},
             target=Remote(name),
+            foreign_text=True,  # its card and its answers are the remote agent's words
         )
         bound.approve = placeholder.approve
         bound.sandbox_layers = placeholder.sandbox_layers

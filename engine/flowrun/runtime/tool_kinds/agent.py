@@ -1,6 +1,7 @@
 """Agents as tools: an agent listed in another's `tools` runs in its own conversation (fresh per
 call, or one persistent instance per caller), keeps long output in workspace files, and hands
-its caller a short summary, the files it wrote, its step count and its instance id."""
+its caller a short summary (framed as data: it may carry what a page or a server told the
+agent), the files it wrote, its step count and its instance id."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from flowrun.errors import FlowrunError, GuardrailFailed, HookBlocked, OutputInvalid, ProviderError
 from flowrun.events import AgentEndEvent, AgentStartEvent, CallBudgetExceededEvent
+from flowrun.foreign_text import frame
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
@@ -31,6 +33,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.prompt_version import frames_foreign_text
 from flowrun.runtime.models.subtrees import SubtreeBudgetExceeded
 from flowrun.types import Status, ToolCall, ToolResult, ToolSpec
 
@@ -123,7 +126,9 @@ class AgentKind(ToolKind):
         description = callee.tool_description + AGENT_TOOL_SUFFIX
         cap = int(request.config.get("max_steps") or callee.max_steps)
         spec = ToolSpec(request.name, description, agent_tool_parameters(selectable, cap))
-        return [BoundTool(request.name, spec, self, dict(request.config), target=callee, delegates=True)]
+        bound = BoundTool(request.name, spec, self, dict(request.config), target=callee, delegates=True)
+        bound.foreign_text = True  # its answer is framed as data (`answered`)
+        return [bound]
 
     async def invoke(self, bound: BoundTool, call: Invocation) -> ToolResult:
         return await call_agent(call.run, call.caller, bound, call.arguments, call.call)
@@ -187,7 +192,8 @@ async def call_agent(
             output_files=files[:MAX_FILES_KEPT],
         )
     )
-    return _sub_result(inst, callee, outcome, files, bool(args.get("return_full_output")))
+    full = bool(args.get("return_full_output"))
+    return _sub_result(inst, callee, outcome, files, full, frames_foreign_text(run))
 
 
 # why a sub-agent failed, as its caller reads it: a refused task (a hook) or a guardrail that
@@ -314,14 +320,24 @@ def _kept(files: list[str]) -> dict[str, object]:
     return {"output_files": files[:MAX_FILES_KEPT], "output_files_total": len(files)}
 
 
+def answered(inst: AgentInstance, text: str, framed: bool) -> str:
+    """A sub-agent's words as its caller's model reads them: framed as data naming the agent
+    (flowrun/foreign_text.py: they may carry what a page or a server told it), unless the run
+    was recorded before flowrun framed them (runtime/loop/prompt_version.py)."""
+    if not text:
+        return f"{inst.name} ended without a summary."
+    return frame(text, f"agent '{inst.name}', its answer") if framed else text
+
+
 def _sub_result(
-    inst: AgentInstance, spec: AgentManifest, outcome: Outcome, files: list[str], full: bool = False
+    inst: AgentInstance, spec: AgentManifest, outcome: Outcome, files: list[str], full: bool, framed: bool
 ) -> ToolResult:
     cap = spec.summary_max_chars
-    summary = outcome.text.strip() or f"{inst.name} ended without a summary."
-    cut = len(summary) > cap and not full
+    answer = outcome.text.strip()
+    cut = len(answer) > cap and not full
+    summary = answered(inst, answer[:cap] if cut else answer, framed)
     if cut:
-        summary = summary[:cap] + f"\n[summary cut at {cap} characters; details are in the files]"
+        summary += f"\n[summary cut at {cap} characters; details are in the files]"
     listing = _listing(files)
     text = f"{summary}\n\nOutput files:\n{listing}"
     if outcome.status == "max_steps":
@@ -373,7 +389,8 @@ def budget_partial(
         )
     )
     listing = _listing(files)
-    last = inst.last_text.strip() or "(it wrote no answer yet)"
+    last = inst.last_text.strip()
+    last = answered(inst, last, frames_foreign_text(run)) if last else "(it wrote no answer yet)"
     text = f"{message}. Its last words:\n{last}\n\nOutput files:\n{listing}"
     data = {
         **_kept(files),

@@ -33,10 +33,12 @@ def limits_of(manifest: ToolManifest) -> dict[str, object]:
 def declare(bound: BoundTool, manifest: ToolManifest, own: ToolProperties, idempotent: bool) -> BoundTool:
     """`bound` with the properties the manifest declares, else those its function declares
     (`own`, from @tool), else the defaults: not sequential, no file use, run again on replay,
-    and `idempotent` as the kind decides."""
+    and `idempotent` as the kind decides. Whether its results frame foreign text only the
+    function says."""
     bound.sequential = bool(manifest.sequential if manifest.sequential is not None else own.sequential)
     bound.files = manifest.files or own.files
     bound.replay = manifest.replay or own.replay or "run"
+    bound.foreign_text = own.foreign_text
     if manifest.idempotent is not None:
         bound.idempotent = manifest.idempotent
     else:

@@ -4,7 +4,8 @@
 A server starts once per run, when the first agent that lists it is about to call its model
 (the model needs the tools' schemas), and stops with the run. Until then the entry is bound as
 a placeholder; `prepare` replaces it with one bound tool per remote tool, named
-`SERVER__TOOL` for the model. A stdio server runs inside the sandbox: the workflow's `sandbox:`
+`SERVER__TOOL` for the model, described in the server's words framed as data (and its results
+framed so too: tools/remote/mcp_client.py). A stdio server runs inside the sandbox: the workflow's `sandbox:`
 with the server's own over it; it sees the run folder (read-write), the folder of the file that
 declares it (read-only: relative paths in `.mcp.json` work) and the project's skills."""
 
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from flowrun.errors import RunError
+from flowrun.foreign_text import frame
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.ecosystem.mcp_config import server_policy
 from flowrun.manifest.ecosystem.mcp_refs import McpRef, check_entry, mcp_ref
@@ -32,6 +34,7 @@ from flowrun.runtime.loop.contracts import (
     RunServices,
     ToolKind,
 )
+from flowrun.runtime.loop.prompt_version import frames_foreign_text
 from flowrun.runtime.mcp.deferral import Search, defers, run_search, search_tool
 from flowrun.runtime.mcp.launch import Placement, server_launch
 from flowrun.runtime.mcp.resources import ResourceOp, resource_tools, run_op
@@ -116,6 +119,15 @@ class McpPool:
         self.connections.clear()
 
 
+def _described(server: str, tool: RemoteTool, own: bool, framed: bool) -> str:
+    """What the model reads about a remote tool: the server's description framed as data (the
+    server is not the workflow's author; `framed` false only in a run recorded before flowrun
+    framed it); flowrun's own words for its resource tools and a tool the server does not describe."""
+    if own or not framed or not tool.description:
+        return tool.description or f"The {tool.name} tool of the {server} MCP server."
+    return frame(tool.description, f"MCP server '{server}', the description of its tool '{tool.name}'")
+
+
 def _where(loaded: Loaded[McpServerSpec]) -> str:
     return f"declared in {loaded.source.display}"
 
@@ -158,7 +170,7 @@ class McpKind(ToolKind):
         ref = mcp_ref(request.name, request.project)
         assert ref is not None
         spec = ToolSpec(request.name, "", {"type": "object", "properties": {}})
-        return [BoundTool(request.name, spec, self, target=Pending(ref))]
+        return [BoundTool(request.name, spec, self, target=Pending(ref), foreign_text=True)]
 
     async def prepare(self, inst: AgentInstance, run: RunServices) -> bool:
         """Replace the agent's placeholders with the servers' tools (starting the servers);
@@ -173,7 +185,7 @@ class McpKind(ToolKind):
                 tools[key] = bound
                 continue
             ref = bound.target.ref
-            expanded = await self._expand(pool, bound, ref, run.project)
+            expanded = await self._expand(pool, bound, ref, run)
             if not defers(run.project.mcp_servers[ref.server].spec, ref, len(expanded)):
                 tools.update((found.name, found) for found in expanded)
                 continue
@@ -193,9 +205,9 @@ class McpKind(ToolKind):
         return True
 
     async def _expand(
-        self, pool: McpPool, placeholder: BoundTool, ref: McpRef, project: Project
+        self, pool: McpPool, placeholder: BoundTool, ref: McpRef, run: RunServices
     ) -> list[BoundTool]:
-        spec = project.mcp_servers[ref.server].spec
+        spec = run.project.mcp_servers[ref.server].spec
         remote = await pool.tools_of(ref.server)
         resources = await resource_tools(pool.connections[ref.server])  # its resources, as two tools
         remote = [*remote, *resources]
@@ -214,7 +226,7 @@ class McpKind(ToolKind):
                 ResourceOp(ref.server, tool.name) if tool in resources else Remote(ref.server, tool.name)
             )
             name = model_name(ref.server, tool.name)
-            description = tool.description or f"The {tool.name} tool of the {ref.server} MCP server."
+            description = _described(ref.server, tool, tool in resources, frames_foreign_text(run))
             bound = BoundTool(
                 name,
                 ToolSpec(name, description, tool.parameters),
@@ -228,6 +240,7 @@ class McpKind(ToolKind):
             bound.in_dry_run = "run" if tool.read_only else "simulate"  # a dry run changes nothing
             bound.result_schema = tool.output_schema
             bound.fills_defaults, bound.takes_undeclared = False, True  # the server decides
+            bound.foreign_text = True  # its description and results are the server's words
             out.append(bound)
         return out
 

@@ -5,10 +5,10 @@ mapped onto the tool result protocol.
 A message is streamed when the card says the agent streams (`SendStreamingMessage`), else sent
 at once (`SendMessage`); each status update the agent streams is passed to `progress`. The
 result is the text of the task's artifacts (or of the agent's reply message, or of its last
-status message); a task that ends `input-required` is a partial result that carries its
-question and the ids to answer it with; failed, rejected, canceled and auth-required tasks,
-HTTP and network errors, an invalid card and the timeout are error results that name the URL
-and say what to do."""
+status message), framed as data in a block naming the agent (flowrun/foreign_text.py); a task
+that ends `input-required` is a partial result that carries its question and the ids to answer
+it with; failed, rejected, canceled and auth-required tasks, HTTP and network errors, an
+invalid card and the timeout are error results that name the URL and say what to do."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from flowrun.foreign_text import frame
 from flowrun.types import ToolResult
 
 if TYPE_CHECKING:
@@ -98,10 +99,16 @@ class Target:
     timeout_s: float = 300.0
     card_path: str = CARD_PATH
     shown: str = ""  # the URL as messages name it (as declared: its variables unread)
+    name: str = ""  # the agent's declared name
 
     @property
     def where(self) -> str:
         return self.shown or self.url
+
+    @property
+    def source(self) -> str:
+        """Who its answers come from, as the block that frames them names it."""
+        return f"A2A agent '{self.name}' at {self.where}" if self.name else f"A2A agent at {self.where}"
 
 
 def _info(card: AgentCard) -> CardInfo:
@@ -221,10 +228,12 @@ def _fold(outcome: _Outcome, response: StreamResponse, progress: Progress) -> No
         outcome.artifacts[artifact.artifact_id] = (name or artifact.name, joined)
 
 
-def _cut(text: str) -> str:
+def _said(text: str, target: Target) -> str:
+    """The remote agent's words as the model reads them: at most MAX_TEXT_CHARS, framed as data
+    naming the agent (flowrun/foreign_text.py), a note outside the block when cut."""
     if len(text) <= MAX_TEXT_CHARS:
-        return text
-    return text[:MAX_TEXT_CHARS] + f"\n[cut: the answer has {len(text)} characters]"
+        return frame(text, target.source)
+    return frame(text[:MAX_TEXT_CHARS], target.source) + f"\n[cut: the answer has {len(text)} characters]"
 
 
 def _result(outcome: _Outcome, target: Target) -> ToolResult:
@@ -232,7 +241,7 @@ def _result(outcome: _Outcome, target: Target) -> ToolResult:
 
     if outcome.message is not None and outcome.task is None:
         m = outcome.message
-        return ToolResult.ok(_cut(_text(m.parts)), context_id=m.context_id, state="message")
+        return ToolResult.ok(_said(_text(m.parts), target), context_id=m.context_id, state="message")
     task = outcome.task
     if task is None:
         return ToolResult.fail(
@@ -245,22 +254,24 @@ def _result(outcome: _Outcome, target: Target) -> ToolResult:
     ids = {"task_id": task.id, "context_id": task.context_id, "state": name}
     if state == TaskState.TASK_STATE_COMPLETED:
         body = "\n\n".join(a["text"] for a in artifacts if a["text"]) or note
-        return ToolResult.ok(_cut(body or "(the task completed with no text)"), artifacts=artifacts, **ids)
+        text = _said(body, target) if body else "(the task completed with no text)"
+        return ToolResult.ok(text, artifacts=artifacts, **ids)
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
         text = (
-            f"the remote agent needs more input before it can go on: {note or '(no question given)'}\n"
+            "the remote agent needs more input before it can go on: "
+            f"{_said(note, target) if note else '(no question given)'}\n"
             f"Answer it by calling this tool again with the answer as `message` and "
             f"task_id: {task.id}"
         )
         return ToolResult.partial(text, question=note, artifacts=artifacts, **ids)
-    reason = f": {note}" if note else ""
+    reason = f"; it said:\n{_said(note, target)}" if note else ""  # (after the hint: it is the agent's)
     if state == TaskState.TASK_STATE_AUTH_REQUIRED:
-        message = f"A2A agent at {target.where} requires authentication{reason}"
+        message = f"A2A agent at {target.where} requires authentication"
         hint = "set the agent's `headers:` (e.g. Authorization: Bearer ${TOKEN})"
-        return ToolResult.fail("ACCESS_DENIED", f"{message} ({hint})", **ids)
-    message = f"A2A agent at {target.where}: the task ended {name}{reason}"
+        return ToolResult.fail("ACCESS_DENIED", f"{message} ({hint}){reason}", **ids)
+    message = f"A2A agent at {target.where}: the task ended {name}"
     hint = "the remote agent could not do it; rephrase the message or do without it"
-    return ToolResult.fail("TOOL_ERROR", f"{message} ({hint})", artifacts=artifacts, **ids)
+    return ToolResult.fail("TOOL_ERROR", f"{message} ({hint}){reason}", artifacts=artifacts, **ids)
 
 
 async def send(

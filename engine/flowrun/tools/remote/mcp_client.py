@@ -8,8 +8,9 @@ must be entered and left by the same task); tool calls from any task go through 
 at most `timeout_s`, and `close()` stops the server (its whole process tree). A stdio server
 that dies is started again at the next call, after a pause that doubles each time, at most
 MAX_RESTARTS times in a connection's life; the call it died in is an UNAVAILABLE result. Results map onto
-the tool result protocol: text and structured content for the model, images and audio as a
-note, the server's `isError` as a TOOL_ERROR result."""
+the tool result protocol: text and structured content for the model (framed as data, in a block
+naming the server and the tool: flowrun/foreign_text.py), images and audio as a note, the
+server's `isError` as a TOOL_ERROR result."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
 from flowrun._version import __version__
+from flowrun.foreign_text import frame
 from flowrun.tools.remote.mcp_elicit import Ask, AskStopped, Elicitations
 from flowrun.tools.remote.mcp_oauth import OAuthSettings
 from flowrun.types import ToolResult
@@ -400,19 +402,26 @@ def result_of(server: str, tool: str, raw: object) -> ToolResult:
     data: dict[str, object] = {"server": server, "tool": tool, "content": blocks}
     if structured is not None:
         data["structured"] = structured
+    source = f"MCP server '{server}', tool '{tool}'"
     if getattr(raw, "is_error", False):
-        message = text or f"{tool} failed without a message"
-        return ToolResult.fail("TOOL_ERROR", _capped(message)[0], **data)
-    text, cut = _capped(text or "(no output)")
+        if not text:
+            return ToolResult.fail("TOOL_ERROR", f"{tool} failed without a message", **data)
+        return ToolResult.fail("TOOL_ERROR", capped_frame(text, source)[0], **data)
+    if not text:
+        return ToolResult.ok("(no output)", **data)
+    text, cut = capped_frame(text, source)
     if cut:
         return ToolResult.partial(text, **data)
     return ToolResult.ok(text, **data)
 
 
-def _capped(text: str) -> tuple[str, bool]:
+def capped_frame(text: str, source: str) -> tuple[str, bool]:
+    """A server's text as the model reads it: at most MAX_TEXT_CHARS of it, framed as data
+    naming `source`, and a note outside the block when it was cut; (that, whether it was cut)."""
     if len(text) <= MAX_TEXT_CHARS:
-        return text, False
-    return text[:MAX_TEXT_CHARS] + f"\n[cut at {MAX_TEXT_CHARS} of {len(text)} characters]", True
+        return frame(text, source), False
+    note = f"\n[cut at {MAX_TEXT_CHARS} of {len(text)} characters]"
+    return frame(text[:MAX_TEXT_CHARS], source) + note, True
 
 
 def _block(block: Any) -> tuple[str, dict[str, Any]]:

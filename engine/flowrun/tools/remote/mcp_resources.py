@@ -2,7 +2,8 @@
 
 Resources are read as files: `list_resources` lists what a server offers (its resources and
 resource templates, with URIs and MIME types) and `read_resource(uri)` returns a resource's
-text (binary content is noted, not shown). A prompt (`prompts/get`) becomes text: the text of
+text (binary content is noted, not shown); both framed as data, naming the server
+(flowrun/foreign_text.py). A prompt (`prompts/get`) becomes text: the text of
 its messages, one paragraph each."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from flowrun.tools.remote.mcp_client import MAX_TEXT_CHARS, McpConnection, McpServerDown
+from flowrun.foreign_text import frame
+from flowrun.tools.remote.mcp_client import McpConnection, McpServerDown, capped_frame
 from flowrun.types import ToolResult
 
 MAX_LISTED = 200  # resources and templates listed in one answer
@@ -65,14 +67,16 @@ async def list_resources(connection: McpConnection) -> ToolResult:
             cursor = page.next_cursor
             if not cursor:
                 break
-    lines = [f"{len(found)} resources of MCP server '{name}' (read one with its uri):"]
+    lines = []
     for entry in found[:MAX_LISTED]:
         what = " (a template: fill in the {…} parts)" if entry.get("template") else ""
         about = f" — {entry['description']}" if entry["description"] else ""
         lines.append(f"- {entry['uri']}{what}: {entry['name']}{about}")
+    text = f"{len(found)} resources of MCP server '{name}' (read one with its uri):\n"
+    text += frame("\n".join(lines), f"MCP server '{name}', its list of resources")
     if len(found) > MAX_LISTED:
-        lines.append(f"[{len(found) - MAX_LISTED} more not listed]")
-    return ToolResult.ok("\n".join(lines), server=name, resources=found[:MAX_LISTED])
+        text += f"\n[{len(found) - MAX_LISTED} more not listed]"
+    return ToolResult.ok(text, server=name, resources=found[:MAX_LISTED])
 
 
 async def read_resource(connection: McpConnection, uri: str) -> ToolResult:
@@ -88,12 +92,12 @@ async def read_resource(connection: McpConnection, uri: str) -> ToolResult:
                 len(base64.b64decode(getattr(item, "blob", "") or "")) if getattr(item, "blob", None) else 0
             )
             parts.append(f"[{item.mime_type or 'binary'} content of {item.uri}, {size} bytes, not shown]")
-    text = "\n".join(parts) or "(empty)"
+    text = "\n".join(parts)
     data = {"server": connection.launch.name, "uri": uri}
-    if len(text) > MAX_TEXT_CHARS:
-        cut = text[:MAX_TEXT_CHARS] + f"\n[cut at {MAX_TEXT_CHARS} of {len(text)} characters]"
-        return ToolResult.partial(cut, **data)
-    return ToolResult.ok(text, **data)
+    if not text:
+        return ToolResult.ok("(empty)", **data)
+    text, cut = capped_frame(text, f"MCP server '{connection.launch.name}', resource {uri}")
+    return ToolResult.partial(text, **data) if cut else ToolResult.ok(text, **data)
 
 
 async def prompt_text(connection: McpConnection, name: str, arguments: Mapping[str, str]) -> str:
