@@ -92,7 +92,8 @@ def test_a_queued_run_is_listed_queued_cancelled_then_resumed_by_a_worker(tmp_pa
                 shown = run_cli(["runs", "--runs-dir", str(runs)], cwd=tmp_path)
                 assert run_id in shown.stdout and "queued" in shown.stdout, shown.stdout
                 cancelled = http.post(f"/v1/runs/{run_id}/cancel")
-                assert cancelled.status_code == 202, cancelled.text
+                assert cancelled.status_code == 200, cancelled.text
+                assert cancelled.json()["status"] == "cancelled" and cancelled.json()["resumable"]
                 assert status_of(http, run_id) == "cancelled"
                 assert flowrun.list_runs(runs).runs[0].status == "cancelled"
                 resumed = http.post(f"/v1/runs/{run_id}/resume")

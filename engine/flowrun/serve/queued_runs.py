@@ -14,7 +14,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from flowrun.api import Workflow
+from flowrun.api import RunResult, Workflow, read_result
 from flowrun.errors import UsageError
 from flowrun.queue.local_workers import LocalWorkers
 from flowrun.queue.runs_table import adopt, list_queued_runs
@@ -127,12 +127,22 @@ class QueuedRuns(ServedRuns):
             raise Conflict(f"run {run_id} is in the queue already", "GET /v1/runs/ID says how it stands")
         self.changes.notify(run_id)
 
-    def cancel(self, run_id: str) -> None:
-        """Stop a run the queue holds: at once when it is queued, else by its worker."""
-        self.folder(run_id)
-        if self.queue.cancel(run_id) is None:
+    async def cancel(self, run_id: str) -> RunResult:
+        """Stop a run the queue holds: at once when it is queued, else by its worker; its
+        partial result once the stop is recorded (the worker let the job go)."""
+        folder = self.folder(run_id)
+        found = await asyncio.to_thread(self.queue.cancel, run_id)
+        if found is None:
             raise Conflict(f"run {run_id} is not running", "GET /v1/runs/ID says how it stands")
         self.changes.notify(run_id)
+        while found == "taken":
+            await asyncio.sleep(WATCH_S)
+            state = (await asyncio.to_thread(self.queue.store.states, [run_id])).get(run_id)
+            if state == "queued":  # its worker was lost meanwhile: cancelled in the queue instead
+                found = await asyncio.to_thread(self.queue.cancel, run_id)
+            elif state != "running":
+                break
+        return await asyncio.to_thread(read_result, folder)
 
     async def close(self) -> None:
         self._watch.cancel()
