@@ -235,6 +235,24 @@ def test_a_decision_through_one_instance_reaches_the_run(stack: Stack) -> None:
     assert ends == ["waiting", "completed"]
 
 
+def test_a_cancel_through_one_instance_stops_the_run_a_worker_holds(stack: Stack) -> None:
+    arrived = stack.answers.arm(f"stopped over {stack.wire}", 1)
+    first, second = stack.apis
+    with first.client() as one, second.client() as other:
+        run_id = start_run(one, "qa", question=f"stopped over {stack.wire}")
+        assert arrived.wait(120)  # a worker holds it, in its second model call
+        cancelled = other.post(f"/v1/runs/{run_id}/cancel")
+        stack.answers.release.set()
+        assert cancelled.status_code == 200, cancelled.text
+        assert cancelled.json()["status"] == "cancelled" and cancelled.json()["resumable"]
+        resumed = one.post(f"/v1/runs/{run_id}/resume")
+        assert resumed.status_code == 202 and resumed.json()["status"] == "queued", resumed.text
+        done = wait_status(other, run_id, "completed", "failed")
+    assert done["status"] == "completed"
+    ends = [e.get("status") for e in log_of(stack.runs / run_id) if e["type"] == "run_end"]
+    assert ends == ["cancelled", "completed"]
+
+
 def test_flowrun_workers_shows_the_three_workers(stack: Stack) -> None:
     from support.cli import run_cli
 
