@@ -29,10 +29,11 @@ from support.queued import (
     follow,
     log_of,
     queue_project,
+    serve_queued,
     start_run,
     steps_asked,
 )
-from support.served import Served, status_of, wait_status
+from support.served import status_of, wait_status
 from support.wire_server import WireServer
 
 import flowrun
@@ -48,12 +49,8 @@ def test_two_workers_complete_every_run_once_with_the_list_and_sse_right(tmp_pat
     answers = Answers(delay_s=0.05)
     with WireServer(answers) as server:
         files = queue_project(tmp_path, wire)
-        args = [*map(str, files), "--port", "0", "--runs-dir", str(runs), "--workers", "2"]
-        served = Served(tmp_path, args, model_env(server, wire))
+        served = serve_queued(tmp_path, files, model_env(server, wire), "--workers", "2")
         try:
-            assert wait_for(lambda: sum(" takes runs of " in line for line in served.lines) == 2), (
-                served.lines
-            )
             with served.client() as http:
                 ids = [start_run(http, "qa", question=f"number {i}") for i in range(RUNS)]
                 listed = http.get("/v1/runs", params={"limit": 1000}).json()
@@ -82,9 +79,7 @@ def test_a_queued_run_is_listed_queued_cancelled_then_resumed_by_a_worker(tmp_pa
     with WireServer(answers) as server:
         files = queue_project(tmp_path, "openai")
         env = model_env(server, "openai")
-        served = Served(
-            tmp_path, [*map(str, files), "--port", "0", "--runs-dir", str(runs), "--queue", "embedded"], env
-        )
+        served = serve_queued(tmp_path, files, env)
         try:
             with served.client() as http:
                 run_id = start_run(http, "qa", question="later")
@@ -142,9 +137,7 @@ def test_a_worker_stopped_with_sigterm_hands_its_run_back_and_another_resumes_it
     with WireServer(answers) as server:
         files = queue_project(tmp_path, "anthropic")
         env = model_env(server, "anthropic")
-        served = Served(
-            tmp_path, [*map(str, files), "--port", "0", "--runs-dir", str(runs), "--queue", "embedded"], env
-        )
+        served = serve_queued(tmp_path, files, env)
         args = [*map(str, files), "--runs-dir", str(runs), "--drain-timeout", "0.5"]
         first = Worker(tmp_path, args, env)
         try:
@@ -194,12 +187,8 @@ def test_the_concurrency_limits_hold_across_workers(tmp_path: Path) -> None:
     with WireServer(answers) as server:
         files = queue_project(tmp_path, "openai")
         limits = ["--workers", "2", "--concurrency", "2", "--max-runs", "3", "--max-runs-per", "slow=1"]
-        args = [*map(str, files), "--port", "0", "--runs-dir", str(runs), *limits]
-        served = Served(tmp_path, args, model_env(server, "openai"))
+        served = serve_queued(tmp_path, files, model_env(server, "openai"), *limits)
         try:
-            assert wait_for(lambda: sum(" takes runs of " in line for line in served.lines) == 2), (
-                served.lines
-            )
             with served.client() as http:
                 ids = [start_run(http, "qa", question=f"limited {i}") for i in range(3)]
                 slow = [start_run(http, "slow", question=f"limited {i}") for i in range(3)]
@@ -233,9 +222,7 @@ def test_a_worker_frozen_past_its_lease_keeps_its_run(tmp_path: Path) -> None:
     with WireServer(answers) as server:
         files = queue_project(tmp_path, "openai")
         env = model_env(server, "openai")
-        served = Served(
-            tmp_path, [*map(str, files), "--port", "0", "--runs-dir", str(runs), "--queue", "embedded"], env
-        )
+        served = serve_queued(tmp_path, files, env)
         args = [*map(str, files), "--runs-dir", str(runs), "--lease", "2"]
         frozen = Worker(tmp_path, args, env)
         other: Worker | None = None
@@ -271,22 +258,9 @@ def test_a_models_rate_limit_is_shared_by_the_workers(tmp_path: Path) -> None:
     held = [answers.arm(f"paced {i}", 0) for i in range(4)]  # the four runs at once: both workers
     with WireServer(answers) as server:
         files = queue_project(tmp_path, "openai", rate_limit={"requests_per_minute": 120})
-        args = [
-            *map(str, files),
-            "--port",
-            "0",
-            "--runs-dir",
-            str(runs),
-            "--workers",
-            "2",
-            "--concurrency",
-            "2",
-        ]
-        served = Served(tmp_path, args, model_env(server, "openai"))
+        env = model_env(server, "openai")
+        served = serve_queued(tmp_path, files, env, "--workers", "2", "--concurrency", "2")
         try:
-            assert wait_for(lambda: sum(" takes runs of " in line for line in served.lines) == 2), (
-                served.lines
-            )
             with served.client() as http:
                 begun, wall = time.monotonic(), time.time()
                 ids = [start_run(http, "qa", question=f"paced {i}") for i in range(4)]

@@ -22,7 +22,7 @@ from support.cli import flowrun_cmd
 from support.env import clean_env
 from support.procs import kill_tree, wait_for
 from support.project import agent, model, prompt_of, workflow, write_files
-from support.served import TOKEN
+from support.served import TOKEN, Served
 from support.wire_server import Reply, ToolCallSpec, WireRequest
 
 SHELL = (
@@ -156,6 +156,18 @@ class Worker:
         self._reader.join(timeout=10)
         if self.proc.stderr is not None:
             self.proc.stderr.close()
+
+
+def serve_queued(root: Path, files: list[Path], env: dict[str, str], *args: str) -> Served:
+    """`flowrun serve http FILES --port 0 --runs-dir ROOT/runs ARGS`, back once the workers that
+    `--workers N` starts take runs (no ARGS: the embedded queue, no workers of its own)."""
+    extra = list(args) or ["--queue", "embedded"]
+    served = Served(root, [*map(str, files), "--port", "0", "--runs-dir", str(root / "runs"), *extra], env)
+    workers = int(extra[extra.index("--workers") + 1]) if "--workers" in extra else 0
+    if not wait_for(lambda: sum(" takes runs of " in line for line in served.lines) >= workers):
+        served.stop()
+        raise AssertionError(f"the workers did not start: {served.lines}")
+    return served
 
 
 def start_run(http: httpx.Client, workflow_name: str, **inputs: str) -> str:
