@@ -287,3 +287,68 @@ def test_npx_servers_as_claude_code_writes_them(tmp_path: Path) -> None:
     assert "its stderr ends: Error: boom at start" in crash and "Node.js v" not in crash
     # npx wrote its install over a scratch layer: the user's npm cache is as it was
     assert list(cache.iterdir()) == []
+
+
+# ---------------------------------------------------------------- a node package checked out elsewhere
+
+ESM_SERVER = '#!/usr/bin/env node\nimport { name } from "@modelcontextprotocol/sdk";\n' + NODE_SERVER.split(
+    "\n", 1
+)[1].replace(
+    'const rl = require("readline").createInterface',
+    'import { createInterface } from "readline";\nconst rl = createInterface',
+).replace('name: "node-test"', "name")
+
+
+def node_checkout(folder: Path) -> Path:
+    """A server built from source as its README says (`npm install && npm run build`): its
+    script in `dist/`, its dependency `@modelcontextprotocol/sdk` in the package's own
+    node_modules. Returns the script."""
+    package = folder / "weather-server"
+    sdk = package / "node_modules" / "@modelcontextprotocol" / "sdk"
+    sdk.mkdir(parents=True)
+    (sdk / "package.json").write_text(json.dumps({"name": "@modelcontextprotocol/sdk", "type": "module"}))
+    (sdk / "index.js").write_text('export const name = "weather";\n')
+    (package / "package.json").write_text(json.dumps({"name": "weather-server", "type": "module"}))
+    (package / "dist").mkdir()
+    script = package / "dist" / "index.js"
+    script.write_text(ESM_SERVER)
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_node_server_outside_the_project_is_shown_as_its_whole_package(tmp_path: Path) -> None:
+    """`node /src/weather-server/dist/index.js`, or the script as the command: the line to add
+    shows the package folder, not `dist/` alone (where node would not find the SDK). A server
+    declared with `dist/` bound already is told the same instead of only node's
+    "Cannot find package"; the line as printed makes each start. A Python script of the same
+    checkout is no node script: its own folder is named."""
+    script = node_checkout(tmp_path / "src")
+    dist = script.parent
+    package = dist.parent
+    (package / "scripts").mkdir()
+    (package / "scripts" / "serve.py").write_text("raise SystemExit('not a server')\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    servers = {
+        "byarg": {"command": "node", "args": [str(script)]},
+        "byprog": {"command": str(script)},
+        "halfbound": {"command": "node", "args": [str(script)], "sandbox": {"ro_binds": [str(dist)]}},
+        "python": {"command": sys.executable, "args": [str(package / "scripts" / "serve.py")]},
+    }
+    launch_project(project, servers, [f"{name}.add" for name in servers])
+    code, out = validate_connect(project, {})
+    assert code == 1 and "Traceback" not in out, out
+    lines = {name: row for row in out.splitlines() for name in servers if f"'{name}'" in row}
+    assert len(lines) == 4, out
+    line = f"sandbox: {{ro_binds: [{package}]}}"
+    for name in ("byarg", "byprog", "halfbound"):
+        assert f"add `{line}` to its declaration" in lines[name], lines[name]
+        assert f"part of the node package {package}" in lines[name]
+    assert "Cannot find package '@modelcontextprotocol/sdk'" in lines["halfbound"]
+    assert f"add `sandbox: {{ro_binds: [{package / 'scripts'}]}}`" in lines["python"], lines["python"]
+
+    node = {name: servers[name] | yaml.safe_load(line) for name in ("byarg", "byprog", "halfbound")}
+    launch_project(project, node, [f"{name}.add" for name in node])
+    code, out = validate_connect(project, {})
+    assert code == 0, out

@@ -164,7 +164,8 @@ def test_every_file_the_check_reads_invalidates_it(tmp_path: Path) -> None:
     project = make_project(
         tmp_path / "p",
         {
-            "agents.d/helper.yaml": "version: 1\nkind: agent\nname: helper\nprompt_file: helper.md\n",
+            "agents.d/helper.yaml": "version: 1\nkind: agent\nname: helper\nprompt_file: helper.md\n"
+            "tools: [lookup]\n",
             "prompts/helper.md": "You help.\n",
             "tools.d/lookup.yaml": (
                 "version: 1\nkind: tool\nname: lookup\ndescription: d\n"

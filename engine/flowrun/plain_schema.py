@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import cast
 
 Check = Callable[[object], bool]  # True: valid, decided here
 
@@ -104,14 +104,14 @@ def _count(arg: object) -> bool:
     return type(arg) is int and arg >= 0
 
 
-def _type(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _type(arg: object, schema: Mapping[str, object]) -> Check | None:
     names = [arg] if isinstance(arg, str) else arg
     if not isinstance(names, list) or not all(name in TYPES for name in names):
         return None
     return lambda value: any(_is(name, value) for name in names)
 
 
-def _properties(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _properties(arg: object, schema: Mapping[str, object]) -> Check | None:
     if not isinstance(arg, dict):
         return None
     subs = {name: compile_schema(sub) for name, sub in arg.items()}
@@ -123,7 +123,7 @@ def _properties(arg: object, schema: Mapping[str, Any]) -> Check | None:
     )
 
 
-def _additional(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _additional(arg: object, schema: Mapping[str, object]) -> Check | None:
     declared = schema.get("properties", {})
     sub = compile_schema(arg)
     if sub is None or not isinstance(declared, dict):
@@ -133,39 +133,40 @@ def _additional(arg: object, schema: Mapping[str, Any]) -> Check | None:
     )
 
 
-def _required(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _required(arg: object, schema: Mapping[str, object]) -> Check | None:
     if not isinstance(arg, list) or not all(type(name) is str for name in arg):
         return None
     return lambda value: type(value) is not dict or all(name in value for name in arg)
 
 
-def _items(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _items(arg: object, schema: Mapping[str, object]) -> Check | None:
     sub = compile_schema(arg)
     if sub is None:
         return None
     return lambda value: type(value) is not list or all(sub(item) for item in value)
 
 
-def _enum(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _enum(arg: object, schema: Mapping[str, object]) -> Check | None:
     if not isinstance(arg, list) or not all(type(item) is str for item in arg):
         return None  # numbers, booleans and structures compare by jsonschema's rules there
     allowed = frozenset(arg)
     return lambda value: type(value) is str and value in allowed
 
 
-def _bound(test: Callable[[Any, Any], bool]) -> Callable[[object, Mapping[str, Any]], Check | None]:
-    def make(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _bound(test: Callable[[float, float], bool]) -> Callable[[object, Mapping[str, object]], Check | None]:
+    def make(arg: object, schema: Mapping[str, object]) -> Check | None:
         if not _number(arg):
             return None
-        return lambda value: _json_type(value) not in ("integer", "number") or test(value, arg)
+        limit = cast(float, arg)
+        return lambda value: _json_type(value) not in ("integer", "number") or test(cast(float, value), limit)
 
     return make
 
 
 def _size(
     json_type: str, test: Callable[[int, int], bool]
-) -> Callable[[object, Mapping[str, Any]], Check | None]:
-    def make(arg: object, schema: Mapping[str, Any]) -> Check | None:
+) -> Callable[[object, Mapping[str, object]], Check | None]:
+    def make(arg: object, schema: Mapping[str, object]) -> Check | None:
         if not _count(arg):
             return None
         limit: int = arg  # type: ignore[assignment]
@@ -174,7 +175,7 @@ def _size(
     return make
 
 
-def _annotation(arg: object, schema: Mapping[str, Any]) -> Check | None:
+def _annotation(arg: object, schema: Mapping[str, object]) -> Check | None:
     return _always  # `format` asserts nothing without a format checker
 
 
@@ -186,7 +187,7 @@ def _never(value: object) -> bool:
     return False
 
 
-_MAKERS: dict[str, Callable[[object, Mapping[str, Any]], Check | None]] = {
+_MAKERS: dict[str, Callable[[object, Mapping[str, object]], Check | None]] = {
     "type": _type,
     "properties": _properties,
     "additionalProperties": _additional,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
 
 from flowrun.api.results import RunResult, read_result
 from flowrun.runtime.summary.folder import is_run_folder
@@ -49,5 +48,5 @@ class RunHandle:
             return RunResult("cancelled", exit_code("cancelled"), message, None, {}, self.run_dir, _agents=[])
         return await asyncio.to_thread(read_result, self.run_dir)
 
-    def __await__(self) -> Generator[Any, None, RunResult]:
+    def __await__(self) -> Generator[object, None, RunResult]:
         return self.result().__await__()

@@ -360,7 +360,7 @@ def load(
     diagnostic) when something is wrong. Unless `prefetch` is False, the SDKs of the models its
     agents use start importing in a background thread (runtime/models/prefetch.py), so a first
     run does not wait for them."""
-    path = Path(path)
+    path = foreign_entry(Path(path))
     if not is_file(path):
         hint = "give the path of a workflow .yaml file"
         refuse_long_name(path, f"workflow file '{path}'", hint)
@@ -379,16 +379,27 @@ def load(
     return workflow
 
 
+def foreign_entry(path: Path) -> Path:
+    """The file that stands for another framework's project (a CrewAI crew's folder is its
+    `config/tasks.yaml`, an ADK folder its `root_agent.yaml`); any other path as it is."""
+    if not is_dir(path):
+        return path
+    from flowrun.manifest.foreign.registry import detect
+
+    found = detect(path)
+    return found.entry if found is not None else path
+
+
 def _overridden(path: Path, changes: list[Override]) -> tuple[Project, list[Diagnostic]]:
     """The project with `--set` overrides applied: a copy of its own (never the one shared by
     loads of the unchanged files), checked again."""
     project = load_project(path.parent, [path])
     diagnostics: list[Diagnostic] = list(project.diagnostics)
-    if project.workflows and not any(d.severity == "error" for d in diagnostics):
+    # (a file with errors still loads what it can, and a run stops only on the errors of what
+    # it uses: the overrides and the cross-references apply whatever else is broken)
+    if project.workflows:
         _, found = apply_overrides(project, project.workflows[0], changes)
         diagnostics += found
-    if not any(d.severity == "error" for d in diagnostics):
-        from flowrun.manifest.checks.crossref import check_project  # (a load without --set: cached)
+    from flowrun.manifest.checks.crossref import check_project  # (a load without --set: cached)
 
-        diagnostics += check_project(project)
-    return project, diagnostics
+    return project, diagnostics + check_project(project)

@@ -94,6 +94,10 @@ COMMANDS: dict[str, Registered] = {
         "Serve the web UI: runs, their timelines and conversations, decisions; WORKFLOWs to start.",
     ),
     "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
+    "import": Registered(
+        "flowrun.cli.import_cmd:import_",
+        "Write a flowrun project from another framework's files (CrewAI, ADK, docker-agent, ...).",
+    ),
     "worker": Registered(
         "flowrun.cli.worker_cmd:worker",
         "Take runs of WORKFLOWS from a queue and execute them until SIGTERM (which drains).",
@@ -146,9 +150,19 @@ class FlowrunGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in COMMANDS and not args[0].startswith("-"):
             first = args[0]
-            if first.endswith((".yaml", ".yml")) or Path(first).is_file():
+            if first.endswith((".yaml", ".yml")) or Path(first).is_file() or _foreign_folder(first):
                 args = ["run", *args]
         return super().parse_args(ctx, args)
+
+
+def _foreign_folder(arg: str) -> bool:
+    """A folder that is another framework's project (a CrewAI crew, an ADK agent): `flowrun
+    FOLDER --input x` runs it."""
+    if not Path(arg).is_dir():
+        return False
+    from flowrun.manifest.foreign.registry import detect
+
+    return detect(Path(arg)) is not None
 
 
 @click.group(cls=FlowrunGroup, context_settings={"help_option_names": ["-h", "--help"]})

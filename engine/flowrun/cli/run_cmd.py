@@ -36,7 +36,7 @@ yes_option = click.option("-y", "--yes", is_flag=True, help=YES_HELP)
 @click.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 )
-@click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("workflow", required=False, type=click.Path(path_type=Path))
 @run_options(
     "dry_run",
     "model",
@@ -63,7 +63,7 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
     with reported(run_args.verbose, lambda: interrupted_hint(folder)):
         if show_help or workflow is None:
             click.echo(ctx.get_help())
-            if workflow is not None and workflow.is_file():
+            if workflow is not None and workflow.exists():
                 click.echo("\n" + workflow_help(workflow))
             sys.exit(0 if show_help else 2)
         from flowrun.api import load

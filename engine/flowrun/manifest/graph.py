@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from flowrun.manifest.guardrails.specs import JudgeGuardrail
 from flowrun.manifest.kinds import StepAt, step_kind, tool_kind_for
 from flowrun.manifest.kinds import YamlPath as YamlPath  # (re-exported: checks import it from here)
 from flowrun.manifest.project import Project
@@ -37,6 +38,16 @@ def agent_callees(project: Project, name: str) -> list[str]:
     return found
 
 
+def judges(project: Project, name: str) -> list[str]:
+    """The agents that judge `name`'s guardrails (a run starts them to check its work)."""
+    loaded = project.agents.get(name)
+    guardrails = loaded.spec.guardrails if loaded is not None else None
+    if guardrails is None:
+        return []
+    checks = [*guardrails.input, *guardrails.output, *(c for tools in guardrails.tools for c in tools.check)]
+    return [check.judge for check in checks if isinstance(check, JudgeGuardrail)]
+
+
 def reachable_agents(starts: list[str], project: Project) -> set[str]:
     seen: set[str] = set()
     todo = list(starts)
@@ -46,6 +57,7 @@ def reachable_agents(starts: list[str], project: Project) -> set[str]:
             continue
         seen.add(name)
         todo.extend(agent_callees(project, name))
+        todo.extend(judges(project, name))
     return seen
 
 

@@ -96,6 +96,8 @@ def _group_problems(src: Source, where: PathKey, event: str, group: dict[str, ob
 def _handler_problems(src: Source, where: PathKey, hook: dict[str, object]) -> list[Diagnostic]:
     has_command, has_python = "command" in hook, "python" in hook
     kind = hook.get("type")
+    if src.lost(where, "command", "python", "type"):
+        return []
     if has_command == has_python:
         message = "a hook needs exactly one of `command` (a shell command) or `python` (module:function)"
         return [

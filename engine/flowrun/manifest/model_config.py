@@ -11,6 +11,7 @@ from typing import Any
 from flowrun.errors import ManifestError
 from flowrun.manifest.env_refs import REFERENCE, default_base_url, default_model_ref, expanded
 from flowrun.manifest.project import parse_manifest
+from flowrun.manifest.schema.salvage import ANY_NAME
 from flowrun.manifest.specs import ModelSpec, ScriptManifest, Thinking
 from flowrun.providers.base import ModelConfig
 from flowrun.providers.presets import PRESETS, Preset
@@ -36,12 +37,13 @@ def shorthand(provider: str, model: str) -> dict[str, object] | None:
 
 
 def reference_problem(ref: str, named: set[str]) -> str | None:
-    """Why `ref` names no model, or None when it is fine."""
+    """Why `ref` names no model, or None when it is fine (`named` holding ANY_NAME: a file of
+    model names was unreadable, so a plain name may be one of them)."""
     if ref in named or default_model_ref(ref) is not None:  # `openai`: the model OPENAI_MODEL names
         return None
     parts = split_ref(ref)
     if parts is None:
-        return f"unknown model '{ref}'"
+        return None if ANY_NAME in named else f"unknown model '{ref}'"
     provider, model = parts
     if shorthand(provider, model) is None:
         if provider in PROVIDERS:

@@ -15,6 +15,7 @@ from flowrun.manifest.ecosystem import mcp_config
 from flowrun.manifest.eval_specs import EvalSetManifest
 from flowrun.manifest.extends import extended
 from flowrun.manifest.schema.check import check_schema, detect_kind
+from flowrun.manifest.schema.salvage import ANY_NAME, salvage, unreadable
 from flowrun.manifest.semantics import problems
 from flowrun.manifest.specs import (
     KINDS,
@@ -57,6 +58,9 @@ class Project:
     tools: dict[str, Loaded[ToolManifest]] = field(default_factory=dict)
     models: dict[str, Loaded[ModelSpec]] = field(default_factory=dict)  # from models.d
     default_model: str | None = None
+    default_model_source: Source | None = None  # the models.d file whose `default_model` it is
+    # models written in models.d whose entries a schema error made unreadable: they exist
+    unreadable_models: set[str] = field(default_factory=set)
     workflows: list[Loaded[WorkflowManifest]] = field(default_factory=list)
     scripts: list[Loaded[ScriptManifest]] = field(default_factory=list)
     tests: list[Loaded[FlowTestManifest]] = field(default_factory=list)  # `flowrun test` files
@@ -64,6 +68,9 @@ class Project:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # names of manifests that exist but failed to load: not reported again as "unknown"
     broken: set[str] = field(default_factory=set)
+    # agents.d and tools.d files that did not load at all: file (as diagnostics name it) ->
+    # (kind, the name it is known by: its `name:` or its file name)
+    unloaded: dict[str, tuple[str, str]] = field(default_factory=dict)
     # MCP servers: the project's .mcp.json, with each workflow's `mcp_servers:` over it
     mcp_servers: dict[str, Loaded[McpServerSpec]] = field(default_factory=dict)
     # remote A2A agents: each workflow's `a2a_agents:`, then those declared in agents' tool
@@ -125,6 +132,21 @@ def check_source(
     return kind, src, diags + rules, not rules
 
 
+def readable_manifest(
+    path: Path, folder_kind_hint: str = "", trusted: bool = False
+) -> tuple[str | None, Strict | None, Source, list[Diagnostic]]:
+    """`parse_manifest`, and for a file with problems, what of it can still be checked: its
+    data without the values the schema errors are about (schema/salvage.py), with the cross-key
+    rules run over it; the source then records what was cut (`Source.cut`)."""
+    kind, spec, src, diags = parse_manifest(path, folder_kind_hint, trusted)
+    if spec is not None or kind is None:
+        return kind, spec, src, diags
+    spec, src = salvage(kind, src)
+    if spec is not None:  # the rules did not run on a file the schema refused
+        diags = diags + [d for d in problems(kind, src) if d not in diags]
+    return kind, spec, src, diags
+
+
 def typed_spec(kind: str, src: Source, data: Mapping[str, object]) -> tuple[Strict | None, list[Diagnostic]]:
     """`data` (already past the JSON Schema) as its pydantic model. The schema is generated
     from the models, so a failure here means a trusted file that skipped the schema pass is
@@ -165,17 +187,8 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
     if workflow_files is None:
         workflow_files = _manifest_files(project_root)
     for path in workflow_files:
-        kind, spec, src, diags = parse_manifest(path)
-        if kind in (None, "workflow", "script", "test", "evalset") or diags:
-            project.diagnostics += diags
-        if isinstance(spec, WorkflowManifest):
-            project.workflows.append(Loaded(spec, src, project_root, False))
-        elif isinstance(spec, ScriptManifest):
-            project.scripts.append(Loaded(spec, src, project_root, False))
-        elif isinstance(spec, FlowTestManifest):
-            project.tests.append(Loaded(spec, src, project_root, False))
-        elif isinstance(spec, EvalSetManifest):
-            project.evalsets.append(Loaded(spec, src, project_root, False))
+        if not _add_foreign(project, path):
+            _add_top_file(project, path, project_root)
     _add_mcp_servers(project, project_root)
     _add_settings_hooks(project, project_root)
     _settle_skipped_agents(project, failed)
@@ -183,6 +196,50 @@ def load_project(project_root: Path, workflow_files: list[Path] | None = None) -
     _resolve_extends(project)
     _add_a2a_agents(project)
     return project
+
+
+def _add_top_file(project: Project, path: Path, project_root: Path) -> None:
+    """A file next to the workflow: a workflow, a script, a test or an eval set."""
+    kind, spec, src, diags = readable_manifest(path)
+    if kind in (None, "workflow", "script", "test", "evalset") or diags:
+        project.diagnostics += diags
+    if isinstance(spec, WorkflowManifest):
+        project.workflows.append(Loaded(spec, src, project_root, False))
+        # servers and remote agents it declares that a schema error made unreadable exist
+        project.broken |= unreadable(src, "mcp_servers") | unreadable(src, "a2a_agents")
+    elif isinstance(spec, ScriptManifest):
+        project.scripts.append(Loaded(spec, src, project_root, False))
+    elif isinstance(spec, FlowTestManifest):
+        project.tests.append(Loaded(spec, src, project_root, False))
+    elif isinstance(spec, EvalSetManifest):
+        project.evalsets.append(Loaded(spec, src, project_root, False))
+
+
+def _add_foreign(project: Project, path: Path) -> bool:
+    """Another framework's file (CrewAI, ADK, docker-agent, ...) named as the workflow: its
+    manifests, checked like flowrun's own; False when `path` is no such file."""
+    from flowrun.manifest.foreign.registry import convert, detect
+
+    found = detect(path)
+    if found is None:
+        return False
+    conversion = convert(found)
+    project.diagnostics += conversion.diagnostics
+    for piece in conversion.pieces:
+        diags = [] if conversion.errors else check_schema(piece.source, piece.kind)
+        diags += problems(piece.kind, piece.source) if not diags else []
+        spec, typed = typed_spec(piece.kind, piece.source, piece.data) if not diags else (None, [])
+        project.diagnostics += diags + typed
+        loaded = Loaded(spec, piece.source, piece.root, False) if spec is not None else None
+        if loaded is None:
+            project.broken.add(piece.name)
+        elif isinstance(loaded.spec, WorkflowManifest):
+            project.workflows.append(loaded)  # type: ignore[arg-type]
+        elif isinstance(loaded.spec, ToolManifest):
+            project.tools[piece.name] = loaded  # type: ignore[assignment]
+        elif isinstance(loaded.spec, AgentManifest):
+            project.agent_layers.setdefault(piece.name, []).insert(0, loaded)  # type: ignore[arg-type]
+    return True
 
 
 def claude_agent_files(root: Path) -> list[Path]:
@@ -328,12 +385,10 @@ def _add_manifest(
     trusted: bool = False,
 ) -> None:
     expected = {"agents.d": "agent", "tools.d": "tool", "models.d": "models"}[folder]
-    kind, spec, src, diags = parse_manifest(path, folder, trusted=trusted)
+    kind, spec, src, diags = readable_manifest(path, folder, trusted=trusted)
     project.diagnostics += diags
     if spec is None:
-        # its name (or, failing that, its file name) is known: references to it are not "unknown"
-        name = src.data.get("name") if isinstance(src.data, dict) else None
-        project.broken.add(name if isinstance(name, str) else path.stem)
+        _unloaded(project, src, path.stem, expected)
         return
     if kind != expected:
         project.diagnostics.append(
@@ -346,9 +401,7 @@ def _add_manifest(
         )
         return
     if isinstance(spec, ModelsManifest):
-        for name, model in spec.models.items():
-            project.models[name] = Loaded(model, src, root, builtin)
-        project.default_model = spec.default_model or project.default_model
+        _add_models(project, spec, Loaded(spec, src, root, builtin))
         return
     assert isinstance(spec, AgentManifest | ToolManifest)
     if (expected, spec.name) in seen:
@@ -377,6 +430,28 @@ def _add_manifest(
         project.tools[spec.name] = Loaded(spec, src, root, builtin)
     else:
         project.agent_layers.setdefault(spec.name, []).insert(0, Loaded(spec, src, root, builtin))
+
+
+def _unloaded(project: Project, src: Source, stem: str, kind: str) -> None:
+    """A manifest of agents.d/, tools.d/ or models.d/ that did not load. Its name (or, failing
+    that, its file name) is known: references to it are not "unknown"; the models a models.d
+    file names exist (any may, when they cannot be read)."""
+    name = src.data.get("name") if isinstance(src.data, dict) else None
+    name = name if isinstance(name, str) else stem
+    project.broken.add(name)
+    if kind == "models":
+        names = {str(p[1]) for p in src.keys if len(p) == 2 and p[0] == "models"}
+        project.unreadable_models |= names or {ANY_NAME}
+    else:
+        project.unloaded[src.display] = (kind, name)
+
+
+def _add_models(project: Project, spec: ModelsManifest, loaded: Loaded[ModelsManifest]) -> None:
+    for name, model in spec.models.items():
+        project.models[name] = Loaded(model, loaded.source, loaded.root, loaded.builtin)
+    project.unreadable_models |= unreadable(loaded.source, "models")
+    if spec.default_model:
+        project.default_model, project.default_model_source = spec.default_model, loaded.source
 
 
 def _resolve_extends(project: Project) -> None:

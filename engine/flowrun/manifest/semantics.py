@@ -19,7 +19,7 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
     data = src.data
     out: list[Diagnostic] = []
     if kind == "workflow":
-        if ("entry" in data) == ("steps" in data):
+        if ("entry" in data) == ("steps" in data) and not src.lost((), "entry", "steps"):
             where = ("steps",) if "steps" in data else ()
             out.append(
                 src.diag(
@@ -47,6 +47,8 @@ def problems(kind: str, src: Source) -> list[Diagnostic]:
 
 def _model_problems(src: Source, parts: tuple[Any, ...], model: Mapping[str, object]) -> list[Diagnostic]:
     provider = model.get("provider")
+    if src.lost(parts, "provider", "preset"):
+        return []  # the schema error there says it
     if provider is None and model.get("preset") is None:
         return [
             src.diag(parts, "a model needs `provider` or `preset`", "e.g. provider: anthropic", "invalid")
@@ -55,7 +57,7 @@ def _model_problems(src: Source, parts: tuple[Any, ...], model: Mapping[str, obj
     if not isinstance(provider, str) or provider not in PROVIDERS:
         return []
     for key, hint in provider_class(provider).requires.items():  # what the provider type declares
-        if not model.get(key):
+        if not model.get(key) and not src.was_cut((*parts, key)):
             return [src.diag(parts, f"provider {provider} needs `{key}`", hint, "invalid")]
     return []
 
@@ -63,7 +65,7 @@ def _model_problems(src: Source, parts: tuple[Any, ...], model: Mapping[str, obj
 def _agent_problems(src: Source, data: Mapping[str, object]) -> list[Diagnostic]:
     out = []
     for key in ("tools", "selectable_models"):
-        if isinstance(data.get(key), dict) and "extends" not in data:
+        if isinstance(data.get(key), dict) and "extends" not in data and not src.was_cut(("extends",)):
             message = f"`{key}: {{add, remove}}` changes an inherited list, but this agent has no `extends`"
             hint = f"write `{key}` as a list, or add `extends: PARENT`"
             out.append(src.diag((key,), message, hint, "invalid", key=True))

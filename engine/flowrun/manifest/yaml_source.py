@@ -35,6 +35,9 @@ class Source:
     # paths of an effective manifest -> where they are written (e.g. an agent's merged
     # `tools[3]` -> `tools.add[0]`, or an inherited entry -> `extends`)
     remap: dict[PathKey, PathKey] = field(default_factory=dict)
+    # written paths of values a schema error made unreadable, left out of `data` so the rest can
+    # still be checked (schema/salvage.py)
+    cut: tuple[PathKey, ...] = ()
 
     def written_at(self, parts: PathKey) -> PathKey:
         """`parts` as written in this file (see `remap`)."""
@@ -44,6 +47,23 @@ class Source:
             if target is not None:
                 return (*target, *parts[n:])
         return parts
+
+    def was_cut(self, parts: PathKey) -> bool:
+        """Whether the value at `parts` (or one holding it) was unreadable and left out: what
+        follows from its absence alone (a missing prompt, an unknown name) is not a problem
+        of its own."""
+        written = self.written_at(parts)
+        return any(written[: len(c)] == c for c in self.cut)
+
+    def lost(self, parts: PathKey, *keys: str) -> bool:
+        """Whether one of `keys` under `parts` was unreadable and left out: a rule over which of
+        them are present ("exactly one of ...") cannot be judged."""
+        return any(self.was_cut((*parts, key)) for key in keys)
+
+    def cut_within(self, parts: PathKey) -> bool:
+        """Whether anything at, above or under `parts` was unreadable and left out."""
+        written = self.written_at(parts)
+        return self.was_cut(parts) or any(c[: len(written)] == written for c in self.cut)
 
     def position(self, parts: PathKey, *, key: bool = False) -> tuple[int, int]:
         """Line and column of the deepest known node on `parts` (1-based)."""

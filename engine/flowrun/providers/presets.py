@@ -49,4 +49,15 @@ PRESETS: dict[str, Preset] = {
         thinking_on={"chat_template_kwargs": {"enable_thinking": True}},
     ),
     "openrouter": Preset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", price_table="openrouter"),
+    # Google's OpenAI-compatible Gemini endpoint; ADK and its samples name the key GOOGLE_API_KEY
+    "gemini": Preset(
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        "GEMINI_API_KEY",
+        key_alias="GOOGLE_API_KEY",
+        price_table="google",
+    ),
+    "mistral": Preset("https://api.mistral.ai/v1", "MISTRAL_API_KEY", price_table="mistral"),
+    "xai": Preset("https://api.x.ai/v1", "XAI_API_KEY", price_table="x-ai"),
+    "groq": Preset("https://api.groq.com/openai/v1", "GROQ_API_KEY", price_table="groq"),
+    "perplexity": Preset("https://api.perplexity.ai", "PERPLEXITY_API_KEY", price_table="perplexity"),
 }

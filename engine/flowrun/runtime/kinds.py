@@ -35,11 +35,12 @@ from flowrun.runtime.loop.prompt_version import RecordedPrompts
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepConditions, StepContext, StepKind
-from flowrun.runtime.tool_kinds import a2a, agent, command, mcp, python
+from flowrun.runtime.tool_kinds import a2a, agent, command, function, mcp, python
 
 # in the order they are asked to claim a tool name
 BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
     python.KIND,
+    function.KIND,
     command.KIND,
     agent.KIND,
     mcp.KIND,

@@ -1,4 +1,4 @@
-"""Tools that talk to the agent loop rather than the world: finish, all_finished,
+"""Tools that talk to the agent loop rather than the world: finish, all_finished, exit_loop,
 update_dashboard (and the tools declared over it for one dashboard) and ask_user.
 
 finish / all_finished and update_dashboard set the result's typed `control` (Finish,
@@ -30,6 +30,38 @@ async def all_finished(ctx: ToolContext, result: str) -> ToolResult:
     started = time.perf_counter()
     out = ToolResult("success", "All finished.", control=Finish(result))
     return finish_result(out, {"result": result}, started)
+
+
+async def exit_loop(ctx: ToolContext) -> ToolResult:
+    """ADK's exit_loop: end the loop this agent runs in. It leaves the file its config names as
+    `marker` (the loop's `until` looks for it) and ends the agent with the content of the file
+    `keep` names (its step's output, so ending it changes nothing there), as ADK leaves the
+    state untouched."""
+    started = time.perf_counter()
+    workspace = ctx.workspace.resolve()
+    marker, keep = ctx.config.get("marker"), ctx.config.get("keep")
+    if not isinstance(marker, str) or not marker:
+        return finish_result(
+            error("INVALID_PARAM", "exit_loop has no loop to end (config `marker`)"), {}, started
+        )
+    target = (workspace / marker).resolve()
+    if workspace not in target.parents:
+        return finish_result(
+            error("ACCESS_DENIED", f"exit_loop's marker {marker!r} leaves the workspace"), {}, started
+        )
+    try:
+        replace_beneath(workspace, target, "exit_loop\n")
+        kept = (workspace / keep).read_text(encoding="utf-8") if isinstance(keep, str) and keep else ""
+    except LeavesRoot:
+        return finish_result(
+            error("ACCESS_DENIED", "exit_loop's files lead out of the workspace"), {}, started
+        )
+    except FileNotFoundError:
+        kept = ""
+    except OSError as e:
+        return finish_result(oserror_result(e, f"exit_loop ({marker})"), {}, started)
+    out = ToolResult("success", "The loop ends after this agent.", control=Finish(kept))
+    return finish_result(out, {}, started)
 
 
 CONTENT = {"type": "string", "description": "The complete new content of the dashboard (markdown)."}

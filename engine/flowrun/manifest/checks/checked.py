@@ -40,7 +40,8 @@ def check_root(
     (the files named on the command line), only the problems of those files and of what they
     use (focus.py)."""
     purpose = "validate" if focus is None else "validate|" + "|".join(sorted(focus))
-    key = check_cache.fingerprint(purpose, search_roots(root), files)
+    uncached = any(foreign(f) for f in files or [])
+    key = None if uncached else check_cache.fingerprint(purpose, search_roots(root), files)
     if key is not None and (hit := _restore_check(check_cache.load(key))) is not None:
         return hit
     project, found, probes = _check_root(root, files)
@@ -58,6 +59,7 @@ def check_root(
 
 def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Diagnostic], list[Probe]]:
     from flowrun.manifest.checks.crossref import check_project
+    from flowrun.manifest.checks.relevance import unused_as_warnings
     from flowrun.manifest.ecosystem import skill_lint
     from flowrun.manifest.project import load_project
 
@@ -70,7 +72,7 @@ def _check_root(root: Path, files: list[Path] | None) -> tuple[Project, list[Dia
         display = display_path(folder / skill_lint.SKILL_FILE)
         found += [d for d in skill_lint.lint_skill(folder, display) if d not in found]
     found += project.diagnostics + check_project(project, include_builtins=own_builtins)
-    found = [d for d in found if not is_builtin_file(d.file, root)]
+    found = unused_as_warnings(project, [d for d in found if not is_builtin_file(d.file, root)])
     return project, found, python_probes(project)
 
 
@@ -109,6 +111,14 @@ def _restore_check(entry: object) -> tuple[list[Diagnostic], set[str]] | None:
         return None
 
 
+def foreign(path: Path) -> bool:
+    """Another framework's file: its project reads files the fingerprint does not cover (a
+    crew's agents/, an ADK agent's sub-agent files), so its checks are not cached."""
+    from flowrun.manifest.foreign.registry import detect
+
+    return detect(path) is not None
+
+
 # ---------------------------------------------------------------- runs and the API
 
 
@@ -119,7 +129,7 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
     from flowrun.manifest.project import load_project
 
     root = workflow.parent
-    key = check_cache.fingerprint("load", search_roots(root), [workflow])
+    key = None if foreign(workflow) else check_cache.fingerprint("load", search_roots(root), [workflow])
     if key is not None and key in _LOADED:
         loaded, variables = _LOADED[key]
         if probes_hold(variables):  # the `${VAR}`s its models name are as they were
@@ -127,9 +137,7 @@ def checked_project(workflow: Path) -> tuple[Project, list[Diagnostic]]:
             return loaded
     project = load_project(root, [workflow])
     cross: list[Diagnostic] | None = None
-    if any(d.severity == "error" for d in project.diagnostics):
-        cross = []  # cross-references are checked once the manifests load
-    elif key is not None and (entry := check_cache.load(key)) is not None:
+    if key is not None and (entry := check_cache.load(key)) is not None:
         cross = _restore_cross(entry)
     if cross is None:
         from flowrun.manifest.checks.crossref import check_project  # a miss: checked again

@@ -72,9 +72,23 @@ def _unpriced(
             for found in configs:
                 if found.name in seen or price_source(found) != "unknown":
                     continue
+                if _price_lost(wf, project, found.name):
+                    continue
                 seen.add(found.name)
                 out.append(_unpriced_diag(wf, project, found, budget))
     return out
+
+
+def _price_lost(wf: Loaded[WorkflowManifest], project: Project, name: str) -> bool:
+    """Whether what flowrun would price is not known: the model's declaration was partly
+    unreadable, or names no provider (their errors say so)."""
+    loaded = project.models.get(name)
+    own = wf.spec.models.get(name)
+    found = (wf.source, own) if own is not None else (loaded.source, loaded.spec) if loaded else None
+    if found is None:
+        return False
+    src, spec = found
+    return src.cut_within(("models", name)) or (spec.provider is None and spec.preset is None)
 
 
 def _unpriced_diag(

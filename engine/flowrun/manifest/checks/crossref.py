@@ -10,6 +10,7 @@ from pathlib import Path
 
 from flowrun.manifest.checks.costs import check_costs
 from flowrun.manifest.checks.eval_files import check_evalsets
+from flowrun.manifest.checks.relevance import reach_known
 from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.checks.test_files import check_test_files
 from flowrun.manifest.checks.tools import default_warnings, schema_problems, unknown_entry
@@ -31,6 +32,7 @@ from flowrun.manifest.output_schemas import output_schema_diagnostics
 from flowrun.manifest.project import Loaded, Project, find_agent_prompt
 from flowrun.manifest.sandboxing import check_setting
 from flowrun.manifest.schema.check import did_you_mean
+from flowrun.manifest.schema.salvage import among, follow_ons, unreadable
 from flowrun.manifest.specs import (
     AgentManifest,
     McpPromptSpec,
@@ -40,8 +42,16 @@ from flowrun.manifest.specs import (
     seed,
 )
 from flowrun.manifest.templates import PROMPT_BUILTINS, WORKFLOW_BUILTINS, analyse, analyse_expression
-from flowrun.manifest.yaml_source import Source
-from flowrun.paths import copy_source, display_path, is_dir, is_file, long_name, safe_relative
+from flowrun.manifest.yaml_source import PathKey, Source
+from flowrun.paths import (
+    copy_source,
+    display_path,
+    is_builtin_file,
+    is_dir,
+    is_file,
+    long_name,
+    safe_relative,
+)
 from flowrun.regexes import compile_regex
 
 
@@ -61,22 +71,51 @@ def check_project(project: Project, include_builtins: bool = False) -> list[Diag
     out += check_test_files(project)
     out += check_evalsets(project)
     reachable: set[str] = set()
+    uses: ModelUses = {}
     for wf in project.workflows:
-        out += _check_workflow(wf, project, reachable)
-    out += shadowed_prompts(project, reachable)
+        out += _check_workflow(wf, project, reachable, uses)
+    out += _model_use_problems(project, uses)
     if project.workflows:
-        for name, loaded in project.agents.items():
-            if name not in reachable and not loaded.builtin:
-                out.append(
-                    loaded.source.diag(
-                        ("name",),
-                        f"agent '{name}' is not reachable from any workflow here",
-                        "add it to an agent's `tools`, a workflow's `entry` or `steps`, or delete it",
-                        "unreachable",
-                        severity="warning",
-                    )
-                )
+        out += _check_shared_models(project)
+    out += shadowed_prompts(project, reachable)
+    if project.workflows and reach_known(project):
+        out += _unreachable(project, reachable)
+    return unique(follow_ons(_cuts(project), out))
+
+
+def unique(found: list[Diagnostic]) -> list[Diagnostic]:
+    """Each diagnostic once (a check that runs per workflow finds the same problem of a shared
+    file in each)."""
+    seen: set[tuple[object, ...]] = set()
+    out: list[Diagnostic] = []
+    for d in found:
+        key = (d.file, d.line, d.column, d.path, d.message, d.hint, d.code, d.severity)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
     return out
+
+
+def _cuts(project: Project) -> dict[str, tuple[PathKey, ...]]:
+    """Each file with values a schema error made unreadable, and their paths."""
+    sources = [wf.source for wf in project.workflows] + [t.source for t in project.tools.values()]
+    sources += [layer.source for layers in project.agent_layers.values() for layer in layers]
+    sources += [m.source for m in project.models.values()]
+    return {src.display: src.cut for src in sources if src.cut}
+
+
+def _unreachable(project: Project, reachable: set[str]) -> list[Diagnostic]:
+    return [
+        loaded.source.diag(
+            ("name",),
+            f"agent '{name}' is not reachable from any workflow here",
+            "add it to an agent's `tools`, a workflow's `entry` or `steps`, or delete it",
+            "unreachable",
+            severity="warning",
+        )
+        for name, loaded in project.agents.items()
+        if name not in reachable and not loaded.builtin
+    ]
 
 
 # ---------------------------------------------------------------- tools
@@ -102,8 +141,9 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
     spec, src = loaded.spec, loaded.source
     out: list[Diagnostic] = []
     if spec.prompt is None and spec.prompt_file is None:
-        message = f"agent '{spec.name}' has no prompt"
-        out.append(src.diag(("name",), message, "add `prompt:` or `prompt_file:`", "missing-prompt"))
+        if not (src.was_cut(("prompt",)) or src.was_cut(("prompt_file",))):  # else its schema error says it
+            message = f"agent '{spec.name}' has no prompt"
+            out.append(src.diag(("name",), message, "add `prompt:` or `prompt_file:`", "missing-prompt"))
     else:
         out += [d for d in _prompt_diagnostics(loaded, project, None) if d.code != "undefined-variable"]
     out += _check_tool_entries(loaded, project)
@@ -165,7 +205,7 @@ def _check_tool_entries(loaded: Loaded[AgentManifest], project: Project) -> list
             hint = f"rename the MCP server (e.g. {name}-mcp); `{name}.TOOL` names one tool of the server"
             out.append(src.diag(("tools", i), message, hint, "ambiguous-name"))
             continue
-        if name in project.broken:
+        if among(name, project.broken):  # its file (or the servers it may be) did not load
             continue
         kind = tool_kind_for(name, project)
         if kind is None:
@@ -235,7 +275,7 @@ def _prompt_diagnostics(
             ]
         return []
     text, display, offset, _ = found
-    provided = PROMPT_BUILTINS | set(spec.vars) | (inputs or set())
+    provided = PROMPT_BUILTINS | set(spec.vars) | unreadable(src, "vars") | (inputs or set())
     return _template_problems(text, display, offset, project, provided, f"agent '{spec.name}'")
 
 
@@ -272,7 +312,7 @@ def _template_problems(
                 )
             )
     for var, line in info.variables.items():
-        if var not in provided:
+        if not among(var, provided):
             hint = (
                 did_you_mean(var, provided) or "declare it under the agent's `vars:` or as a workflow input"
             )
@@ -326,16 +366,14 @@ def _check_cycles(project: Project) -> list[Diagnostic]:
 # ---------------------------------------------------------------- workflows
 
 
-def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: set[str]) -> list[Diagnostic]:
+def _check_workflow(
+    wf: Loaded[WorkflowManifest], project: Project, reachable: set[str], uses: ModelUses
+) -> list[Diagnostic]:
     spec, src = wf.spec, wf.source
-    models = set(spec.models) | set(project.models)
+    models = workflow_models(wf, project)
     out = _check_workflow_templates(wf) + check_setting(src, ("sandbox",), spec.sandbox) + check_steps(wf)
     for name, model in spec.models.items():
         out += _check_fallback(src, name, model, models) + unset_diagnostics(src, name, model)
-    for name, loaded_model in project.models.items():
-        if not loaded_model.builtin:
-            model_src, model = loaded_model.source, loaded_model.spec
-            out += _check_fallback(model_src, name, model, models) + unset_diagnostics(model_src, name, model)
     if spec.default_model and (problem := reference_problem(spec.default_model, models)):
         hint = did_you_mean(spec.default_model, models) or "define it under `models:`"
         out.append(src.diag(("default_model",), problem, hint, "unknown-model"))
@@ -347,12 +385,39 @@ def _check_workflow(wf: Loaded[WorkflowManifest], project: Project, reachable: s
             out.append(src.diag(parts, f"unknown agent '{name}'", hint, "unknown-agent"))
     seen = reachable_agents([n for n, _ in starts if n in project.agents], project)
     reachable |= seen
-    default = spec.default_model or project.default_model
-    inputs = set(spec.inputs)
+    inputs = set(spec.inputs) | unreadable(src, "inputs")
     for name in sorted(seen):
-        out += _check_agent_in_workflow(project.agents[name], project, wf, models, default, inputs)
-    if not any(d.severity == "error" for d in out):
+        out += _check_agent_in_workflow(project.agents[name], project, wf, models, inputs, uses)
+    out += _no_model(wf, project, seen)
+    if not any(d.severity == "error" for d in out) and not src.cut_within(("limits",)):
         out += check_costs(wf, project, seen)
+    return out
+
+
+def workflow_models(wf: Loaded[WorkflowManifest], project: Project) -> set[str]:
+    """The model names a workflow's agents may use: its own, the project's models.d ones, and
+    those written in either that a schema error made unreadable (they exist)."""
+    own = set(wf.spec.models) | unreadable(wf.source, "models")
+    return own | set(project.models) | project.unreadable_models
+
+
+def _check_shared_models(project: Project) -> list[Diagnostic]:
+    """The project's models.d models (their fallbacks name models every workflow here has) and
+    its `default_model` (for the workflows that set none): each checked once."""
+    out: list[Diagnostic] = []
+    shared = set.intersection(*(workflow_models(wf, project) for wf in project.workflows))
+    for name, loaded_model in project.models.items():
+        if not loaded_model.builtin:
+            model_src, model = loaded_model.source, loaded_model.spec
+            out += _check_fallback(model_src, name, model, shared) + unset_diagnostics(model_src, name, model)
+    default, where = project.default_model, project.default_model_source
+    if default is None or where is None or is_builtin_file(where.display, project.roots[0]):
+        return out
+    for wf in project.workflows:
+        models = workflow_models(wf, project)
+        if not wf.spec.default_model and (problem := reference_problem(default, models)):
+            hint = did_you_mean(default, models) or "define it under `models:`"
+            return [*out, where.diag(("default_model",), problem, hint, "unknown-model")]
     return out
 
 
@@ -487,17 +552,21 @@ def _check_workflow_templates(wf: Loaded[WorkflowManifest]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for template in _workflow_templates(wf.spec):
         text, parts = template.text, template.parts
-        provided = set(wf.spec.inputs) | WORKFLOW_BUILTINS | template.names
+        provided = set(wf.spec.inputs) | unreadable(src, "inputs") | WORKFLOW_BUILTINS | template.names
         info = analyse_expression(text) if template.expression else analyse(text)
         if info.error:
             message = f"Jinja2 syntax error: {info.error}"
             out.append(src.diag(parts, message, "check {{ }} and {% %} pairs", "template-syntax"))
         for var in info.variables:
-            if var not in provided:
+            if not among(var, provided):
                 hint = did_you_mean(var, provided) or "declare it under `inputs:`"
                 message = f"template uses '{var}' which nothing provides"
                 out.append(src.diag(parts, message, hint, "undefined-variable"))
     return out
+
+
+# (agent, what is wrong with the model it names) -> the workflows it is wrong in, and a hint
+ModelUses = dict[tuple[str, str], tuple[list[str], str]]
 
 
 def _check_agent_in_workflow(
@@ -505,40 +574,59 @@ def _check_agent_in_workflow(
     project: Project,
     wf: Loaded[WorkflowManifest],
     models: set[str],
-    default: str | None,
     inputs: set[str],
+    uses: ModelUses,
 ) -> list[Diagnostic]:
+    """An agent's prompt variables and models in one workflow that runs it. A model it names
+    that is wrong is kept in `uses`, reported once for all workflows (`_model_use_problems`);
+    the workflow's default model is checked with the workflow."""
     spec, src = loaded.spec, loaded.source
     out: list[Diagnostic] = []
     if not loaded.builtin:  # built-in prompts use only the engine's variables (tested)
         out = [d for d in _prompt_diagnostics(loaded, project, inputs) if d.code == "undefined-variable"]
-    ref = spec.model or default
-    if ref is None:
-        out.append(
-            wf.source.diag(
-                ("models",),
-                f"agent '{spec.name}' names no model and the workflow has no `default_model`",
-                "set `default_model:` in the workflow or `model:` in the agent",
-                "no-model",
-            )
+    if spec.model and (problem := reference_problem(spec.model, models)):
+        hint = did_you_mean(spec.model, models) or (
+            f"define '{spec.model}' under the workflow's `models:` ({wf.source.display})"
         )
-    elif problem := reference_problem(ref, models):
-        owner, parts = (src, ("model",)) if spec.model else (wf.source, ("default_model",))
-        hint = (
-            did_you_mean(ref, models)
-            or f"define '{ref}' under the workflow's `models:` ({wf.source.display})"
-        )
-        out.append(
-            owner.diag(
-                parts,
-                f"{problem} (used by agent '{spec.name}' in workflow '{wf.spec.name}')",
-                hint,
-                "unknown-model",
-            )
-        )
+        uses.setdefault((spec.name, problem), ([], hint))[0].append(wf.spec.name)
     for i, ref in enumerate(spec.model_choices):
         if problem := reference_problem(ref, models):
             out.append(
                 src.diag(("selectable_models", i), problem, did_you_mean(ref, models), "unknown-model")
             )
     return out
+
+
+def _model_use_problems(project: Project, uses: ModelUses) -> list[Diagnostic]:
+    """Each agent's wrong `model:` once, naming the workflows it is wrong in."""
+    out: list[Diagnostic] = []
+    for (agent, problem), (workflows, hint) in uses.items():
+        names = ", ".join(f"'{name}'" for name in workflows)
+        where = f"workflow {names}" if len(workflows) == 1 else f"workflows {names}"
+        message = f"{problem} (used by agent '{agent}' in {where})"
+        out.append(project.agents[agent].source.diag(("model",), message, hint, "unknown-model"))
+    return out
+
+
+def _no_model(wf: Loaded[WorkflowManifest], project: Project, agents: set[str]) -> list[Diagnostic]:
+    """One problem for the agents of a workflow that name no model when it has no default."""
+    src = wf.source
+    if wf.spec.default_model or project.default_model or src.was_cut(("default_model",)):
+        return []
+    names = [
+        name
+        for name in sorted(agents)
+        if not project.agents[name].spec.model and not project.agents[name].source.was_cut(("model",))
+    ]
+    if not names:
+        return []
+    listed = ", ".join(f"'{n}'" for n in names)
+    who = f"agent {listed} names" if len(names) == 1 else f"agents {listed} name"
+    return [
+        src.diag(
+            ("models",),
+            f"{who} no model and the workflow has no `default_model`",
+            "set `default_model:` in the workflow or `model:` in the agent",
+            "no-model",
+        )
+    ]

@@ -16,7 +16,7 @@ from flowrun.manifest.checks.csv_files import csv_lines
 from flowrun.manifest.diagnostics import Diagnostic, Severity
 from flowrun.manifest.eval_specs import EvalCase, EvalSetManifest, GraderBase
 from flowrun.manifest.kinds import Problem, grader_kind
-from flowrun.manifest.project import Loaded, Project, display_path, parse_manifest
+from flowrun.manifest.project import Loaded, Project, display_path, readable_manifest
 from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import WorkflowManifest
 from flowrun.paths import is_file
@@ -56,6 +56,8 @@ def evalset_cases(loaded: Loaded[EvalSetManifest]) -> tuple[list[LocatedCase], l
     """The eval set's cases (inline, or its dataset's rows) and the problems reading them."""
     spec, src = loaded.spec, loaded.source
     if (spec.cases is None) == (spec.dataset is None):
+        if src.lost((), "cases", "dataset"):
+            return [], []  # the schema error there says it
         where = ("cases",) if spec.cases is not None else ()
         message = "an eval set needs exactly one of `cases` or `dataset`"
         return [], [src.diag(where, message, "keep one of them", "invalid")]
@@ -170,7 +172,7 @@ def check_evalset(loaded: Loaded[EvalSetManifest], project: Project) -> list[Dia
     spec, src = loaded.spec, loaded.source
     here = src.path.parent
     out: list[Diagnostic] = []
-    workflow = _workflow(here / spec.workflow)
+    workflow, inputs_known = _workflow(here / spec.workflow)
     if workflow is None:
         message = f"workflow '{spec.workflow}' not found, or not a valid workflow"
         hint = "the path is relative to the eval set; `flowrun validate` the workflow for its problems"
@@ -190,7 +192,7 @@ def check_evalset(loaded: Loaded[EvalSetManifest], project: Project) -> list[Dia
             message = f"case id '{case.id}' repeats {other.file}:{other.line}"
             out.append(where.diag(message, "give each case its own id", "duplicate-id"))
         seen.setdefault(case.id, where)
-        if workflow is not None:
+        if workflow is not None and inputs_known:
             out += _input_problems(case, where, workflow)
         names = grader_names([*spec.graders, *case.graders])
         for name in sorted({n for n in names if names.count(n) > 1}):
@@ -228,11 +230,15 @@ def _unique(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def _workflow(path: Path) -> WorkflowManifest | None:
+def _workflow(path: Path) -> tuple[WorkflowManifest | None, bool]:
+    """The workflow an eval set runs, as far as it can be read (its own problems are reported
+    with it), and whether its inputs all could be."""
     if not is_file(path):
-        return None
-    _, spec, _, _ = parse_manifest(path)
-    return spec if isinstance(spec, WorkflowManifest) else None
+        return None, False
+    _, spec, src, _ = readable_manifest(path)
+    if not isinstance(spec, WorkflowManifest):
+        return None, False
+    return spec, not src.cut_within(("inputs",))
 
 
 def _input_problems(case: EvalCase, where: Where, workflow: WorkflowManifest) -> list[Diagnostic]:

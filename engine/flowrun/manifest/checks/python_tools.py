@@ -77,6 +77,12 @@ def check_python_tools(tools: list[tuple[str, ToolManifest, Source]], root: Path
     return out
 
 
+def probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
+    """What importing each `module:function` from `root` finds, in a child process (a report
+    per target: its error, or whether it is async and its parameters), or why none could be made."""
+    return _probe(root, targets)
+
+
 def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
     """(report per target, None) or ({}, why the child could not report)."""
     request = json.dumps({"root": str(root), "targets": targets})
@@ -139,10 +145,22 @@ def _signature_problems(
         message = f"'{target}' takes no `ctx` as its first argument"
         return [src.diag(where, message, "its signature must be (ctx, **arguments)", "bad-signature")]
     rest = params[1:] if params[0]["kind"] != "VAR_POSITIONAL" else params
-    takes_any = any(p["kind"] == "VAR_KEYWORD" for p in rest)
-    by_name = {p["name"]: p for p in rest if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")}
+    return argument_problems(manifest, target, rest, src)
+
+
+def argument_problems(
+    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Source
+) -> list[Diagnostic]:
+    """The function is called with `**arguments` (after `ctx` for a python tool): each declared
+    property must be a keyword it accepts, and each argument it needs a required property (or
+    one with a default the runtime fills in). A `function` tool's check uses it too."""
+    takes_any = any(p["kind"] == "VAR_KEYWORD" for p in params)
+    by_name = {p["name"]: p for p in params if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")}
     properties = manifest.parameters.get("properties") or {}
-    required = set(manifest.parameters.get("required") or [])
+    required = manifest.parameters.get("required") or []
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return []  # not a JSON Schema of an object: reported as a bad schema
+    required = set(required)
     out: list[Diagnostic] = []
     for name in properties:
         if name not in by_name and not takes_any:

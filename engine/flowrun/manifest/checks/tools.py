@@ -25,6 +25,7 @@ def schema_problems(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
 
     spec, src = loaded.spec, loaded.source
     out: list[Diagnostic] = []
+    invalid: set[str] = set()
     for key in ("parameters", "config"):
         schema = getattr(spec, key)
         if schema is None:
@@ -32,8 +33,9 @@ def schema_problems(loaded: Loaded[ToolManifest]) -> list[Diagnostic]:
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as e:
+            invalid.add(key)
             out.append(src.diag((key, *e.path), f"invalid JSON Schema: {e.message}", "", "bad-schema"))
-    if spec.parameters.get("type") != "object":
+    if spec.parameters.get("type") != "object" and "parameters" not in invalid:
         message = "`parameters` must be a JSON Schema with `type: object`"
         out.append(src.diag(("parameters",), message, "", "bad-schema"))
     if spec.config and spec.defaults and not out:

@@ -6,9 +6,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.paths import MANIFEST_DIRS, display_path, is_dir, is_file
+
+if TYPE_CHECKING:
+    from flowrun.manifest.foreign.registry import Detected
 
 # the names below are those of yaml_limits, mcp_config and skill_lint, not imported from there:
 # they bring the YAML parser and pydantic, which a warm `validate` never needs (a test keeps
@@ -69,19 +73,18 @@ def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
             add(claude, [])
             continue
         if is_file(path):
-            if path.name == SKILL_FILE:
-                continue  # a skill alone: see skill_targets
-            if path.parent.name in MANIFEST_DIRS:
-                add(path.parent.parent, [])
-            else:
-                add(path.parent, [path.resolve()])
+            found = _file_root(path)
+            if found is not None:
+                add(*found)
             continue
         for folder in _walk_dirs(path):
             if folder.name in MANIFEST_DIRS:
                 add(folder.parent, [])
                 continue
-            tops = [f.resolve() for f in sorted(folder.iterdir()) if is_file(f) and _is_yaml(f)]
-            tops = [f for f in tops if _looks_like_manifest(f)]
+            foreign = _foreign_in(folder)
+            for entry in foreign:
+                add(entry.parent, [entry])
+            tops = _tops(folder, foreign)
             if (
                 tops
                 or any(is_dir(folder / d) for d in (*MANIFEST_DIRS, ".claude"))
@@ -89,6 +92,49 @@ def find_roots(paths: list[Path]) -> dict[Path, list[Path] | None]:
             ):
                 add(folder, tops)
     return roots
+
+
+def _file_root(path: Path) -> tuple[Path, list[Path]] | None:
+    """The project of a file named on the command line, and the top-level files to check there."""
+    if path.name == SKILL_FILE:
+        return None  # a skill alone: see skill_targets
+    found = _foreign(path)
+    if found is not None:  # another framework's file: its project, run as the workflow
+        return found.entry.parent, [found.entry.resolve()]
+    if path.parent.name in MANIFEST_DIRS:
+        return path.parent.parent, []
+    return path.parent, [path.resolve()]
+
+
+def _tops(folder: Path, foreign: list[Path]) -> list[Path]:
+    """The YAML files of `folder` that look like flowrun manifests (not another framework's)."""
+    tops = [f.resolve() for f in sorted(folder.iterdir()) if is_file(f) and _is_yaml(f)]
+    return [f for f in tops if f not in foreign and _looks_like_manifest(f) and _foreign(f) is None]
+
+
+def _foreign(path: Path) -> Detected | None:
+    """Another framework's project `path` is (a CrewAI crew, an ADK agent, a docker-agent file, ...)."""
+    from flowrun.manifest.foreign.registry import detect
+
+    return detect(path)
+
+
+def _foreign_in(folder: Path) -> list[Path]:
+    """The entry files of the other frameworks' projects in `folder` (resolved)."""
+    from flowrun.manifest.foreign.registry import detect_in
+
+    return [found.entry.resolve() for found in detect_in(folder)]
+
+
+def _one_project_each(files: list[Path] | None) -> list[list[Path] | None]:
+    """A folder's files to check, split so that each foreign file is checked as the project it
+    is (docker-agent files side by side each have a `root` agent; examples folders hold many)."""
+    if files is None:
+        return [None]
+    foreign = [f for f in files if _foreign(f) is not None]
+    rest = [f for f in files if f not in foreign]
+    parts: list[list[Path] | None] = [rest] if rest or not foreign else []
+    return parts + [[f] for f in foreign]
 
 
 def focus_of(paths: list[Path]) -> dict[Path, set[str]]:
@@ -100,7 +146,7 @@ def focus_of(paths: list[Path]) -> dict[Path, set[str]]:
     for path in paths:
         if is_dir(path):
             whole |= set(find_roots([path]))
-        elif is_file(path) and path.name != SKILL_FILE:
+        elif is_file(path) and path.name != SKILL_FILE and _foreign(path) is None:
             for root in find_roots([path]):
                 named.setdefault(root, set()).add(os.path.abspath(path))
     return {root: files for root, files in named.items() if root not in whole}
@@ -169,8 +215,9 @@ def validate_paths(paths: list[Path]) -> tuple[list[Diagnostic], int]:
         diagnostics += [d for d in lint_skill(folder, display) if d not in diagnostics]
         checked.add(os.path.abspath(display))
     for root, files in roots.items():
-        found, files_checked = check_root(root, files, focus.get(root))
-        diagnostics += [d for d in found if d not in diagnostics]
-        checked |= files_checked
+        for part in _one_project_each(files):
+            found, files_checked = check_root(root, part, focus.get(root))
+            diagnostics += [d for d in found if d not in diagnostics]
+            checked |= files_checked
     diagnostics.sort(key=lambda d: (d.file, d.line, d.column))
     return diagnostics, len(checked)

@@ -21,7 +21,7 @@ VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 def server_problems(src: Source, parts: PathKey, raw: object) -> list[Diagnostic]:
     """Rules across the keys of one declaration (checked before its schema passes)."""
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or src.lost(parts, "command", "url", "type"):
         return []
     kind = raw.get("type")
     has_command, has_url = "command" in raw, "url" in raw

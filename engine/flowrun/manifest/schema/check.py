@@ -90,7 +90,7 @@ def check_schema(src: Source, kind: str) -> list[Diagnostic]:
     for err in validator_for(kind).iter_errors(data):
         # jsonschema reports one `required` error per missing key, each naming them all
         out.extend(d for d in _explain(src, err, root) if d not in out)
-    out = _one_per_value(out)
+    out = _one_per_typo(_one_per_value(out))
     out.sort(key=lambda d: (d.line, d.column))
     return out
 
@@ -100,6 +100,18 @@ def _one_per_value(found: list[Diagnostic]) -> list[Diagnostic]:
     also of the wrong type, and jsonschema says both; the list of what is allowed is kept."""
     listed = {(d.line, d.column, d.path) for d in found if d.code == "bad-value"}
     return [d for d in found if d.code != "wrong-type" or (d.line, d.column, d.path) not in listed]
+
+
+def _one_per_typo(found: list[Diagnostic]) -> list[Diagnostic]:
+    """One mistake, one error: a misspelt required key (`descripton:`) is an unknown key whose
+    did-you-mean names the key, and the key it means is missing; the unknown key is kept."""
+    meant = {
+        (d.path.rpartition(".")[0] if "." in d.path else "", d.hint.removeprefix("did you mean "))
+        for d in found
+        if d.code == "unknown-key" and d.hint.startswith("did you mean ")
+    }
+    missing = {id(d): d.message.removeprefix("missing required key ") + "?" for d in found}
+    return [d for d in found if d.code != "missing-key" or (d.path, missing[id(d)]) not in meant]
 
 
 def _explain(src: Source, err: Any, root: dict[str, Any]) -> list[Diagnostic]:

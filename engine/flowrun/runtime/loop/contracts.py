@@ -216,7 +216,7 @@ class BoundTool:
         rule = self.idempotent
         return bool(rule(arguments)) if callable(rule) else rule
 
-    def surely_valid(self, arguments: dict[str, Any]) -> bool:
+    def surely_valid(self, arguments: dict[str, object]) -> bool:
         """True when the arguments are valid by the parameters schema, decided without
         jsonschema (plain_schema.py); False: `validator()` decides."""
         if self._plain is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from flowrun.manifest.ecosystem.mcp_config import expand, server_policy
 from flowrun.manifest.project import Loaded
 from flowrun.manifest.specs import McpOAuthSpec, McpServerSpec, WorkflowManifest, sandbox_spec
 from flowrun.runtime.durable.run_folder import PROTECTED
-from flowrun.runtime.mcp.programs import Needs, ProgramNotShown, Where, program_needs
+from flowrun.runtime.mcp.programs import Needs, ProgramNotShown, Where, node_package, program_needs
 from flowrun.tools import sandbox
 from flowrun.tools.remote.mcp_client import McpServerDown, ServerLaunch
 from flowrun.tools.remote.mcp_oauth import OAuthSettings
@@ -139,25 +138,37 @@ def _confined(
     policy = replace(policy, ro_binds=tuple(dict.fromkeys((*policy.ro_binds, *needs.ro_binds))))
     layout.overlays = tuple(Path(p) for p in needs.overlays)
     full_env = sandbox.tool_env(policy, home=str(home)) | needs.env | env
-    hint = needs.hint or _unseen_arguments(needs, shown, loaded)
+    hint = needs.hint or _unseen_arguments(needs, where, loaded)
     return sandbox.bwrap_argv(binary, needs.argv, policy, layout, full_env), {}, hint
 
 
-def _unseen_arguments(needs: Needs, shown: Callable[[Path], bool], loaded: Loaded[McpServerSpec]) -> str:
-    """Absolute paths among the arguments that the sandbox does not show: the usual reason a
-    server that starts unconfined does not start in it."""
-    folders = []
-    for arg in needs.argv[1:]:
+def _unseen_arguments(needs: Needs, where: Where, loaded: Loaded[McpServerSpec]) -> str:
+    """Absolute paths among the arguments that the sandbox does not show, and the node package
+    of a script it runs when the sandbox does not show it whole (node then misses the package's
+    dependencies): the usual reasons a server that starts unconfined does not start in it."""
+    folders: dict[Path, None] = {}
+    packages: dict[Path, Path] = {}  # package folder -> the script in it
+    for i, arg in enumerate(needs.argv):
         path = Path(os.path.expanduser(arg))
-        if path.is_absolute() and path.exists() and not shown(path):
-            if not any(path.is_relative_to(b) for b in needs.ro_binds):
-                folders.append(path if path.is_dir() else path.parent)
-    if not folders:
+        if not path.is_absolute() or not path.exists():
+            continue
+        package = node_package(path, where.home) if path.is_file() else None
+        if package is not None:
+            if not _shown(package, where, needs):
+                packages.setdefault(package, path)
+        elif i > 0 and not _shown(path, where, needs):
+            folders[path if path.is_dir() else path.parent] = None
+    said = [f"its arguments name {', '.join(str(f) for f in folders)}"] if folders else []
+    said += [f"{script} is part of the node package {package}" for package, script in packages.items()]
+    if not said:
         return ""
-    names = [str(f) for f in dict.fromkeys(folders)]
-    return f"its arguments name {', '.join(names)}, which the sandbox does not show" + _add_line(
-        {"ro_binds": names}, loaded
-    )
+    why = " whole (node finds a package's dependencies in it)" if packages else ""
+    binds = [str(f) for f in [*folders, *packages]]
+    return f"{'; '.join(said)}, which the sandbox does not show{why}" + _add_line({"ro_binds": binds}, loaded)
+
+
+def _shown(path: Path, where: Where, needs: Needs) -> bool:
+    return where.shown(path) or any(path.is_relative_to(b) for b in needs.ro_binds)
 
 
 def _add_line(add: dict[str, Any] | None, loaded: Loaded[McpServerSpec]) -> str:
@@ -169,12 +180,19 @@ def _add_line(add: dict[str, Any] | None, loaded: Loaded[McpServerSpec]) -> str:
     current = sandbox_spec(loaded.spec.sandbox)
     setting: dict[str, Any] = current.model_dump(exclude_defaults=True) if current else {}
     for key, value in add.items():
-        setting[key] = [*setting.get(key, []), *value] if isinstance(value, list) else value
+        if isinstance(value, list):  # (a bind inside a folder added is dropped: the folder shows it)
+            kept = [v for v in setting.get(key, []) if not any(_inside(v, new) for new in value)]
+            value = [*kept, *value]
+        setting[key] = value
     if loaded.source.path.suffix == ".json":
         line, off = '"sandbox": ' + json.dumps(setting), '"sandbox": "off"'
     else:
         line, off = "sandbox: " + _flow(setting), "sandbox: off"
     return f"; add `{line}` to its declaration, or `{off}` to run it unconfined"
+
+
+def _inside(path: str, folder: str) -> bool:
+    return Path(folder).is_absolute() and Path(path).is_relative_to(folder)
 
 
 def _flow(value: object) -> str:

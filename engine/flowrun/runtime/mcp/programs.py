@@ -18,10 +18,13 @@ whole home:
   network, and without one the server is refused with that reason instead of waiting for npm.
 
 A program in any other folder the sandbox does not show is refused with the exact `sandbox:`
-line that shows it (ProgramNotShown): which folders a server may read is the user's call."""
+line that shows it (ProgramNotShown): which folders a server may read is the user's call. For a
+script of a node package that folder is the one node finds the package's dependencies in
+(node_package), not the script's own."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -211,6 +214,13 @@ def _show(path: Path, where: Where, needs: Needs) -> None:
         return
     root = install_root(path, home)
     if root is None:
+        package = node_package(path, home)
+        if package is not None:  # its folder alone would not do: node reads its dependencies
+            raise ProgramNotShown(
+                f"its program {path} is part of the node package {package}, which the sandbox does "
+                "not show (node finds the package's dependencies in it)",
+                {"ro_binds": [str(package)]},
+            )
         raise ProgramNotShown(
             f"its program {path} is in a folder the sandbox does not show", {"ro_binds": [str(path.parent)]}
         )
@@ -231,6 +241,45 @@ def install_root(path: Path, home: Path | None) -> Path | None:
         if (folder / "bin").is_dir() and (folder / "lib").is_dir():
             return folder
     return None
+
+
+NODE_SUFFIXES = (".js", ".mjs", ".cjs")
+
+
+def _node_script(path: Path) -> bool:
+    """Whether node runs this file: a JavaScript file, or a script whose `#!` line names node."""
+    if path.suffix in NODE_SUFFIXES:
+        return True
+    try:
+        with path.open("rb") as f:
+            head = f.read(SHEBANG_BYTES)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"node" in head.split(b"\n", 1)[0]
+
+
+def node_package(path: Path, home: Path | None) -> Path | None:
+    """The folder a node script's imports resolve in, for a script inside a node package:
+    the outermost `node_modules` it lies in (an install, flat or nested), else its package
+    folder (the nearest holding `package.json`) when that has its own `node_modules`, else the
+    nearest folder above that holds one (a workspace's hoisted dependencies), else the package
+    folder; below the home folder, `~/.local` and `/`. None: not a node script (a JavaScript
+    file, or one whose `#!` line names node) in a node package."""
+    if not _node_script(path):
+        return None
+    path = path.resolve()  # node resolves imports from where the script really is
+    stops = {Path("/")}
+    if home is not None:
+        stops |= {home, home / ".local", *home.parents}
+    below = list(itertools.takewhile(lambda folder: folder not in stops, path.parents))
+    installs = [folder for folder in below if folder.name == "node_modules"]
+    if installs:
+        return installs[-1]
+    package = next((folder for folder in below if (folder / "package.json").is_file()), None)
+    if package is None:
+        return None
+    upward = below[below.index(package) :]
+    return next((folder for folder in upward if (folder / "node_modules").is_dir()), package)
 
 
 def _venv_of(path: Path) -> Path | None:

@@ -20,6 +20,7 @@ from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import Nested, StepAt, Template, YamlPath
 from flowrun.manifest.project import Loaded
 from flowrun.manifest.schema.check import did_you_mean
+from flowrun.manifest.schema.salvage import among, unreadable
 from flowrun.manifest.specs import Name, StepSpec, Strict, WorkflowManifest
 from flowrun.manifest.templates import WORKFLOW_BUILTINS, analyse
 from flowrun.pinned import TooLarge, read_checked
@@ -209,12 +210,14 @@ def _shared_paths(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPa
 
 def _list_source(wf: Loaded[WorkflowManifest], step: ForeachStep, where: YamlPath) -> list[Diagnostic]:
     body, src = step.foreach, wf.source
-    if (body.input is None) == (body.file is None):
+    if (body.input is None) == (body.file is None) and not src.lost(where, "input", "file"):
         hint = "name an input of type list (`input:`) or a JSON/JSONL file an earlier step writes (`file:`)"
         return [src.diag(where, "a foreach needs exactly one of `input` or `file`", hint, "invalid")]
     if body.input is None:
         return []
     declared = wf.spec.inputs.get(body.input)
+    if declared is None and among(body.input, unreadable(src, "inputs")):
+        return []  # declared, but its schema error makes it unreadable
     if declared is None:
         hint = did_you_mean(body.input, set(wf.spec.inputs)) or "declare it under `inputs:` with `type: list`"
         return [

@@ -67,7 +67,8 @@ class CommandKind(ToolKind):
         out: list[Diagnostic] = []
         for tool in tools:
             spec, src = tool.spec, tool.source
-            params = set(spec.parameters.get("properties", {}))
+            props = spec.parameters.get("properties")  # not a mapping: reported as a bad schema
+            params = set(props) if isinstance(props, dict) else set()
             for i, item in enumerate(_impl(spec).command):
                 where = ("implementation", "command", i)
                 info = analyse(item)

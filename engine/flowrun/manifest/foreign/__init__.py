@@ -1,0 +1,1 @@
+"""Other frameworks' agent files (CrewAI, ADK, docker-agent, pydantic-ai, MAF) read as flowrun manifests."""

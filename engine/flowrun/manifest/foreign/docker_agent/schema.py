@@ -1,0 +1,51 @@
+"""A docker-agent file checked against docker-agent's own JSON Schema (agent-schema.json, shipped
+here with its licence: NOTICE.md) before it is read, each problem at its line: a key the schema
+does not know (with a did-you-mean), a value of the wrong type, a toolset type it does not have."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.schema.check import did_you_mean
+from flowrun.manifest.yaml_source import Source
+
+SCHEMA_FILE = Path(__file__).with_name("agent-schema.json")
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft7Validator
+
+    return Draft7Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+
+def schema_problems(src: Source) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for err in _validator().iter_errors(src.data):
+        path = tuple(err.absolute_path)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            known = set(err.schema.get("properties", {}))
+            for key in sorted(set(err.instance) - known):
+                hint = did_you_mean(str(key), known) or "known keys: " + ", ".join(sorted(known))
+                message = f"unknown key '{key}' (docker-agent's schema has no such key here)"
+                out.append(src.diag((*path, key), message, hint, "unknown-key", key=True))
+            continue
+        best = _deepest(err)
+        where = tuple(best.absolute_path)
+        message = " ".join(str(best.message).split())[:200]
+        out.append(src.diag(where, f"docker-agent's schema: {message}", "", "schema"))
+    return out
+
+
+def _deepest(err: Any) -> Any:
+    """Of a oneOf/anyOf error, the sub-error deepest in the document (what is wrong, not that no
+    choice fits)."""
+    found = err
+    for sub in err.context or []:
+        if len(sub.absolute_path) >= len(found.absolute_path):
+            found = _deepest(sub)
+    return found
