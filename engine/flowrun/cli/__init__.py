@@ -99,11 +99,11 @@ COMMANDS: dict[str, Registered] = {
         "Write a flowrun project from another framework's files (CrewAI, ADK, docker-agent, ...).",
     ),
     "worker": Registered(
-        "flowrun.cli.worker_cmd:worker",
+        "flowrun.cli.serve_cmd:worker",
         "Take runs of WORKFLOWS from a queue and execute them until SIGTERM (which drains).",
     ),
     "workers": Registered(
-        "flowrun.cli.worker_cmd:workers",
+        "flowrun.cli.serve_cmd:workers",
         "List a queue's workers: their state, their runs and their last heartbeat.",
     ),
 }
