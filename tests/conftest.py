@@ -17,7 +17,8 @@ if str(TESTS) not in sys.path:
 
 from support.env import SECRET_VARS  # noqa: E402
 
-pytest_plugins = ["support.providers"]  # the provider tests' fixtures (make_provider, wire)
+# the provider tests' fixtures (make_provider, wire); the browser tests' (browser, page, tabs, api_server)
+pytest_plugins = ["support.providers", "support.browser"]
 
 
 def _signals_as_a_terminal_sends_them() -> None:

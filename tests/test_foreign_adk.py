@@ -19,6 +19,7 @@ from support.runs import events
 from support.wire_server import Reply, Script, WireServer, call, calls
 
 import flowrun
+from flowrun.foreign_text import inner
 
 SCHEMA = "# yaml-language-server: $schema=https://raw.githubusercontent.com/google/adk-python/refs/heads/main/src/google/adk/agents/config_schemas/AgentConfig.json\n"
 
@@ -155,7 +156,7 @@ def test_sub_agents_and_agent_tools_are_agents_offered_as_tools(
     assert '"Router". The description about you is "Routes questions."' in router[0].system.replace(
         "\n\n ", " "
     )
-    answers = sorted(text.split("\n\n")[0] for _, text, _ in router[1].tool_results)
+    answers = sorted(inner(text.split("\n\n")[0]) for _, text, _ in router[1].tool_results)  # (framed)
     assert answers == ["4", "nothing new"]
     assert result.message == "4, and no news."
 

@@ -94,6 +94,14 @@ def test_an_approval_two_levels_down_waits_and_a_decision_over_http_completes_it
         done = wait_status(http, run_id, "completed", "failed", "waiting")
     assert done["status"] == "completed", done
     assert done["message"] == "All done."
+    # per agent, as the web UI's team graph and charts show it (summed by the server, once)
+    agents = {row["agent"]: row for row in done["agents"]}
+    assert list(agents) == ["orchestrator", "manager", "worker"]
+    assert all(row["status"] == "completed" and row["runs"] == 1 for row in agents.values()), agents
+    assert sum(row["total_tokens"] for row in agents.values()) == done["total_tokens"]
+    by_agent = {row["agent"]: row["calls"] for row in done["usage"]["by_agent"]}
+    assert by_agent == {name: row["steps"] for name, row in agents.items()}
+    assert sum(row["calls"] for row in done["usage"]["by_model"]) == sum(by_agent.values())
     assert (stack.runs / run_id / "out.txt").read_text() == "approved\n"
     asked = stack.wire.requests[before:]
     assert len(asked) == 6 and not asked_twice(asked, stack.script)  # no model request repeated

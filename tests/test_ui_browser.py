@@ -14,168 +14,34 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import threading
+import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import popen_cli, run_cli
+from playwright.sync_api import expect
+from support.browser import (
+    WAIT_MS,
+    Gate,
+    bars,
+    expect_console,
+    finished_run,
+    project,
+    region,
+    shoot,
+    start_run,
+    wait_bars,
+    wait_for_file,
+    wait_status,
+)
+from support.cli import run_cli
 from support.env import model_env
 from support.paths import REPO
-from support.project import model, wire_script, workflow, write_project
-from support.served import Served
+from support.project import wire_script
 from support.wire_server import Reply, Responder, ToolCallSpec, WireRequest, WireServer, calls
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = REPO / "test-output" / "ui"
-WAIT_MS = 30_000
-XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> **bold** done'
-
 pytestmark = pytest.mark.xdist_group("browser")
-
-
-def _browser_or_reason() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} is missing: apt-get install -y chromium (Debian's package)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is missing: pip install -e '.[dev]'"
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    reason = _browser_or_reason()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser tests cannot run in CI: {reason} (.ci/run installs it)")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    # without the pages' Content-Security-Policy, so that the escaping itself is what is tested
-    # (and Playwright may evaluate its waiting conditions)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda e: errors.append(str(e)))
-    yield tab
-    report = getattr(request.node, "rep_call", None)  # conftest.py keeps each test's outcome
-    if report is not None and report.failed:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        tab.screenshot(path=str(SHOTS / f"failed-{request.node.name}.png"), full_page=True)
-    context.close()
-    assert errors == [], errors
-
-
-def shoot(target: Any, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    target.screenshot(path=str(path))
-    return path
-
-
-# ---------------------------------------------------------------- runs and their server
-
-
-class Gate:
-    """A responder that holds each model request until the test lets it through."""
-
-    def __init__(self, then: Responder) -> None:
-        self.then = then
-        self.cond = threading.Condition()
-        self.arrived = 0
-        self.allowed = 0
-        self.opened = False
-
-    def __call__(self, request: WireRequest) -> Reply:
-        with self.cond:
-            self.arrived += 1
-            self.cond.notify_all()
-            self.cond.wait_for(lambda: self.opened or self.allowed > 0, timeout=120)
-            if not self.opened:
-                self.allowed -= 1
-        return self.then(request)
-
-    def wait_arrived(self, n: int) -> None:
-        with self.cond:
-            assert self.cond.wait_for(lambda: self.arrived >= n, timeout=60), f"{self.arrived} of {n}"
-
-    def release(self, n: int = 1) -> None:
-        with self.cond:
-            self.allowed += n
-            self.cond.notify_all()
-
-    def open(self) -> None:
-        with self.cond:
-            self.opened = True
-            self.cond.notify_all()
-
-
-def project(tmp: Path, agents: dict[str, list[Any]], **keys: Any) -> Path:
-    """A workflow of `agents` (name -> tools), the first the entry, on the openai wire format;
-    `keys` over the defaults."""
-    priced = model("openai", price={"input": 3, "output": 15})
-    spec = workflow(priced, **{"entry": next(iter(agents)), "task": "Do the job.", **keys})
-    return write_project(tmp, spec, agents)
-
-
-def start_run(wf: Path, run_id: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return popen_cli([str(wf), "--run-id", run_id, "-q"], wf.parent, env)
-
-
-def wait_for_file(path: Path, proc: subprocess.Popen[str] | None = None, timeout: float = 60) -> None:
-    """Wait until `path` exists (the run made its folder), or fail when the run died first."""
-    ends = time.monotonic() + timeout
-    while not path.exists():
-        if proc is not None and proc.poll() is not None:
-            pytest.fail(f"the run ended before {path} existed: {proc.stderr.read() if proc.stderr else ''}")
-        assert time.monotonic() < ends, f"{path} never appeared"
-        time.sleep(0.02)
-
-
-@pytest.fixture
-def api_server() -> Iterator[Any]:
-    """Start `flowrun ui` (the runs API of `serve http` with the pages) on a runs folder, on a
-    free port, with the model server's environment for the runs it starts or resumes; the URL
-    it serves at."""
-    started: list[Served] = []
-
-    def start(runs_dir: Path, env: dict[str, str] | None = None, workflows: tuple[Path, ...] = ()) -> str:
-        runs_dir.mkdir(parents=True, exist_ok=True)
-        args = ["--port", "0", "--runs-dir", str(runs_dir), *map(str, workflows)]
-        started.append(Served(runs_dir.parent, args, env, command="ui"))
-        return started[-1].base
-
-    yield start
-    for served in started:
-        served.stop()
-
-
-def bars(page: Any) -> int:
-    count: int = page.locator("svg.timeline rect.bar").count()
-    return count
-
-
-def wait_bars(page: Any, n: int) -> None:
-    page.wait_for_function(
-        f"document.querySelectorAll('svg.timeline rect.bar').length >= {n}", timeout=WAIT_MS
-    )
-
-
-def wait_status(page: Any, status: str) -> None:
-    page.wait_for_selector(f".run-view[data-status='{status}']", timeout=WAIT_MS)
 
 
 # ---------------------------------------------------------------- the live timeline
@@ -246,30 +112,16 @@ def test_a_live_runs_timeline_gains_bars_while_it_runs(tmp_path: Path, page: Any
 # ---------------------------------------------------------------- conversations, escaping, the report
 
 
-def finished_run(tmp_path: Path) -> Path:
-    """orchestrator -> worker, who writes a file and answers with markup that must stay text."""
-    wf = project(tmp_path, {"orchestrator": ["worker"], "worker": ["write_file"]})
-    replies = wire_script(
-        {
-            "orchestrator": [calls(ToolCallSpec("worker", {"task": "Write the notes."})), Reply(XSS)],
-            "worker": [
-                calls(
-                    ToolCallSpec(
-                        "write_file",
-                        {"path": "notes.md", "content": "# Notes\n<img src=x onerror=alert(1)>\n"},
-                    )
-                ),
-                Reply(XSS),
-            ],
-        }
-    )
-    with WireServer(replies) as server:
-        done = run_cli([str(wf), "--run-id", "done", "-q"], cwd=tmp_path, env=model_env(server, "openai"))
-        assert done.returncode == 0, done.stdout + done.stderr
-    return tmp_path / "runs" / "done"
+def open_conversations(page: Any) -> None:
+    """The Conversations panel starts folded (the page fits a screen): open it."""
+    panel = page.locator("details.panel-conversations")
+    panel.wait_for(timeout=WAIT_MS)
+    if panel.get_attribute("open") is None:
+        panel.locator("summary").click()
 
 
 def check_conversation_and_escaping(page: Any) -> None:
+    open_conversations(page)
     worker = page.locator("section.segment[data-agent='worker']")
     worker.wait_for(timeout=WAIT_MS)
     call = worker.locator(".call[data-tool='write_file']")
@@ -302,13 +154,16 @@ def test_the_conversation_of_a_sub_agent_shows_its_tool_call(
     assert "<img src=x onerror=alert(1)>" in page.locator(".output[data-path='notes.md']").inner_text()
     assert page.evaluate("window.__xss") is None
     shoot(page, "run-page")
-    # a lane's name on the timeline leads to that instance's conversation
+    # a lane's name on the timeline shows that instance in Details, which leads to its conversation
     from playwright.sync_api import expect
 
     segment = page.locator("section.segment[data-agent='worker']")
     page.evaluate("window.scrollTo(0, 0)")
     expect(segment).not_to_be_in_viewport()
-    page.locator("svg.timeline g.lane").nth(1).locator("text.lane-label").click()
+    region(page, "Timeline").get_by_role("button", name="worker", exact=False).first.click()
+    details = region(page, "Details")
+    expect(details.get_by_role("heading", level=3)).to_contain_text("worker")
+    details.get_by_role("button", name="Show its conversation").click()
     expect(segment).to_be_in_viewport(timeout=WAIT_MS)
     assert (run_dir / "notes.md").exists()
 
@@ -357,10 +212,22 @@ def test_the_start_form_starts_a_run_of_a_served_workflow(tmp_path: Path, page: 
         page.click("button.start-btn")
         page.wait_for_url("**/runs/**", timeout=WAIT_MS)
         wait_status(page, "completed")
-        (request,) = server.requests
-    assert request.last_user_text == "Write about tides in 3 rounds."
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]  # beside the runs index
-    assert json.loads((run_dir / "run.json").read_text())["inputs"] == {"topic": "tides", "rounds": 3}
+        first = page.url.rsplit("/", 1)[1]
+        # Re-run with changed inputs: the start form again, filled with this run's inputs
+        page.get_by_role("link", name="Re-run with changed inputs").click()
+        topic = page.get_by_role("textbox", name="topic")
+        expect(topic).to_have_value("tides")
+        expect(page.get_by_role("spinbutton", name="rounds")).to_have_value("3")
+        topic.fill("waves")
+        page.get_by_role("button", name="Start", exact=True).click()
+        page.wait_for_url(re.compile(rf"/runs/(?!{re.escape(first)}$)"), timeout=WAIT_MS)
+        wait_status(page, "completed")
+        second = page.url.rsplit("/", 1)[1]
+        asked = [r.last_user_text for r in server.requests]
+    assert asked == ["Write about tides in 3 rounds.", "Write about waves in 3 rounds."]
+    runs = tmp_path / "runs"  # (beside the runs index)
+    assert json.loads((runs / first / "run.json").read_text())["inputs"] == {"topic": "tides", "rounds": 3}
+    assert json.loads((runs / second / "run.json").read_text())["inputs"] == {"topic": "waves", "rounds": 3}
 
 
 def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: Any, api_server: Any) -> None:
@@ -388,9 +255,19 @@ def test_the_batch_page_shows_progress_and_cost_over_time(tmp_path: Path, page: 
     assert curve is not None and curve.count("L") == 3  # one step per item that ended
     assert "$0.0" in page.locator(".batch-facts").text_content()  # 3 x (1000 x $3 + 100 x $15) / 1M
     shoot(page, "batch")
+    # each item links to its run, read as BATCH:ITEM
+    item = page.locator("table.batch-items tbody tr").first.get_attribute("data-id")
+    page.get_by_role("link", name=str(item), exact=True).click()
+    page.wait_for_url(re.compile(rf"/runs/b1(:|%3A){item}$"), timeout=WAIT_MS)
+    wait_status(page, "completed")
+    expect(region(page, "Timeline").get_by_role("button", name=re.compile(r"^step 1"))).to_have_count(1)
+    # and the runs list lists the batch's runs beside the runs folder's (none)
+    page.goto(f"{url}/")
+    expect(page.locator("tr.run-row")).to_have_count(3)
+    expect(page.get_by_role("link", name=f"b1:{item}")).to_be_visible()
 
 
-def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: Any, browser: Any) -> None:
+def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: Any, tabs: Any) -> None:
     run_dir = finished_run(tmp_path)
     target = tmp_path / "report.html"
     shown = run_cli(["show", str(run_dir), "--html", str(target)], cwd=tmp_path)
@@ -416,14 +293,16 @@ def test_show_html_opens_offline_and_shows_the_timeline(tmp_path: Path, page: An
 
     # under its own Content-Security-Policy (the page above ignored it), its script still runs:
     # the policy names the inline script by its hash
-    strict = browser.new_context()
-    try:
-        tab = strict.new_page()
-        tab.goto(target.as_uri())
-        tab.wait_for_selector("svg.timeline rect.bar >> nth=5", timeout=WAIT_MS)
-        assert tab.locator("section.segment").count() == 2
-    finally:
-        strict.close()
+    tab = tabs(strict=True)
+    tab.goto(target.as_uri())
+    tab.wait_for_selector("svg.timeline rect.bar >> nth=5", timeout=WAIT_MS)
+    open_conversations(tab)
+    tab.locator("section.segment").nth(1).wait_for(timeout=WAIT_MS)
+    assert tab.locator("section.segment").count() == 2
+    # the details of a step come from the file too: the worker's request as it was sent
+    region(tab, "Timeline").get_by_role("button", name="step 1 · write_file", exact=False).click()
+    details = region(tab, "Details")
+    details.get_by_text("You are the worker.").wait_for(timeout=WAIT_MS)
 
 
 def test_show_html_redacts_secrets_and_refuses_other_views(tmp_path: Path) -> None:
@@ -470,16 +349,29 @@ def test_allow_on_a_pending_approval_completes_the_run(tmp_path: Path, page: Any
         assert "write_file" in decision.inner_text() and "out.txt" in decision.inner_text()
         page.wait_for_selector("svg.timeline rect.bar-tool.outcome-waiting", timeout=WAIT_MS)
         shoot(page, "waiting-for-a-decision")
-        decision.locator("button.allow-btn").click()
+        # the arguments as a person reads them: the content's line break is a line break
+        assert "approved\n" in decision.locator("dl.args").inner_text() and "\\n" not in decision.inner_text()
+        decision.get_by_label("Reason").fill("the note is fine")
+        decision.get_by_role("button", name="Allow").click()
         wait_status(page, "completed")
         assert page.locator(".decision").count() == 0
         wait_bars(page, 6)  # each agent: 2 model calls and 1 tool call
         asked = len(server.requests)
+        # the decision stays on the page: what, who, when and why
+        taken_row = region(page, "Decisions taken").get_by_role("row").nth(1)
+        taken_row.wait_for(timeout=WAIT_MS)
+        said = taken_row.inner_text()
+        assert "write_file" in said and "allowed" in said and "ui" in said and "the note is fine" in said
+        assert "ago" in said or "just now" in said
+        # and the call's details say it too
+        region(page, "Timeline").get_by_role("button", name=re.compile(r"^write_file, ")).click()
+        details = region(page, "Details")
+        details.get_by_text("the note is fine").wait_for(timeout=WAIT_MS)
     assert asked == 4  # each model step once: the resume asked nothing again
     assert (run_dir / "out.txt").read_text() == "approved\n"
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     (taken,) = [e for e in events if e["type"] == "decision"]
-    assert taken["allowed"] is True and taken["by"] == "ui"
+    assert taken["allowed"] is True and taken["by"] == "ui" and taken["reason"] == "the note is fine"
 
 
 def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any, api_server: Any) -> None:
@@ -495,8 +387,8 @@ def test_an_answer_typed_on_the_page_reaches_the_agent(tmp_path: Path, page: Any
         decision = page.locator(".decision[data-kind='question']")
         decision.wait_for(timeout=WAIT_MS)
         assert "Which <b>colour</b>?" in decision.text_content()
-        decision.locator("textarea.answer").fill("Blue, please.")
-        decision.locator("button.answer-btn").click()
+        decision.get_by_label("Your answer").fill("Blue, please.")
+        decision.get_by_role("button", name="Answer").click()
         wait_status(page, "completed")
         (after,) = [r for r in server.requests if r.assistant_turns == 1]
     assert after.tool_results[0][1] == "Blue, please."
@@ -522,6 +414,7 @@ class Rewritten:
 
 def refusal_after_allow(page: Any, decision: Any, words: str, shot: str) -> str:
     """Allow on `decision`, and the one line the page shows once the server refused it."""
+    expect_console(page, "the server responded with a status of 400 (Bad Request)")  # the refusal
     decision.locator("button.allow-btn").click()
     said = decision.locator(".decision-status")
     page.wait_for_function(
@@ -780,4 +673,7 @@ def test_a_killed_runs_page_says_what_every_view_says(tmp_path: Path, page: Any,
     assert listed[2] == "interrupted" and listed[6] == f"{entry.total_tokens:,}", listed
     # the tool call cut by the kill is drawn ended, as interrupted
     page.wait_for_selector("svg.timeline rect.bar-tool.outcome-interrupted", timeout=WAIT_MS)
+    # and the tree says the same of it (the server's word for a call with no result)
+    cut = region(page, "Agents and tool calls").get_by_role("button", name=re.compile(r" call, interrupted$"))
+    expect(cut).to_have_count(1)
     shoot(page, "killed-run")

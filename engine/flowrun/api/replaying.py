@@ -7,13 +7,15 @@ import contextlib
 import dataclasses
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from flowrun.api.launch import execute, new_run, probe_sandbox
 from flowrun.api.recorded import option_changes, recorded_run
 from flowrun.api.results import ReplayResult, RunResult
-from flowrun.api.workflow import Workflow
+from flowrun.api.workflow import Workflow, load
 from flowrun.errors import UsageError
+from flowrun.manifest.overrides import parse_overrides
 from flowrun.paths import claim_folder
 from flowrun.records import ReplayDivergence, RunRecord
 from flowrun.runtime.durable.ledger import Ledger
@@ -30,6 +32,7 @@ async def replay(
     into: str | Path | None = None,
     diff: bool = False,
     on_event: OnEvent | None = None,
+    edits: Mapping[str, object] | Iterable[str] | None = None,
     **changes: object,
 ) -> ReplayResult:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
@@ -38,10 +41,18 @@ async def replay(
     `sandbox` and `verbosity` may be changed (a None value keeps the recorded one). A call the
     recording cannot answer, or one whose system prompt, tools or history differ, ends the
     replay `failed` at the first differing step (`divergence`, `differences`). With `diff` and
-    no `into`, the replay goes to a temporary folder that is removed afterwards."""
+    no `into`, the replay goes to a temporary folder that is removed afterwards. `edits` change
+    manifest values over the recorded `--set`s, as `--set` does (`{"agents.writer.prompt":
+    "..."}` or `["agents.writer.max_steps=3"]`): what the run would have done with them, up
+    to the first step they change; the replay records them, so a resume of its folder goes
+    on, live, with them."""
     run_dir = Path(run_dir)
     meta, workflow = recorded_run(run_dir)
     options = replay_options(meta, **changes)
+    if edits:
+        texts = tuple(o.text for o in parse_overrides(edits))
+        options = dataclasses.replace(options, overrides=(*options.overrides, *texts))
+        workflow = load(workflow.path, list(options.overrides), prefetch=False)
     temporary = diff and into is None
     target = (
         Path(tempfile.mkdtemp(prefix="flowrun-replay-"))

@@ -1,6 +1,7 @@
 """`--set PATH=VALUE`: change any manifest value for one run, checked like the YAML.
 
     --set agents.worker.max_steps=5          a key of an agent (the effective one, extends resolved)
+    --set agents.worker.prompt='You ...'     its prompt (replaces a prompt_file, as `extends` does)
     --set agents.instructor.tools.worker.max_calls=3   a list entry by its name (or its index: tools.6)
     --set tools.web_search.parameters.properties.max_results.default=3
     --set models.claude.model=claude-opus-4-1  a workflow model (or a models.d one, copied into it)
@@ -27,6 +28,7 @@ from flowrun.manifest.specs import Strict, WorkflowManifest
 from flowrun.manifest.yaml_source import PathKey, Source
 
 HINT = "write --set PATH=VALUE, e.g. --set agents.worker.max_steps=5"
+PROMPT_KEYS: dict[tuple[str, ...], str] = {("prompt",): "prompt_file", ("prompt_file",): "prompt"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,8 @@ def _changed(
             if path[1] not in models and path[1] in shared:
                 models[path[1]] = dict(shared[path[1]])
         _set(data, path, item.value, item.label)
+        if kind == "agent" and path in PROMPT_KEYS:  # one prompt replaces the other, as with extends
+            data.pop(PROMPT_KEYS[path], None)
         labels[tuple(_keys(data, path))] = item.label
     src = _OverriddenSource(
         path=loaded.source.path,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 MIN_TOKEN_CHARS = 16
@@ -109,7 +109,38 @@ class BearerToken:
         if scope["type"] == "http" and not public and not self.allowed(scope):
             await _refuse(send, 401, NO_TOKEN, bearer=True)
             return
+        if public:  # a public route may say whether the token sent is right (the web UI's session)
+            scope.setdefault("state", {})["token_ok"] = self.allowed(scope)
         await self.app(scope, receive, send)
+
+
+class NoFraming:
+    """ASGI: no answer may be shown inside another site's page (a click there on a faded
+    Allow would approve a call): `X-Frame-Options: DENY` and a Content-Security-Policy with
+    `frame-ancestors 'none'` (added to the one an answer has, if any)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def framed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = _unframeable(list(message.get("headers") or []))
+            await send(message)
+
+        await self.app(scope, receive, framed)
+
+
+def _unframeable(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    out = [(k, v) for k, v in headers if k.lower() not in (b"x-frame-options", b"content-security-policy")]
+    policy = next((v for k, v in headers if k.lower() == b"content-security-policy"), b"")
+    if b"frame-ancestors" not in policy:
+        policy = policy.rstrip(b"; ") + (b"; " if policy else b"") + b"frame-ancestors 'none'"
+    return [*out, (b"x-frame-options", b"DENY"), (b"content-security-policy", policy)]
 
 
 class HostCheck:

@@ -9,7 +9,7 @@
     POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
     POST /v1/runs/{id}/cancel|resume   stop it resumably (its partial result), continue it
     GET  /v1/runs/{id}/files[/PATH]    its folder's files, read-only
-    GET  /v1/workflows, /v1/batches[/NAME], /openapi.json
+    GET  /v1/workflows, /v1/batches[/NAME], /v1/evals[/NAME], /openapi.json
 
 Every request passes the Host and Origin check (serve/access.py) and, when the server has a
 token, must carry it. Blocking reads (the index, a folder) run in worker threads so the loop
@@ -20,24 +20,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import json
 import mimetypes
 import os
 import stat
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from flowrun.errors import FlowrunError, RunInUse
-from flowrun.paths import is_dir
 from flowrun.pinned import open_regular, walk
 from flowrun.runtime.durable.event_log import read_lines
 from flowrun.runtime.durable.run_folder import LOCK_NAME
 from flowrun.runtime.summary.conversations import conversation_json
 from flowrun.runtime.summary.folder import replay_steps
-from flowrun.serve.access import BearerToken, HostCheck, accepted_hosts
+from flowrun.serve.access import BearerToken, HostCheck, NoFraming, accepted_hosts
+from flowrun.serve.eval_folders import eval_detail, eval_list
 from flowrun.serve.event_feed import follow
+from flowrun.serve.http_common import body_of, reply, runs_of
 from flowrun.serve.openapi import document
+from flowrun.serve.page_routes import (
+    SESSION,
+    agent_route,
+    compare_route,
+    fork_route,
+    rerun_route,
+    run_team_route,
+    session_route,
+    workflow_cost_route,
+    workflow_team_route,
+)
+from flowrun.serve.page_routes import replay_route as replay_edits_route
+from flowrun.serve.run_listing import runs_page
 from flowrun.serve.served_runs import (
     Conflict,
     NotFound,
@@ -48,17 +61,16 @@ from flowrun.serve.served_runs import (
 )
 from flowrun.serve.workflow_info import batch_detail, batches, workflow_info
 from flowrun.states import NAMES
-from flowrun.types import decode_json
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+    from starlette.routing import Route
     from starlette.types import ASGIApp
 
 MAX_FILES = 10_000  # a files listing stops here (a workspace may be huge)
 MAX_LIMIT = 1000
-JSON_HEADERS = {"cache-control": "no-store"}
 
 
 def build_app(
@@ -71,7 +83,6 @@ def build_app(
     """The ASGI app. `served` makes the server's ServedRuns once the loop runs; `on_start` is
     told of it (the CLI prints the runs left waiting or stopped)."""
     from starlette.applications import Starlette
-    from starlette.routing import Route
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,24 +95,7 @@ def build_app(
         finally:
             await runs.close()  # each run ends cancelled: resumable after a restart
 
-    routes = [
-        Route("/v1/workflows", workflows_route, methods=["GET"]),
-        Route("/v1/runs", list_route, methods=["GET"]),
-        Route("/v1/runs", start_route, methods=["POST"]),
-        Route("/v1/runs/{id}", run_route, methods=["GET"]),
-        Route("/v1/runs/{id}/conversations", conversations_route, methods=["GET"]),
-        Route("/v1/runs/{id}/replay", replay_route, methods=["GET"]),
-        Route("/v1/runs/{id}/events", events_route, methods=["GET"]),
-        Route("/v1/runs/{id}/decisions", decisions_route, methods=["POST"]),
-        Route("/v1/runs/{id}/cancel", cancel_route, methods=["POST"]),
-        Route("/v1/runs/{id}/resume", resume_route, methods=["POST"]),
-        Route("/v1/runs/{id}/files", files_route, methods=["GET"]),
-        Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
-        Route("/v1/workers", workers_route, methods=["GET"]),
-        Route("/v1/batches", batches_route, methods=["GET"]),
-        Route("/v1/batches/{name}", batch_route, methods=["GET"]),
-        Route("/openapi.json", openapi_route, methods=["GET"]),
-    ]
+    routes = api_routes()
     pages = importlib.util.find_spec("flowrun.serve.ui") is not None  # absent in a trimmed build
     if pages:
         importlib.import_module("flowrun.serve.ui").mount(routes)
@@ -112,24 +106,52 @@ def build_app(
     )
     if token is not None:
         app = BearerToken(app, token, query_token=True, public=api_free if pages else None)
-    return HostCheck(app, accepted_hosts(host, allowed_hosts))
+    return HostCheck(NoFraming(app), accepted_hosts(host, allowed_hosts))
+
+
+def api_routes() -> list[Route]:
+    """The runs API's routes (docs/reference/http-api.md lists them)."""
+    from starlette.routing import Route
+
+    return [
+        Route("/v1/session", session_route, methods=["GET"]),
+        Route("/v1/workflows", workflows_route, methods=["GET"]),
+        Route("/v1/workflows/{name}/team", workflow_team_route, methods=["GET"]),
+        Route("/v1/workflows/{name}/cost", workflow_cost_route, methods=["GET"]),
+        Route("/v1/runs", list_route, methods=["GET"]),
+        Route("/v1/runs", start_route, methods=["POST"]),
+        Route("/v1/runs/{id}", run_route, methods=["GET"]),
+        Route("/v1/runs/{id}/conversations", conversations_route, methods=["GET"]),
+        Route("/v1/runs/{id}/replay", replay_route, methods=["GET"]),
+        Route("/v1/runs/{id}/replay", replay_edits_route, methods=["POST"]),
+        Route("/v1/runs/{id}/fork", fork_route, methods=["POST"]),
+        Route("/v1/runs/{id}/rerun", rerun_route, methods=["POST"]),
+        Route("/v1/runs/{id}/agent", agent_route, methods=["GET"]),
+        Route("/v1/runs/{id}/team", run_team_route, methods=["GET"]),
+        Route("/v1/runs/{id}/events", events_route, methods=["GET"]),
+        Route("/v1/runs/{id}/decisions", decisions_route, methods=["POST"]),
+        Route("/v1/runs/{id}/cancel", cancel_route, methods=["POST"]),
+        Route("/v1/runs/{id}/resume", resume_route, methods=["POST"]),
+        Route("/v1/runs/{id}/files", files_route, methods=["GET"]),
+        Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
+        Route("/v1/workers", workers_route, methods=["GET"]),
+        Route("/v1/batches", batches_route, methods=["GET"]),
+        Route("/v1/batches/{name}", batch_route, methods=["GET"]),
+        Route("/v1/evals", evals_route, methods=["GET"]),
+        Route("/v1/evals/{name}", eval_route, methods=["GET"]),
+        Route("/v1/compare", compare_route, methods=["GET"]),
+        Route("/openapi.json", openapi_route, methods=["GET"]),
+    ]
 
 
 def api_free(path: str) -> bool:
     """The web UI's shell and assets: served without the token, since a browser opening the
     address `flowrun ui` prints cannot send it; they hold no run data, which the pages read
-    from /v1/... with the token."""
-    return not path.startswith("/v1/") and path != "/openapi.json"
+    from /v1/... with the token; and the session, which says whether the token sent is right."""
+    return path == SESSION or (not path.startswith("/v1/") and path != "/openapi.json")
 
 
 # ---------------------------------------------------------------- answers
-
-
-def reply(body: object, status: int = 200) -> Response:
-    from starlette.responses import Response
-
-    text = json.dumps(body, ensure_ascii=False, default=str)
-    return Response(text, status, headers=JSON_HEADERS, media_type="application/json")
 
 
 async def flowrun_error(request: Request, e: Exception) -> Response:
@@ -143,26 +165,6 @@ async def flowrun_error(request: Request, e: Exception) -> Response:
 
 async def internal_error(request: Request, e: Exception) -> Response:
     return reply({"error": f"internal error: {type(e).__name__}: {e}", "hint": None}, 500)
-
-
-def runs_of(request: Request) -> ServedRuns:
-    served: ServedRuns = request.app.state.served
-    return served
-
-
-async def body_of(request: Request) -> Mapping[str, object]:
-    from flowrun.errors import UsageError
-
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = decode_json(raw.decode("utf-8"))
-    except ValueError as e:
-        raise UsageError(f"the body is not JSON: {e}", "send a JSON object") from None
-    if not isinstance(body, dict):
-        raise UsageError("the body must be a JSON object", "send a JSON object")
-    return body
 
 
 # ---------------------------------------------------------------- routes
@@ -191,10 +193,9 @@ async def list_route(request: Request) -> Response:
     except ValueError:
         raise UsageError("limit and offset are whole numbers", "e.g. ?limit=50&offset=100") from None
     statuses = [s for value in query.getlist("status") for s in value.split(",") if s]
-    if not is_dir(served.runs_dir):
-        return reply({"runs": [], "total": 0, "offset": offset, "limit": limit, "states": NAMES})
-    page = await asyncio.to_thread(
-        served.listing,
+    runs, total = await asyncio.to_thread(
+        runs_page,
+        served.runs_dir,
         workflow=query.get("workflow") or None,
         status=statuses or None,
         since=_time(query.get("since"), "since"),
@@ -202,9 +203,10 @@ async def list_route(request: Request) -> Response:
         q=query.get("q") or None,
         limit=limit,
         offset=offset,
+        batches=query.get("batches", "1") not in ("0", "false"),
+        own=served.listing,
     )
-    runs = [entry.to_dict() for entry in page]
-    return reply({"runs": runs, "total": page.total, "offset": offset, "limit": limit, "states": NAMES})
+    return reply({"runs": runs, "total": total, "offset": offset, "limit": limit, "states": NAMES})
 
 
 def _time(value: str | None, name: str) -> float | None:
@@ -407,10 +409,26 @@ async def batches_route(request: Request) -> Response:
 
 
 async def batch_route(request: Request) -> Response:
+    return await _folder_answer(request, batch_detail, "batch", "GET /v1/batches lists them")
+
+
+async def evals_route(request: Request) -> Response:
     served = runs_of(request)
-    found = await asyncio.to_thread(batch_detail, served.runs_dir, request.path_params["name"])
+    return reply({"evals": await asyncio.to_thread(eval_list, served.runs_dir)})
+
+
+async def eval_route(request: Request) -> Response:
+    return await _folder_answer(request, eval_detail, "eval", "GET /v1/evals lists them")
+
+
+async def _folder_answer(
+    request: Request, read: Callable[[Path, str], dict[str, object] | None], what: str, hint: str
+) -> Response:
+    """A batch's or an eval's folder beside the runs folder, as `read` gives it; 404 without."""
+    name = request.path_params["name"]
+    found = await asyncio.to_thread(read, runs_of(request).runs_dir, name)
     if found is None:
-        raise NotFound(f"no batch {request.path_params['name']!r}", "GET /v1/batches lists them")
+        raise NotFound(f"no {what} {name!r}", hint)
     return reply(found)
 
 

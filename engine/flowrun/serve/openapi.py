@@ -33,7 +33,7 @@ def _errors(*codes: int) -> Json:
     said = {
         400: "A mistake in the request (one line, with a hint)",
         401: "No valid token",
-        404: "No such run, workflow, batch or file",
+        404: "No such run, workflow, batch, eval or file",
         409: "The run's state does not allow it now",
     }
     return {str(code): _json(_ref("Error"), said[code]) for code in codes}
@@ -117,7 +117,14 @@ SCHEMAS: Json = {
                     "decisions": {"type": "array", "items": {"type": "object"}},
                     "usage": {
                         "type": "object",
-                        "description": "usage.json's shape, counted from the log (also of a killed run)",
+                        "description": "usage.json's shape, counted from the log (also of a killed run), "
+                        "and its rows summed per agent (`by_agent`) and per model (`by_model`)",
+                    },
+                    "agents": {
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "description": "per agent name: status (running, then waiting, else its latest), "
+                        "runs, steps, total_tokens, cost_usd, time_s, first (its first invocation)",
                     },
                     "events": {"type": "integer"},
                     "last_seq": {"type": "integer"},
@@ -170,6 +177,35 @@ SCHEMAS: Json = {
         },
     },
     "Accepted": {"type": "object", "properties": {"id": {"type": "string"}, "status": {"type": "string"}}},
+    "Edits": {
+        "type": "object",
+        "description": "Manifest changes over the recorded --set's, as --set makes them",
+        "properties": {
+            "prompts": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Agent name -> its new prompt (a Jinja2 template)",
+            },
+            "set": {
+                "type": ["object", "array"],
+                "description": "PATH -> value, or PATH=VALUE texts read as YAML",
+            },
+        },
+    },
+    "ReplayAnswer": {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string"},
+            "recorded_status": {"type": "string"},
+            "divergence": {
+                "type": ["object", "null"],
+                "description": "The first step the edits change: agent, agent_id, step, reason, message",
+            },
+            "differences": {"type": "array", "items": {"type": "string"}},
+            "edits": {"type": "array", "items": {"type": "string"}},
+            "id": {"type": "string", "description": "A fork: the new run"},
+        },
+    },
     "AgentAnswer": {
         "type": "object",
         "required": ["agent", "agent_id", "status", "said"],
@@ -224,6 +260,23 @@ FILE_PARAMS: list[Json] = [
     {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}},
 ]
 BATCH_NAME: list[Json] = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+WORKFLOW_NAME: list[Json] = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+SESSION_QUERY: list[Json] = [
+    {"name": name, "in": "query", "required": False, "schema": {"type": "string"}, "description": text}
+    for name, text in (
+        ("run", "A run id (repeat it)"),
+        ("batch", "A batch's name (repeat it)"),
+        ("eval", "An eval's name (repeat it)"),
+    )
+]
+AGENT_QUERY: list[Json] = [
+    RUN_ID,
+    {"name": "agent_id", "in": "query", "required": True, "schema": {"type": "string"}},
+]
+COMPARE_QUERY: list[Json] = [
+    {"name": side, "in": "query", "required": True, "schema": {"type": "string"}, "description": "A run id"}
+    for side in ("a", "b")
+]
 
 
 def _object(**properties: object) -> Json:
@@ -268,6 +321,17 @@ class Operation:
 RUN: list[Json] = [RUN_ID]
 OPERATIONS = (
     Operation(
+        "/v1/session",
+        "get",
+        "session",
+        "Whether a token is needed and the one sent is right; whether runs, batches and evals exist "
+        "(answered without the token; always 200)",
+        "200",
+        _json(ANY, "token_required, authorized, runs, batches, evals"),
+        (),
+        parameters=SESSION_QUERY,
+    ),
+    Operation(
         "/v1/workflows",
         "get",
         "listWorkflows",
@@ -275,6 +339,26 @@ OPERATIONS = (
         "200",
         _json(ANY, "The workflows"),
         (401,),
+    ),
+    Operation(
+        "/v1/workflows/{name}/team",
+        "get",
+        "workflowTeam",
+        "The workflow's steps, agents and who may call whom, each agent's prompt as written",
+        "200",
+        _json(ANY, "The team"),
+        (401, 404),
+        parameters=WORKFLOW_NAME,
+    ),
+    Operation(
+        "/v1/workflows/{name}/cost",
+        "get",
+        "workflowCost",
+        "The worst case of a run before anything is sent, and earlier runs' spread (flowrun cost)",
+        "200",
+        _json(ANY, "The cost preview"),
+        (400, 401, 404),
+        parameters=WORKFLOW_NAME,
     ),
     Operation(
         "/v1/runs",
@@ -323,6 +407,58 @@ OPERATIONS = (
         "The model steps of the run's replay beside its own, the first difference",
         "200",
         _json(ANY, "The steps"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/replay",
+        "post",
+        "replayWithEdits",
+        "Replay the run offline with edits (nothing written beside it): the first step they change",
+        "200",
+        _json(_ref("ReplayAnswer"), "Where the replay first differs"),
+        (400, 401, 404, 409),
+        parameters=RUN,
+        body="Edits",
+    ),
+    Operation(
+        "/v1/runs/{id}/fork",
+        "post",
+        "forkRun",
+        "A new run: the replay with edits, going on live from the first step they change",
+        "201",
+        _json(_ref("ReplayAnswer"), "The new run (id) and where it went live"),
+        (400, 401, 404, 409),
+        parameters=RUN,
+        body="Edits",
+    ),
+    Operation(
+        "/v1/runs/{id}/rerun",
+        "post",
+        "rerun",
+        "Start the run's workflow again with its options and its inputs (or `inputs`)",
+        "201",
+        _json(STARTED, "Started"),
+        (400, 401, 404, 409),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/runs/{id}/agent",
+        "get",
+        "runAgent",
+        "One agent instance as it was asked: prompts, tools, turns with steps, whole tool results",
+        "200",
+        _json(ANY, "The instance"),
+        (401, 404),
+        parameters=AGENT_QUERY,
+    ),
+    Operation(
+        "/v1/runs/{id}/team",
+        "get",
+        "runTeam",
+        "The team of the run's workflow (null, with the problem, when its file no longer loads)",
+        "200",
+        _json(ANY, "team, problem"),
         (401, 404),
         parameters=RUN,
     ),
@@ -414,6 +550,35 @@ OPERATIONS = (
         _json(ANY, "The batch"),
         (401, 404),
         parameters=BATCH_NAME,
+    ),
+    Operation(
+        "/v1/evals",
+        "get",
+        "listEvals",
+        "The eval folders beside the runs folder (evals/NAME), each with its variants",
+        "200",
+        _json(_object(evals=_list_of(ANY)), "The evals"),
+        (401,),
+    ),
+    Operation(
+        "/v1/evals/{name}",
+        "get",
+        "getEval",
+        "One eval: its variants and each case's run per variant (ids EVAL:VARIANT:RUN)",
+        "200",
+        _json(ANY, "The eval"),
+        (401, 404),
+        parameters=BATCH_NAME,
+    ),
+    Operation(
+        "/v1/compare",
+        "get",
+        "compareRuns",
+        "Two runs side by side: facts, per agent, model steps paired and the first that differs",
+        "200",
+        _json(ANY, "a, b, agents, steps, first_difference"),
+        (400, 401, 404),
+        parameters=COMPARE_QUERY,
     ),
     Operation("/openapi.json", "get", "openapi", "This document", "200", _json(ANY, "OpenAPI 3.1"), (401,)),
 )

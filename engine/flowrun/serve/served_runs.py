@@ -26,6 +26,8 @@ from flowrun.runtime.durable.run_folder import check_run_id
 from flowrun.runtime.durable.runs_index import RunEntry, RunList, When, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
 from flowrun.runtime.summary.folder import RunSummary, SummaryCache
+from flowrun.serve.eval_folders import variant_runs
+from flowrun.serve.workflow_info import batch_runs
 from flowrun.states import BY_NAME
 
 # the run options a client may set (RunOptions fields; not workdir: a folder of the server's)
@@ -111,14 +113,35 @@ class ServedRuns:
     # ------------------------------------------------------------ finding runs
 
     def folder(self, run_id: str) -> Path:
-        """The folder of a run id; NotFound when it is not a run of this runs folder."""
+        """The folder of a run id; NotFound when it is not a run of this runs folder (or of a
+        batch beside it: `BATCH:ITEM`)."""
+        folder = self.place(run_id)
+        if folder is None or not ((folder / "events.jsonl").is_file() or (folder / "run.json").is_file()):
+            raise NotFound(f"no run {run_id!r} in {self.runs_dir}", "GET /v1/runs lists them")
+        return folder
+
+    def place(self, run_id: str) -> Path | None:
+        """Where a run id's folder is (whether or not it exists): RUN_ID under the runs folder,
+        `BATCH:ITEM` a batch item's run (batches/BATCH/runs/ITEM, beside the runs folder) and
+        `EVAL:VARIANT:RUN` an eval variant's (evals/EVAL/VARIANT/runs/RUN) when no run of the
+        runs folder has that id. None for an id that names no folder."""
         try:
             check_run_id(run_id)
         except UsageError:
-            raise NotFound(f"no run {run_id!r}", "GET /v1/runs lists them") from None
+            return None
         folder = self.runs_dir / run_id
-        if not ((folder / "events.jsonl").is_file() or (folder / "run.json").is_file()):
-            raise NotFound(f"no run {run_id!r} in {self.runs_dir}", "GET /v1/runs lists them")
+        batch, colon, item = run_id.partition(":")
+        if colon and item.count(":") == 1 and not folder.exists():  # EVAL:VARIANT:RUN
+            variant, _, run = item.partition(":")
+            runs = variant_runs(self.runs_dir, batch, variant)
+            return runs / run if runs is not None and run not in ("", ".", "..") else None
+        if colon and not folder.exists():
+            try:
+                check_run_id(batch)
+                check_run_id(item)
+            except UsageError:
+                return None
+            return batch_runs(self.runs_dir, batch) / item
         return folder
 
     def entry(self, run_id: str) -> RunEntry:
@@ -135,7 +158,8 @@ class ServedRuns:
         """A process (this server's or another) holds the run's folder: the lock, not the task,
         so that a run whose status says it stopped is no longer running (its task releases the
         lock last)."""
-        return owned(self.runs_dir / run_id)
+        folder = self.place(run_id)
+        return folder is not None and owned(folder)
 
     def listing(
         self,
@@ -250,7 +274,7 @@ class ServedRuns:
         self.folder(run_id)
         task = self.tasks.get(run_id)
         if task is None or task.done():
-            if owned(self.runs_dir / run_id):
+            if self.running(run_id):
                 raise Conflict(
                     f"run {run_id} is run by another process", "stop that process (it is resumable)"
                 )

@@ -42,6 +42,19 @@ def batches_folder(runs_dir: Path) -> Path:
     return runs_dir.resolve().parent / BATCHES
 
 
+def batch_runs(runs_dir: Path, name: str) -> Path:
+    """The runs folder of the batch `name` (its items' runs: the HTTP API's `NAME:ITEM`)."""
+    return batches_folder(runs_dir) / name / RUNS
+
+
+def batch_names(runs_dir: Path) -> list[str]:
+    """The batches beside the runs folder that have runs."""
+    folder = batches_folder(runs_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if (p / META).is_file() and (p / RUNS).is_dir())
+
+
 def batches(runs_dir: Path) -> list[dict[str, object]]:
     """Every batch folder under the runs folder's sibling `batches/`, newest first."""
     folder = batches_folder(runs_dir)
@@ -90,6 +103,7 @@ def _summary(path: Path) -> dict[str, object]:
         "workflow_file": meta.get("workflow_file"),
         "updated": meta.get("updated"),
         "counts": counts,
+        "ended": sum(counts.values()),  # items with a result (the pages show it, never sum)
         "items": sum(counts.values()),
         "total_tokens": tokens,
         "cost_usd": round(cost, 6),

@@ -20,6 +20,7 @@ def estimate(
     wf: Workflow, options: RunOptions, inputs: dict[str, object], runs_dir: Path, fmt: str = "text"
 ) -> str:
     """The preview of a run of `wf`, as text or JSON."""
+    from flowrun.api.cost_preview import preview_dict
     from flowrun.runtime.models.history import run_history
 
     found = wf.cost_preview(options, inputs)
@@ -108,63 +109,3 @@ def _history_lines(history: History, workflow: str) -> list[str]:
 
 def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 60 else f"{int(s // 60)} min {int(s % 60)} s"
-
-
-# ---------------------------------------------------------------- JSON
-
-
-def _num(value: float) -> float | None:
-    return None if math.isinf(value) else round(value, 6)
-
-
-def _ceiling(c: Ceiling) -> dict[str, object]:
-    return {
-        "calls": _num(c.calls),
-        "tokens": _num(c.tokens),
-        "usd": _num(c.usd),
-        "unpriced": sorted(c.unpriced),
-    }
-
-
-def preview_dict(found: Preview, history: History) -> dict[str, object]:
-    """The preview as JSON (null: unbounded)."""
-    agents: dict[str, object] = {}
-    for name, a in found.agents.items():
-        agents[name] = {
-            "max_steps": a.max_steps,
-            "call": {
-                "model": a.call.model,
-                "input_tokens": a.call.input_tokens,
-                "output_tokens": a.call.output_tokens,
-                "usd": a.call.usd,
-            },
-            "own": _ceiling(a.own),
-            "tree": _ceiling(a.tree),
-            "subcalls": [
-                {
-                    "agent": s.agent,
-                    "max_calls": s.max_calls,
-                    "budget": s.budget,
-                    "per_call": _ceiling(s.per_call),
-                    "total": _ceiling(s.total),
-                }
-                for s in a.subcalls
-            ],
-        }
-    cost, duration = history.cost(), history.duration()
-    return {
-        "workflow": found.workflow,
-        "roots": [{"agent": name, "times": _num(n)} for name, n in found.roots],
-        "agents": agents,
-        "uncapped": _ceiling(found.uncapped),
-        "limits": found.limits,
-        "capped": _ceiling(found.capped),
-        "history": {
-            "runs": history.runs,
-            "priced_runs": len(history.costs),
-            "cost_median": cost[0] if cost else None,
-            "cost_p90": cost[1] if cost else None,
-            "duration_median_s": duration[0] if duration else None,
-            "duration_p90_s": duration[1] if duration else None,
-        },
-    }

@@ -60,6 +60,9 @@ for target in request["targets"]:
 sys.stdout.write("\n" + json.dumps(out))
 """
 
+# what the probe process printed about one target (JSON: each reader checks what it reads)
+Report = dict[str, Any]
+
 
 def check_python_tools(tools: list[tuple[str, ToolManifest, Source]], root: Path) -> list[Diagnostic]:
     """Diagnostics for the Python tools of one project folder; `tools` are (`module:function`,
@@ -77,13 +80,13 @@ def check_python_tools(tools: list[tuple[str, ToolManifest, Source]], root: Path
     return out
 
 
-def probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
+def probe(root: Path, targets: list[str]) -> tuple[Report, str | None]:
     """What importing each `module:function` from `root` finds, in a child process (a report
     per target: its error, or whether it is async and its parameters), or why none could be made."""
     return _probe(root, targets)
 
 
-def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
+def _probe(root: Path, targets: list[str]) -> tuple[Report, str | None]:
     """(report per target, None) or ({}, why the child could not report)."""
     request = json.dumps({"root": str(root), "targets": targets})
     try:
@@ -108,7 +111,7 @@ def _probe(root: Path, targets: list[str]) -> tuple[dict[str, Any], str | None]:
     return reports, None
 
 
-def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src: Source) -> list[Diagnostic]:
+def _check_one(manifest: ToolManifest, target: str, report: Report, src: Source) -> list[Diagnostic]:
     where = ("implementation", "python")
     module, _, func = target.partition(":")
     error = report.get("error")
@@ -135,7 +138,7 @@ def _check_one(manifest: ToolManifest, target: str, report: dict[str, Any], src:
 
 
 def _signature_problems(
-    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Source
+    manifest: ToolManifest, target: str, params: list[Report], src: Source
 ) -> list[Diagnostic]:
     """The function is called as `func(ctx, **arguments)` with the arguments the manifest's
     `parameters` allow: each declared property must be a keyword it accepts, and each argument
@@ -149,7 +152,7 @@ def _signature_problems(
 
 
 def argument_problems(
-    manifest: ToolManifest, target: str, params: list[dict[str, Any]], src: Source
+    manifest: ToolManifest, target: str, params: list[Report], src: Source
 ) -> list[Diagnostic]:
     """The function is called with `**arguments` (after `ctx` for a python tool): each declared
     property must be a keyword it accepts, and each argument it needs a required property (or

@@ -22,6 +22,11 @@ from flowrun.manifest.yaml_source import PathKey, Source
 
 NAME_LIMIT = 64  # flowrun's names (spec_base.NAME)
 
+# What a format's file holds and what a conversion writes: YAML or JSON read as plain Python,
+# values of any JSON type (each reader checks the type it needs where it reads it).
+Doc = dict[str, Any]
+Items = list[Any]
+
 
 def flowrun_name(key: str) -> str:
     """A foreign id as a flowrun name: letters, digits, _ and -, starting with a letter."""
@@ -70,7 +75,7 @@ class Piece:
 
     kind: PieceKind
     name: str
-    data: dict[str, Any]
+    data: Doc
     source: Source  # the foreign file's positions, `remap` from flowrun keys to its keys
     root: Path  # the project folder it belongs to (where Python tool modules are found)
     base: PathKey = ()  # where in the foreign file it is defined
@@ -102,7 +107,7 @@ class Conversion:
     def add(
         self,
         kind: PieceKind,
-        data: dict[str, Any],
+        data: Doc,
         src: Source,
         base: PathKey = (),
         where: dict[PathKey, PathKey] | None = None,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from flowrun.manifest.foreign.conversion import Doc
 from flowrun.providers.presets import PRESETS
 
 # a framework's provider prefix -> flowrun's provider or preset of the same service
@@ -67,7 +67,7 @@ class ModelPick:
     settings for the workflow's `models:` (`spec`), or why neither (`problem`)."""
 
     ref: str | None = None
-    spec: dict[str, Any] | None = None
+    spec: Doc | None = None
     problem: str | None = None
     dropped: list[str] = field(default_factory=list)  # settings flowrun does not take
 
@@ -95,7 +95,7 @@ def from_name(provider: str, model: str) -> ModelPick:
     compatible = COMPATIBLE.get(provider.lower())
     if compatible is not None:
         base_url, key = compatible
-        spec: dict[str, Any] = {"provider": "openai-compatible", "model": model, "base_url": base_url}
+        spec: Doc = {"provider": "openai-compatible", "model": model, "base_url": base_url}
         if key:
             spec["api_key_env"] = key
         return ModelPick(spec=spec)
@@ -144,7 +144,7 @@ def settings(raw: Mapping[str, object], provider_key: str = "provider") -> Model
     return ModelPick(spec=spec, dropped=dropped)
 
 
-def spec_of(ref: str) -> dict[str, Any]:
+def spec_of(ref: str) -> Doc:
     """`provider:model` as the settings of a named model."""
     provider, _, model = ref.partition(":")
     if provider in PRESETS:

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign import llm, placeholders
 from flowrun.manifest.foreign.builtin_tools import MAF
-from flowrun.manifest.foreign.conversion import Conversion, agent_name, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, Items, agent_name, flowrun_name
 from flowrun.manifest.foreign.keys import KeyTable, sort_keys
 from flowrun.manifest.foreign.python_refs import refuse_tool
 from flowrun.manifest.foreign.registry import Detected
@@ -105,7 +104,7 @@ def _model(conv: Conversion, src: Source, raw: object, one: OneAgent) -> None:
             "unsupported",
         )
         return
-    spec: dict[str, Any] = dict(DEFAULT) if model_id is None else {"provider": "openai", "model": model_id}
+    spec: Doc = dict(DEFAULT) if model_id is None else {"provider": "openai", "model": model_id}
     if model_id is not None:
         conv.note(src, ("model", "id"), f"model {model_id}")
     else:
@@ -142,7 +141,7 @@ def _model(conv: Conversion, src: Source, raw: object, one: OneAgent) -> None:
     one.agent["model"] = one.name
 
 
-def _connection(conv: Conversion, src: Source, raw: object, spec: dict[str, Any]) -> None:
+def _connection(conv: Conversion, src: Source, raw: object, spec: Doc) -> None:
     if not isinstance(raw, Mapping):
         return
     where: PathKey = ("model", "connection")
@@ -173,9 +172,7 @@ def _connection(conv: Conversion, src: Source, raw: object, spec: dict[str, Any]
         )
 
 
-def _option(
-    conv: Conversion, src: Source, where: PathKey, key: str, value: object, spec: dict[str, Any]
-) -> None:
+def _option(conv: Conversion, src: Source, where: PathKey, key: str, value: object, spec: Doc) -> None:
     if key in OPTIONS:
         spec[OPTIONS[key]] = value
         conv.note(src, where, f"the model's {OPTIONS[key]}")
@@ -186,7 +183,7 @@ def _option(
         conv.note(src, where, "not used: the model decides how it calls tools", "dropped")
 
 
-def _tool(conv: Conversion, src: Source, where: PathKey, raw: object, one: OneAgent) -> list[Any]:
+def _tool(conv: Conversion, src: Source, where: PathKey, raw: object, one: OneAgent) -> Items:
     tool = raw if isinstance(raw, Mapping) else {}
     kind, name = str(tool.get("kind", "")), str(tool.get("name", ""))
     if kind == "mcp" and isinstance(tool.get("url"), str):
@@ -229,7 +226,7 @@ def _output(conv: Conversion, src: Source, raw: object, one: OneAgent) -> None:
     if not isinstance(raw, Mapping):
         return
     properties = raw.get("properties")
-    schema: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+    schema: Doc = {"type": "object", "properties": {}, "required": []}
     for key, spec in (properties if isinstance(properties, Mapping) else {}).items():
         schema["properties"][str(key)] = _property(spec)
         if isinstance(spec, Mapping) and spec.get("required") is True:
@@ -238,11 +235,11 @@ def _output(conv: Conversion, src: Source, raw: object, one: OneAgent) -> None:
     conv.note(src, ("outputSchema",), "output_schema, its properties as JSON Schema")
 
 
-def _property(spec: object) -> dict[str, Any]:
+def _property(spec: object) -> Doc:
     if not isinstance(spec, Mapping):
         return {}
     kind = str(spec.get("kind", "string")).lower()
-    out: dict[str, Any] = {"type": kind} if kind in JSON_TYPES else {}
+    out: Doc = {"type": kind} if kind in JSON_TYPES else {}
     for key in ("description", "enum"):
         if key in spec:
             out[key] = spec[key]

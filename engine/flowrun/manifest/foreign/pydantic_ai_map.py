@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign import llm, placeholders
 from flowrun.manifest.foreign.builtin_tools import PYDANTIC_AI
-from flowrun.manifest.foreign.conversion import Conversion, agent_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, Items, agent_name
 from flowrun.manifest.foreign.keys import KeyTable, sort_keys, text
 from flowrun.manifest.foreign.registry import Detected
 from flowrun.manifest.foreign.single import OneAgent, add_one_agent, read_file
@@ -140,9 +139,7 @@ def _model(conv: Conversion, src: Source, data: Mapping[str, object], one: OneAg
     conv.note(src, ("model",), pick.describe())
 
 
-def _setting(
-    conv: Conversion, src: Source, where: PathKey, key: str, value: object, spec: dict[str, Any]
-) -> None:
+def _setting(conv: Conversion, src: Source, where: PathKey, key: str, value: object, spec: Doc) -> None:
     if key in SETTINGS:
         spec[SETTINGS[key]] = value
         conv.note(src, where, f"the model's {SETTINGS[key]}")
@@ -162,8 +159,8 @@ def _setting(
         )
 
 
-def _capabilities(conv: Conversion, src: Source, value: object, one: OneAgent) -> list[Any]:
-    out: list[Any] = []
+def _capabilities(conv: Conversion, src: Source, value: object, one: OneAgent) -> Items:
+    out: Items = []
     for i, item in enumerate(value if isinstance(value, list) else []):
         where: PathKey = ("capabilities", i)
         name, args = (
@@ -188,7 +185,7 @@ def _capabilities(conv: Conversion, src: Source, value: object, one: OneAgent) -
 
 def _capability(
     conv: Conversion, src: Source, where: PathKey, name: str, args: object, one: OneAgent
-) -> list[Any]:
+) -> Items:
     if name in PYDANTIC_AI:
         eq = PYDANTIC_AI[name]
         conv.note(src, where, ", ".join(eq.tools) + (f" ({eq.why})" if eq.why else ""), eq.how)

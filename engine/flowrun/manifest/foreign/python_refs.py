@@ -12,9 +12,8 @@ import ast
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import display_path
 
@@ -35,7 +34,7 @@ PARENTS = 4  # how far up from the project folder a module's package is looked f
 class FunctionTool:
     """A tool manifest made from a Python function, and where its module is imported from."""
 
-    manifest: dict[str, Any]
+    manifest: Doc
     import_root: Path
 
 
@@ -129,14 +128,14 @@ def function_tool(
     return FunctionTool(manifest, import_root)
 
 
-def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[dict[str, Any], str | None]:
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Doc, str | None]:
     """The JSON Schema of a plain signature, or why it is not plain."""
     args = node.args
     if args.vararg or args.kwarg or args.posonlyargs:
         return {}, "*args, **kwargs and positional-only parameters are not plain"
     named = [*args.args, *args.kwonlyargs]
     defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults) + list(args.kw_defaults)
-    properties: dict[str, Any] = {}
+    properties: Doc = {}
     required: list[str] = []
     for arg, default in zip(named, defaults, strict=True):
         if arg.arg in CONTEXT_PARAMETERS or _is_context(arg.annotation):
@@ -153,7 +152,7 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[dict[str,
             required.append(arg.arg)
         elif isinstance(default, ast.Constant):
             properties[arg.arg] = {**schema, "default": default.value}
-    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    out: Doc = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         out["required"] = required
     return out, None
@@ -163,7 +162,7 @@ def _is_context(annotation: ast.expr | None) -> bool:
     return annotation is not None and "Context" in ast.unparse(annotation)
 
 
-def _schema(annotation: ast.expr | None) -> dict[str, Any] | None:
+def _schema(annotation: ast.expr | None) -> Doc | None:
     """A JSON Schema for a simple annotation; None for one that is not simple."""
     if annotation is None:
         return {}

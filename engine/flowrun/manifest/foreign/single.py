@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from flowrun.manifest.foreign.conversion import Conversion
+from flowrun.manifest.foreign.conversion import Conversion, Doc
 from flowrun.manifest.foreign.keys import mapping
 from flowrun.manifest.yaml_source import PathKey, Source, load_source
 from flowrun.paths import display_path
@@ -39,11 +39,11 @@ class OneAgent:
 
     name: str
     folder: str  # where its answer is written, e.g. "pydantic-ai"
-    agent: dict[str, Any]
+    agent: Doc
     where: dict[PathKey, PathKey] = field(default_factory=dict)  # agent key -> the file's
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)
-    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: dict[str, Doc] = field(default_factory=dict)
+    models: dict[str, Doc] = field(default_factory=dict)
+    servers: dict[str, Doc] = field(default_factory=dict)
     task: str = "{{ message }}"
     model_key: PathKey = ("model",)  # where the file names the model (its settings' problems)
     tools_key: PathKey = ("tools",)  # where the file names its tools (MCP servers' problems)
@@ -52,7 +52,7 @@ class OneAgent:
 def add_one_agent(conv: Conversion, src: Source, one: OneAgent) -> None:
     """The agent and its workflow, added to `conv`."""
     conv.add("agent", one.agent, src, (), one.where)
-    data: dict[str, Any] = {"version": 1, "kind": "workflow", "name": one.name}
+    data: Doc = {"version": 1, "kind": "workflow", "name": one.name}
     if one.agent.get("description"):
         data["description"] = one.agent["description"]
     data["inputs"] = {"message": dict(MESSAGE), **one.inputs}

@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from flowrun.manifest.foreign.conversion import Conversion, Note, Piece
+from flowrun.manifest.foreign.conversion import Conversion, Doc, Note, Piece
 from flowrun.manifest.foreign.registry import format_named
 
 HOW_TITLES = {"approximated": "Approximated", "dropped": "Dropped"}
@@ -90,7 +89,7 @@ def _write_agent(piece: Piece, folder: Path, header: str) -> list[Path]:
     return out
 
 
-def _tool(piece: Piece, folder: Path) -> dict[str, Any]:
+def _tool(piece: Piece, folder: Path) -> Doc:
     """A function tool's `path` made relative to the new project (its module stays where it is)."""
     data = dict(piece.data)
     implementation = data.get("implementation")

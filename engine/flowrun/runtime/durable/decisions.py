@@ -161,10 +161,15 @@ class Decision:
         return f"{self.verdict()} by {self.by}" + (f" ({self.user})" if self.user else "")
 
     def verdict(self) -> str:
+        """What was decided, in words (the web UI shows them beside who, when and why)."""
         if self.kind == "question":
             return "left unanswered" if self.answer is None else f"answered {_short(self.answer, 60)!r}"
         if self.kind == "budget":
-            return f"granted {self.grant:g} more {self.limit}" if self.allowed else "refused more budget"
+            if not self.allowed:
+                return "refused more budget"
+            if self.grant is None:
+                return "granted more budget"
+            return f"granted {self.grant:g} more {self.limit}"
         return "allowed" if self.allowed else "denied"
 
     @classmethod

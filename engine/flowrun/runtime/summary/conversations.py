@@ -54,6 +54,17 @@ class Turn:
     kind: str = ""  # user: task | message | engine; note: reset | compacted | error | end | iteration
     calls: list[Call] = field(default_factory=list)
     thinking: str = ""
+    step: int | None = None  # an answer's model call (the agent's step)
+
+
+@dataclass
+class Prompt:
+    """What an instance was told from its step `from_step` on: its rendered system prompt and
+    the tools offered (name, description, JSON Schema of the arguments)."""
+
+    system: str
+    tools: list[dict[str, object]]
+    from_step: int
 
 
 @dataclass
@@ -65,6 +76,8 @@ class Instance:
     session: str | None = None
     segments: list[Segment] = field(default_factory=list)
     pending: list[Turn] = field(default_factory=list)  # a system prompt recorded before agent_start
+    prompts: list[Prompt] = field(default_factory=list)
+    last_step: int = 0  # its latest answer's step
 
     @property
     def turns(self) -> list[Turn]:
@@ -139,6 +152,7 @@ class Conversations:
     def _prompt(self, e: AgentPromptEvent) -> None:
         inst = self._instance(e.agent, e.agent_id)
         inst.model = e.model or inst.model
+        inst.prompts.append(Prompt(e.system, list(e.tools), inst.last_step + 1))
         segment = self._segment(e.agent_id)
         if segment is not None and segment.open:  # re-rendered mid-conversation (tools bound late)
             segment.turns.append(Turn("system", e.system, "updated"))
@@ -203,7 +217,10 @@ class Conversations:
         calls = [Call(c.id, c.name, c.arguments or c.raw_arguments or {}) for c in response.tool_calls]
         thinking = "\n".join(str(b.get("thinking", "")) for b in response.thinking if b.get("thinking"))
         said = response.raw_text if response.raw_text is not None else response.text  # as written
-        self._add(e.agent_id, Turn("assistant", said, calls=calls, thinking=thinking))
+        self._add(e.agent_id, Turn("assistant", said, calls=calls, thinking=thinking, step=e.step))
+        inst = self.instances.get(e.agent_id)
+        if inst is not None:
+            inst.last_step = max(inst.last_step, e.step)
 
     def _last_calls(self, agent_id: str) -> list[Call]:
         segment = self._segment(agent_id)
@@ -277,6 +294,8 @@ def _turn_dict(turn: Turn) -> dict[str, object]:
     out: dict[str, object] = {"role": turn.role, "kind": turn.kind, "text": turn.text}
     if turn.thinking:
         out["thinking"] = turn.thinking
+    if turn.step is not None:
+        out["step"] = turn.step
     out["calls"] = [
         {
             "id": call.id,
@@ -290,3 +309,52 @@ def _turn_dict(turn: Turn) -> dict[str, object]:
         for call in turn.calls
     ]
     return out
+
+
+# ------------------------------------------------------------------ one instance, as asked
+
+
+def instance_json(found: Conversations, agent_id: str) -> dict[str, object] | None:
+    """What one agent instance was asked and answered, for the web UI's details of a step: the
+    system prompts and tools it was given (each from the step it held from), and every turn of
+    its conversation in order (its sub-agents' not nested: they are instances of their own), each
+    answer with its step and each tool result whole (status, text, error, stats, context).
+    None when the run has no such instance."""
+    inst = found.instances.get(agent_id)
+    if inst is None:
+        return None
+    return {
+        "agent": inst.agent,
+        "agent_id": inst.agent_id,
+        "parent": inst.parent,
+        "model": inst.model,
+        "session": inst.session,
+        "prompts": [{"system": p.system, "tools": p.tools, "from_step": p.from_step} for p in inst.prompts],
+        "turns": [_flat_turn(turn) for turn in inst.turns],
+    }
+
+
+def _flat_turn(turn: Turn) -> dict[str, object]:
+    out = _turn_dict(turn)
+    out["calls"] = [
+        {
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "result": None if call.result is None else _result(call.result),
+            "agents": [s.instance.agent_id for s in call.segments],
+        }
+        for call in turn.calls
+    ]
+    return out
+
+
+def _result(result: ToolResult) -> dict[str, object]:
+    error = result.error
+    return {
+        "status": result.status,
+        "text": result.model_text(),
+        "error": None if error is None else {"code": error.code, "message": error.message},
+        "stats": result.stats,
+        "context": result.context,
+    }

@@ -21,6 +21,7 @@ from flowrun.events import (
     Event,
     IterationEndEvent,
     IterationStartEvent,
+    ModelFallbackEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     ModelRetryEvent,
@@ -137,6 +138,13 @@ class Span:
     tokens: int | None = None
     cost_usd: float | None = None
     tool_calls: list[str] = field(default_factory=list)  # what a model call asked for
+    agent_id: str = ""  # the invocation's instance path (its lane)
+    purpose: str | None = None  # a side call's (a summary for the compact strategy)
+    latency_ms: float | None = None  # of a model call's answer
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    retries: list[str] = field(default_factory=list)  # why each retry of a model call was made
+    fallbacks: list[str] = field(default_factory=list)  # "from → to (reason)" per switch
 
 
 @dataclass
@@ -168,6 +176,9 @@ class RunFold:
         self.notes: list[Note] = []  # the run's own (no agent, no step)
         self.spans: list[Span] = []
         self.open_spans: dict[tuple[str, ...], Span] = {}
+        # the tool calls a run's end cut (key -> span, whether the run stopped to wait): a
+        # resume goes on with them
+        self.stopped: dict[tuple[str, ...], tuple[Span, bool]] = {}
         self.by_agent_model: dict[tuple[str, str], UsageRow] = {}
         self.history = DecisionHistory()  # the requests open, as `flowrun approve` reads them
         self.decisions: list[Decision] = []
@@ -207,12 +218,13 @@ class RunFold:
         self.history.feed(e)
         self.end = None
         self.options = dict(e.options) if e.options else self.options
+        self._reopen(e.t)
         self._note(e)
 
     def _run_end(self, e: RunEndEvent) -> None:
         self.history.feed(e)
         self.end = e
-        self.close(e.t, "waiting" if e.status == "waiting" else "interrupted")
+        self.close(e.t, e.status)
 
     def _agent_start(self, e: AgentStartEvent) -> None:
         parent = self.current.get(e.parent or "")
@@ -248,7 +260,7 @@ class RunFold:
             return
         label = f"step {e.step}" + (f" ({e.purpose})" if e.purpose else "")
         span = Span("model", inst.index, e.t, label, step=e.step, model=e.model_id or e.model or None)
-        span.model_name = e.model
+        span.model_name, span.agent_id, span.purpose = e.model, e.agent_id, e.purpose
         self._open_span(("model", e.agent_id, str(e.step), e.purpose or ""), span)
 
     def _model_response(self, e: ModelResponseEvent) -> None:
@@ -273,9 +285,12 @@ class RunFold:
             inst.cost_usd = (inst.cost_usd or 0.0) + cost
         if span is None:  # (a log from before model_request was written)
             span = Span("model", inst.index, e.t - e.latency_ms / 1000, f"step {e.step}", step=e.step)
+            span.agent_id, span.purpose = e.agent_id, e.purpose
             self.spans.append(span)
         span.end, span.outcome = e.t, "replayed" if e.replayed else "ok"
         span.tokens, span.cost_usd = usage.total, cost
+        span.input_tokens, span.output_tokens = usage.input_tokens, usage.output_tokens
+        span.latency_ms = e.latency_ms
         span.model = e.served_by or span.model or e.response.model or None
         span.tool_calls = [c.name for c in e.response.tool_calls]
 
@@ -287,7 +302,7 @@ class RunFold:
         inst.calls[e.call_id] = call
         inst.items.append(call)
         self.tool_calls += 1
-        span = Span("tool", inst.index, e.t, e.tool, tool=e.tool, call_id=e.call_id)
+        span = Span("tool", inst.index, e.t, e.tool, tool=e.tool, call_id=e.call_id, agent_id=e.agent_id)
         self._open_span(("tool", e.agent_id, e.call_id), span)
 
     def _tool_result(self, e: ToolResultEvent) -> None:
@@ -314,7 +329,7 @@ class RunFold:
         lane = inst.index if inst is not None else 0
         asked = {"approval": f"waiting to allow {e.tool}", "question": "waiting for an answer"}
         span = Span("wait", lane, e.t, asked.get(e.kind, f"waiting for more budget ({e.limit})"))
-        span.call_id, span.tool, span.outcome = e.call_id, e.tool, "waiting"
+        span.call_id, span.tool, span.outcome, span.agent_id = e.call_id, e.tool, "waiting", e.agent_id
         self._open_span(("wait", e.agent_id, e.call_id), span)
         self._note(e)
 
@@ -355,6 +370,16 @@ class RunFold:
 
     def _model_retry(self, e: ModelRetryEvent) -> None:
         self.retries += 1
+        # the event names the model, not the agent: the latest open call of that model retried
+        asking = [s for s in self.open_spans.values() if s.kind == "model" and s.model_name == e.model]
+        if asking:
+            asking[-1].retries.append(f"retry {e.retry} after {e.delay_s:g} s: {e.reason}")
+        self._note(e)
+
+    def _model_fallback(self, e: ModelFallbackEvent) -> None:
+        for key, span in self.open_spans.items():
+            if key[:3] == ("model", e.agent_id, str(e.step)):
+                span.fallbacks.append(f"{e.from_model} → {e.to_model} ({e.reason})")
         self._note(e)
 
     def _error(self, e: ErrorEvent) -> None:
@@ -395,10 +420,32 @@ class RunFold:
             if open_span is span:
                 del self.open_spans[key]
 
-    def close(self, t: float, outcome: str) -> None:
-        """End every open span at `t` (the run stopped): a wait stays a wait."""
-        for span in list(self.open_spans.values()):
-            self._close_span(span, t, "waiting" if span.kind == "wait" else outcome)
+    def close(self, t: float, status: str) -> None:
+        """The run ended `status` at `t`: its open calls end there (waiting, or interrupted). A
+        wait for a person goes on while the run waits (its decision ends it); cut tool calls
+        are kept for a resume."""
+        waiting = status == "waiting"
+        for key, span in list(self.open_spans.items()):
+            if span.kind == "wait":
+                if not waiting:
+                    self._close_span(span, t, "waiting")
+                continue
+            self._close_span(span, t, "waiting" if waiting else "interrupted")
+            if span.kind == "tool":
+                self.stopped[key] = (span, waiting)
+
+    def _reopen(self, t: float) -> None:
+        """A resume goes on with the tool calls its run's end cut: a call that waited for the
+        run's decisions is the same bar again, a call cut by a stop runs again from `t`."""
+        for key, (span, waited) in self.stopped.items():
+            if waited:
+                span.end, span.outcome = None, "running"
+                self.open_spans[key] = span
+            else:
+                again = Span("tool", span.lane, t, span.label, tool=span.tool, call_id=span.call_id)
+                again.agent_id = span.agent_id
+                self._open_span(key, again)
+        self.stopped.clear()
 
 
 def _calling(parent: Invocation, e: AgentStartEvent) -> Call | None:
@@ -422,6 +469,7 @@ HANDLERS: dict[type[Event], Callable[..., None]] = {
     ModelRequestEvent: RunFold._model_request,
     ModelResponseEvent: RunFold._model_response,
     ModelRetryEvent: RunFold._model_retry,
+    ModelFallbackEvent: RunFold._model_fallback,
     ToolCallEvent: RunFold._tool_call,
     ToolResultEvent: RunFold._tool_result,
     DecisionPendingEvent: RunFold._decision_pending,

@@ -24,7 +24,8 @@ from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.runs_index import RunEntry, entry_of, summarize
 from flowrun.runtime.summary.conversations import Conversations
 from flowrun.runtime.summary.fold import Call, Group, Invocation, Item, Note, RunFold, Span, UsageRow
-from flowrun.types import Usage
+from flowrun.runtime.summary.per_agent import agent_rows, token_counts, usage_by
+from flowrun.states import BY_NAME
 
 LIST_HINT = "pass a run folder such as runs/<run-id>; `flowrun runs` lists them"
 REPLAY_SUFFIX = "-replay"  # `flowrun replay RUN` writes RUN-replay beside it
@@ -68,8 +69,18 @@ class RunSummary:
         return list(dict.fromkeys([*([self.output] if self.output else []), *reported]))
 
     def unfinished(self) -> str:
-        """What an invocation that never ended is, given the run's state."""
-        return self.status if self.status in ("running", "waiting", "cancelled") else "interrupted"
+        """What an invocation that never ended is, given the run's state: the state the run
+        stopped or ended in (a budget refused, a failure elsewhere), or interrupted (a
+        completed run's log that lost its end)."""
+        return "interrupted" if self.status == "completed" else self.status
+
+    def cut(self) -> str:
+        """What a model or tool call still open at the log's end is: running while the run goes
+        on, waiting or cancelled with the run, else interrupted (the timeline's bar and the
+        tree's call say the same)."""
+        if self.status in ("running", "waiting", "cancelled"):
+            return self.status
+        return "interrupted"
 
     def to_dict(self) -> dict[str, object]:
         """The run as the HTTP API sends it (`GET /v1/runs/{id}`) and the web UI draws it."""
@@ -77,6 +88,7 @@ class RunSummary:
         output = self.output
         return {
             **self.entry.to_dict(),
+            "resumable": BY_NAME[self.status].resumable if self.status in BY_NAME else False,
             "inputs": self.entry.inputs,
             "options": self.entry.options,
             "workflow_file": self.workflow_file,
@@ -84,13 +96,16 @@ class RunSummary:
             "output": output if output and (path / output).is_file() else None,
             "output_files": self.output_files,
             "pending": [p.to_dict() for p in fold.pending.values()] if self.status == "waiting" else [],
-            "decisions": [{**asdict(d), "ref": d.ref, "text": d.describe()} for d in fold.decisions],
+            "decisions": [
+                {**asdict(d), "ref": d.ref, "text": d.describe(), "said": d.verdict()} for d in fold.decisions
+            ],
             "usage": usage_dict(fold),
             "events": fold.events,
             "last_seq": fold.last_seq,
             "tool_calls": fold.tool_calls,
             "tool_errors": fold.tool_errors,
             "retries": fold.retries,
+            "agents": agent_rows(fold, self.unfinished()),
             "invocations": [self._invocation(inst) for inst in fold.invocations],
             "tree": [_item(item) for item in fold.roots],
             "notes": [_note(note) for note in fold.notes],
@@ -114,7 +129,7 @@ class RunSummary:
             "end": inst.end,
             "status": inst.status or self.unfinished(),
             "steps": inst.steps,
-            "usage": _usage(inst.usage),
+            "usage": token_counts(inst.usage),
             "total_tokens": inst.usage.total,
             "cost_usd": inst.cost_usd,
             "subtree_tokens": tokens,
@@ -123,33 +138,28 @@ class RunSummary:
             "error": inst.error,
             "output_files": inst.output_files,
             "items": [_item(item) for item in inst.items],
-            "calls": {call_id: _call(call) for call_id, call in inst.calls.items()},
+            "calls": {call_id: _call(call, self.cut()) for call_id, call in inst.calls.items()},
         }
 
     def _span(self, span: Span) -> dict[str, object]:
         out = {k: v for k, v in vars(span).items() if k != "model_name"}
+        if span.end is None and span.kind == "wait" and self.status == "waiting":
+            return out  # it still waits: the pages draw it to now
         if span.end is None and self.status != "running":  # the run stopped while it was open
             out["end"] = self.fold.last_t
-            out["outcome"] = "waiting" if span.kind == "wait" else self.unfinished()
+            out["outcome"] = "waiting" if span.kind == "wait" else self.cut()
         return out
 
 
 def usage_dict(fold: RunFold) -> dict[str, object]:
     """The run's model usage in usage.json's shape, counted from its log."""
     return {
-        **_usage(fold.usage),
+        **token_counts(fold.usage),
         "total_tokens": fold.usage.total,
         "total_cost_usd": fold.cost_usd,
         "by_agent_model": [_row(row) for row in fold.by_agent_model.values()],
-    }
-
-
-def _usage(usage: Usage) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
+        "by_agent": usage_by(fold, lambda row: row.agent, "agent"),
+        "by_model": usage_by(fold, lambda row: row.model, "model"),
     }
 
 
@@ -158,19 +168,20 @@ def _row(row: UsageRow) -> dict[str, object]:
         "agent": row.agent,
         "model": row.model,
         "calls": row.calls,
-        "usage": _usage(row.usage),
+        "usage": token_counts(row.usage),
         "cost_usd": row.cost_usd,
     }
 
 
-def _call(call: Call) -> dict[str, object]:
+def _call(call: Call, cut: str) -> dict[str, object]:
+    """A tool call; `cut`: its status while it has no result (see RunSummary.cut)."""
     return {
         "call_id": call.call_id,
         "tool": call.tool,
         "arguments": call.arguments,
         "start": call.start,
         "end": call.end,
-        "status": call.status,
+        "status": call.status or cut,
         "error": call.error,
         "agents": [inst.index for inst in call.agents],
     }
@@ -299,18 +310,26 @@ def replay_steps(run_dir: Path, replay: str) -> dict[str, object]:
     """The model steps of a run and of its replay side by side, paired by agent instance and
     step: each one's answer (text and tool calls), whether they are the same (answer and request
     digests), and the first that differs (`replay --diff` as the web UI shows it)."""
-    recorded = _steps(read_events(run_dir / "events.jsonl"))
-    replayed = _steps(read_events(run_dir.with_name(replay) / "events.jsonl"))
-    rows, first = [], None
+    return {"name": replay, **compare_steps(run_dir, run_dir.with_name(replay))}
+
+
+def compare_steps(first: Path, second: Path, requests: bool = True) -> dict[str, object]:
+    """The model steps of two runs side by side (see replay_steps): `steps` with each one's
+    `recorded` (the first run's answer) and `replayed` (the second's), and `first_difference`.
+    Without `requests`, only the answers are compared (two runs of their own: their prompts
+    differ by date and run id)."""
+    recorded = _steps(read_events(first / "events.jsonl"))
+    replayed = _steps(read_events(second / "events.jsonl"))
+    rows, first_difference = [], None
     for key in dict.fromkeys([*recorded, *replayed]):
         a, b = recorded.get(key), replayed.get(key)
-        same = a is not None and b is not None and a == b
-        if not same and first is None:
-            first = key
+        same = a is not None and b is not None and (a == b if requests else a[1] == b[1])
+        if not same and first_difference is None:
+            first_difference = key
         rows.append(
             {"step": key, "recorded": a[1] if a else None, "replayed": b[1] if b else None, "same": same}
         )
-    return {"name": replay, "first_difference": first, "steps": rows}
+    return {"first_difference": first_difference, "steps": rows}
 
 
 def _steps(events: list[Event]) -> dict[str, tuple[str, str]]:

@@ -14,11 +14,11 @@ import asyncio
 import inspect
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
-from flowrun.manifest.checks.python_tools import probe
+from flowrun.manifest.checks.python_tools import Report, probe
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems, schema_problems
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
@@ -123,11 +123,11 @@ def result_of(value: object) -> ToolResult:
     """A function's return value as a tool result: text as it is, anything else as JSON."""
     if isinstance(value, str):
         return ToolResult.ok(value)
-    plain: Any = json.loads(json.dumps(value, default=str, ensure_ascii=False))
+    plain: object = json.loads(json.dumps(value, default=str, ensure_ascii=False))
     return ToolResult.ok(json.dumps(plain, ensure_ascii=False), result=plain)
 
 
-def _check_one(tool: Loaded[ToolManifest], target: str, report: dict[str, Any]) -> list[Diagnostic]:
+def _check_one(tool: Loaded[ToolManifest], target: str, report: Report) -> list[Diagnostic]:
     src, (module, _, func) = tool.source, target.partition(":")
     error = report.get("error")
     if error == "missing-module":

@@ -2,8 +2,9 @@
 conversations, usage and output files) that opens with no network, to attach to a CI artifact
 or a bug report. It is drawn by the same ES modules as the live run page: they are joined into
 one inline script (their `import`/`export` lines taken out, in dependency order), and the run's
-summary (runtime/summary/, what the HTTP API sends), conversations and output files are embedded
-as JSON, redacted again before they are written."""
+summary (runtime/summary/, what the HTTP API sends), conversations, each agent instance as it
+was asked, its team and output files are embedded as JSON, redacted again before they are
+written."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from flowrun.errors import RunError
 from flowrun.pinned import read_whole
 from flowrun.redaction import Redactor
-from flowrun.runtime.summary.conversations import conversation_json
+from flowrun.runtime.summary.conversations import conversation_json, instance_json
 from flowrun.runtime.summary.folder import RunSummary, read_summary, replay_steps
 from flowrun.serve.ui import STATIC
 
@@ -71,14 +72,32 @@ def _files(summary: RunSummary) -> list[dict[str, object]]:
     return out
 
 
+def _team(run_dir: Path) -> dict[str, object] | None:
+    """The team of the run's workflow as its files are now; None when they no longer load."""
+    from flowrun.api import recorded_run
+    from flowrun.errors import FlowrunError
+    from flowrun.serve.team_graph import team_graph
+
+    try:
+        return team_graph(recorded_run(run_dir)[1])
+    except FlowrunError:
+        return None
+
+
 def report_data(run_dir: Path) -> dict[str, object]:
     """What the report embeds: the run's summary (as the HTTP API sends it), its conversations
     and output files (and its replay's steps when a RUN-replay folder sits beside it), every
     string redacted."""
     summary = read_summary(run_dir)
+    agents = {
+        agent_id: instance_json(summary.conversations, agent_id)
+        for agent_id in summary.conversations.instances
+    }
     data: dict[str, object] = {
         "summary": summary.to_dict(),
         "conversations": conversation_json(summary.conversations),
+        "agents": agents,
+        "team": _team(run_dir),
         "files": _files(summary),
     }
     if summary.replay is not None:
@@ -111,7 +130,8 @@ def report_html(run_dir: Path) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{title}</title>\n<style>\n{style}</style>\n</head>\n<body>\n"
-        f'<header class="top"><span class="brand">flowrun</span><span>{title}</span></header>\n'
+        '<header class="top"><span class="brand">flowrun</span>'
+        f'<span class="report-title">{title}</span></header>\n'
         '<main id="main" class="report"></main>\n'
         f'<script type="application/json" id="flowrun-data">{_script_json(data)}</script>\n'
         f'<script type="module">{script}</script>\n</body>\n</html>\n'

@@ -6,12 +6,11 @@ as a function tool (python_refs.py), `exit_loop` as flowrun's exit_loop for the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign.adk.build import AGENT_KEYS, Build, Draft, model_of, output_path, prompt_of
 from flowrun.manifest.foreign.adk.tree import LLM, Node
 from flowrun.manifest.foreign.builtin_tools import ADK
-from flowrun.manifest.foreign.conversion import flowrun_name
+from flowrun.manifest.foreign.conversion import Doc, Items, flowrun_name
 from flowrun.manifest.foreign.keys import sort_keys
 from flowrun.manifest.foreign.python_refs import function_tool, refuse_tool
 from flowrun.manifest.yaml_source import PathKey
@@ -34,7 +33,7 @@ def llm_agent(build: Build, node: Node) -> Draft | None:
         )
         text = ""
     prompt = prompt_of(build, node, text)
-    data: dict[str, Any] = {"version": 1, "kind": "agent", "name": node.name, "prompt": prompt}
+    data: Doc = {"version": 1, "kind": "agent", "name": node.name, "prompt": prompt}
     description = node.value("description")
     if isinstance(description, str) and description.strip():
         data["description"] = description.strip()
@@ -52,13 +51,13 @@ def llm_agent(build: Build, node: Node) -> Draft | None:
     return draft
 
 
-def agent_tools(build: Build, node: Node, draft: Draft) -> list[Any]:
+def agent_tools(build: Build, node: Node, draft: Draft) -> Items:
     """An LlmAgent's tool entries: its `tools`, then the sub-agents it transfers to."""
     tools = node.value("tools")
     if tools is not None and not isinstance(tools, list):
         build.conv.problem(node.src, ("tools",), "`tools` must be a list of {name: ...}", "", "wrong-type")
         tools = []
-    out: list[Any] = []
+    out: Items = []
     for i, tool in enumerate(tools or []):
         for entry in tool_entries(build, node, tool, ("tools", i)):
             draft.where[("tools", len(out))] = ("tools", i)
@@ -83,7 +82,7 @@ def agent_tools(build: Build, node: Node, draft: Draft) -> list[Any]:
     return out
 
 
-def tool_entries(build: Build, node: Node, tool: object, where: PathKey) -> list[Any]:
+def tool_entries(build: Build, node: Node, tool: object, where: PathKey) -> Items:
     conv, src = build.conv, node.src
     if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
         conv.problem(src, where, "a tool is {name: ..., args: ...}", "", "wrong-type")
@@ -138,7 +137,7 @@ def tool_entries(build: Build, node: Node, tool: object, where: PathKey) -> list
     return []
 
 
-def _exit_loop(build: Build, node: Node, where: PathKey) -> list[Any]:
+def _exit_loop(build: Build, node: Node, where: PathKey) -> Items:
     marker = build.loops.get(node.name)
     if marker is None:
         build.conv.note(node.src, where, "dropped: the agent runs in no LoopAgent", "dropped")
@@ -151,7 +150,7 @@ def _exit_loop(build: Build, node: Node, where: PathKey) -> list[Any]:
     return [{"exit_loop": {"marker": marker, "keep": output_path(node)}}]
 
 
-def _agent_tool(build: Build, node: Node, args: object, where: PathKey) -> list[Any]:
+def _agent_tool(build: Build, node: Node, args: object, where: PathKey) -> Items:
     agent = args.get("agent") if isinstance(args, Mapping) else None
     if agent is None:
         build.conv.problem(
@@ -186,7 +185,7 @@ def _agent_tool(build: Build, node: Node, args: object, where: PathKey) -> list[
     return [child.name]
 
 
-def _function(build: Build, node: Node, dotted: str, where: PathKey, approve: bool) -> list[Any]:
+def _function(build: Build, node: Node, dotted: str, where: PathKey, approve: bool) -> Items:
     found = function_tool(build.conv, node.src, where, dotted, build.conv.root)
     if found is None:
         return []
@@ -203,7 +202,7 @@ def _function(build: Build, node: Node, dotted: str, where: PathKey, approve: bo
     return [name]
 
 
-def _mcp_toolset(build: Build, node: Node, args: object, where: PathKey) -> list[Any]:
+def _mcp_toolset(build: Build, node: Node, args: object, where: PathKey) -> Items:
     server = mcp_server(args)
     if server is None:
         message = "MCPToolset needs stdio_server_params {command, args} or connection params with a url"
@@ -222,11 +221,11 @@ def _mcp_toolset(build: Build, node: Node, args: object, where: PathKey) -> list
     return [name]
 
 
-def mcp_server(args: object) -> dict[str, Any] | None:
+def mcp_server(args: object) -> Doc | None:
     """An MCP server declaration from MCPToolset's args (stdio or HTTP/SSE connection params)."""
     if not isinstance(args, Mapping):
         return None
-    out: dict[str, Any] | None = None
+    out: Doc | None = None
     params = (
         args.get("stdio_server_params")
         or args.get("stdio_connection_params")

@@ -9,11 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.manifest.foreign import llm, placeholders
 from flowrun.manifest.foreign.adk.tree import LLM, Node, Tree
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 from flowrun.manifest.foreign.keys import KeyTable
 from flowrun.manifest.yaml_source import PathKey, Source
 
@@ -63,7 +62,7 @@ AGENT_KEYS = KeyTable(
 
 @dataclass
 class Draft:
-    data: dict[str, Any]
+    data: Doc
     src: Source
     where: dict[PathKey, PathKey] = field(default_factory=dict)
 
@@ -72,10 +71,10 @@ class Draft:
 class Build:
     tree: Tree
     root: Node
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    models: dict[str, dict[str, Any]] = field(default_factory=lambda: {DEFAULT_MODEL: dict(ADK_DEFAULT)})
+    inputs: dict[str, Doc] = field(default_factory=dict)
+    models: dict[str, Doc] = field(default_factory=lambda: {DEFAULT_MODEL: dict(ADK_DEFAULT)})
     agents: dict[str, Draft] = field(default_factory=dict)
-    servers: dict[str, dict[str, Any]] = field(default_factory=dict)  # the workflow's mcp_servers
+    servers: dict[str, Doc] = field(default_factory=dict)  # the workflow's mcp_servers
     state: dict[str, str] = field(default_factory=dict)  # output_key -> the file that holds it
     loops: dict[str, str] = field(default_factory=dict)  # agent -> the marker of the loop it is in
 
@@ -162,7 +161,7 @@ def model_of(build: Build, node: Node) -> str | None:
     return _with_settings(build, node, dict(spec), config)
 
 
-def _with_settings(build: Build, node: Node, spec: dict[str, Any], config: Mapping[str, object]) -> str:
+def _with_settings(build: Build, node: Node, spec: Doc, config: Mapping[str, object]) -> str:
     """`generate_content_config` over a model's settings: temperature and max_output_tokens as
     flowrun's keys, sampling settings as extra body fields, safety settings dropped."""
     extra: dict[str, object] = {}
@@ -185,7 +184,7 @@ def _with_settings(build: Build, node: Node, spec: dict[str, Any], config: Mappi
     return _named(build, node, spec)
 
 
-def _named(build: Build, node: Node, spec: dict[str, Any]) -> str:
+def _named(build: Build, node: Node, spec: Doc) -> str:
     name = flowrun_name(f"{node.name}-model")
     build.models[name] = spec
     return name

@@ -7,11 +7,10 @@ session's conversation (`include_contents: none`: only ADK's fixed request)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flowrun.manifest.foreign.adk.agents import llm_agent
 from flowrun.manifest.foreign.adk.build import STATE_DIR, Build, output_path
 from flowrun.manifest.foreign.adk.tree import LLM, LOOP, SEQUENTIAL, Node
+from flowrun.manifest.foreign.conversion import Doc
 
 DEFAULT_ITERATIONS = 10  # a LoopAgent without max_iterations: flowrun's loops are bounded
 NO_CONTENTS = "Handle the requests as specified in the System Instruction."  # ADK's, without history
@@ -31,7 +30,7 @@ def mark_loops(build: Build, node: Node, marker: str | None = None) -> None:
         mark_loops(build, child, marker)
 
 
-def steps_of(build: Build, node: Node, history: History) -> list[dict[str, Any]]:
+def steps_of(build: Build, node: Node, history: History) -> list[Doc]:
     if node.cls == LLM:
         return [_agent_step(build, node, history)]
     if node.cls == SEQUENTIAL:
@@ -42,7 +41,7 @@ def steps_of(build: Build, node: Node, history: History) -> list[dict[str, Any]]
     return _parallel(build, node, history)
 
 
-def _agent_step(build: Build, node: Node, history: History) -> dict[str, Any]:
+def _agent_step(build: Build, node: Node, history: History) -> Doc:
     llm_agent(build, node)
     path = output_path(node)
     if node.value("include_contents") == "none":
@@ -66,7 +65,7 @@ def _agent_step(build: Build, node: Node, history: History) -> dict[str, Any]:
     return {"agent": node.name, "task": task, "output": path}
 
 
-def _loop(build: Build, node: Node, history: History) -> dict[str, Any]:
+def _loop(build: Build, node: Node, history: History) -> Doc:
     marker = f"{STATE_DIR}/.exit_loop_{node.name}"
     body = [step for child in node.children for step in steps_of(build, child, history)]
     guard = f"not workspace.exists({marker!r})"
@@ -85,8 +84,8 @@ def _loop(build: Build, node: Node, history: History) -> dict[str, Any]:
     return {"loop": {"max_iterations": iterations, "until": f"workspace.exists({marker!r})", "steps": steps}}
 
 
-def _parallel(build: Build, node: Node, history: History) -> list[dict[str, Any]]:
-    branches: list[dict[str, Any]] = []
+def _parallel(build: Build, node: Node, history: History) -> list[Doc]:
+    branches: list[Doc] = []
     after: History = []
     for i, child in enumerate(node.children):
         if child.cls != LLM:
@@ -110,12 +109,12 @@ def _parallel(build: Build, node: Node, history: History) -> list[dict[str, Any]
     return [{"parallel": branches}] if branches else []
 
 
-def workflow(build: Build) -> dict[str, Any]:
+def workflow(build: Build) -> Doc:
     """The workflow manifest of the tree (its agents go to `build.agents`)."""
     mark_loops(build, build.root)
     steps = steps_of(build, build.root, [])
     description = build.root.value("description")
-    data: dict[str, Any] = {"version": 1, "kind": "workflow", "name": build.root.name}
+    data: Doc = {"version": 1, "kind": "workflow", "name": build.root.name}
     if isinstance(description, str) and description.strip():
         data["description"] = description.strip()
     data["inputs"] = {"message": dict(MESSAGE), **build.inputs}

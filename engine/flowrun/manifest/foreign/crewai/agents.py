@@ -5,10 +5,8 @@ and `allow_delegation` the crew's other agents offered as tools."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flowrun.manifest.foreign.builtin_tools import CREWAI, Equivalent
-from flowrun.manifest.foreign.conversion import flowrun_name
+from flowrun.manifest.foreign.conversion import Doc, flowrun_name
 from flowrun.manifest.foreign.crewai.build import Build, Draft
 from flowrun.manifest.foreign.crewai.code import Python, ToolRef
 from flowrun.manifest.foreign.crewai.definition import Found, Layers
@@ -119,7 +117,7 @@ def _agent(build: Build, layers: Layers) -> Draft | None:
     name = build.names[layers.key]
     role = str(layers.value("role")).strip()
     prompt = f"You are {texts['role']}. {texts['backstory']}\nYour personal goal is: {texts['goal']}"
-    data: dict[str, Any] = {
+    data: Doc = {
         "version": 1,
         "kind": "agent",
         "name": name,
@@ -166,7 +164,7 @@ def _max_iter(build: Build, layers: Layers) -> int:
     return DEFAULT_MAX_ITER
 
 
-def _code_execution(build: Build, layers: Layers, data: dict[str, Any]) -> None:
+def _code_execution(build: Build, layers: Layers, data: Doc) -> None:
     found = layers.find("allow_code_execution")
     if found is not None and found.value is True:
         data["tools"].append("execute_shell")
@@ -294,7 +292,7 @@ def _manager(build: Build) -> None:
             )
         return
     prompt = f"You are {MANAGER_ROLE}. {MANAGER_BACKSTORY}\nYour personal goal is: {MANAGER_GOAL}"
-    data: dict[str, Any] = {
+    data: Doc = {
         "version": 1,
         "kind": "agent",
         "name": MANAGER,
@@ -310,14 +308,14 @@ def _manager(build: Build) -> None:
     build.agents[MANAGER] = Draft(data, found.src, found.part.base, {("model",): found.where})
 
 
-def judge_guardrails(build: Build, found: list[Found], retries: object) -> list[dict[str, Any]]:
+def judge_guardrails(build: Build, found: list[Found], retries: object) -> list[Doc]:
     """Guardrails in text as checks by a judge agent; a guardrail in Python is not run."""
     count = (
         retries
         if isinstance(retries, int) and not isinstance(retries, bool) and 0 <= retries <= 20
         else DEFAULT_GUARDRAIL_RETRIES
     )
-    out: list[dict[str, Any]] = []
+    out: list[Doc] = []
     for item in found:
         rules = item.value if isinstance(item.value, list) else [item.value]
         for i, rule in enumerate(rules):

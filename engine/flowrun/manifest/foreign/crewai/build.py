@@ -4,10 +4,9 @@ and a draft of each agent (its data and where each key came from)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.manifest.foreign import llm, placeholders
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 from flowrun.manifest.foreign.crewai.definition import Crew, Found
 from flowrun.manifest.yaml_source import PathKey, Source
 
@@ -20,7 +19,7 @@ CREWAI_DEFAULT = {"provider": "openai", "model": "gpt-4.1-mini"}
 class Draft:
     """A manifest being made: its data, and where each of its keys came from in `src`."""
 
-    data: dict[str, Any]
+    data: Doc
     src: Source
     base: PathKey
     where: dict[PathKey, PathKey] = field(default_factory=dict)
@@ -31,8 +30,8 @@ class Draft:
 class Build:
     crew: Crew
     conv: Conversion
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    models: dict[str, dict[str, Any]] = field(default_factory=lambda: {DEFAULT_MODEL: dict(CREWAI_DEFAULT)})
+    inputs: dict[str, Doc] = field(default_factory=dict)
+    models: dict[str, Doc] = field(default_factory=lambda: {DEFAULT_MODEL: dict(CREWAI_DEFAULT)})
     agents: dict[str, Draft] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # CrewAI agent key -> flowrun agent name
 

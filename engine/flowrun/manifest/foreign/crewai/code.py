@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from flowrun.manifest.diagnostics import Diagnostic
+from flowrun.manifest.foreign.conversion import Doc
 from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.yaml_limits import read_limited
 
@@ -54,8 +54,8 @@ class CrewCode:
     imports: dict[str, str] = field(default_factory=dict)  # name -> module it comes from
     config_paths: dict[str, str] = field(default_factory=dict)  # agents_config / tasks_config
 
-    def section(self, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = self.source.data.setdefault(name, {})
+    def section(self, name: str) -> Doc:
+        found: Doc = self.source.data.setdefault(name, {})
         return found
 
     @property
@@ -145,8 +145,8 @@ def _returned(func: ast.FunctionDef) -> ast.expr | None:
     return found[-1] if found else None
 
 
-def _call_kwargs(call: ast.Call, where: PathKey, code: CrewCode) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _call_kwargs(call: ast.Call, where: PathKey, code: CrewCode) -> Doc:
+    out: Doc = {}
     for keyword in call.keywords:
         if keyword.arg is None:
             continue

@@ -7,10 +7,8 @@ of its agent with `ask_user`, a judge guardrail or those tools."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flowrun.manifest.foreign import placeholders
-from flowrun.manifest.foreign.conversion import flowrun_name
+from flowrun.manifest.foreign.conversion import Doc, flowrun_name
 from flowrun.manifest.foreign.crewai.agents import MANAGER, judge_guardrails, tool_entries
 from flowrun.manifest.foreign.crewai.build import Build, Draft
 from flowrun.manifest.foreign.crewai.definition import Layers
@@ -67,14 +65,12 @@ TASK_KEYS = KeyTable(
 )
 
 
-def add_steps(
-    build: Build, hierarchical: bool
-) -> tuple[list[dict[str, Any]], dict[PathKey, PathKey], str | None]:
+def add_steps(build: Build, hierarchical: bool) -> tuple[list[Doc], dict[PathKey, PathKey], str | None]:
     """The workflow's steps, where each was written (in the tasks' file), and its output file."""
     outputs: dict[str, tuple[str, str]] = {}  # task key -> (output template, its read expression)
-    steps: list[dict[str, Any]] = []
+    steps: list[Doc] = []
     where: dict[PathKey, PathKey] = {}
-    parallel: list[dict[str, Any]] = []
+    parallel: list[Doc] = []
     for i, layers in enumerate(build.crew.tasks):
         for part in layers.parts:
             sort_keys(build.conv, part.src, part.base, part.data, TASK_KEYS)
@@ -98,7 +94,7 @@ def add_steps(
 
 def _step(
     build: Build, layers: Layers, index: int, outputs: dict[str, tuple[str, str]], hierarchical: bool
-) -> dict[str, Any] | None:
+) -> Doc | None:
     conv, main = build.conv, layers.main
     texts: dict[str, str] = {}
     for key in ("description", "expected_output"):

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 from flowrun.manifest.foreign.crewai.agents import add_agents
 from flowrun.manifest.foreign.crewai.build import DEFAULT_MODEL, Build
 from flowrun.manifest.foreign.crewai.definition import Crew
@@ -68,7 +67,7 @@ def crew_workflow(crew: Crew, conv: Conversion) -> None:
     for name in _used(build, steps):
         draft = build.agents[name]
         conv.add("agent", draft.data, draft.src, draft.base, draft.where)
-    data: dict[str, Any] = {"version": 1, "kind": "workflow", "name": slug(crew.name)}
+    data: Doc = {"version": 1, "kind": "workflow", "name": slug(crew.name)}
     data["description"] = f"The CrewAI crew {crew.name}, run by flowrun."
     if build.inputs:
         data["inputs"] = build.inputs
@@ -79,7 +78,7 @@ def crew_workflow(crew: Crew, conv: Conversion) -> None:
     conv.add("workflow", data, tasks_src, (), where)
 
 
-def _used(build: Build, steps: list[dict[str, Any]]) -> list[str]:
+def _used(build: Build, steps: list[Doc]) -> list[str]:
     """The agents the steps run, those they call as tools and their guardrails' judges: a
     crew agent that only a task's copy of it runs is not one of them."""
     todo = [s["agent"] for s in steps if "agent" in s] + [
@@ -108,7 +107,7 @@ def _input_defaults(build: Build) -> None:
         )
         return
     for name, value in found.value.items():
-        spec: dict[str, Any] = {
+        spec: Doc = {
             "description": f"Fills {{{name}}} in the crew's agents and tasks.",
             "required": False,
         }

@@ -7,9 +7,9 @@ conversation to (`handoffs`) offered as tools, `structured_output` as its output
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign import placeholders
+from flowrun.manifest.foreign.conversion import Doc, Items
 from flowrun.manifest.foreign.docker_agent.build import DELEGATION, Draft, Team, flowrun_agent
 from flowrun.manifest.foreign.docker_agent.toolsets import toolset_entries
 from flowrun.manifest.foreign.keys import KeyTable, sort_keys
@@ -58,7 +58,7 @@ def agent_draft(team: Team, agent: str) -> Draft:
     conv, src = team.conv, team.src
     raw = team.agents[agent]
     sort_keys(conv, src, team.at(agent), raw, AGENT_KEYS)
-    data: dict[str, Any] = {"version": 1, "kind": "agent", "name": name, "prompt": _prompt(team, agent)}
+    data: Doc = {"version": 1, "kind": "agent", "name": name, "prompt": _prompt(team, agent)}
     draft = Draft(
         data,
         team.at(agent),
@@ -98,11 +98,11 @@ def _prompt(team: Team, agent: str) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _tools(team: Team, agent: str, draft: Draft) -> list[Any]:
+def _tools(team: Team, agent: str, draft: Draft) -> Items:
     raw = team.agents[agent]
-    out: list[Any] = []
+    out: Items = []
 
-    def add(entry: Any, where: PathKey) -> None:
+    def add(entry: object, where: PathKey) -> None:
         if entry not in out:  # filesystem and shell both give read tools once
             draft.where[("tools", len(out))] = where
             out.append(entry)
@@ -144,7 +144,7 @@ def _delegate(team: Team, agent: str, key: str, callee: object, where: PathKey) 
     return True
 
 
-def _limits(team: Team, agent: str, data: dict[str, Any]) -> None:
+def _limits(team: Team, agent: str, data: Doc) -> None:
     raw, conv, src = team.agents[agent], team.conv, team.src
     iterations = raw.get("max_iterations")
     if isinstance(iterations, int) and not isinstance(iterations, bool) and iterations > 0:

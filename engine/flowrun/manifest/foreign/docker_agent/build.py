@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from flowrun.manifest.foreign.conversion import Conversion, agent_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, agent_name
 from flowrun.manifest.foreign.docker_agent.models import Models
 from flowrun.manifest.yaml_source import PathKey, Source
 
@@ -17,7 +16,7 @@ DELEGATION = ("sub_agents", "handoffs")
 
 @dataclass
 class Draft:
-    data: dict[str, Any]
+    data: Doc
     base: PathKey  # the agent's mapping in the file
     where: dict[PathKey, PathKey] = field(default_factory=dict)
 
@@ -29,9 +28,9 @@ class Team:
     agents: Mapping[str, Mapping[str, object]]  # the file's `agents:`, by docker-agent name
     models: Models
     mcps: Mapping[str, object]  # the file's named MCP servers (`mcps:`)
-    servers: dict[str, dict[str, Any]] = field(default_factory=dict)  # the workflow's mcp_servers
-    remote_agents: dict[str, dict[str, Any]] = field(default_factory=dict)  # its a2a_agents
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    servers: dict[str, Doc] = field(default_factory=dict)  # the workflow's mcp_servers
+    remote_agents: dict[str, Doc] = field(default_factory=dict)  # its a2a_agents
+    inputs: dict[str, Doc] = field(default_factory=dict)
     drafts: dict[str, Draft] = field(default_factory=dict)  # by flowrun name
     back_edges: set[tuple[str, str]] = field(default_factory=set)  # (caller, callee) left out
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flowrun.manifest.foreign import llm
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 from flowrun.manifest.yaml_source import PathKey, Source
 
 DEFAULT_MODEL = "docker-agent-default"
@@ -35,7 +34,7 @@ class Models:
     src: Source
     named: Mapping[str, object]  # the file's `models:`
     providers: Mapping[str, object]  # the file's `providers:`
-    out: dict[str, dict[str, Any]] = field(default_factory=lambda: {DEFAULT_MODEL: dict(DOCKER_DEFAULT)})
+    out: dict[str, Doc] = field(default_factory=lambda: {DEFAULT_MODEL: dict(DOCKER_DEFAULT)})
 
     def ref(self, value: object, where: PathKey, owner: str) -> str | None:
         """An agent's `model` as a flowrun reference (None: the default model, with a warning
@@ -83,7 +82,7 @@ class Models:
     def _custom(self, provider: str, model: str) -> llm.ModelPick:
         raw = self.providers[provider]
         settings = raw if isinstance(raw, Mapping) else {}
-        spec: dict[str, Any] = {"provider": "openai-compatible", "model": model}
+        spec: Doc = {"provider": "openai-compatible", "model": model}
         if isinstance(settings.get("base_url"), str):
             spec["base_url"] = settings["base_url"]
         if isinstance(settings.get("token_key"), str):
@@ -137,9 +136,7 @@ class Models:
         return name
 
 
-def _settings(
-    conv: Conversion, src: Source, base: PathKey, config: Mapping[str, object], spec: dict[str, Any]
-) -> dict[str, Any]:
+def _settings(conv: Conversion, src: Source, base: PathKey, config: Mapping[str, object], spec: Doc) -> Doc:
     extra: dict[str, object] = {}
     for key, value in config.items():
         where = (*base, key)
@@ -162,7 +159,7 @@ def _settings(
     return spec
 
 
-def _thinking(value: object) -> bool | dict[str, Any]:
+def _thinking(value: object) -> bool | Doc:
     """A token budget as extended thinking (at least 1024 tokens); 0, -1 or a level word as on/off."""
     if isinstance(value, bool):
         return value

@@ -7,17 +7,20 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.yaml_source import Source
 
+if TYPE_CHECKING:
+    from jsonschema import Draft7Validator, ValidationError
+
 SCHEMA_FILE = Path(__file__).with_name("agent-schema.json")
 
 
 @cache
-def _validator() -> Any:
+def _validator() -> Draft7Validator:
     from jsonschema import Draft7Validator
 
     return Draft7Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
@@ -41,7 +44,7 @@ def schema_problems(src: Source) -> list[Diagnostic]:
     return out
 
 
-def _deepest(err: Any) -> Any:
+def _deepest(err: ValidationError) -> ValidationError:
     """Of a oneOf/anyOf error, the sub-error deepest in the document (what is wrong, not that no
     choice fits)."""
     found = err

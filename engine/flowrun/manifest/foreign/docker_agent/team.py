@@ -4,11 +4,11 @@ user's message (or one of its `commands`, whose `$VAR`s become inputs)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign import placeholders
-from flowrun.manifest.foreign.conversion import Conversion, flowrun_name
+from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 from flowrun.manifest.foreign.docker_agent.agents import agent_draft
 from flowrun.manifest.foreign.docker_agent.build import Team, find_back_edges, flowrun_agent
 from flowrun.manifest.foreign.docker_agent.models import DEFAULT_MODEL, Models
@@ -58,7 +58,7 @@ def convert_team(found: Detected) -> Conversion:
     return conv
 
 
-def _map(value: object) -> Mapping[str, Any]:
+def _map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -67,10 +67,10 @@ def _agents(conv: Conversion, data: Mapping[str, object]) -> dict[str, Mapping[s
     return {str(k): v for k, v in raw.items() if isinstance(v, Mapping)} if isinstance(raw, Mapping) else {}
 
 
-def _workflow(team: Team, root: str) -> dict[str, Any]:
+def _workflow(team: Team, root: str) -> Doc:
     raw = team.agents[root]
     name = flowrun_name(team.src.path.stem) if team.src.path is not None else flowrun_agent(root)
-    data: dict[str, Any] = {"version": 1, "kind": "workflow", "name": name}
+    data: Doc = {"version": 1, "kind": "workflow", "name": name}
     description = raw.get("description")
     if isinstance(description, str) and description.strip():
         data["description"] = description.strip()
@@ -132,7 +132,7 @@ def _commands(team: Team, root: str) -> dict[str, str]:
     return out
 
 
-def _variable(team: Team, found: Any) -> str:
+def _variable(team: Team, found: re.Match[str]) -> str:
     name = placeholders.name_of(found)
     team.inputs.setdefault(
         name,

@@ -8,11 +8,10 @@ nothing (the model reasons in its answer); the rest, which flowrun has no tool f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from flowrun.manifest.foreign import placeholders
 from flowrun.manifest.foreign.builtin_tools import DOCKER_AGENT
-from flowrun.manifest.foreign.conversion import flowrun_name
+from flowrun.manifest.foreign.conversion import Doc, Items, flowrun_name
 from flowrun.manifest.foreign.docker_agent.build import Team, flowrun_agent
 from flowrun.manifest.yaml_source import PathKey
 
@@ -30,7 +29,7 @@ MISSING = {
 SHOWN = ("instruction", "toon", "name")
 
 
-def toolset_entries(team: Team, agent: str, toolset: object, where: PathKey) -> list[Any]:
+def toolset_entries(team: Team, agent: str, toolset: object, where: PathKey) -> Items:
     conv, src = team.conv, team.src
     if not isinstance(toolset, Mapping) or not isinstance(toolset.get("type"), str):
         conv.problem(src, where, "a toolset is {type: ...}", "", "wrong-type")
@@ -62,7 +61,7 @@ def toolset_entries(team: Team, agent: str, toolset: object, where: PathKey) -> 
     return []
 
 
-def _mcp(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) -> list[Any]:
+def _mcp(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) -> Items:
     conv, src = team.conv, team.src
     ref = toolset.get("ref")
     spec: Mapping[str, object] = toolset
@@ -88,13 +87,13 @@ def _mcp(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) 
     return [name]
 
 
-def _a2a(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) -> list[Any]:
+def _a2a(team: Team, agent: str, toolset: Mapping[str, object], where: PathKey) -> Items:
     """A remote A2A agent (`url`, `headers`) as one of the workflow's `a2a_agents`."""
     raw = toolset.get("name")
     name = flowrun_name(
         str(raw) if isinstance(raw, str) else f"{flowrun_agent(agent)}-a2a{len(team.remote_agents) + 1}"
     )
-    spec: dict[str, Any] = {"url": toolset["url"]}
+    spec: Doc = {"url": toolset["url"]}
     headers = toolset.get("headers")
     if isinstance(headers, Mapping):
         spec["headers"] = {str(k): str(v) for k, v in headers.items()}
@@ -109,8 +108,8 @@ def braced(value: object) -> str:
     return placeholders.ENVIRONMENT.sub(lambda m: "${" + placeholders.name_of(m) + "}", str(value))
 
 
-def _server(spec: Mapping[str, object]) -> tuple[dict[str, Any] | None, str]:
-    out: dict[str, Any] | None = None
+def _server(spec: Mapping[str, object]) -> tuple[Doc | None, str]:
+    out: Doc | None = None
     how = ""
     remote, ref = spec.get("remote"), spec.get("ref")
     if isinstance(spec.get("command"), str):
@@ -144,7 +143,7 @@ def _server(spec: Mapping[str, object]) -> tuple[dict[str, Any] | None, str]:
     return out, how
 
 
-def _scripts(team: Team, toolset: Mapping[str, object], where: PathKey) -> list[Any]:
+def _scripts(team: Team, toolset: Mapping[str, object], where: PathKey) -> Items:
     """`script` toolsets' `shell:` commands as command tools: `sh -c CMD`, each argument in the
     environment under its own name (docker-agent's `$name`)."""
     conv, src = team.conv, team.src
@@ -152,7 +151,7 @@ def _scripts(team: Team, toolset: Mapping[str, object], where: PathKey) -> list[
     if not isinstance(shell, Mapping) or not shell:
         conv.problem(src, where, "a script toolset needs `shell: {NAME: {cmd: ...}}`", "", "missing-key")
         return []
-    out: list[Any] = []
+    out: Items = []
     for key, raw in shell.items():
         at = (*where, "shell", key)
         if not isinstance(raw, Mapping) or not isinstance(raw.get("cmd"), str):
@@ -166,14 +165,14 @@ def _scripts(team: Team, toolset: Mapping[str, object], where: PathKey) -> list[
     return out
 
 
-def _script_tool(key: str, raw: Mapping[str, object]) -> dict[str, Any]:
+def _script_tool(key: str, raw: Mapping[str, object]) -> Doc:
     args = raw.get("args")
     properties = (
         {str(k): dict(v) for k, v in args.items() if isinstance(v, Mapping)}
         if isinstance(args, Mapping)
         else {}
     )
-    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    parameters: Doc = {"type": "object", "properties": properties}
     required = raw.get("required")
     if isinstance(required, list):
         parameters["required"] = [str(r) for r in required if r in properties]
@@ -182,7 +181,7 @@ def _script_tool(key: str, raw: Mapping[str, object]) -> dict[str, Any]:
         {str(k): placeholders.literal(str(v)) for k, v in fixed.items()} if isinstance(fixed, Mapping) else {}
     )
     env |= {arg: f"{{{{ {arg} | default('') }}}}" for arg in properties if placeholders.IDENTIFIER.match(arg)}
-    implementation: dict[str, Any] = {
+    implementation: Doc = {
         "command": ["sh", "-c", placeholders.literal(str(raw["cmd"]))],
         "env": env,
     }

@@ -5,6 +5,10 @@
 
 const TOKEN_KEY = "flowrun-token";
 
+export function setToken(token) {
+  sessionStorage.setItem(TOKEN_KEY, token);
+}
+
 export function apiToken() {
   const m = location.hash.match(/token=([^&]+)/);
   if (m) {

@@ -1,14 +1,15 @@
 // Batches (/batches and /batches/NAME): progress (items by status out of all) and the cost
-// spent over time, drawn from GET /v1/batches/NAME; each item links to its run.
+// spent over time, drawn from GET /v1/batches/NAME; each item links to its run (BATCH:ITEM).
 import { h, s, replaceContent, fmtCost, fmtTokens, fmtDuration, statusBadge } from "./dom.js";
 import { lineChart } from "./charts.js";
 import { getJSON } from "./api.js";
+import { gate } from "./session.js";
 
 // `order`: the run states (flowrun/states.py, sent with the batch), ended ones first
 function progressBar(counts, total, states) {
   const order = [...states.filter((s) => s !== "running"), ...Object.keys(counts).filter((s) => !states.includes(s)), "running"];
   const width = 620;
-  const svg = s("svg", { class: "progress", width, height: 20, role: "img", "aria-label": "progress" });
+  const svg = s("svg", { class: "progress", width, height: 20, viewBox: `0 0 ${width} 20`, preserveAspectRatio: "none", role: "img", "aria-label": "progress" });
   let x = 0;
   for (const status of order) {
     const n = counts[status] || 0;
@@ -22,12 +23,13 @@ function progressBar(counts, total, states) {
 }
 
 export async function batchesPage(main) {
+  if (!(await gate(main))) return;
   replaceContent(main, h("h1", {}, "Batches"));
   try {
     const { batches } = await getJSON("/v1/batches");
     main.appendChild(
       batches.length
-        ? h("ul", { class: "batches" }, batches.map((b) => h("li", {}, h("a", { href: "/batches/" + encodeURIComponent(b.name) }, b.name), ` · ${workflowOf(b)} · ${Object.values(b.counts || {}).reduce((a, n) => a + n, 0)}/${totalOf(b)} · ${fmtCost(b.cost_usd)}`)))
+        ? h("ul", { class: "batches" }, batches.map((b) => h("li", {}, h("a", { href: "/batches/" + encodeURIComponent(b.name) }, b.name), ` · ${workflowOf(b)} · ${b.ended ?? 0}/${totalOf(b)} · ${fmtCost(b.cost_usd)}`)))
         : h("p", { class: "muted" }, "no batch yet"),
     );
   } catch (e) {
@@ -42,6 +44,7 @@ const workflowOf = (b) => b.workflow || String(b.workflow_file || "").split("/")
 const curveOf = (b) => (b.cost_over_time || []).map((p) => (Array.isArray(p) ? p : [p.t, p.cost_usd]));
 
 export async function batchPage(main, name) {
+  if (!(await gate(main, { batches: [name] }))) return;
   replaceContent(main, h("h1", {}, "batch ", name));
   let b;
   try {
@@ -50,7 +53,7 @@ export async function batchPage(main, name) {
     main.appendChild(h("p", { class: "error" }, String(e.message || e)));
     return;
   }
-  const done = Object.values(b.counts || {}).reduce((a, n) => a + n, 0);
+  const done = b.ended ?? 0; // (serve/workflow_info.py counts them)
   main.appendChild(
     h(
       "div",
@@ -61,20 +64,21 @@ export async function batchPage(main, name) {
       h(
         "table",
         { class: "runs batch-items" },
-        h("thead", {}, h("tr", {}, ["item", "status", "tokens", "cost", "duration", "error"].map((c) => h("th", {}, c)))),
+        h("thead", {}, h("tr", {}, ["item", "status", "tokens", "cost", "took", "error"].map((c) => h("th", { scope: "col" }, c)))),
         h(
           "tbody",
           {},
           (b.items || []).map((it) =>
             h(
               "tr",
-              {},
-              h("td", {}, it.id),
-              h("td", {}, statusBadge(it.status)),
-              h("td", { class: "num" }, fmtTokens(it.total_tokens)),
-              h("td", { class: "num" }, fmtCost(it.cost_usd)),
-              h("td", { class: "num" }, fmtDuration(it.duration_s)),
-              h("td", {}, it.error || ""),
+              { class: "run-row", "data-id": it.id, "data-status": it.status },
+              // each item's run, read through the runs API as BATCH:ITEM
+              h("td", { "data-label": "item" }, h("a", { href: "/runs/" + encodeURIComponent(`${name}:${it.id}`) }, it.id)),
+              h("td", { "data-label": "status" }, statusBadge(it.status)),
+              h("td", { "data-label": "tokens", class: "num" }, fmtTokens(it.total_tokens)),
+              h("td", { "data-label": "cost", class: "num" }, fmtCost(it.cost_usd)),
+              h("td", { "data-label": "took", class: "num" }, fmtDuration(it.duration_s)),
+              h("td", { "data-label": "error" }, it.error || ""),
             ),
           ),
         ),

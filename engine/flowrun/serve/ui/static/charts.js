@@ -11,7 +11,7 @@ export function barChart(title, rows, measure, width = 460) {
   const max = Math.max(...rows.map(value), 1e-12);
   const plot = width - CHART_LABEL_W - 80;
   const height = rows.length * (CHART_BAR_H + 6) + 6;
-  const svg = s("svg", { class: "chart chart-" + measure, width, height, role: "img", "aria-label": title });
+  const svg = s("svg", { class: "chart chart-" + measure, width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
   rows.forEach((r, i) => {
     const y = 4 + i * (CHART_BAR_H + 6);
     svg.appendChild(s("text", { class: "chart-label", x: 0, y: y + CHART_BAR_H - 4 }, r.key, s("title", {}, r.key)));
@@ -32,7 +32,7 @@ export function barChart(title, rows, measure, width = 460) {
 
 // points: [[t, value], ...] (t epoch seconds), a step line from the first point
 export function lineChart(title, points, width = 620, height = 180) {
-  const svg = s("svg", { class: "chart chart-line", width, height, role: "img", "aria-label": title });
+  const svg = s("svg", { class: "chart chart-line", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
   if (points.length) {
     const t0 = points[0][0];
     const span = Math.max(points[points.length - 1][0] - t0, 1e-3);

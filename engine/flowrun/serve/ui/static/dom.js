@@ -16,6 +16,8 @@ function setAttributes(node, attrs) {
     if (value === null || value === undefined || value === false) continue;
     if (name.startsWith("on") && typeof value === "function") {
       node.addEventListener(name.slice(2), value);
+    } else if (name === "style") {
+      node.style.cssText = String(value); // (through the CSSOM: the pages' policy forbids style attributes)
     } else if (name === "dataset") {
       Object.assign(node.dataset, value);
     } else if (name.startsWith("on")) {
@@ -81,8 +83,53 @@ export function fmtTime(epoch) {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
+// a state's badge: its name in words, a shape beside it (drawn by the stylesheet) and a colour,
+// so that it reads without colour too
 export function statusBadge(status) {
-  return h("span", { class: "status status-" + String(status || "unknown").replace(/[^a-z_]/g, "") }, status || "?");
+  const name = String(status || "unknown").replace(/[^a-z_]/g, "");
+  return h("span", { class: "status status-" + name, "data-status": name }, h("span", { class: "status-mark", "aria-hidden": "true" }), (status || "?").replace(/_/g, " "));
+}
+
+// "3 min ago" (or "in 5 s"), the absolute time on hover
+export function fmtAgo(epoch, now = Date.now() / 1000) {
+  if (!epoch) return "–";
+  const d = now - epoch;
+  const a = Math.abs(d);
+  const said = a < 45 ? Math.round(a) + " s" : a < 2700 ? Math.round(a / 60) + " min" : a < 64800 ? Math.round(a / 3600) + " h" : Math.round(a / 86400) + " d";
+  if (a < 5) return "just now";
+  return d >= 0 ? said + " ago" : "in " + said;
+}
+
+export function timeNode(epoch, now) {
+  if (!epoch) return h("span", { class: "muted" }, "–");
+  const iso = new Date(epoch * 1000).toISOString();
+  return h("time", { datetime: iso, title: fmtTime(epoch), "data-epoch": String(epoch) }, fmtAgo(epoch, now));
+}
+
+// a tool call's arguments as a person reads them: each key on its line, a text with its line
+// breaks as line breaks (not \n), anything else as indented JSON
+export function argsNode(args) {
+  if (args === null || args === undefined || typeof args !== "object" || Array.isArray(args)) return h("pre", { class: "text args" }, jsonText(args));
+  const keys = Object.keys(args);
+  if (!keys.length) return h("p", { class: "muted" }, "(no arguments)");
+  return h(
+    "dl",
+    { class: "args" },
+    keys.map((k) => {
+      const v = args[k];
+      const text = typeof v === "string" ? v : jsonText(v);
+      return [h("dt", {}, k), h("dd", {}, text.length > 600 || text.includes("\n") ? folded(text, 12, 1200) : h("span", { class: "arg-value" }, text))];
+    }),
+  );
+}
+
+// a definition list of facts, the empty ones left out
+export function factList(rows) {
+  return h(
+    "dl",
+    { class: "fact-list" },
+    rows.filter((r) => r && r[1] !== null && r[1] !== undefined && r[1] !== "").map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
+  );
 }
 
 export function jsonText(value) {

@@ -20,6 +20,12 @@ export class RunModel {
     this.lastT = Math.max(s.started ?? 0, ...this.spans.map((b) => b.end ?? b.start), ...this.invocations.map((i) => i.end ?? i.start));
     this.now = s.now ?? null;
     this.lastSeq = s.last_seq || 0;
+    this.keyed = null;
+  }
+
+  // whether open bars grow to the clock: the run goes on, or waits for a person
+  get live() {
+    return this.status === "running" || this.status === "waiting";
   }
 
   // the lanes of the timeline: invocations in the order the tree shows them, each under its
@@ -48,19 +54,81 @@ export class RunModel {
     return out;
   }
 
-  // usage per agent and per model, from the summary's rows per agent and model
-  usageBy(field) {
-    const rows = new Map();
-    for (const r of this.summary?.usage?.by_agent_model || []) {
-      const key = r[field];
-      let row = rows.get(key);
-      if (!row) rows.set(key, (row = { key, input: 0, output: 0, calls: 0, cost: null }));
-      row.input += r.usage.input_tokens || 0;
-      row.output += r.usage.output_tokens || 0;
-      row.calls += r.calls || 0;
-      if (r.cost_usd !== null && r.cost_usd !== undefined) row.cost = (row.cost || 0) + r.cost_usd;
+  // a lane's name: the agent and what it was asked (a foreach item, a task), and its number
+  // among lanes that would read the same
+  laneNames() {
+    const names = new Map();
+    const counts = new Map();
+    for (const { inst } of this.lanes()) {
+      const task = String(inst.task || "").split("\n").find((line) => line.trim()) || "";
+      const base = inst.agent + (task ? " · " + task.trim() : "");
+      const n = (counts.get(base) || 0) + 1;
+      counts.set(base, n);
+      names.set(inst.index, n > 1 ? `${base} (#${n})` : base);
     }
-    return [...rows.values()];
+    return names;
+  }
+
+  // a span's key, stable across refreshes of the summary
+  spanKey(span) {
+    return [span.kind, span.agent_id || this.invocations[span.lane]?.agent_id || span.lane, span.step ?? "", span.call_id ?? "", span.purpose ?? "", span.start].join("|");
+  }
+
+  spanByKey(key) {
+    if (!this.keyed) this.keyed = new Map(this.spans.map((s) => [this.spanKey(s), s]));
+    return this.keyed.get(key) || null;
+  }
+
+  // every bar in the order it began (what j and k walk through)
+  ordered() {
+    return [...this.spans].sort((a, b) => a.start - b.start || a.lane - b.lane);
+  }
+
+  invocationOf(agentId) {
+    let found = null;
+    for (const inv of this.invocations) if (inv.agent_id === agentId) found = inv;
+    return found;
+  }
+
+  call(agentId, callId) {
+    return this.invocationOf(agentId)?.calls?.[callId] || null;
+  }
+
+  // the tool bar of a call, and the model bar of a step
+  toolSpan(agentId, callId) {
+    return this.spans.find((s) => s.kind === "tool" && s.call_id === callId && (s.agent_id || this.invocations[s.lane]?.agent_id) === agentId) || null;
+  }
+
+  modelSpan(agentId, step) {
+    return this.spans.find((s) => s.kind === "model" && s.step === step && !s.purpose && (s.agent_id || this.invocations[s.lane]?.agent_id) === agentId) || null;
+  }
+
+  decisionFor(agentId, callId) {
+    return (this.summary?.decisions || []).find((d) => d.call_id === callId && (d.agent_id || "") === (agentId || "")) || null;
+  }
+
+  // a call of an agent instance that ran other agents (its bar holds theirs)
+  isContainer(span) {
+    if (span.kind !== "tool") return false;
+    const inv = this.invocations[span.lane];
+    return Boolean(inv?.calls?.[span.call_id]?.agents?.length);
+  }
+
+  // per agent name, the summary's row (runtime/summary/per_agent.py): its state, runs,
+  // steps, tokens, cost and first invocation
+  agentRows() {
+    return new Map((this.summary?.agents || []).map((row) => [row.agent, row]));
+  }
+
+  // usage per agent or per model (`field`), as the summary sums it, shaped for the charts
+  usageBy(field) {
+    return (this.summary?.usage?.["by_" + field] || []).map((r) => ({
+      key: r[field],
+      input: r.usage.input_tokens || 0,
+      output: r.usage.output_tokens || 0,
+      calls: r.calls || 0,
+      cost: r.cost_usd ?? null,
+    }));
   }
 
   pendingList() {

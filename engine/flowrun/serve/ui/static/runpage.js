@@ -1,44 +1,54 @@
 // The live run page (/runs/ID): the run's summary from the server (GET /v1/runs/ID: the one
 // `flowrun show` draws), drawn again whenever its log gains events (followed over server-sent
 // events; at most one summary request in flight, and one more if events came meanwhile); while
-// it runs, open bars grow with the clock. After a decision is sent the page follows the
-// resumed run.
+// it runs, open bars grow with the clock. After a decision, a Resume or a Stop, the page follows
+// the run on. A mistyped id or a missing token is a page of its own (session.js).
 import { h, replaceContent } from "./dom.js";
 import { RunModel } from "./model.js";
 import { RunView } from "./runview.js";
 import { getJSON, getText, postJSON, followEvents } from "./api.js";
+import { gate } from "./session.js";
+import { RunControls } from "./controls.js";
 
 const SHOWN_FILE_BYTES = 200000;
 
 export async function runPage(main, runId) {
+  if (!(await gate(main, { runs: [runId] }))) return;
   const model = new RunModel();
   const enc = encodeURIComponent(runId);
   let following = false;
-  let resuming = 0; // after a decision: how many more times to look for the resumed run
+  let resuming = 0; // after a decision or a Resume: how many more times to look for the run going on
+  let before = null; // the run's state when it was decided or resumed
   let lastSeq = 0;
   // the browser's clock minus the server's, so that running bars grow to the server's now
   let skew = 0;
   const serverNow = () => Date.now() / 1000 - skew;
   document.title = `flowrun · ${runId}`;
+  const goesOn = () => {
+    resuming = 20; // the server resumes the run: follow it
+    before = model.status;
+    return refresh().then(follow);
+  };
   const source = {
     canDecide: true,
     decide: (body) => postJSON(`/v1/runs/${enc}/decisions`, { ...body, via: "ui" }),
-    decided: () => {
-      resuming = 20; // the server resumes the run once nothing is pending: follow it
-      return refresh().then(follow);
-    },
+    decided: goesOn,
+    agent: (agentId) => getJSON(`/v1/runs/${enc}/agent?agent_id=${encodeURIComponent(agentId)}`),
+    conversations: () => getJSON(`/v1/runs/${enc}/conversations`).then((t) => t.conversations || []),
   };
-  replaceContent(main, h("h1", {}, "run ", h("span", { class: "run-id" }, runId)));
+  replaceContent(main, h("h1", { class: "run-title" }, h("span", { class: "muted" }, "run "), h("span", { class: "run-id" }, runId)));
   const root = h("div", { class: "run-view" });
   main.appendChild(root);
   const view = new RunView(root, model, source);
+  const controls = new RunControls(view, runId, { goesOn, refresh: () => refresh() });
   let queued = false;
   const draw = () => {
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => {
       queued = false;
-      view.render(model.status === "running" ? serverNow() : null);
+      view.render(model.live ? serverNow() : null);
+      controls.update(model);
       root.dataset.status = model.status;
       root.dataset.events = String(view.summary?.events ?? 0);
     });
@@ -47,7 +57,7 @@ export async function runPage(main, runId) {
   let asking = null;
   let again = false;
   let shownFiles = null;
-  // the summary and conversations again (once at a time; once more if asked meanwhile)
+  // the summary again (once at a time; once more if asked meanwhile)
   async function refresh() {
     if (asking) {
       again = true;
@@ -57,13 +67,11 @@ export async function runPage(main, runId) {
       do {
         again = false;
         try {
-          const [summary, talk] = await Promise.all([getJSON(`/v1/runs/${enc}`), getJSON(`/v1/runs/${enc}/conversations`)]);
+          const summary = await getJSON(`/v1/runs/${enc}`);
           if (typeof summary.now === "number") skew = Date.now() / 1000 - summary.now;
           view.setSummary(summary);
-          view.setConversations(talk.conversations || []);
           lastSeq = Math.max(lastSeq, summary.last_seq || 0);
         } catch (e) {
-          if (e.status === 404) root.dataset.missing = "1";
           root.dataset.error = String(e.message || e);
         }
         draw();
@@ -89,12 +97,12 @@ export async function runPage(main, runId) {
     } catch (e) {
       return;
     }
-    const main_ = view.summary?.output || null;
+    const mainFile = view.summary?.output || null;
     const wanted = new Set(view.summary?.output_files || []);
     const files = [];
     for (const f of listed) {
       if (!wanted.has(f.path)) continue;
-      const file = { path: f.path, main: f.path === main_, content: null };
+      const file = { path: f.path, main: f.path === mainFile, content: null };
       if (f.size > SHOWN_FILE_BYTES) file.note = `${f.size} bytes: too large to show here`;
       else {
         try {
@@ -122,9 +130,10 @@ export async function runPage(main, runId) {
         await refresh();
         const status = view.summary?.status || end?.status;
         const pending = view.pending().length;
-        if (status !== "running" && !(resuming > 0 && !pending && status === "waiting")) break;
+        const starting = resuming > 0 && !pending && status === before; // (not begun again yet)
+        if (status !== "running" && !starting) break;
         if (status === "running") resuming = 0;
-        else resuming -= 1; // decided, but the resumed run has not begun yet
+        else resuming -= 1; // decided or resumed, but the run has not begun again yet
         await new Promise((done) => setTimeout(done, status === "running" && end ? 0 : 300));
       }
     } catch (e) {
@@ -135,10 +144,14 @@ export async function runPage(main, runId) {
   }
 
   const clock = setInterval(() => {
-    if (model.status === "running") draw();
+    if (model.live) draw();
   }, 1000);
   window.addEventListener("pagehide", () => clearInterval(clock));
   await refresh();
+  getJSON(`/v1/runs/${enc}/team`).then(
+    (t) => view.setTeam(t.team, t.problem),
+    (e) => view.setTeam(null, String(e.message || e)),
+  );
   if (view.summary?.replay) getJSON(`/v1/runs/${enc}/replay`).then((r) => view.setReplay(r), () => {});
   await follow();
 }

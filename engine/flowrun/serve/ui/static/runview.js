@@ -1,110 +1,43 @@
-// The run page's body, the same for the live page and the report: a header of facts, the
-// decisions it waits for, the timeline, the tree of agents and tool calls, token and cost
-// charts, the conversations, the output files and, when a replay exists, the replay's steps
-// next to the recording's. `source` says where data comes from (the server, or the report's
-// embedded JSON) and whether decisions can be taken here.
-import { h, replaceContent, fmtCost, fmtTokens, fmtDuration, fmtTime, statusBadge, jsonText, folded } from "./dom.js";
-import { drawTimeline, timelineLegend } from "./timeline.js";
+// The run page's body, the same for the live page and the report: the facts, the decisions it
+// waits for, then the timeline and the tree beside the Details panel (what a bar, a node or
+// j/k selected), the team, the decisions taken, tokens and cost, the conversations (folded
+// until opened), the output files and, when a replay exists, the replay's steps. `source` says
+// where data comes from (the server, or the report's embedded JSON) and what can be done here.
+import { h, replaceContent, fmtCost, fmtTokens, fmtDuration, statusBadge, folded, timeNode } from "./dom.js";
+import { Timeline } from "./timeline.js";
 import { barChart } from "./charts.js";
 import { conversationsNode } from "./conversation.js";
 import { renderMarkdown } from "./markdown.js";
 import { replayDiffNode } from "./replaydiff.js";
-
-// the tree of invocations, as `flowrun show` draws it: each agent with its tool calls, the
-// agents a call ran under it, notes and loop iterations in order
-function treeItems(model, items, calls) {
-  return (items || []).map((item) => {
-    if (item.agent !== undefined) return h("li", {}, treeNode(model, model.invocations[item.agent]));
-    if (item.call !== undefined) return treeCall(model, calls[item.call]);
-    if (item.group) {
-      const g = item.group;
-      return h("li", { class: "tree-group", "data-kind": g.kind }, h("span", { class: "muted" }, g.label + (g.outcome ? " · " + g.outcome : "")), h("ul", {}, treeItems(model, g.items, calls)));
-    }
-    return h("li", { class: "tree-note note-" + item.note.level }, item.note.text);
-  });
-}
-
-function treeCall(model, call) {
-  if (!call) return null;
-  const took = call.end !== null ? fmtDuration(call.end - call.start) : "…";
-  const agents = call.agents.map((i) => h("li", {}, treeNode(model, model.invocations[i])));
-  return h(
-    "li",
-    { class: "tree-call", "data-tool": call.tool },
-    h("span", { class: "tool-name" }, call.tool),
-    " ",
-    statusBadge(call.status || (model.status === "running" ? "running" : "no result")),
-    h("span", { class: "muted" }, " " + took + (call.error ? " · " + call.error : "")),
-    agents.length ? h("ul", {}, agents) : null,
-  );
-}
-
-function treeNode(model, inv) {
-  const took = inv.end && inv.start ? ` · ${fmtDuration(inv.end - inv.start)}` : "";
-  const head = h(
-    "div",
-    { class: "tree-agent" },
-    h("strong", {}, inv.agent),
-    " ",
-    statusBadge(inv.status),
-    h("span", { class: "muted" }, ` ${inv.model || ""} · ${inv.steps} step(s) · ${fmtTokens(inv.total_tokens)} tokens · ${fmtCost(inv.cost_usd)}${took}`),
-  );
-  return h("div", { class: "tree-node", "data-agent-id": inv.agent_id, "data-index": String(inv.index) }, head, h("ul", {}, treeItems(model, inv.items, inv.calls)));
-}
-
-export function treeView(model) {
-  const tree = model.summary?.tree || [];
-  if (!tree.length) return h("p", { class: "muted" }, "no agent has started yet");
-  const notes = (model.summary?.notes || []).map((n) => h("li", { class: "tree-note note-" + n.level }, n.text));
-  return h("div", { class: "tree" }, h("ul", {}, treeItems(model, tree, {}), notes));
-}
-
-function decisionForm(p, source, onDone) {
-  const reason = h("input", { type: "text", class: "reason", placeholder: "reason (optional)" });
-  const status = h("span", { class: "decision-status" });
-  const send = async (body) => {
-    status.textContent = "sending…";
-    try {
-      await source.decide({ call: p.ref || (p.agent_id ? `${p.agent_id}/${p.call_id}` : p.call_id), reason: reason.value || null, continue: true, ...body });
-      status.textContent = "sent";
-      onDone();
-    } catch (e) {
-      status.textContent = String(e.message || e);
-    }
-  };
-  let what;
-  let buttons;
-  if (p.kind === "question") {
-    const answer = h("textarea", { class: "answer", rows: 2, placeholder: "your answer" });
-    what = h("div", {}, h("strong", {}, p.agent || "?"), " asks: ", h("q", {}, p.question || ""));
-    buttons = [answer, h("button", { class: "answer-btn", onclick: () => send({ answer: answer.value }) }, "Answer")];
-  } else {
-    const label = p.kind === "budget" ? `more budget: ${p.limit} (${p.message || ""})` : `${p.agent || "?"} wants to call ${p.tool}`;
-    what = h("div", {}, h("strong", {}, label), p.arguments ? h("pre", { class: "text args" }, jsonText(p.arguments)) : null);
-    buttons = [
-      reason,
-      h("button", { class: "allow-btn", onclick: () => send({ allow: true }) }, "Allow"),
-      h("button", { class: "deny-btn", onclick: () => send({ allow: false }) }, "Deny"),
-    ];
-  }
-  const deadline = p.deadline ? h("div", { class: "muted" }, "denied at " + fmtTime(p.deadline) + " if nobody decides") : null;
-  return h("div", { class: "decision", "data-call-id": p.call_id, "data-kind": p.kind }, what, h("div", { class: "muted" }, p.agent_id || ""), deadline, source.canDecide ? h("div", { class: "decision-buttons" }, buttons, status) : null);
-}
+import { DetailsPanel } from "./details.js";
+import { treeView } from "./tree.js";
+import { teamView } from "./graph.js";
+import { decisionForm, decisionsTable } from "./decisions.js";
 
 function factsNode(model) {
   const summary = model.summary || {};
   const status = summary.status || model.status;
+  const spent = summary.duration_s ?? (model.lastT && summary.started ? model.lastT - summary.started : null);
+  const inputs = Object.entries(summary.inputs || {});
   return h(
     "div",
     { class: "facts" },
-    h("span", { class: "fact" }, statusBadge(status)),
-    h("span", { class: "fact" }, "workflow ", h("strong", {}, summary.workflow || "?")),
-    h("span", { class: "fact" }, "tokens ", h("strong", { class: "total-tokens", "data-value": String(summary.total_tokens ?? 0) }, fmtTokens(summary.total_tokens ?? 0))),
-    h("span", { class: "fact" }, "cost ", h("strong", { class: "total-cost", "data-value": String(summary.cost_usd ?? "") }, fmtCost(summary.cost_usd ?? null))),
-    h("span", { class: "fact" }, "started ", fmtTime(summary.started)),
-    h("span", { class: "fact" }, "duration ", fmtDuration(summary.duration_s ?? (model.lastT && summary.started ? model.lastT - summary.started : null))),
-    summary.message ? h("div", { class: "message" }, summary.message) : null,
+    h("span", { class: "fact fact-status" }, statusBadge(status)),
+    h("span", { class: "fact" }, h("span", { class: "fact-k" }, "workflow"), h("strong", {}, summary.workflow || "?"), summary.dry_run ? h("span", { class: "tag" }, "dry run") : null),
+    h("span", { class: "fact" }, h("span", { class: "fact-k" }, "tokens"), h("strong", { class: "total-tokens", "data-value": String(summary.total_tokens ?? 0) }, fmtTokens(summary.total_tokens ?? 0))),
+    h("span", { class: "fact" }, h("span", { class: "fact-k" }, "cost"), h("strong", { class: "total-cost", "data-value": String(summary.cost_usd ?? "") }, fmtCost(summary.cost_usd ?? null))),
+    h("span", { class: "fact" }, h("span", { class: "fact-k" }, "model calls"), h("strong", {}, String(summary.steps ?? 0))),
+    h("span", { class: "fact" }, h("span", { class: "fact-k" }, "started"), timeNode(summary.started)),
+    h("span", { class: "fact" }, h("span", { class: "fact-k" }, "took"), fmtDuration(spent)),
+    summary.batch ? h("span", { class: "fact" }, h("span", { class: "fact-k" }, "batch"), h("a", { href: "/batches/" + encodeURIComponent(summary.batch) }, summary.batch)) : null,
+    inputs.length ? h("div", { class: "fact-inputs" }, inputs.map(([k, v]) => h("span", { class: "input-chip", title: typeof v === "string" ? v : JSON.stringify(v) }, h("span", { class: "fact-k" }, k), short(v)))) : null,
+    summary.message && status !== "waiting" ? h("div", { class: "message" }, folded(summary.message, 4, 400)) : null,
   );
+}
+
+function short(value) {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text.length > 80 ? text.slice(0, 79) + "…" : text;
 }
 
 function outputNode(file, open) {
@@ -117,6 +50,16 @@ function outputNode(file, open) {
   return h("details", { class: "output", open: file.main || open ? true : null, "data-path": file.path }, h("summary", {}, file.path + (file.main ? " (the workflow's output)" : "")), body);
 }
 
+function panel(name, title, { fold = false, open = false } = {}) {
+  const body = h("div", { class: "section-body" });
+  const id = "panel-" + name;
+  const heading = h("h2", { id: id + "-title" }, title);
+  const section = fold
+    ? h("details", { class: "panel panel-" + name, id, open: open || null }, h("summary", {}, heading), body)
+    : h("section", { class: "panel panel-" + name, id, "aria-labelledby": id + "-title" }, heading, body);
+  return { section, body };
+}
+
 export class RunView {
   constructor(root, model, source) {
     this.root = root;
@@ -124,67 +67,197 @@ export class RunView {
     this.source = source;
     this.summary = null;
     this.files = [];
-    this.sections = {};
-    this.convKey = null;
-    for (const [name, title] of [
+    this.seen = null; // the summary's last_seq last drawn in full
+    this.team = null;
+    this.p = {};
+    for (const [name, title, opts] of [
       ["facts", null],
       ["decisions", "Waiting for a decision"],
       ["timeline", "Timeline"],
       ["tree", "Agents and tool calls"],
-      ["charts", "Tokens and cost"],
-      ["conversations", "Conversations"],
+      ["team", "Team"],
+      ["taken", "Decisions taken"],
+      ["charts", "Tokens and cost", { fold: true, open: true }],
+      ["conversations", "Conversations", { fold: true }],
       ["outputs", "Output files"],
       ["replay", "Replay differences"],
-    ]) {
-      const body = h("div", { class: "section-body" });
-      const section = h("section", { class: "panel panel-" + name, id: name }, title ? h("h2", {}, title) : null, body);
-      this.sections[name] = { section, body };
-      root.appendChild(section);
-    }
-    this.sections.replay.section.hidden = true;
+    ])
+      this.p[name] = name === "facts" ? { section: h("div", { class: "panel-facts" }), body: null } : panel(name, title, opts);
+    this.p.facts.body = this.p.facts.section;
+    this.controls = h("div", { class: "run-controls" });
+    this.details = h("section", { class: "panel panel-details", "aria-labelledby": "details-title" }, h("h2", { id: "details-title" }, "Details"), h("div", { class: "section-body details-body" }));
+    this.detailsPanel = new DetailsPanel(this.details.lastChild, model, source, {
+      onSelectSpan: (key) => this.selectSpan(key, { scroll: true }),
+      onSelectInvocation: (index) => this.selectInvocation(index),
+      onConversation: (agentId) => this.showConversation(agentId),
+    });
+    this.timeline = new Timeline(this.p.timeline.body, model, {
+      onSelect: (key) => this.selectSpan(key, { fromTimeline: true }),
+      onLane: (inv) => this.selectInvocation(inv.index),
+    });
+    const main = h("div", { class: "run-main" }, this.p.timeline.section, this.p.tree.section);
+    root.append(this.p.facts.section, this.controls, this.p.decisions.section, h("div", { class: "run-grid" }, main, this.details), this.p.team.section, this.p.taken.section, this.p.charts.section, this.p.conversations.section, this.p.outputs.section, this.p.replay.section);
+    this.p.replay.section.hidden = true;
+    this.p.taken.section.hidden = true;
+    this.p.conversations.section.addEventListener("toggle", () => this.p.conversations.section.open && this.loadConversations());
+    document.addEventListener("keydown", (e) => this.keys(e));
   }
 
   setSummary(summary) {
     this.summary = summary;
-    this.model.set(summary);
+    this.model.set(summary, this.model.conversations);
   }
 
   setConversations(conversations) {
-    this.model.set(this.summary, conversations);
+    this.model.conversations = conversations || [];
     this.convKey = null;
+    this.drawConversations();
+  }
+
+  setTeam(team, problem = null) {
+    this.team = team;
+    this.teamProblem = problem;
+    this.drawTeam();
   }
 
   setFiles(files) {
     this.files = files;
-    replaceContent(this.sections.outputs.body, files.length ? files.map((f) => outputNode(f, files.length <= 3)) : h("p", { class: "muted" }, "no output file yet"));
+    replaceContent(this.p.outputs.body, files.length ? files.map((f) => outputNode(f, files.length <= 3)) : h("p", { class: "muted" }, "no output file yet"));
   }
 
   setReplay(replay) {
-    this.sections.replay.section.hidden = false;
-    replaceContent(this.sections.replay.body, replayDiffNode(replay));
+    this.p.replay.section.hidden = false;
+    replaceContent(this.p.replay.body, replayDiffNode(replay));
   }
 
   pending() {
     return this.model.pendingList();
   }
 
+  // ------------------------------------------------------------ selection
+
+  selectSpan(key, { fromTimeline = false, scroll = false } = {}) {
+    if (!fromTimeline) this.timeline.select(key, { scroll });
+    this.detailsPanel.show({ type: "span", key });
+    this.reveal();
+  }
+
+  selectInvocation(index) {
+    this.timeline.select(null);
+    this.detailsPanel.show({ type: "invocation", index });
+    this.reveal();
+  }
+
+  // on a narrow screen the panel sits below: bring it into view
+  reveal() {
+    if (window.matchMedia && window.matchMedia("(max-width: 899px)").matches) this.details.scrollIntoView({ block: "start" });
+  }
+
+  // j and k: the next and the previous bar in time, wherever the focus is (but in a text box)
+  keys(e) {
+    if (e.altKey || e.ctrlKey || e.metaKey || !["j", "k"].includes(e.key)) return;
+    const where = e.target;
+    if (where && (where.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(where.tagName))) return;
+    const order = this.model.ordered().map((b) => this.model.spanKey(b));
+    if (!order.length) return;
+    const i = order.indexOf(this.timeline.selected);
+    const next = order[Math.max(0, Math.min(order.length - 1, i < 0 ? 0 : i + (e.key === "j" ? 1 : -1)))];
+    this.timeline.select(next, { focus: true });
+    this.detailsPanel.show({ type: "span", key: next });
+    e.preventDefault();
+  }
+
+  async showConversation(agentId) {
+    const conv = this.p.conversations.section;
+    conv.open = true;
+    await this.loadConversations();
+    const target = [...conv.querySelectorAll("section.segment")].find((n) => n.dataset.agentId === agentId);
+    if (target) {
+      for (let up = target.parentElement; up && up !== conv; up = up.parentElement) if (up.tagName === "DETAILS") up.open = true;
+      target.scrollIntoView({ block: "start" });
+    }
+  }
+
+  async loadConversations() {
+    if (this.source.conversations) this.setConversations(await this.source.conversations());
+    else this.drawConversations();
+  }
+
+  // ------------------------------------------------------------ drawing
+
+  // `now`: the time open bars reach (live: the server's clock); the parts that only change
+  // with the summary are drawn again only when it did
   render(now = null) {
     const m = this.model;
-    replaceContent(this.sections.facts.body, factsNode(m));
+    replaceContent(this.p.facts.body, factsNode(m));
+    this.timeline.render(now);
+    if (this.seen === m.lastSeq && this.seenStatus === m.status) return;
+    this.seen = m.lastSeq;
+    this.seenStatus = m.status;
+    this.drawPending();
+    this.drawTree();
+    this.drawTeam();
+    const table = decisionsTable(m);
+    this.p.taken.section.hidden = !table;
+    if (table) replaceContent(this.p.taken.body, table);
+    this.drawCharts();
+    this.detailsPanel.refresh();
+    if (this.source.conversations && this.p.conversations.section.open) this.loadConversations();
+  }
+
+  drawPending() {
     const pending = this.pending();
-    this.sections.decisions.section.hidden = !pending.length;
+    this.p.decisions.section.hidden = !pending.length;
     // the forms are made again only when what is pending changes: a render while someone types
     // an answer or a reason must not wipe it
     const key = JSON.stringify(pending.map((p) => p.ref || `${p.agent_id}/${p.call_id}`));
     if (key !== this.pendingKey) {
       this.pendingKey = key;
-      replaceContent(this.sections.decisions.body, pending.map((p) => decisionForm(p, this.source, () => this.source.decided && this.source.decided())));
+      replaceContent(this.p.decisions.body, pending.map((p) => decisionForm(p, this.source, () => this.source.decided && this.source.decided())));
     }
-    const width = Math.max(this.sections.timeline.body.clientWidth - 4, 640);
-    replaceContent(this.sections.timeline.body, timelineLegend(), h("div", { class: "timeline-box" }, drawTimeline(m, { width, now })));
-    replaceContent(this.sections.tree.body, treeView(m));
+  }
+
+  drawTree() {
+    const body = this.p.tree.body;
+    const folded = new Set([...body.querySelectorAll("details.tree-node:not([open])")].map((d) => d.dataset.agentId));
+    const opened = new Set([...body.querySelectorAll("details.tree-node[open]")].map((d) => d.dataset.agentId));
+    const top = body.scrollTop;
     replaceContent(
-      this.sections.charts.body,
+      body,
+      treeView(this.model, {
+        onInvocation: (inv) => this.selectInvocation(inv.index),
+        onCall: (inv, call) => {
+          const span = this.model.toolSpan(inv.agent_id, call.call_id);
+          if (span) this.selectSpan(this.model.spanKey(span), { scroll: true });
+        },
+      }),
+    );
+    for (const d of body.querySelectorAll("details.tree-node")) {
+      if (folded.has(d.dataset.agentId)) d.open = false;
+      else if (opened.has(d.dataset.agentId)) d.open = true;
+    }
+    body.scrollTop = top;
+  }
+
+  drawTeam() {
+    if (!this.team) {
+      replaceContent(this.p.team.body, h("p", { class: "muted" }, this.teamProblem || "loading the team…"));
+      return;
+    }
+    const states = this.model.agentRows();
+    replaceContent(
+      this.p.team.body,
+      teamView(this.team, states, {
+        live: this.model.live,
+        onAgent: (name, row) => row && this.selectInvocation(row.first),
+      }),
+    );
+  }
+
+  drawCharts() {
+    const m = this.model;
+    replaceContent(
+      this.p.charts.body,
       h(
         "div",
         { class: "charts" },
@@ -195,13 +268,17 @@ export class RunView {
           : h("p", { class: "muted" }, "no model of this run has a price: no cost to draw"),
       ),
     );
-    // the conversations are rebuilt only when they change, so folds a reader opened stay open
-    if (this.convKey !== m.conversations) {
-      this.convKey = m.conversations;
-      const opened = new Set([...this.sections.conversations.body.querySelectorAll("details[open]")].map(detailsKey));
-      replaceContent(this.sections.conversations.body, conversationsNode(m.conversations));
-      for (const d of this.sections.conversations.body.querySelectorAll("details")) if (opened.has(detailsKey(d))) d.open = true;
-    }
+  }
+
+  // the conversations are rebuilt only when they change, so folds a reader opened stay open
+  drawConversations() {
+    const m = this.model;
+    const body = this.p.conversations.body;
+    if (this.convKey === m.conversations) return;
+    this.convKey = m.conversations;
+    const opened = new Set([...body.querySelectorAll("details[open]")].map(detailsKey));
+    replaceContent(body, conversationsNode(m.conversations));
+    for (const d of body.querySelectorAll("details")) if (opened.has(detailsKey(d))) d.open = true;
   }
 }
 
