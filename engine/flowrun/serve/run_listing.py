@@ -5,6 +5,7 @@ queue mode the runs folder's own page comes from the queue's runs table (`own`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -34,11 +35,8 @@ def runs_page(
     found: list[tuple[RunEntry, str | None]] = []
     total = 0
     for folder, batch in folders:
-        filters = {"workflow": workflow, "status": status, "since": since, "until": until, "q": q}
-        if batch is None and own is not None:
-            page = own(**filters, limit=offset + limit)
-        else:
-            page = list_runs(folder, **filters, limit=offset + limit)
+        lister = own if batch is None and own is not None else functools.partial(list_runs, folder)
+        page = lister(workflow=workflow, status=status, since=since, until=until, q=q, limit=offset + limit)
         total += page.total
         found += [(entry, batch) for entry in page]
     if len(folders) > 1:
