@@ -29,8 +29,12 @@ CANNOT_RUN = {
     "python-tool": "a tool is the project's own Python that is not a plain function",
     "python-agent": "an agent is a Python class or is built in Python",
     "python-capability": "a pydantic-ai capability registered in Python",
-    "unsupported": "a construct flowrun does not read (ADK GraphAgent, an Agent Framework workflow)",
-    "not-yet": "Oracle Agent Spec (read by the agentspec branch)",
+    "unsupported": "a construct flowrun does not read (ADK GraphAgent, an Agent Framework workflow, "
+    "an Agent Spec CatchExceptionNode, a cycle without a BranchingNode)",
+    "missing-tool": "an Agent Spec ServerTool: the file has only its signature, the host runs it",
+    "no-root": "an Agent Spec file of referenced components only, with no one agent or flow on top",
+    "unknown-component": "an Agent Spec plugin's component type",
+    "schema": "a value the Agent Spec JSON Schema refuses",
     "json-syntax": "a CLI template with {{placeholders}}, not JSON until filled in",
     "unknown-agent": "names an agent defined elsewhere (another docs page, a catalog image)",
     "missing-key": "a fragment (no model) or a task bound to its agent in Python only",
@@ -94,4 +98,4 @@ def test_every_project_runs_or_says_why(tmp_path: Path, monkeypatch: pytest.Monk
         print(f"{fmt:13} {n:4}  {got}")
     assert not wrong, "\n".join(wrong)
     runnable = {fmt for (fmt, got) in table if got == "runs"}
-    assert {"crewai", "adk", "docker-agent", "pydantic-ai", "maf"} <= runnable
+    assert {"crewai", "adk", "docker-agent", "pydantic-ai", "maf", "agentspec"} <= runnable

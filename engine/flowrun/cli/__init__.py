@@ -93,7 +93,9 @@ COMMANDS: dict[str, Registered] = {
         "flowrun.cli.ui_cmd:ui",
         "Serve the web UI: runs, their timelines and conversations, decisions; WORKFLOWs to start.",
     ),
-    "export": Registered("flowrun.cli.export_cmd:export", "Export a recorded run to other tools."),
+    "export": Registered(
+        "flowrun.cli.export_cmd:export", "Export a recorded run or a workflow to other tools."
+    ),
     "import": Registered(
         "flowrun.cli.import_cmd:import_",
         "Write a flowrun project from another framework's files (CrewAI, ADK, docker-agent, ...).",

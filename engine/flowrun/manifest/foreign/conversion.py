@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from flowrun.manifest.diagnostics import Diagnostic, yaml_path
 from flowrun.manifest.yaml_source import PathKey, Source
@@ -24,8 +25,10 @@ NAME_LIMIT = 64  # flowrun's names (spec_base.NAME)
 
 # What a format's file holds and what a conversion writes: YAML or JSON read as plain Python,
 # values of any JSON type (each reader checks the type it needs where it reads it).
-Doc = dict[str, Any]
-Items = list[Any]
+Value: TypeAlias = Any  # one value of such a file, of any JSON type
+Doc = dict[str, Value]
+Items = list[Value]
+Map = Mapping[str, Value]
 
 
 def flowrun_name(key: str) -> str:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 # name (what `--format` takes) -> module; detection asks them in this order
 FORMATS: dict[str, str] = {
-    "agentspec": "flowrun.manifest.foreign.agentspec",
+    "agentspec": "flowrun.manifest.foreign.agentspec.format",
     "docker-agent": "flowrun.manifest.foreign.docker_agent.format",
     "adk": "flowrun.manifest.foreign.adk.format",
     "crewai": "flowrun.manifest.foreign.crewai.format",

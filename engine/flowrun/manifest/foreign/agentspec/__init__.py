@@ -1,0 +1,1 @@
+"""Oracle Open Agent Specification: component trees in YAML or JSON, read and written."""
