@@ -149,7 +149,7 @@ def test_typos_are_errors_at_their_line_and_ignored_keys_warnings(tmp_path: Path
         "max_turns: 5\n"
         "allowedTools: [Read]\n"
         "color: blue\n"
-        "memory: project\n"
+        "isolation: worktree\n"
         "permissionMode: plna\n"
         "---\n"
         "You help.\n",
@@ -167,7 +167,7 @@ def test_typos_are_errors_at_their_line_and_ignored_keys_warnings(tmp_path: Path
     )
     assert f"{path}:6:1: error[unknown-key]: unknown key 'allowedTools'" in out
     assert f"{path}:7:" not in out  # `color` only draws the agent in Claude Code: nothing to report
-    assert f"{path}:8:1: warning[ignored-key]: 'memory'" in out
+    assert f"{path}:8:1: warning[ignored-key]: 'isolation'" in out  # (`memory` is used: test_memory.py)
     assert (
         f"{path}:9:17: error[bad-value]: 'plna' is not a permission mode" in out
         and "did you mean 'plan'?" in out

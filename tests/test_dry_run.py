@@ -23,6 +23,7 @@ EXAMPLES = {
     "research_cited": "--question",
     "research_foreach": "--questions",
     "claude_code/claude_code": "--bug",
+    "evals/librarian": "--question",
 }
 
 

@@ -339,6 +339,71 @@ class A2aCardEvent(Event):
         return f"A2A agent {self.name}: its card read from {self.url}"
 
 
+@event_type("memory_state")
+@dataclass(kw_only=True, slots=True)
+class MemoryStateEvent(Event):
+    """A memory as the run found it when it started: each file's sha256 (run.json's `memory`
+    says the same). A dry run's `copy` is the folder it works on instead."""
+
+    memory: str  # the memory's name
+    scope: str
+    folder: str
+    files: dict[str, str] = field(default_factory=dict)  # path under the folder -> sha256
+    copy: str | None = None
+
+    def describe(self) -> str:
+        where = f", a copy in {self.copy}" if self.copy else ""
+        return f"memory {self.memory} ({self.scope}, {self.folder}): {len(self.files)} file(s){where}"
+
+
+@event_type("memory_index")
+@dataclass(kw_only=True, slots=True)
+class MemoryIndexEvent(Event):
+    """The first lines of a memory's MEMORY.md as an agent instance's prompt got them: a resume
+    and a replay give the instance the same text, whatever the file holds now."""
+
+    memory: str
+    agent: str
+    agent_id: str
+    text: str = ""  # as put in the prompt (cut to the caps, redacted)
+    lines: int = 0  # MEMORY.md's lines
+    cut: bool = False  # MEMORY.md is longer than what the prompt got
+    sha256: str | None = None  # of MEMORY.md (None: there is none)
+
+    def describe(self) -> str:
+        cut = f", cut at its caps ({self.lines} lines)" if self.cut else ""
+        return f"{self.agent} read memory {self.memory}'s index{cut}"
+
+    def level(self) -> str:
+        return "warn" if self.cut else ""
+
+
+@event_type("memory_write")
+@dataclass(kw_only=True, slots=True)
+class MemoryWriteEvent(Event):
+    """A change the memory tool makes, written just before the file changes: the path (and a
+    rename's new path) and the sha256 of what it touches before and after (None: not there). A
+    resumed run compares them with the folder to tell whether a write a kill interrupted
+    happened."""
+
+    agent: str
+    agent_id: str
+    call_id: str
+    memory: str
+    command: str
+    path: str  # as the memory tool names it: /memories/...
+    to: str | None = None
+    before: str | None = field(default=None, metadata=NULLABLE)
+    after: str | None = field(default=None, metadata=NULLABLE)
+
+    def describe(self) -> str:
+        target = f" → {self.to}" if self.to else ""
+        return f"{self.agent}: memory {self.memory} {self.command} {self.path}{target}"
+
+    def level(self) -> str:
+        return "info"
+
+
 @event_type("approval")
 @dataclass(kw_only=True, slots=True)
 class ApprovalEvent(Event):

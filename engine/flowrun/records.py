@@ -91,6 +91,7 @@ class OptionsRecord(TypedDict):
     overrides: list[str]
     decisions: str  # wait | refuse: what a decision nobody can take now does
     decide_within: float | None  # seconds a decision may wait
+    memory_dir: NotRequired[str | None]  # every memory under DIR/SCOPE/NAME (earlier runs: absent)
 
 
 class RunRecord(TypedDict, total=False):
@@ -107,6 +108,7 @@ class RunRecord(TypedDict, total=False):
     output: str | None  # the declared output file, relative to the run folder
     updated: float  # epoch seconds
     pending: list[dict[str, object]]  # a waiting run's open decisions (durable/decisions.py)
+    memory: dict[str, object]  # each memory's state when the run started: {scope, folder, files, copy}
     # the options as versions before `options` wrote them (read by RunOptions.from_record)
     model_override: str | None
     agent_models: dict[str, str]

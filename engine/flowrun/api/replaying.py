@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Literal
 
 from flowrun.api.launch import execute, new_run, probe_sandbox
 from flowrun.api.recorded import option_changes, recorded_run
@@ -21,9 +22,12 @@ from flowrun.records import ReplayDivergence, RunRecord
 from flowrun.runtime.durable.ledger import Ledger
 from flowrun.runtime.durable.run_folder import RunFolderLock, claim_new
 from flowrun.runtime.kinds import kind_records
+from flowrun.runtime.memory.record import RecordedMemory
 from flowrun.runtime.options import FIELDS, OnEvent, RunHooks, RunOptions
 
 REPLAY_CHANGES = ("sandbox", "verbosity")  # a replay runs with the recorded options but these
+MemoryView = Literal["recorded", "current"]  # the memories a replay's prompts get
+REPLAY_KEYWORDS = ("into", "diff", "on_event", "edits", "memory")  # replay()'s own, beside the options
 
 
 async def replay(
@@ -33,6 +37,7 @@ async def replay(
     diff: bool = False,
     on_event: OnEvent | None = None,
     edits: Mapping[str, object] | Iterable[str] | None = None,
+    memory: MemoryView = "recorded",
     **changes: object,
 ) -> ReplayResult:
     """Re-run a recorded run into a new folder with no network: model calls come from the log,
@@ -45,7 +50,11 @@ async def replay(
     manifest values over the recorded `--set`s, as `--set` does (`{"agents.writer.prompt":
     "..."}` or `["agents.writer.max_steps=3"]`): what the run would have done with them, up
     to the first step they change; the replay records them, so a resume of its folder goes
-    on, live, with them."""
+    on, live, with them. The agents' memories are read as the run saw them; `memory="current"`
+    gives each prompt its memory as it is now (a copy in the replay's folder), so a memory
+    change shows as the step it changes."""
+    if memory not in ("recorded", "current"):
+        raise UsageError(f"unknown memory view {memory!r}", "use recorded or current")
     run_dir = Path(run_dir)
     meta, workflow = recorded_run(run_dir)
     options = replay_options(meta, **changes)
@@ -65,7 +74,7 @@ async def replay(
         raise UsageError(f"{target} already exists", "choose another --into folder")
     try:
         result, ledger = await replay_events(
-            workflow, run_dir / "events.jsonl", meta, target, options, RunHooks(on_event)
+            workflow, run_dir / "events.jsonl", meta, target, options, RunHooks(on_event), memory
         )
         return _compared(result, run_dir, meta, ledger)
     except BaseException:
@@ -82,11 +91,9 @@ def replay_options(record: RunRecord, **changes: object) -> RunOptions:
     """The options a recorded run (its run.json, or its run_start event) ran with, for replaying
     it: the agents work in the replay's own folder; only `sandbox` and `verbosity` change."""
     fixed = tuple(name for name in FIELDS if name not in REPLAY_CHANGES)
-    changes = option_changes(
-        changes, fixed, "a replay keeps the recorded {name}", ("into", "diff", "on_event")
-    )
+    changes = option_changes(changes, fixed, "a replay keeps the recorded {name}", REPLAY_KEYWORDS)
     recorded = RunOptions.from_record(record)
-    return dataclasses.replace(recorded, workdir=None).changed(("into", "diff", "on_event"), **changes)
+    return dataclasses.replace(recorded, workdir=None).changed(REPLAY_KEYWORDS, **changes)
 
 
 async def replay_events(
@@ -96,10 +103,12 @@ async def replay_events(
     target: Path,
     options: RunOptions,
     hooks: RunHooks | None = None,
+    memory: MemoryView = "recorded",
 ) -> tuple[RunResult, Ledger]:
     """Replay a recorded event log with `workflow` (as it is now) into `target`; the ledger
     says where it first diverged."""
     ledger = Ledger.from_events(events, "replay", kind_records())
+    ledger.record(RecordedMemory).current = memory == "current"
     inputs = dict(meta.get("inputs") or {})
     run = new_run(workflow.project, workflow.loaded, inputs, target, options, hooks or RunHooks(), ledger)
     await probe_sandbox(run)

@@ -31,7 +31,8 @@ from flowrun.runtime.options import (
 from flowrun.states import exit_code
 
 # what a resumed run keeps from its recording (the rest may change: sandbox, yes, verbosity, ...)
-RECORDED_FOR_GOOD = ("model", "agent_models", "dry_run", "no_thinking", "workdir", "overrides")
+# (memory_dir too: a resumed run writes the memories it was writing)
+RECORDED_FOR_GOOD = ("model", "agent_models", "dry_run", "no_thinking", "workdir", "overrides", "memory_dir")
 RESUME_KEYWORDS = ("on_event", "ask_user", "approve", "message", "read", "interject")
 
 
@@ -50,7 +51,8 @@ async def resume(
     event log: recorded model answers, tool results and decisions (also those taken while it
     waited: `flowrun.respond`, `flowrun approve`) are used again, then the run goes live where
     the log ends; decisions past their deadline are taken first (denied, unanswered). It runs
-    with the options it recorded (its models, dry run, `--set`s, workdir, sandbox, limits ...);
+    with the options it recorded (its models, dry run, `--set`s, workdir, memory folder, sandbox,
+    limits ...);
     `changes` (RunOptions field names: `sandbox`, `yes`, `verbosity`, `limits`, `stream`,
     `decisions`, `decide_within`) change them from here on, a None value keeping the recorded
     one. `message` is an instruction from the user to the entry agent (or the chat's

@@ -96,6 +96,10 @@ COMMANDS: dict[str, Registered] = {
     "export": Registered(
         "flowrun.cli.export_cmd:export", "Export a recorded run or a workflow to other tools."
     ),
+    "memory": Registered(
+        "flowrun.cli.memory.commands:memory",
+        "Show, search, edit, forget or export an agent's memory (its `memory:`, kept across runs).",
+    ),
     "import": Registered(
         "flowrun.cli.import_cmd:import_",
         "Write a flowrun project from another framework's files (CrewAI, ADK, docker-agent, ...).",

@@ -54,6 +54,7 @@ yes_option = click.option("-y", "--yes", is_flag=True, help=YES_HELP)
     "yes",
     "decisions",
     "decide_within",
+    "memory_dir",
 )
 @click.option("-h", "--help", "show_help", is_flag=True, help="Show this message and the workflow's inputs.")
 @click.pass_context
@@ -183,9 +184,17 @@ def resume(
     help="Report which step first differs from the recording (system prompt, tools, history) and how; "
     "replays into a temporary folder unless --into is given.",
 )
+@click.option(
+    "--memory",
+    type=click.Choice(["recorded", "current"]),
+    default="recorded",
+    show_default=True,
+    help="The agents' memories as the run saw them, or as they are now (a copy: never changed), so "
+    "--diff names a memory change as the cause of the step it changes.",
+)
 @sandbox_option
 def replay(
-    run_dir: Path, into: Path | None, quiet: bool, verbose: bool, diff: bool, sandbox: str | None
+    run_dir: Path, into: Path | None, quiet: bool, verbose: bool, diff: bool, memory: str, sandbox: str | None
 ) -> None:
     """Re-run a recorded run offline from its event log; report the first differing step."""
     with reported(verbose):
@@ -201,6 +210,7 @@ def replay(
                 verbosity=1 if verbose else 0,
                 sandbox=sandbox,
                 diff=diff,
+                memory="current" if memory == "current" else "recorded",
             ),
         )
         if diff:

@@ -116,6 +116,14 @@ DECLARED: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         {"type": DECISION_MODES, "default": "wait", "show_default": True, "help": DECISIONS_HELP},
     ),
     "decide_within": (("--decide-within",), {"metavar": "DURATION", "help": DECIDE_WITHIN_HELP}),
+    "memory_dir": (
+        ("--memory-dir",),
+        {
+            "type": FOLDER,
+            "help": "Keep every memory the agents declare (but `run` ones) in DIR/SCOPE/NAME instead of its "
+            "own folder: a scratch memory to try a workflow with (made if missing, kept).",
+        },
+    ),
 }
 
 
@@ -139,6 +147,7 @@ class RunArgs:
     yes: bool = False
     decisions: str = "wait"
     decide_within: str | None = None
+    memory_dir: Path | None = None
 
     @property
     def verbosity(self) -> int:
@@ -170,6 +179,7 @@ class RunArgs:
             overrides=self.overrides,
             decisions="refuse" if self.decisions == "refuse" else "wait",
             decide_within=duration(self.decide_within) if self.decide_within is not None else None,
+            memory_dir=self.memory_dir.resolve() if self.memory_dir is not None else None,
         )
 
 

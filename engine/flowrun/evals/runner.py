@@ -159,9 +159,7 @@ async def _run_variant(
     slowest run of the batch."""
     planned = {run_id(case.id, n): (case, n) for case in evalset.cases for n in range(1, repeat + 1)}
     items = _items_file(out / "items" / f"{variant.name}.jsonl", planned)
-    options = RunOptions(
-        model=variant.model, overrides=variant.overrides, dry_run=settings.dry_run, sandbox=settings.sandbox
-    )
+    options = variant_options(evalset, variant, settings, out)
     runs = out / variant.name / "runs"
     declared = workflow.spec.output
     grading: dict[str, asyncio.Task[RunScore]] = {}
@@ -184,7 +182,7 @@ async def _run_variant(
             items,
             options,
             out=out / variant.name,
-            concurrency=settings.concurrency,
+            concurrency=min(settings.concurrency, evalset.spec.concurrency or settings.concurrency),
             backend=settings.backend,
             address=settings.address,
             processes=1 if settings.processes is None and settings.backend == "local" else settings.processes,
@@ -202,6 +200,18 @@ async def _run_variant(
             task.cancel()
         await asyncio.gather(*grading.values(), return_exceptions=True)
     return VariantReport(variant.name, variant.model, list(variant.overrides), list(scored))
+
+
+def variant_options(evalset: EvalSet, variant: Variant, settings: EvalSettings, out: Path) -> RunOptions:
+    """How each run of a variant runs; with `memory: fresh`, every memory in the eval's folder."""
+    fresh = out / variant.name / "memory" if evalset.spec.memory == "fresh" else None
+    return RunOptions(
+        model=variant.model,
+        overrides=variant.overrides,
+        dry_run=settings.dry_run,
+        sandbox=settings.sandbox,
+        memory_dir=fresh,
+    )
 
 
 def _items_file(path: Path, planned: Mapping[str, tuple[Case, int]]) -> Path:

@@ -7,8 +7,8 @@ Entries are keyed by content, never by time:
   file's bytes, so the built-ins are parsed once per installed version and a project's files
   again only when they change;
 - a checked project by `fingerprint()`: the bytes of every file a check reads on each folder of
-  the search path (the manifest folders, prompts/, schema/, skills/, .claude/ and the folder's own
-  files), plus the flowrun code that checks them.
+  the search path (the manifest folders, prompts/, schema/, skills/, .claude/ but its agents'
+  memories, and the folder's own files), plus the flowrun code that checks them.
 
 An unreadable, damaged or unwritable cache is a miss, never an error. Entries are pickles read
 by an unpickler that builds nothing but plain data, so a planted file cannot run code."""
@@ -49,6 +49,10 @@ CHECKED_DIRS = (
     "skills",
     ".claude",
 )
+# agents' memories (.claude/agent-memory*/; flowrun's are in .flowrun/, not walked): runs change
+# them all the time, and a check reads only whether an index is over its cap (a probe of its own,
+# checks/checked.py), so a memory write does not make the next run check its manifests again
+UNCHECKED_DIRS = ("__pycache__", ".git", "agent-memory", "agent-memory-local")
 BIG_FILE = 1 << 20  # larger files are fingerprinted by size and mtime, not content
 MAX_FILES = 5000  # a root with more files than this is not fingerprinted (no project entry)
 MAX_ENTRIES = 2000  # the folder is pruned to the newest entries past this many
@@ -177,7 +181,7 @@ def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
 def _walk(folder: Path, out: list[Path]) -> None:
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         if entry.is_dir(follow_symlinks=True):
-            if entry.name not in ("__pycache__", ".git"):
+            if entry.name not in UNCHECKED_DIRS:
                 _walk(Path(entry.path), out)
         elif entry.is_file(follow_symlinks=True):
             out.append(Path(entry.path))

@@ -111,3 +111,16 @@ class EvalSetManifest(Strict):
         description="Where `--record` keeps each case's run and the judges' answers and `--offline` reads "
         "them, relative to this file (default: cassettes/NAME).",
     )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="At most this many of its runs at once, whatever `--concurrency` says; 1 runs the cases "
+        "one after another, in order (cases that build on each other, as a memory's do).",
+    )
+    memory: Literal["shared", "fresh"] = Field(
+        default="shared",
+        description="The memories the workflow's agents declare: their own (shared), or fresh: every one "
+        "starts empty in the eval's folder (OUT/VARIANT/memory) and is kept across its cases, so a "
+        "case can measure what an earlier case's run left in memory.",
+    )

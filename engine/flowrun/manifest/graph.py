@@ -25,8 +25,22 @@ def tool_entries(spec: AgentManifest) -> Iterator[tuple[int, str, dict[str, Any]
             yield i, name, dict(config or {})
 
 
+MEMORY_TOOL = "memory"  # what an agent with `memory:` is offered without listing it
+
+
+def offered_tools(spec: AgentManifest) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, config) of each tool an agent is offered: its `tools` entries, then the `memory`
+    tool when it declares `memory:` and does not list it."""
+    listed = False
+    for _, name, config in tool_entries(spec):
+        listed = listed or name == MEMORY_TOOL
+        yield name, config
+    if spec.memory is not None and not listed:
+        yield MEMORY_TOOL, {}
+
+
 def agent_callees(project: Project, name: str) -> list[str]:
-    """The agents `name` may call as tools."""
+    """The agents `name` may call as tools, and the agent that reflects on its memory."""
     loaded = project.agents.get(name)
     if loaded is None:
         return []
@@ -35,6 +49,9 @@ def agent_callees(project: Project, name: str) -> list[str]:
         kind = tool_kind_for(entry, project)
         if kind is not None:
             found += kind.agents_called(entry, project)
+    memory = loaded.spec.memory_config
+    if memory is not None and isinstance(memory.reflect, str) and memory.reflect in project.agents:
+        found.append(memory.reflect)
     return found
 
 

@@ -20,6 +20,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 from flowrun.manifest import unions
 from flowrun.manifest.eval_specs import EvalSetManifest
 from flowrun.manifest.guardrails.specs import GuardrailsSpec
+from flowrun.manifest.memory import MemorySetting, MemorySpec, memory_spec
 from flowrun.manifest.spec_base import NAME as NAME
 from flowrun.manifest.spec_base import Name as Name
 from flowrun.manifest.spec_base import Strict as Strict
@@ -604,6 +605,17 @@ class AgentManifest(Strict):
         "arguments (`tools`): a regex, a JSON Schema, a Python function or a judge agent, each with "
         "`on_fail: retry | stop | warn` (docs: how-to/guardrails.md).",
     )
+    memory: MemorySetting | None = Field(
+        default=None,
+        description="Files it keeps across runs (docs: how-to/memory.md): a scope (run, project, local, "
+        "user) or {scope, name, index, writes, reflect, git, ...}. It is offered the `memory` tool without "
+        "listing it, and MEMORY.md's first 200 lines are put in its prompt.",
+    )
+
+    @property
+    def memory_config(self) -> MemorySpec | None:
+        """Its `memory:` as a spec (a bare scope is {scope: ...}); None without one."""
+        return memory_spec(self.memory)
 
     @property
     def tool_list(self) -> list[str | dict[str, dict[str, Any] | None]]:

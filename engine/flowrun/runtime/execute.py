@@ -36,6 +36,8 @@ from flowrun.runtime.loop.contracts import Outcome
 from flowrun.runtime.loop.decisions import RunWaiting
 from flowrun.runtime.loop.prompt_version import RecordedPrompts
 from flowrun.runtime.loop.structured import write_json_output
+from flowrun.runtime.memory.reflect import reflect
+from flowrun.runtime.memory.service import memory_of
 from flowrun.runtime.run import Run
 from flowrun.runtime.seeding import SeedPlan, check_places, plan_seeds, write_seeds
 from flowrun.runtime.steps.base import StepContext, top_agent
@@ -191,6 +193,7 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
     status, message = "failed", ""
     try:
         await _noted(run)
+        await _memory_start(run)
         outcome = await _run_body(run, resume)
         status = "max_steps" if outcome.status == "max_steps" else "completed"
         message = outcome.text
@@ -222,6 +225,15 @@ async def execute_run(run: Run, resume: bool = False) -> RunSummary:
         output = str(run.workspace / run.spec.output)
     pending = run.decisions.open_requests() if status == "waiting" else []
     return RunSummary(status, message, output, exit_code(status), pending)
+
+
+async def _memory_start(run: Run) -> None:
+    """The state of each memory the run's agents declare, recorded once the log is open (an event
+    each, and run.json's `memory`)."""
+    memory = memory_of(run)
+    await memory.start()
+    if memory.states:
+        _write_meta(run, "running")
 
 
 async def _session_end(run: Run, status: str) -> None:
@@ -322,6 +334,9 @@ def _write_meta(run: Run, status: str) -> None:
         "output": run.spec.output,
         "updated": time.time(),
     }
+    memories = memory_of(run).run_record()
+    if memories:  # each memory's state when the run started (runtime/memory/)
+        meta["memory"] = memories
     if status == "waiting":  # what it waits for (durable/decisions.py), as the log says it
         meta["pending"] = [run.redactor.value(p.to_dict()) for p in run.decisions.open_requests()]
     run.files.replace("run.json", json.dumps(meta, indent=2, default=str))
@@ -353,6 +368,7 @@ async def _run_body(run: Run, resume: bool) -> Outcome:
     else:
         ctx = StepContext(run, lambda steps, prefix: run_steps(steps, prefix, ctx), lambda: default_task(run))
         outcome = await run_steps(spec.steps or [], "", ctx)
+    await reflect(run)  # agents whose memory reflects on the run update it (runtime/memory/reflect.py)
     if run.ledger is not None:
         run.ledger.check_complete()  # a replay that left recorded calls unused diverged
     write_json_output(run.workspace, spec.output, outcome)

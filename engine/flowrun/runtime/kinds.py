@@ -35,7 +35,7 @@ from flowrun.runtime.loop.prompt_version import RecordedPrompts
 from flowrun.runtime.steps import agent as agent_step
 from flowrun.runtime.steps import foreach, loop, parallel
 from flowrun.runtime.steps.base import StepConditions, StepContext, StepKind
-from flowrun.runtime.tool_kinds import a2a, agent, command, function, mcp, python
+from flowrun.runtime.tool_kinds import a2a, agent, command, function, mcp, memory, python
 
 # in the order they are asked to claim a tool name
 BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
@@ -45,6 +45,7 @@ BUILTIN_TOOL_KINDS: tuple[ToolKind, ...] = (
     agent.KIND,
     mcp.KIND,
     a2a.KIND,
+    memory.KIND,
 )
 BUILTIN_STEP_KINDS: tuple[StepKind, ...] = (
     agent_step.KIND,

@@ -57,6 +57,9 @@ class RunOptions:
     # or refuse (the call is refused, the question unanswered, the budget stops the run)
     decisions: Decisions = "wait"
     decide_within: float | None = None  # --decide-within: seconds a decision may wait (over limits)
+    # --memory-dir: every memory the run's agents declare (but `run` ones) in DIR/SCOPE/NAME instead
+    # of its own folder: a scratch memory (an eval's `memory: fresh`), kept for the next run given it
+    memory_dir: Path | None = None
 
     def __post_init__(self) -> None:
         # normalised once, so two options that mean the same compare (and record) the same
@@ -68,8 +71,9 @@ class RunOptions:
         set_(self, "agent_models", {str(k): str(v) for k, v in self.agent_models.items()})
         if self.sandbox is not None and self.sandbox not in MODES:
             raise UsageError(f"unknown sandbox mode {self.sandbox!r}", "use required, auto or off")
-        if self.workdir is not None:
-            set_(self, "workdir", Path(self.workdir))
+        for name in ("workdir", "memory_dir"):
+            if getattr(self, name) is not None:
+                set_(self, name, Path(getattr(self, name)))
         if not isinstance(self.limits, Mapping):
             raise UsageError("limits must map `limits:` keys to values", 'e.g. {"max_cost_usd": 0.5}')
         set_(self, "limits", dict(self.limits))
@@ -141,6 +145,7 @@ class RunOptions:
             "overrides": list(self.overrides),
             "decisions": self.decisions,
             "decide_within": self.decide_within,
+            "memory_dir": str(self.memory_dir) if self.memory_dir is not None else None,
         }
 
     @classmethod
@@ -198,6 +203,8 @@ class RunOptions:
         parts += [f"limits.{key}={value}" for key, value in self.limits.items()]
         if self.decisions != "wait":
             parts.append(f"--decisions {self.decisions}")
+        if self.memory_dir is not None:
+            parts.append(f"--memory-dir {self.memory_dir}")
         if self.decide_within is not None:
             parts.append(f"--decide-within {self.decide_within:g}s")
         return " ".join(parts)

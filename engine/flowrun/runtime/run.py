@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flowrun.events import Event
-from flowrun.manifest.graph import tool_entries
+from flowrun.manifest.graph import offered_tools
 from flowrun.manifest.output_schemas import resolve_output_schema
 from flowrun.manifest.project import Loaded, Project
 from flowrun.manifest.specs import WorkflowManifest
@@ -33,6 +33,7 @@ from flowrun.runtime.loop.repeats import RepeatGuard
 from flowrun.runtime.loop.sandboxes import SandboxPolicies
 from flowrun.runtime.loop.user_turns import UserTurns
 from flowrun.runtime.mcp.prompt_source import fetch_prompt
+from flowrun.runtime.memory.service import memory_note
 from flowrun.runtime.models.budgets import Budgets
 from flowrun.runtime.models.calls import ModelChoice, ModelService, local_paths
 from flowrun.runtime.models.usage import UsageBook
@@ -175,9 +176,7 @@ class Run:
     async def model_call(self, inst: AgentInstance) -> ModelResponse:
         changed = await prepare_tools(inst, self)  # e.g. MCP servers started, their tools bound
         if await fetch_prompt(inst, self, self.prompts) or changed:  # an MCP server's prompt
-            inst.system = self.prompts.system_prompt(
-                self.project.agents[inst.name], inst.tools, inst.model.name
-            )
+            inst.system = self.system_prompt(inst)
             self.record_prompt(inst)  # what the agent is really told, with those tools
         return await self.models.model_call(inst)
 
@@ -205,7 +204,7 @@ class Run:
         loaded = self.project.agents[name]
         spec = loaded.spec
         config = self.models.choice.config(model_ref or spec.model, name)
-        requests = [BindRequest(tool, entry, spec, self.project) for _, tool, entry in tool_entries(spec)]
+        requests = [BindRequest(tool, entry, spec, self.project) for tool, entry in offered_tools(spec)]
         tools = bind_tools(requests)
         inst = AgentInstance(
             id=instance_id,
@@ -214,15 +213,21 @@ class Run:
             model=config,
             provider=self.models.provider_for(config),
             tools=tools,
-            system=self.prompts.system_prompt(loaded, tools, config.name),
+            system="",  # (made below, from the instance)
             depth=depth,
             cwd=cwd or self.workspace,
             strategy=strategy_for(spec.context),
             output_schema=resolve_output_schema(loaded, self.project),
             repeats=RepeatGuard(spec.max_repeated_calls or self.limits.max_repeated_calls),
         )
+        inst.system = self.system_prompt(inst)
         self.record_prompt(inst)
         return inst
+
+    def system_prompt(self, inst: AgentInstance) -> str:
+        """An instance's system prompt: the agent's, then its memory's block (runtime/memory/)."""
+        own = self.prompts.system_prompt(self.project.agents[inst.name], inst.tools, inst.model.name)
+        return own + memory_note(inst.spec, inst.id, self)
 
     def record_prompt(self, inst: AgentInstance) -> None:
         """The instance's system prompt and tools: an event, and prompts/<instance>.md."""

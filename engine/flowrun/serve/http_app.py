@@ -9,6 +9,8 @@
     POST /v1/runs/{id}/decisions       allow, deny, answer or grant what it waits for
     POST /v1/runs/{id}/cancel|resume   stop it resumably (its partial result), continue it
     GET  /v1/runs/{id}/files[/PATH]    its folder's files, read-only
+    GET  /v1/runs/{id}/memory          its memories: their state at its start and now, its writes
+    GET  /v1/workflows/{name}/memory/{agent}   an agent's memory: its files as they are
     GET  /v1/workflows, /v1/batches[/NAME], /v1/evals[/NAME], /openapi.json
 
 Every request passes the Host and Origin check (serve/access.py) and, when the server has a
@@ -135,6 +137,8 @@ def api_routes() -> list[Route]:
         Route("/v1/runs/{id}/files", files_route, methods=["GET"]),
         Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
         Route("/v1/workers", workers_route, methods=["GET"]),
+        Route("/v1/runs/{id}/memory", run_memory_route, methods=["GET"]),
+        Route("/v1/workflows/{name}/memory/{agent}", agent_memory_route, methods=["GET"]),
         Route("/v1/batches", batches_route, methods=["GET"]),
         Route("/v1/batches/{name}", batch_route, methods=["GET"]),
         Route("/v1/evals", evals_route, methods=["GET"]),
@@ -401,6 +405,27 @@ async def workers_route(request: Request) -> Response:
 
     rows = await asyncio.to_thread(runs_of(request).worker_rows)
     return reply({"workers": [dataclasses.asdict(row) for row in rows]})
+
+
+async def run_memory_route(request: Request) -> Response:
+    """The run's memories (their state at its start, their files now), the index each agent
+    instance's prompt got and the writes it made (api/memory.py): what the web UI shows."""
+    from flowrun.api.memory import run_memory
+
+    folder = runs_of(request).folder(request.path_params["id"])
+    return reply(await asyncio.to_thread(run_memory, folder))
+
+
+async def agent_memory_route(request: Request) -> Response:
+    from flowrun.api.memory import memory_document, memory_in
+
+    served = runs_of(request)
+    name, agent = request.path_params["name"], request.path_params["agent"]
+    workflow = served.workflows.get(name)
+    if workflow is None:
+        raise NotFound(f"no workflow {name!r}", "GET /v1/workflows lists them")
+    found = memory_in(workflow.project, workflow.path.parent, agent)
+    return reply(await asyncio.to_thread(memory_document, found))
 
 
 async def batches_route(request: Request) -> Response:

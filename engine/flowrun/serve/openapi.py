@@ -277,6 +277,10 @@ COMPARE_QUERY: list[Json] = [
     {"name": side, "in": "query", "required": True, "schema": {"type": "string"}, "description": "A run id"}
     for side in ("a", "b")
 ]
+AGENT_MEMORY_PARAMS: list[Json] = [
+    *WORKFLOW_NAME,
+    {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}},
+]
 
 
 def _object(**properties: object) -> Json:
@@ -294,6 +298,41 @@ LISTING = _object(
     limit={"type": "integer"},
 )
 STARTED = _object(id={"type": "string"}, run={"type": "string"})
+MEMORY_FILE = _object(
+    path={"type": "string", "description": "as the memory tool names it: /memories/..."},
+    size={"type": "integer"},
+    sha256={"type": "string"},
+    text={**STRING_OR_NULL, "description": "null: not UTF-8 text, or too large"},
+)
+AGENT_MEMORY = _object(
+    agent={"type": "string"},
+    memory={"type": "string", "description": "the memory's name (agents may share one)"},
+    scope={"enum": ["run", "project", "local", "user"]},
+    folder={"type": "string"},
+    files=_list_of(MEMORY_FILE),
+)
+MEMORY_WRITE = _object(
+    seq={"type": "integer"},
+    agent={"type": "string"},
+    agent_id={"type": "string"},
+    call_id={"type": "string"},
+    memory={"type": "string"},
+    command={"type": "string"},
+    path={"type": "string"},
+    to=STRING_OR_NULL,
+    before={**STRING_OR_NULL, "description": "sha256 of what it touched before (null: nothing)"},
+    after={**STRING_OR_NULL, "description": "sha256 after (null: removed)"},
+    status={"type": "string", "description": "its call's result: success, error, or unfinished"},
+)
+RUN_MEMORY = _object(
+    memories={
+        "type": "object",
+        "description": "by memory name: scope, folder, copy (a dry run's), files (sha256 at the run's "
+        "start), now (its files as they are)",
+    },
+    indexes=_list_of({"type": "object"}),
+    writes=_list_of(MEMORY_WRITE),
+)
 A_FILE: Json = {"description": "The file", "content": {"*/*": {"schema": {"type": "string"}}}}
 SSE: Json = {
     "description": "Server-sent events: `id: SEQ`, `event: TYPE`, `data: LINE` per event of "
@@ -531,6 +570,26 @@ OPERATIONS = (
         "200",
         _json(_object(workers=_list_of(ANY)), "The workers"),
         (401,),
+    ),
+    Operation(
+        "/v1/runs/{id}/memory",
+        "get",
+        "runMemory",
+        "The run's memories (their state at its start and now), each prompt's index and the writes it made",
+        "200",
+        _json(RUN_MEMORY, "The memories"),
+        (401, 404),
+        parameters=RUN,
+    ),
+    Operation(
+        "/v1/workflows/{name}/memory/{agent}",
+        "get",
+        "agentMemory",
+        "An agent's memory: its files as they are",
+        "200",
+        _json(AGENT_MEMORY, "The memory"),
+        (400, 401, 404),
+        parameters=AGENT_MEMORY_PARAMS,
     ),
     Operation(
         "/v1/batches",

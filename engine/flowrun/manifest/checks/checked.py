@@ -193,6 +193,9 @@ def python_probes(project: Project) -> list[Probe]:
             probes.add((FILE_PROBE, str(here / rel), file_state(here / rel)))
     for variable in _model_variables(project):  # `${VAR}` in model settings: set or not
         probes.add((ENV_PROBE, variable, env_state(variable)))
+    from flowrun.manifest.checks.memory import index_probes
+
+    probes.update((MEMORY_PROBE, where, state) for where, state in index_probes(project))
     return sorted(probes)
 
 
@@ -214,9 +217,14 @@ def _probe_state(kind: str, where: str) -> str:
         return file_state(Path(where))
     if kind == ENV_PROBE:
         return env_state(where)
+    if kind == MEMORY_PROBE:
+        from flowrun.tools.memory.folder import index_state  # (light: no manifest code)
+
+        return index_state(where)
     return module_state(kind, Path(where))
 
 
+MEMORY_PROBE = ":memory"  # a memory's MEMORY.md: within its caps or over them (not its content)
 ENV_PROBE = ":env"  # a variable a check read: whether it is set (a digest of its value, never the value)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from flowrun.manifest.checks.costs import check_costs
 from flowrun.manifest.checks.eval_files import check_evalsets
+from flowrun.manifest.checks.memory import check_memory, index_over_cap
 from flowrun.manifest.checks.relevance import reach_known
 from flowrun.manifest.checks.step_checks import StepTemplate, check_steps, step_templates
 from flowrun.manifest.checks.test_files import check_test_files
@@ -157,6 +158,7 @@ def _check_agent(loaded: Loaded[AgentManifest], project: Project) -> list[Diagno
             out.append(src.diag(("stop", "pattern"), f"invalid regex: {e}", hint, "bad-regex"))
     out += context_kind(spec.context).check(loaded, project)
     out += check_guardrails(loaded, project)
+    out += check_memory(loaded, project)
     return out
 
 
@@ -388,6 +390,7 @@ def _check_workflow(
     inputs = set(spec.inputs) | unreadable(src, "inputs")
     for name in sorted(seen):
         out += _check_agent_in_workflow(project.agents[name], project, wf, models, inputs, uses)
+        out += index_over_cap(project.agents[name], wf.source.path.parent)
     out += _no_model(wf, project, seen)
     if not any(d.severity == "error" for d in out) and not src.cut_within(("limits",)):
         out += check_costs(wf, project, seen)

@@ -301,7 +301,7 @@ class WorkflowTools:
     @classmethod
     def of(cls, path: Path, workflow: WorkflowManifest, project: Project) -> WorkflowTools | None:
         """None when the workflow's project does not load (its own validate says why)."""
-        from flowrun.manifest.graph import run_agents, tool_entries
+        from flowrun.manifest.graph import offered_tools, run_agents
         from flowrun.manifest.kinds import tool_kind_for
         from flowrun.manifest.project import load_project
 
@@ -313,7 +313,7 @@ class WorkflowTools:
         tools: set[str] = set()
         servers: set[str] = set()
         for agent in agents & set(project.agents):
-            for _, name, _ in tool_entries(project.agents[agent].spec):
+            for name, _ in offered_tools(project.agents[agent].spec):  # (the memory tool too)
                 kind = tool_kind_for(name, project)
                 (servers if kind is not None and kind.name == "mcp" else tools).add(name)
         return cls(workflow.name, frozenset(agents), frozenset(tools), frozenset(servers))

@@ -12,9 +12,11 @@ the workflow's; `maxTurns` is `max_steps`; `skills` limits use_skill and run_ski
 `mcpServers` names servers (inline declarations join the project's); `permissionMode` becomes
 approvals (`default`: ask on edits and the shell, `acceptEdits`: on the shell, `plan`: only
 read-only tools, `bypassPermissions`/`dontAsk`: none); `hooks` are the agent's hooks, in
-Claude Code's shape (manifest/hooks.py; what they do: runtime/hooks/).
+Claude Code's shape (manifest/hooks.py; what they do: runtime/hooks/); `memory` (user, project or
+local) is the agent's memory in Claude Code's own folders (manifest/memory.py), so Claude Code and
+flowrun share it.
 
-Keys flowrun does not use (`memory`, `isolation`, ...) are warnings naming what is ignored, except
+Keys flowrun does not use (`isolation`, `background`, ...) are warnings naming what is ignored, except
 `color` (only how Claude Code draws the agent); a key that looks like a misspelling of a known
 one is an error with a did-you-mean. Claude Code's team tools that flowrun's agent-as-tool
 protocol already is (`TaskList`, `TaskGet`: the assignment, which a sub-agent gets as its task;
@@ -44,8 +46,9 @@ USED_KEYS = (
     "mcpServers",
     "permissionMode",
     "hooks",
+    "memory",
 )
-IGNORED_KEYS = ("memory", "isolation", "background", "effort", "initialPrompt")
+IGNORED_KEYS = ("isolation", "background", "effort", "initialPrompt")
 COSMETIC_KEYS = ("color",)  # how Claude Code shows the agent: nothing a run does depends on it
 # Claude Code team tools that a sub-agent's call already is: its task is the assignment
 # (TaskList, TaskGet) and its answer the report to the lead (TaskUpdate, SendMessage)
@@ -85,6 +88,7 @@ MODEL_ALIASES = {
     "opus": "anthropic:claude-opus-4-1",
     "haiku": "anthropic:claude-haiku-4-5",
 }
+CLAUDE_MEMORY_SCOPES = ("user", "project", "local")  # Claude Code's; the folders: manifest/memory.py
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 EDIT_TOOLS = ("write_file", "edit_file", "delete_file", "create_directory")
 SHELL_TOOLS = ("execute_shell", "get_shell_output", "kill_shell", "run_skill_script", "git")
@@ -150,6 +154,7 @@ def _convert(doc: Document, out: Converted) -> None:
     _mcp_servers(meta, out)
     _permission_mode(meta, out)
     _hooks(meta, out)
+    _memory(meta, out)
     out.data["tools"] = [{n: c} if c else n for n, c in out.tools.items()]
 
 
@@ -330,6 +335,17 @@ def _permission_mode(meta: Mapping[str, object], out: Converted) -> None:
     for name in ask:
         if name in out.tools:
             out.tools[name]["approve"] = "ask"
+
+
+def _memory(meta: Mapping[str, object], out: Converted) -> None:
+    scope = meta.get("memory")
+    if scope is None:
+        return
+    if scope not in CLAUDE_MEMORY_SCOPES:
+        hint = did_you_mean(str(scope), CLAUDE_MEMORY_SCOPES) or "use user, project or local"
+        out.problem(("memory",), f"{scope!r} is not a memory scope", hint, "bad-value")
+        return
+    out.data["memory"] = {"scope": scope, "folders": "claude-code"}
 
 
 def _hooks(meta: Mapping[str, object], out: Converted) -> None:

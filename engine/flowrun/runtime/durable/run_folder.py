@@ -35,8 +35,9 @@ ENGINE_FILES = frozenset({"run.json", "events.jsonl", "usage.json", "flowrun.log
 # what an atomic write of run.json or usage.json leaves when the process dies in the middle
 ENGINE_TEMPS = frozenset({temp_name("run.json"), temp_name("usage.json")})
 # what no tool, shell or MCP server may write or delete in a run folder: the engine's files, the
-# lock and the recorded prompts (a name ending in "/" is a folder, protected with its contents)
-PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/"}
+# lock, the recorded prompts and the run's memories (only the memory tool changes them, recorded)
+# (a name ending in "/" is a folder, protected with its contents)
+PROTECTED = ENGINE_FILES | {LOCK_NAME, "prompts/", "memory/"}
 MAX_RUN_ID = 200
 OWNER_READS = 20  # x 10 ms: how long a refused process waits to read the owner's pid
 

@@ -22,6 +22,7 @@ from flowrun.manifest.project import Project
 from flowrun.manifest.specs import AgentManifest, Limits, SandboxSpec, WorkflowManifest
 from flowrun.plain_schema import Check, parameters_check
 from flowrun.providers.base import ModelConfig, Provider
+from flowrun.redaction import Redactor
 from flowrun.regexes import compile_regex
 from flowrun.runtime.durable.ledger import KindRecord
 from flowrun.runtime.loop.repeats import RepeatGuard
@@ -293,11 +294,29 @@ class LoopServices(Protocol):
         return None
 
 
+class RunKnobs(Protocol):
+    """What kinds read of a run's options (runtime/options.RunOptions, which imports this module)."""
+
+    @property
+    def dry_run(self) -> bool: ...
+
+    @property
+    def memory_dir(self) -> Path | None: ...
+
+
 class RunServices(LoopServices, Protocol):
     project: Project
     limits: Limits
     iteration: int | None  # the current loop iteration (1-based), for templates
     spec: WorkflowManifest  # the workflow being run
+    run_dir: Path  # the run folder
+    run_id: str  # its name
+    workflow_dir: Path  # the workflow file's folder, resolved
+    redactor: Redactor  # what no model and no file the run writes may hold
+
+    @property
+    def options(self) -> RunKnobs:  # as run.json records them (runtime/options.RunOptions)
+        ...
 
     @property
     def sandboxes(self) -> SandboxBook:  # how tool processes are confined (with --sandbox applied)

@@ -1,8 +1,8 @@
 """What `flowrun replay --diff` says about the first step that diverged: the lines of the system
-prompt that changed (first the project instructions it gained or lost, by file name), the tools
-added, removed or changed, or the task, read from the recorded log and the replay's log (their
-`agent_prompt` and `agent_start` events). Logs written before prompts were kept have only
-digests; then it says so."""
+prompt that changed (first the memory, when its index in the prompt did, and the project
+instructions it gained or lost, by file name), the tools added, removed or changed, or the task,
+read from the recorded log and the replay's log (their `agent_prompt` and `agent_start` events).
+Logs written before prompts were kept have only digests; then it says so."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from flowrun.events import AgentPromptEvent, AgentStartEvent, E, Event, ModelResponseEvent
+from flowrun.events import AgentPromptEvent, AgentStartEvent, E, Event, MemoryIndexEvent, ModelResponseEvent
 from flowrun.manifest.ecosystem.project_instructions import blocks_in
 from flowrun.runtime.durable.event_log import read_events
 from flowrun.runtime.durable.ledger import Divergence
@@ -94,6 +94,23 @@ def _unused_calls(recorded: list[Event], now: list[Event]) -> list[str]:
     return [*lines, "a step was removed, or an agent now stops sooner (max_steps, stop, a condition)"]
 
 
+def _memory_change(recorded: list[Event], now: list[Event], agent_id: str) -> list[str]:
+    """The memory as the cause of a changed prompt: the index the instance got then and now."""
+    then, again = _first(recorded, MemoryIndexEvent, agent_id), _first(now, MemoryIndexEvent, agent_id)
+    if then is None and again is None:
+        return []
+    if then is not None and again is not None and (then.text, then.cut) == (again.text, again.cut):
+        return []
+    name = (again or then).memory  # type: ignore[union-attr]
+    before = _short(then.sha256) if then is not None else "no index"
+    after = _short(again.sha256) if again is not None else "no index"
+    return [f"cause: memory '{name}' changed since the recording (MEMORY.md {before} -> {after})"]
+
+
+def _short(digest: str | None) -> str:
+    return f"sha256 {digest[:12]}" if digest else "missing"
+
+
 def divergence_details(recorded_log: Path, replay_log: Path, point: Divergence) -> list[str]:
     """Human lines on why the call `point` names differs from the recording."""
     recorded, now = read_events(recorded_log), read_events(replay_log)
@@ -115,7 +132,8 @@ def divergence_details(recorded_log: Path, replay_log: Path, point: Divergence) 
                 "the recording keeps only digests of prompts and tools (it was made before prompts were kept)"
             ]
         if point.reason == "system":
-            named = _instruction_changes(then_prompt.system, now_prompt.system)
+            named = _memory_change(recorded, now, point.agent_id)
+            named += _instruction_changes(then_prompt.system, now_prompt.system)
             return named + _text_diff(then_prompt.system, now_prompt.system, "system prompt")
         return _tool_changes(then_prompt.tools, now_prompt.tools)
     then_start = _first(recorded, AgentStartEvent, point.agent_id)
