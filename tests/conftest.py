@@ -61,6 +61,16 @@ def ray_cluster() -> Iterator[str]:
         ray.shutdown()
 
 
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[str]:
+    """A throw-away Postgres cluster for the session (support/postgres.py; the tests that use it
+    share one xdist group, so one worker starts it once); the URL of its `postgres` database."""
+    from support.postgres import cluster
+
+    with cluster() as url:
+        yield url
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test marked `fresh_too` (the smoke set) runs twice: its commands forked by the fork
     server, then each a fresh process (`FLOWRUN_TEST_FORK=0`) as a user's `flowrun` starts,

@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("tools",)),
     ("manifest", ("manifest",)),
     ("runtime", ("runtime",)),
-    ("api", ("api", "__init__", "batch", "serve", "testing", "evals")),
+    ("api", ("api", "__init__", "batch", "serve", "testing", "evals", "queue")),
     ("cli", ("cli", "__main__")),
 ]
 # providers and tools are one layer in the design: neither may import the other

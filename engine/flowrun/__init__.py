@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from flowrun.manifest.diagnostics import Diagnostic, ManifestInvalid
+    from flowrun.queue.submit import submit
     from flowrun.runtime.decide import expire_decisions, pending_decisions, respond
     from flowrun.runtime.durable.decisions import Decision, PendingDecision
     from flowrun.runtime.durable.runs_index import RunEntry, RunList, list_runs
@@ -86,6 +87,7 @@ _EXPORTS = {
     "RunEntry": "flowrun.runtime.durable.runs_index",
     "RunList": "flowrun.runtime.durable.runs_index",
     "RunOptions": "flowrun.runtime.options",
+    "submit": "flowrun.queue.submit",
     "ManifestInvalid": "flowrun.manifest.diagnostics",
     "Diagnostic": "flowrun.manifest.diagnostics",
 }
@@ -126,6 +128,7 @@ __all__ = [
     "respond",
     "resume",
     "run_batch",
+    "submit",
 ]
 
 

@@ -15,6 +15,13 @@ class State:
 
 
 STATES: tuple[State, ...] = (
+    State(
+        "queued",
+        "it waits in a queue (`serve http --workers`, `--queue`) for a worker to take it; "
+        "nothing of it has run yet",
+        None,
+        False,
+    ),
     State("running", "a live process holds the run folder and works on it", None, False),
     State(
         "waiting",
@@ -62,7 +69,8 @@ def recorded_state(recorded: str | None, ended: str | None) -> str:
 
 def current_state(recorded: str | None, ended: str | None, owned: bool) -> str:
     """A run folder's state: `running` while a live process holds its lock, `interrupted` when
-    it records no end and nobody does, else what it recorded."""
+    it records no end and nobody does, else what it recorded (`queued`: a queue holds it, and
+    no process yet)."""
     if owned:
         return "running"
     status = recorded_state(recorded, ended)

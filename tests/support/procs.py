@@ -5,7 +5,9 @@ polling for a state with a deadline only a real hang reaches."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -59,3 +61,34 @@ def wait_for(check: Callable[[], object], deadline_s: float = DEADLINE_S) -> boo
             return True
         time.sleep(0.05)
     return False
+
+
+def _children() -> dict[int, list[int]]:
+    """Every live process's children, by parent pid (from /proc: their own sessions included)."""
+    found: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        found.setdefault(ppid, []).append(int(entry.name))
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and every process it started, their descendants in other sessions too (a
+    tool's shell runs in a session of its own): as a machine that is lost takes them all. The
+    tree is frozen first (SIGSTOP), so nothing it starts meanwhile escapes, then killed."""
+    stopped: list[int] = []
+    tree = [pid]
+    while tree:
+        one = tree.pop()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(one, signal.SIGSTOP)
+            stopped.append(one)
+            tree.extend(_children().get(one, []))
+    for one in stopped:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(one, signal.SIGKILL)

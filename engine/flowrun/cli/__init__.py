@@ -104,6 +104,14 @@ COMMANDS: dict[str, Registered] = {
         "flowrun.cli.import_cmd:import_",
         "Write a flowrun project from another framework's files (CrewAI, ADK, docker-agent, ...).",
     ),
+    "worker": Registered(
+        "flowrun.cli.serve_cmd:worker",
+        "Take runs of WORKFLOWS from a queue and execute them until SIGTERM (which drains).",
+    ),
+    "workers": Registered(
+        "flowrun.cli.serve_cmd:workers",
+        "List a queue's workers: their state, their runs and their last heartbeat.",
+    ),
 }
 
 

@@ -136,6 +136,7 @@ def api_routes() -> list[Route]:
         Route("/v1/runs/{id}/resume", resume_route, methods=["POST"]),
         Route("/v1/runs/{id}/files", files_route, methods=["GET"]),
         Route("/v1/runs/{id}/files/{path:path}", file_route, methods=["GET"]),
+        Route("/v1/workers", workers_route, methods=["GET"]),
         Route("/v1/runs/{id}/memory", run_memory_route, methods=["GET"]),
         Route("/v1/workflows/{name}/memory/{agent}", agent_memory_route, methods=["GET"]),
         Route("/v1/batches", batches_route, methods=["GET"]),
@@ -182,7 +183,7 @@ async def start_route(request: Request) -> Response:
     body = await body_of(request)
     served = runs_of(request)
     run_id = await served.start(body.get("workflow"), body.get("inputs"), body.get("options"))
-    return reply({"id": run_id, "status": "running", "run": f"/v1/runs/{run_id}"}, 201)
+    return reply({"id": run_id, "status": served.start_state, "run": f"/v1/runs/{run_id}"}, 201)
 
 
 async def list_route(request: Request) -> Response:
@@ -207,6 +208,7 @@ async def list_route(request: Request) -> Response:
         limit=limit,
         offset=offset,
         batches=query.get("batches", "1") not in ("0", "false"),
+        own=served.listing,
     )
     return reply({"runs": runs, "total": total, "offset": offset, "limit": limit, "states": NAMES})
 
@@ -303,8 +305,9 @@ async def cancel_route(request: Request) -> Response:
 
 async def resume_route(request: Request) -> Response:
     run_id = request.path_params["id"]
-    await runs_of(request).resume(run_id)
-    return reply({"id": run_id, "status": "running"}, 202)
+    served = runs_of(request)
+    await served.resume(run_id)
+    return reply({"id": run_id, "status": served.start_state}, 202)
 
 
 async def files_route(request: Request) -> Response:
@@ -394,6 +397,14 @@ def confined(folder: Path, given: str) -> Path | None:
     if not real.is_relative_to(folder.resolve()) or not real.is_file() or parts == (LOCK_NAME,):
         return None
     return real
+
+
+async def workers_route(request: Request) -> Response:
+    """The queue's workers (`flowrun workers`); none when the server runs its runs itself."""
+    import dataclasses
+
+    rows = await asyncio.to_thread(runs_of(request).worker_rows)
+    return reply({"workers": [dataclasses.asdict(row) for row in rows]})
 
 
 async def run_memory_route(request: Request) -> Response:

@@ -564,6 +564,15 @@ OPERATIONS = (
         parameters=FILE_PARAMS,
     ),
     Operation(
+        "/v1/workers",
+        "get",
+        "listWorkers",
+        "The queue's workers, their runs and last heartbeat (none when the server runs its runs)",
+        "200",
+        _json(_object(workers=_list_of(ANY)), "The workers"),
+        (401,),
+    ),
+    Operation(
         "/v1/runs/{id}/memory",
         "get",
         "runMemory",

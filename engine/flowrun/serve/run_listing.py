@@ -1,14 +1,16 @@
 """`GET /v1/runs`: one page of the runs of the runs folder and of the batches beside it (each
 batch's runs folder has an index of its own: the pages are merged, newest first), each with
-its inputs. A batch item's run is listed as `BATCH:ITEM`, the id the runs API reads it by."""
+its inputs. A batch item's run is listed as `BATCH:ITEM`, the id the runs API reads it by. In
+queue mode the runs folder's own page comes from the queue's runs table (`own`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from flowrun.paths import is_dir
-from flowrun.runtime.durable.runs_index import RunEntry, list_runs
+from flowrun.runtime.durable.runs_index import RunEntry, RunList, list_runs
 from flowrun.serve.workflow_info import batch_names, batch_runs
 
 
@@ -23,17 +25,18 @@ def runs_page(
     limit: int,
     offset: int,
     batches: bool = True,
+    own: Callable[..., RunList] | None = None,
 ) -> tuple[list[dict[str, object]], int]:
-    """The runs from `offset` on (at most `limit`) and how many match in all."""
+    """The runs from `offset` on (at most `limit`) and how many match in all; `own` lists the
+    runs folder itself (ServedRuns.listing's keywords; None: its index)."""
     folders: list[tuple[Path, str | None]] = [(runs_dir, None)] if is_dir(runs_dir) else []
     if batches:
         folders += [(batch_runs(runs_dir, name), name) for name in batch_names(runs_dir)]
     found: list[tuple[RunEntry, str | None]] = []
     total = 0
     for folder, batch in folders:
-        page = list_runs(
-            folder, workflow=workflow, status=status, since=since, until=until, q=q, limit=offset + limit
-        )
+        lister = own if batch is None and own is not None else functools.partial(list_runs, folder)
+        page = lister(workflow=workflow, status=status, since=since, until=until, q=q, limit=offset + limit)
         total += page.total
         found += [(entry, batch) for entry in page]
     if len(folders) > 1:

@@ -19,10 +19,11 @@ from flowrun.api import RunResult, Workflow, new_run_id, read_result, resume
 from flowrun.errors import FlowrunError, RunError, RunInUse, UsageError
 from flowrun.events import Event
 from flowrun.paths import is_dir
+from flowrun.queue.store import WorkerRow
 from flowrun.runtime.decide import pending_decisions, respond
 from flowrun.runtime.durable.decisions import Decision, PendingDecision
 from flowrun.runtime.durable.run_folder import check_run_id
-from flowrun.runtime.durable.runs_index import RunEntry, list_runs, owned, read_run
+from flowrun.runtime.durable.runs_index import RunEntry, RunList, When, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
 from flowrun.runtime.summary.folder import RunSummary, SummaryCache
 from flowrun.serve.eval_folders import variant_runs
@@ -82,6 +83,11 @@ class Changes:
         if future is not None and not future.done():
             future.set_result(None)
 
+    def waited(self) -> list[str]:
+        """The runs whose next event someone waits for (a watch of logs written elsewhere
+        wakes them: serve/queued_runs.py)."""
+        return [run_id for run_id, future in self._next.items() if not future.done()]
+
     async def wait(self, run_id: str, within: float) -> None:
         """Until the run's next event, or `within` seconds."""
         future = self._next.get(run_id)
@@ -93,6 +99,8 @@ class Changes:
 
 class ServedRuns:
     """The runs folder and the workflows of a server, and the runs going on in it."""
+
+    start_state = "running"  # what a run started or resumed is at once (queued: a queue's)
 
     def __init__(self, workflows: list[Workflow], runs_dir: Path, options: RunOptions | None = None) -> None:
         self.workflows = {wf.name: wf for wf in workflows}
@@ -152,6 +160,33 @@ class ServedRuns:
         lock last)."""
         folder = self.place(run_id)
         return folder is not None and owned(folder)
+
+    def listing(
+        self,
+        *,
+        workflow: str | None = None,
+        status: list[str] | None = None,
+        since: When = None,
+        until: When = None,
+        q: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> RunList:
+        """A page of the runs list (`list_runs`'s filters): the runs folder's index."""
+        return list_runs(
+            self.runs_dir,
+            workflow=workflow,
+            status=status,
+            since=since,
+            until=until,
+            q=q,
+            limit=limit,
+            offset=offset,
+        )
+
+    def worker_rows(self) -> list[WorkerRow]:
+        """The queue's workers (none: this server runs its runs itself)."""
+        return []
 
     def left_over(self) -> tuple[list[RunEntry], list[RunEntry]]:
         """The runs waiting for decisions and those stopped (cancelled as a server stopped,
@@ -276,7 +311,7 @@ class ServedRuns:
         if not pending and body.get("continue", True) is not False:
             with contextlib.suppress(Conflict):
                 await self.resume(run_id)
-            status = "running"
+            status = self.start_state
         return decision, pending, status
 
     async def close(self) -> None:

@@ -167,7 +167,7 @@ def list_runs(
         raise RunError(f"no runs folder at {folder}", "run a workflow first, or pass --runs-dir")
     if (limit is not None and limit < 0) or offset < 0:
         raise UsageError("limit and offset must not be negative", "e.g. limit=50, offset=100")
-    where, params = _filters(workflow, status, since, until, q)
+    where, params = filters(workflow, status, since, until, q)
     with _opened(folder) as conn:
         total = int(conn.execute(f"SELECT count(*) FROM runs WHERE {where}", params).fetchone()[0])
         page = f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
@@ -626,13 +626,15 @@ def _batch_of(run_dir: Path) -> str | None:
     return batch.name if run_dir.parent.name == "runs" and (batch / "batch.json").is_file() else None
 
 
-def _filters(
+def filters(
     workflow: str | None,
     status: str | Sequence[str] | None,
     since: When,
     until: When,
     q: str | None,
 ) -> tuple[str, list[object]]:
+    """The WHERE clause (with `?` parameters) of a listing over the index's columns, and its
+    parameters (also the queue's runs table, queue/runs_table.py); an unknown state refused."""
     clauses, params = ["is_run = 1"], list[object]()
     if workflow:
         clauses.append("workflow = ?")
