@@ -331,6 +331,10 @@ NOT_TOOL_NAMES = {
     ("api/workflow.py", "ask_user"),
     ("api/resuming.py", "ask_user"),
 }
+# other frameworks' files translated into flowrun manifests: a translation writes the names of
+# the built-ins it maps their tools and habits to (a CrewAI FileReadTool is read_file, an ADK
+# exit_loop is flowrun's), as data of the manifests it writes, never to decide what a tool does
+TRANSLATORS = ("manifest/foreign/",)
 
 
 def builtin_tool_names() -> set[str]:
@@ -341,7 +345,7 @@ def names_used_as_data(root: Path, names: set[str]) -> list[tuple[str, int, str]
     found = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith("tools/"):
+        if rel.startswith(("tools/", *TRANSLATORS)):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:

@@ -74,7 +74,8 @@ def reachable_agents(starts: list[str], project: Project) -> set[str]:
             continue
         seen.add(name)
         todo.extend(agent_callees(project, name))
-        todo.extend(judges(project, name))
+        # (an unknown judge is reported where it is named)
+        todo.extend(j for j in judges(project, name) if j in project.agents)
     return seen
 
 

@@ -27,7 +27,9 @@ from flowrun.paths import builtin_root, examples_root
 
 SCHEMA_LINE = re.compile(r"^# yaml-language-server: \$schema=\S*\n?")
 GITIGNORE = "# flowrun's run folders\nruns/\n"
-SKIPPED = {"runs", "__pycache__", ".git"}
+# evals/ holds eval sets over the examples beside it (and the workflow one of them runs): no
+# project of its own to start from
+SKIPPED = {"runs", "__pycache__", ".git", "evals"}
 SKILL_FUNCTIONS = ("flowrun.tools.skills:use_skill", "flowrun.tools.skill_scripts:run_skill_script")
 PORTABLE_SKILL = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 USABLE_SKILL = re.compile(r"^[a-z0-9]+([_-][a-z0-9]+)*$")  # with the snake_case of a skills.json library

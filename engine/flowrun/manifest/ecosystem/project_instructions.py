@@ -181,7 +181,9 @@ def cap_warnings(project: Project) -> list[Diagnostic]:
     flavors: set[Flavor] = set()
     for wf in project.workflows:
         for name in run_agents(wf.spec, project):
-            loaded = project.agents[name]
+            loaded = project.agents.get(name)
+            if loaded is None:  # an unknown agent: the cross-reference checks say so
+                continue
             flavor = flavor_of(loaded.source.path)
             if mode_of(loaded.spec.instructions, wf.spec.instructions, flavor) == "project":
                 flavors.add(flavor)

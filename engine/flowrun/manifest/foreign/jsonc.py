@@ -72,6 +72,9 @@ def load_jsonc(path: Path, display: str) -> tuple[Source, list[Diagnostic]]:
         return src, [
             Diagnostic(display, e.lineno, e.colno, "", f"JSON syntax error: {e.msg}", hint, "json-syntax")
         ]
+    except RecursionError:  # nested past the parser: a broken file, not a flowrun bug
+        message = "the JSON nests arrays or objects too deep to read"
+        return src, [Diagnostic(display, 1, 1, "", message, "flatten the file", "json-syntax")]
     src.text = cleaned
     positions = Source(path=path, display=display, text=cleaned)
     parse_text(positions)  # only for where each value is: the JSON reading above is the data

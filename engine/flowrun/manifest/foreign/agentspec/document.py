@@ -150,7 +150,7 @@ def is_referenced_file(path: Path) -> bool:
         return bool(_REFERENCED_KEY.search(text)) and "component_type" not in sniff.top_keys(text)
     try:
         data = json.loads(jsonc.blank_comments(text)[0])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser
         return False
     return isinstance(data, dict) and REFERENCED in data and "component_type" not in data
 
