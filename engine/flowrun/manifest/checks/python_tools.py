@@ -17,7 +17,7 @@ from typing import Any
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import ToolManifest
-from flowrun.manifest.yaml_source import Source
+from flowrun.manifest.yaml_source import PathKey, Source
 
 IMPORT_TIMEOUT_S = 20.0
 
@@ -111,15 +111,17 @@ def _probe(root: Path, targets: list[str]) -> tuple[Report, str | None]:
     return reports, None
 
 
-def _check_one(manifest: ToolManifest, target: str, report: Report, src: Source) -> list[Diagnostic]:
-    where = ("implementation", "python")
+def import_problems(
+    target: str, report: Report, src: Source, where: PathKey, hints: tuple[str, str]
+) -> list[Diagnostic] | None:
+    """What the probe found wrong in importing `target` (module:function), at `where`; None when
+    the function is there. `hints`: for a module not found, and for a name that is no function."""
     module, _, func = target.partition(":")
     error = report.get("error")
     if error == "missing-module":
-        hint = "check the dotted path; project modules are found relative to the workflow folder"
-        return [src.diag(where, f"python module '{module}' not found", hint, "missing-module")]
+        return [src.diag(where, f"python module '{module}' not found", hints[0], "missing-module")]
     if error == "import-failed":
-        message = f"python module '{module}' fails to import: {report.get('detail', '')[:300]}"
+        message = f"python module '{module}' fails to import: {str(report.get('detail', ''))[:300]}"
         return [src.diag(where, message, "fix the module (its import must not fail)", "import-failed")]
     if error == "missing-function":
         names = set(report.get("names") or [])
@@ -127,7 +129,17 @@ def _check_one(manifest: ToolManifest, target: str, report: Report, src: Source)
         return [src.diag(where, f"module '{module}' has no function '{func}'", hint, "missing-function")]
     if error == "not-callable":
         message = f"'{target}' is a {report.get('detail')}, not a function"
-        return [src.diag(where, message, "point at an async function", "missing-function")]
+        return [src.diag(where, message, hints[1], "missing-function")]
+    return None
+
+
+def _check_one(manifest: ToolManifest, target: str, report: Report, src: Source) -> list[Diagnostic]:
+    where = ("implementation", "python")
+    func = target.partition(":")[2]
+    missing = "check the dotted path; project modules are found relative to the workflow folder"
+    found = import_problems(target, report, src, where, (missing, "point at an async function"))
+    if found is not None:
+        return found
     out: list[Diagnostic] = []
     if report.get("is_async") is False:
         hint = "define it as `async def " + func + "(ctx, **arguments) -> ToolResult`"

@@ -18,12 +18,11 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from flowrun.manifest.checks.python_tools import Report, probe
+from flowrun.manifest.checks.python_tools import Report, import_problems, probe
 from flowrun.manifest.checks.tools import config_problems, entry_key_problems, schema_problems
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.kinds import EntryRef
 from flowrun.manifest.project import Loaded, Project
-from flowrun.manifest.schema.check import did_you_mean
 from flowrun.manifest.specs import ImplementationSpec, ToolManifest
 from flowrun.runtime.loop.contracts import BindRequest, BoundTool, Invocation, ToolKind
 from flowrun.runtime.tool_kinds.manifest_tool import declare, limits_of, merged_config
@@ -128,25 +127,13 @@ def result_of(value: object) -> ToolResult:
 
 
 def _check_one(tool: Loaded[ToolManifest], target: str, report: Report) -> list[Diagnostic]:
-    src, (module, _, func) = tool.source, target.partition(":")
-    error = report.get("error")
-    if error == "missing-module":
-        hint = "check the dotted path and `path` (the folder the module is imported from)"
-        return [src.diag(WHERE, f"python module '{module}' not found", hint, "missing-module")]
-    if error == "import-failed":
-        message = f"python module '{module}' fails to import: {str(report.get('detail', ''))[:300]}"
-        return [src.diag(WHERE, message, "fix the module (its import must not fail)", "import-failed")]
-    if error == "missing-function":
-        names = set(report.get("names") or [])
-        hint = did_you_mean(func, names) or "it defines: " + ", ".join(sorted(names)[:10])
-        return [src.diag(WHERE, f"module '{module}' has no function '{func}'", hint, "missing-function")]
-    if error == "not-callable":
-        return [
-            src.diag(WHERE, f"'{target}' is a {report.get('detail')}, not a function", "", "missing-function")
-        ]
+    hint = "check the dotted path and `path` (the folder the module is imported from)"
+    found = import_problems(target, report, tool.source, WHERE, (hint, ""))
+    if found is not None:
+        return found
     from flowrun.manifest.checks.python_tools import argument_problems
 
-    return argument_problems(tool.spec, target, report.get("params") or [], src)
+    return argument_problems(tool.spec, target, report.get("params") or [], tool.source)
 
 
 KIND = FunctionKind()
