@@ -87,11 +87,12 @@ def names(cell: str) -> list[str]:
     return CODE_SPAN.findall(cell)
 
 
-def listed(found: set[Any], documented: set[Any], what: str, page: Path) -> None:
+def unlisted(found: set[Any], documented: set[Any], what: str, page: Path) -> list[str]:
+    """Where the page's list and the code's differ: what it leaves out, then what it adds."""
     where = page.relative_to(REPO)
     missing, extra = sorted(found - documented, key=str), sorted(documented - found, key=str)
-    assert not missing, f"{where} does not list the {what} {missing}"
-    assert not extra, f"{where} lists {what} the code does not have: {extra}"
+    said = [f"{where} does not list the {what} {missing}"] if missing else []
+    return said + ([f"{where} lists {what} the code does not have: {extra}"] if extra else [])
 
 
 # --- run options ------------------------------------------------------------------------------
@@ -203,7 +204,8 @@ def exit_codes() -> set[int]:
 
 def test_the_exit_codes_table_is_every_exit_code() -> None:
     codes = table(RUN_FOLDER, "code", "Exit codes")
-    listed(exit_codes(), {int(row[0]) for row in codes.rows}, "exit codes", RUN_FOLDER)
+    differences = unlisted(exit_codes(), {int(row[0]) for row in codes.rows}, "exit codes", RUN_FOLDER)
+    assert not differences, differences
 
 
 # --- event types ------------------------------------------------------------------------------
@@ -214,7 +216,8 @@ def test_the_event_table_is_every_event_type() -> None:
 
     events = table(RUN_FOLDER, "type")
     documented = {name for cell in events.column("type") for name in names(cell)}
-    listed(set(EVENT_TYPES), documented, "event types", RUN_FOLDER)
+    differences = unlisted(set(EVENT_TYPES), documented, "event types", RUN_FOLDER)
+    assert not differences, differences
 
 
 # --- environment variables --------------------------------------------------------------------
@@ -302,7 +305,8 @@ def test_the_environment_table_is_every_variable_flowrun_reads() -> None:
         documented.update(name.upper() for name in names(cell) if VARIABLE.match(name.upper()))
         if "SDK" in reader:
             by_sdk.update(names(cell))
-    listed(variables_read() | by_sdk, documented, "environment variables", ENVIRONMENT)
+    differences = unlisted(variables_read() | by_sdk, documented, "environment variables", ENVIRONMENT)
+    assert not differences, differences
 
 
 def test_the_sandbox_environment_is_the_code_s() -> None:
@@ -313,7 +317,8 @@ def test_the_sandbox_environment_is_the_code_s() -> None:
     (row,) = [row for row in table(page, "what").rows if row[0] == "the environment"]
     said = set(names(row[1].partition("the names the policy")[0]))
     passed = {*ENV_ALLOWED, *(prefix + "*" for prefix in ENV_ALLOWED_PREFIXES), "HOME", "TMPDIR=/tmp"}
-    listed(passed, said, "variables of a sandboxed process", page)
+    differences = unlisted(passed, said, "variables of a sandboxed process", page)
+    assert not differences, differences
 
 
 def test_the_scan_finds_variables_however_they_are_read() -> None:
@@ -394,7 +399,8 @@ def test_the_manifest_key_tables_list_every_key_with_its_default() -> None:
                     f"{MANIFESTS.name}:{found.line}: {kind} {path}.{key}: the table says {default!r}, "
                     f"the schema {prop.get('default', '(no default)')!r}"
                 )
-        listed(set(properties), documented, f"keys of {kind} {path}".strip(), MANIFESTS)
+        differences = unlisted(set(properties), documented, f"keys of {kind} {path}".strip(), MANIFESTS)
+        assert not differences, differences
     assert seen == set(KEY_TABLES.values()), "a table of manifests.md moved: update KEY_TABLES"
 
 
