@@ -262,3 +262,21 @@ def test_flowrun_workers_shows_the_three_workers(stack: Stack) -> None:
     with httpx.Client(base_url=stack.apis[1].base) as http:
         rows = http.get("/v1/workers").json()["workers"]
     assert {w.id for w in stack.workers} <= {row["id"] for row in rows}
+
+
+def test_a_worker_starts_while_runs_are_being_queued(tmp_path: Path, postgres_cluster: str) -> None:
+    """A worker that starts (or restarts after a kill) while an API instance queues a run: the
+    queue's tables exist, so it takes no table lock; `CREATE INDEX IF NOT EXISTS` would have
+    waited for the queueing transaction's row locks and, with its own, deadlocked it."""
+    import psycopg
+
+    url = fresh_database(postgres_cluster)
+    files = queue_project(tmp_path, "openai")
+    args = [*map(str, files), "--runs-dir", str(tmp_path / "runs"), "--queue", url]
+    Worker(tmp_path, args, {}).stop()  # the tables made
+    with psycopg.connect(url) as queueing:  # a run being queued: its rows written, not committed
+        queueing.execute("LOCK TABLE flowrun_runs, flowrun_jobs IN ROW EXCLUSIVE MODE")
+        started = Worker(tmp_path, args, {})
+        started.stop()
+        queueing.rollback()
+    assert started.id in "".join(started.lines)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from flowrun.queue.databases import Cursor, Database, Value, real, whole
-from flowrun.queue.tables import RUNS_UPSERT, SCHEMA, STATE_SQL
+from flowrun.queue.tables import RUNS_UPSERT, SCHEMA, SCHEMA_NAMES, STATE_SQL
 
 SCHEMA_LOCK = 7_041_917_001  # Postgres advisory lock ids: the tables made once at a time
 CLAIM_LOCK = 7_041_917_002  # claims under concurrency limits count the taken jobs one at a time
@@ -75,6 +75,9 @@ class Store:
     def prepare(self) -> Store:
         """The tables, made when missing (by one process at a time)."""
         if not self.made:
+            if self.db.skip_locked and self._all_made():
+                self.made = True
+                return self
             with self.db.transaction() as cur:
                 if self.db.skip_locked:
                     cur.run("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
@@ -82,6 +85,14 @@ class Store:
                     cur.run(statement)
             self.made = True
         return self
+
+    def _all_made(self) -> bool:
+        """Postgres: whether every table and index exists. `CREATE INDEX IF NOT EXISTS` takes a
+        SHARE lock on its table before it looks at the name, so a worker starting while runs are
+        queued would deadlock against their inserts: look first, without locks."""
+        with self.db.transaction(write=False) as cur:
+            found = cur.run(f"SELECT {', '.join('to_regclass(?)' for _ in SCHEMA_NAMES)}", SCHEMA_NAMES)
+        return all(found[0])
 
     # ------------------------------------------------------------ the API's side
 

@@ -72,3 +72,4 @@ VIEW = (
 
 RUNS_INSERT = RUNS_UPSERT.split(" ON CONFLICT")[0] + " ON CONFLICT (name) DO NOTHING"
 SCHEMA = JOBS + RUNS
+SCHEMA_NAMES = [statement.split(" EXISTS ")[1].split()[0] for statement in SCHEMA]  # tables, indexes
