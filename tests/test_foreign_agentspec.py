@@ -7,8 +7,12 @@ vendor's examples: each runs or fails with its reasons."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from support.cli import run_cli
@@ -267,3 +271,216 @@ def test_export_of_a_shipped_example_is_valid_agent_spec_and_imports_back(
         )
         found = original.project.find_prompt(str(theirs["prompt_file"])) if "prompt_file" in theirs else None
         assert resolved(mine, back / "prompts") == resolved(theirs, found.parent if found else None)
+
+
+class Api(BaseHTTPRequestHandler):
+    """A REST service: GET /city?country=X -> {"city": ...}; a form POST /weather -> its weather."""
+
+    def _answer(self, data: dict[str, object]) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        query = parse_qs(urlsplit(self.path).query)
+        self._answer({"city": {"Morocco": "Rabat"}.get(query["country"][0], "?"), "extra": 1})
+
+    def do_POST(self) -> None:
+        form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+        assert self.headers["Content-Type"] == "application/x-www-form-urlencoded"
+        self._answer({"weather": f"sunny in {form['city'][0]}", "temperature": 22})
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def api_flow(api: str, url: str) -> str:
+    get = f"    url: {api}/city\n    http_method: GET\n    query_params: {{country: '{{{{ country }}}}'}}\n"
+    post = f"    url: {api}/weather\n    http_method: POST\n    data: {{city: '{{{{ city }}}}'}}\n"
+    post += "    headers: {Content-Type: application/x-www-form-urlencoded}\n"
+    tell = "    llm_config: {$component_ref: llm}\n    prompt_template: 'Say: {{weather}}'\n"
+    order = ("start", "city", "weather", "tell", "end")
+    data = [("start.country", "city.country"), ("city.city", "weather.city")]
+    data += [("weather.weather", "tell.weather"), ("weather.temperature", "end.temperature")]
+    return (
+        "component_type: Flow\nid: f\nname: api\nstart_node: {$component_ref: start}\nnodes:\n"
+        + "".join(f"- {{$component_ref: {n}}}\n" for n in order)
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(order)))
+        + "data_flow_connections:\n"
+        + "".join(edge("data", i, *d) for i, d in enumerate(data))
+        + "$referenced_components:\n"
+        + node("start", "StartNode", ["country"], ["country"])
+        + node("city", "ApiNode", ["country"], ["city"], get)
+        + node("weather", "ApiNode", ["city"], ["weather", "temperature"], post)
+        + node("tell", "LlmNode", ["weather"], ["said"], tell)
+        + node("end", "EndNode", ["temperature"], ["temperature"])
+        + "  llm:\n    component_type: OpenAiCompatibleConfig\n    id: llm\n    name: scripted\n"
+        + f"    model_id: m\n    url: {url}\n"
+        + "agentspec_version: 25.4.1\n"
+    )
+
+
+def test_api_nodes_send_their_requests_without_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=api.serve_forever, daemon=True).start()
+    try:
+        with WireServer(lambda request: Reply(f"said: {request.last_user_text}")) as server:
+            flow = api_flow(f"http://127.0.0.1:{api.server_port}", server.base_url("openai"))
+            path = write_files(tmp_path, {"flow.yaml": flow}) / "flow.yaml"
+            point_sdks(monkeypatch, server, "openai")
+            result = flowrun.load(path).run_sync(
+                {"country": "Morocco"}, run_id="r", runs_dir=tmp_path / "runs"
+            )
+            texts = [r.last_user_text for r in server.requests]
+    finally:
+        api.shutdown()
+        api.server_close()
+    assert result.status == "completed", result
+    assert texts == ["Say: sunny in Rabat"]  # only the LlmNode asks the model
+    folder = tmp_path / "runs" / "r" / "agentspec"
+    assert (folder / "city.txt").read_text() == "Rabat"
+    assert json.loads((folder / "weather.json").read_text()) == {
+        "weather": "sunny in Rabat",
+        "temperature": 22,
+    }
+
+
+SQUARE_TOOL = """version: 1
+kind: tool
+name: square
+description: The square of a number.
+parameters: {type: object, properties: {x: {type: number}}, required: [x]}
+implementation: {python: "square_mod:square"}
+"""
+SQUARE_MOD = """from flowrun.types import ToolResult
+
+
+async def square(ctx, x):
+    return ToolResult.ok(str(x * x))
+"""
+
+
+def square_flow(name: str, with_model: bool) -> str:
+    """A Flow of one ToolNode (x -> y, the tool `square`), or of a FlowNode of that flow then an
+    LlmNode that reads its output."""
+    tool = "    tool:\n      component_type: ServerTool\n      name: square\n      inputs:\n"
+    tool += "      - title: x\n        type: number\n"
+    inner = ("in", "sq", "out")
+    nodes = ["StartNode", "ToolNode", "EndNode"]
+    more = ["", tool, ""]
+    data = [("in.x", "sq.x"), ("sq.y", "out.y")]
+    if with_model:
+        inner = ("start", "sub", "say", "end")
+        nodes = ["StartNode", "FlowNode", "LlmNode", "EndNode"]
+        sub = "    subflow:\n" + "".join(
+            f"      {line}\n" for line in square_flow("inner", False).splitlines()
+        )
+        say = "    llm_config: {$component_ref: llm}\n    prompt_template: 'Say {{y}}'\n"
+        more = ["", sub, say, ""]
+        data = [("start.x", "sub.x"), ("sub.y", "say.y"), ("sub.y", "end.y")]
+    ios = {"start": (["x"], ["x"]), "sq": (["x"], ["y"]), "sub": (["x"], ["y"]), "say": (["y"], ["said"])}
+    ios |= {"in": (["x"], ["x"]), "end": (["y"], ["y"]), "out": (["y"], ["y"])}
+    text = (
+        f"component_type: Flow\nid: {name}\nname: {name}\nstart_node: {{$component_ref: {inner[0]}}}\n"
+        + "nodes:\n"
+        + "".join(f"- {{$component_ref: {n}}}\n" for n in inner)
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(inner)))
+        + "data_flow_connections:\n"
+        + "".join(edge("data", i, *d) for i, d in enumerate(data))
+        + "$referenced_components:\n"
+        + "".join(node(n, kind, *ios[n], extra) for n, kind, extra in zip(inner, nodes, more, strict=True))
+    )
+    return text.replace("type: string\n      default: ''", "type: number").replace(
+        "    - title: said\n      type: number", "    - title: said\n      type: string"
+    )
+
+
+def test_a_flow_node_runs_its_subflow_and_a_tool_node_needs_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with WireServer(lambda request: Reply(f"said: {request.last_user_text}")) as server:
+        flow = square_flow("outer", True).replace(
+            "$referenced_components:\n",
+            "$referenced_components:\n"
+            + (
+                "  llm:\n    component_type: OpenAiCompatibleConfig\n    id: llm\n    name: scripted\n"
+                f"    model_id: m\n    url: {server.base_url('openai')}\n"
+            ),
+            1,
+        )
+        files = {"flow.yaml": flow + "agentspec_version: 25.4.1\n", "tools.d/square.yaml": SQUARE_TOOL}
+        path = write_files(tmp_path, {**files, "square_mod.py": SQUARE_MOD}) / "flow.yaml"
+        point_sdks(monkeypatch, server, "openai")
+        result = flowrun.load(path).run_sync({"x": 7}, run_id="r", runs_dir=tmp_path / "runs")
+        texts = [r.last_user_text for r in server.requests]
+    assert result.status == "completed", result
+    assert texts == ["Say 49.0"]  # a number input; the ToolNode called the tool without the model
+    folder = tmp_path / "runs" / "r" / "agentspec"
+    assert json.loads((folder / "sq.json").read_text()) == {"y": 49}
+    assert json.loads((folder / "sub.json").read_text()) == {"y": 49}
+
+
+def with_k(flow: str, key: str, where: str) -> str:
+    """`flow` with a number property `k` after the first property of node `key`'s `where`."""
+    head = f"    name: {key}\n"
+    at = flow.index(head) + len(head)
+    at = flow.index(f"    {where}:\n", at) + len(f"    {where}:\n")
+    at = flow.index("      type: number\n", at) + len("      type: number\n")
+    return flow[:at] + "    - title: k\n      type: number\n" + flow[at:]
+
+
+def test_a_map_node_zips_its_lists_and_collects_its_subflow_outputs(tmp_path: Path) -> None:
+    inner = square_flow("inner", False)
+    for key, where in (("in", "inputs"), ("in", "outputs"), ("out", "inputs"), ("out", "outputs")):
+        inner = with_k(inner, key, where)
+    inner = inner.replace(
+        "destination_input: y\n", "destination_input: y\n" + edge("data", 9, "in.k", "out.k"), 1
+    )
+    sub = "    subflow:\n" + "".join(f"      {line}\n" for line in inner.splitlines())
+    mapped = (
+        "  map:\n    component_type: MapNode\n    id: map\n    name: map\n    inputs:\n"
+        "    - {title: iterated_x, type: array, items: {type: number}}\n"
+        "    - {title: iterated_k, type: number}\n"
+        "    outputs:\n    - {title: collected_y, type: array, items: {type: number}}\n"
+        "    - {title: collected_k, type: array, items: {type: number}}\n" + sub
+    )
+    order = ("start", "map", "end")
+    flow = (
+        "component_type: Flow\nid: f\nname: f\nstart_node: {$component_ref: start}\nnodes:\n"
+        + "".join(f"- {{$component_ref: {n}}}\n" for n in order)
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(order)))
+        + "data_flow_connections:\n"
+        + edge("data", 0, "start.xs", "map.iterated_x")
+        + edge("data", 1, "start.k", "map.iterated_k")
+        + edge("data", 2, "map.collected_y", "end.ys")
+        + "$referenced_components:\n"
+        + "  start:\n    component_type: StartNode\n    id: start\n    name: start\n"
+        + "    outputs:\n    - {title: xs, type: array, items: {type: number}}\n"
+        + "    - {title: k, type: integer}\n"
+        + mapped
+        + "  end:\n    component_type: EndNode\n    id: end\n    name: end\n    inputs:\n"
+        + "    - {title: ys, type: array}\n"
+        + "agentspec_version: 25.4.1\n"
+    )
+    files = {"flow.yaml": flow, "tools.d/square.yaml": SQUARE_TOOL, "square_mod.py": SQUARE_MOD}
+    path = write_files(tmp_path, files) / "flow.yaml"
+    result = flowrun.load(path).run_sync({"xs": [1, 2, 3], "k": 5}, run_id="r", runs_dir=tmp_path / "runs")
+    assert result.status == "completed", result
+    folder = tmp_path / "runs" / "r" / "agentspec"
+    assert json.loads((folder / "map.items.json").read_text()) == [
+        {"x": 1, "k": 5},
+        {"x": 2, "k": 5},
+        {"x": 3, "k": 5},
+    ]
+    assert json.loads((folder / "map.json").read_text()) == {
+        "collected_y": [1, 4, 9],
+        "collected_k": [5, 5, 5],
+    }

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from support.providers import OPENAI, SYSTEM, TOOLS, ProviderFactory, Wire, provider_config, request
-from support.wire_server import Reply, Script, WireServer
+from support.wire_server import Reply, Script, WireServer, call, calls
 
 from flowrun.errors import ProviderError
 from flowrun.providers.base import ModelRequest
@@ -60,6 +60,24 @@ async def test_reasoning_content_kept_but_not_sent_back(make_provider: ProviderF
         await provider.complete(request(*history))
         seen = server.requests[1]
     assert seen.messages[2] == {"role": "assistant", "content": "42"}
+
+
+async def test_a_stream_without_finish_reason_ends_at_its_done(make_provider: ProviderFactory) -> None:
+    """Some servers stream no chunk with a finish_reason: the stream's [DONE] is its end. A
+    stream cut before [DONE] is still an unusable answer, retried."""
+    replies = [Reply(text="Hello there", no_finish=True), calls(call("read_file", path="a"))]
+    replies[1].no_finish = True
+    with WireServer(Script({"researcher": [*replies, Reply(text="cut", fault="truncated")]})) as server:
+        provider = make_provider(server, stream=True, max_retries=0)
+        text = await provider.complete(request())
+        history = [Message("user", "q"), Message("assistant", "Hello there"), Message("user", "go on")]
+        called = await provider.complete(request(*history))
+        history += [Message("assistant", "read it"), Message("user", "and?")]
+        with pytest.raises(ProviderError, match="without its final"):
+            await provider.complete(request(*history))
+    assert (text.text, text.stop_reason) == ("Hello there", "stop")
+    assert called.stop_reason == "tool_calls"
+    assert [(c.name, c.arguments) for c in called.tool_calls] == [("read_file", {"path": "a"})]
 
 
 async def test_local_server_without_key_env_gets_a_placeholder(

@@ -81,6 +81,8 @@ class Reply:
     fault: Fault | None = None  # a broken 200 answer (see FAULTS)
     raw: bytes | None = None  # a 200 with exactly this body (headers: `headers`)
     refusal: str | None = None  # OpenAI: a structured-output refusal (`refusal`, no content)
+    # OpenAI streamed: no chunk with a finish_reason (the deltas, then [DONE]), as some servers answer
+    no_finish: bool = False
 
 
 # Broken answers with status 200, each in both wire formats, streamed and not:
@@ -480,8 +482,9 @@ def openai_stream(request: WireRequest, reply: Reply) -> Iterator[str]:
     if reply.fault == "no_choices":
         yield "[DONE]"
         return
-    finish = {"index": 0, "delta": {}, "finish_reason": _stop_reason("openai", reply)}
-    yield json.dumps({**base, "choices": [finish], **extra})
+    if not reply.no_finish:
+        finish = {"index": 0, "delta": {}, "finish_reason": _stop_reason("openai", reply)}
+        yield json.dumps({**base, "choices": [finish], **extra})
     if with_usage:
         yield json.dumps({**base, "choices": [], "usage": _openai_usage(reply)})
     yield "[DONE]"

@@ -212,22 +212,39 @@ class FlowrunComponent:
 
         by_id = {str(c.get("id")): c for c in _components(self.data) if "id" in c}
         outputs: dict[str, Any] = {}
-        for edge in _components(self.data):
-            if edge.get("component_type") != "DataFlowEdge":
-                continue
-            source = by_id.get(str((edge.get("source_node") or {}).get("$component_ref")))
-            target = by_id.get(str((edge.get("destination_node") or {}).get("$component_ref")))
-            if source is None or target is None or target.get("component_type") != "EndNode":
-                continue
-            name, key = flowrun_name(str(source.get("name"))), str(edge.get("source_output"))
+        for source, key, into in self._end_edges(by_id):
+            name = flowrun_name(str(source.get("name")))
             text, data = run_dir / "agentspec" / f"{name}.txt", run_dir / "agentspec" / f"{name}.json"
             if source.get("component_type") == "StartNode":
-                outputs[str(edge.get("destination_input"))] = self.values.get(key)
+                outputs[into] = self.values.get(key)
             elif text.is_file():
-                outputs[str(edge.get("destination_input"))] = text.read_text(encoding="utf-8")
+                outputs[into] = text.read_text(encoding="utf-8")
             elif data.is_file():
-                outputs[str(edge.get("destination_input"))] = json.loads(data.read_text()).get(key)
+                outputs[into] = json.loads(data.read_text()).get(key)
         return outputs
+
+    def _end_edges(self, by_id: dict[str, Any]) -> list[tuple[Any, str, str]]:
+        """(source node, its output, EndNode, its input) of the top Flow's data edges into an
+        EndNode; without data edges, each EndNode input from a node's output of that name."""
+        found = []
+        top = self.data if isinstance(self.data, Mapping) else {}
+        edges = top.get("data_flow_connections")
+        for edge in edges or []:
+            edge = by_id.get(str(edge.get("$component_ref")), edge)
+            source = by_id.get(str((edge.get("source_node") or {}).get("$component_ref")))
+            target = by_id.get(str((edge.get("destination_node") or {}).get("$component_ref")))
+            if source is not None and target is not None and target.get("component_type") == "EndNode":
+                found.append((source, str(edge.get("source_output")), str(edge.get("destination_input"))))
+        if edges:
+            return found
+        nodes = [by_id.get(str(n.get("$component_ref")), n) for n in top.get("nodes") or []]
+        for end in [n for n in nodes if n.get("component_type") == "EndNode"]:
+            for prop in end.get("inputs") or []:
+                title = prop.get("title")
+                for node in nodes:
+                    if node is not end and any(p.get("title") == title for p in node.get("outputs") or []):
+                        found.append((node, title, title))
+        return found
 
     def _finished(self, result: Any) -> Any:
         text = str(result.message or "")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from functools import cache
 from typing import Any, ClassVar
@@ -261,6 +261,8 @@ class StreamAssembler:
         self.model = ""
         self.chunks = 0
         self.foreign = False  # an Anthropic event came: a misrouted request
+        self.done = False  # the stream's [DONE] came (see _watch_done)
+        self.answered = False  # a chunk carried a choice
 
     @shape_checked
     def feed(self, chunk: Any) -> None:
@@ -273,6 +275,7 @@ class StreamAssembler:
             if choice.index not in (0, None):
                 continue
             self.stop_reason = choice.finish_reason or self.stop_reason
+            self.answered = True
             delta = choice.delta
             if delta is None:
                 continue
@@ -301,11 +304,14 @@ class StreamAssembler:
 
     @shape_checked
     def response(self) -> ModelResponse:
-        """The answer, once the stream reached a chunk with a finish_reason (else a retryable
-        unusable answer: the stream was cut)."""
+        """The answer, once the stream reached a chunk with a finish_reason or its [DONE] (else
+        a retryable unusable answer: the stream was cut)."""
         if self.foreign and self.stop_reason is None:
             raise unusable(f"the stream is in Anthropic's Messages format {WRONG_FORMAT}")
-        require_stream_end(self.stop_reason is not None, self.chunks, "chunk (no finish_reason)")
+        ended = self.stop_reason is not None or (self.done and self.answered)
+        require_stream_end(ended, self.chunks, "chunk (no finish_reason)")
+        if self.stop_reason is None:  # [DONE] without a finish_reason: the end of the stream is the end
+            self.stop_reason = "tool_calls" if self.calls else "stop"
         calls = [
             _tool_call(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(self.calls.items())
         ]
@@ -317,6 +323,24 @@ class StreamAssembler:
             thinking=_reasoning("".join(self.reasoning)),
             model=self.model,
         )
+
+
+def _watch_done(stream: object, assembler: StreamAssembler) -> None:
+    """Note on `assembler` when the stream's `[DONE]` comes: some servers (llama.cpp's, vLLM's
+    older ones, test servers) send no chunk with a finish_reason, and a stream that reached
+    `[DONE]` ended as its server meant it to. The SDK keeps `[DONE]` to itself: its event
+    iterator is wrapped (an SDK without one leaves the check to finish_reason alone)."""
+    events = getattr(stream, "_iter_events", None)
+    if events is None:
+        return
+
+    async def watched() -> AsyncIterator[object]:
+        async for sse in events():
+            if str(getattr(sse, "data", "")).startswith("[DONE]"):
+                assembler.done = True
+            yield sse
+
+    setattr(stream, "_iter_events", watched)  # noqa: B010 - a private hook of the SDK, found above
 
 
 # ---------------------------------------------------------------- provider
@@ -402,6 +426,7 @@ class OpenAIProvider(Provider):
     async def _stream(self, client: Any, params: dict[str, Any]) -> ModelResponse:
         assembler = StreamAssembler()
         stream = await send(client, params)
+        _watch_done(stream, assembler)
         async with stream:
             async for chunk in stream:
                 assembler.feed(chunk)

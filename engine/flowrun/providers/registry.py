@@ -16,6 +16,7 @@ PROVIDERS: dict[str, str] = {  # provider type -> "module:Class"
     "openai-compatible": "flowrun.providers.openai_provider:OpenAICompatibleProvider",
     "test": "flowrun.providers.test_provider:TestProvider",
     "scripted": "flowrun.providers.scripted_provider:ScriptedProvider",
+    "direct": "flowrun.providers.direct_provider:DirectProvider",
 }
 
 

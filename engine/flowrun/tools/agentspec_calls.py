@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Mapping
 from typing import cast
+from urllib.parse import urlencode
 
 from flowrun.tools.base import ToolContext, error, finish_result
 from flowrun.tools.net_guard import AddressRefused, NetPolicy
@@ -82,7 +83,25 @@ async def remote_tool(ctx: ToolContext, **arguments: object) -> ToolResult:
         return finish_result(
             error("HTTP_ERROR", f"{method} {url}: HTTP {status}: {text[:500]}"), params, started
         )
-    return finish_result(ToolResult.ok(text, status=status), params, started)
+    return finish_result(ToolResult.ok(shaped(text, config), status=status), params, started)
+
+
+def shaped(text: str, config: Mapping[str, object]) -> str:
+    """An ApiNode's answer as its outputs (`config["outputs"]`, their names): each the answer's
+    key of that name, or the whole answer for a single output it has no key for; one text
+    output (`text_output`) as that text, else a JSON object of the outputs."""
+    names = config.get("outputs")
+    if not isinstance(names, list) or not names:
+        return text
+    try:
+        data: object = json.loads(text)
+    except json.JSONDecodeError:
+        data = text
+    found = data if isinstance(data, Mapping) else {}
+    values = {str(n): found.get(str(n), data if len(names) == 1 else None) for n in names}
+    if config.get("text_output") and len(values) == 1:
+        return _text(next(iter(values.values())))
+    return json.dumps(values)
 
 
 async def _request(
@@ -95,10 +114,14 @@ async def _request(
     config = ctx.config
     timeout_s = float(config.get("timeout_s") or ctx.limits.get("timeout_s") or 30)
     data = fill(config.get("data"), arguments)
-    json_body = data if isinstance(data, Mapping | list) else None
-    content = data.encode() if isinstance(data, str) and data else None
     # (filled in from the configured mappings of text: their values stay text)
     headers = cast("dict[str, str]", fill(config.get("headers") or {}, arguments))
+    kind = next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "")
+    form = isinstance(data, Mapping) and "x-www-form-urlencoded" in kind
+    json_body = data if isinstance(data, Mapping | list) and not form else None
+    content = data.encode() if isinstance(data, str) and data else None
+    if form and isinstance(data, Mapping):
+        content = urlencode({str(k): _text(v) for k, v in data.items()}).encode()
     params = cast("dict[str, str]", fill(config.get("query_params") or {}, arguments))
     async with asyncio.timeout(timeout_s):
         async with httpx.AsyncClient(

@@ -81,6 +81,9 @@ class ModelChoice:
         return config
 
     def _config(self, ref: str | None, agent: str) -> ModelConfig:
+        spec = self.named().get(ref) if ref else None
+        if ref and spec is not None and spec.provider == "direct":  # no model: a dry run or --model keeps it
+            return config_from_spec(ref, spec, self.base_dir, strict_env=False)
         if self.dry_run:
             return model_config("test", provider="test", model="test")
         ref = self.per_agent.get(agent) or self.override or ref

@@ -2,11 +2,13 @@
 kept in the run folder (`agentspec/NODE.txt` for one text output, else `agentspec/NODE.json`
 with one key per output); a data edge is a template that reads the source node's file (a
 StartNode's outputs are the workflow's inputs). `LlmNode`: an agent without tools whose task is
-the prompt template; `AgentNode`: the agent, its inputs in the task; `ToolNode`: an agent that
-calls that one tool (approximated: flowrun has no step that runs a tool without a model);
+the prompt template; `AgentNode`: the agent, its inputs in the task; `ToolNode` and `ApiNode`:
+a step that calls the tool (the HTTP request) once without a model (flowrun's `direct`
+provider); `FlowNode`: its subflow's steps in place, then a step that writes its outputs;
 `BranchingNode`: an `if:` on the nodes after it, or a `loop:` when a branch goes back;
-`MapNode`/`ParallelMapNode`: a `foreach` over a list input; `ParallelFlowNode`: a `parallel:`
-step of its subflows' single nodes; `EndNode`: the workflow's output."""
+`MapNode`/`ParallelMapNode`: its items, a `foreach` over them, its collected outputs;
+`ParallelFlowNode`: a `parallel:` step of its subflows' single nodes; `EndNode`: the workflow's
+output."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ WORKERS = (
     "LlmNode",
     "AgentNode",
     "ToolNode",
+    "ApiNode",
+    "FlowNode",
     "MapNode",
     "ParallelMapNode",
     "ParallelFlowNode",

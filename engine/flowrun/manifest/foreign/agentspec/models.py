@@ -13,6 +13,7 @@ from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
 from flowrun.manifest.foreign.conversion import Conversion, Doc, flowrun_name
 
 DEFAULT_MODEL = "agentspec-default"
+DIRECT_MODEL = "agentspec_direct"
 DEFAULT_SPEC: Doc = {"provider": "openai", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
 # Agent Spec's generation parameters that a flowrun model takes under its own name
 SAME = ("temperature", "max_tokens")
@@ -112,7 +113,13 @@ class Models:
 
     def default(self) -> str:
         """The default model: the first one named, else OpenAI's."""
-        if self.specs:
-            return next(iter(self.specs))
+        named = [n for n in self.specs if n != DIRECT_MODEL]
+        if named:
+            return named[0]
         self.specs[DEFAULT_MODEL] = dict(DEFAULT_SPEC)
         return DEFAULT_MODEL
+
+    def direct(self) -> str:
+        """The model of the steps that run one tool without a model (flowrun's `direct` provider)."""
+        self.specs.setdefault(DIRECT_MODEL, {"provider": "direct", "model": "direct"})
+        return DIRECT_MODEL

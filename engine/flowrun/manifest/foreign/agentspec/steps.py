@@ -9,6 +9,7 @@ from flowrun.manifest.foreign.agentspec.agents import agentic, is_remote, relay
 from flowrun.manifest.foreign.agentspec.build import Build, add_inputs, json_schema, properties, template
 from flowrun.manifest.foreign.agentspec.document import Comp
 from flowrun.manifest.foreign.agentspec.flows import (
+    DIR,
     LOOP_LIMIT,
     PASSIVE,
     FlowBuild,
@@ -17,9 +18,10 @@ from flowrun.manifest.foreign.agentspec.flows import (
     control_edges,
     guard,
     input_expr,
+    jinja_literal,
     read_nodes,
 )
-from flowrun.manifest.foreign.agentspec.tools import tool_entry
+from flowrun.manifest.foreign.agentspec.tools import REMOTE, declared, remote_defaults, tool_entry
 from flowrun.manifest.foreign.conversion import Doc
 
 LLM_PROMPT = "Answer the request you are given."  # an LlmNode sends only its prompt template
@@ -84,71 +86,140 @@ def _agent_node(fb: FlowBuild, node: Node) -> Doc | None:
 
 
 def _tool_node(fb: FlowBuild, node: Node) -> Doc | None:
+    """A ToolNode: an agent of the `direct` provider (no model) that calls the tool once with the
+    node's inputs; its answer is the tool's result."""
     build, comp = fb.build, node.comp
     tool = build.doc.child(comp, "tool")
     entries = tool_entry(build, tool) if tool is not None else []
     if not entries:
         return None
-    tool_name = entries[0] if isinstance(entries[0], str) else next(iter(entries[0]))
-    prompt = (
-        f"Call the tool {tool_name} once, with the arguments you are given as they are, and answer "
-        "with its result only."
-    )
     data: Doc = {
         "version": 1,
         "kind": "agent",
         "name": node.name,
-        "prompt": prompt,
+        "description": f"The ToolNode '{comp.name}' of the flow.",
+        "prompt": "Call the tool with the arguments you are given.",
+        "model": build.models.direct(),
         "tools": entries,
     }
     schema = _schema_of(fb, node.key)
     if schema is not None:
         data["output_schema"] = schema
     build.conv.add("agent", data, comp.src, comp.path)
-    how = "an agent that calls the tool (flowrun has no step that runs a tool without a model)"
-    build.conv.note(comp.src, comp.path, how, "approximated")
+    build.conv.note(comp.src, comp.path, "a step that calls the tool once, without a model")
+    return {"agent": node.name, "task": _arguments(fb, node)}
+
+
+def _arguments(fb: FlowBuild, node: Node) -> str:
+    """A node's inputs as the JSON object of a tool's arguments (a template)."""
     args = {
         str(p["title"]): f"{{{{ ({input_expr(fb, node.key, p)}) | tojson }}}}"
-        for _, p in properties(comp, "inputs")
+        for _, p in properties(node.comp, "inputs")
     }
-    task = "Arguments: {" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in args.items()) + "}"
-    return {"agent": node.name, "task": task}
+    return "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in args.items()) + "}"
 
 
-def _map_node(fb: FlowBuild, node: Node) -> Doc | None:
+def _api_node(fb: FlowBuild, node: Node) -> Doc:
+    """An ApiNode: its HTTP call as a tool, run by an agent of the `direct` provider (no model:
+    it calls the tool with the node's inputs and answers with the outputs the call returned)."""
     build, comp = fb.build, node.comp
-    sub = build.doc.child(comp, "subflow")
-    lists = [(i, p) for i, p in properties(comp, "inputs") if str(p["title"]).startswith("iterated_")]
-    if sub is None or len(lists) != 1:
-        message = f"{comp.type} '{comp.name}': flowrun maps one `iterated_` list input over a subflow"
-        build.conv.problem(comp.src, comp.path, message, "", "unsupported")
-        return None
-    item_name = str(lists[0][1]["title"]).removeprefix("iterated_")
-    sources = fb.data.get((node.key, str(lists[0][1]["title"])), [])
-    if len(sources) != 1 or fb.nodes[sources[0][0]].comp.type != "StartNode":
-        build.conv.problem(
-            comp.src,
-            comp.path,
-            f"{comp.type} '{comp.name}': flowrun maps over a list input of the flow",
-            "",
-            "unsupported",
-        )
-        return None
-    inner = _single_step(build, sub, {item_name: "item"})
-    if inner is None:
-        return None
-    build.inputs.setdefault(sources[0][1], {"description": sources[0][1]})["type"] = "list"
-    concurrency = 4 if comp.type == "ParallelMapNode" else 1
-    build.conv.note(comp.src, comp.path, f"a foreach over the input {sources[0][1]}, {concurrency} at a time")
-    return {
-        "foreach": {
-            "input": sources[0][1],
-            "as": "item",
-            "concurrency": concurrency,
-            "collect": fb.file(node.key).rsplit(".", 1)[0] + ".items.json",
-            "step": inner,
-        }
+    defaults = remote_defaults(comp)
+    defaults["outputs"] = [str(p["title"]) for _, p in fb.outputs(node.key)]
+    defaults["text_output"] = fb.is_text(node.key)
+    tool = declared(build, comp, REMOTE, defaults, name=f"{node.name}_call")
+    data: Doc = {
+        "version": 1,
+        "kind": "agent",
+        "name": node.name,
+        "description": f"The ApiNode '{comp.name}' of the flow: {comp.get('url')}.",
+        "prompt": "Call the tool with the arguments you are given.",
+        "model": build.models.direct(),
+        "tools": [tool],
     }
+    build.conv.add("agent", data, comp.src, comp.path)
+    build.conv.note(comp.src, comp.path, f"a step that sends the HTTP request (tool {tool}), without a model")
+    return {"agent": node.name, "task": _arguments(fb, node)}
+
+
+def _echo(build: Build, name: str, task: str, output: str, what: str) -> Doc:
+    """A step of the `direct` provider (no model) that writes its task, rendered, to `output`."""
+    data: Doc = {"version": 1, "kind": "agent", "name": name, "description": what}
+    data |= {"prompt": "Answer with what you are given.", "model": build.models.direct(), "tools": []}
+    build.conv.add("agent", data, build.doc.root.src, build.doc.root.path)
+    return {"agent": name, "task": task, "output": output}
+
+
+def _json_task(values: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{json.dumps(k)}: {{{{ ({v}) | tojson }}}}" for k, v in values.items()) + "}"
+
+
+def _items_task(lists: dict[str, str]) -> str:
+    """A template of the JSON array of a map's items: one object per index of its lists (a value
+    that is not a list is the same in every item)."""
+    sets = "".join(f"{{% set v{i} = ({e}) %}}" for i, e in enumerate(lists.values()))
+    is_list = "(v{0} is sequence and v{0} is not string and v{0} is not mapping)"
+    sizes = ", ".join(f"((v{i} | length) if {is_list.format(i)} else 0)" for i in range(len(lists)))
+    fields = ", ".join(
+        f"{json.dumps(k)}: {{{{ (v{i}[k] if {is_list.format(i)} else v{i}) | tojson }}}}"
+        for i, k in enumerate(lists)
+    )
+    return (
+        sets
+        + f"[{{% for k in range([{sizes}] | max) %}}{{% if k %}}, {{% endif %}}{{{fields}}}{{% endfor %}}]"
+    )
+
+
+def _map_node(fb: FlowBuild, node: Node) -> list[Doc]:
+    """A MapNode: a step that writes its items (its `iterated_` inputs, zipped), a foreach of its
+    subflow's one working node over them, and a step that writes its `collected_` outputs."""
+    build, comp = fb.build, node.comp
+    sub_comp = build.doc.child(comp, "subflow")
+    props = [p for _, p in properties(comp, "inputs") if str(p["title"]).startswith("iterated_")]
+    lists = {str(p["title"]).removeprefix("iterated_"): input_expr(fb, node.key, p) for p in props}
+    if sub_comp is None or not lists:
+        build.conv.note(comp.src, comp.path, f"{comp.type} '{comp.name}': nothing to map over, no step")
+        return []
+    items = f"{DIR}/{node.name}.items.json"
+    steps = [_echo(build, build.unique(f"{node.name}_items"), _items_task(lists), items, "A map's items.")]
+    sub = FlowBuild(build, sub_comp, item={k: f"item[{k!r}]" for k in lists})
+    read_nodes(sub)
+    workers = [n for n in sub.nodes.values() if n.comp.type not in PASSIVE]
+    if len(workers) > 1:
+        message = f"the subflow '{sub_comp.name}' has {len(workers)} nodes that do work; flowrun maps one"
+        build.conv.problem(sub_comp.src, sub_comp.path, message, "", "unsupported")
+        return []
+    collect = f"{DIR}/{node.name}.collected.json"
+    step = node_step(sub, workers[0]) if workers else None
+    if step is not None and "agent" in step:
+        step["output"] = (
+            f"{DIR}/{workers[0].name}/{{{{ index }}}}.{sub.file(workers[0].key).rsplit('.', 1)[1]}"
+        )
+        concurrency = 4 if comp.type == "ParallelMapNode" else 1
+        body = {"file": items, "as": "item", "concurrency": concurrency, "collect": collect, "step": step}
+        steps.append({"foreach": body})
+    values = {
+        str(p["title"]): _collected(sub, str(p["title"]), items, collect) for _, p in fb.outputs(node.key)
+    }
+    build.conv.note(comp.src, comp.path, "a foreach over its items, then a step that collects its outputs")
+    return [*steps, _echo(build, node.name, _json_task(values), fb.file(node.key), "A map's outputs.")]
+
+
+def _collected(sub: FlowBuild, title: str, items: str, collect: str) -> str:
+    """The expression of a map's output `collected_Y`: the list of what the subflow's EndNode
+    received as Y, item by item."""
+    name = title.removeprefix("collected_")
+    ends = [k for k, n in sub.nodes.items() if n.comp.type == "EndNode"]
+    sources = next((sub.data[(e, name)] for e in ends if (e, name) in sub.data), [])
+    if not sources:  # no data edges: an output of that name
+        sources = [(k, name) for k in sub.nodes if any(p["title"] == name for _, p in sub.outputs(k))]
+    if not sources:
+        return "[]"
+    key, output = sources[-1]
+    if sub.nodes[key].comp.type == "StartNode":
+        return f"workspace.json({items!r}) | map(attribute={output!r}) | list"
+    if sub.is_text(key):
+        return f"workspace.json({collect!r}) | map(attribute='text') | list"
+    return f"workspace.json({collect!r}) | map(attribute='data') | map(attribute={output!r}) | list"
 
 
 def _single_step(build: Build, flow: Comp, item: dict[str, str]) -> Doc | None:
@@ -195,8 +266,7 @@ def node_step(fb: FlowBuild, node: Node) -> Doc | None:
         "LlmNode": _llm_node,
         "AgentNode": _agent_node,
         "ToolNode": _tool_node,
-        "MapNode": _map_node,
-        "ParallelMapNode": _map_node,
+        "ApiNode": _api_node,
         "ParallelFlowNode": _parallel,
     }
     if kind in makers:
@@ -209,10 +279,61 @@ def node_step(fb: FlowBuild, node: Node) -> Doc | None:
         return None
     if kind not in PASSIVE:
         message = f"{kind} '{node.comp.name}' is a node flowrun does not run"
-        hint = "flowrun runs LlmNode, AgentNode, ToolNode, BranchingNode, MapNode, ParallelMapNode"
+        hint = "flowrun runs LlmNode, AgentNode, ToolNode, ApiNode, BranchingNode, MapNode, ParallelMapNode"
         hint += " and ParallelFlowNode"
         fb.build.conv.problem(node.comp.src, node.comp.at("component_type"), message, hint, "unsupported")
     return None
+
+
+def _flow_node(fb: FlowBuild, node: Node) -> list[Doc]:
+    """A FlowNode: its subflow's steps in place (its StartNode's outputs read the node's inputs),
+    then a step of the `direct` provider (no model) that writes what the subflow's EndNode
+    receives as the node's outputs."""
+    build, comp = fb.build, node.comp
+    flow = build.doc.child(comp, "subflow")
+    if flow is None:
+        build.conv.problem(comp.src, comp.at("subflow"), "the FlowNode has no subflow", "", "missing-key")
+        return []
+    item = {str(p["title"]): input_expr(fb, node.key, p) for _, p in properties(comp, "inputs")}
+    sub = FlowBuild(build, flow, item=item)
+    steps = flow_steps(sub)
+    ends = [k for k, n in sub.nodes.items() if n.comp.type == "EndNode"]
+    values = {}
+    for _, prop in fb.outputs(node.key):
+        name = str(prop["title"])
+        end = next(
+            (k for k in ends if any(p["title"] == name for _, p in properties(sub.nodes[k].comp, "inputs"))),
+            None,
+        )
+        values[name] = input_expr(sub, end, prop) if end is not None else jinja_literal(prop.get("default"))
+    if fb.is_text(node.key):
+        task = "".join(f"{{{{ {v} }}}}" for v in values.values())
+    else:
+        task = "{" + ", ".join(f"{json.dumps(k)}: {{{{ ({v}) | tojson }}}}" for k, v in values.items()) + "}"
+    data: Doc = {
+        "version": 1,
+        "kind": "agent",
+        "name": node.name,
+        "description": f"The outputs of the FlowNode '{comp.name}'.",
+        "prompt": "Answer with what you are given.",
+        "model": build.models.direct(),
+        "tools": [],
+    }
+    build.conv.add("agent", data, comp.src, comp.path)
+    build.conv.note(
+        comp.src, comp.path, f"the steps of the subflow '{flow.name}', then a step that keeps its outputs"
+    )
+    return [*steps, {"agent": node.name, "task": task, "output": fb.file(node.key)}]
+
+
+def node_steps(fb: FlowBuild, node: Node) -> list[Doc]:
+    """The steps of a node: a FlowNode's several, another node's one or none."""
+    if node.comp.type == "FlowNode":
+        return _flow_node(fb, node)
+    if node.comp.type in ("MapNode", "ParallelMapNode"):
+        return _map_node(fb, node)
+    step = node_step(fb, node)
+    return [] if step is None else [step]
 
 
 def flow_steps(fb: FlowBuild) -> list[Doc]:
@@ -224,7 +345,8 @@ def flow_steps(fb: FlowBuild) -> list[Doc]:
             fb.flow.src, fb.flow.at("start_node"), "the Flow has no start_node", "", "missing-key"
         )
         return []
-    add_inputs(build, start.comp, "outputs" if start.comp.get("outputs") else "inputs")
+    if not fb.item:  # a subflow's inputs are what its node is given
+        add_inputs(build, start.comp, "outputs" if start.comp.get("outputs") else "inputs")
     branching = {k for k, n in fb.nodes.items() if n.comp.type == "BranchingNode"}
     plan = graph.plan(fb.start, control_edges(fb), branching)
     for edge, why in plan.problems:
@@ -238,10 +360,8 @@ def flow_steps(fb: FlowBuild) -> list[Doc]:
         if loop is not None:
             steps.append(_loop(fb, loop, plan))
             continue
-        step = node_step(fb, fb.nodes[key])
-        if step is not None:
-            cond = guard(fb, plan.guards.get(key, [[]]), set())
-            steps.append({**step, "if": cond} if cond else step)
+        cond = guard(fb, plan.guards.get(key, [[]]), set())
+        steps += [{**step, "if": cond} if cond else step for step in node_steps(fb, fb.nodes[key])]
     return steps
 
 
@@ -249,10 +369,8 @@ def _loop(fb: FlowBuild, loop: graph.Loop, plan: graph.Plan) -> Doc:
     body = []
     inside = set(loop.body)
     for key in loop.body:
-        step = node_step(fb, fb.nodes[key])
-        if step is not None:
-            cond = guard(fb, plan.guards.get(key, [[]]), inside)
-            body.append({**step, "if": cond} if cond else step)
+        cond = guard(fb, plan.guards.get(key, [[]]), inside)
+        body += [{**step, "if": cond} if cond else step for step in node_steps(fb, fb.nodes[key])]
     comp = fb.nodes[loop.tail].comp
     fb.build.conv.note(
         comp.src,

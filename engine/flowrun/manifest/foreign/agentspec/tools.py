@@ -8,12 +8,14 @@ an MCP server's tools. `requires_confirmation` makes each call wait for a person
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from flowrun.manifest.foreign.agentspec.build import Build, json_schema, properties
 from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
 from flowrun.manifest.foreign.conversion import Doc, Items, flowrun_name
 from flowrun.paths import search_roots
 
+REMOTE: dict[str, str] = {"python": "flowrun.tools.agentspec_calls:remote_tool"}
 REMOTE_KEYS = ("url", "http_method", "headers", "data", "query_params")
 TRANSPORTS = {"SSETransport": "sse", "StreamableHTTPTransport": "http", "SSEmTLSTransport": "sse"}
 TRANSPORTS["StreamableHTTPmTLSTransport"] = "http"
@@ -34,11 +36,10 @@ def tool_entry(build: Build, comp: Comp) -> Items:
     if kind == "ServerTool" or kind == "BuiltinTool":
         name = _server_tool(build, comp)
     elif kind == "ClientTool":
-        name = _declared(build, comp, {"python": "flowrun.tools.agentspec_calls:client_tool"}, {})
+        name = declared(build, comp, {"python": "flowrun.tools.agentspec_calls:client_tool"}, {})
         build.conv.note(comp.src, comp.path, f"tool {name}: the person running the workflow gives its result")
     elif kind == "RemoteTool":
-        defaults = {k: comp.get(k) for k in REMOTE_KEYS if comp.get(k) is not None}
-        name = _declared(build, comp, {"python": "flowrun.tools.agentspec_calls:remote_tool"}, defaults)
+        name = declared(build, comp, REMOTE, remote_defaults(comp))
         build.conv.note(comp.src, comp.path, f"tool {name}: an HTTP request to {comp.get('url')}")
     else:
         message = f"{kind} '{comp.name}' is not a tool flowrun can run"
@@ -71,9 +72,24 @@ def _server_tool(build: Build, comp: Comp) -> str | None:
     return None
 
 
-def _declared(build: Build, comp: Comp, implementation: dict[str, str], defaults: Doc) -> str:
-    """A tool manifest made for `comp` (once per component)."""
-    name = flowrun_name(comp.name)
+def remote_defaults(comp: Comp) -> Doc:
+    """What an HTTP call of `comp` (a RemoteTool, an ApiNode) sends, as its tool's config. The
+    host its `url` names is allowed even when private (the file's author chose it; an argument
+    cannot change it); a host filled in from an argument is checked by the network guard."""
+    defaults: Doc = {k: comp.get(k) for k in REMOTE_KEYS if comp.get(k) is not None}
+    url = comp.get("url")
+    netloc = url.split("//", 1)[-1].split("/")[0] if isinstance(url, str) else "{{"
+    host = None if "{{" in netloc else urlsplit(str(url)).hostname
+    if host:
+        defaults["allow_hosts"] = [host]
+    return defaults
+
+
+def declared(
+    build: Build, comp: Comp, implementation: dict[str, str], defaults: Doc, name: str | None = None
+) -> str:
+    """A tool manifest made for `comp` (once per component), named after it unless `name`."""
+    name = name or flowrun_name(comp.name)
     if name in build.tools:
         return name
     description = comp.get("description")
