@@ -15,6 +15,10 @@ from flowrun.types import ModelResponse, ToolCall, Usage
 
 
 class DirectProvider(Provider):
+    """No model: calls the agent's one tool with the JSON object its task gives, then answers
+    with the tool's result (no tools: answers with its task). Agent Spec's ApiNode, ToolNode and
+    FlowNode outputs run on it."""
+
     needs_key = False
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
