@@ -8,7 +8,8 @@
 Each item of ITEMS (JSONL, JSON or CSV, batch/items.py) runs in its own run folder of the batch folder
 (batch/folder.py); the local backend runs them as tasks of one event loop (batch/local.py), or of
 several worker processes' loops (`processes`, batch/processes.py), the Ray backend as Ray tasks
-(batch/ray_backend.py). Running the same batch again skips completed
+(batch/ray_backend.py), the queue backend as jobs of a queue that `flowrun worker` processes
+execute (`queue`, batch/queued.py). Running the same batch again skips completed
 items, resumes stopped ones (cancelled, interrupted) and, with `retry_failed`, failed ones."""
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ async def run_batch(
     ray_cpus: float = 1.0,
     ship_runs: bool | None = None,
     processes: int | Literal["auto"] | None = None,
+    queue: str | None = None,
+    workers: int = 0,
     on_progress: OnProgress | None = None,
     **changes: object,
 ) -> BatchSummary:
@@ -70,15 +73,25 @@ async def run_batch(
     range, a batch folder of another workflow) raises UsageError before anything runs; an item
     that fails is that item's result. `processes` (local backend): worker processes to spread
     the items over, or "auto" (None: the default, one per 16 of `concurrency`, at most one per
-    CPU; 1 runs every item in this process)."""
+    CPU; 1 runs every item in this process). `queue` (`embedded`: SQLite in the batch's runs
+    folder, or a postgresql:// URL): the items are jobs of that queue, run by `flowrun worker`
+    processes, `workers` of them started here (`workers` alone: the embedded queue)."""
     opts = RunOptions.given(options, changes, BATCH_KEYWORDS)
     per_item, items_path = max_cost_usd_per_item, Path(items)
-    wf, opts, workers, record = _prepared(
-        workflow, opts, backend, concurrency, processes, per_item, max_cost_usd, ray_cpus
+    queued = _queued(queue, workers, backend, processes)
+    kind = "queue" if queued else backend
+    wf, opts, processes_n, record = _prepared(
+        workflow, opts, kind, concurrency, processes, per_item, max_cost_usd, ray_cpus
     )
+    if queued:
+        record |= {"queue": _shown(queue), "workers": workers}
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
     with folder.claimed():  # the same batch started twice at once: the second is refused
-        runner = _backend(backend, concurrency, workers, address, ray_cpus, ship_runs, folder, wf, opts)
+        runner = (
+            _queue_backend(concurrency, queue, workers, wf, folder)
+            if queued
+            else _backend(backend, concurrency, processes_n, address, ray_cpus, ship_runs, folder, wf, opts)
+        )
         listed = await _opened(folder, runner, wf, items_path, record)
         status = "cancelled"
         try:
@@ -95,7 +108,7 @@ async def run_batch(
             status = summary.status
         finally:
             folder.write_meta(wf.path, items_path, record, status)
-        summary.processes = workers
+        summary.processes = processes_n
         return summary
 
 
@@ -127,7 +140,7 @@ def _prepared(
     options = item_options(options, wf, per_item)
     if total is not None or per_item is not None:
         check_prices(wf, options)
-    given = None if backend == "ray" else ("auto" if processes in (None, "auto") else workers)
+    given = None if backend in ("ray", "queue") else ("auto" if processes in (None, "auto") else workers)
     record = options_record(
         options,
         max_cost_usd_per_item=per_item,
@@ -166,6 +179,8 @@ BATCH_KEYWORDS = (
     "ray_cpus",
     "ship_runs",
     "processes",
+    "queue",
+    "workers",
     "on_progress",
 )
 
@@ -193,14 +208,16 @@ def _check_options(
     for name, value in (("--max-cost-usd-per-item", per_item), ("--max-cost-usd", total)):
         if value is not None and value <= 0:
             raise UsageError(f"{name} must be more than 0, got {value}")
-    if backend not in BACKENDS:
+    if backend not in (*BACKENDS, "queue"):
         raise UsageError(f"unknown backend {backend!r}", "use local or ray")
     if ray_cpus <= 0:
         raise UsageError(f"--ray-cpus must be more than 0, got {ray_cpus}")
 
 
 def _processes(value: object, backend: str, concurrency: int) -> int | None:
-    """How many processes the local backend runs items in (None for the Ray backend)."""
+    """How many processes the local backend runs items in (None for the Ray and queue ones)."""
+    if backend == "queue":
+        return None
     if backend == "ray":
         if value is not None:
             hint = "the Ray backend places items itself: drop --processes"
@@ -232,6 +249,47 @@ async def _start_early(runner: Backend) -> Callable[[], Awaitable[None]]:
 
 async def _nothing() -> None:
     """Nothing to close: no worker was started early."""
+
+
+def _queued(queue: str | None, workers: int, backend: str, processes: object) -> bool:
+    """Whether the items go to a queue (`queue`, or local `workers` on the embedded one); the
+    choice checked against the other backends'."""
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r}", "use local or ray")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise UsageError(f"--workers must be a whole number of at least 0, got {workers}")
+    if queue is None and not workers:
+        return False
+    if backend == "ray":
+        raise UsageError("--queue and --workers are for the local backend", "drop --backend ray or --queue")
+    if processes is not None:
+        hint = "the queue's workers run the items: drop --processes (--workers N starts N of them)"
+        raise UsageError("--processes is not for a batch on a queue", hint)
+    return True
+
+
+def _shown(queue: str | None) -> str:
+    """The queue as batch.json records it: a URL without its password."""
+    if queue is None or queue == "embedded":
+        return "embedded"
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(queue)
+    if parts.password is None:
+        return queue
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{parts.username}@{host}").geturl()
+
+
+def _queue_backend(
+    concurrency: int, queue: str | None, workers: int, wf: Workflow, folder: BatchFolder
+) -> Backend:
+    from flowrun.batch.queued import QueueBackend
+    from flowrun.queue.databases import open_database
+
+    if queue not in (None, "embedded"):
+        open_database(queue, folder.runs)  # a queue that is no queue: said before anything runs
+    return QueueBackend(concurrency, None if queue == "embedded" else queue, workers, wf, folder)
 
 
 def _backend(

@@ -43,6 +43,18 @@ RESUME_HINT = "the batch folder is kept: run the same command again to resume it
     help="Local: worker processes the items are spread over (default auto: one per 16 of "
     "--concurrency, at most one per CPU; 1: all in this process).",
 )
+@click.option(
+    "--queue",
+    metavar="URL",
+    help="Put the items on a queue for `flowrun worker` processes: `embedded` (SQLite in the batch's "
+    "runs folder) or a postgresql:// URL.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(0, 256),
+    default=0,
+    help="Start this many `flowrun worker` processes on the queue for the batch (alone: the embedded queue).",
+)
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option(
     "--address", metavar="ADDR", help="Ray: the cluster to join (default: $RAY_ADDRESS, else a local one)."
@@ -81,6 +93,8 @@ def batch(
     out: Path | None,
     retry_failed: bool,
     processes: str | None,
+    queue: str | None,
+    workers: int,
     backend: str,
     address: str | None,
     ray_cpus: float,
@@ -119,6 +133,8 @@ def batch(
                     ray_cpus=ray_cpus,
                     ship_runs=ship_runs,
                     processes=processes,  # type: ignore[arg-type]  # checked by run_batch
+                    queue=queue,
+                    workers=workers,
                     on_progress=display.update if display is not None else None,
                 )
             )

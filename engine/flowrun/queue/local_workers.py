@@ -10,15 +10,21 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 KILL_AFTER_S = 15.0  # past the drain timeout, a worker that has not exited is killed
 
 
 class LocalWorkers:
-    def __init__(self, argv: list[str], count: int, cwd: Path | None = None) -> None:
-        """`argv`: the arguments of `flowrun worker` (workflows and options)."""
+    def __init__(
+        self, argv: list[str], count: int, cwd: Path | None = None, stderr: IO[str] | None = None
+    ) -> None:
+        """`argv`: the arguments of `flowrun worker` (workflows and options); `stderr`: where
+        their lines go (None: this process's stderr)."""
         command = [sys.executable, "-m", "flowrun", "worker", *argv]
-        self.procs = [subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL) for _ in range(count)]
+        self.procs = [
+            subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stderr=stderr) for _ in range(count)
+        ]
 
     @property
     def pids(self) -> list[int]:

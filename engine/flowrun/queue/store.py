@@ -40,6 +40,16 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True)
+class Outcome:
+    """The queue's view of a run (`queued`, `running`, `done`); a done job's status and how
+    long its last worker ran it."""
+
+    state: str
+    status: str | None = None
+    run_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     """How many runs may be taken at once over all workers: in all (`total`), per workflow."""
 
@@ -148,14 +158,23 @@ class Store:
         """The queue's view of runs: `queued` (waiting for a worker, or for another after its
         worker was lost), `running` (a worker's lease is live) or `done`; a run the queue never
         held is left out."""
+        return {run_id: outcome.state for run_id, outcome in self.outcomes(run_ids).items()}
+
+    def outcomes(self, run_ids: Sequence[str]) -> dict[str, Outcome]:
+        """`states` with how each `done` job ended (a batch that follows its items reads both)."""
         if not run_ids:
             return {}
         marks = ", ".join("?" * len(run_ids))
         with self.db.transaction(write=False) as cur:
             rows = cur.run(
-                f"SELECT run_id, {STATE_SQL} FROM flowrun_jobs j WHERE run_id IN ({marks})", tuple(run_ids)
+                f"SELECT run_id, {STATE_SQL}, status, ended - taken FROM flowrun_jobs j "
+                f"WHERE run_id IN ({marks})",
+                tuple(run_ids),
             )
-        return {str(run_id): str(state) for run_id, state in rows}
+        return {
+            str(key): Outcome(str(state), None if end is None else str(end), real(took))
+            for key, state, end, took in rows
+        }
 
     # ------------------------------------------------------------ the workers' side
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from flowrun.api import Workflow, resume
 from flowrun.atomic_files import replace_file
+from flowrun.batch.jobs import resumable
 from flowrun.errors import FlowrunError, RunInUse
 from flowrun.pinned import read_json_object
 from flowrun.queue.heartbeat import Heartbeat
@@ -143,6 +144,10 @@ class Worker:
                 )
             )
 
+    def folder_of(self, job: Job) -> Path:
+        """The job's run folder: a run of the runs folder by its id, a batch's item by its path."""
+        return Path(job.run_id) if batch_item(job) else self.runs_dir / job.run_id
+
     def runs(self) -> dict[str, str]:
         """The runs held, by lease (the heartbeat's thread reads it: a copy)."""
         return {lease: held.job.run_id for lease, held in list(self.held.items())}
@@ -158,19 +163,19 @@ class Worker:
 
     async def _execute(self, job: Job) -> str:
         """Run the job; the status it ended in (`retry`: its folder is held by another process)."""
-        folder = self.runs_dir / job.run_id
+        folder = self.folder_of(job)
         workflow = self.workflows[job.workflow]
+        request: Mapping[str, object] = job.request
+        given = request.get("options")
+        options = RunOptions.from_dict(given if isinstance(given, Mapping) else {}, strict=False)
         try:
-            if job.action == "start" and not run_began(folder):
-                request: Mapping[str, object] = job.request
+            # a start handed back before its run began (a drain) is still a start
+            if (job.action == "start" or "inputs" in request) and not run_began(folder):
                 inputs = request.get("inputs")
-                options = request.get("options")
-                result = await workflow.run(
-                    dict(inputs) if isinstance(inputs, Mapping) else {},
-                    RunOptions.from_dict(options if isinstance(options, Mapping) else {}, strict=False),
-                    runs_dir=self.runs_dir,
-                    run_id=job.run_id,
-                )
+                inputs = dict(inputs) if isinstance(inputs, Mapping) else {}
+                result = await workflow.run(inputs, options, run_dir=folder)
+            elif "options" in request:  # a batch's item: resumed with the batch's options
+                result = await resume(folder, **resumable(options))
             else:
                 result = await resume(folder)
         except RunInUse:
@@ -201,7 +206,7 @@ class Worker:
                 await asyncio.to_thread(self.store.hand_back, job.lease)
                 self.note(f"worker {self.id} handed {job.run_id} back")
             else:
-                row = await asyncio.to_thread(row_of, self.runs_dir / job.run_id)
+                row = None if batch_item(job) else await asyncio.to_thread(row_of, self.folder_of(job))
                 await asyncio.to_thread(self.store.finish, job.lease, status, row)
                 self.note(f"worker {self.id} ended {job.run_id}: {status}")
         finally:
@@ -217,6 +222,12 @@ class Worker:
         for held in list(self.held.values()):
             self._stop(held, "drain")
         await asyncio.gather(*told, return_exceptions=True)  # their ends recorded and told
+
+
+def batch_item(job: Job) -> bool:
+    """A batch's item is queued under its run folder's absolute path (batch/queued.py): its
+    folder is the batch's, and the runs list (the API's runs) does not hold it."""
+    return Path(job.run_id).is_absolute()
 
 
 def _failed_before_start(folder: Path, message: str) -> None:
