@@ -265,6 +265,10 @@ def _queued(queue: str | None, workers: int, backend: str, processes: object) ->
     if processes is not None:
         hint = "the queue's workers run the items: drop --processes (--workers N starts N of them)"
         raise UsageError("--processes is not for a batch on a queue", hint)
+    if queue not in (None, "embedded"):
+        from flowrun.queue.databases import open_database
+
+        open_database(queue, Path())  # a queue that is no queue: said before anything runs
     return True
 
 
@@ -285,10 +289,7 @@ def _queue_backend(
     concurrency: int, queue: str | None, workers: int, wf: Workflow, folder: BatchFolder
 ) -> Backend:
     from flowrun.batch.queued import QueueBackend
-    from flowrun.queue.databases import open_database
 
-    if queue not in (None, "embedded"):
-        open_database(queue, folder.runs)  # a queue that is no queue: said before anything runs
     return QueueBackend(concurrency, None if queue == "embedded" else queue, workers, wf, folder)
 
 
