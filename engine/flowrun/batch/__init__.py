@@ -68,48 +68,63 @@ async def run_batch(
     """Run `workflow` once per item of `items` into the batch folder `out` (default:
     batches/<workflow>-<items file name>); see the module docstring. Every item runs with
     `options` (a flowrun.RunOptions) and `changes` over it, as `Workflow.run` takes them
-    (`model=...`, `dry_run=True`, `sandbox=...`, `overrides=[...]`); `max_cost_usd_per_item`
-    becomes each run's `limits.max_cost_usd`. A user's mistake (a bad item, an option out of
-    range, a batch folder of another workflow) raises UsageError before anything runs; an item
-    that fails is that item's result. `processes` (local backend): worker processes to spread
-    the items over, or "auto" (None: the default, one per 16 of `concurrency`, at most one per
-    CPU; 1 runs every item in this process). `queue` (`embedded`: SQLite in the batch's runs
-    folder, or a postgresql:// URL): the items are jobs of that queue, run by `flowrun worker`
-    processes, `workers` of them started here (`workers` alone: the embedded queue)."""
+    (`model=...`, `dry_run=True`, `overrides=[...]`); `max_cost_usd_per_item` becomes each run's
+    `limits.max_cost_usd`. A user's mistake (a bad item, an option out of range, a batch folder
+    of another workflow) raises UsageError before anything runs; an item that fails is that
+    item's result. `processes` (local backend): worker processes for the items, or "auto" (None:
+    one per 16 of `concurrency`, at most one per CPU; 1: this process). `queue` (`embedded` or a
+    postgresql:// URL): the items are its jobs, run by `flowrun worker`s (`workers` started here)."""
     opts = RunOptions.given(options, changes, BATCH_KEYWORDS)
     per_item, items_path = max_cost_usd_per_item, Path(items)
-    queued = _queued(queue, workers, backend, processes)
-    kind = "queue" if queued else backend
+    placed = _queued(queue, workers, backend, processes)  # batch.json's record of the queue
+    kind = "queue" if placed else backend
     wf, opts, processes_n, record = _prepared(
         workflow, opts, kind, concurrency, processes, per_item, max_cost_usd, ray_cpus
     )
-    if queued:
-        record |= {"queue": _shown(queue), "workers": workers}
     folder = BatchFolder(Path(out) if out is not None else default_folder(wf, items_path))
     with folder.claimed():  # the same batch started twice at once: the second is refused
         runner = (
             _queue_backend(concurrency, queue, workers, wf, folder)
-            if queued
+            if placed
             else _backend(backend, concurrency, processes_n, address, ray_cpus, ship_runs, folder, wf, opts)
         )
-        listed = await _opened(folder, runner, wf, items_path, record)
-        status = "cancelled"
-        try:
-            summary = await execute(
-                wf,
-                listed,
-                folder,
-                runner,
-                options=opts,
-                retry_failed=retry_failed,
-                max_cost_usd=max_cost_usd,
-                on_progress=on_progress,
-            )
-            status = summary.status
-        finally:
-            folder.write_meta(wf.path, items_path, record, status)
+        record |= placed or {}
+        summary = await _executed(
+            wf, folder, runner, items_path, record, opts, retry_failed, max_cost_usd, on_progress
+        )
         summary.processes = processes_n
         return summary
+
+
+async def _executed(
+    wf: Workflow,
+    folder: BatchFolder,
+    runner: Backend,
+    items: Path,
+    record: dict[str, object],
+    options: RunOptions,
+    retry_failed: bool,
+    max_cost_usd: float | None,
+    on_progress: OnProgress | None,
+) -> BatchSummary:
+    """The batch run by `runner` in its opened folder; batch.json's status written however it ends."""
+    listed = await _opened(folder, runner, wf, items, record)
+    status = "cancelled"
+    try:
+        summary = await execute(
+            wf,
+            listed,
+            folder,
+            runner,
+            options=options,
+            retry_failed=retry_failed,
+            max_cost_usd=max_cost_usd,
+            on_progress=on_progress,
+        )
+        status = summary.status
+    finally:
+        folder.write_meta(wf.path, items, record, status)
+    return summary
 
 
 def _prepared(
@@ -251,15 +266,15 @@ async def _nothing() -> None:
     """Nothing to close: no worker was started early."""
 
 
-def _queued(queue: str | None, workers: int, backend: str, processes: object) -> bool:
-    """Whether the items go to a queue (`queue`, or local `workers` on the embedded one); the
-    choice checked against the other backends'."""
+def _queued(queue: str | None, workers: int, backend: str, processes: object) -> dict[str, object] | None:
+    """When the items go to a queue (`queue`, or local `workers` on the embedded one): the
+    queue as batch.json records it; the choice checked against the other backends'."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r}", "use local or ray")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise UsageError(f"--workers must be a whole number of at least 0, got {workers}")
     if queue is None and not workers:
-        return False
+        return None
     if backend == "ray":
         raise UsageError("--queue and --workers are for the local backend", "drop --backend ray or --queue")
     if processes is not None:
@@ -269,7 +284,7 @@ def _queued(queue: str | None, workers: int, backend: str, processes: object) ->
         from flowrun.queue.databases import open_database
 
         open_database(queue, Path())  # a queue that is no queue: said before anything runs
-    return True
+    return {"queue": _shown(queue), "workers": workers}
 
 
 def _shown(queue: str | None) -> str:
