@@ -82,7 +82,7 @@ class QueueBackend:
         argv = [str(self.workflow.path.resolve()), "--runs-dir", str(self.folder.runs.resolve())]
         argv += ["--queue", self.queue or "embedded", "--concurrency", str(share)]
         with (self.folder.root / WORKERS_LOG).open("a", encoding="utf-8") as log:
-            return LocalWorkers(argv, self.workers, stderr=log)
+            return LocalWorkers(argv, self.workers, stderr=log, with_parent=True)
 
     async def _follow(self, jobs: list[Job], tally: Tally) -> None:
         """Queue the items as slots free, until every one ended or the batch stops."""

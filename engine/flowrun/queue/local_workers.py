@@ -1,14 +1,18 @@
-"""The worker processes `flowrun serve http --workers N` starts beside itself: `flowrun worker`
-each, on the same workflows, runs folder and queue, their lines on the server's stderr. They
-are stopped with SIGTERM when the server stops, so they drain (queue/worker.py): their runs end
-or are handed back to the queue, and resumed when workers run again."""
+"""The worker processes `flowrun serve http --workers N` and `flowrun batch --workers N` start
+beside themselves: `flowrun worker` each, on the same workflows, runs folder and queue, their
+lines on the starter's stderr (or a file). They are stopped with SIGTERM when the starter stops,
+so they drain (queue/worker.py): their runs end or are handed back to the queue, and resumed
+when workers run again. A batch's workers also get SIGTERM if the batch itself dies (Linux's
+parent-death signal): they serve that batch, and none is left running for good."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -17,13 +21,21 @@ KILL_AFTER_S = 15.0  # past the drain timeout, a worker that has not exited is k
 
 class LocalWorkers:
     def __init__(
-        self, argv: list[str], count: int, cwd: Path | None = None, stderr: IO[str] | None = None
+        self,
+        argv: list[str],
+        count: int,
+        cwd: Path | None = None,
+        stderr: IO[str] | None = None,
+        with_parent: bool = False,
     ) -> None:
         """`argv`: the arguments of `flowrun worker` (workflows and options); `stderr`: where
-        their lines go (None: this process's stderr)."""
+        their lines go (None: this process's stderr); `with_parent`: SIGTERM to each when this
+        process dies, however it dies."""
         command = [sys.executable, "-m", "flowrun", "worker", *argv]
+        preexec = _terms_with(os.getpid()) if with_parent and sys.platform == "linux" else None
         self.procs = [
-            subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stderr=stderr) for _ in range(count)
+            subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stderr=stderr, preexec_fn=preexec)
+            for _ in range(count)
         ]
 
     @property
@@ -42,3 +54,21 @@ class LocalWorkers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+
+
+def _terms_with(parent: int) -> Callable[[], None]:
+    """A preexec_fn: the child gets SIGTERM when `parent` dies (at once if it died already).
+    libc is loaded here, in the parent: the child only calls it (no dlopen after a fork)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
