@@ -124,6 +124,46 @@ def test_a_worker_started_apart_runs_the_items_and_a_stopped_batch_resumes(tmp_p
     assert worker.took(str((out / "runs/q2").resolve()))
 
 
+def worker_pids(out: Path) -> set[int]:
+    """The pids of the workers that said in workers.log they take runs (an id is HOST-PID-HEX)."""
+    text = (out / "workers.log").read_text() if (out / "workers.log").exists() else ""
+    return {int(line.split()[1].rsplit("-", 2)[1]) for line in text.splitlines() if " takes runs of " in line}
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_killed_batch_leaves_no_worker_running_and_the_next_one_ends_its_items(tmp_path: Path) -> None:
+    answers = Answers()
+    with WireServer(answers) as server:
+        env = model_env(server, "openai")
+        qa = queue_project(tmp_path, "openai")[0]
+        items, out = write_items(tmp_path / "items.jsonl", 4), tmp_path / "out"
+        args = ["batch", str(qa), str(items), "--out", str(out), "-c", "2", "--workers", "2"]
+        held = answers.arm("number 1", 1)  # the second item waits in its second model call
+        batch = popen_cli(args, tmp_path, env)
+        try:
+            assert held.wait(DEADLINE_S) and wait_for(lambda: len(worker_pids(out)) == 2)
+            pids = worker_pids(out)
+            batch.kill()  # SIGKILL: the batch tells its workers nothing
+            batch.communicate(timeout=DEADLINE_S)
+            answers.release.set()  # the held item ends as its worker drains
+            assert wait_for(lambda: not any(map(running, pids)))  # both workers drained and exited
+        finally:
+            answers.release.set()
+        again = run_cli(args, cwd=tmp_path, env=env)
+        assert again.returncode == 0, again.stderr
+        assert "4 items: 4 completed, 0 failed" in again.stdout
+    check_all_completed(out, 4)
+    twice = [step for step, n in steps_asked(server.requests).items() if n > 1]
+    # only the held call, had its worker's drain run out first (then it stopped it, resumably)
+    assert twice in ([], [("Question: number 1", 1)]), (out / "workers.log").read_text()
+
+
 class FourAtOnce:
     """Answers as `Answers` (priced by the model), but the first model calls of the first four
     items wait until all four arrived (four items at once: two on each worker), and the second

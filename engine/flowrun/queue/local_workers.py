@@ -29,12 +29,15 @@ class LocalWorkers:
         with_parent: bool = False,
     ) -> None:
         """`argv`: the arguments of `flowrun worker` (workflows and options); `stderr`: where
-        their lines go (None: this process's stderr); `with_parent`: SIGTERM to each when this
+        their lines go (None: this process's stderr; given, their stdout too, so they hold no pipe
+        of this process's open); `with_parent`: SIGTERM to each when this
         process dies, however it dies."""
         command = [sys.executable, "-m", "flowrun", "worker", *argv]
         preexec = _terms_with(os.getpid()) if with_parent and sys.platform == "linux" else None
         self.procs = [
-            subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stderr=stderr, preexec_fn=preexec)
+            subprocess.Popen(
+                command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, preexec_fn=preexec
+            )
             for _ in range(count)
         ]
 
