@@ -33,6 +33,7 @@ from flowrun.atomic_files import replace_file
 from flowrun.batch.jobs import resumable
 from flowrun.errors import FlowrunError, RunInUse
 from flowrun.pinned import read_json_object
+from flowrun.providers.clients import prefetch_done
 from flowrun.queue.heartbeat import Heartbeat
 from flowrun.queue.runs_table import row_of
 from flowrun.queue.store import RETRY_S, Job, Limits, Store
@@ -81,6 +82,9 @@ class Worker:
         loop = asyncio.get_running_loop()
         names = sorted(self.workflows)
         config = self.config
+        # warm before the first claim: an SDK's import (a second or more of CPU, the GIL held)
+        # would stall the runs taken meanwhile, and a worker that says it takes runs is ready
+        await asyncio.to_thread(prefetch_done)
         self.id = await asyncio.to_thread(self.store.register, config.concurrency, config.lease_s, names)
         rate_limits.use_book(QueueBook(self.store))  # the models' rate limits hold over all workers
         for number in (signal.SIGTERM, signal.SIGINT):
