@@ -37,6 +37,16 @@ def results(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
+def a_batch(
+    root: Path, server: WireServer, count: int, *extra: str, **model_keys: Any
+) -> tuple[dict[str, str], Path, list[str]]:
+    """The qa project (openai wire) with `count` items: the environment, the batch folder and
+    `flowrun batch`'s arguments (then `extra`)."""
+    qa = queue_project(root, "openai", **model_keys)[0]
+    items, out = write_items(root / "items.jsonl", count), root / "out"
+    return model_env(server, "openai"), out, ["batch", str(qa), str(items), "--out", str(out), *extra]
+
+
 def takers(out: Path) -> set[str]:
     """The workers whose lines in workers.log say they took an item."""
     text = (out / "workers.log").read_text() if (out / "workers.log").exists() else ""
@@ -94,10 +104,8 @@ def test_two_workers_run_a_batch_from_the_queue_and_the_same_command_skips_it(
 def test_a_worker_started_apart_runs_the_items_and_a_stopped_batch_resumes(tmp_path: Path) -> None:
     answers = Answers()
     with WireServer(answers) as server:
-        env = model_env(server, "openai")
-        qa = queue_project(tmp_path, "openai")[0]
-        items, out = write_items(tmp_path / "items.jsonl", 6), tmp_path / "out"
-        args = ["batch", str(qa), str(items), "--out", str(out), "-c", "2", "--queue", "embedded"]
+        env, out, args = a_batch(tmp_path, server, 6, "-c", "2", "--queue", "embedded")
+        qa = tmp_path / "qa.yaml"
         held = answers.arm("number 2", 1)  # the third item waits in its second model call
         batch = popen_cli(args, tmp_path, env)
         assert wait_for(lambda: (out / "runs").is_dir() or batch.poll() is not None)
@@ -140,10 +148,7 @@ def running(pid: int) -> bool:
 def test_a_killed_batch_leaves_no_worker_running_and_the_next_one_ends_its_items(tmp_path: Path) -> None:
     answers = Answers()
     with WireServer(answers) as server:
-        env = model_env(server, "openai")
-        qa = queue_project(tmp_path, "openai")[0]
-        items, out = write_items(tmp_path / "items.jsonl", 4), tmp_path / "out"
-        args = ["batch", str(qa), str(items), "--out", str(out), "-c", "2", "--workers", "2"]
+        env, out, args = a_batch(tmp_path, server, 4, "-c", "2", "--workers", "2")
         held = answers.arm("number 1", 1)  # the second item waits in its second model call
         batch = popen_cli(args, tmp_path, env)
         try:
@@ -193,10 +198,7 @@ class FourAtOnce:
 def test_the_batch_budget_holds_over_two_workers_and_a_higher_one_goes_on(tmp_path: Path) -> None:
     answers = FourAtOnce()
     with WireServer(answers) as server:
-        env = model_env(server, "openai")
-        qa = queue_project(tmp_path, "openai", price=PRICE)[0]
-        items, out = write_items(tmp_path / "items.jsonl", 8), tmp_path / "out"
-        args = ["batch", str(qa), str(items), "--out", str(out), "-c", "4", "--workers", "2"]
+        env, out, args = a_batch(tmp_path, server, 8, "-c", "4", "--workers", "2", price=PRICE)
         try:
             proc = run_cli([*args, "--max-cost-usd", "0.1"], cwd=tmp_path, env=env)
         finally:
@@ -252,3 +254,14 @@ def test_options_that_do_not_go_with_a_queue_are_one_line(
     proc = run_cli(["batch", str(qa), str(items), "--out", str(tmp_path / "out"), *extra], cwd=tmp_path)
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_queue_that_cannot_be_reached_is_one_line(tmp_path: Path) -> None:
+    qa = queue_project(tmp_path, "openai")[0]
+    items = write_items(tmp_path / "items.jsonl", 2)
+    url = "postgresql://flowrun:secret@127.0.0.1:1/none"  # nothing listens on port 1
+    args = ["batch", str(qa), str(items), "--out", str(tmp_path / "out"), "--queue", url]
+    proc = run_cli(args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot open the queue postgresql://flowrun@127.0.0.1:1/none: " in proc.stderr
+    assert "Traceback" not in proc.stderr and "secret" not in proc.stderr

@@ -284,20 +284,9 @@ def _queued(queue: str | None, workers: int, backend: str, processes: object) ->
         from flowrun.queue.databases import open_database
 
         open_database(queue, Path())  # a queue that is no queue: said before anything runs
-    return {"queue": _shown(queue), "workers": workers}
+    from flowrun.queue.databases import shown
 
-
-def _shown(queue: str | None) -> str:
-    """The queue as batch.json records it: a URL without its password."""
-    if queue is None or queue == "embedded":
-        return "embedded"
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(queue)
-    if parts.password is None:
-        return queue
-    host = parts.netloc.rsplit("@", 1)[1]
-    return parts._replace(netloc=f"{parts.username}@{host}").geturl()
+    return {"queue": shown(queue), "workers": workers}
 
 
 def _queue_backend(

@@ -24,8 +24,8 @@ from flowrun.api import Workflow, read_result
 from flowrun.batch.folder import WORKERS_LOG, BatchFolder, ItemResult
 from flowrun.batch.jobs import Job, item_result, relative_run_dir, stopped
 from flowrun.batch.runner import Tally
-from flowrun.errors import FlowrunError
-from flowrun.queue.databases import open_database
+from flowrun.errors import FlowrunError, UsageError
+from flowrun.queue.databases import open_database, shown
 from flowrun.queue.local_workers import LocalWorkers
 from flowrun.queue.store import Outcome, Store
 
@@ -71,7 +71,14 @@ class QueueBackend:
             self._thread.shutdown(wait=False)
 
     def _open(self) -> Store:
-        return Store(open_database(self.queue, self.folder.runs.resolve())).prepare()
+        try:
+            return Store(open_database(self.queue, self.folder.runs.resolve())).prepare()
+        except UsageError:
+            raise
+        except Exception as e:  # psycopg's errors (a host not reached, a login refused), SQLite's
+            said = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            hint = "check --queue (and that the database is up); the batch folder is kept"
+            raise UsageError(f"cannot open the queue {shown(self.queue)}: {said}", hint) from None
 
     def _start_workers(self) -> LocalWorkers | None:
         """`--workers N`: N `flowrun worker` processes on the batch's queue, each a share of the

@@ -214,3 +214,16 @@ def open_database(queue: str | None, runs_dir: Path) -> Database:
             raise UsageError("a Postgres queue needs psycopg", "pip install 'flowrun[queue]'")
         return PostgresDatabase(queue)
     raise UsageError(f"--queue {queue!r} is not a queue", "give postgresql://USER@HOST/DB, or embedded")
+
+
+def shown(queue: str | None) -> str:
+    """The queue as a record or a message says it: `embedded`, or its URL without its password."""
+    if queue is None or queue == "embedded":
+        return "embedded"
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(queue)
+    if parts.password is None:
+        return queue
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{parts.username}@{host}").geturl()
