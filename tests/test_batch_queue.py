@@ -80,11 +80,38 @@ def check_all_completed(out: Path, count: int) -> None:
         assert start["inputs"] == {"question": f"number {line['id'][1:]}"}
 
 
+class AtOnce:
+    """Answers as `Answers`, but the first model calls of the first `together` items wait until
+    all of them arrived: that many items run at once, so with a worker's share of the
+    concurrency below it, on both workers. `hold_later`: the second calls of all but the first
+    item also wait, for `release`."""
+
+    def __init__(self, together: int, hold_later: bool = False) -> None:
+        self.inner = Answers()
+        self.together, self.hold_later = together, hold_later
+        self.first: set[str] = set()
+        self.all_in = threading.Event()
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, request: WireRequest) -> Reply:
+        task = task_of(request)
+        if request.assistant_turns == 0:
+            with self.lock:
+                self.first.add(task)
+                if len(self.first) >= self.together:
+                    self.all_in.set()
+            self.all_in.wait(DEADLINE_S)
+        elif self.hold_later and not task.endswith("number 0"):
+            self.release.wait(DEADLINE_S)
+        return self.inner(request)
+
+
 @pytest.mark.parametrize("wire", WIRES)
 def test_two_workers_run_a_batch_from_the_queue_and_the_same_command_skips_it(
     tmp_path: Path, wire: str
 ) -> None:
-    with WireServer(Answers(delay_s=0.05)) as server:
+    with WireServer(AtOnce(4)) as server:  # 3 items a worker at most: both run some
         qa = queue_project(tmp_path, wire)[0]
         items, out = write_items(tmp_path / "items.jsonl", 12), tmp_path / "out"
         args = ["batch", str(qa), str(items), "--out", str(out), "-c", "6", "--workers", "2"]
@@ -169,34 +196,10 @@ def test_a_killed_batch_leaves_no_worker_running_and_the_next_one_ends_its_items
     assert twice in ([], [("Question: number 1", 1)]), (out / "workers.log").read_text()
 
 
-class FourAtOnce:
-    """Answers as `Answers` (priced by the model), but the first model calls of the first four
-    items wait until all four arrived (four items at once: two on each worker), and the second
-    calls of all but the first item wait for `release`: the first item's second answer is the
-    fifth call, which reaches the budget while the other three are in their second call."""
-
-    def __init__(self) -> None:
-        self.inner = Answers()
-        self.first: set[str] = set()
-        self.all_in = threading.Event()
-        self.release = threading.Event()
-        self.lock = threading.Lock()
-
-    def __call__(self, request: WireRequest) -> Reply:
-        task = task_of(request)
-        if request.assistant_turns == 0:
-            with self.lock:
-                self.first.add(task)
-                if len(self.first) >= 4:
-                    self.all_in.set()
-            self.all_in.wait(DEADLINE_S)
-        elif not task.endswith("number 0"):
-            self.release.wait(DEADLINE_S)
-        return self.inner(request)
-
-
 def test_the_batch_budget_holds_over_two_workers_and_a_higher_one_goes_on(tmp_path: Path) -> None:
-    answers = FourAtOnce()
+    # four items at once, two on each worker; the first item's second answer is the fifth call,
+    # which reaches the budget while the other three are in their second call
+    answers = AtOnce(4, hold_later=True)
     with WireServer(answers) as server:
         env, out, args = a_batch(tmp_path, server, 8, "-c", "4", "--workers", "2", price=PRICE)
         try:
