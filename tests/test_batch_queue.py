@@ -9,6 +9,7 @@ options that do not go together refused in one line."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 from pathlib import Path
@@ -78,6 +79,28 @@ def check_all_completed(out: Path, count: int) -> None:
         assert [e["type"] for e in events].count("model_response") == 2  # each step recorded once
         start = next(e for e in events if e["type"] == "run_start")
         assert start["inputs"] == {"question": f"number {line['id'][1:]}"}
+
+
+def test_ctrl_c_stops_the_batch_whose_items_its_workers_stop_through_the_queue(tmp_path: Path) -> None:
+    answers = Answers()
+    with WireServer(answers) as server:
+        env, out, args = a_batch(tmp_path, server, 4, "-c", "2", "--workers", "2")
+        held = answers.arm("number 1", 1)  # the second item waits in its second model call
+        batch = popen_cli(args, tmp_path, env, new_session=True)  # as a terminal runs it
+        try:
+            assert held.wait(DEADLINE_S)
+            os.killpg(batch.pid, signal.SIGINT)  # Ctrl-C: to the terminal's process group
+            _, stderr = batch.communicate(timeout=DEADLINE_S)
+        finally:
+            answers.release.set()
+        assert batch.returncode == 130, stderr
+        assert {r["id"]: r["status"] for r in results(out)}["q1"] == "cancelled"
+        log = (out / "workers.log").read_text()
+        assert f"ended {(out / 'runs/q1').resolve()}: cancelled" in log  # its worker stopped it
+        assert " drains: " not in log  # the workers were not signalled while they held items
+        again = run_cli(args, cwd=tmp_path, env=env)
+        assert again.returncode == 0 and "4 items: 4 completed, 0 failed" in again.stdout, again.stderr
+    check_all_completed(out, 4)
 
 
 class AtOnce:

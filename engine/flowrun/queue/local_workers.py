@@ -3,7 +3,9 @@ beside themselves: `flowrun worker` each, on the same workflows, runs folder and
 lines on the starter's stderr (or a file). They are stopped with SIGTERM when the starter stops,
 so they drain (queue/worker.py): their runs end or are handed back to the queue, and resumed
 when workers run again. A batch's workers also get SIGTERM if the batch itself dies (Linux's
-parent-death signal): they serve that batch, and none is left running for good."""
+parent-death signal): they serve that batch, and none is left running for good; a Ctrl-C
+reaches the batch alone, which cancels its items through the queue (at once, where draining
+workers would see the cancels only at their next heartbeat)."""
 
 from __future__ import annotations
 
@@ -30,13 +32,20 @@ class LocalWorkers:
     ) -> None:
         """`argv`: the arguments of `flowrun worker` (workflows and options); `stderr`: where
         their lines go (None: this process's stderr; given, their stdout too, so they hold no pipe
-        of this process's open); `with_parent`: SIGTERM to each when this
-        process dies, however it dies."""
+        of this process's open); `with_parent`: SIGTERM to each when this process dies, however
+        it dies, and each in a session of its own, so a terminal's Ctrl-C reaches this process
+        alone, which stops what the workers run through the queue, then the workers."""
         command = [sys.executable, "-m", "flowrun", "worker", *argv]
         preexec = _terms_with(os.getpid()) if with_parent and sys.platform == "linux" else None
         self.procs = [
             subprocess.Popen(
-                command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, preexec_fn=preexec
+                command,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                preexec_fn=preexec,
+                start_new_session=with_parent,  # a terminal's Ctrl-C reaches the parent only
             )
             for _ in range(count)
         ]
