@@ -484,3 +484,79 @@ def test_a_map_node_zips_its_lists_and_collects_its_subflow_outputs(tmp_path: Pa
         "collected_y": [1, 4, 9],
         "collected_k": [5, 5, 5],
     }
+
+
+Chained = list[tuple[str, str, list[str], list[str], str]]
+
+
+def chain(name: str, nodes: Chained, data: list[tuple[str, str]]) -> str:
+    """A Flow of `nodes` (key, kind, inputs, outputs, more) run one after the other, its data
+    edges `data` ("node.output", "node.input"); every property a number."""
+    keys = [n[0] for n in nodes]
+    text = (
+        f"component_type: Flow\nid: {name}\nname: {name}\nstart_node: {{$component_ref: {keys[0]}}}\nnodes:\n"
+        + "".join(f"- {{$component_ref: {k}}}\n" for k in keys)
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(keys)))
+        + "data_flow_connections:\n"
+        + "".join(edge("data", i, *d) for i, d in enumerate(data))
+        + "$referenced_components:\n"
+        + "".join(node(*n) for n in nodes)
+    )
+    return text.replace("type: string\n      default: ''", "type: number")
+
+
+def parallel_flow(second_output: str) -> str:
+    """A ParallelFlowNode of two subflows: one squares x (a ToolNode), one passes x through as
+    `second_output`; the node's outputs are theirs."""
+    tool = "    tool:\n      component_type: ServerTool\n      name: square\n      inputs:\n"
+    tool += "      - title: x\n        type: number\n"
+    square = chain(
+        "a",
+        [
+            ("a_in", "StartNode", ["x"], ["x"], ""),
+            ("a_sq", "ToolNode", ["x"], ["y"], tool),
+            ("a_out", "EndNode", ["y"], ["y"], ""),
+        ],
+        [("a_in.x", "a_sq.x"), ("a_sq.y", "a_out.y")],
+    )
+    through = chain(
+        "b",
+        [("b_in", "StartNode", ["x"], ["x"], ""), ("b_out", "EndNode", [second_output], [second_output], "")],
+        [("b_in.x", f"b_out.{second_output}")],
+    )
+    subflows = "    subflows:\n" + "".join(
+        "    - " + "\n      ".join(sub.rstrip("\n").splitlines()) + "\n" for sub in (square, through)
+    )
+    outputs = sorted({"y", second_output})
+    main = chain(
+        "main",
+        [
+            ("start", "StartNode", ["x"], ["x"], ""),
+            ("par", "ParallelFlowNode", ["x"], outputs, subflows),
+            ("end", "EndNode", outputs, outputs, ""),
+        ],
+        [("start.x", "par.x"), *((f"par.{o}", f"end.{o}") for o in outputs)],
+    )
+    return main + "agentspec_version: 25.4.2\n"
+
+
+def test_a_parallel_flow_node_runs_its_subflows_and_has_their_outputs(tmp_path: Path) -> None:
+    files = {"flow.yaml": parallel_flow("x2"), "tools.d/square.yaml": SQUARE_TOOL}
+    files["square_mod.py"] = SQUARE_MOD
+    path = write_files(tmp_path, files) / "flow.yaml"
+    result = flowrun.load(path).run_sync({"x": 7}, run_id="r", runs_dir=tmp_path / "runs")
+    assert result.status == "completed", result
+    folder = tmp_path / "runs" / "r" / "agentspec"
+    assert json.loads((folder / "par.json").read_text()) == {"y": 49, "x2": 7}
+    fanouts = [e for e in events(tmp_path / "runs" / "r") if e["type"] == "fanout_start"]
+    assert [e["kind"] for e in fanouts] == ["parallel"]
+
+
+def test_two_subflows_of_a_parallel_flow_node_may_not_share_an_output(tmp_path: Path) -> None:
+    files = {"flow.yaml": parallel_flow("y"), "tools.d/square.yaml": SQUARE_TOOL, "square_mod.py": SQUARE_MOD}
+    write_files(tmp_path, files)
+    checked = run_cli(["validate", "flow.yaml"], cwd=tmp_path)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "flow.yaml:" in checked.stdout + checked.stderr
+    assert "subflows 'a' and 'b' of ParallelFlowNode 'par' both have the output 'y'" in checked.stdout

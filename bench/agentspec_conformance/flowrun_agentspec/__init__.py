@@ -146,7 +146,10 @@ class FlowrunComponent:
         self.inputs: dict[str, Any] = {}
         self.messages: list[str] = []
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self.answers: queue.Queue[Any] = queue.Queue()
+        # the answer the run waits for: a future of the run's own event loop, set from the
+        # suite's thread (an executor thread blocked on a queue would keep Python from exiting
+        # when a test stops before it answers)
+        self.waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]] | None = None
         self.thread: threading.Thread | None = None
         self.pending: list[ToolRequest] = []
 
@@ -157,12 +160,26 @@ class FlowrunComponent:
         self.messages.append(user_message)
 
     def append_tool_results(self, tool_result: ToolResult) -> None:
-        self.answers.put(tool_result.content)
+        self._answer(tool_result.content)
 
     def confirm_or_reject_tool_confirmation(
         self, tool_request: ToolRequest, decision: Literal["accept", "reject"]
     ) -> None:
-        self.answers.put(decision == "accept")
+        self._answer(decision == "accept")
+
+    def _answer(self, value: Any) -> None:
+        if self.waiting is not None:
+            loop, future = self.waiting
+            self.waiting = None
+            loop.call_soon_threadsafe(future.set_result, value)
+
+    def _asked(self, kind: str, request: ToolRequest) -> asyncio.Future[Any]:
+        """A future for the caller's answer, made before the caller hears of `request`."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self.waiting = (loop, future)
+        self.events.put((kind, request))
+        return future
 
     def run(self) -> Any:
         if self.thread is None:
@@ -196,14 +213,12 @@ class FlowrunComponent:
             return None
         request = ToolRequest(found.group(1), json.loads(found.group(2)), f"call{len(self.pending)}")
         self.pending.append(request)
-        self.events.put(("ask", request))
-        content = await asyncio.to_thread(self.answers.get)
+        content = await self._asked("ask", request)
         return content if isinstance(content, str) else json.dumps(content)
 
     async def _approve(self, request: Any) -> bool:
         call = ToolRequest(request.tool, dict(request.arguments), request.call_id)
-        self.events.put(("approve", call))
-        return bool(await asyncio.to_thread(self.answers.get))
+        return bool(await self._asked("approve", call))
 
     def _flow_outputs(self, run_dir: Path) -> dict[str, Any]:
         """What a Flow's EndNodes receive, read from the files its nodes' steps wrote
