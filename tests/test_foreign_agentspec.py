@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from mcp_test_server import HttpServer
 from support.cli import run_cli
 from support.env import WIRES, model_env, point_sdks
 from support.project import write_files
@@ -560,3 +561,30 @@ def test_two_subflows_of_a_parallel_flow_node_may_not_share_an_output(tmp_path: 
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "flow.yaml:" in checked.stdout + checked.stderr
     assert "subflows 'a' and 'b' of ParallelFlowNode 'par' both have the output 'y'" in checked.stdout
+
+
+def test_a_tool_node_of_an_mcp_tool_answers_with_the_servers_result(tmp_path: Path) -> None:
+    server = HttpServer()
+    try:
+        tool = (
+            "    tool:\n      component_type: MCPTool\n      name: report\n"
+            "      inputs:\n      - {title: city, type: string}\n"
+            "      client_transport:\n        component_type: StreamableHTTPTransport\n"
+            f"        name: tools\n        url: {server.url}\n"
+        )
+        flow = chain(
+            "f",
+            [
+                ("start", "StartNode", ["city"], ["city"], ""),
+                ("rep", "ToolNode", ["city"], ["weather"], tool),
+                ("end", "EndNode", ["weather"], ["weather"], ""),
+            ],
+            [("start.city", "rep.city"), ("rep.weather", "end.weather")],
+        ).replace("type: number", "type: string")
+        path = write_files(tmp_path, {"flow.yaml": flow + "agentspec_version: 25.4.2\n"}) / "flow.yaml"
+        result = flowrun.load(path).run_sync({"city": "Oslo"}, run_id="r", runs_dir=tmp_path / "runs")
+    finally:
+        server.stop()
+    assert result.status == "completed", result
+    answer = (tmp_path / "runs" / "r" / "agentspec" / "rep.txt").read_text()
+    assert json.loads(answer) == {"city": "Oslo", "temperature_c": 21, "sky": "clear"}  # not framed
