@@ -588,3 +588,47 @@ def test_a_tool_node_of_an_mcp_tool_answers_with_the_servers_result(tmp_path: Pa
     assert result.status == "completed", result
     answer = (tmp_path / "runs" / "r" / "agentspec" / "rep.txt").read_text()
     assert json.loads(answer) == {"city": "Oslo", "temperature_c": 21, "sky": "clear"}  # not framed
+
+
+def gate_flow() -> str:
+    """A BranchingNode on a code that ends at one of two EndNodes, each receiving only its
+    input's default (no data edge into them)."""
+    ends = ("granted", "denied")
+    branch = "    branches: [ok, default]\n    mapping: {'123456': ok}\n"
+    controls = [("start", "gate", ""), ("gate", "granted", "  from_branch: ok\n")]
+    controls.append(("gate", "denied", "  from_branch: default\n"))
+    ended = "".join(
+        f"  {e}:\n    component_type: EndNode\n    id: {e}\n    name: {e}\n    branch_name: {e}\n"
+        f"    inputs:\n    - {{title: message, type: string, default: ACCESS_{e.upper()}}}\n"
+        for e in ends
+    )
+    return (
+        "component_type: Flow\nid: f\nname: gate\nstart_node: {$component_ref: start}\nnodes:\n"
+        + "".join(f"- {{$component_ref: {n}}}\n" for n in ("start", "gate", *ends))
+        + "outputs:\n- {title: message, type: string, default: ACCESS_DENIED}\n"
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b, extra) for i, (a, b, extra) in enumerate(controls))
+        + "data_flow_connections:\n"
+        + edge("data", 0, "start.code", "gate.code")
+        + "$referenced_components:\n"
+        + "  start:\n    component_type: StartNode\n    id: start\n    name: start\n"
+        + "    outputs:\n    - {title: code, type: string}\n"
+        + "  gate:\n    component_type: BranchingNode\n    id: gate\n    name: gate\n"
+        + "    inputs:\n    - {title: code, type: string}\n"
+        + branch
+        + ended
+        + "agentspec_version: 25.4.1\n"
+    )
+
+
+@pytest.mark.parametrize("code, message", [("123456", "ACCESS_GRANTED"), ("0000", "ACCESS_DENIED")])
+def test_the_flow_answers_what_the_end_node_it_reached_receives(
+    tmp_path: Path, code: str, message: str
+) -> None:
+    write_files(tmp_path, {"gate.yaml": gate_flow()})
+    ran = run_cli(["gate.yaml", "--code", code, "--run-id", "r", "--runs-dir", "runs"], cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    folder = tmp_path / "runs" / "r" / "agentspec"
+    assert (folder / "outputs.txt").read_text() == message
+    ran_agents = [e["agent"] for e in events(tmp_path / "runs" / "r") if e["type"] == "agent_start"]
+    assert ran_agents == [message.removeprefix("ACCESS_").lower()]  # only the EndNode reached

@@ -259,7 +259,8 @@ def _parallel(fb: FlowBuild, node: Node) -> list[Doc]:
     steps: list[Doc] = [{"parallel": branches}] if branches else []
     if values:
         what = f"The outputs of the ParallelFlowNode '{comp.name}'."
-        steps.append(_echo(build, node.name, _outputs_task(fb, node.key, values), fb.file(node.key), what))
+        task = _outputs_task(values, fb.is_text(node.key))
+        steps.append(_echo(build, node.name, task, fb.file(node.key), what))
     return steps
 
 
@@ -274,9 +275,9 @@ def _end_value(subs: list[FlowBuild], prop: Doc) -> str:
     return jinja_literal(prop.get("default"))
 
 
-def _outputs_task(fb: FlowBuild, key: str, values: dict[str, str]) -> str:
-    """The template of a node's outputs file: the one text, or the JSON object of them."""
-    if fb.is_text(key):
+def _outputs_task(values: dict[str, str], text: bool) -> str:
+    """The template of an outputs file: the one text, or the JSON object of them."""
+    if text:
         return "".join(f"{{{{ {v} }}}}" for v in values.values())
     return _json_task(values)
 
@@ -315,32 +316,38 @@ def node_step(fb: FlowBuild, node: Node) -> Doc | None:
 
 def _flow_node(fb: FlowBuild, node: Node) -> list[Doc]:
     """A FlowNode: its subflow's steps in place (its StartNode's outputs read the node's inputs),
-    then a step of the `direct` provider (no model) that writes what the subflow's EndNode
-    receives as the node's outputs."""
+    its EndNodes writing the node's outputs."""
     build, comp = fb.build, node.comp
     flow = build.doc.child(comp, "subflow")
     if flow is None:
         build.conv.problem(comp.src, comp.at("subflow"), "the FlowNode has no subflow", "", "missing-key")
         return []
     item = {str(p["title"]): input_expr(fb, node.key, p) for _, p in properties(comp, "inputs")}
-    sub = FlowBuild(build, flow, item=item)
-    steps = flow_steps(sub)
-    values = {str(p["title"]): _end_value([sub], p) for _, p in fb.outputs(node.key)}
-    task = _outputs_task(fb, node.key, values)
-    data: Doc = {
-        "version": 1,
-        "kind": "agent",
-        "name": node.name,
-        "description": f"The outputs of the FlowNode '{comp.name}'.",
-        "prompt": "Answer with what you are given.",
-        "model": build.models.direct(),
-        "tools": [],
-    }
-    build.conv.add("agent", data, comp.src, comp.path)
+    props = [p for _, p in fb.outputs(node.key)]
+    sub = FlowBuild(build, flow, item=item, end=fb.file(node.key), end_props=props)
     build.conv.note(
-        comp.src, comp.path, f"the steps of the subflow '{flow.name}', then a step that keeps its outputs"
+        comp.src, comp.path, f"the steps of the subflow '{flow.name}', its EndNodes writing its outputs"
     )
-    return [*steps, {"agent": node.name, "task": task, "output": fb.file(node.key)}]
+    return flow_steps(sub)
+
+
+def _end_node(fb: FlowBuild, node: Node) -> list[Doc]:
+    """An EndNode: a step without a model that writes the flow's outputs as it receives them
+    (an output it has no input for: that output's default)."""
+    if not fb.end:
+        return []
+    own = {str(p["title"]): p for _, p in properties(node.comp, "inputs")}
+    values = {}
+    for prop in fb.end_props:
+        title = str(prop["title"])
+        values[title] = (
+            input_expr(fb, node.key, own[title]) if title in own else jinja_literal(prop.get("default"))
+        )
+    task = (
+        "".join(f"{{{{ {v} }}}}" for v in values.values()) if fb.end.endswith(".txt") else _json_task(values)
+    )
+    what = f"What the EndNode '{node.comp.name}' receives: the outputs of the flow '{fb.flow.name}'."
+    return [_echo(fb.build, fb.build.unique(node.name), task, fb.end, what)]
 
 
 def node_steps(fb: FlowBuild, node: Node) -> list[Doc]:
@@ -351,6 +358,8 @@ def node_steps(fb: FlowBuild, node: Node) -> list[Doc]:
         return _map_node(fb, node)
     if node.comp.type == "ParallelFlowNode":
         return _parallel(fb, node)
+    if node.comp.type == "EndNode":
+        return _end_node(fb, node)
     step = node_step(fb, node)
     return [] if step is None else [step]
 
