@@ -632,3 +632,34 @@ def test_the_flow_answers_what_the_end_node_it_reached_receives(
     assert (folder / "outputs.txt").read_text() == message
     ran_agents = [e["agent"] for e in events(tmp_path / "runs" / "r") if e["type"] == "agent_start"]
     assert ran_agents == [message.removeprefix("ACCESS_").lower()]  # only the EndNode reached
+
+
+def test_a_remote_tool_answers_its_declared_output(tmp_path: Path) -> None:
+    """A RemoteTool's answer read as its outputs: its one output `city`, the JSON answer's key
+    of that name, is what the next node receives."""
+    api = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=api.serve_forever, daemon=True).start()
+    try:
+        tool = (
+            "    tool:\n      component_type: RemoteTool\n      name: find_city\n"
+            f"      url: http://127.0.0.1:{api.server_port}/city\n      http_method: GET\n"
+            "      query_params: {country: '{{country}}'}\n"
+            "      inputs:\n      - {title: country, type: string}\n"
+            "      outputs:\n      - {title: city, type: string}\n"
+        )
+        flow = chain(
+            "f",
+            [
+                ("start", "StartNode", ["country"], ["country"], ""),
+                ("find", "ToolNode", ["country"], ["city"], tool),
+                ("end", "EndNode", ["city"], ["city"], ""),
+            ],
+            [("start.country", "find.country"), ("find.city", "end.city")],
+        ).replace("type: number", "type: string")
+        path = write_files(tmp_path, {"flow.yaml": flow + "agentspec_version: 25.4.2\n"}) / "flow.yaml"
+        result = flowrun.load(path).run_sync({"country": "Morocco"}, run_id="r", runs_dir=tmp_path / "runs")
+    finally:
+        api.shutdown()
+        api.server_close()
+    assert result.status == "completed", result
+    assert (tmp_path / "runs" / "r" / "agentspec" / "outputs.txt").read_text() == "Rabat"

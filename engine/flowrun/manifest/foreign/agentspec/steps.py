@@ -122,9 +122,7 @@ def _api_node(fb: FlowBuild, node: Node) -> Doc:
     """An ApiNode: its HTTP call as a tool, run by an agent of the `direct` provider (no model:
     it calls the tool with the node's inputs and answers with the outputs the call returned)."""
     build, comp = fb.build, node.comp
-    defaults = remote_defaults(comp)
-    defaults["outputs"] = [str(p["title"]) for _, p in fb.outputs(node.key)]
-    defaults["text_output"] = fb.is_text(node.key)
+    defaults = remote_defaults(comp, comp)
     tool = declared(build, comp, REMOTE, defaults, name=f"{node.name}_call")
     data: Doc = {
         "version": 1,
