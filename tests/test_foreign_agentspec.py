@@ -563,6 +563,18 @@ def test_two_subflows_of_a_parallel_flow_node_may_not_share_an_output(tmp_path: 
     assert "subflows 'a' and 'b' of ParallelFlowNode 'par' both have the output 'y'" in checked.stdout
 
 
+def tool_node_flow(key: str, tool: str, given: str, answer: str) -> str:
+    """A Flow of one ToolNode `key` (its `tool:` lines), from the flow's input `given` to its
+    output `answer`, every property a string."""
+    nodes: Chained = [
+        ("start", "StartNode", [given], [given], ""),
+        (key, "ToolNode", [given], [answer], tool),
+        ("end", "EndNode", [answer], [answer], ""),
+    ]
+    edges = [(f"start.{given}", f"{key}.{given}"), (f"{key}.{answer}", f"end.{answer}")]
+    return chain("f", nodes, edges).replace("type: number", "type: string") + "agentspec_version: 25.4.2\n"
+
+
 def test_a_tool_node_of_an_mcp_tool_answers_with_the_servers_result(tmp_path: Path) -> None:
     server = HttpServer()
     try:
@@ -572,16 +584,8 @@ def test_a_tool_node_of_an_mcp_tool_answers_with_the_servers_result(tmp_path: Pa
             "      client_transport:\n        component_type: StreamableHTTPTransport\n"
             f"        name: tools\n        url: {server.url}\n"
         )
-        flow = chain(
-            "f",
-            [
-                ("start", "StartNode", ["city"], ["city"], ""),
-                ("rep", "ToolNode", ["city"], ["weather"], tool),
-                ("end", "EndNode", ["weather"], ["weather"], ""),
-            ],
-            [("start.city", "rep.city"), ("rep.weather", "end.weather")],
-        ).replace("type: number", "type: string")
-        path = write_files(tmp_path, {"flow.yaml": flow + "agentspec_version: 25.4.2\n"}) / "flow.yaml"
+        flow = tool_node_flow("rep", tool, "city", "weather")
+        path = write_files(tmp_path, {"flow.yaml": flow}) / "flow.yaml"
         result = flowrun.load(path).run_sync({"city": "Oslo"}, run_id="r", runs_dir=tmp_path / "runs")
     finally:
         server.stop()
@@ -647,16 +651,8 @@ def test_a_remote_tool_answers_its_declared_output(tmp_path: Path) -> None:
             "      inputs:\n      - {title: country, type: string}\n"
             "      outputs:\n      - {title: city, type: string}\n"
         )
-        flow = chain(
-            "f",
-            [
-                ("start", "StartNode", ["country"], ["country"], ""),
-                ("find", "ToolNode", ["country"], ["city"], tool),
-                ("end", "EndNode", ["city"], ["city"], ""),
-            ],
-            [("start.country", "find.country"), ("find.city", "end.city")],
-        ).replace("type: number", "type: string")
-        path = write_files(tmp_path, {"flow.yaml": flow + "agentspec_version: 25.4.2\n"}) / "flow.yaml"
+        flow = tool_node_flow("find", tool, "country", "city")
+        path = write_files(tmp_path, {"flow.yaml": flow}) / "flow.yaml"
         result = flowrun.load(path).run_sync({"country": "Morocco"}, run_id="r", runs_dir=tmp_path / "runs")
     finally:
         api.shutdown()
