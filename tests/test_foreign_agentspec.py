@@ -298,27 +298,42 @@ class Api(BaseHTTPRequestHandler):
         pass
 
 
+Chained = list[tuple[str, str, list[str], list[str], str]]
+
+
+def chain(name: str, nodes: Chained, data: list[tuple[str, str]], numbers: bool = True) -> str:
+    """A Flow of `nodes` (key, kind, inputs, outputs, more) run one after the other, its data
+    edges `data` ("node.output", "node.input"); every property a number (else a string)."""
+    keys = [n[0] for n in nodes]
+    text = (
+        f"component_type: Flow\nid: {name}\nname: {name}\nstart_node: {{$component_ref: {keys[0]}}}\nnodes:\n"
+        + "".join(f"- {{$component_ref: {k}}}\n" for k in keys)
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(keys)))
+        + "data_flow_connections:\n"
+        + "".join(edge("data", i, *d) for i, d in enumerate(data))
+        + "$referenced_components:\n"
+        + "".join(node(*n) for n in nodes)
+    )
+    return text.replace("type: string\n      default: ''", "type: number") if numbers else text
+
+
 def api_flow(api: str, url: str) -> str:
     get = f"    url: {api}/city\n    http_method: GET\n    query_params: {{country: '{{{{ country }}}}'}}\n"
     post = f"    url: {api}/weather\n    http_method: POST\n    data: {{city: '{{{{ city }}}}'}}\n"
     post += "    headers: {Content-Type: application/x-www-form-urlencoded}\n"
     tell = "    llm_config: {$component_ref: llm}\n    prompt_template: 'Say: {{weather}}'\n"
-    order = ("start", "city", "weather", "tell", "end")
+    nodes: Chained = [
+        ("start", "StartNode", ["country"], ["country"], ""),
+        ("city", "ApiNode", ["country"], ["city"], get),
+        ("weather", "ApiNode", ["city"], ["weather", "temperature"], post),
+        ("tell", "LlmNode", ["weather"], ["said"], tell),
+        ("end", "EndNode", ["temperature"], ["temperature"], ""),
+    ]
     data = [("start.country", "city.country"), ("city.city", "weather.city")]
     data += [("weather.weather", "tell.weather"), ("weather.temperature", "end.temperature")]
     return (
-        "component_type: Flow\nid: f\nname: api\nstart_node: {$component_ref: start}\nnodes:\n"
-        + "".join(f"- {{$component_ref: {n}}}\n" for n in order)
-        + "control_flow_connections:\n"
-        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(order)))
-        + "data_flow_connections:\n"
-        + "".join(edge("data", i, *d) for i, d in enumerate(data))
-        + "$referenced_components:\n"
-        + node("start", "StartNode", ["country"], ["country"])
-        + node("city", "ApiNode", ["country"], ["city"], get)
-        + node("weather", "ApiNode", ["city"], ["weather", "temperature"], post)
-        + node("tell", "LlmNode", ["weather"], ["said"], tell)
-        + node("end", "EndNode", ["temperature"], ["temperature"])
+        chain("api", nodes, data, numbers=False)
         + "  llm:\n    component_type: OpenAiCompatibleConfig\n    id: llm\n    name: scripted\n"
         + f"    model_id: m\n    url: {url}\n"
         + "agentspec_version: 25.4.1\n"
@@ -485,26 +500,6 @@ def test_a_map_node_zips_its_lists_and_collects_its_subflow_outputs(tmp_path: Pa
         "collected_y": [1, 4, 9],
         "collected_k": [5, 5, 5],
     }
-
-
-Chained = list[tuple[str, str, list[str], list[str], str]]
-
-
-def chain(name: str, nodes: Chained, data: list[tuple[str, str]]) -> str:
-    """A Flow of `nodes` (key, kind, inputs, outputs, more) run one after the other, its data
-    edges `data` ("node.output", "node.input"); every property a number."""
-    keys = [n[0] for n in nodes]
-    text = (
-        f"component_type: Flow\nid: {name}\nname: {name}\nstart_node: {{$component_ref: {keys[0]}}}\nnodes:\n"
-        + "".join(f"- {{$component_ref: {k}}}\n" for k in keys)
-        + "control_flow_connections:\n"
-        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(keys)))
-        + "data_flow_connections:\n"
-        + "".join(edge("data", i, *d) for i, d in enumerate(data))
-        + "$referenced_components:\n"
-        + "".join(node(*n) for n in nodes)
-    )
-    return text.replace("type: string\n      default: ''", "type: number")
 
 
 def parallel_flow(second_output: str) -> str:
