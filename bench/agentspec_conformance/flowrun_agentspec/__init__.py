@@ -196,6 +196,8 @@ class FlowrunComponent:
         if kind == "approve":
             return AgentSpecToolExecutionConfirmationStatus([value])
         self.thread = None
+        if kind == "error":
+            raise value
         return value
 
     def _run(self, values: dict[str, Any]) -> None:
@@ -204,8 +206,8 @@ class FlowrunComponent:
                 values, runs_dir=self.folder / "runs", ask_user=self._ask, approve=self._approve
             )
             self.events.put(("done", self._finished(result)))
-        except Exception as e:  # the suite sees what went wrong as the run's answer
-            self.events.put(("done", AgentSpecFinishedExecutionStatus({}, [f"error: {e}"])))
+        except Exception as e:  # raised in the suite's thread by run(): a failed run is no answer
+            self.events.put(("error", e))
 
     async def _ask(self, question: str) -> str | None:
         found = CLIENT_QUESTION.search(question)
