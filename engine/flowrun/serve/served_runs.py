@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,7 +24,7 @@ from flowrun.queue.store import WorkerRow
 from flowrun.runtime.decide import pending_decisions, respond
 from flowrun.runtime.durable.decisions import Decision, PendingDecision
 from flowrun.runtime.durable.run_folder import check_run_id
-from flowrun.runtime.durable.runs_index import RunEntry, RunList, When, list_runs, owned, read_run
+from flowrun.runtime.durable.runs_index import RunEntry, RunList, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
 from flowrun.runtime.summary.folder import RunSummary, SummaryCache
 from flowrun.serve.eval_folders import variant_runs
@@ -161,28 +162,9 @@ class ServedRuns:
         folder = self.place(run_id)
         return folder is not None and owned(folder)
 
-    def listing(
-        self,
-        *,
-        workflow: str | None = None,
-        status: list[str] | None = None,
-        since: When = None,
-        until: When = None,
-        q: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> RunList:
-        """A page of the runs list (`list_runs`'s filters): the runs folder's index."""
-        return list_runs(
-            self.runs_dir,
-            workflow=workflow,
-            status=status,
-            since=since,
-            until=until,
-            q=q,
-            limit=limit,
-            offset=offset,
-        )
+    def listing(self) -> Callable[..., RunList]:
+        """The runs list, with `list_runs`'s filters: the runs folder's index."""
+        return functools.partial(list_runs, self.runs_dir)
 
     def worker_rows(self) -> list[WorkerRow]:
         """The queue's workers (none: this server runs its runs itself)."""
