@@ -380,3 +380,54 @@ def test_human_input_is_a_question_the_run_waits_for(tmp_path: Path) -> None:
         proc = run_cli(["answer", str(tmp_path / "runs" / "r"), "looks good"], cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "runs" / "r" / "report.md").read_text() == "# R"
+
+
+def test_crew_py_names_bound_above_are_read_and_a_missing_config_entry_is_said_once(tmp_path: Path) -> None:
+    """Crews often bind a tool or a model to a name first (`search_tool = SerperDevTool()` at
+    the top, `llm = LLM(...)` in the class, a local in the method) and pass the name; older ones
+    pass a LangChain chat model. A config entry crew.py reads that the YAML lacks is one error
+    at crew.py's line, not one per missing key."""
+    crew_py = """\
+        from crewai import LLM
+        from crewai_tools import SerperDevTool, ScrapeWebsiteTool
+        from langchain_openai import ChatOpenAI
+        search_tool = SerperDevTool()
+
+        @CrewBase
+        class MyCrew:
+            llm = LLM(model="anthropic/claude-sonnet-4-5")
+
+            @agent
+            def researcher(self) -> Agent:
+                scrape = ScrapeWebsiteTool()
+                return Agent(config=self.agents_config["researcher"],
+                             tools=[search_tool, scrape], llm=self.llm)
+
+            @agent
+            def reporting_analyst(self) -> Agent:
+                return Agent(config=self.agents_config["reporting_analyst"],
+                             llm=ChatOpenAI(model="gpt-4o-mini"))
+        """
+    agents = agents_yaml("openai").replace("llm: openai/m", "")
+    files = {"config/agents.yaml": agents, "config/tasks.yaml": TASKS, "crew.py": crew_py}
+    crew = write_files(tmp_path / "crew", files)
+    proc = run_cli(["validate", str(crew)], cwd=tmp_path)
+    assert proc.returncode == 0 and "0 error(s), 0 warning(s)" in proc.stdout, proc.stdout
+    wf = flowrun.load(crew)
+    researcher, analyst = (wf.project.agents[n].spec for n in ("researcher", "reporting_analyst"))
+    assert researcher.tool_list == ["web_search", "visit_url"]
+    models = {name: (spec.provider, spec.model) for name, spec in wf.spec.models.items()}
+    assert models[str(researcher.model)] == ("anthropic", "claude-sonnet-4-5")
+    assert models[str(analyst.model)] == ("openai", "gpt-4o-mini")
+
+    write_files(
+        crew, {"crew.py": crew_py.replace('agents_config["researcher"]', 'agents_config["researcher_x"]')}
+    )
+    proc = run_cli(["validate", str(crew)], cwd=tmp_path)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stdout.splitlines() if "error[" in line]
+    assert len(errors) == 1, proc.stdout
+    assert (
+        "crew/crew.py:13:29: error[missing-key]: crew.py reads CrewAI agent 'researcher_x' from "
+        "config/agents.yaml, which does not define it" in errors[0]
+    )

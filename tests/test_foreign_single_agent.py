@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from support.cli import run_cli
 from support.env import WIRES, model_env, point_sdks
 from support.project import write_files
@@ -43,11 +44,15 @@ capabilities:
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_a_pydantic_ai_spec_runs_with_its_deps_as_inputs(tmp_path: Path, wire: str) -> None:
-    write_files(tmp_path, {"agent.yaml": SPEC.format(wire=wire)})
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_pydantic_ai_spec_runs_with_its_deps_as_inputs(tmp_path: Path, wire: str, suffix: str) -> None:
+    spec = SPEC.format(wire=wire)
+    if suffix == ".json":  # as pydantic-ai's `to_file` writes JSON: with its `$schema`
+        spec = json.dumps({"$schema": "./agent_schema.json", **yaml.safe_load(spec)}, indent=2)
+    write_files(tmp_path, {f"agent{suffix}": spec})
     script = Script({"helper": [Reply('{"answer": "42", "confidence": 0.9}')]}, {"helper": "You are helping"})
     with WireServer(script) as server:
-        args = ["agent.yaml", "--message", "the answer?", "--user_name", "Ada", "--run-id", "r"]
+        args = [f"agent{suffix}", "--message", "the answer?", "--user_name", "Ada", "--run-id", "r"]
         proc = run_cli(args, cwd=tmp_path, env=model_env(server, wire))
         (request,) = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr

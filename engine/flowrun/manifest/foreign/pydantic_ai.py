@@ -36,13 +36,20 @@ MODEL_REF = re.compile(r"^model\s*:\s*['\"]?[\w.-]+:[\w./:-]+", re.MULTILINE)
 
 
 def is_agent_spec(path: Path) -> bool:
-    """A YAML file whose top-level keys are all AgentSpec fields, with instructions,
+    """A YAML or JSON file (pydantic-ai reads both) whose top-level keys are all AgentSpec
+    fields (and `$schema`, which pydantic-ai's `to_file` writes), with instructions,
     capabilities or a `provider:model` model among them."""
-    if not sniff.is_yaml(path):
-        return False
     text = sniff.head(path)
-    keys = sniff.top_keys(text)
-    if not keys or not keys <= set(FIELDS) or sniff.is_flowrun_manifest(text):
+    if sniff.is_yaml(path):
+        keys = sniff.top_keys(text)
+        if sniff.is_flowrun_manifest(text):
+            return False
+    elif path.suffix == ".json":
+        keys, model = sniff.json_top(text)
+        text = f"model: {model}" if isinstance(model, str) else ""
+    else:
+        return False
+    if not keys or not keys <= {*FIELDS, "$schema"}:
         return False
     return bool(keys & {"instructions", "capabilities"}) or MODEL_REF.search(text) is not None
 

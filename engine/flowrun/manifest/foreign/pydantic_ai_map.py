@@ -28,7 +28,7 @@ DROPPED = {
     "end_strategy": "the agent stops at its first final answer (pydantic-ai's `early`)",
     "tool_timeout": "each tool keeps flowrun's own timeout",
 }
-COSMETIC = ("instrument", "metadata")
+COSMETIC = ("instrument", "metadata", "$schema")
 
 
 def spec_keys(fields: tuple[str, ...]) -> KeyTable:

@@ -4,6 +4,7 @@ so finding which format a path is (registry.detect) reads no YAML and imports no
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -34,6 +35,16 @@ def top_keys(text: str) -> set[str]:
 def json_keys(text: str) -> set[str]:
     """Every quoted key of a JSON text (at any depth)."""
     return set(_JSON_KEY.findall(text))
+
+
+def json_top(text: str) -> tuple[set[str], object]:
+    """A JSON object's top-level keys and its `model` (none when `text`, a file's head, is not
+    a whole JSON object)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return set(), None
+    return (set(data), data.get("model")) if isinstance(data, dict) else (set(), None)
 
 
 def top_value(text: str, key: str) -> str | None:

@@ -5,11 +5,13 @@ and `allow_delegation` the crew's other agents offered as tools."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from flowrun.manifest.foreign.builtin_tools import CREWAI, Equivalent
 from flowrun.manifest.foreign.conversion import Doc, flowrun_name
 from flowrun.manifest.foreign.crewai.build import Build, Draft
 from flowrun.manifest.foreign.crewai.code import Python, ToolRef
-from flowrun.manifest.foreign.crewai.definition import Found, Layers
+from flowrun.manifest.foreign.crewai.definition import Found, Layers, config_key
 from flowrun.manifest.foreign.keys import KeyTable, sort_keys
 
 DEFAULT_MAX_ITER = 25  # CrewAI's Agent.max_iter
@@ -85,6 +87,11 @@ def add_agents(build: Build, hierarchical: bool) -> None:
     """A draft per crew agent (and the manager of a hierarchical crew) in `build.agents`."""
     for key in build.crew.agents:
         build.names[key] = flowrun_name(key)
+    code = build.crew.code
+    for method, kwargs in code.section("agents").items() if code else ():
+        key = config_key(method, kwargs if isinstance(kwargs, Mapping) else {})
+        if key in build.names:  # a task's `agent:` names the @agent method, as CrewAI looks it up
+            build.names.setdefault(method, build.names[key])
     for key, layers in build.crew.agents.items():
         draft = _agent(build, layers)
         if draft is not None:
@@ -99,21 +106,10 @@ def _agent(build: Build, layers: Layers) -> Draft | None:
     conv, main = build.conv, layers.main
     for part in layers.parts:
         sort_keys(conv, part.src, part.base, part.data, AGENT_KEYS)
-    texts: dict[str, str] = {}
-    for key in ("role", "goal", "backstory"):
-        found = layers.find(key)
-        if found is None or not isinstance(found.value, str) or not found.value.strip():
-            conv.problem(
-                main.src,
-                main.base,
-                f"CrewAI agent '{layers.key}' has no `{key}`",
-                f"add `{key}:` (CrewAI needs role, goal and backstory)",
-                "missing-key",
-            )
-            continue
-        texts[key] = build.template(found.value.strip())
-    if len(texts) < 3:
+    found = layers.texts(conv, ("role", "goal", "backstory"), "agent")
+    if found is None:
         return None
+    texts = {key: build.template(value) for key, value in found.items()}
     name = build.names[layers.key]
     role = str(layers.value("role")).strip()
     prompt = f"You are {texts['role']}. {texts['backstory']}\nYour personal goal is: {texts['goal']}"

@@ -22,6 +22,9 @@ from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.yaml_limits import read_limited
 
 DECORATORS = ("agent", "task", "crew", "llm", "tool")
+# LangChain chat models older crews pass as `llm=`: the provider each class calls
+CHAT_CLASSES = {"ChatOpenAI": "openai", "ChatAnthropic": "anthropic"}
+CHAT_CLASSES |= {"ChatOllama": "ollama", "Ollama": "ollama"}
 SECTIONS = {"agent": "agents", "task": "tasks", "crew": "crew", "llm": "llms", "tool": "tools"}
 
 
@@ -39,6 +42,7 @@ class ToolRef:
     name: str
     module: str | None
     arguments: bool  # called with arguments (their values are Python flowrun does not evaluate)
+    text: str = ""  # the call as written
 
 
 @dataclass(slots=True)
@@ -53,6 +57,9 @@ class CrewCode:
     source: Source
     imports: dict[str, str] = field(default_factory=dict)  # name -> module it comes from
     config_paths: dict[str, str] = field(default_factory=dict)  # agents_config / tasks_config
+    module_names: dict[str, ast.expr] = field(default_factory=dict)  # `name = ...` once at the top
+    scope: dict[str, ast.expr] = field(default_factory=dict)  # those and the method's own
+    attributes: dict[str, ast.expr] = field(default_factory=dict)  # the class's: read as `self.name`
 
     def section(self, name: str) -> Doc:
         found: Doc = self.source.data.setdefault(name, {})
@@ -80,6 +87,7 @@ def read_crew_code(path: Path, display: str) -> tuple[CrewCode | None, list[Diag
         ]
     code = CrewCode(Source(path=path, display=display, data={}, text=text))
     code.imports = _imports(tree)
+    code.module_names = _assigned(tree.body)
     crew_class = next(
         (n for n in tree.body if isinstance(n, ast.ClassDef) and _decorated(n, "CrewBase")), None
     )
@@ -99,6 +107,26 @@ def _imports(tree: ast.Module) -> dict[str, str]:
     return found
 
 
+def _assigned(body: list[ast.stmt]) -> dict[str, ast.expr]:
+    """The names bound once by `name = expression` in `body` (a module's or a method's
+    statements, nested blocks included, nested functions and classes not; a name bound twice is
+    left out: which value a keyword sees would depend on the run)."""
+    found: dict[str, ast.expr] = {}
+    twice: set[str] = set()
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in found:
+                twice.add(name)
+            found[name] = node.value
+        pending += [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
+    return {name: value for name, value in found.items() if name not in twice}
+
+
 def _decorated(node: ast.ClassDef | ast.FunctionDef, name: str) -> bool:
     return any(_decorator_name(d) == name for d in node.decorator_list)
 
@@ -112,6 +140,7 @@ def _decorator_name(node: ast.expr) -> str | None:
 
 
 def _read_class(crew_class: ast.ClassDef, code: CrewCode) -> None:
+    code.attributes = _assigned(crew_class.body)
     for node in crew_class.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             if node.targets[0].id in ("agents_config", "tasks_config") and isinstance(
@@ -124,6 +153,7 @@ def _read_class(crew_class: ast.ClassDef, code: CrewCode) -> None:
         if kind is None:
             continue
         section = SECTIONS[kind]
+        code.scope = {**code.module_names, **_assigned(node.body)}
         where: PathKey = (section, node.name) if kind != "crew" else (section,)
         code.source.values[where] = (node.lineno, node.col_offset + 1)
         if kind == "task":
@@ -169,7 +199,22 @@ def _value(node: ast.expr, code: CrewCode) -> object:
             return {"config": key.value}
     if isinstance(node, ast.Call):
         return _call_value(node, code)
+    if isinstance(node, ast.Name) and node.id in code.scope:  # `search_tool = SerperDevTool()` above
+        return _bound(node, node.id, code.scope, code)
+    attribute = _self_attr(node)
+    if attribute is not None and attribute in code.attributes:  # `llm = LLM(...)` in the class
+        return _bound(node, attribute, code.attributes, code)
     return Python(ast.unparse(node))
+
+
+def _bound(node: ast.expr, name: str, names: dict[str, ast.expr], code: CrewCode) -> object:
+    """The value of the expression bound to `name` (a name flowrun cannot read stays as written)."""
+    bound = names.pop(name)  # (unbound while it is read: `a = b; b = a` ends)
+    try:
+        value = _value(bound, code)
+    finally:
+        names[name] = bound
+    return Python(ast.unparse(node)) if isinstance(value, Python) else value
 
 
 def _call_value(node: ast.Call, code: CrewCode) -> object:
@@ -182,13 +227,16 @@ def _call_value(node: ast.Call, code: CrewCode) -> object:
     if method is not None and not node.args and not node.keywords:
         return MethodRef(method)
     name = node.func.id if isinstance(node.func, ast.Name) else None
-    if name == "LLM":
+    if name == "LLM" or name in CHAT_CLASSES:
         settings = {k.arg: _value(k.value, code) for k in node.keywords if k.arg}
         if node.args and isinstance(node.args[0], ast.Constant):
             settings.setdefault("model", node.args[0].value)
+        model = settings.get("model")
+        if name in CHAT_CLASSES and isinstance(model, str) and "/" not in model:
+            settings["model"] = f"{CHAT_CLASSES[name]}/{model}"  # LangChain's class names the provider
         return {"llm": settings}
     if name is not None and name[:1].isupper():
-        return ToolRef(name, code.imports.get(name), bool(node.args or node.keywords))
+        return ToolRef(name, code.imports.get(name), bool(node.args or node.keywords), ast.unparse(node))
     return Python(ast.unparse(node))
 
 

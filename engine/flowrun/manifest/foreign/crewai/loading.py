@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flowrun.manifest.foreign.conversion import Conversion
 from flowrun.manifest.foreign.crewai.code import CrewCode, MethodRef, read_crew_code
-from flowrun.manifest.foreign.crewai.definition import Crew, Layers, Part
+from flowrun.manifest.foreign.crewai.definition import Crew, Layers, Part, config_key
 from flowrun.manifest.foreign.jsonc import load_jsonc
 from flowrun.manifest.foreign.keys import mapping, strings
 from flowrun.manifest.foreign.registry import Detected
@@ -74,12 +74,6 @@ def _crew_code(root: Path, conv: Conversion) -> CrewCode | None:
     return None
 
 
-def _config_key(method: str, kwargs: Mapping[str, object]) -> str:
-    """The YAML key a method's `config=self.agents_config['key']` names (else its own name)."""
-    config = kwargs.get("config")
-    return str(config["config"]) if isinstance(config, dict) and "config" in config else method
-
-
 def _ordered(
     config: Mapping[str, object], methods: Mapping[str, object], code: CrewCode | None, what: str
 ) -> list[str]:
@@ -88,7 +82,7 @@ def _ordered(
     if code is None or not methods:
         return [str(k) for k in config]
     order = code.order if what == "tasks" else list(methods)
-    return [_config_key(m, _kwargs(methods.get(m))) for m in order]
+    return [config_key(m, _kwargs(methods.get(m))) for m in order]
 
 
 def _kwargs(value: object) -> Mapping[str, object]:
@@ -105,7 +99,7 @@ def _layers(
 ) -> Layers:
     layers = Layers(key)
     method = next(
-        (m for m, kw in methods.items() if isinstance(kw, Mapping) and _config_key(m, kw) == key), None
+        (m for m, kw in methods.items() if isinstance(kw, Mapping) and config_key(m, kw) == key), None
     )
     if code is not None and method is not None:
         kwargs = {k: v for k, v in _kwargs(methods[method]).items() if k != "config"}
@@ -118,7 +112,7 @@ def _layers(
 def _resolved(kwargs: Mapping[str, object], code: CrewCode) -> dict[str, object]:
     """`agent=self.researcher()` and `context=[self.research_task()]` as the YAML keys they name."""
     names = {
-        m: _config_key(m, kw)
+        m: config_key(m, kw)
         for s in ("agents", "tasks")
         for m, kw in code.section(s).items()
         if isinstance(kw, Mapping)

@@ -96,19 +96,10 @@ def _step(
     build: Build, layers: Layers, index: int, outputs: dict[str, tuple[str, str]], hierarchical: bool
 ) -> Doc | None:
     conv, main = build.conv, layers.main
-    texts: dict[str, str] = {}
-    for key in ("description", "expected_output"):
-        found = layers.find(key)
-        if found is None or not isinstance(found.value, str) or not found.value.strip():
-            conv.problem(
-                main.src,
-                main.base,
-                f"CrewAI task '{layers.key}' has no `{key}`",
-                f"add `{key}:` (CrewAI needs both)",
-                "missing-key",
-            )
-            continue
-        texts[key] = build.template(found.value.strip())
+    found = layers.texts(conv, ("description", "expected_output"), "task")
+    if found is None and not layers.main.data:
+        return None  # no entry at all: said once
+    texts = {key: build.template(value) for key, value in (found or {}).items()}
     agent = _agent_of(build, layers, hierarchical)
     if len(texts) < 2 or agent is None:
         return None
