@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
@@ -216,18 +216,12 @@ class ServedRuns:
             raise UsageError("inputs must be an object", '{"inputs": {"question": "..."}}')
         opts = self.run_options(options)
         run_id = new_run_id(workflow.name, self.runs_dir)
-        started = asyncio.Event()
-
-        def on_event(event: Event) -> None:
-            self.changes.notify(run_id)
-            if not started.is_set():
-                self.changes.call(started.set)
-
-        task = asyncio.create_task(
-            workflow.run(dict(inputs or {}), opts, runs_dir=self.runs_dir, run_id=run_id, on_event=on_event)
+        await self._launch(
+            run_id,
+            lambda on_event: workflow.run(
+                dict(inputs or {}), opts, runs_dir=self.runs_dir, run_id=run_id, on_event=on_event
+            ),
         )
-        self._keep(run_id, task)
-        await _first(task, started)
         return run_id
 
     async def resume(self, run_id: str) -> None:
@@ -239,6 +233,12 @@ class ServedRuns:
         entry = self.entry(run_id)
         if entry.status == "completed":
             raise Conflict(f"run {run_id} completed; there is nothing to resume", "start a new run")
+        await self._launch(run_id, lambda on_event: resume(folder, on_event=on_event))
+
+    async def _launch(
+        self, run_id: str, run: Callable[[Callable[[Event], None]], Coroutine[object, object, RunResult]]
+    ) -> None:
+        """`run(on_event)` as the run's task, kept; back once its first event is written."""
         started = asyncio.Event()
 
         def on_event(event: Event) -> None:
@@ -246,7 +246,7 @@ class ServedRuns:
             if not started.is_set():
                 self.changes.call(started.set)
 
-        task = asyncio.create_task(resume(folder, on_event=on_event))
+        task = asyncio.create_task(run(on_event))
         self._keep(run_id, task)
         await _first(task, started)
 
