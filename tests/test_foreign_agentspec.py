@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from mcp_test_server import HttpServer
 from support.cli import run_cli
 from support.env import WIRES, model_env, point_sdks
 from support.project import write_files
@@ -297,27 +298,42 @@ class Api(BaseHTTPRequestHandler):
         pass
 
 
+Chained = list[tuple[str, str, list[str], list[str], str]]
+
+
+def chain(name: str, nodes: Chained, data: list[tuple[str, str]], numbers: bool = True) -> str:
+    """A Flow of `nodes` (key, kind, inputs, outputs, more) run one after the other, its data
+    edges `data` ("node.output", "node.input"); every property a number (else a string)."""
+    keys = [n[0] for n in nodes]
+    text = (
+        f"component_type: Flow\nid: {name}\nname: {name}\nstart_node: {{$component_ref: {keys[0]}}}\nnodes:\n"
+        + "".join(f"- {{$component_ref: {k}}}\n" for k in keys)
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(keys)))
+        + "data_flow_connections:\n"
+        + "".join(edge("data", i, *d) for i, d in enumerate(data))
+        + "$referenced_components:\n"
+        + "".join(node(*n) for n in nodes)
+    )
+    return text.replace("type: string\n      default: ''", "type: number") if numbers else text
+
+
 def api_flow(api: str, url: str) -> str:
     get = f"    url: {api}/city\n    http_method: GET\n    query_params: {{country: '{{{{ country }}}}'}}\n"
     post = f"    url: {api}/weather\n    http_method: POST\n    data: {{city: '{{{{ city }}}}'}}\n"
     post += "    headers: {Content-Type: application/x-www-form-urlencoded}\n"
     tell = "    llm_config: {$component_ref: llm}\n    prompt_template: 'Say: {{weather}}'\n"
-    order = ("start", "city", "weather", "tell", "end")
+    nodes: Chained = [
+        ("start", "StartNode", ["country"], ["country"], ""),
+        ("city", "ApiNode", ["country"], ["city"], get),
+        ("weather", "ApiNode", ["city"], ["weather", "temperature"], post),
+        ("tell", "LlmNode", ["weather"], ["said"], tell),
+        ("end", "EndNode", ["temperature"], ["temperature"], ""),
+    ]
     data = [("start.country", "city.country"), ("city.city", "weather.city")]
     data += [("weather.weather", "tell.weather"), ("weather.temperature", "end.temperature")]
     return (
-        "component_type: Flow\nid: f\nname: api\nstart_node: {$component_ref: start}\nnodes:\n"
-        + "".join(f"- {{$component_ref: {n}}}\n" for n in order)
-        + "control_flow_connections:\n"
-        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(order)))
-        + "data_flow_connections:\n"
-        + "".join(edge("data", i, *d) for i, d in enumerate(data))
-        + "$referenced_components:\n"
-        + node("start", "StartNode", ["country"], ["country"])
-        + node("city", "ApiNode", ["country"], ["city"], get)
-        + node("weather", "ApiNode", ["city"], ["weather", "temperature"], post)
-        + node("tell", "LlmNode", ["weather"], ["said"], tell)
-        + node("end", "EndNode", ["temperature"], ["temperature"])
+        chain("api", nodes, data, numbers=False)
         + "  llm:\n    component_type: OpenAiCompatibleConfig\n    id: llm\n    name: scripted\n"
         + f"    model_id: m\n    url: {url}\n"
         + "agentspec_version: 25.4.1\n"
@@ -484,3 +500,157 @@ def test_a_map_node_zips_its_lists_and_collects_its_subflow_outputs(tmp_path: Pa
         "collected_y": [1, 4, 9],
         "collected_k": [5, 5, 5],
     }
+
+
+def parallel_flow(second_output: str) -> str:
+    """A ParallelFlowNode of two subflows: one squares x (a ToolNode), one passes x through as
+    `second_output`; the node's outputs are theirs."""
+    tool = "    tool:\n      component_type: ServerTool\n      name: square\n      inputs:\n"
+    tool += "      - title: x\n        type: number\n"
+    square = chain(
+        "a",
+        [
+            ("a_in", "StartNode", ["x"], ["x"], ""),
+            ("a_sq", "ToolNode", ["x"], ["y"], tool),
+            ("a_out", "EndNode", ["y"], ["y"], ""),
+        ],
+        [("a_in.x", "a_sq.x"), ("a_sq.y", "a_out.y")],
+    )
+    through = chain(
+        "b",
+        [("b_in", "StartNode", ["x"], ["x"], ""), ("b_out", "EndNode", [second_output], [second_output], "")],
+        [("b_in.x", f"b_out.{second_output}")],
+    )
+    subflows = "    subflows:\n" + "".join(
+        "    - " + "\n      ".join(sub.rstrip("\n").splitlines()) + "\n" for sub in (square, through)
+    )
+    outputs = sorted({"y", second_output})
+    main = chain(
+        "main",
+        [
+            ("start", "StartNode", ["x"], ["x"], ""),
+            ("par", "ParallelFlowNode", ["x"], outputs, subflows),
+            ("end", "EndNode", outputs, outputs, ""),
+        ],
+        [("start.x", "par.x"), *((f"par.{o}", f"end.{o}") for o in outputs)],
+    )
+    return main + "agentspec_version: 25.4.2\n"
+
+
+def test_a_parallel_flow_node_runs_its_subflows_and_has_their_outputs(tmp_path: Path) -> None:
+    files = {"flow.yaml": parallel_flow("x2"), "tools.d/square.yaml": SQUARE_TOOL}
+    files["square_mod.py"] = SQUARE_MOD
+    path = write_files(tmp_path, files) / "flow.yaml"
+    result = flowrun.load(path).run_sync({"x": 7}, run_id="r", runs_dir=tmp_path / "runs")
+    assert result.status == "completed", result
+    folder = tmp_path / "runs" / "r" / "agentspec"
+    assert json.loads((folder / "par.json").read_text()) == {"y": 49, "x2": 7}
+    fanouts = [e for e in events(tmp_path / "runs" / "r") if e["type"] == "fanout_start"]
+    assert [e["kind"] for e in fanouts] == ["parallel"]
+
+
+def test_two_subflows_of_a_parallel_flow_node_may_not_share_an_output(tmp_path: Path) -> None:
+    files = {"flow.yaml": parallel_flow("y"), "tools.d/square.yaml": SQUARE_TOOL, "square_mod.py": SQUARE_MOD}
+    write_files(tmp_path, files)
+    checked = run_cli(["validate", "flow.yaml"], cwd=tmp_path)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "flow.yaml:" in checked.stdout + checked.stderr
+    assert "subflows 'a' and 'b' of ParallelFlowNode 'par' both have the output 'y'" in checked.stdout
+
+
+def tool_node_flow(key: str, tool: str, given: str, answer: str) -> str:
+    """A Flow of one ToolNode `key` (its `tool:` lines), from the flow's input `given` to its
+    output `answer`, every property a string."""
+    nodes: Chained = [
+        ("start", "StartNode", [given], [given], ""),
+        (key, "ToolNode", [given], [answer], tool),
+        ("end", "EndNode", [answer], [answer], ""),
+    ]
+    edges = [(f"start.{given}", f"{key}.{given}"), (f"{key}.{answer}", f"end.{answer}")]
+    return chain("f", nodes, edges).replace("type: number", "type: string") + "agentspec_version: 25.4.2\n"
+
+
+def test_a_tool_node_of_an_mcp_tool_answers_with_the_servers_result(tmp_path: Path) -> None:
+    server = HttpServer()
+    try:
+        tool = (
+            "    tool:\n      component_type: MCPTool\n      name: report\n"
+            "      inputs:\n      - {title: city, type: string}\n"
+            "      client_transport:\n        component_type: StreamableHTTPTransport\n"
+            f"        name: tools\n        url: {server.url}\n"
+        )
+        flow = tool_node_flow("rep", tool, "city", "weather")
+        path = write_files(tmp_path, {"flow.yaml": flow}) / "flow.yaml"
+        result = flowrun.load(path).run_sync({"city": "Oslo"}, run_id="r", runs_dir=tmp_path / "runs")
+    finally:
+        server.stop()
+    assert result.status == "completed", result
+    answer = (tmp_path / "runs" / "r" / "agentspec" / "rep.txt").read_text()
+    assert json.loads(answer) == {"city": "Oslo", "temperature_c": 21, "sky": "clear"}  # not framed
+
+
+def gate_flow() -> str:
+    """A BranchingNode on a code that ends at one of two EndNodes, each receiving only its
+    input's default (no data edge into them)."""
+    ends = ("granted", "denied")
+    branch = "    branches: [ok, default]\n    mapping: {'123456': ok}\n"
+    controls = [("start", "gate", ""), ("gate", "granted", "  from_branch: ok\n")]
+    controls.append(("gate", "denied", "  from_branch: default\n"))
+    ended = "".join(
+        f"  {e}:\n    component_type: EndNode\n    id: {e}\n    name: {e}\n    branch_name: {e}\n"
+        f"    inputs:\n    - {{title: message, type: string, default: ACCESS_{e.upper()}}}\n"
+        for e in ends
+    )
+    return (
+        "component_type: Flow\nid: f\nname: gate\nstart_node: {$component_ref: start}\nnodes:\n"
+        + "".join(f"- {{$component_ref: {n}}}\n" for n in ("start", "gate", *ends))
+        + "outputs:\n- {title: message, type: string, default: ACCESS_DENIED}\n"
+        + "control_flow_connections:\n"
+        + "".join(edge("control", i, a, b, extra) for i, (a, b, extra) in enumerate(controls))
+        + "data_flow_connections:\n"
+        + edge("data", 0, "start.code", "gate.code")
+        + "$referenced_components:\n"
+        + "  start:\n    component_type: StartNode\n    id: start\n    name: start\n"
+        + "    outputs:\n    - {title: code, type: string}\n"
+        + "  gate:\n    component_type: BranchingNode\n    id: gate\n    name: gate\n"
+        + "    inputs:\n    - {title: code, type: string}\n"
+        + branch
+        + ended
+        + "agentspec_version: 25.4.1\n"
+    )
+
+
+@pytest.mark.parametrize("code, message", [("123456", "ACCESS_GRANTED"), ("0000", "ACCESS_DENIED")])
+def test_the_flow_answers_what_the_end_node_it_reached_receives(
+    tmp_path: Path, code: str, message: str
+) -> None:
+    write_files(tmp_path, {"gate.yaml": gate_flow()})
+    ran = run_cli(["gate.yaml", "--code", code, "--run-id", "r", "--runs-dir", "runs"], cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    folder = tmp_path / "runs" / "r" / "agentspec"
+    assert (folder / "outputs.txt").read_text() == message
+    ran_agents = [e["agent"] for e in events(tmp_path / "runs" / "r") if e["type"] == "agent_start"]
+    assert ran_agents == [message.removeprefix("ACCESS_").lower()]  # only the EndNode reached
+
+
+def test_a_remote_tool_answers_its_declared_output(tmp_path: Path) -> None:
+    """A RemoteTool's answer read as its outputs: its one output `city`, the JSON answer's key
+    of that name, is what the next node receives."""
+    api = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=api.serve_forever, daemon=True).start()
+    try:
+        tool = (
+            "    tool:\n      component_type: RemoteTool\n      name: find_city\n"
+            f"      url: http://127.0.0.1:{api.server_port}/city\n      http_method: GET\n"
+            "      query_params: {country: '{{country}}'}\n"
+            "      inputs:\n      - {title: country, type: string}\n"
+            "      outputs:\n      - {title: city, type: string}\n"
+        )
+        flow = tool_node_flow("find", tool, "country", "city")
+        path = write_files(tmp_path, {"flow.yaml": flow}) / "flow.yaml"
+        result = flowrun.load(path).run_sync({"country": "Morocco"}, run_id="r", runs_dir=tmp_path / "runs")
+    finally:
+        api.shutdown()
+        api.server_close()
+    assert result.status == "completed", result
+    assert (tmp_path / "runs" / "r" / "agentspec" / "outputs.txt").read_text() == "Rabat"

@@ -146,7 +146,10 @@ class FlowrunComponent:
         self.inputs: dict[str, Any] = {}
         self.messages: list[str] = []
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self.answers: queue.Queue[Any] = queue.Queue()
+        # the answer the run waits for: a future of the run's own event loop, set from the
+        # suite's thread (an executor thread blocked on a queue would keep Python from exiting
+        # when a test stops before it answers)
+        self.waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]] | None = None
         self.thread: threading.Thread | None = None
         self.pending: list[ToolRequest] = []
 
@@ -157,12 +160,26 @@ class FlowrunComponent:
         self.messages.append(user_message)
 
     def append_tool_results(self, tool_result: ToolResult) -> None:
-        self.answers.put(tool_result.content)
+        self._answer(tool_result.content)
 
     def confirm_or_reject_tool_confirmation(
         self, tool_request: ToolRequest, decision: Literal["accept", "reject"]
     ) -> None:
-        self.answers.put(decision == "accept")
+        self._answer(decision == "accept")
+
+    def _answer(self, value: Any) -> None:
+        if self.waiting is not None:
+            loop, future = self.waiting
+            self.waiting = None
+            loop.call_soon_threadsafe(future.set_result, value)
+
+    def _asked(self, kind: str, request: ToolRequest) -> asyncio.Future[Any]:
+        """A future for the caller's answer, made before the caller hears of `request`."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self.waiting = (loop, future)
+        self.events.put((kind, request))
+        return future
 
     def run(self) -> Any:
         if self.thread is None:
@@ -179,6 +196,8 @@ class FlowrunComponent:
         if kind == "approve":
             return AgentSpecToolExecutionConfirmationStatus([value])
         self.thread = None
+        if kind == "error":
+            raise value
         return value
 
     def _run(self, values: dict[str, Any]) -> None:
@@ -187,8 +206,8 @@ class FlowrunComponent:
                 values, runs_dir=self.folder / "runs", ask_user=self._ask, approve=self._approve
             )
             self.events.put(("done", self._finished(result)))
-        except Exception as e:  # the suite sees what went wrong as the run's answer
-            self.events.put(("done", AgentSpecFinishedExecutionStatus({}, [f"error: {e}"])))
+        except Exception as e:  # raised in the suite's thread by run(): a failed run is no answer
+            self.events.put(("error", e))
 
     async def _ask(self, question: str) -> str | None:
         found = CLIENT_QUESTION.search(question)
@@ -196,55 +215,24 @@ class FlowrunComponent:
             return None
         request = ToolRequest(found.group(1), json.loads(found.group(2)), f"call{len(self.pending)}")
         self.pending.append(request)
-        self.events.put(("ask", request))
-        content = await asyncio.to_thread(self.answers.get)
+        content = await self._asked("ask", request)
         return content if isinstance(content, str) else json.dumps(content)
 
     async def _approve(self, request: Any) -> bool:
         call = ToolRequest(request.tool, dict(request.arguments), request.call_id)
-        self.events.put(("approve", call))
-        return bool(await asyncio.to_thread(self.answers.get))
+        return bool(await self._asked("approve", call))
 
-    def _flow_outputs(self, run_dir: Path) -> dict[str, Any]:
-        """What a Flow's EndNodes receive, read from the files its nodes' steps wrote
-        (agentspec/NODE.txt or .json, as flowrun's Agent Spec import keeps them)."""
-        from flowrun.manifest.foreign.conversion import flowrun_name
-
-        by_id = {str(c.get("id")): c for c in _components(self.data) if "id" in c}
-        outputs: dict[str, Any] = {}
-        for source, key, into in self._end_edges(by_id):
-            name = flowrun_name(str(source.get("name")))
-            text, data = run_dir / "agentspec" / f"{name}.txt", run_dir / "agentspec" / f"{name}.json"
-            if source.get("component_type") == "StartNode":
-                outputs[into] = self.values.get(key)
-            elif text.is_file():
-                outputs[into] = text.read_text(encoding="utf-8")
-            elif data.is_file():
-                outputs[into] = json.loads(data.read_text()).get(key)
-        return outputs
-
-    def _end_edges(self, by_id: dict[str, Any]) -> list[tuple[Any, str, str]]:
-        """(source node, its output, EndNode, its input) of the top Flow's data edges into an
-        EndNode; without data edges, each EndNode input from a node's output of that name."""
-        found = []
+    def _text_output(self) -> str:
+        """The name of the one output a text answer is: the top Flow's output (as the Flow
+        lists it or its first EndNode receives it), an Agent's `llm_output`."""
         top = self.data if isinstance(self.data, Mapping) else {}
-        edges = top.get("data_flow_connections")
-        for edge in edges or []:
-            edge = by_id.get(str(edge.get("$component_ref")), edge)
-            source = by_id.get(str((edge.get("source_node") or {}).get("$component_ref")))
-            target = by_id.get(str((edge.get("destination_node") or {}).get("$component_ref")))
-            if source is not None and target is not None and target.get("component_type") == "EndNode":
-                found.append((source, str(edge.get("source_output")), str(edge.get("destination_input"))))
-        if edges:
-            return found
+        if top.get("component_type") != "Flow":
+            return "llm_output"
+        by_id = {str(c.get("id")): c for c in _components(self.data) if "id" in c}
         nodes = [by_id.get(str(n.get("$component_ref")), n) for n in top.get("nodes") or []]
-        for end in [n for n in nodes if n.get("component_type") == "EndNode"]:
-            for prop in end.get("inputs") or []:
-                title = prop.get("title")
-                for node in nodes:
-                    if node is not end and any(p.get("title") == title for p in node.get("outputs") or []):
-                        found.append((node, title, title))
-        return found
+        ends = [n for n in nodes if n.get("component_type") == "EndNode"]
+        props = top.get("outputs") or (ends[0].get("inputs") if ends else None) or [{}]
+        return str(props[0].get("title", "llm_output"))
 
     def _finished(self, result: Any) -> Any:
         text = str(result.message or "")
@@ -254,10 +242,8 @@ class FlowrunComponent:
             path = Path(result.run_dir) / output
             if path.is_file():
                 raw = path.read_text(encoding="utf-8")
-                outputs = json.loads(raw) if path.suffix == ".json" else {"llm_output": raw}
+                outputs = json.loads(raw) if path.suffix == ".json" else {self._text_output(): raw}
                 text = text or raw
         if "message" in self.workflow.inputs:
             return AgentSpecUserMessageRequestExecutionStatus([text])
-        if isinstance(self.data, Mapping) and self.data.get("component_type") == "Flow":
-            outputs = self._flow_outputs(Path(result.run_dir)) or outputs
         return AgentSpecFinishedExecutionStatus(outputs, [text])

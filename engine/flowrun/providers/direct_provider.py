@@ -1,5 +1,6 @@
 """The `direct` provider: no model. An agent's first call calls its one tool with the JSON object
-its task gives as the arguments; its second answers with that tool's result, as it is (an object
+its task gives as the arguments; its second answers with that tool's result, as it is (unframed
+when it is an MCP server's or another outside text, see flowrun/foreign_text.py; an object
 of the one property of the agent's output schema when the result is not such an object). An
 agent without tools answers with its task. A step that runs one tool without a model (an Agent
 Spec ApiNode or ToolNode), or that writes what it was given (a FlowNode's outputs), is an agent
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 
 from flowrun.errors import ProviderError
+from flowrun.foreign_text import inner
 from flowrun.providers.base import ModelRequest, Provider, call_index
 from flowrun.types import ModelResponse, ToolCall, Usage
 
@@ -26,7 +28,8 @@ class DirectProvider(Provider):
         if not request.tools:
             return _answer(task)
         if call_index(request) > 0:
-            results = [m.content for m in request.messages if m.role == "tool"]
+            # no model reads the result: a server's text framed as data for models is unframed
+            results = [inner(m.content) for m in request.messages if m.role == "tool"]
             return _answer(_shaped(results[-1] if results else "", request.output_schema))
         try:
             arguments = json.loads(task or "{}")

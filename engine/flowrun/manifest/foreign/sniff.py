@@ -42,7 +42,7 @@ def json_top(text: str) -> tuple[set[str], object]:
     a whole JSON object)."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, cut at HEAD_BYTES, or nested past the parser
         return set(), None
     return (set(data), data.get("model")) if isinstance(data, dict) else (set(), None)
 

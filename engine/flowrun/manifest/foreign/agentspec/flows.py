@@ -7,8 +7,9 @@ a step that calls the tool (the HTTP request) once without a model (flowrun's `d
 provider); `FlowNode`: its subflow's steps in place, then a step that writes its outputs;
 `BranchingNode`: an `if:` on the nodes after it, or a `loop:` when a branch goes back;
 `MapNode`/`ParallelMapNode`: its items, a `foreach` over them, its collected outputs;
-`ParallelFlowNode`: a `parallel:` step of its subflows' single nodes; `EndNode`: the workflow's
-output."""
+`ParallelFlowNode`: a `parallel:` step of its subflows' single nodes, then its outputs;
+`EndNode`: a step that writes what it receives as the flow's outputs (only the EndNode reached
+runs)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,8 @@ class FlowBuild:
     )  # (node, input) -> sources
     start: str = ""
     item: dict[str, str] = field(default_factory=dict)  # subflow input -> the foreach item's expression
+    end: str = ""  # the file each EndNode writes the flow's outputs to ("": none)
+    end_props: list[Doc] = field(default_factory=list)  # the flow's outputs
 
     def outputs(self, key: str) -> list[tuple[int, Doc]]:
         return properties(self.nodes[key].comp, "outputs")
@@ -122,7 +125,9 @@ def input_expr(fb: FlowBuild, key: str, prop: Map) -> str:
     sources = fb.data.get((key, name))
     if sources is None and not any(k == key for k, _ in fb.data):  # no data edges: by name
         sources = [
-            (k, name) for k in fb.nodes if k != key and any(p["title"] == name for _, p in fb.outputs(k))
+            (k, name)
+            for k, n in fb.nodes.items()
+            if k != key and n.comp.type != "EndNode" and any(p["title"] == name for _, p in fb.outputs(k))
         ]
     default = jinja_literal(prop.get("default", "" if "default" in prop else None))
     expr = default if sources else (default if "default" in prop else source_expr(fb, fb.start, name))

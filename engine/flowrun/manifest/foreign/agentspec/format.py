@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flowrun.manifest.foreign.agentspec.document import has_runnable, is_component_file, is_referenced_file
-from flowrun.manifest.foreign.conversion import Doc, Value
+from flowrun.manifest.foreign.conversion import Doc
 from flowrun.manifest.foreign.registry import Detected, ForeignFormat
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ def _workflow(build: Build) -> Doc | None:
     from flowrun.manifest.foreign.agentspec.build import properties
     from flowrun.manifest.foreign.agentspec.document import flowrun_meta
     from flowrun.manifest.foreign.agentspec.flows import DIR, FlowBuild
+    from flowrun.manifest.foreign.agentspec.parallel import subflow_io
     from flowrun.manifest.foreign.agentspec.steps import flow_steps
     from flowrun.manifest.foreign.conversion import flowrun_name
 
@@ -77,9 +78,11 @@ def _workflow(build: Build) -> Doc | None:
         build.inputs = {"message": dict(MESSAGE), **build.inputs}
         steps: list[Doc] = [{"agent": name, "task": "{{ message }}", "output": output}]
     elif root.type == "Flow":
-        fb = FlowBuild(build, root)
+        fb = FlowBuild(build, root, end_props=subflow_io(build, root, "outputs"))
+        if fb.end_props:  # each EndNode writes the flow's outputs: what the run answers
+            text = len(fb.end_props) == 1 and fb.end_props[0].get("type", "string") == "string"
+            fb.end = output = f"{DIR}/{build.unique('outputs')}.{'txt' if text else 'json'}"
         steps = flow_steps(fb)
-        output = _flow_output(fb)
     else:
         message = f"a {root.type} is not something flowrun runs on its own"
         build.conv.problem(
@@ -122,22 +125,6 @@ def _kept_workflow(build: Build, kept: Doc) -> Doc:
             agentic(build, Comp(value, root.src, (REFERENCED, key), ((root.path, table),)))
     build.conv.note(root.src, ("metadata",), "the flowrun workflow kept in its metadata")
     return {**kept, "version": 1, "kind": "workflow"}
-
-
-def _flow_output(fb: Value) -> str | None:
-    """The file of what the first EndNode receives (its first input's source)."""
-    for key, node in fb.nodes.items():
-        if node.comp.type != "EndNode":
-            continue
-        for (dst, _), sources in fb.data.items():
-            if (
-                dst == key
-                and sources
-                and sources[0][0] in fb.nodes
-                and fb.nodes[sources[0][0]].comp.type not in ("StartNode",)
-            ):
-                return str(fb.file(sources[0][0]))
-    return None
 
 
 FORMAT = AgentSpecFormat()

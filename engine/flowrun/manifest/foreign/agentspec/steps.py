@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from flowrun.manifest.foreign.agentspec import graph
+from flowrun.manifest.foreign.agentspec import graph, parallel
 from flowrun.manifest.foreign.agentspec.agents import agentic, is_remote, relay
 from flowrun.manifest.foreign.agentspec.build import Build, add_inputs, json_schema, properties, template
-from flowrun.manifest.foreign.agentspec.document import Comp
 from flowrun.manifest.foreign.agentspec.flows import (
     DIR,
     LOOP_LIMIT,
@@ -123,9 +122,7 @@ def _api_node(fb: FlowBuild, node: Node) -> Doc:
     """An ApiNode: its HTTP call as a tool, run by an agent of the `direct` provider (no model:
     it calls the tool with the node's inputs and answers with the outputs the call returned)."""
     build, comp = fb.build, node.comp
-    defaults = remote_defaults(comp)
-    defaults["outputs"] = [str(p["title"]) for _, p in fb.outputs(node.key)]
-    defaults["text_output"] = fb.is_text(node.key)
+    defaults = remote_defaults(comp, comp)
     tool = declared(build, comp, REMOTE, defaults, name=f"{node.name}_call")
     data: Doc = {
         "version": 1,
@@ -222,12 +219,13 @@ def _collected(sub: FlowBuild, title: str, items: str, collect: str) -> str:
     return f"workspace.json({collect!r}) | map(attribute='data') | map(attribute={output!r}) | list"
 
 
-def _single_step(build: Build, flow: Comp, item: dict[str, str]) -> Doc | None:
-    """The one step of a subflow that has one node doing work."""
-    sub = FlowBuild(build, flow, item=item)
+def _single_step(sub: FlowBuild) -> Doc | None:
+    """The one step of a subflow that has one node doing work (None: it passes its inputs
+    through), its answer in the subflow's file of that node."""
+    build, flow = sub.build, sub.flow
     read_nodes(sub)
     workers = [n for n in sub.nodes.values() if n.comp.type not in PASSIVE]
-    if not workers:  # it passes its inputs through: no step
+    if not workers:
         build.conv.note(flow.src, flow.path, f"the subflow '{flow.name}' does no work: no step")
         return None
     if len(workers) != 1:
@@ -236,20 +234,50 @@ def _single_step(build: Build, flow: Comp, item: dict[str, str]) -> Doc | None:
         return None
     step = node_step(sub, workers[0])
     if step is not None and "agent" in step:
-        step["output"] = (
-            f"agentspec/{workers[0].name}/{{{{ index }}}}.txt" if item else sub.file(workers[0].key)
-        )
+        step["output"] = sub.file(workers[0].key)
     return step
 
 
-def _parallel(fb: FlowBuild, node: Node) -> Doc | None:
-    branches = []
-    for _, sub in fb.build.doc.children(node.comp, "subflows"):
-        step = _single_step(fb.build, sub, {})
-        if step is not None:
-            branches.append(step)
-    fb.build.conv.note(node.comp.src, node.comp.path, "a parallel step of its subflows")
-    return {"parallel": branches} if branches else None
+def _parallel(fb: FlowBuild, node: Node) -> list[Doc]:
+    """A ParallelFlowNode: a `parallel:` step of its subflows' working nodes (each subflow's
+    inputs read the node's), then a step that writes their EndNodes' inputs as its outputs."""
+    build, comp = fb.build, node.comp
+    flows = [sub for _, sub in build.doc.children(comp, "subflows")]
+    if not parallel.check(build, comp, flows):
+        return []
+    props = [p for _, p in properties(comp, "inputs")] or [
+        p for flow in flows for p in parallel.subflow_io(build, flow, "inputs")
+    ]
+    item = {str(p["title"]): input_expr(fb, node.key, p) for p in props}
+    subs = [FlowBuild(build, flow, item=item) for flow in flows]
+    branches = [step for sub in subs if (step := _single_step(sub)) is not None]
+    values = {str(p["title"]): _end_value(subs, p) for _, p in fb.outputs(node.key)}
+    how = "a parallel step of its subflows, then a step that keeps their outputs"
+    build.conv.note(comp.src, comp.path, how)
+    steps: list[Doc] = [{"parallel": branches}] if branches else []
+    if values:
+        what = f"The outputs of the ParallelFlowNode '{comp.name}'."
+        task = _outputs_task(values, fb.is_text(node.key))
+        steps.append(_echo(build, node.name, task, fb.file(node.key), what))
+    return steps
+
+
+def _end_value(subs: list[FlowBuild], prop: Doc) -> str:
+    """The expression of what the first EndNode (of the first of `subs` that has one) with an
+    input named like `prop` receives; else `prop`'s default."""
+    for sub in subs:
+        for key, end in sub.nodes.items():
+            same = [p for _, p in properties(end.comp, "inputs") if p["title"] == prop["title"]]
+            if end.comp.type == "EndNode" and same:
+                return input_expr(sub, key, same[0])
+    return jinja_literal(prop.get("default"))
+
+
+def _outputs_task(values: dict[str, str], text: bool) -> str:
+    """The template of an outputs file: the one text, or the JSON object of them."""
+    if text:
+        return "".join(f"{{{{ {v} }}}}" for v in values.values())
+    return _json_task(values)
 
 
 def _input_message(fb: FlowBuild, node: Node) -> None:
@@ -267,7 +295,6 @@ def node_step(fb: FlowBuild, node: Node) -> Doc | None:
         "AgentNode": _agent_node,
         "ToolNode": _tool_node,
         "ApiNode": _api_node,
-        "ParallelFlowNode": _parallel,
     }
     if kind in makers:
         step = makers[kind](fb, node)
@@ -287,43 +314,38 @@ def node_step(fb: FlowBuild, node: Node) -> Doc | None:
 
 def _flow_node(fb: FlowBuild, node: Node) -> list[Doc]:
     """A FlowNode: its subflow's steps in place (its StartNode's outputs read the node's inputs),
-    then a step of the `direct` provider (no model) that writes what the subflow's EndNode
-    receives as the node's outputs."""
+    its EndNodes writing the node's outputs."""
     build, comp = fb.build, node.comp
     flow = build.doc.child(comp, "subflow")
     if flow is None:
         build.conv.problem(comp.src, comp.at("subflow"), "the FlowNode has no subflow", "", "missing-key")
         return []
     item = {str(p["title"]): input_expr(fb, node.key, p) for _, p in properties(comp, "inputs")}
-    sub = FlowBuild(build, flow, item=item)
-    steps = flow_steps(sub)
-    ends = [k for k, n in sub.nodes.items() if n.comp.type == "EndNode"]
-    values = {}
-    for _, prop in fb.outputs(node.key):
-        name = str(prop["title"])
-        end = next(
-            (k for k in ends if any(p["title"] == name for _, p in properties(sub.nodes[k].comp, "inputs"))),
-            None,
-        )
-        values[name] = input_expr(sub, end, prop) if end is not None else jinja_literal(prop.get("default"))
-    if fb.is_text(node.key):
-        task = "".join(f"{{{{ {v} }}}}" for v in values.values())
-    else:
-        task = "{" + ", ".join(f"{json.dumps(k)}: {{{{ ({v}) | tojson }}}}" for k, v in values.items()) + "}"
-    data: Doc = {
-        "version": 1,
-        "kind": "agent",
-        "name": node.name,
-        "description": f"The outputs of the FlowNode '{comp.name}'.",
-        "prompt": "Answer with what you are given.",
-        "model": build.models.direct(),
-        "tools": [],
-    }
-    build.conv.add("agent", data, comp.src, comp.path)
+    props = [p for _, p in fb.outputs(node.key)]
+    sub = FlowBuild(build, flow, item=item, end=fb.file(node.key), end_props=props)
     build.conv.note(
-        comp.src, comp.path, f"the steps of the subflow '{flow.name}', then a step that keeps its outputs"
+        comp.src, comp.path, f"the steps of the subflow '{flow.name}', its EndNodes writing its outputs"
     )
-    return [*steps, {"agent": node.name, "task": task, "output": fb.file(node.key)}]
+    return flow_steps(sub)
+
+
+def _end_node(fb: FlowBuild, node: Node) -> list[Doc]:
+    """An EndNode: a step without a model that writes the flow's outputs as it receives them
+    (an output it has no input for: that output's default)."""
+    if not fb.end:
+        return []
+    own = {str(p["title"]): p for _, p in properties(node.comp, "inputs")}
+    values = {}
+    for prop in fb.end_props:
+        title = str(prop["title"])
+        values[title] = (
+            input_expr(fb, node.key, own[title]) if title in own else jinja_literal(prop.get("default"))
+        )
+    task = (
+        "".join(f"{{{{ {v} }}}}" for v in values.values()) if fb.end.endswith(".txt") else _json_task(values)
+    )
+    what = f"What the EndNode '{node.comp.name}' receives: the outputs of the flow '{fb.flow.name}'."
+    return [_echo(fb.build, fb.build.unique(node.name), task, fb.end, what)]
 
 
 def node_steps(fb: FlowBuild, node: Node) -> list[Doc]:
@@ -332,6 +354,10 @@ def node_steps(fb: FlowBuild, node: Node) -> list[Doc]:
         return _flow_node(fb, node)
     if node.comp.type in ("MapNode", "ParallelMapNode"):
         return _map_node(fb, node)
+    if node.comp.type == "ParallelFlowNode":
+        return _parallel(fb, node)
+    if node.comp.type == "EndNode":
+        return _end_node(fb, node)
     step = node_step(fb, node)
     return [] if step is None else [step]
 
