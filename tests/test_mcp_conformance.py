@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import flowrun_cmd
-from support.env import clean_env
+from support.env import clean_env, under_ci
 from support.paths import REPO
 from support.project import write_files
 from support.runs import folders
@@ -94,12 +94,8 @@ FIXTURES = {
 }
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
-
 def unavailable(reason: str) -> None:
-    if in_ci():
+    if under_ci():
         pytest.fail(f"the MCP conformance suite is needed in CI: {reason}")
     pytest.skip(reason)
 

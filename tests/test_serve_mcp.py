@@ -397,53 +397,95 @@ def test_cancelling_a_call_stops_its_run_resumably(tmp_path: Path) -> None:
 
 
 def test_a_client_that_lost_its_connection_gets_the_result_on_reconnecting(tmp_path: Path) -> None:
-    import httpx
-    from support.procs import wait_for
+    from support.procs import DEADLINE_S
 
     served = HeldServer(tmp_path)
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    answers: list[dict[str, Any]] = []  # what the resumed stream delivered, kept if it stalls
     try:
-        with httpx.Client(timeout=60) as http:
-            hello = http.post(served.url, headers=headers, json=INITIALIZE)
-            session = {
-                "mcp-session-id": hello.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25",
-            }
-            http.post(
-                served.url,
-                headers=headers | session,
-                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-            )
-            served.held.arm()
-            call = {
-                "jsonrpc": "2.0",
-                "id": 7,
-                "method": "tools/call",
-                "params": {"name": "talk", "arguments": {}},
-            }
-            last_id = None
-            with http.stream("POST", served.url, headers=headers | session, json=call) as stream:
-                for line in stream.iter_lines():
-                    if line.startswith("id:"):
-                        last_id = line[3:].strip()
-                        break  # the first event (the priming one): then the connection is lost
-            assert last_id is not None
-            assert served.held.holding.wait(60)
-            served.held.release.set()
-            assert wait_for(lambda: served.run_json()["status"] == "completed"), served.run_json()
-            answers: list[dict[str, Any]] = []
-            again = headers | session | {"Last-Event-ID": last_id}
-            with http.stream("GET", served.url, headers=again) as resumed:  # replays what was missed
-                for line in resumed.iter_lines():
-                    if line.startswith("data:") and line[5:].strip():
-                        answers.append(json.loads(line[5:]))
-                        if answers[-1].get("id") == 7:
-                            break
+        asyncio.run(asyncio.wait_for(lose_and_resume(served, answers), DEADLINE_S))
+    except TimeoutError:
+        pytest.fail(f"no result for the call within {DEADLINE_S:.0f} s; the resumed stream sent {answers}")
     finally:
         served.close()
     (result,) = [a for a in answers if a.get("id") == 7]
     text = result["result"]["content"][0]["text"]
     assert "status: completed" in text and f"run folder: {served.run_json()['folder']}" in text
+
+
+async def lose_and_resume(served: HeldServer, answers: list[dict[str, Any]]) -> None:
+    """Call `talk`, drop the connection after the stream's first event (the priming one), let
+    the run end, then resume the stream with `Last-Event-ID`: what it replays, up to the call's
+    result, goes to `answers`."""
+    import httpx
+    from support.procs import DEADLINE_S, wait_for
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(timeout=60) as http:
+        hello = await http.post(served.url, headers=headers, json=INITIALIZE)
+        headers |= {"mcp-session-id": hello.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        await http.post(
+            served.url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        )
+        served.held.arm()
+        call = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "talk", "arguments": {}},
+        }
+        last_id = None
+        async with http.stream("POST", served.url, headers=headers, json=call) as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("id:"):
+                    last_id = line[3:].strip()
+                    break  # then the connection is lost
+        assert last_id is not None
+        assert await asyncio.to_thread(served.held.holding.wait, DEADLINE_S)
+        served.held.release.set()
+        completed = await asyncio.to_thread(wait_for, lambda: served.run_json()["status"] == "completed")
+        assert completed, served.run_json()
+        async with http.stream("GET", served.url, headers=headers | {"Last-Event-ID": last_id}) as resumed:
+            async for line in resumed.aiter_lines():
+                if line.startswith("data:") and line[5:].strip():
+                    answers.append(json.loads(line[5:]))
+                    if answers[-1].get("id") == 7:
+                        return
+
+
+def test_a_result_stored_while_a_stream_resumes_is_replayed() -> None:
+    """The race behind a resumed stream that never got its result: the SDK tails a stream live
+    only once the store's replay has returned, so the replay itself must follow a request's
+    stream up to its response; the standalone GET stream (never answered) only catches up."""
+    import anyio
+    from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
+    from mcp.types import JSONRPCNotification, JSONRPCResponse
+    from support.procs import DEADLINE_S
+
+    from flowrun.serve.mcp_events import MemoryEventStore
+
+    store = MemoryEventStore()
+    log = JSONRPCNotification(jsonrpc="2.0", method="notifications/message")
+    result = JSONRPCResponse(jsonrpc="2.0", id=7, result={})
+    sent: list[Any] = []
+    replayed = anyio.Event()
+
+    async def send(event: EventMessage) -> None:
+        sent.append(event.message)
+        replayed.set()
+
+    async def main() -> None:
+        priming = await store.store_event("7", None)
+        standalone = await store.store_event(GET_STREAM_KEY, log)
+        await store.store_event("7", log)
+        with anyio.fail_after(DEADLINE_S):
+            assert await store.replay_events_after(standalone, send) == GET_STREAM_KEY
+            async with anyio.create_task_group() as group:
+                group.start_soon(store.replay_events_after, priming, send)
+                await replayed.wait()  # the replay caught up with the stream: now the result comes
+                await store.store_event("7", result)
+
+    anyio.run(main)
+    assert sent == [log, result]
 
 
 INITIALIZE = {

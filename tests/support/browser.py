@@ -7,7 +7,6 @@ import."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 
 from support.cli import popen_cli, run_cli
-from support.env import model_env
+from support.env import model_env, under_ci
 from support.paths import REPO
 from support.project import model, wire_script, workflow, write_project
 from support.served import Served
@@ -44,7 +43,7 @@ def _browser_or_reason() -> str | None:
 def browser() -> Iterator[Any]:
     reason = _browser_or_reason()
     if reason is not None:
-        if os.environ.get("CI"):
+        if under_ci():
             pytest.fail(f"the browser tests cannot run in CI: {reason} (.ci/run installs it)")
         pytest.skip(reason)
     from playwright.sync_api import sync_playwright

@@ -1,6 +1,6 @@
 """The environment a test gives flowrun: the developer's own without any real key or base URL
 (`SECRET_VARS`), and the variables that point one wire format's SDK at the scripted model
-server (`model_env`)."""
+server (`model_env`); and whether the tests run under CI (`under_ci`)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,15 @@ def point_sdks(monkeypatch: pytest.MonkeyPatch, server: WireServer, *wires: str)
     """This process's SDKs of `wires` (a Python API run in the test) pointed at `server`."""
     for name, value in model_env(server, *wires).items():
         monkeypatch.setenv(name, value)
+
+
+def yes(value: str | None) -> bool:
+    """An environment variable's value read as a switch: on unless unset, empty, 0, false or no
+    (in any case)."""
+    return (value or "").strip().lower() not in ("", "0", "false", "no")
+
+
+def under_ci() -> bool:
+    """Whether the tests run under CI, where a missing dependency fails its tests instead of
+    skipping them: the CI variable, read as a switch (CI=false is not CI)."""
+    return yes(os.environ.get("CI"))

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support.env import under_ci, yes
+
 INSTALL_HINT = "apt-get install -y postgresql (Debian's package; scripts/check installs it)"
 
 
@@ -44,8 +46,7 @@ def cluster() -> Iterator[str]:
     """A running cluster; the URL of its `postgres` database."""
     bin_dir = binaries()
     if bin_dir is None:
-        required = os.environ.get("FLOWRUN_REQUIRE_POSTGRES") or os.environ.get("CI", "").lower()
-        if required not in ("", "0", "false", "no"):  # scripts/check (CI's) requires it
+        if under_ci() or yes(os.environ.get("FLOWRUN_REQUIRE_POSTGRES")):  # as scripts/check (CI's) does
             pytest.fail(f"the Postgres queue tests cannot run in CI: no postgresql ({INSTALL_HINT})")
         pytest.skip(f"no postgresql installed: {INSTALL_HINT}")
     folder = Path(tempfile.mkdtemp(prefix="flowrun-pg-"))

@@ -18,6 +18,7 @@ from flowrun.cli.run_cmd import (
     interrupted_hint,
     print_summary,
     terminal_approver,
+    workflow_or_help,
 )
 from flowrun.cli.run_options import RunArgs, run_options
 
@@ -57,17 +58,8 @@ def chat(
     """Talk to one agent of WORKFLOW.yaml and its tools; Ctrl-D or /exit ends (resumable)."""
     folder: list[Path] = []  # the run folder, once it is known (for the hint after Ctrl-C)
     with reported(run_args.verbose, lambda: interrupted_hint(folder)):
-        if show_help or workflow is None:
-            click.echo(ctx.get_help())
-            if workflow is not None and workflow.is_file():
-                from flowrun.cli.run_cmd import workflow_help
-
-                click.echo("\n" + workflow_help(workflow))
-            sys.exit(0 if show_help else 2)
+        workflow = workflow_or_help(ctx, workflow, show_help)
         from flowrun.api import load
-        from flowrun.cli.env_files import load_env_files
-
-        load_env_files([workflow])
 
         options = run_args.options()
         wf = load(workflow, list(options.overrides), prefetch=not options.dry_run)

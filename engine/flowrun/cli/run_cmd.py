@@ -62,15 +62,8 @@ def run(ctx: click.Context, workflow: Path | None, show_help: bool, run_args: Ru
     """Run WORKFLOW.yaml; each of its inputs is an option (--question "...", --question @FILE)."""
     folder: list[Path] = []  # the run folder, once it is known
     with reported(run_args.verbose, lambda: interrupted_hint(folder)):
-        if show_help or workflow is None:
-            click.echo(ctx.get_help())
-            if workflow is not None and workflow.exists():
-                click.echo("\n" + workflow_help(workflow))
-            sys.exit(0 if show_help else 2)
+        workflow = workflow_or_help(ctx, workflow, show_help)
         from flowrun.api import load
-        from flowrun.cli.env_files import load_env_files
-
-        load_env_files([workflow])
 
         options = run_args.options()
         # the SDK starts importing now, while the run is set up, unless nothing will be sent
@@ -357,6 +350,20 @@ def usage_table(usage: UsageRecord) -> str:
     total = f"${total_cost:.4f}" if total_cost is not None else "unknown"
     rows.append(f"total tokens {usage.get('total_tokens', 0)}, cost {total}")
     return "\n".join(rows)
+
+
+def workflow_or_help(ctx: click.Context, workflow: Path | None, show_help: bool) -> Path:
+    """The workflow a command (`run`, `chat`) runs, its folder's .env files loaded; with -h (or
+    without a workflow) the command's help and the workflow's inputs, and exit 0 (2)."""
+    if show_help or workflow is None:
+        click.echo(ctx.get_help())
+        if workflow is not None and workflow.is_file():
+            click.echo("\n" + workflow_help(workflow))
+        sys.exit(0 if show_help else 2)
+    from flowrun.cli.env_files import load_env_files
+
+    load_env_files([workflow])
+    return workflow
 
 
 def workflow_help(path: Path) -> str:

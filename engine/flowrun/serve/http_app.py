@@ -208,7 +208,7 @@ async def list_route(request: Request) -> Response:
         limit=limit,
         offset=offset,
         batches=query.get("batches", "1") not in ("0", "false"),
-        own=served.listing,
+        own=served.listing(),
     )
     return reply({"runs": runs, "total": total, "offset": offset, "limit": limit, "states": NAMES})
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from flowrun.api import RunResult, Workflow, read_result
@@ -20,7 +22,7 @@ from flowrun.queue.local_workers import LocalWorkers
 from flowrun.queue.runs_table import adopt, list_queued_runs
 from flowrun.queue.store import WorkerRow
 from flowrun.queue.submit import Queue
-from flowrun.runtime.durable.runs_index import RunEntry, RunList, When
+from flowrun.runtime.durable.runs_index import RunEntry, RunList
 from flowrun.runtime.options import RunOptions
 from flowrun.runtime.summary.folder import RunSummary
 from flowrun.serve.served_runs import Conflict, ServedRuns
@@ -75,28 +77,9 @@ class QueuedRuns(ServedRuns):
         entry = self._adjusted(found.entry)
         return found if entry is found.entry else dataclasses.replace(found, entry=entry)
 
-    def listing(
-        self,
-        *,
-        workflow: str | None = None,
-        status: list[str] | None = None,
-        since: When = None,
-        until: When = None,
-        q: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> RunList:
-        return list_queued_runs(
-            self.queue.store,
-            self.runs_dir,
-            workflow=workflow,
-            status=status,
-            since=since,
-            until=until,
-            q=q,
-            limit=limit,
-            offset=offset,
-        )
+    def listing(self) -> Callable[..., RunList]:
+        """The runs list, with `list_runs`'s filters: the queue's table (one for every instance)."""
+        return functools.partial(list_queued_runs, self.queue.store, self.runs_dir)
 
     def worker_rows(self) -> list[WorkerRow]:
         return self.queue.store.workers()

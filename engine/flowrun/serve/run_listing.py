@@ -28,7 +28,7 @@ def runs_page(
     own: Callable[..., RunList] | None = None,
 ) -> tuple[list[dict[str, object]], int]:
     """The runs from `offset` on (at most `limit`) and how many match in all; `own` lists the
-    runs folder itself (ServedRuns.listing's keywords; None: its index)."""
+    runs folder itself (ServedRuns.listing(); None: its index)."""
     folders: list[tuple[Path, str | None]] = [(runs_dir, None)] if is_dir(runs_dir) else []
     if batches:
         folders += [(batch_runs(runs_dir, name), name) for name in batch_names(runs_dir)]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
@@ -23,7 +24,7 @@ from flowrun.queue.store import WorkerRow
 from flowrun.runtime.decide import pending_decisions, respond
 from flowrun.runtime.durable.decisions import Decision, PendingDecision
 from flowrun.runtime.durable.run_folder import check_run_id
-from flowrun.runtime.durable.runs_index import RunEntry, RunList, When, list_runs, owned, read_run
+from flowrun.runtime.durable.runs_index import RunEntry, RunList, list_runs, owned, read_run
 from flowrun.runtime.options import RunOptions, unknown_option
 from flowrun.runtime.summary.folder import RunSummary, SummaryCache
 from flowrun.serve.eval_folders import variant_runs
@@ -161,28 +162,9 @@ class ServedRuns:
         folder = self.place(run_id)
         return folder is not None and owned(folder)
 
-    def listing(
-        self,
-        *,
-        workflow: str | None = None,
-        status: list[str] | None = None,
-        since: When = None,
-        until: When = None,
-        q: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> RunList:
-        """A page of the runs list (`list_runs`'s filters): the runs folder's index."""
-        return list_runs(
-            self.runs_dir,
-            workflow=workflow,
-            status=status,
-            since=since,
-            until=until,
-            q=q,
-            limit=limit,
-            offset=offset,
-        )
+    def listing(self) -> Callable[..., RunList]:
+        """The runs list, with `list_runs`'s filters: the runs folder's index."""
+        return functools.partial(list_runs, self.runs_dir)
 
     def worker_rows(self) -> list[WorkerRow]:
         """The queue's workers (none: this server runs its runs itself)."""
@@ -234,18 +216,12 @@ class ServedRuns:
             raise UsageError("inputs must be an object", '{"inputs": {"question": "..."}}')
         opts = self.run_options(options)
         run_id = new_run_id(workflow.name, self.runs_dir)
-        started = asyncio.Event()
-
-        def on_event(event: Event) -> None:
-            self.changes.notify(run_id)
-            if not started.is_set():
-                self.changes.call(started.set)
-
-        task = asyncio.create_task(
-            workflow.run(dict(inputs or {}), opts, runs_dir=self.runs_dir, run_id=run_id, on_event=on_event)
+        await self._launch(
+            run_id,
+            lambda on_event: workflow.run(
+                dict(inputs or {}), opts, runs_dir=self.runs_dir, run_id=run_id, on_event=on_event
+            ),
         )
-        self._keep(run_id, task)
-        await _first(task, started)
         return run_id
 
     async def resume(self, run_id: str) -> None:
@@ -257,6 +233,12 @@ class ServedRuns:
         entry = self.entry(run_id)
         if entry.status == "completed":
             raise Conflict(f"run {run_id} completed; there is nothing to resume", "start a new run")
+        await self._launch(run_id, lambda on_event: resume(folder, on_event=on_event))
+
+    async def _launch(
+        self, run_id: str, run: Callable[[Callable[[Event], None]], Coroutine[object, object, RunResult]]
+    ) -> None:
+        """`run(on_event)` as the run's task, kept; back once its first event is written."""
         started = asyncio.Event()
 
         def on_event(event: Event) -> None:
@@ -264,7 +246,7 @@ class ServedRuns:
             if not started.is_set():
                 self.changes.call(started.set)
 
-        task = asyncio.create_task(resume(folder, on_event=on_event))
+        task = asyncio.create_task(run(on_event))
         self._keep(run_id, task)
         await _first(task, started)
 

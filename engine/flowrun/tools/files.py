@@ -86,28 +86,9 @@ def _read_decoded(
         )
     text = read_text(resolved, shown, encoding)
     raw = iter((line.encode("utf-8"), False) for line in text.splitlines())
-    lines, total, next_start, long_line = _collect(raw, start, end, max_lines, max_bytes)
-    if total == 0:
-        return ToolResult.ok(
-            f"{shown} is empty.", content="", start_line=0, end_line=0, total_lines=0, truncated=False
-        )
-    if start > total:
-        return error("INVALID_PARAM", f"start_line {start} is past the end of {shown} ({total} lines)")
-    last = start + len(lines) - 1
-    truncated = next_start is not None or long_line is not None
-    data = {
-        "content": "\n".join(lines),
-        "start_line": start,
-        "end_line": last,
-        "total_lines": total,
-        "truncated": truncated,
-        "next_start_line": next_start,
-        "encoding": encoding,
-    }
-    text_out = f"{shown} ({encoding}, lines {start}-{last} of {total}):\n{numbered(lines, start)}"
-    if truncated:
-        text_out += f"\n[truncated: call read_file with start_line={next_start or last + 1} to continue]"
-    return ToolResult("partial" if truncated else "success", text_out, data)
+    return _window(
+        shown, start, _collect(raw, start, end, max_lines, max_bytes), max_lines, max_bytes, encoding
+    )
 
 
 def _read_range(
@@ -117,9 +98,21 @@ def _read_range(
         return error("IS_DIRECTORY", f"{shown} is a directory; use list_directory to see what it holds")
     with open_regular(resolved, shown) as f:
         check_text(f, shown, os.fstat(f.fileno()).st_size)
-        lines, total, next_start, long_line = _collect(
-            iter_lines(f, max_bytes + 1), start, end, max_lines, max_bytes
-        )
+        collected = _collect(iter_lines(f, max_bytes + 1), start, end, max_lines, max_bytes)
+    return _window(shown, start, collected, max_lines, max_bytes)
+
+
+def _window(
+    shown: str,
+    start: int,
+    collected: tuple[list[str], int, int | None, int | None],
+    max_lines: int,
+    max_bytes: int,
+    encoding: str | None = None,
+) -> ToolResult:
+    """read_file's answer: the lines `_collect` picked, numbered, and how to read on when they
+    were capped; `encoding` said when it is not UTF-8."""
+    lines, total, next_start, long_line = collected
     if total == 0:
         return ToolResult.ok(
             f"{shown} is empty.", content="", start_line=0, end_line=0, total_lines=0, truncated=False
@@ -127,7 +120,7 @@ def _read_range(
     if start > total:
         return error("INVALID_PARAM", f"start_line {start} is past the end of {shown} ({total} lines)")
     last = start + len(lines) - 1
-    data = {
+    data: dict[str, object] = {
         "content": "\n".join(lines),
         "start_line": start,
         "end_line": last,
@@ -135,7 +128,10 @@ def _read_range(
         "truncated": next_start is not None or long_line is not None,
         "next_start_line": next_start,
     }
-    text = f"{shown} (lines {start}-{last} of {total}):\n{numbered(lines, start)}"
+    if encoding is not None:
+        data["encoding"] = encoding
+    said = f"{encoding}, " if encoding else ""
+    text = f"{shown} ({said}lines {start}-{last} of {total}):\n{numbered(lines, start)}"
     if not data["truncated"]:
         return ToolResult(status="success", text=text, data=data)
     notes = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from flowrun.manifest.yaml_source import PathKey, Source
 from flowrun.paths import builtin_root
 
 if TYPE_CHECKING:
+    from jsonschema import ValidationError
     from jsonschema.protocols import Validator
 
 SECRET_KEYS = {"api_key", "apikey", "key", "token", "auth_token", "secret", "password", "api_token"}
@@ -61,6 +62,35 @@ def _validator(kind: str, generation: int) -> Validator:
 def did_you_mean(word: str, options: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else ""
+
+
+def likeliest_branch(
+    err: ValidationError, refuses: Callable[[ValidationError, object], bool] | None = None
+) -> list[ValidationError]:
+    """Of a oneOf/anyOf error, the errors of the branch the value was most likely meant as: of
+    the branches none of whose errors `refuses` (given the error and the union's value: "this
+    branch is another kind of thing"; all branches when each is refused), the one whose errors
+    reach deepest into the value, then the one with the fewest. Empty for another error."""
+    branches: dict[object, list[ValidationError]] = {}
+    for sub in err.context or []:
+        branches.setdefault(sub.relative_schema_path[0] if sub.relative_schema_path else 0, []).append(sub)
+    value = err.instance
+    fitting = [errs for errs in branches.values() if not refuses or not any(refuses(e, value) for e in errs)]
+    return max(
+        fitting or branches.values() or [[]],
+        key=lambda errs: (max((len(e.absolute_path) for e in errs), default=0), -len(errs)),
+    )
+
+
+def likeliest_error(
+    err: ValidationError, refuses: Callable[[ValidationError, object], bool] | None = None
+) -> ValidationError:
+    """What an error is about: for a oneOf/anyOf error, down through the likeliest branches
+    (`likeliest_branch`), the error reaching deepest into the value: what is wrong, not that
+    no choice fits."""
+    while branch := likeliest_branch(err, refuses):
+        err = max(branch, key=lambda e: len(e.absolute_path))
+    return err
 
 
 def detect_kind(src: Source, folder: str) -> tuple[str | None, list[Diagnostic]]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.schema.check import did_you_mean, validator_for
+from flowrun.manifest.schema.check import did_you_mean, likeliest_branch, validator_for
 from flowrun.manifest.spec_base import NAME
 from flowrun.manifest.specs import KINDS, Strict
 from flowrun.manifest.yaml_source import PathKey, Source
@@ -115,7 +114,7 @@ def _schema_cuts(err: ValidationError, found: Found) -> bool:
         found.missing += [(*path, key) for key in required if key not in err.instance]
         return True
     if err.validator in ("anyOf", "oneOf") and err.context:
-        if all(_schema_cuts(c, found) for c in _likeliest_branch(err.context)):
+        if all(_schema_cuts(c, found) for c in likeliest_branch(err)):
             return True
     if not path:
         return False
@@ -139,15 +138,6 @@ def _settle_missing(found: Found, src: Source) -> bool:
         else:
             found.fills[key] = fill
     return True
-
-
-def _likeliest_branch(context: Sequence[ValidationError]) -> list[ValidationError]:
-    """The errors of the union member the value was most likely meant as: the one whose errors
-    reach deepest into it, then the one with the fewest."""
-    branches: dict[object, list[ValidationError]] = {}
-    for c in context:
-        branches.setdefault(c.relative_schema_path[0] if c.relative_schema_path else 0, []).append(c)
-    return max(branches.values(), key=lambda errs: (max(len(e.absolute_path) for e in errs), -len(errs)))
 
 
 def _fill(key: str, src: Source) -> object | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from flowrun.manifest.diagnostics import Diagnostic
 from flowrun.manifest.foreign.conversion import Doc, Map, Value
-from flowrun.manifest.schema.check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean, likeliest_error
 from flowrun.manifest.yaml_source import Source
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def problems(data: Value, src: Source, what: str = "Agent Spec") -> list[Diagnos
     kind = str(data.get("component_type", "")) if isinstance(data, Mapping) else ""
     out = _versions(data, (), src, what)
     for err in _validator(kind).iter_errors(without_versions(data)):
-        out += _diagnostics(_unknown_kind(err) or _chosen(err), src, what)
+        out += _diagnostics(_unknown_kind(err) or likeliest_error(err, _refuses_kind), src, what)
     return out
 
 
@@ -119,26 +119,12 @@ def _unknown_kind(err: ValidationError) -> ValidationError | None:
     return found
 
 
-def _chosen(err: ValidationError) -> ValidationError:
-    """Of an anyOf error, the error inside the branch the value's `component_type` (or its
-    `$component_ref`) picks; else the deepest one."""
-    if not err.context:
-        return err
-    instance = err.instance
-    branches: dict[int, list[ValidationError]] = {}
-    for sub in err.context:
-        branches.setdefault(int(sub.relative_schema_path[0]) if sub.relative_schema_path else 0, []).append(
-            sub
-        )
-    if isinstance(instance, Mapping):
-        fitting = [subs for subs in branches.values() if not any(_refuses_kind(s, instance) for s in subs)]
-        if len(fitting) == 1:
-            return _deepest_of(fitting[0])
-    return _deepest_of(list(err.context))
-
-
-def _refuses_kind(err: ValidationError, instance: Mapping[str, object]) -> bool:
-    """`err` says this branch is another component type (or a reference where there is none)."""
+def _refuses_kind(err: ValidationError, instance: object) -> bool:
+    """`err` says its branch of a choice of components is another component type than the
+    value's `component_type` (or a reference where there is none): the branch it picks is
+    the likeliest (manifest/schema/check.py)."""
+    if not isinstance(instance, Mapping):
+        return False
     path = list(err.relative_path)
     if path[:1] == ["component_type"] and err.validator in ("const", "enum"):
         return True
@@ -153,11 +139,6 @@ def _refuses_kind(err: ValidationError, instance: Mapping[str, object]) -> bool:
     if err.validator == "type" and not path:
         return True
     return bool(err.context) and all(_refuses_kind(s, instance) for s in err.context)
-
-
-def _deepest_of(errors: list[ValidationError]) -> ValidationError:
-    best = max(errors, key=lambda e: len(e.absolute_path))
-    return _chosen(best) if best.context else best
 
 
 def _own(err: ValidationError) -> Map:

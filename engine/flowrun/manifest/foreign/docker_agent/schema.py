@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flowrun.manifest.diagnostics import Diagnostic
-from flowrun.manifest.schema.check import did_you_mean
+from flowrun.manifest.schema.check import did_you_mean, likeliest_error
 from flowrun.manifest.yaml_source import Source
 
 if TYPE_CHECKING:
-    from jsonschema import Draft7Validator, ValidationError
+    from jsonschema import Draft7Validator
 
 SCHEMA_FILE = Path(__file__).with_name("agent-schema.json")
 
@@ -37,18 +37,8 @@ def schema_problems(src: Source) -> list[Diagnostic]:
                 message = f"unknown key '{key}' (docker-agent's schema has no such key here)"
                 out.append(src.diag((*path, key), message, hint, "unknown-key", key=True))
             continue
-        best = _deepest(err)
+        best = likeliest_error(err)  # of a oneOf/anyOf error, what is wrong in the value
         where = tuple(best.absolute_path)
         message = " ".join(str(best.message).split())[:200]
         out.append(src.diag(where, f"docker-agent's schema: {message}", "", "schema"))
     return out
-
-
-def _deepest(err: ValidationError) -> ValidationError:
-    """Of a oneOf/anyOf error, the sub-error deepest in the document (what is wrong, not that no
-    choice fits)."""
-    found = err
-    for sub in err.context or []:
-        if len(sub.absolute_path) >= len(found.absolute_path):
-            found = _deepest(sub)
-    return found
