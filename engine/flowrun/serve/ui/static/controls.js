@@ -41,6 +41,9 @@ export class RunControls {
     this.editToggle = h("button", { type: "button", "aria-expanded": "false", "aria-controls": "replay-edits" }, "Replay with edits");
     this.editToggle.addEventListener("click", () => this.toggleEdits());
     this.editPanel = h("section", { class: "panel replay-edits", id: "replay-edits", "aria-label": "Replay with edits", hidden: true });
+    view.onTeam = () => {
+      if (!this.editPanel.hidden) this.drawEdits();
+    };
     replaceContent(view.controls, h("div", { class: "control-row" }, this.stop, this.resume, this.rerun, this.changed, this.editToggle, this.compare, this.said), this.editPanel);
   }
 
@@ -77,6 +80,10 @@ export class RunControls {
 
   drawEdits() {
     const team = this.view.team;
+    if (!this.view.teamKnown) {
+      replaceContent(this.editPanel, h("p", { class: "muted" }, "loading the run's workflow…"));
+      return;
+    }
     if (!team) {
       replaceContent(this.editPanel, h("p", { class: "muted" }, this.view.teamProblem || "the run's workflow is needed to replay it"));
       return;

@@ -125,6 +125,7 @@ export class RunView {
     this.teamProblem = problem;
     this.drawTeam();
     this.drawMemory();
+    if (this.onTeam) this.onTeam(); // a panel drawn from the team before it came (Replay with edits)
   }
 
   setMemory(memory, problem = null) {
