@@ -445,6 +445,9 @@ def test_allow_on_a_stale_decision_is_refused_in_one_line(tmp_path: Path, page: 
         decision = page.locator(".decision[data-kind='approval']")
         decision.wait_for(timeout=WAIT_MS)
         assert "approved" in decision.inner_text()
+        # the page has stopped following the waiting run (else it would follow the resume below
+        # and show its request: the page would not be stale)
+        page.locator(".run-view[data-following='false']").wait_for(timeout=WAIT_MS)
 
         worker = tmp_path / "agents.d" / "worker.yaml"
         worker.write_text(
@@ -462,6 +465,7 @@ def test_allow_on_a_stale_decision_is_refused_in_one_line(tmp_path: Path, page: 
         decision = page.locator(".decision[data-kind='approval']")
         decision.wait_for(timeout=WAIT_MS)
         assert "twice" in decision.inner_text()
+        page.locator(".run-view[data-following='false']").wait_for(timeout=WAIT_MS)  # (as above)
         denied = run_cli(["approve", str(run_dir), "--deny", "--no-continue"], cwd=tmp_path, env=env)
         assert denied.returncode == 0, denied.stdout + denied.stderr
         line = refusal_after_allow(

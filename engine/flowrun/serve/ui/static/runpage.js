@@ -149,6 +149,7 @@ export async function runPage(main, runId) {
   async function follow() {
     if (following) return;
     following = true;
+    root.dataset.following = "true"; // (a test waits for the page to stop following a run that waits)
     try {
       for (;;) {
         const end = await followEvents(runId, lastSeq, (e) => {
@@ -171,6 +172,7 @@ export async function runPage(main, runId) {
       root.dataset.error = String(e.message || e);
     } finally {
       following = false;
+      root.dataset.following = "false";
     }
   }
 
