@@ -402,18 +402,8 @@ def square_flow(name: str, with_model: bool) -> str:
         data = [("start.x", "sub.x"), ("sub.y", "say.y"), ("sub.y", "end.y")]
     ios = {"start": (["x"], ["x"]), "sq": (["x"], ["y"]), "sub": (["x"], ["y"]), "say": (["y"], ["said"])}
     ios |= {"in": (["x"], ["x"]), "end": (["y"], ["y"]), "out": (["y"], ["y"])}
-    text = (
-        f"component_type: Flow\nid: {name}\nname: {name}\nstart_node: {{$component_ref: {inner[0]}}}\n"
-        + "nodes:\n"
-        + "".join(f"- {{$component_ref: {n}}}\n" for n in inner)
-        + "control_flow_connections:\n"
-        + "".join(edge("control", i, a, b) for i, (a, b) in enumerate(itertools.pairwise(inner)))
-        + "data_flow_connections:\n"
-        + "".join(edge("data", i, *d) for i, d in enumerate(data))
-        + "$referenced_components:\n"
-        + "".join(node(n, kind, *ios[n], extra) for n, kind, extra in zip(inner, nodes, more, strict=True))
-    )
-    return text.replace("type: string\n      default: ''", "type: number").replace(
+    chained = [(n, kind, *ios[n], extra) for n, kind, extra in zip(inner, nodes, more, strict=True)]
+    return chain(name, chained, data).replace(
         "    - title: said\n      type: number", "    - title: said\n      type: string"
     )
 
