@@ -21,11 +21,11 @@ class MafFormat(ForeignFormat):
     title = "Microsoft Agent Framework"
 
     def detect(self, path: Path) -> Detected | None:
-        if not path.is_file() or not sniff.is_yaml(path):
+        found = sniff.foreign_yaml(path)
+        if found is None:
             return None
-        text = sniff.head(path)
+        text, keys = found
         kind = sniff.top_value(text, "kind")
-        keys = sniff.top_keys(text)
         if (kind == "Prompt" and "instructions" in keys) or (kind == "Workflow" and "trigger" in keys):
             return Detected(self.name, path, path.parent)
         return None

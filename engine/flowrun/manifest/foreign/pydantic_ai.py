@@ -39,16 +39,14 @@ def is_agent_spec(path: Path) -> bool:
     """A YAML or JSON file (pydantic-ai reads both) whose top-level keys are all AgentSpec
     fields (and `$schema`, which pydantic-ai's `to_file` writes), with instructions,
     capabilities or a `provider:model` model among them."""
-    text = sniff.head(path)
-    if sniff.is_yaml(path):
-        keys = sniff.top_keys(text)
-        if sniff.is_flowrun_manifest(text):
-            return False
+    found = sniff.foreign_yaml(path)
+    if found is not None:
+        text, keys = found
     elif path.suffix == ".json":
-        keys, model = sniff.json_top(text)
+        keys, model = sniff.json_top(sniff.head(path))
         text = f"model: {model}" if isinstance(model, str) else ""
     else:
-        return False
+        return False  # (a flowrun manifest, or neither YAML nor JSON)
     if not keys or not keys <= {*FIELDS, "$schema"}:
         return False
     return bool(keys & {"instructions", "capabilities"}) or MODEL_REF.search(text) is not None

@@ -4,6 +4,7 @@ so finding which format a path is (registry.detect) reads no YAML and imports no
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -17,14 +18,32 @@ _JSON_KEY = re.compile(r'"([A-Za-z_][\w-]*)"\s*:')
 
 
 def head(path: Path) -> str:
-    """The first HEAD_BYTES of a regular file as text ('' when it cannot be read)."""
+    """The first HEAD_BYTES of a regular file as text ('' when it cannot be read). Read once
+    while the file is unchanged: `validate` of a folder asks every format about every file."""
     try:
         if not path.is_file():
             return ""
-        with path.open("rb") as f:
+        stat = path.stat()
+    except OSError:
+        return ""
+    return _head(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _head(path: str, _mtime_ns: int, _size: int) -> str:
+    try:
+        with open(path, "rb") as f:
             return f.read(HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return ""
+
+
+def foreign_yaml(path: Path) -> tuple[str, set[str]] | None:
+    """A YAML file that is no flowrun manifest: its head and top-level keys (None otherwise)."""
+    if not is_yaml(path):
+        return None
+    text = head(path)
+    return None if is_flowrun_manifest(text) else (text, top_keys(text))
 
 
 def top_keys(text: str) -> set[str]:

@@ -19,12 +19,10 @@ ABOVE = 3  # folders above a sub-agent's file looked at for its root_agent.yaml
 
 
 def is_agent_config(path: Path) -> bool:
-    if not sniff.is_yaml(path):
+    found = sniff.foreign_yaml(path)
+    if found is None:
         return False
-    text = sniff.head(path)
-    if sniff.is_flowrun_manifest(text):
-        return False
-    keys = sniff.top_keys(text)
+    text, keys = found
     if "agents" in keys or "kind" in keys or "component_type" in keys:
         return False
     return (

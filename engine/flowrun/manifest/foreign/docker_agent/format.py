@@ -19,12 +19,10 @@ _AGENT_KEY = re.compile(r"^\s+(instruction|toolsets|sub_agents|handoffs|add_date
 
 
 def is_team_file(path: Path) -> bool:
-    if not sniff.is_yaml(path):
+    found = sniff.foreign_yaml(path)
+    if found is None:
         return False
-    text = sniff.head(path)
-    if sniff.is_flowrun_manifest(text):
-        return False
-    keys = sniff.top_keys(text)
+    text, keys = found
     if "agents" not in keys or keys & {"kind", "component_type", "agent_class", "tasks"}:
         return False
     return _AGENT_KEY.search(text) is not None
