@@ -105,6 +105,9 @@ class SqliteDatabase:
         self.path = path
         self.url = str(path)
         self._local = threading.local()
+        # this process's writers, one at a time: a thread waiting on SQLite's own lock polls it
+        # with growing sleeps (1 ms, 2, 5, ... 100), a waiter on this one wakes as it is let go
+        self._writing = threading.Lock()
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -120,14 +123,15 @@ class SqliteDatabase:
     def transaction(self, write: bool = True) -> Iterator[Cursor]:
         """`write`: the file's write lock from the start (a read waits for no writer)."""
         conn = self._connection()
-        cursor = conn.cursor()
-        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            yield _Statements(cursor, self.now, "?")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with self._writing if write else contextlib.nullcontext():
+            cursor = conn.cursor()
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield _Statements(cursor, self.now, "?")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def notify(self, cursor: Cursor) -> None:
         """Nothing to send: the workers look every SQLITE_POLL_S."""

@@ -25,6 +25,7 @@ CLAIM_LOCK = 7_041_917_002  # claims under concurrency limits count the taken jo
 Schedule = Callable[[float, float, float], tuple[float, float, float]]
 RETRY_S = 1.0  # a job whose folder another process still holds is tried again this much later
 JOB_COLUMNS = "run_id, workflow, action, request, lease, attempts"
+FAIR_S = 2.0  # a job queued this long goes to any worker with room, past the fair share
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,12 +202,13 @@ class Store:
         with self.db.transaction() as cur:
             if limits.any and self.db.skip_locked:
                 cur.run("SELECT pg_advisory_xact_lock(?)", (CLAIM_LOCK,))
-            rows = cur.run(
-                f"SELECT run_id, workflow FROM flowrun_jobs WHERE workflow IN ({marks}) AND "
-                "((state = 'queued' AND enqueued <= {now}) OR (state = 'taken' AND lease_until < {now})) "
+            found = cur.run(
+                f"SELECT run_id, workflow, {{now}} - enqueued FROM flowrun_jobs WHERE workflow IN ({marks}) "
+                "AND ((state = 'queued' AND enqueued <= {now}) OR (state = 'taken' AND lease_until < {now})) "
                 f"ORDER BY enqueued LIMIT ?{self.db.skip_locked}",
                 (*workflows, n * 4 if limits.any else n),
             )
+            rows = _fair(found, fair_share(cur, worker, workflows, len(found)))
             picked = _under_limits(cur, rows, n, limits) if limits.any else [r[0] for r in rows]
             jobs = []
             for run_id in picked:
@@ -358,6 +360,38 @@ class Store:
                 (requests_at, tokens_at, key),
             )
         return max(0.0, start - real(now))
+
+
+def fair_share(cur: Cursor, worker: str, workflows: Sequence[str], waiting: int) -> int:
+    """How many of the `waiting` jobs `worker` may take now: enough to bring it to an even
+    share of the runs held and waiting over the live workers of these workflows that have
+    room (none when the others' shares cover them). A worker taking all it sees would leave
+    the others idle while its own loop runs every run (a burst queued between two looks)."""
+    rows = cur.run(
+        "SELECT w.id, w.concurrency, w.workflows, (SELECT count(*) FROM flowrun_jobs j WHERE "
+        "j.worker = w.id AND j.state = 'taken' AND j.lease_until >= {now}) FROM flowrun_workers w "
+        "WHERE w.state = 'up' AND {now} - w.heartbeat < w.lease_s"
+    )
+    mine, held, peers = 0, 0, 1
+    for other, concurrency, served, holds in rows:
+        if other == worker:
+            mine = whole(holds)
+        elif whole(holds) < whole(concurrency) and not set(json.loads(str(served))).isdisjoint(workflows):
+            held, peers = held + whole(holds), peers + 1
+    share = -(-(held + mine + waiting) // peers)  # (rounded up)
+    return max(0, share - mine)
+
+
+def _fair(rows: list[tuple[Value, ...]], share: int) -> list[tuple[Value, ...]]:
+    """The first `share` of the claimable `rows` (run_id, workflow, seconds queued), and any
+    that waited FAIR_S or more (whoever sees them first takes them: a peer counted as having
+    room may be stuck)."""
+    kept: list[tuple[Value, ...]] = []
+    for run_id, workflow, waited in rows:
+        if share > 0 or real(waited) >= FAIR_S:
+            kept.append((run_id, workflow))
+            share -= 1
+    return kept
 
 
 def _under_limits(cur: Cursor, rows: list[tuple[Value, ...]], n: int, limits: Limits) -> list[str]:

@@ -19,6 +19,7 @@ from flowrun.queue.databases import open_database
 from flowrun.queue.runs_table import row_of
 from flowrun.queue.store import Store
 from flowrun.runtime.durable.run_folder import check_run_id, make_folder
+from flowrun.runtime.durable.runs_index import queued_row
 from flowrun.runtime.options import RunOptions
 
 
@@ -55,16 +56,13 @@ class Queue:
         }
         replace_file(folder / "run.json", json.dumps(record, indent=2, default=str))
         request = {"inputs": dict(inputs or {}), "options": opts.to_dict()}
-        self._queue(folder, workflow.name, "start", request)
+        self.store.enqueue(name, workflow.name, "start", request, queued_row(folder, record))
         return name
 
     def resume(self, run_id: str, workflow: str) -> bool:
         """Queue a stopped or waiting run to be continued from its folder; False when the queue
         holds it already (queued or running)."""
-        return self._queue(self.runs_dir / run_id, workflow, "resume", {})
-
-    def _queue(self, folder: Path, workflow: str, action: str, request: Mapping[str, object]) -> bool:
-        return self.store.enqueue(folder.name, workflow, action, request, row_of(folder))
+        return self.store.enqueue(run_id, workflow, "resume", {}, row_of(self.runs_dir / run_id))
 
     def cancel(self, run_id: str) -> str | None:
         """Stop a run the queue holds: one still queued is cancelled at once (a run that never

@@ -210,11 +210,14 @@ class Worker:
                 await asyncio.to_thread(self.store.hand_back, job.lease)
                 self.note(f"worker {self.id} handed {job.run_id} back")
             else:
-                row = None if batch_item(job) else await asyncio.to_thread(row_of, self.folder_of(job))
-                await asyncio.to_thread(self.store.finish, job.lease, status, row)
+                await asyncio.to_thread(self._finish, job, status)
                 self.note(f"worker {self.id} ended {job.run_id}: {status}")
         finally:
             self.held.pop(job.lease, None)
+
+    def _finish(self, job: Job, status: str) -> None:
+        """The job done, with its run's row of the runs list (a batch's item has none)."""
+        self.store.finish(job.lease, status, None if batch_item(job) else row_of(self.folder_of(job)))
 
     async def _drain(self) -> None:
         """The runs going on get `drain_s` to end, then are stopped and handed back."""

@@ -450,6 +450,14 @@ def summarize(
     return _row(run_dir, meta, start, (mtime, size, status, recorded, started, ended_t), counts)
 
 
+def queued_row(run_dir: Path, meta: Mapping[str, object]) -> Row:
+    """The row of a folder whose run.json was just written as `meta` and that has no log yet
+    (a run put in a queue): what `summarize` would read back, without reading it."""
+    recorded = recorded_state(_text(meta.get("status")), None)
+    state = (run_dir.stat().st_mtime_ns, -1, recorded, recorded, None, None)
+    return _row(run_dir, meta, {}, state, _usage_counts({}))
+
+
 def _row(
     run_dir: Path,
     meta: Mapping[str, object],
