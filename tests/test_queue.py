@@ -15,6 +15,7 @@ import os
 import signal
 import sqlite3
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -68,8 +69,9 @@ def test_two_workers_complete_every_run_once_with_the_list_and_sse_right(tmp_pat
         assert not any(e["type"] == "run_resumed" for e in events)
     asked = steps_asked(server.requests)
     assert len(asked) == 2 * RUNS and set(asked.values()) == {1}  # no model step asked twice
-    takers = {line.split()[1] for line in served.lines if " took " in line}
-    assert len(takers) == 2 and len(workers) == 2  # both workers took runs
+    takers = Counter(line.split()[1] for line in served.lines if " took " in line)
+    assert len(takers) == 2 and len(workers) == 2  # both workers took runs,
+    assert min(takers.values()) >= RUNS // 4  # each about its share (not one the whole burst)
     assert any("stopped" in line for line in served.lines)  # drained as the server stopped
 
 
@@ -280,3 +282,31 @@ def test_a_models_rate_limit_is_shared_by_the_workers(tmp_path: Path) -> None:
     with sqlite3.connect(runs / ".queue.sqlite") as db:
         ((booked,),) = db.execute("SELECT requests_at FROM flowrun_rates").fetchall()
     assert booked >= wall + 8 * 0.5 - 0.01  # every call of both workers booked on it
+
+
+def test_a_worker_takes_its_share_of_a_burst_and_what_waited_goes_to_anyone(tmp_path: Path) -> None:
+    """Two live workers, ten runs queued at once: the first to look takes five, not ten (its
+    loop would run them all while the other idles); the other takes the rest. A run that waited
+    FAIR_S goes to whichever worker looks, past its share."""
+    from flowrun.queue.store import FAIR_S, Limits
+    from flowrun.queue.submit import Queue
+
+    queue = Queue(None, tmp_path / "runs")
+    store = queue.store
+    try:
+        first, second = (store.register(32, 30.0, ["qa"]) for _ in range(2))
+        for i in range(10):
+            store.enqueue(f"run-{i}", "qa", "start", {})
+        taken = store.claim(first, ["qa"], 32, 30.0, Limits())
+        assert [job.run_id for job in taken] == [f"run-{i}" for i in range(5)]
+        assert store.claim(first, ["qa"], 32, 30.0, Limits()) == []  # its share is held
+        assert len(store.claim(second, ["qa"], 32, 30.0, Limits())) == 5
+        store.enqueue("next", "qa", "start", {})
+        store.enqueue("late", "qa", "start", {})
+        assert [job.run_id for job in store.claim(first, ["qa"], 32, 30.0, Limits())] == ["next"]
+        assert store.claim(first, ["qa"], 32, 30.0, Limits()) == []  # the second's share
+        with store.db.transaction() as cur:
+            cur.run("UPDATE flowrun_jobs SET enqueued = enqueued - ? WHERE run_id = 'late'", (FAIR_S,))
+        assert [job.run_id for job in store.claim(first, ["qa"], 32, 30.0, Limits())] == ["late"]
+    finally:
+        queue.close()

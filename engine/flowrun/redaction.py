@@ -82,6 +82,14 @@ def _base64_forms(raw: bytes) -> list[str]:
     return forms
 
 
+@lru_cache(maxsize=64)  # each run makes its redactor: the same secrets, one pattern per process
+def _pattern_of(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    forms = {form for secret in secrets for form in secret_forms(secret)}
+    # longest first, so a value wins over a shorter secret inside it
+    ordered = sorted(forms, key=len, reverse=True)
+    return re.compile("|".join(ordered)) if ordered else None
+
+
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
     """`text` with every secret (and its shell-made forms) replaced; the environment's secret
     variables when `secrets` is None."""
@@ -110,10 +118,7 @@ class Redactor:
     def pattern(self) -> re.Pattern[str] | None:
         current = frozenset(s for s in self.secrets if s)
         if current != self._compiled_for or (self._pattern is None and current):
-            forms = {form for secret in current for form in secret_forms(secret)}
-            # longest first, so a value wins over a shorter secret inside it
-            ordered = sorted(forms, key=len, reverse=True)
-            self._pattern = re.compile("|".join(ordered)) if ordered else None
+            self._pattern = _pattern_of(current)
             self._compiled_for = current
         return self._pattern
 
