@@ -327,7 +327,7 @@ async def part_runs(
     for number in range(rounds):
         r = await runs_round(folder, files, url, concurrent, workers, number)
         done.append(r)
-        workers_cpu = " (workers " + ", ".join(f"{c:.2f}" for c in r.cpu[1:]) + ")" if workers else ""
+        workers_cpu = ", workers " + ", ".join(f"{c:.2f}" for c in r.cpu[1:]) if workers else ""
         print(
             f"  round {number + 1}: completed {r.done}/{concurrent}; wall {r.wall:.3f} s = "
             f"{r.wall / ideal:.2f} x the ideal; CPU {sum(r.cpu) / concurrent * 1000:.0f} ms per run "

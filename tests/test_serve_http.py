@@ -471,18 +471,32 @@ def test_off_loopback_the_token_is_required(tmp_path: Path) -> None:
     assert evil.status_code == 421 and origin.status_code == 403
 
 
-def test_a_request_naming_no_workflow_starts_the_only_one_served(tmp_path: Path) -> None:
-    """As over A2A: with one workflow served, `POST /v1/runs` may leave out `workflow`."""
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_a_request_naming_no_workflow_starts_the_only_one_served(tmp_path: Path, loop: str) -> None:
+    """As over A2A: with one workflow served, `POST /v1/runs` may leave out `workflow`; on
+    either event loop (FLOWRUN_LOOP; uvloop's library is in the server's memory only on its)."""
     files = served_project(tmp_path, "openai")
-    served = Served(tmp_path, [str(tmp_path / "talk.yaml"), "--port", "0", "--dry-run"])
+    env = {"FLOWRUN_LOOP": loop}
+    served = Served(tmp_path, [str(tmp_path / "talk.yaml"), "--port", "0", "--dry-run"], env)
     try:
         with httpx.Client(base_url=served.base, timeout=60) as http:
             started = http.post("/v1/runs", json={"inputs": {}})
             assert started.status_code == 201, started.text
             done = wait_status(http, started.json()["id"], "completed", "failed")
+        mapped = Path(f"/proc/{served.proc.pid}/maps").read_text()
     finally:
         served.stop()
     assert done["status"] == "completed" and done["workflow"] == "talk" and len(files) == 3
+    assert ("uvloop/loop." in mapped) == (loop == "uvloop")
+
+
+@pytest.mark.parametrize("command", [["serve", "http"], ["worker"]])
+def test_an_event_loop_flowrun_does_not_know_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    served_project(tmp_path, "openai")
+    done = run_cli([*command, "talk.yaml", "--runs-dir", "runs"], tmp_path, {"FLOWRUN_LOOP": "trio"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "FLOWRUN_LOOP='trio' is not an event loop flowrun knows" in done.stderr
+    assert not (tmp_path / "runs").exists()  # nothing made
 
 
 def test_a_loopback_server_refuses_other_hosts_and_sites(tmp_path: Path) -> None:

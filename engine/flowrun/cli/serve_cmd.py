@@ -191,11 +191,12 @@ def worker(workflows: tuple[Path, ...], queue: str, worker_args: WorkerArgs, run
     from flowrun.queue.worker import Worker
 
     config = worker_args.config()
+    runner = loop_runner()
     with reported(False):
         loaded, _ = load_served(workflows, run_args)
         store = Store(open_database(queue, run_args.runs_dir)).prepare()
         running = Worker(store, run_args.runs_dir, loaded, config, lambda line: click.echo(line, err=True))
-        serving_loop(running.serve())
+        runner(running.serve())
 
 
 @click.command()
@@ -458,6 +459,7 @@ def serve_api(
         fail(
             "`flowrun serve http` and `flowrun ui` need starlette and uvicorn", "pip install 'flowrun[serve]'"
         )
+    loop_runner()  # a FLOWRUN_LOOP it cannot use: said before anything is loaded or bound
     with reported(False):
         loaded, options = load_served(workflows, run_args)
         sock, base = listen(host, port)
@@ -529,28 +531,27 @@ def run_app(app: ASGIApp, sock: socket.socket) -> None:
 
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     with contextlib.suppress(KeyboardInterrupt):
-        serving_loop(uvicorn.Server(config).serve(sockets=[sock]))
+        loop_runner()(uvicorn.Server(config).serve(sockets=[sock]))
 
 
-def serving_loop(main: Coroutine[Any, Any, T]) -> T:
-    """Run a serving command's loop: uvloop's when it is installed (`flowrun[serve]` brings it),
-    as uvicorn does; a server and a worker spend a third less CPU per request and per model
-    call on it (bench/http_api.py). FLOWRUN_LOOP=asyncio keeps asyncio's own."""
+def loop_runner() -> Callable[[Coroutine[Any, Any, T]], T]:
+    """What runs a serving command's loop: uvloop's when it is installed (`flowrun[serve]`
+    brings it), as uvicorn does; a server and a worker spend a third less CPU per request and
+    per model call on it (bench/http_api.py). FLOWRUN_LOOP=asyncio keeps asyncio's own; a value
+    flowrun does not know is a usage error before anything starts."""
     import asyncio
 
     wanted = os.environ.get(LOOP_ENV, "").strip().lower()
     installed = importlib.util.find_spec("uvloop") is not None
     if wanted not in ("", "asyncio", "uvloop"):
-        main.close()
-        fail(f"{LOOP_ENV}={wanted!r} is not an event loop flowrun knows", "use asyncio or uvloop")
+        fail(f"{LOOP_ENV}={wanted!r} is not an event loop flowrun knows", "use asyncio or uvloop", 2)
     if wanted == "uvloop" and not installed:
-        main.close()
-        fail(f"{LOOP_ENV}=uvloop, but uvloop is not installed", "pip install 'flowrun[serve]'")
+        fail(f"{LOOP_ENV}=uvloop, but uvloop is not installed", "pip install 'flowrun[serve]'", 2)
     if wanted != "asyncio" and installed:
         import uvloop
 
-        return uvloop.run(main)
-    return asyncio.run(main)
+        return uvloop.run
+    return asyncio.run
 
 
 def http_token(token_file: Path | None, env: str, host: str) -> str | None:
@@ -604,6 +605,7 @@ def a2a(
     needed = ("a2a", "sse_starlette", "starlette", "uvicorn")
     if any(importlib.util.find_spec(name) is None for name in needed):
         fail("`flowrun serve a2a` needs the a2a-sdk's server", "pip install 'flowrun[a2a]'")
+    loop_runner()
     token = http_token(token_file, token_env, host)
     with reported(False):
         loaded, options = load_served(workflows, run_args)
