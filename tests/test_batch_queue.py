@@ -107,13 +107,16 @@ class AtOnce:
     """Answers as `Answers`, but the first model calls of the first `together` items wait until
     all of them arrived: that many items run at once, so with a worker's share of the
     concurrency below it, on both workers. `hold_later`: the second calls of all but the first
-    item also wait, for `release`."""
+    item also wait, for `release`; the first item's waits until the others' arrived (their
+    first answers are in their logs then, as a run records an answer before it goes on)."""
 
     def __init__(self, together: int, hold_later: bool = False) -> None:
         self.inner = Answers()
         self.together, self.hold_later = together, hold_later
         self.first: set[str] = set()
+        self.later: set[str] = set()
         self.all_in = threading.Event()
+        self.others_later = threading.Event()
         self.release = threading.Event()
         self.lock = threading.Lock()
 
@@ -125,7 +128,13 @@ class AtOnce:
                 if len(self.first) >= self.together:
                     self.all_in.set()
             self.all_in.wait(DEADLINE_S)
-        elif self.hold_later and not task.endswith("number 0"):
+        elif self.hold_later and task.endswith("number 0"):
+            self.others_later.wait(DEADLINE_S)
+        elif self.hold_later:
+            with self.lock:
+                self.later.add(task)
+                if len(self.later) >= self.together - 1:
+                    self.others_later.set()
             self.release.wait(DEADLINE_S)
         return self.inner(request)
 
@@ -221,7 +230,8 @@ def test_a_killed_batch_leaves_no_worker_running_and_the_next_one_ends_its_items
 
 def test_the_batch_budget_holds_over_two_workers_and_a_higher_one_goes_on(tmp_path: Path) -> None:
     # four items at once, two on each worker; the first item's second answer is the fifth call,
-    # which reaches the budget while the other three are in their second call
+    # which reaches the budget while the other three are in their second call (their first
+    # answers recorded: the budget is counted from the logs)
     answers = AtOnce(4, hold_later=True)
     with WireServer(answers) as server:
         env, out, args = a_batch(tmp_path, server, 8, "-c", "4", "--workers", "2", price=PRICE)

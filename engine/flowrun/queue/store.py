@@ -41,6 +41,15 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True)
+class Look:
+    """What a worker's look at the queue found."""
+
+    waiting: bool  # a job it may take waits
+    cancels: list[str]  # the leases of its runs whose cancel was asked
+    next_expiry_s: float | None  # seconds until the first lease another worker holds runs out
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The queue's view of a run (`queued`, `running`, `done`); a done job's status and how
     long its last worker ran it."""
@@ -259,9 +268,10 @@ class Store:
                     held[lease] = bool(back[0][0])
         return held
 
-    def look(self, worker: str, workflows: Sequence[str], holding: bool) -> tuple[bool, list[str]]:
+    def look(self, worker: str, workflows: Sequence[str], holding: bool) -> Look:
         """What a worker looks at often, read without a write lock: whether a job of
-        `workflows` waits, and (`holding` runs) the leases of its runs whose cancel was asked."""
+        `workflows` waits, (`holding` runs) the leases of its runs whose cancel was asked, and
+        when the first live lease another worker holds on one runs out."""
         marks = ", ".join("?" * len(workflows))
         with self.db.transaction(write=False) as cur:
             waiting = cur.run(
@@ -277,7 +287,12 @@ class Store:
                 if holding
                 else []
             )
-        return bool(waiting), [str(r[0]) for r in cancels]
+            ((expiry,),) = cur.run(
+                f"SELECT min(lease_until) - {{now}} FROM flowrun_jobs WHERE workflow IN ({marks}) AND "
+                "state = 'taken' AND worker <> ? AND lease_until >= {now}",
+                (*workflows, worker),
+            )
+        return Look(bool(waiting), [str(r[0]) for r in cancels], None if expiry is None else real(expiry))
 
     def finish(self, lease: str, status: str, note: Sequence[object] | None = None) -> bool:
         """The job's run ended `status` (its runs-table row `note`, in the same transaction);

@@ -115,11 +115,11 @@ class Worker:
         db = self.store.db
         while not self.draining.is_set():
             free = self.config.concurrency - len(self.held)
-            waiting, cancels = await asyncio.to_thread(self.store.look, self.id, names, bool(self.held))
-            for lease in cancels:
+            look = await asyncio.to_thread(self.store.look, self.id, names, bool(self.held))
+            for lease in look.cancels:
                 if (held := self.held.get(lease)) is not None:
                     self._stop(held, "cancel")
-            if waiting and free > 0:
+            if look.waiting and free > 0:
                 claimed = await asyncio.to_thread(
                     self.store.claim, self.id, names, free, self.config.lease_s, self.config.limits
                 )
@@ -127,11 +127,13 @@ class Worker:
                     self._begin(job)
                 if claimed:
                     continue
+            # no news comes when a lease runs out (a worker died): look again just after it
+            wait = db.poll_s if look.next_expiry_s is None else min(db.poll_s, look.next_expiry_s + 0.01)
             if db.poll_s < 0.1:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.draining.wait(), db.poll_s)
+                    await asyncio.wait_for(self.draining.wait(), wait)
             else:
-                await asyncio.to_thread(db.wait, db.poll_s)
+                await asyncio.to_thread(db.wait, max(0.0, wait))
 
     def _begin(self, job: Job) -> None:
         task = asyncio.create_task(self._execute(job), name=f"run {job.run_id}")
