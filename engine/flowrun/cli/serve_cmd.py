@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Never, TypeVar
 
 import click
 
@@ -534,7 +534,7 @@ def run_app(app: ASGIApp, sock: socket.socket) -> None:
         loop_runner()(uvicorn.Server(config).serve(sockets=[sock]))
 
 
-def loop_runner() -> Callable[[Coroutine[Any, Any, T]], T]:
+def loop_runner() -> Callable[[Coroutine[object, Never, T]], T]:
     """What runs a serving command's loop: uvloop's when it is installed (`flowrun[serve]`
     brings it), as uvicorn does; a server and a worker spend a third less CPU per request and
     per model call on it (bench/http_api.py). FLOWRUN_LOOP=asyncio keeps asyncio's own; a value

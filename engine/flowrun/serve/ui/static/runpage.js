@@ -20,6 +20,7 @@ export async function runPage(main, runId) {
   let resuming = 0; // after a decision or a Resume: how many more times to look for the run going on
   let before = null; // the run's state when it was decided or resumed
   let lastSeq = 0;
+  let streamSeq = null; // the last event the event stream delivered (from lastSeq when it began)
   // the browser's clock minus the server's, so that running bars grow to the server's now
   let skew = 0;
   const serverNow = () => Date.now() / 1000 - skew;
@@ -152,9 +153,13 @@ export async function runPage(main, runId) {
     root.dataset.following = "true"; // (a test waits for the page to stop following a run that waits)
     try {
       for (;;) {
-        const end = await followEvents(runId, lastSeq, (e) => {
-          if (typeof e.seq === "number" && e.seq > lastSeq) {
-            lastSeq = e.seq;
+        // the stream's own place: a summary fetched meanwhile may already count an event the
+        // stream delivers next, whose own effect (a memory written) must still be seen
+        if (streamSeq === null) streamSeq = lastSeq;
+        const end = await followEvents(runId, streamSeq, (e) => {
+          if (typeof e.seq === "number" && e.seq > streamSeq) {
+            streamSeq = e.seq;
+            lastSeq = Math.max(lastSeq, e.seq);
             refresh();
             if (e.type === "memory_write" || (e.type === "tool_result" && e.tool === "memory")) loadMemory();
           }
