@@ -53,6 +53,11 @@ def properties(comp: Comp, key: str) -> list[tuple[int, Doc]]:
     ]
 
 
+def is_text(props: list[Doc]) -> bool:
+    """Outputs that are one string: written and read as plain text, not a JSON object."""
+    return len(props) == 1 and props[0].get("type", "string") == "string"
+
+
 def json_schema(props: list[tuple[int, Doc]]) -> Doc:
     """An object schema whose properties are `props` (required: those without a default)."""
     out: Doc = {"type": "object", "properties": {}}

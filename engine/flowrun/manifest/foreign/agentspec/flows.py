@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from flowrun.manifest.foreign.agentspec import graph
-from flowrun.manifest.foreign.agentspec.build import Build, properties
+from flowrun.manifest.foreign.agentspec.build import Build, is_text, properties
 from flowrun.manifest.foreign.agentspec.document import Comp
 from flowrun.manifest.foreign.conversion import Doc, Map, Value, flowrun_name
 
@@ -62,8 +62,7 @@ class FlowBuild:
         return properties(self.nodes[key].comp, "outputs")
 
     def is_text(self, key: str) -> bool:
-        outs = self.outputs(key)
-        return len(outs) == 1 and outs[0][1].get("type", "string") == "string"
+        return is_text([p for _, p in self.outputs(key)])
 
     def file(self, key: str) -> str:
         return f"{DIR}/{self.nodes[key].name}.{'txt' if self.is_text(key) else 'json'}"

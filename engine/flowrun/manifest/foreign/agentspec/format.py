@@ -55,7 +55,7 @@ class AgentSpecFormat(ForeignFormat):
 
 def _workflow(build: Build) -> Doc | None:
     from flowrun.manifest.foreign.agentspec.agents import agentic, is_remote, relay
-    from flowrun.manifest.foreign.agentspec.build import properties
+    from flowrun.manifest.foreign.agentspec.build import is_text, properties
     from flowrun.manifest.foreign.agentspec.document import flowrun_meta
     from flowrun.manifest.foreign.agentspec.flows import DIR, FlowBuild
     from flowrun.manifest.foreign.agentspec.parallel import subflow_io
@@ -80,8 +80,8 @@ def _workflow(build: Build) -> Doc | None:
     elif root.type == "Flow":
         fb = FlowBuild(build, root, end_props=subflow_io(build, root, "outputs"))
         if fb.end_props:  # each EndNode writes the flow's outputs: what the run answers
-            text = len(fb.end_props) == 1 and fb.end_props[0].get("type", "string") == "string"
-            fb.end = output = f"{DIR}/{build.unique('outputs')}.{'txt' if text else 'json'}"
+            kind = "txt" if is_text(fb.end_props) else "json"
+            fb.end = output = f"{DIR}/{build.unique('outputs')}.{kind}"
         steps = flow_steps(fb)
     else:
         message = f"a {root.type} is not something flowrun runs on its own"

@@ -122,7 +122,7 @@ def _api_node(fb: FlowBuild, node: Node) -> Doc:
     """An ApiNode: its HTTP call as a tool, run by an agent of the `direct` provider (no model:
     it calls the tool with the node's inputs and answers with the outputs the call returned)."""
     build, comp = fb.build, node.comp
-    defaults = remote_defaults(comp, comp)
+    defaults = remote_defaults(comp)
     tool = declared(build, comp, REMOTE, defaults, name=f"{node.name}_call")
     data: Doc = {
         "version": 1,
@@ -341,9 +341,7 @@ def _end_node(fb: FlowBuild, node: Node) -> list[Doc]:
         values[title] = (
             input_expr(fb, node.key, own[title]) if title in own else jinja_literal(prop.get("default"))
         )
-    task = (
-        "".join(f"{{{{ {v} }}}}" for v in values.values()) if fb.end.endswith(".txt") else _json_task(values)
-    )
+    task = _outputs_task(values, fb.end.endswith(".txt"))
     what = f"What the EndNode '{node.comp.name}' receives: the outputs of the flow '{fb.flow.name}'."
     return [_echo(fb.build, fb.build.unique(node.name), task, fb.end, what)]
 

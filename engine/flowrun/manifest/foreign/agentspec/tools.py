@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from flowrun.manifest.foreign.agentspec.build import Build, json_schema, properties
+from flowrun.manifest.foreign.agentspec.build import Build, is_text, json_schema, properties
 from flowrun.manifest.foreign.agentspec.document import Comp, flowrun_meta
 from flowrun.manifest.foreign.conversion import Doc, Items, flowrun_name
 from flowrun.paths import search_roots
@@ -39,7 +39,7 @@ def tool_entry(build: Build, comp: Comp) -> Items:
         name = declared(build, comp, {"python": "flowrun.tools.agentspec_calls:client_tool"}, {})
         build.conv.note(comp.src, comp.path, f"tool {name}: the person running the workflow gives its result")
     elif kind == "RemoteTool":
-        name = declared(build, comp, REMOTE, remote_defaults(comp, comp))
+        name = declared(build, comp, REMOTE, remote_defaults(comp))
         build.conv.note(comp.src, comp.path, f"tool {name}: an HTTP request to {comp.get('url')}")
     else:
         message = f"{kind} '{comp.name}' is not a tool flowrun can run"
@@ -72,22 +72,22 @@ def _server_tool(build: Build, comp: Comp) -> str | None:
     return None
 
 
-def remote_defaults(comp: Comp, outputs: Comp | None = None) -> Doc:
+def remote_defaults(comp: Comp) -> Doc:
     """What an HTTP call of `comp` (a RemoteTool, an ApiNode) sends, as its tool's config, and
-    the outputs its answer is read as (those `outputs` lists: each the answer's key of that
-    name, see tools/agentspec_calls.py). The host its `url` names is allowed even when private
-    (the file's author chose it; an argument cannot change it); a host filled in from an
-    argument is checked by the network guard."""
+    the outputs its answer is read as (those `comp` lists: each the answer's key of that name,
+    see tools/agentspec_calls.py). The host its `url` names is allowed even when private (the
+    file's author chose it; an argument cannot change it); a host filled in from an argument
+    is checked by the network guard."""
     defaults: Doc = {k: comp.get(k) for k in REMOTE_KEYS if comp.get(k) is not None}
     url = comp.get("url")
     netloc = url.split("//", 1)[-1].split("/")[0] if isinstance(url, str) else "{{"
     host = None if "{{" in netloc else urlsplit(str(url)).hostname
     if host:
         defaults["allow_hosts"] = [host]
-    props = properties(outputs, "outputs") if outputs is not None else []
+    props = [p for _, p in properties(comp, "outputs")]
     if props:
-        defaults["outputs"] = [str(p["title"]) for _, p in props]
-        defaults["text_output"] = len(props) == 1 and props[0][1].get("type", "string") == "string"
+        defaults["outputs"] = [str(p["title"]) for p in props]
+        defaults["text_output"] = is_text(props)
     return defaults
 
 
